@@ -1,0 +1,203 @@
+/*
+ * device.cu -- the harness's GPU side: device probe, guarded grids, NaN
+ * poison, L2 flush, event timing and the copy-bandwidth probe.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "harness.h"
+
+static const unsigned char GUARD_BYTE = 0xA5;
+
+extern "C" int harness_probe(harness_device *dev, char *why, size_t n)
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        snprintf(why, n, "no CUDA-capable GPU: %s",
+                 err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
+        return -1;
+    }
+    cudaDeviceProp p;
+    if ((err = cudaGetDeviceProperties(&p, 0)) != cudaSuccess ||
+        (err = cudaMemGetInfo(&dev->mem_free_bytes, &dev->global_mem_bytes)) != cudaSuccess) {
+        snprintf(why, n, "GPU 0 is not usable: %s", cudaGetErrorString(err));
+        return -1;
+    }
+    snprintf(dev->name, sizeof dev->name, "%s", p.name);
+    dev->cc_major = p.major;
+    dev->cc_minor = p.minor;
+    dev->sm_count = p.multiProcessorCount;
+    dev->l2_bytes = (size_t)p.l2CacheSize;
+    return 0;
+}
+
+/* ------------------------------------------------------------ guarded grids */
+
+extern "C" float *harness_grid_alloc(size_t n)
+{
+    unsigned char *base = NULL;
+    const size_t bytes = n * sizeof(float) + 2 * (size_t)HARNESS_GUARD_BYTES;
+    CUDA_CHECK(cudaMalloc((void **)&base, bytes));
+    CUDA_CHECK(cudaMemset(base, GUARD_BYTE, HARNESS_GUARD_BYTES));
+    CUDA_CHECK(cudaMemset(base + HARNESS_GUARD_BYTES + n * sizeof(float), GUARD_BYTE,
+                          HARNESS_GUARD_BYTES));
+    return (float *)(base + HARNESS_GUARD_BYTES);
+}
+
+extern "C" void harness_grid_free(float *d)
+{
+    if (d)
+        CUDA_CHECK(cudaFree((unsigned char *)d - HARNESS_GUARD_BYTES));
+}
+
+extern "C" int harness_guards_intact(const float *d, size_t n, const char *what, harness_report *r)
+{
+    static unsigned char guard[2][HARNESS_GUARD_BYTES];
+    const unsigned char *base = (const unsigned char *)d - HARNESS_GUARD_BYTES;
+    CUDA_CHECK(cudaMemcpy(guard[0], base, HARNESS_GUARD_BYTES, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(guard[1], base + HARNESS_GUARD_BYTES + n * sizeof(float),
+                          HARNESS_GUARD_BYTES, cudaMemcpyDeviceToHost));
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < HARNESS_GUARD_BYTES; i++) {
+            if (guard[side][i] == GUARD_BYTE)
+                continue;
+            /* Element index of the first overwritten byte, relative to d[0]. */
+            const long long elem = side == 0 ? -(long long)((HARNESS_GUARD_BYTES - i + 3) / 4)
+                                             : (long long)n + i / 4;
+            const size_t used = strlen(r->message);
+            snprintf(r->message + used, sizeof r->message - used,
+                     "%swrite outside %s: element %lld of a %zu-element grid was written "
+                     "(%s it)", used ? " " : "", what, elem, n, side == 0 ? "before" : "past the end of");
+            r->ok = 0;
+            return 0;
+        }
+    return 1;
+}
+
+extern "C" void harness_poison(float *d, size_t n, cudaStream_t stream)
+{
+    CUDA_CHECK(cudaMemsetAsync(d, 0xFF, n * sizeof(float), stream)); /* 0xFFFFFFFF is a NaN */
+}
+
+static __global__ void count_nan_kernel(const float *__restrict__ d, size_t n,
+                                        unsigned long long *count)
+{
+    unsigned long long mine = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        mine += isnan(d[i]) ? 1 : 0;
+    if (mine)
+        atomicAdd(count, mine);
+}
+
+extern "C" size_t harness_count_nan(const float *d, size_t n, cudaStream_t stream)
+{
+    static unsigned long long *d_count = NULL; /* allocated once, reused */
+    unsigned long long count = 0;
+    if (!d_count)
+        CUDA_CHECK(cudaMalloc((void **)&d_count, sizeof *d_count));
+    CUDA_CHECK(cudaMemsetAsync(d_count, 0, sizeof *d_count, stream));
+    count_nan_kernel<<<1024, 256, 0, stream>>>(d, n, d_count);
+    CUDA_CHECK_LAUNCH(stream, 0);
+    CUDA_CHECK(cudaMemcpyAsync(&count, d_count, sizeof count, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return (size_t)count;
+}
+
+/* ---------------------------------------------------------------- L2 flush */
+
+extern "C" void harness_l2_flusher_init(harness_l2_flusher *f, const harness_device *dev)
+{
+    f->bytes = 2 * (dev->l2_bytes ? dev->l2_bytes : (size_t)64 << 20);
+    CUDA_CHECK(cudaMalloc(&f->d_buf, f->bytes));
+}
+
+extern "C" void harness_l2_flush(harness_l2_flusher *f, cudaStream_t stream)
+{
+    CUDA_CHECK(cudaMemsetAsync(f->d_buf, 0, f->bytes, stream));
+}
+
+extern "C" void harness_l2_flusher_free(harness_l2_flusher *f)
+{
+    CUDA_CHECK(cudaFree(f->d_buf));
+    f->d_buf = NULL;
+}
+
+/* ------------------------------------------------------------------ timing */
+
+extern "C" void harness_timer_init(harness_timer *t, cudaStream_t stream)
+{
+    t->stream = stream;
+    CUDA_CHECK(cudaEventCreate(&t->start));
+    CUDA_CHECK(cudaEventCreate(&t->stop));
+}
+
+extern "C" void harness_timer_start(harness_timer *t)
+{
+    CUDA_CHECK(cudaEventRecord(t->start, t->stream));
+}
+
+extern "C" double harness_timer_stop_ms(harness_timer *t)
+{
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventRecord(t->stop, t->stream));
+    CUDA_CHECK(cudaEventSynchronize(t->stop));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, t->start, t->stop));
+    return ms;
+}
+
+extern "C" void harness_timer_free(harness_timer *t)
+{
+    CUDA_CHECK(cudaEventDestroy(t->start));
+    CUDA_CHECK(cudaEventDestroy(t->stop));
+}
+
+/* -------------------------------------------------------------- copy probe */
+
+/* One float4 per thread, plus the scalar tail: the simplest copy that keeps
+ * enough 16-byte loads in flight to saturate DRAM. */
+static __global__ void copy_float4_kernel(const float4 *__restrict__ src, float4 *__restrict__ dst,
+                                          size_t n4, const float *__restrict__ src_tail,
+                                          float *__restrict__ dst_tail, int tail)
+{
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n4)
+        dst[i] = src[i];
+    if (i < (size_t)tail)
+        dst_tail[i] = src_tail[i];
+}
+
+extern "C" void harness_copy_bandwidth(const float *d_src, float *d_dst, size_t n, int reps,
+                                       cudaStream_t stream, double *memcpy_gbps, double *kernel_gbps)
+{
+    const double bytes = 2.0 * (double)n * sizeof(float); /* read + write */
+    const size_t n4 = n / 4;
+    const int tail = (int)(n % 4), threads = 256;
+    const size_t blocks = (n4 + threads - 1) / threads + 1;
+    double *ms = (double *)malloc(sizeof(double) * (size_t)reps);
+    harness_timer t;
+    harness_timer_init(&t, stream);
+    for (int way = 0; way < 2; way++) {
+        for (int r = -1; r < reps; r++) { /* r == -1: warm-up, not recorded */
+            harness_timer_start(&t);
+            if (way == 0) {
+                CUDA_CHECK(cudaMemcpyAsync(d_dst, d_src, n * sizeof(float),
+                                           cudaMemcpyDeviceToDevice, stream));
+            } else {
+                copy_float4_kernel<<<(unsigned)blocks, threads, 0, stream>>>(
+                    (const float4 *)d_src, (float4 *)d_dst, n4, d_src + 4 * n4, d_dst + 4 * n4, tail);
+                CUDA_CHECK_LAUNCH(stream, 0);
+            }
+            const double m = harness_timer_stop_ms(&t);
+            if (r >= 0)
+                ms[r] = m;
+        }
+        *(way == 0 ? memcpy_gbps : kernel_gbps) = harness_gbps(bytes, harness_median(ms, reps));
+    }
+    harness_timer_free(&t);
+    free(ms);
+}

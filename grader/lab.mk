@@ -1,0 +1,153 @@
+# lab.mk -- the one make fragment every lab includes.
+#
+# A lab's Makefile is:
+#     LAB := 01-naive-5pt
+#     include ../../grader/lab.mk
+#
+# Variables you may set on the command line:
+#   IMPL=starter|reference|DIR  whose kernel.cu is built (default: starter).  DIR is a
+#                               directory holding DIR/<lab>/kernel.cu or DIR/kernel.cu;
+#                               a relative DIR is taken from the lab directory.
+#   CUDA_ARCH=90                compute capability(ies) to build for, e.g. "80 90";
+#                               default: the local GPU's, or several when there is none
+#   SEED=N                      replay the random inputs of an earlier `make check`
+#   DEBUG=1                     -G -O0 device code for cuda-gdb (never timed)
+#   BUILD_DIR=...               where the binaries go (default: build/<arch>/<lab>/<impl>)
+
+SHELL := /bin/bash
+KIT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
+LAB_DIR := $(KIT)/labs/$(LAB)
+LAB_NUMBER := $(firstword $(subst -, ,$(LAB)))
+PYTHON ?= python3
+GRADE := $(PYTHON) $(KIT)/grader/grade.py
+
+# ---- the CUDA toolchain and the target architecture --------------------------------
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc),nvcc)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CC ?= cc
+
+ifeq ($(origin CUDA_ARCH),undefined)
+CUDA_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null \
+                     | head -n 1 | tr -d ' .')
+endif
+ifeq ($(strip $(CUDA_ARCH)),)
+# No GPU here: machine code for Turing, Ampere and Hopper, plus PTX that later GPUs compile
+# when they load the program.
+GENCODE := -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
+           -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+PTX_ARCH := 75
+ARCH_TAG := multi
+else
+GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+           -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH))
+PTX_ARCH := $(firstword $(CUDA_ARCH))
+ARCH_TAG := sm$(subst $(eval) ,-,$(strip $(CUDA_ARCH)))
+endif
+
+# ---- whose kernel.cu ---------------------------------------------------------------
+IMPL ?= starter
+ifeq ($(IMPL),starter)
+SRC := $(KIT)/starter/$(LAB)/kernel.cu
+IMPL_TAG := starter
+else ifeq ($(IMPL),reference)
+SRC := $(KIT)/reference/$(LAB)/kernel.cu
+IMPL_TAG := reference
+else
+SRC := $(firstword $(wildcard $(abspath $(IMPL))/$(LAB)/kernel.cu $(abspath $(IMPL))/kernel.cu))
+IMPL_TAG := dir-$(subst /,_,$(patsubst /%,%,$(abspath $(IMPL))))
+endif
+
+BUILD_DIR ?= $(KIT)/build/$(ARCH_TAG)/$(LAB)/$(IMPL_TAG)
+HARNESS_DIR := $(KIT)/build/$(ARCH_TAG)/harness
+HARNESS_LIB := $(HARNESS_DIR)/libharness.a
+
+# ---- flags -------------------------------------------------------------------------
+ifeq ($(DEBUG),1)
+DEVICE_OPT := -G -O0 -g -DSTENCIL_DEBUG_BUILD
+else
+DEVICE_OPT := -O3 -lineinfo
+endif
+INCLUDES := -I$(KIT)/grader/include -I$(CUDA_HOME)/include
+NVFLAGS := -std=c++17 $(DEVICE_OPT) $(GENCODE) $(INCLUDES) -Xcompiler -Wall
+CFLAGS_KIT := -std=c11 -O2 -g -Wall -Wextra -fopenmp $(INCLUDES) $(if $(filter 1,$(DEBUG)),-DSTENCIL_DEBUG_BUILD)
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+LDLIBS_KIT := -Xcompiler -fopenmp
+
+.PHONY: all build check sanitize clean help require-src require-check
+all: build
+
+help:
+	@echo "make check       build, then grade IMPL=$(IMPL) (correctness, then bandwidth)"
+	@echo "make build       only build $(BUILD_DIR)/{check,bench}"
+	@echo "make sanitize    compute-sanitizer memcheck and racecheck on the small cases"
+	@echo "make clean       remove this lab's build directories"
+	@echo "variables: IMPL=starter|reference|DIR  SEED=N  CUDA_ARCH=90  DEBUG=1"
+
+# ---- grading -----------------------------------------------------------------------
+check: require-src
+	@$(GRADE) lab $(LAB_DIR) --impl $(IMPL) --build-dir $(BUILD_DIR) $(if $(SEED),--seed $(SEED))
+
+# compute-sanitizer on the cases of the small tcases, in one process (CK_FORK=no).
+SANITIZE_TCASES ?= degenerate block-edges
+sanitize: build
+	@command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found (it ships with the CUDA toolkit)"; exit 1; }
+	@set -e; for tool in memcheck racecheck; do for tc in $(SANITIZE_TCASES); do \
+	  echo "== compute-sanitizer --tool $$tool, tcase $$tc"; \
+	  CK_FORK=no CK_RUN_CASE=$$tc compute-sanitizer --tool $$tool --error-exitcode 1 \
+	    $(BUILD_DIR)/check; done; done
+
+clean:
+	rm -rf $(wildcard $(KIT)/build/*/$(LAB))
+
+# ---- building ----------------------------------------------------------------------
+build: require-src require-check $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
+
+require-src:
+	@test -n "$(SRC)" -a -f "$(SRC)" || { echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu)" >&2; exit 2; }
+
+require-check:
+	@pkg-config --exists check || { echo "error: the Check unit-testing library is not installed: on Debian or Ubuntu run 'sudo apt-get install check', on Fedora 'sudo dnf install check-devel', on macOS 'brew install check'" >&2; exit 2; }
+
+$(BUILD_DIR) $(HARNESS_DIR):
+	mkdir -p $@
+
+$(BUILD_DIR)/lab_config.h: $(LAB_DIR)/lab.json $(KIT)/grader/stencil_grader/labspec.py | $(BUILD_DIR)
+	$(GRADE) config $< > $@.tmp && mv $@.tmp $@
+
+# The student's file: ptxas -v reports registers, shared memory and spills per kernel.
+$(BUILD_DIR)/kernel.o: $(SRC) $(KIT)/grader/include/stencil_lab.h | $(BUILD_DIR)
+	@echo "nvcc $(notdir $(SRC)) ($(IMPL))"
+	@$(NVCC) $(NVFLAGS) -Xptxas -v -c $< -o $@ 2> $(BUILD_DIR)/ptxas.log || { cat $(BUILD_DIR)/ptxas.log >&2; exit 1; }
+	@grep -v -E '^(ptxas info|    [0-9]+ bytes)' $(BUILD_DIR)/ptxas.log >&2 || true
+
+$(BUILD_DIR)/kernel.ptx: $(SRC) $(KIT)/grader/include/stencil_lab.h | $(BUILD_DIR)
+	@$(NVCC) -std=c++17 $(DEVICE_OPT) -arch=compute_$(PTX_ARCH) $(INCLUDES) -ptx $< -o $@
+
+$(BUILD_DIR)/%.o: $(KIT)/grader/harness/%.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h | $(BUILD_DIR)
+	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
+
+$(BUILD_DIR)/bench_main.o: $(KIT)/grader/harness/lab_driver.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h | $(BUILD_DIR)
+	$(CC) $(CFLAGS_KIT) -DLAB_BENCH_MAIN -I$(BUILD_DIR) -c $< -o $@
+
+$(BUILD_DIR)/check_$(LAB_NUMBER).o: $(LAB_DIR)/check_$(LAB_NUMBER).c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h | $(BUILD_DIR)
+	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
+
+$(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
+
+$(BUILD_DIR)/bench: $(BUILD_DIR)/bench_main.o $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT)
+
+# ---- the harness library, once per architecture -------------------------------------
+HARNESS_C := errors random stats compare cpu_reference
+HARNESS_OBJS := $(HARNESS_C:%=$(HARNESS_DIR)/%.o) $(HARNESS_DIR)/device.o
+
+$(HARNESS_DIR)/%.o: $(KIT)/grader/harness/%.c $(KIT)/grader/include/*.h | $(HARNESS_DIR)
+	$(CC) $(CFLAGS_KIT) -c $< -o $@
+
+$(HARNESS_DIR)/device.o: $(KIT)/grader/harness/device.cu $(KIT)/grader/include/*.h | $(HARNESS_DIR)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(HARNESS_LIB): $(HARNESS_OBJS)
+	ar rcs $@ $^
