@@ -12,7 +12,7 @@
 #                               default: the local GPU's, or several when there is none
 #   SEED=N                      replay the random inputs of an earlier `make check`
 #   DEBUG=1                     -G -O0 device code for cuda-gdb (never timed)
-#   BUILD_DIR=...               where the binaries go (default: build/<arch>/<lab>/<impl>)
+#   BUILD_DIR=...               where the binaries go (default: build/<arch>[-debug]/<lab>/<impl>)
 
 SHELL := /bin/bash
 KIT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
@@ -57,8 +57,9 @@ SRC := $(firstword $(wildcard $(abspath $(IMPL))/$(LAB)/kernel.cu $(abspath $(IM
 IMPL_TAG := dir-$(subst /,_,$(patsubst /%,%,$(abspath $(IMPL))))
 endif
 
-BUILD_DIR ?= $(KIT)/build/$(ARCH_TAG)/$(LAB)/$(IMPL_TAG)
-HARNESS_DIR := $(KIT)/build/$(ARCH_TAG)/harness
+BUILD_TAG := $(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
+BUILD_DIR ?= $(KIT)/build/$(BUILD_TAG)/$(LAB)/$(IMPL_TAG)
+HARNESS_DIR := $(KIT)/build/$(BUILD_TAG)/harness
 HARNESS_LIB := $(HARNESS_DIR)/libharness.a
 
 # ---- flags -------------------------------------------------------------------------
@@ -88,14 +89,13 @@ help:
 check: require-src
 	@$(GRADE) lab $(LAB_DIR) --impl $(IMPL) --build-dir $(BUILD_DIR) $(if $(SEED),--seed $(SEED))
 
-# compute-sanitizer on the cases of the small tcases, in one process (CK_FORK=no).
-SANITIZE_TCASES ?= degenerate block-edges
+# compute-sanitizer on every case but the large grids, in one process (CK_FORK=no).
 sanitize: build
 	@command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found (it ships with the CUDA toolkit)"; exit 1; }
-	@set -e; for tool in memcheck racecheck; do for tc in $(SANITIZE_TCASES); do \
-	  echo "== compute-sanitizer --tool $$tool, tcase $$tc"; \
-	  CK_FORK=no CK_RUN_CASE=$$tc compute-sanitizer --tool $$tool --error-exitcode 1 \
-	    $(BUILD_DIR)/check; done; done
+	@set -e; for tool in memcheck racecheck; do \
+	  echo "== compute-sanitizer --tool $$tool ($(LAB), IMPL=$(IMPL), small grids)"; \
+	  SEED=$(or $(SEED),1) CK_FORK=no CK_EXCLUDE_TAGS=large \
+	    compute-sanitizer --tool $$tool --error-exitcode 1 $(BUILD_DIR)/check; done
 
 clean:
 	rm -rf $(wildcard $(KIT)/build/*/$(LAB))

@@ -49,6 +49,7 @@ static Suite *make_suite(const char *name, int ncases)
             end++;
         TCase *tc = tcase_create(g_cases[start].tcase);
         tcase_set_timeout(tc, LAB_CASE_TIMEOUT_S);
+        tcase_set_tags(tc, g_cases[start].tcase); /* CK_EXCLUDE_TAGS=large skips the big grids */
         tcase_add_loop_test(tc, run_case, start, end);
         suite_add_tcase(s, tc);
         start = end;
@@ -69,7 +70,8 @@ int lab_check_main(const char *suite_name, const lab_case *cases, int ncases, in
     }
     if (argc > 1) {
         fprintf(stderr, "usage: %s [--list]\n  SEED=N replays a run; CK_FORK=no runs the cases "
-                        "in one process (cuda-gdb, compute-sanitizer); CK_RUN_CASE=NAME runs one tcase\n",
+                        "in one process (cuda-gdb, compute-sanitizer); CK_RUN_CASE=NAME runs one tcase;\n"
+                        "  CK_EXCLUDE_TAGS=large skips the large grids\n",
                 argv[0]);
         return 64;
     }

@@ -37,7 +37,7 @@ int harness_compare(const float *got, const float *want, int nx, int ny, int nz,
                     harness_tolerance tol, int dirichlet_dims, harness_report *r)
 {
     size_t bad = 0, i = 0;
-    char first[HARNESS_MAX_REPORTED][192];
+    char first[HARNESS_MAX_REPORTED][256];
     for (int z = 0; z < nz; z++)
         for (int y = 0; y < ny; y++)
             for (int x = 0; x < nx; x++, i++) {
@@ -54,8 +54,13 @@ int harness_compare(const float *got, const float *want, int nx, int ny, int nz,
                         snprintf(where, sizeof where, "(x=%d, y=%d, z=%d)", x, y, z);
                     else
                         snprintf(where, sizeof where, "(x=%d, y=%d)", x, y);
-                    snprintf(first[bad], sizeof first[bad], "%s got %.9g want %.9g%s", where,
-                             (double)g, (double)w, exact ? " (boundary cell: must be copied bit for bit)" : "");
+                    char value[64];
+                    if (isnan(g))
+                        snprintf(value, sizeof value, "NaN (never written?)");
+                    else
+                        snprintf(value, sizeof value, "%.9g", (double)g);
+                    snprintf(first[bad], sizeof first[bad], "%s got %s want %.9g%s", where, value,
+                             (double)w, exact ? " (boundary cell: must be copied bit for bit)" : "");
                 }
                 bad++;
             }

@@ -1,0 +1,80 @@
+# The stencil lab kit.  `make help` lists the targets.
+#
+#   make test                the kit's own tests; no GPU needed (installs Check and pytest
+#                            when missing and run as root on Debian)
+#   make check               grade every lab with IMPL=reference: the instructor's sanity check
+#   make grade SUBMISSIONS=DIR [OUT=DIR]   grade a whole class
+#   make tour                every 2D reference on this GPU, as the seeds' optimisation table
+#   make calibrate           re-derive the performance targets on this GPU
+#   make dist                the student kit (no reference/), as dist/stencil-lab-kit.tar.gz
+#   make clean               remove build/ and dist/
+
+SHELL := /bin/bash
+PYTHON ?= python3
+GRADE := $(PYTHON) grader/grade.py
+LABS := $(sort $(patsubst labs/%/,%,$(wildcard labs/*/)))
+# The top-level check grades the reference solutions where they exist (the kit),
+# the starter code otherwise (the student kit has no reference/).
+IMPL ?= $(if $(wildcard reference/.),reference,starter)
+SUBMISSIONS ?=
+OUT ?= grades
+
+.PHONY: help test test-build test-unit test-python check grade tour calibrate dist clean
+
+help:
+	@sed -n '3,11p' Makefile | sed 's/^#//'
+	@echo "  labs: $(LABS)"
+	@echo "  in a lab directory: make check [IMPL=starter|reference|DIR] [SEED=N]; make sanitize; make help"
+
+# ---- the kit's own tests (no GPU needed) --------------------------------------------
+test:
+	@test -d tests/unit || { echo "make test runs the kit's own tests, which the student kit does not ship"; exit 2; }
+	@py=$$(bash tests/install-deps.sh | tail -n 1) && \
+	  $(MAKE) --no-print-directory test-build test-unit test-python PYTEST_PYTHON="$$py"
+
+# Every lab's starter and reference must compile (for the local GPU, or several
+# architectures when there is none).
+test-build:
+	@set -e; for lab in $(LABS); do for impl in starter reference; do \
+	  echo "== build $$lab IMPL=$$impl"; \
+	  $(MAKE) --no-print-directory -s -C labs/$$lab build IMPL=$$impl; done; done
+
+UNIT_BIN := build/tests/check_harness
+test-unit: $(UNIT_BIN)
+	@echo "== Check unit tests of the harness"
+	@$(UNIT_BIN)
+
+$(UNIT_BIN): tests/unit/check_harness.c grader/harness/*.c grader/include/*.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -fopenmp -Igrader/include -I$${CUDA_HOME:-/usr/local/cuda}/include \
+	  $$(pkg-config --cflags check) tests/unit/check_harness.c \
+	  $(addprefix grader/harness/,errors.c random.c stats.c compare.c cpu_reference.c) \
+	  -o $@ $$(pkg-config --libs check) -L$${CUDA_HOME:-/usr/local/cuda}/lib64 -lcudart -lm
+
+test-python:
+	@echo "== pytest: the grader, and the known submissions"
+	@$(or $(PYTEST_PYTHON),$(PYTHON)) -m pytest -q -rs tests/python
+
+# ---- grading ----------------------------------------------------------------------------
+check:
+	@$(GRADE) all --impl $(IMPL)
+
+grade:
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]  (DIR/<student>/<lab>/kernel.cu)"; exit 2; }
+	@$(GRADE) class $(SUBMISSIONS) --out $(OUT)
+
+tour:
+	@$(GRADE) tour
+
+calibrate:
+	@$(GRADE) calibrate
+
+# ---- the student kit ----------------------------------------------------------------------
+dist:
+	@mkdir -p dist
+	@git ls-files | grep -v -e '^reference/' -e '^tests/' -e '^\.ci/' \
+	  | tar czf dist/stencil-lab-kit.tar.gz --transform 's,^,stencil-lab-kit/,' -T -
+	@echo "wrote dist/stencil-lab-kit.tar.gz (no reference solutions, no kit tests)"
+
+clean:
+	rm -rf build dist

@@ -1,0 +1,25 @@
+/* Known-bad (infinite_loop): a loop whose counter never advances: the kernel never finishes. */
+#include <cuda_runtime.h>
+#include "stencil_lab.h"
+
+__global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
+                      stencil2d_coeffs c)
+{
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= nx || y >= ny)
+        return;
+    const size_t i = (size_t)y * nx + x;
+    float acc = in[i];
+    for (int k = 0; k < nx; k += (acc > 1e30f)) { /* never true: k never advances */
+        acc = acc * 0.5f + 1.0f;
+        out[i] = acc;                               /* a store: the loop cannot be removed */
+    }
+}
+
+extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
+                                stencil2d_coeffs c, cudaStream_t stream)
+{
+    const dim3 block(32, 8), grid((nx + 31) / 32, (ny + 7) / 8);
+    sweep<<<grid, block, 0, stream>>>(d_in, d_out, nx, ny, c);
+}

@@ -1,0 +1,25 @@
+/* Known-bad (out_of_range_write): the bounds test checks the flat index against nx*ny only, so threads past the last column of a row write into the next row, and on the last row past the end of the grid. */
+#include <cuda_runtime.h>
+#include "stencil_lab.h"
+
+__global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
+                      stencil2d_coeffs c)
+{
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const size_t i = (size_t)y * nx + x;
+    if (i >= (size_t)nx * ny + 64)      /* wrong: x >= nx is not tested */
+        return;
+    if (x == 0 || y == 0 || x >= nx - 1 || y >= ny - 1) {
+        out[i] = x < nx && y < ny ? in[i] : 0.0f;
+        return;
+    }
+    out[i] = c.c0 * in[i] + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] + c.yp * in[i + nx];
+}
+
+extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
+                                stencil2d_coeffs c, cudaStream_t stream)
+{
+    const dim3 block(32, 8), grid((nx + 31) / 32, (ny + 7) / 8);
+    sweep<<<grid, block, 0, stream>>>(d_in, d_out, nx, ny, c);
+}

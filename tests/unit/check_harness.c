@@ -1,0 +1,316 @@
+/*
+ * check_harness.c -- unit tests of the harness parts that need no GPU: the
+ * CPU references, the comparison, the timing statistics and the seeding.
+ * Everything here is hand-checkable: tiny grids with values worked out below.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static const stencil2d_coeffs C2 = { 0.5f, 0.1f, 0.2f, 0.3f, 0.4f }; /* c0 xm xp ym yp */
+static const harness_tolerance TOL = { 1e-5, 1e-6 };
+
+/* ------------------------------------------------------------ CPU reference */
+
+START_TEST(sweep_3x3_by_hand)
+{
+    /* in = 1..9 row-major: the single interior cell (1,1) holds 5, with
+     * x-1 = 4, x+1 = 6, y-1 = 2, y+1 = 8. */
+    const float in[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    float out[9];
+    cpu_stencil2d_sweep(in, out, 3, 3, C2);
+    ck_assert_float_eq_tol(out[4], 0.5f * 5 + 0.1f * 4 + 0.2f * 6 + 0.3f * 2 + 0.4f * 8, 1e-6f);
+    for (int i = 0; i < 9; i++)
+        if (i != 4)
+            ck_assert_msg(out[i] == in[i], "boundary cell %d not copied", i);
+}
+END_TEST
+
+START_TEST(sweep_degenerate_is_copy)
+{
+    const int shapes[][2] = { { 1, 1 }, { 1, 5 }, { 5, 1 }, { 2, 2 }, { 2, 7 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        float in[14], out[14];
+        const int n = shapes[s][0] * shapes[s][1];
+        harness_fill_random(in, (size_t)n, 7 + s);
+        cpu_stencil2d_sweep(in, out, shapes[s][0], shapes[s][1], C2);
+        ck_assert_msg(memcmp(in, out, (size_t)n * sizeof(float)) == 0,
+                      "%dx%d has no interior: every cell must be copied", shapes[s][0], shapes[s][1]);
+    }
+}
+END_TEST
+
+START_TEST(periodic_wraps_corner)
+{
+    /* 3x2 grid; cell (0,0): x-1 wraps to (2,0), y-1 and y+1 are both row 1. */
+    const float in[6] = { 1, 2, 3, 4, 5, 6 };
+    float out[6];
+    cpu_stencil2d_periodic_sweep(in, out, 3, 2, C2);
+    ck_assert_float_eq_tol(out[0], 0.5f * 1 + 0.1f * 3 + 0.2f * 2 + 0.3f * 4 + 0.4f * 4, 1e-6f);
+    /* cell (2,1): x+1 wraps to (0,1) = 4, x-1 = 5, y-1 = y+1 = (2,0) = 3 */
+    ck_assert_float_eq_tol(out[5], 0.5f * 6 + 0.1f * 5 + 0.2f * 4 + 0.3f * 3 + 0.4f * 3, 1e-6f);
+}
+END_TEST
+
+START_TEST(periodic_one_cell_is_own_neighbour)
+{
+    const float in[1] = { 2 };
+    float out[1];
+    cpu_stencil2d_periodic_sweep(in, out, 1, 1, C2);
+    ck_assert_float_eq_tol(out[0], 2 * (0.5f + 0.1f + 0.2f + 0.3f + 0.4f), 1e-6f);
+}
+END_TEST
+
+START_TEST(run_returns_right_buffer)
+{
+    float a[16], b[16], once[16], twice[16];
+    harness_fill_random(a, 16, 3);
+    cpu_stencil2d_sweep(a, once, 4, 4, C2);
+    cpu_stencil2d_sweep(once, twice, 4, 4, C2);
+    ck_assert_ptr_eq(cpu_stencil2d_run(a, b, 4, 4, C2, 0), a);
+    ck_assert_ptr_eq(cpu_stencil2d_run(a, b, 4, 4, C2, 1), b);
+    ck_assert(memcmp(b, once, sizeof once) == 0);
+    harness_fill_random(a, 16, 3);
+    ck_assert_ptr_eq(cpu_stencil2d_run(a, b, 4, 4, C2, 2), a);
+    ck_assert(memcmp(a, twice, sizeof twice) == 0);
+}
+END_TEST
+
+START_TEST(sweep3d_by_hand)
+{
+    const stencil3d_coeffs c = { 0.2f, 0.05f, 0.07f, 0.09f, 0.11f, 0.13f, 0.15f };
+    float in[27], out[27];
+    for (int i = 0; i < 27; i++)
+        in[i] = (float)i;
+    cpu_stencil3d_sweep(in, out, 3, 3, 3, c);
+    /* the one interior cell (1,1,1) = 13; x+-1 = 12, 14; y+-1 = 10, 16; z+-1 = 4, 22 */
+    ck_assert_float_eq_tol(out[13], 0.2f * 13 + 0.05f * 12 + 0.07f * 14 + 0.09f * 10 + 0.11f * 16 +
+                                        0.13f * 4 + 0.15f * 22, 1e-5f);
+    ck_assert(out[0] == in[0] && out[26] == in[26]);
+}
+END_TEST
+
+/* --------------------------------------------------------------- comparison */
+
+static harness_report fresh_report(void)
+{
+    harness_report r;
+    memset(&r, 0, sizeof r);
+    r.ok = 1;
+    return r;
+}
+
+START_TEST(compare_accepts_within_tolerance)
+{
+    float want[4] = { 1.0f, -2.0f, 0.0f, 100.0f }, got[4];
+    for (int i = 0; i < 4; i++)
+        got[i] = want[i] + (float)(0.5 * (TOL.atol + TOL.rtol * fabs(want[i])));
+    harness_report r = fresh_report();
+    ck_assert_int_eq(harness_compare(got, want, 4, 1, 1, TOL, 0, &r), 1);
+    ck_assert_str_eq(r.message, "");
+}
+END_TEST
+
+START_TEST(compare_rejects_beyond_tolerance_with_coordinates)
+{
+    float want[6] = { 0 }, got[6] = { 0 };
+    got[4] = 1e-3f; /* cell (x=1, y=1) of a 3x2 grid */
+    harness_report r = fresh_report();
+    ck_assert_int_eq(harness_compare(got, want, 3, 2, 1, TOL, 0, &r), 0);
+    ck_assert_uint_eq(r.mismatches, 1);
+    ck_assert_msg(strstr(r.message, "(x=1, y=1)") != NULL, "message lacks coordinates: %s", r.message);
+}
+END_TEST
+
+START_TEST(compare_nan_never_passes)
+{
+    const float want[2] = { NAN, 1.0f };
+    const float got[2] = { NAN, NAN };
+    harness_report r = fresh_report();
+    ck_assert_int_eq(harness_compare(got, want, 2, 1, 1, TOL, 0, &r), 0);
+    ck_assert_uint_eq(r.mismatches, 2);
+    ck_assert_msg(strstr(r.message, "NaN") != NULL, "%s", r.message);
+}
+END_TEST
+
+START_TEST(compare_boundary_bit_exact)
+{
+    /* 3x3: a 1-ulp change on a boundary cell fails with dirichlet_dims = 2,
+     * passes with 0 (periodic problems have no copied cells). */
+    float want[9], got[9];
+    harness_fill_random(want, 9, 11);
+    memcpy(got, want, sizeof got);
+    got[1] = nextafterf(want[1], 2.0f);
+    harness_report r = fresh_report();
+    ck_assert_int_eq(harness_compare(got, want, 3, 3, 1, TOL, 2, &r), 0);
+    ck_assert_msg(strstr(r.message, "bit for bit") != NULL, "%s", r.message);
+    r = fresh_report();
+    ck_assert_int_eq(harness_compare(got, want, 3, 3, 1, TOL, 0, &r), 1);
+    /* the same change on the interior cell passes: it is within tolerance */
+    memcpy(got, want, sizeof got);
+    got[4] = nextafterf(want[4], 2.0f);
+    r = fresh_report();
+    ck_assert_int_eq(harness_compare(got, want, 3, 3, 1, TOL, 2, &r), 1);
+}
+END_TEST
+
+START_TEST(compare_negative_zero_on_boundary)
+{
+    const float want[1] = { 0.0f }, got[1] = { -0.0f };
+    harness_report r = fresh_report();
+    ck_assert_int_eq(harness_compare(got, want, 1, 1, 1, TOL, 2, &r), 0);
+}
+END_TEST
+
+START_TEST(compare_reports_at_most_five)
+{
+    float want[100] = { 0 }, got[100];
+    for (int i = 0; i < 100; i++)
+        got[i] = 1.0f;
+    harness_report r = fresh_report();
+    harness_compare(got, want, 10, 10, 1, TOL, 0, &r);
+    ck_assert_uint_eq(r.mismatches, 100);
+    int listed = 0;
+    for (const char *p = r.message; (p = strstr(p, " got ")) != NULL; p++)
+        listed++;
+    ck_assert_int_eq(listed, HARNESS_MAX_REPORTED);
+}
+END_TEST
+
+START_TEST(boundary_in_3d)
+{
+    ck_assert(harness_is_boundary(1, 1, 0, 3, 3, 3, 3));
+    ck_assert(!harness_is_boundary(1, 1, 1, 3, 3, 3, 3));
+    ck_assert(!harness_is_boundary(1, 1, 0, 3, 3, 1, 2)); /* 2D: z is not a dimension */
+}
+END_TEST
+
+START_TEST(unchanged_names_first_cell)
+{
+    float before[6] = { 1, 2, 3, 4, 5, 6 }, now[6];
+    memcpy(now, before, sizeof now);
+    harness_report r = fresh_report();
+    ck_assert_int_eq(harness_unchanged(now, before, 3, 2, 1, "the input grid", &r), 1);
+    now[5] = 0;
+    ck_assert_int_eq(harness_unchanged(now, before, 3, 2, 1, "the input grid", &r), 0);
+    ck_assert_msg(strstr(r.message, "(x=2, y=1)") != NULL, "%s", r.message);
+}
+END_TEST
+
+/* --------------------------------------------------------------- statistics */
+
+START_TEST(median_odd_even)
+{
+    double odd[5] = { 5, 1, 4, 2, 3 }, even[4] = { 4, 1, 3, 2 };
+    ck_assert_double_eq(harness_median(odd, 5), 3.0);
+    ck_assert_double_eq(harness_median(even, 4), 2.5);
+    double one[1] = { 7 };
+    ck_assert_double_eq(harness_median(one, 1), 7.0);
+}
+END_TEST
+
+START_TEST(min_max_gbps)
+{
+    const double v[3] = { 2, -1, 9 };
+    ck_assert_double_eq(harness_min(v, 3), -1.0);
+    ck_assert_double_eq(harness_max(v, 3), 9.0);
+    /* 1e9 bytes in 1000 ms is 1 GB/s; 2 GiB in 1 ms is 2147.483648 GB/s */
+    ck_assert_double_eq_tol(harness_gbps(1e9, 1000.0), 1.0, 1e-12);
+    ck_assert_double_eq_tol(harness_gbps(2.0 * 1073741824.0, 1.0), 2147.483648, 1e-9);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ seeding */
+
+START_TEST(random_is_reproducible_and_in_range)
+{
+    float a[1000], b[1000];
+    harness_fill_random(a, 1000, 123);
+    harness_fill_random(b, 1000, 123);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    harness_fill_random(b, 1000, 124);
+    ck_assert(memcmp(a, b, sizeof a) != 0);
+    int distinct = 0;
+    for (int i = 0; i < 1000; i++) {
+        ck_assert(a[i] >= -1.0f && a[i] < 1.0f);
+        distinct += i > 0 && a[i] != a[i - 1];
+    }
+    ck_assert_int_gt(distinct, 990); /* not all ones, not constant */
+}
+END_TEST
+
+START_TEST(coefficients_distinct)
+{
+    for (uint64_t s = 0; s < 200; s++) {
+        const stencil2d_coeffs c = harness_coeffs2d(s);
+        const float w[4] = { c.xm, c.xp, c.ym, c.yp };
+        for (int i = 0; i < 4; i++)
+            for (int j = i + 1; j < 4; j++)
+                ck_assert_msg(fabsf(w[i] - w[j]) >= 0.02f, "seed %llu: weights %d, %d too close",
+                              (unsigned long long)s, i, j);
+        ck_assert(c.c0 + c.xm + c.xp + c.ym + c.yp < 1.0f);
+        const stencil3d_coeffs d = harness_coeffs3d(s);
+        const float v[6] = { d.xm, d.xp, d.ym, d.yp, d.zm, d.zp };
+        for (int i = 0; i < 6; i++)
+            for (int j = i + 1; j < 6; j++)
+                ck_assert(fabsf(v[i] - v[j]) >= 0.02f);
+        ck_assert(d.c0 + d.xm + d.xp + d.ym + d.yp + d.zm + d.zp < 1.0f);
+    }
+}
+END_TEST
+
+START_TEST(mix_seed_separates_streams)
+{
+    ck_assert(harness_mix_seed(1, 0) != harness_mix_seed(1, 1));
+    ck_assert(harness_mix_seed(1, 0) != harness_mix_seed(2, 0));
+    ck_assert(harness_mix_seed(5, 9) == harness_mix_seed(5, 9));
+}
+END_TEST
+
+static Suite *harness_suite(void)
+{
+    Suite *s = suite_create("harness");
+    TCase *ref = tcase_create("cpu-reference");
+    tcase_add_test(ref, sweep_3x3_by_hand);
+    tcase_add_test(ref, sweep_degenerate_is_copy);
+    tcase_add_test(ref, periodic_wraps_corner);
+    tcase_add_test(ref, periodic_one_cell_is_own_neighbour);
+    tcase_add_test(ref, run_returns_right_buffer);
+    tcase_add_test(ref, sweep3d_by_hand);
+    suite_add_tcase(s, ref);
+
+    TCase *cmp = tcase_create("comparison");
+    tcase_add_test(cmp, compare_accepts_within_tolerance);
+    tcase_add_test(cmp, compare_rejects_beyond_tolerance_with_coordinates);
+    tcase_add_test(cmp, compare_nan_never_passes);
+    tcase_add_test(cmp, compare_boundary_bit_exact);
+    tcase_add_test(cmp, compare_negative_zero_on_boundary);
+    tcase_add_test(cmp, compare_reports_at_most_five);
+    tcase_add_test(cmp, boundary_in_3d);
+    tcase_add_test(cmp, unchanged_names_first_cell);
+    suite_add_tcase(s, cmp);
+
+    TCase *st = tcase_create("statistics");
+    tcase_add_test(st, median_odd_even);
+    tcase_add_test(st, min_max_gbps);
+    suite_add_tcase(s, st);
+
+    TCase *rnd = tcase_create("seeding");
+    tcase_add_test(rnd, random_is_reproducible_and_in_range);
+    tcase_add_test(rnd, coefficients_distinct);
+    tcase_add_test(rnd, mix_seed_separates_streams);
+    suite_add_tcase(s, rnd);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(harness_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
