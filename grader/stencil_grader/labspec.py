@@ -1,0 +1,386 @@
+"""lab.json: load it, validate it, and turn it into the C header the build uses.
+
+A lab.json looks like labs/01-naive-5pt/lab.json.  `load()` checks every key
+and raises LabSpecError with a message naming the file, the key, what was
+found and what is allowed, for example
+
+    labs/01-naive-5pt/lab.json: targets.generic.floor must be a number in [0, 1) below target, got 0.9
+
+Units: tolerances are plain numbers (|got - ref| <= atol + rtol*|ref|),
+timeouts are seconds, floors and targets are fractions of the copy bandwidth
+measured in the same bench run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import KIT_ROOT
+
+API_VALUES = ("stencil2d_sweep", "stencil2d_periodic_sweep", "stencil2d_run",
+              "stencil3d_sweep", "residual_norm2")
+BOUNDARY_VALUES = ("dirichlet", "periodic")
+#: A ratio above this is rejected as faster than copying memory can be; a target may not exceed it.
+MAX_PLAUSIBLE_RATIO = 1.05
+GENERIC_TARGET = "generic"
+
+_LAB_NAME = re.compile(r"^(\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class LabSpecError(ValueError):
+    """lab.json is missing, is not JSON, or breaks the schema; the message says where and how."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class CheckLimits:
+    case_timeout_s: float   # seconds one case may run (Check's tcase timeout)
+    suite_timeout_s: float  # seconds the whole `check` run may take
+
+
+@dataclass(frozen=True)
+class BenchGrid:
+    nx: int
+    ny: int
+    nz: int
+    steps: int          # sweeps per launcher call (lab 4); 1 elsewhere
+    repetitions: int    # timed repetitions (the median is scored)
+    timeout_s: float    # seconds the whole `bench` run may take
+
+
+@dataclass(frozen=True)
+class Constraints:
+    shared_memory: bool              # the kernel must declare shared memory
+    no_div_rem: bool                 # no integer div/rem instruction in the PTX
+    max_shared_planes: int | None    # at most N planes of shared memory (not checked yet)
+    forbidden_calls: tuple[str, ...]  # identifiers forbidden on top of the default list
+
+
+@dataclass(frozen=True)
+class Points:
+    correctness: float
+    performance: float
+
+    @property
+    def total(self) -> float:
+        return self.correctness + self.performance
+
+
+@dataclass(frozen=True)
+class Target:
+    """Performance bounds as fractions of the copy bandwidth: 0 points at floor, full at target."""
+
+    floor: float
+    target: float
+    calibrated: str | None = None   # free text: where and how the figures were measured
+
+
+@dataclass(frozen=True)
+class TargetChoice:
+    """The target table used for one device, and why."""
+
+    table: str          # the GPU name of the table, or "generic"
+    target: Target
+    note: str           # e.g. "no table for NVIDIA L4; generic used"
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    path: Path
+    lab: str
+    number: int
+    title: str
+    api: str
+    boundary: str
+    tolerance: Tolerance
+    check: CheckLimits
+    bench: BenchGrid
+    constraints: Constraints
+    points: Points
+    targets: dict[str, Target] = field(hash=False)
+
+    @property
+    def lab_dir(self) -> Path:
+        return self.path.parent
+
+    def target_for(self, device_name: str | None) -> TargetChoice:
+        """The target table whose name equals device_name exactly, else the generic one."""
+        if device_name and device_name in self.targets:
+            return TargetChoice(device_name, self.targets[device_name], "the device's own table")
+        why = f"no table for {device_name}" if device_name else "device unknown"
+        return TargetChoice(GENERIC_TARGET, self.targets[GENERIC_TARGET], f"{why}; generic used")
+
+
+def display_path(path: Path) -> str:
+    """path relative to the kit root when it lies inside the kit, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(KIT_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _show(value) -> str:
+    """A found value as JSON would spell it."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Validator:
+    """Reads one lab.json object, raising LabSpecError on the first problem."""
+
+    def __init__(self, shown_path: str):
+        self.file = shown_path
+
+    def fail(self, key: str, allowed: str, found) -> None:
+        raise LabSpecError(f"{self.file}: {key} must be {allowed}, got {_show(found)}")
+
+    def obj(self, parent: dict, key: str, prefix: str, keys: tuple[str, ...],
+            optional: tuple[str, ...] = ()) -> dict:
+        """parent[key], which must be an object with exactly these keys (plus optional ones)."""
+        name = prefix + key
+        if key not in parent:
+            raise LabSpecError(f"{self.file}: {name} is missing (an object with keys {', '.join(keys)})")
+        value = parent[key]
+        if not isinstance(value, dict):
+            self.fail(name, f"an object with keys {', '.join(keys)}", value)
+        self.known_keys(value, name + ".", keys + optional)
+        for k in keys:
+            if k not in value:
+                raise LabSpecError(f"{self.file}: {name}.{k} is missing")
+        return value
+
+    def known_keys(self, value: dict, prefix: str, allowed: tuple[str, ...]) -> None:
+        for k in value:
+            if k not in allowed:
+                raise LabSpecError(f"{self.file}: {prefix}{k} is not a known key "
+                                   f"(allowed: {', '.join(allowed)})")
+
+    def number(self, parent: dict, key: str, prefix: str, allowed: str, test) -> float:
+        value = parent[key]
+        if not _is_number(value) or not test(value):
+            self.fail(prefix + key, allowed, value)
+        return float(value)
+
+    def integer(self, parent: dict, key: str, prefix: str, allowed: str, test) -> int:
+        value = parent[key]
+        if not _is_int(value) or not test(value):
+            self.fail(prefix + key, allowed, value)
+        return value
+
+    def boolean(self, parent: dict, key: str, prefix: str) -> bool:
+        value = parent[key]
+        if not isinstance(value, bool):
+            self.fail(prefix + key, "true or false", value)
+        return value
+
+    def choice(self, parent: dict, key: str, prefix: str, allowed: tuple[str, ...]) -> str:
+        value = parent[key]
+        if value not in allowed:
+            self.fail(prefix + key, "one of " + ", ".join(allowed), value)
+        return value
+
+
+#: Top-level keys and what each holds (for "is missing" messages).
+_TOP_KEYS = {
+    "lab": 'the lab name "NN-slug"',
+    "number": "the lab number",
+    "title": "a one-line title",
+    "api": "one of " + ", ".join(API_VALUES),
+    "boundary": "one of " + ", ".join(BOUNDARY_VALUES),
+    "tolerance": "an object with keys rtol, atol",
+    "check": "an object with keys case_timeout_s, suite_timeout_s",
+    "bench": "an object with keys nx, ny, nz, steps, repetitions, timeout_s",
+    "constraints": "an object with keys shared_memory, no_div_rem, forbidden_calls (max_shared_planes optional)",
+    "points": "an object with keys correctness, performance",
+    "targets": 'an object of GPU name (or "generic") -> {floor, target}',
+}
+
+
+def parse(data, path: Path) -> LabSpec:
+    """Validate the decoded JSON `data` of the lab.json at `path`; raises LabSpecError."""
+    v = _Validator(display_path(path))
+    if not isinstance(data, dict):
+        v.fail("the top level", "an object", data)
+    v.known_keys(data, "", tuple(_TOP_KEYS))
+    for key, holds in _TOP_KEYS.items():
+        if key not in data:
+            raise LabSpecError(f"{v.file}: {key} is missing ({holds})")
+
+    lab = data["lab"]
+    match = _LAB_NAME.match(lab) if isinstance(lab, str) else None
+    if not match:
+        v.fail("lab", 'a name "NN-slug" (two digits, a dash, lower-case words joined by dashes)', lab)
+    folder = Path(path).resolve().parent.name
+    if _LAB_NAME.match(folder) and folder != lab:
+        v.fail("lab", f'the name of the folder holding lab.json ("{folder}")', lab)
+    number = v.integer(data, "number", "", f"the integer {int(match.group(1))} (the lab name's digits)",
+                       lambda n: n == int(match.group(1)))
+    title = data["title"]
+    if not isinstance(title, str) or not title.strip():
+        v.fail("title", "a non-empty string", title)
+    api = v.choice(data, "api", "", API_VALUES)
+    boundary = v.choice(data, "boundary", "", BOUNDARY_VALUES)
+    wanted_boundary = "periodic" if api == "stencil2d_periodic_sweep" else "dirichlet"
+    if boundary != wanted_boundary:
+        v.fail("boundary", f'"{wanted_boundary}" for api {api}', boundary)
+
+    tol = v.obj(data, "tolerance", "", ("rtol", "atol"))
+    tolerance = Tolerance(
+        rtol=v.number(tol, "rtol", "tolerance.", "a number >= 0", lambda x: x >= 0),
+        atol=v.number(tol, "atol", "tolerance.", "a number >= 0", lambda x: x >= 0))
+
+    chk = v.obj(data, "check", "", ("case_timeout_s", "suite_timeout_s"))
+    case_s = v.number(chk, "case_timeout_s", "check.", "a number of seconds > 0", lambda x: x > 0)
+    suite_s = v.number(chk, "suite_timeout_s", "check.",
+                       f"a number of seconds >= check.case_timeout_s ({case_s:g})", lambda x: x >= case_s)
+
+    b = v.obj(data, "bench", "", ("nx", "ny", "nz", "steps", "repetitions", "timeout_s"))
+    two_d = api != "stencil3d_sweep"
+    bench = BenchGrid(
+        nx=v.integer(b, "nx", "bench.", "an integer >= 1", lambda n: n >= 1),
+        ny=v.integer(b, "ny", "bench.", "an integer >= 1", lambda n: n >= 1),
+        nz=v.integer(b, "nz", "bench.", "1 for a 2D api" if two_d else "an integer >= 1",
+                     (lambda n: n == 1) if two_d else (lambda n: n >= 1)),
+        steps=v.integer(b, "steps", "bench.",
+                        "an integer >= 1" if api == "stencil2d_run" else f"1 for api {api}",
+                        (lambda n: n >= 1) if api == "stencil2d_run" else (lambda n: n == 1)),
+        repetitions=v.integer(b, "repetitions", "bench.", "an integer >= 1", lambda n: n >= 1),
+        timeout_s=v.number(b, "timeout_s", "bench.", "a number of seconds > 0", lambda x: x > 0))
+
+    c = v.obj(data, "constraints", "", ("shared_memory", "no_div_rem", "forbidden_calls"),
+              optional=("max_shared_planes",))
+    planes = c.get("max_shared_planes")
+    if planes is not None:
+        planes = v.integer(c, "max_shared_planes", "constraints.", "an integer >= 1 (or absent)",
+                           lambda n: n >= 1)
+    calls = c["forbidden_calls"]
+    if not isinstance(calls, list):
+        v.fail("constraints.forbidden_calls", "a list of C identifiers", calls)
+    for i, name in enumerate(calls):
+        if not isinstance(name, str) or not _IDENTIFIER.match(name):
+            v.fail(f"constraints.forbidden_calls[{i}]", "a C identifier", name)
+    constraints = Constraints(
+        shared_memory=v.boolean(c, "shared_memory", "constraints."),
+        no_div_rem=v.boolean(c, "no_div_rem", "constraints."),
+        max_shared_planes=planes,
+        forbidden_calls=tuple(calls))
+
+    p = v.obj(data, "points", "", ("correctness", "performance"))
+    points = Points(
+        correctness=v.number(p, "correctness", "points.", "a number >= 0", lambda x: x >= 0),
+        performance=v.number(p, "performance", "points.", "a number >= 0", lambda x: x >= 0))
+    if points.total <= 0:
+        v.fail("points", "correctness and performance points with a sum > 0", p)
+
+    return LabSpec(path=Path(path), lab=lab, number=number, title=title.strip(), api=api,
+                   boundary=boundary, tolerance=tolerance,
+                   check=CheckLimits(case_s, suite_s), bench=bench, constraints=constraints,
+                   points=points, targets=_parse_targets(v, data))
+
+
+def _parse_targets(v: _Validator, data: dict) -> dict[str, Target]:
+    targets = data["targets"]
+    if not isinstance(targets, dict):
+        v.fail("targets", 'an object of GPU name (or "generic") -> {floor, target}', targets)
+    if GENERIC_TARGET not in targets:
+        raise LabSpecError(f'{v.file}: targets.generic is missing (the table used for any GPU '
+                           f'without its own; keys present: {", ".join(targets) or "none"})')
+    result = {}
+    for gpu, entry in targets.items():
+        prefix = f"targets.{gpu}."
+        if not gpu.strip():
+            v.fail("targets", "keyed by GPU names as the CUDA runtime reports them", gpu)
+        if not isinstance(entry, dict):
+            v.fail(f"targets.{gpu}", "an object with keys floor, target (and optional calibrated)", entry)
+        v.known_keys(entry, prefix, ("floor", "target", "calibrated"))
+        for key in ("floor", "target"):
+            if key not in entry:
+                raise LabSpecError(f"{v.file}: {prefix}{key} is missing")
+        target = v.number(entry, "target", prefix, f"a number in (0, {MAX_PLAUSIBLE_RATIO}]",
+                          lambda x: 0 < x <= MAX_PLAUSIBLE_RATIO)
+        floor = v.number(entry, "floor", prefix, "a number in [0, 1) below target",
+                         lambda x: 0 <= x < 1 and x < target)
+        calibrated = entry.get("calibrated")
+        if calibrated is not None and not isinstance(calibrated, str):
+            v.fail(prefix + "calibrated", "a string (free text)", calibrated)
+        result[gpu] = Target(floor, target, calibrated)
+    return result
+
+
+def load(path: str | Path) -> LabSpec:
+    """Read and validate one lab.json.
+
+    Raises LabSpecError when the file cannot be read, is not JSON, or breaks the schema.
+    """
+    path = Path(path)
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise LabSpecError(f"{shown}: cannot read: {err.strerror or err}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise LabSpecError(f"{shown}: not valid JSON: {err.msg} at line {err.lineno} "
+                           f"column {err.colno}") from None
+    return parse(data, path)
+
+
+def _c_double(x: float) -> str:
+    """A C double literal: repr() of a finite float always has '.' or 'e' (1e-05, 20.0)."""
+    return repr(float(x))
+
+
+def c_header(spec: LabSpec) -> str:
+    """The text of lab_config.h for this lab (the C side's view of lab.json)."""
+    guard = "LAB_CONFIG_H"
+    lines = [
+        f"/* lab_config.h: generated by grader/grade.py config from {display_path(spec.path)}.",
+        " * Do not edit: change lab.json and rebuild. */",
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "",
+        f"#define LAB_NAME {json.dumps(spec.lab)}",
+        f"#define LAB_NUMBER {spec.number}",
+        f"#define LAB_API_{spec.api.upper()} 1",
+        "",
+        "/* correctness: |got - ref| <= LAB_ATOL + LAB_RTOL * |ref|; seconds per case */",
+        f"#define LAB_RTOL {_c_double(spec.tolerance.rtol)}",
+        f"#define LAB_ATOL {_c_double(spec.tolerance.atol)}",
+        f"#define LAB_CASE_TIMEOUT_S {_c_double(spec.check.case_timeout_s)}",
+        "",
+        "/* bench: the timed grid, sweeps per call, timed repetitions */",
+        f"#define LAB_BENCH_NX {spec.bench.nx}",
+        f"#define LAB_BENCH_NY {spec.bench.ny}",
+        f"#define LAB_BENCH_NZ {spec.bench.nz}",
+        f"#define LAB_BENCH_STEPS {spec.bench.steps}",
+        f"#define LAB_BENCH_REPS {spec.bench.repetitions}",
+        "",
+        f"#endif /* {guard} */",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def discover_labs(kit_root: Path = KIT_ROOT) -> list[Path]:
+    """Lab directories (labs/NN-slug holding a lab.json), in lab order."""
+    return sorted(p.parent for p in (Path(kit_root) / "labs").glob("*/lab.json"))

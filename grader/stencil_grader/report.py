@@ -1,0 +1,305 @@
+"""Reports of a graded lab: the terminal table, the JSON report, Gradescope's results.json.
+
+The JSON report (BUILD_DIR/report.json) holds every figure the grader saw;
+the terminal table and Gradescope's file are both made from it, so what a
+student reads and what an instructor records cannot disagree.
+Units: bandwidths in GB/s (1 GB = 1e9 bytes), times in milliseconds (bench)
+and seconds (build, check).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+from .labspec import display_path
+from .pipeline import LabRun
+
+FIRST_FAILURES = 3
+LINE_WIDTH = 200       # terminal lines of case messages are cut here (the JSON keeps them whole)
+_GREEN, _YELLOW, _RED, _BOLD, _RESET = "\033[32m", "\033[33m", "\033[31m", "\033[1m", "\033[0m"
+_COLOUR = {"pass": _GREEN, "ok": _GREEN, "slow": _YELLOW, "not_measured": _YELLOW,
+           "not measured": _YELLOW, "not_run": _YELLOW, "skipped": _YELLOW}
+
+
+def use_colour(stream=None) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set or TERM is dumb."""
+    stream = stream or sys.stdout
+    return (hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
+            and os.environ.get("TERM") != "dumb")
+
+
+def replay_command(report: dict) -> str:
+    """The command that replays this run's inputs from the kit root."""
+    parts = [f"cd {report['lab_dir']} && make check"]
+    if report.get("seed") is not None:
+        parts.append(f"SEED={report['seed']}")
+    if report["impl"] != "starter":
+        parts.append(f"IMPL={report['impl']}")
+    return " ".join(parts)
+
+
+def to_dict(run: LabRun) -> dict:
+    """The JSON report of one graded lab (every figure; paths as strings)."""
+    spec, s = run.spec, run.score
+    check = run.check
+    impl = run.impl if run.impl in ("starter", "reference") else str(Path(run.impl).resolve())
+    report = {
+        "grader_version": __version__,
+        "generated_at": run.started_at,
+        "lab": spec.lab,
+        "number": spec.number,
+        "title": spec.title,
+        "lab_dir": display_path(spec.lab_dir),
+        "impl": impl,
+        "source": str(run.source),
+        "build_dir": str(Path(run.build_dir).resolve()),
+        "seed": run.seed,
+        "verdict": s.verdict,
+        "points": s.points,
+        "max_points": s.max_points,
+        "full_points": s.full_points,
+        "messages": list(s.messages),
+        "notes": list(run.notes),
+        "build": None,
+        "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
+        "gpu": {"status": run.probe.status, "message": run.probe.message, "device": run.probe.device}
+        if run.probe else None,
+        "limits": {"tolerance": dataclasses.asdict(spec.tolerance), "check": dataclasses.asdict(spec.check),
+                   "bench_grid": dataclasses.asdict(spec.bench)},
+        "correctness": dict(dataclasses.asdict(s.correctness), passed=None, total=None, cases=[]),
+        "performance": dict(dataclasses.asdict(s.performance), ratio=s.ratio, target=None, bench=None),
+    }
+    if run.build:
+        b = run.build
+        report["build"] = {"outcome": b.outcome, "seconds": round(b.seconds, 2), "message": b.message,
+                           "command": b.command,
+                           "kernels": [dict(dataclasses.asdict(k), short_name=k.short_name) for k in b.kernels]}
+    if check:
+        report["correctness"].update(
+            passed=check.passed, total=check.total, run_status=check.status, run_message=check.message,
+            exit_status=check.exit_status, seconds=round(check.seconds, 2), list_error=check.list_error,
+            stderr_tail=check.stderr_tail, xml_log=str(check.xml_log) if check.xml_log else None,
+            cases=[dataclasses.asdict(c) for c in check.cases])
+    if s.target:
+        t = s.target
+        report["performance"]["target"] = {"table": t.table, "floor": t.target.floor,
+                                           "target": t.target.target, "calibrated": t.target.calibrated,
+                                           "note": t.note}
+    if run.bench:
+        report["performance"].update(bench=run.bench.data, bench_status=run.bench.status,
+                                     bench_message=run.bench.message, stderr_tail=run.bench.stderr_tail)
+    report["replay"] = replay_command(report)
+    return report
+
+
+def write_json(obj: dict, path: str | Path) -> Path:
+    """Write obj as indented JSON to path (parent folders created); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+# ---------------------------------------------------------------- terminal
+
+def paint(word: str, colour: bool) -> str:
+    if not colour:
+        return word
+    return f"{_COLOUR.get(word, _RED)}{word}{_RESET}"
+
+
+def _pts(stage: dict) -> str:
+    return f"{stage['points']:.2f}/{stage['max_points']:g}"
+
+
+def _row(name: str, status: str, detail: str, colour: bool) -> str:
+    pad = " " * max(0, 14 - len(status))
+    return f"  {name:<12} {paint(status, colour)}{pad} {detail}".rstrip()
+
+
+def _kernel_lines(build: dict) -> list[str]:
+    """One line per kernel and architecture from the ptxas report."""
+    lines = []
+    for k in build["kernels"]:
+        if not k["entry"]:
+            continue
+        spills = "no spills" if not (k["spill_stores"] or k["spill_loads"]) else \
+            f"spills: {k['spill_stores']} B stored, {k['spill_loads']} B loaded per thread"
+        lines.append(f"      kernel {k['short_name']} ({k['arch']}): {k['registers']} registers, "
+                     f"{k['smem_bytes']} B static shared memory, {spills}")
+    return lines
+
+
+def render_text(report: dict, colour: bool = False) -> str:
+    """The terminal table of one JSON report."""
+    out = [f"Lab {report['lab']}: {report['title']}",
+           f"  source {display_path(report['source'])} (impl {report['impl']})",
+           f"  build dir {display_path(report['build_dir'])}", ""]
+    b = report["build"]
+    if b:
+        if b["outcome"] == "ok":
+            out.append(_row("build", "ok", f"{b['seconds']:.1f} s", colour))
+            out += _kernel_lines(b)
+        else:
+            out.append(_row("build", b["outcome"], f"{b['seconds']:.1f} s; make's last lines:", colour))
+            out += ["      " + line for line in b["message"].splitlines()]
+    for c in report["static"] or []:
+        status = "ok" if c["status"] == "pass" else c["status"]
+        out.append(_row("static", status, f"{c['name']}: {c['message']}", colour))
+        out += ["      " + d for d in c["details"][:10]]
+    out += _correctness_lines(report, colour)
+    out += _performance_lines(report, colour)
+    gpu = report["gpu"]
+    if gpu and gpu["device"]:
+        d = gpu["device"]
+        out.append(_row("device", "", f"{d.get('name', '?')} (cc {d.get('cc', '?')}, "
+                                      f"{d.get('sm_count', '?')} SMs)", False))
+    for line in report.get("notes", []):
+        out.append(f"  note: {line}")
+    out += ["", _row("verdict", report["verdict"], f"{report['points']:.2f}/{report['max_points']:g} points",
+                     colour)]
+    if report["seed"] is not None:
+        out.append(f"  seed {report['seed']}; replay: {report['replay']}")
+    else:
+        out.append(f"  seed: none drawn (the cases did not run); run again with: {report['replay']}")
+    return "\n".join(out) + "\n"
+
+
+def _not_measured(stage_name: str, stage: dict, colour: bool) -> str:
+    """The plain line of a stage that was not measured: "correctness: not measured (no GPU: ...)"."""
+    reason = stage["message"].removeprefix("not measured: ")
+    return f"  {stage_name}: {paint('not measured', colour)} ({reason}), {_pts(stage)} points"
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH - 4] + " ..."
+
+
+def _case_line(case: dict) -> str:
+    """"outcome: label: first line of the message" (the label once, even when the message starts with it)."""
+    if case["outcome"] == "pass":
+        return f"pass: {case['label']}"
+    message = case["message"].strip().splitlines()[0] if case["message"].strip() else ""
+    if not message.startswith(case["label"]):
+        message = f"{case['label']}: {message}"
+    return f"{case['outcome']}: {message}"
+
+
+def _correctness_lines(report: dict, colour: bool) -> list[str]:
+    c = report["correctness"]
+    if c["verdict"] == "not_measured":
+        return [_not_measured("correctness", c, colour)]
+    if c["total"] is None:
+        return [_row("correctness", c["verdict"], f"{_pts(c)}  {c['message']}", colour)]
+    status = "pass" if c["verdict"] == "pass" else c["verdict"]
+    lines = [_row("correctness", status, f"{_pts(c)}  {c['message']}", colour)]
+    groups: dict[str, list[dict]] = {}
+    for case in c["cases"]:
+        groups.setdefault(case["tcase"], []).append(case)
+    for tcase, cases in groups.items():
+        passed = sum(x["outcome"] == "pass" for x in cases)
+        lines.append(f"      {tcase:<20} {passed}/{len(cases)}")
+        failures = [x for x in cases if x["outcome"] != "pass"]
+        lines += [f"        {_cut(_case_line(x))}" for x in failures[:FIRST_FAILURES]]
+        if len(failures) > FIRST_FAILURES:
+            lines.append(f"        ... {len(failures) - FIRST_FAILURES} more not passed")
+    if c.get("run_message"):
+        lines.append(f"      {c['run_message']}")
+    if c.get("list_error"):
+        lines.append(f"      {c['list_error']}")
+    if c["verdict"] in ("crash", "timeout") and c.get("stderr_tail"):
+        lines.append("      check's stderr (last lines):")
+        lines += ["        " + line for line in c["stderr_tail"].splitlines()[-10:]]
+    return lines
+
+
+def _performance_lines(report: dict, colour: bool) -> list[str]:
+    p = report["performance"]
+    if p["verdict"] == "not_measured":
+        lines = [_not_measured("performance", p, colour)]
+    else:
+        lines = [_row("performance", p["verdict"], f"{_pts(p)}  {p['message']}", colour)]
+    data = p.get("bench")
+    if data:
+        lines.append(f"      {data['gbps']:.1f} GB/s effective, copy {data['copy_gbps']:.1f} GB/s, "
+                     f"ratio {data['ratio']:.3f}; median {data['ms_median']:.3f} ms"
+                     + (f" over {data['repetitions']} repetitions" if "repetitions" in data else ""))
+        if "nx" in data:
+            lines.append(f"      grid {data['nx']} x {data['ny']} x {data.get('nz', 1)}, "
+                         f"{data.get('steps', 1)} sweep(s) per call")
+        if data.get("scaled_down"):
+            lines.append(f"      scaled down: {data.get('note', '')}")
+    t = p.get("target")
+    if t:
+        lines.append(f"      target table {t['table']} ({t['note']}): floor {t['floor']:g}, "
+                     f"target {t['target']:g} of copy bandwidth"
+                     + (f"; calibrated: {t['calibrated']}" if t.get("calibrated") else ""))
+    if p.get("bench_status") not in (None, "ok") and p.get("stderr_tail"):
+        lines.append("      bench's stderr (last lines):")
+        lines += ["        " + line for line in p["stderr_tail"].splitlines()[-10:]]
+    return lines
+
+
+# ---------------------------------------------------------------- Gradescope
+
+def _split(total: float, weights: list[int]) -> list[float]:
+    """total split in proportion to weights, rounded to 0.01, summing exactly to round(total, 2)."""
+    whole = sum(weights)
+    parts = [round(total * w / whole, 2) for w in weights]
+    if parts:
+        parts[-1] = round(round(total, 2) - sum(parts[:-1]), 2)
+    return parts
+
+
+def gradescope_tests(report: dict) -> list[dict]:
+    """Gradescope test entries of one lab report (their scores sum to the lab's points)."""
+    lab = report["lab"]
+    head = f"{report['verdict']}: {report['points']:.2f}/{report['max_points']:g} points"
+    if report.get("seed") is not None:
+        head += f"; seed {report['seed']} (replay: {report['replay']})"
+    if "correctness" not in report:          # a grading that produced no report (instructor mode)
+        return [{"name": f"{lab}", "score": 0.0, "max_score": report["max_points"],
+                 "output": head + "\n" + "\n".join(report.get("messages", []))}]
+    build_lines = [f"build: {report['build']['outcome']}"] if report.get("build") else []
+    if report.get("build") and report["build"]["outcome"] != "ok":
+        build_lines.append(report["build"]["message"])
+    for c in report.get("static") or []:
+        build_lines.append(f"static {c['name']}: {c['status']}: {c['message']}")
+        build_lines += ["  " + d for d in c["details"]]
+    tests = [{"name": f"{lab}: build and static checks", "score": 0.0, "max_score": 0.0,
+              "output": head + "\n" + "\n".join(build_lines)}]
+
+    c = report["correctness"]
+    groups: dict[str, list[dict]] = {}
+    for case in c["cases"]:
+        groups.setdefault(case["tcase"], []).append(case)
+    if groups and c["total"]:
+        names = list(groups)
+        scores = _split(c["points"], [sum(x["outcome"] == "pass" for x in groups[n]) for n in names]) \
+            if c["points"] else [0.0] * len(names)
+        maxima = _split(c["max_points"], [len(groups[n]) for n in names])
+        for name, got, most in zip(names, scores, maxima):
+            tests.append({"name": f"{lab}: correctness: {name}", "score": got, "max_score": most,
+                          "output": "\n".join(_case_line(x) for x in groups[name])})
+    else:
+        tests.append({"name": f"{lab}: correctness", "score": c["points"], "max_score": c["max_points"],
+                      "output": f"{c['verdict']}: {c['message']}"})
+    p = report["performance"]
+    tests.append({"name": f"{lab}: performance", "score": p["points"], "max_score": p["max_points"],
+                  "output": f"{p['verdict']}: {p['message']}"})
+    return tests
+
+
+def gradescope_results(reports: list[dict]) -> dict:
+    """Gradescope's results.json for one or more lab reports."""
+    tests = [t for r in reports for t in gradescope_tests(r)]
+    return {"score": round(sum(r["points"] for r in reports), 2),
+            "max_score": round(sum(r["max_points"] for r in reports), 2),
+            "tests": tests}

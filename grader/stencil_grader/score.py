@@ -1,0 +1,207 @@
+"""The grading policy: which stages run, verdicts and points.  The only place for it.
+
+Rules, in order:
+
+1. A build that fails (or times out) scores 0: verdict "compile_error".
+2. A forbidden call in the student file scores 0 and nothing is run: "forbidden".
+3. Correctness points = points.correctness * passed / total cases.  When any
+   case did not pass, the verdict is the worst outcome seen:
+   timeout > crash > incorrect.  Performance is not measured (0 points).
+4. A failed PTX constraint (no div/rem, shared memory) keeps the correctness
+   points and gives performance 0: "constraint".
+5. With no GPU nothing is measured: "not_measured", 0 points, and the reason.
+6. Performance, only when every case passed and no constraint failed, from the
+   bench's ratio = effective bandwidth / copy bandwidth measured in the same run:
+     - the timed run's output was wrong:      "incorrect", performance 0;
+     - ratio > 1.05 (faster than copying):    "implausible", performance 0;
+     - else points.performance * clamp((ratio - floor) / (target - floor), 0, 1)
+       with floor and target from the device's table in lab.json (else generic).
+7. "pass" only with full points; "slow" when correct but short of full
+   performance points.  grade.py exits 0 only with full points.
+
+Points are rounded to 0.01; "full" is decided on the rounded figures shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .bench import BenchRun
+from .build import BuildResult
+from .checkrun import CheckRun
+from .labspec import MAX_PLAUSIBLE_RATIO, LabSpec, TargetChoice
+from .static import StaticResult
+
+#: Verdicts from best to worst-known; a report shows one per lab.
+VERDICTS = ("pass", "slow", "not_measured", "constraint", "implausible", "incorrect",
+            "crash", "timeout", "forbidden", "compile_error")
+#: A stage's verdict is one of these or "not_run" (gated by an earlier stage).
+#: Case outcome -> verdict, and their order of badness (worst first).
+_CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect"}
+_BENCH_VERDICT = {"timeout": "timeout", "cuda_error": "crash", "error": "crash",
+                  "no_gpu": "not_measured", "debug_build": "not_measured"}
+_CONSTRAINT_ZERO = "0 points: a constraint of this lab failed (see static checks)"
+
+
+@dataclass
+class StageScore:
+    """Points of one stage (correctness or performance) and what decided them."""
+
+    verdict: str
+    points: float
+    max_points: float
+    message: str
+
+    @property
+    def full(self) -> bool:
+        return round(self.points, 2) >= round(self.max_points, 2)
+
+
+@dataclass
+class Score:
+    verdict: str
+    correctness: StageScore
+    performance: StageScore
+    target: TargetChoice | None = None
+    ratio: float | None = None
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def points(self) -> float:
+        return round(self.correctness.points + self.performance.points, 2)
+
+    @property
+    def max_points(self) -> float:
+        return round(self.correctness.max_points + self.performance.max_points, 2)
+
+    @property
+    def full_points(self) -> bool:
+        return self.points >= self.max_points
+
+    @property
+    def exit_code(self) -> int:
+        """0 only when the lab got full points, else 1."""
+        return 0 if self.full_points else 1
+
+
+def may_run(build: BuildResult, static: StaticResult | None) -> tuple[bool, str]:
+    """Whether the student's code may be run at all; (False, why) when not."""
+    if not build.ok:
+        return False, "not run: the build failed"
+    if static is not None and static.forbidden:
+        return False, "not run: the student file uses a forbidden call"
+    return True, ""
+
+
+def may_bench(static: StaticResult | None, check: CheckRun | None) -> tuple[bool, str]:
+    """Whether performance is measured; (False, why) when not."""
+    if check is None:
+        return False, "not measured: correctness was not measured"
+    if not _all_passed(check):
+        return False, "not run: correctness gates performance (every case must pass)"
+    if static is not None and static.constraint_failed:
+        return False, _CONSTRAINT_ZERO
+    return True, ""
+
+
+def ramp(ratio: float, floor: float, target: float) -> float:
+    """Fraction of the performance points for a ratio: 0 at floor, 1 at target, linear between, capped."""
+    return min(1.0, max(0.0, (ratio - floor) / (target - floor)))
+
+
+def _all_passed(check: CheckRun) -> bool:
+    return (check.total > 0 and check.passed == check.total
+            and check.status == "ok" and check.exit_status == 0)
+
+
+def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
+    total_points = spec.points.correctness
+    points = round(total_points * check.passed / check.total, 2) if check.total else 0.0
+    if check.total == 0:
+        why = check.message or check.list_error or "the suite reported no case"
+        return StageScore("crash", 0.0, total_points, f"no case ran: {why}")
+    if check.passed < check.total:
+        worst = next(o for o in ("timeout", "crash", "fail")
+                     if any(c.outcome == o for c in check.cases))
+        failed = check.total - check.passed
+        return StageScore(_CASE_VERDICT[worst], points, total_points,
+                          f"{check.passed}/{check.total} cases passed; {failed} did not "
+                          f"(worst: {_CASE_VERDICT[worst]})")
+    if check.status != "ok" or check.exit_status != 0:
+        # Every case reported success, but the run itself did not end cleanly.
+        verdict = "timeout" if check.status == "timeout" else "crash"
+        how = check.message or f"check exited with status {check.exit_status}"
+        return StageScore(verdict, points, total_points, f"every case reported success, but {how}")
+    return StageScore("pass", points, total_points, f"{check.passed}/{check.total} cases passed")
+
+
+def _performance(spec: LabSpec, bench: BenchRun, choice: TargetChoice) -> tuple[StageScore, float | None]:
+    maximum = spec.points.performance
+    if bench.status != "ok":
+        verdict = _BENCH_VERDICT.get(bench.status, "crash")
+        prefix = "not measured: " if verdict == "not_measured" else ""
+        return StageScore(verdict, 0.0, maximum, prefix + bench.message), None
+    data = bench.data
+    ratio = float(data["ratio"])
+    if not data["output_ok"]:
+        why = data.get("output_message") or "output differs from the CPU reference"
+        return StageScore("incorrect", 0.0, maximum, f"the timed run's output was wrong: {why}"), ratio
+    if ratio > MAX_PLAUSIBLE_RATIO:
+        return StageScore("implausible", 0.0, maximum,
+                          f"ratio {ratio:.3f} > {MAX_PLAUSIBLE_RATIO}: faster than the copy bandwidth is "
+                          "not possible for a sweep that reads and writes every cell; suspect skipped "
+                          "work (cells not computed, or computed in an earlier call)"), ratio
+    t = choice.target
+    points = round(maximum * ramp(ratio, t.floor, t.target), 2)
+    stage = StageScore("pass", points, maximum,
+                       f"ratio {ratio:.3f} (floor {t.floor:g}, target {t.target:g}, table {choice.table})")
+    if not stage.full:
+        stage.verdict = "slow"
+    return stage, ratio
+
+
+def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = None,
+              check: CheckRun | None = None, bench: BenchRun | None = None,
+              not_measured: str | None = None, device_name: str | None = None) -> Score:
+    """Verdict and points of one lab from what the pipeline saw.
+
+    check / bench: None when that stage did not run; not_measured: why
+    correctness (and so performance) could not be measured (no GPU), or why
+    performance alone was not (e.g. --skip-bench) when check is given.
+    device_name: the GPU's name, to pick the target table.
+    """
+    p = spec.points
+    runnable, why_not = may_run(build, static)
+    if not runnable:
+        verdict = "compile_error" if not build.ok else "forbidden"
+        detail = build.message if not build.ok else "; ".join(
+            d for c in static.failed("forbidden") for d in (c.details or [c.message]))
+        return Score(verdict, StageScore("not_run", 0.0, p.correctness, why_not),
+                     StageScore("not_run", 0.0, p.performance, why_not), messages=[detail])
+
+    if check is None:
+        reason = f"not measured: {not_measured or 'correctness did not run'}"
+        corr = StageScore("not_measured", 0.0, p.correctness, reason)
+        perf = StageScore("not_measured", 0.0, p.performance, reason)
+        verdict = "constraint" if static is not None and static.constraint_failed else "not_measured"
+        if verdict == "constraint":
+            perf = StageScore("constraint", 0.0, p.performance, _CONSTRAINT_ZERO)
+        return Score(verdict, corr, perf, messages=[reason])
+
+    corr = _correctness(spec, check)
+    benchable, why_not = may_bench(static, check)
+    if corr.verdict != "pass":
+        perf = StageScore("not_run", 0.0, p.performance, why_not)
+        return Score(corr.verdict, corr, perf)
+    if not benchable:
+        perf = StageScore("constraint", 0.0, p.performance, why_not)
+        return Score("constraint", corr, perf)
+
+    bench_device = bench.data.get("device") if bench is not None and bench.data else None
+    choice = spec.target_for(bench_device or device_name)
+    if bench is None:
+        reason = f"not measured: {not_measured or 'the bench did not run'}"
+        return Score("not_measured", corr, StageScore("not_measured", 0.0, p.performance, reason), choice)
+    perf, ratio = _performance(spec, bench, choice)
+    verdict = perf.verdict if perf.verdict != "pass" else ("pass" if corr.full else "slow")
+    return Score(verdict, corr, perf, choice, ratio)

@@ -1,0 +1,217 @@
+"""Shared fixtures of the grader's tests: fake programs and a fake lab.
+
+No GPU and no real lab build is needed.  A fake lab is a directory with a
+lab.json and a Makefile whose `build` target copies fake `check` and `bench`
+programs (small Python scripts) into BUILD_DIR.  The fakes read markers in the
+submission's kernel.cu to decide what to do:
+
+    COMPILE_ERROR   make fails like nvcc does
+    WRONG           check: the second case fails (incorrect result)
+    CUDA_ERROR      check: the second case fails with "CUDA error: ..."
+    HANG            check: hangs at the second case (the suite limit is 3 s)
+    NO_GPU          bench --probe exits 2, as on a machine without a GPU
+    BENCH_BAD_OUTPUT bench: output_ok false
+    BENCH_CUDA      bench: exits 3 (CUDA error)
+    RATIO=0.45      bench: ratio (default 0.85: full points) with copy bandwidth 3000 GB/s
+    DIVREM          kernel.ptx holds integer div instructions
+    SHARED          kernel.ptx declares shared memory
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+KIT_ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"
+GRADE_PY = KIT_ROOT / "grader" / "grade.py"
+sys.path.insert(0, str(KIT_ROOT / "grader"))
+
+FAKE_LAB = "01-fake-5pt"
+
+BASE_LAB_JSON = {
+    "lab": FAKE_LAB,
+    "number": 1,
+    "title": "Fake 5-point sweep",
+    "api": "stencil2d_sweep",
+    "boundary": "dirichlet",
+    "tolerance": {"rtol": 1e-5, "atol": 1e-6},
+    "check": {"case_timeout_s": 2, "suite_timeout_s": 3},
+    "bench": {"nx": 1024, "ny": 512, "nz": 1, "steps": 1, "repetitions": 20, "timeout_s": 10},
+    "constraints": {"shared_memory": False, "no_div_rem": False, "forbidden_calls": []},
+    "points": {"correctness": 60, "performance": 40},
+    "targets": {"generic": {"floor": 0.30, "target": 0.60},
+                "Fake GPU 80GB": {"floor": 0.40, "target": 0.80, "calibrated": "test table"}},
+}
+
+FAKE_CHECK = r'''
+import os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+src = open(os.path.join(here, "kernel.cu")).read()
+CASES = [("basic", 0, "nx=1 ny=1"), ("basic", 1, "nx=33 ny=9"), ("edges", 0, "nx=1 ny=64")]
+if sys.argv[1:] == ["--list"]:
+    for tcase, it, label in CASES:
+        print(f"{tcase}\t{it}\t{label}")
+    sys.exit(0)
+open(os.path.join(here, "check.ran"), "w").write(os.environ.get("SEED", "") + "\n")
+print("seed: " + os.environ.get("SEED", "777"), flush=True)
+log = open(os.environ["CK_XML_LOG_FILE_NAME"], "w")
+log.write('<?xml version="1.0"?>\n<testsuites xmlns="http://check.sourceforge.net/ns">\n'
+          '  <datetime>2026-01-01 00:00:00</datetime>\n  <suite>\n    <title>fake</title>\n')
+log.flush()
+failed = 0
+for i, (tcase, it, label) in enumerate(CASES):
+    result, message = "success", "Passed"
+    if i == 1 and "HANG" in src:
+        time.sleep(3600)
+    if i == 1 and "WRONG" in src:
+        result, message = "failure", label + ": 2 mismatches; first at (x=3, y=4): got 1 want 2"
+    if i == 1 and "CUDA_ERROR" in src:
+        result, message = "failure", "CUDA error: an illegal memory access was encountered"
+    failed += result != "success"
+    log.write(f'    <test result="{result}">\n      <path>.</path>\n      <fn>check_01.c:10</fn>\n'
+              f'      <id>t_case</id>\n      <iteration>{it}</iteration>\n'
+              f'      <duration>0.01</duration>\n      <description>{tcase}</description>\n'
+              f'      <message>{message}</message>\n    </test>\n')
+    log.flush()
+log.write("  </suite>\n  <duration>0.1</duration>\n</testsuites>\n")
+log.close()
+sys.exit(1 if failed else 0)
+'''
+
+FAKE_BENCH = r'''
+import json, os, re, sys
+here = os.path.dirname(os.path.abspath(__file__))
+src = open(os.path.join(here, "kernel.cu")).read()
+if sys.argv[1:] == ["--probe"]:
+    if "NO_GPU" in src:
+        print("bench: cudaGetDeviceCount: no CUDA-capable device is detected", file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps({"name": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "l2_bytes": 52428800,
+                      "global_mem_bytes": 85e9, "mem_free_bytes": 80e9}))
+    sys.exit(0)
+open(os.path.join(here, "bench.ran"), "w").write(" ".join(sys.argv[1:]) + "\n")
+if "BENCH_CUDA" in src:
+    print("CUDA error: too many resources requested for launch (kernel.cu:12)", file=sys.stderr)
+    sys.exit(3)
+m = re.search(r"RATIO=([0-9.]+)", src)
+ratio = float(m.group(1)) if m else 0.85
+out = sys.argv[sys.argv.index("--json") + 1]
+seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 1
+json.dump({"device": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "nx": 1024, "ny": 512, "nz": 1,
+           "steps": 1, "scaled_down": False, "note": "", "array_bytes": 2097152, "repetitions": 20,
+           "ms_median": 0.002, "ms_min": 0.0019, "ms_max": 0.0021, "bytes_compulsory": 4194304,
+           "gbps": 3000.0 * ratio, "copy_gbps": 3000.0, "copy_memcpy_gbps": 2900.0,
+           "copy_kernel_gbps": 3000.0, "ratio": ratio, "output_ok": "BENCH_BAD_OUTPUT" not in src,
+           "output_message": "cell (5, 7): got nan want 0.25" if "BENCH_BAD_OUTPUT" in src else "",
+           "seed": seed}, open(out, "w"))
+'''
+
+PLAIN_PTX = """//
+// Generated by NVIDIA NVVM Compiler (trimmed)
+.version 9.0
+.target sm_90
+.address_size 64
+
+.visible .entry stencil5(
+\t.param .u64 stencil5_param_0,
+\t.param .u32 stencil5_param_1
+)
+{
+\t.reg .b32 \t%r<4>;
+\tmul.hi.s32 \t%r2, %r1, 1840700270;
+\tret;
+}
+"""
+
+FAKE_MAKEFILE = """\
+LAB := $(notdir $(CURDIR))
+KERNEL := $(if $(wildcard $(IMPL)/$(LAB)/kernel.cu),$(IMPL)/$(LAB)/kernel.cu,$(IMPL)/kernel.cu)
+build:
+\t@mkdir -p $(BUILD_DIR)
+\t@if grep -q COMPILE_ERROR $(KERNEL); then echo "$(KERNEL)(3): error: identifier \\"oops\\" is undefined"; \\
+\t  echo "1 error detected in the compilation of \\"kernel.cu\\"."; exit 1; fi
+\t@cp $(KERNEL) $(BUILD_DIR)/kernel.cu
+\t@cp fake/check fake/bench fake/ptxas.log $(BUILD_DIR)/
+\t@if grep -q DIVREM $(KERNEL); then cp fake/div.ptx $(BUILD_DIR)/kernel.ptx; \\
+\t elif grep -q SHARED $(KERNEL); then cp fake/shared.ptx $(BUILD_DIR)/kernel.ptx; \\
+\t else cp fake/plain.ptx $(BUILD_DIR)/kernel.ptx; fi
+\t@echo "IMPL=$(IMPL) CUDA_ARCH=$(CUDA_ARCH)" > $(BUILD_DIR)/make.args
+"""
+
+GOOD_KERNEL = """\
+#include "stencil_lab.h"
+__global__ void stencil5(const float *in, float *out, int nx, int ny) { /* ... */ }
+extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
+                                stencil2d_coeffs c, cudaStream_t stream)
+{
+    stencil5<<<1, 1, 0, stream>>>(d_in, d_out, nx, ny);
+}
+"""
+
+
+def write_script(path: Path, code: str) -> Path:
+    """Write an executable Python program (this interpreter) at path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!{sys.executable}\n{code}")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+class FakeKit:
+    """A kit directory with one fake lab, and helpers to make submissions."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.lab_dir = root / "labs" / FAKE_LAB
+        self.fake = self.lab_dir / "fake"
+        self.fake.mkdir(parents=True)
+        (self.lab_dir / "Makefile").write_text(FAKE_MAKEFILE)
+        write_script(self.fake / "check", FAKE_CHECK)
+        write_script(self.fake / "bench", FAKE_BENCH)
+        (self.fake / "ptxas.log").write_text((DATA / "ptxas_two_arch.log").read_text())
+        (self.fake / "plain.ptx").write_text(PLAIN_PTX)
+        (self.fake / "div.ptx").write_text((DATA / "kernels_div.ptx").read_text())
+        (self.fake / "shared.ptx").write_text((DATA / "kernels_shared.ptx").read_text())
+        self.set_lab_json()
+
+    def set_lab_json(self, **changes) -> dict:
+        """Write lab.json: BASE_LAB_JSON with top-level keys replaced, nested ones named a__b
+        (check__suite_timeout_s=5)."""
+        data = json.loads(json.dumps(BASE_LAB_JSON))
+        for key, value in changes.items():
+            node = data
+            *path, last = key.split("__")
+            for part in path:
+                node = node[part]
+            node[last] = value
+        (self.lab_dir / "lab.json").write_text(json.dumps(data, indent=2))
+        return data
+
+    def submission(self, name: str, text: str = GOOD_KERNEL, nested: bool = False) -> Path:
+        """A submission folder holding kernel.cu (or <lab>/kernel.cu when nested)."""
+        folder = self.root / "submissions" / name
+        target = folder / FAKE_LAB if nested else folder
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "kernel.cu").write_text(text)
+        return folder
+
+
+@pytest.fixture
+def fake_kit(tmp_path) -> FakeKit:
+    return FakeKit(tmp_path / "kit")
+
+
+def run_grade(*args, timeout=120, env=None) -> subprocess.CompletedProcess:
+    """Run grader/grade.py as a student would; NO_COLOR set, output captured."""
+    full_env = dict(os.environ, NO_COLOR="1")
+    full_env.pop("SEED", None)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, str(GRADE_PY), *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env=full_env)

@@ -1,0 +1,120 @@
+"""bench.py: the probe, the timed run's exit codes and its JSON."""
+
+import json
+
+import pytest
+
+from conftest import write_script
+from stencil_grader import bench
+
+GOOD = {"device": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "nx": 16384, "ny": 8192, "nz": 1,
+        "steps": 1, "scaled_down": False, "note": "", "array_bytes": 536870912, "repetitions": 20,
+        "ms_median": 0.4, "ms_min": 0.39, "ms_max": 0.45, "bytes_compulsory": 1073741824,
+        "gbps": 2684.35, "copy_gbps": 3000.0, "ratio": 0.8948, "output_ok": True, "output_message": "",
+        "seed": 12}
+
+
+def fake_bench(build_dir, body):
+    write_script(build_dir / "bench", "import json, os, sys, time\n" + body)
+
+
+def test_probe_ok(tmp_path):
+    fake_bench(tmp_path, 'print(json.dumps({"name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132}))\n')
+    probe = bench.probe(tmp_path)
+    assert probe.status == "ok" and probe.name == "NVIDIA H100 80GB HBM3"
+
+
+def test_probe_no_gpu_gives_the_reason(tmp_path):
+    fake_bench(tmp_path, 'print("bench: cudaGetDeviceCount: no CUDA-capable device is detected", '
+                         'file=sys.stderr)\nsys.exit(2)\n')
+    probe = bench.probe(tmp_path)
+    assert probe.status == "no_gpu"
+    assert probe.message == "bench: cudaGetDeviceCount: no CUDA-capable device is detected"
+
+
+@pytest.mark.parametrize("body, words", [
+    ('print("CUDA error: driver too old", file=sys.stderr)\nsys.exit(3)\n', "exited with status 3: CUDA error"),
+    ('print("not json")\n', "printed no JSON object"),
+    ('print("[1]")\n', "not an object"),
+    ("time.sleep(30)\n", "timed out after 1 s"),
+])
+def test_probe_errors(tmp_path, body, words):
+    fake_bench(tmp_path, body)
+    probe = bench.probe(tmp_path, timeout_s=1)
+    assert probe.status == "error" and words in probe.message
+
+
+def test_probe_missing_program(tmp_path):
+    probe = bench.probe(tmp_path)
+    assert probe.status == "error" and "could not start" in probe.message
+
+
+def writes_json(data, status=0):
+    return (f"out = sys.argv[sys.argv.index('--json') + 1]\n"
+            f"open(os.path.join(os.path.dirname(__file__), 'argv'), 'w').write(' '.join(sys.argv[1:]))\n"
+            f"json.dump({data!r}, open(out, 'w'))\nsys.exit({status})\n")
+
+
+def test_measured_run(tmp_path):
+    fake_bench(tmp_path, writes_json(GOOD))
+    run = bench.run_bench(tmp_path, 30, seed=12)
+    assert run.status == "ok" and run.data["ratio"] == pytest.approx(0.8948)
+    assert (tmp_path / "argv").read_text().split()[-2:] == ["--seed", "12"]
+    assert json.loads((tmp_path / "bench.json").read_text()) == GOOD
+
+
+def test_wrong_output_is_still_measured(tmp_path):
+    fake_bench(tmp_path, writes_json(dict(GOOD, output_ok=False, output_message="cell (1, 2): got nan")))
+    run = bench.run_bench(tmp_path, 30)
+    assert run.status == "ok" and run.data["output_ok"] is False
+    assert "--seed" not in (tmp_path / "argv").read_text()
+
+
+@pytest.mark.parametrize("code, status, words", [
+    (2, "no_gpu", "no CUDA-capable device is detected"),
+    (3, "cuda_error", "CUDA error: an illegal memory access was encountered"),
+    (4, "debug_build", "debug build (-G): not timed"),
+    (7, "error", "exited with status 7"),
+])
+def test_exit_codes(tmp_path, code, status, words):
+    messages = {2: "no CUDA-capable device is detected",
+                3: "CUDA error: an illegal memory access was encountered (kernel.cu:40)"}
+    fake_bench(tmp_path, f"print({messages.get(code, 'bench: something')!r}, file=sys.stderr)\nsys.exit({code})\n")
+    run = bench.run_bench(tmp_path, 30)
+    assert run.status == status and words in run.message and run.data is None
+
+
+def test_timeout(tmp_path):
+    fake_bench(tmp_path, "time.sleep(30)\n")
+    run = bench.run_bench(tmp_path, 1)
+    assert run.status == "timeout" and "timed out after 1 s" in run.message
+
+
+def test_stale_json_is_never_reused(tmp_path):
+    (tmp_path / "bench.json").write_text(json.dumps(GOOD))
+    fake_bench(tmp_path, "sys.exit(0)\n")
+    run = bench.run_bench(tmp_path, 30)
+    assert run.status == "error" and "wrote no JSON" in run.message
+    assert not (tmp_path / "bench.json").exists()
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"ratio": None}, "key 'ratio' must be a finite number"),
+    ({"gbps": -1.0}, "key 'gbps' must be a finite number >= 0"),
+    ({"copy_gbps": 0}, "copy_gbps must be > 0"),
+    ({"output_ok": 1}, "key 'output_ok' must be bool"),
+    ({"device": 5}, "key 'device' must be str"),
+])
+def test_bad_json_values(change, words):
+    with pytest.raises(bench.BenchFormatError, match=words.replace("(", r"\(")):
+        bench.validate(dict(GOOD, **change))
+
+
+def test_missing_key_and_bad_file(tmp_path):
+    data = dict(GOOD)
+    del data["copy_gbps"]
+    with pytest.raises(bench.BenchFormatError, match="lacks key 'copy_gbps'"):
+        bench.validate(data)
+    fake_bench(tmp_path, "open(sys.argv[sys.argv.index('--json') + 1], 'w').write('{\"ratio\": ')\n")
+    run = bench.run_bench(tmp_path, 30)
+    assert run.status == "error" and "does not parse" in run.message

@@ -1,0 +1,149 @@
+"""lab.json: a good file loads; each kind of bad file is refused with a message naming
+the file, the key, what was found and what is allowed."""
+
+import json
+import re
+
+import pytest
+
+from conftest import BASE_LAB_JSON, FAKE_LAB, KIT_ROOT
+from stencil_grader import labspec
+
+
+def write(tmp_path, data, folder=FAKE_LAB):
+    path = tmp_path / folder / "lab.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def changed(**changes):
+    data = json.loads(json.dumps(BASE_LAB_JSON))
+    for key, value in changes.items():
+        node = data
+        *path, last = key.split("__")
+        for part in path:
+            node = node[part]
+        if value is KeyError:
+            del node[last]
+        else:
+            node[last] = value
+    return data
+
+
+def test_every_lab_json_of_the_kit_loads():
+    labs = labspec.discover_labs(KIT_ROOT)
+    assert labs, "the kit has no labs/*/lab.json"
+    for lab_dir in labs:
+        spec = labspec.load(lab_dir / "lab.json")
+        assert spec.lab == lab_dir.name
+        assert "generic" in spec.targets
+
+
+def test_lab_01_reads_as_written():
+    spec = labspec.load(KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json")
+    assert (spec.lab, spec.number, spec.api, spec.boundary) == ("01-naive-5pt", 1, "stencil2d_sweep",
+                                                                "dirichlet")
+    assert spec.tolerance == labspec.Tolerance(1e-5, 1e-6)
+    assert spec.check.suite_timeout_s == 300
+    assert (spec.bench.nx, spec.bench.ny, spec.bench.nz) == (16384, 8192, 1)
+    assert spec.points.total == 100
+    assert spec.constraints.max_shared_planes is None
+
+
+def test_good_fake_file_loads(tmp_path):
+    spec = labspec.load(write(tmp_path, BASE_LAB_JSON))
+    assert spec.targets["Fake GPU 80GB"].calibrated == "test table"
+    assert spec.lab_dir == tmp_path / FAKE_LAB
+
+
+def test_target_lookup_exact_name_then_generic(tmp_path):
+    spec = labspec.load(write(tmp_path, BASE_LAB_JSON))
+    exact = spec.target_for("Fake GPU 80GB")
+    assert (exact.table, exact.target.floor) == ("Fake GPU 80GB", 0.40)
+    other = spec.target_for("NVIDIA L4")
+    assert other.table == "generic" and "no table for NVIDIA L4" in other.note
+    assert spec.target_for("fake gpu 80gb").table == "generic"   # exact names only
+    assert spec.target_for(None).table == "generic"
+
+
+# Each bad file: (changes, a regular expression the message must match after the file name).
+BAD = [
+    ({"targets__generic__floor": 0.9},
+     r"targets\.generic\.floor must be a number in \[0, 1\) below target, got 0\.9$"),
+    ({"targets__generic__floor": -0.1}, r"targets\.generic\.floor must be .*got -0\.1"),
+    ({"targets__generic__target": 1.2}, r"targets\.generic\.target must be a number in \(0, 1\.05\], got 1\.2"),
+    ({"targets__generic__floor": "0.3"}, r"targets\.generic\.floor must be .*got \"0\.3\""),
+    ({"targets__generic": KeyError}, r"targets\.generic is missing .*keys present: Fake GPU 80GB"),
+    ({"targets__generic__speed": 1}, r"targets\.generic\.speed is not a known key \(allowed: floor, target, calibrated\)"),
+    ({"targets__generic__calibrated": 5}, r"targets\.generic\.calibrated must be a string"),
+    ({"api": "stencil2d_sweeps"}, r"api must be one of stencil2d_sweep, stencil2d_periodic_sweep, "
+                                  r"stencil2d_run, stencil3d_sweep, residual_norm2, got \"stencil2d_sweeps\""),
+    ({"boundary": "periodic"}, r"boundary must be \"dirichlet\" for api stencil2d_sweep, got \"periodic\""),
+    ({"boundary": "neumann"}, r"boundary must be one of dirichlet, periodic, got \"neumann\""),
+    ({"tolerance__rtol": -1}, r"tolerance\.rtol must be a number >= 0, got -1"),
+    ({"tolerance": KeyError}, r"^tolerance is missing \(an object with keys rtol, atol\)"),
+    ({"tolerance__atol": KeyError}, r"tolerance\.atol is missing"),
+    ({"check__case_timeout_s": 0}, r"check\.case_timeout_s must be a number of seconds > 0, got 0"),
+    ({"check__suite_timeout_s": 1}, r"check\.suite_timeout_s must be a number of seconds >= "
+                                    r"check\.case_timeout_s \(2\), got 1"),
+    ({"bench__nz": 4}, r"bench\.nz must be 1 for a 2D api, got 4"),
+    ({"bench__steps": 8}, r"bench\.steps must be 1 for api stencil2d_sweep, got 8"),
+    ({"bench__nx": 1.5}, r"bench\.nx must be an integer >= 1, got 1\.5"),
+    ({"bench__repetitions": True}, r"bench\.repetitions must be an integer >= 1, got true"),
+    ({"constraints__no_div_rem": 1}, r"constraints\.no_div_rem must be true or false, got 1"),
+    ({"constraints__forbidden_calls": "printf"}, r"constraints\.forbidden_calls must be a list of C identifiers"),
+    ({"constraints__forbidden_calls": ["ok", "not ok"]}, r"constraints\.forbidden_calls\[1\] must be a C identifier, got \"not ok\""),
+    ({"constraints__max_shared_planes": 0}, r"constraints\.max_shared_planes must be an integer >= 1"),
+    ({"constraints__shared_memory": KeyError}, r"constraints\.shared_memory is missing"),
+    ({"points__performance": -5}, r"points\.performance must be a number >= 0, got -5"),
+    ({"points": {"correctness": 0, "performance": 0}}, r"points must be correctness and performance points with a sum > 0"),
+    ({"number": 2}, r"number must be the integer 1 \(the lab name's digits\), got 2"),
+    ({"lab": "lab one"}, r"lab must be a name \"NN-slug\""),
+    ({"lab": "01-other-lab"}, r"lab must be the name of the folder holding lab.json \(\"01-fake-5pt\"\)"),
+    ({"title": ""}, r"title must be a non-empty string"),
+    ({"colour": "blue"}, r"colour is not a known key \(allowed: lab, number, title"),
+    ({"title": KeyError}, r"^title is missing"),
+]
+
+
+@pytest.mark.parametrize("changes, pattern", BAD, ids=[str(c) for c, _ in BAD])
+def test_bad_file_names_file_key_found_and_allowed(tmp_path, changes, pattern):
+    path = write(tmp_path, changed(**changes))
+    with pytest.raises(labspec.LabSpecError) as err:
+        labspec.load(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: "), message
+    assert re.search(pattern, message[len(f"{path}: "):]), message
+
+
+def test_not_json_gives_line_and_column(tmp_path):
+    path = write(tmp_path, '{"lab": "01-fake-5pt",\n  "number": 1,,}')
+    with pytest.raises(labspec.LabSpecError, match=r"not valid JSON: .* at line 2 column"):
+        labspec.load(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(labspec.LabSpecError, match=r"lab\.json: cannot read"):
+        labspec.load(tmp_path / "nowhere" / "lab.json")
+
+
+def test_top_level_not_an_object(tmp_path):
+    with pytest.raises(labspec.LabSpecError, match=r"the top level must be an object, got \[1, 2\]"):
+        labspec.load(write(tmp_path, [1, 2]))
+
+
+def test_api_specific_rules(tmp_path):
+    periodic = changed(api="stencil2d_periodic_sweep", boundary="periodic")
+    assert labspec.load(write(tmp_path, periodic)).boundary == "periodic"
+    run = changed(api="stencil2d_run", bench__steps=8)
+    assert labspec.load(write(tmp_path, run)).bench.steps == 8
+    three_d = changed(api="stencil3d_sweep", bench__nz=256)
+    assert labspec.load(write(tmp_path, three_d)).bench.nz == 256
+    planes = changed(constraints__max_shared_planes=1)
+    assert labspec.load(write(tmp_path, planes)).constraints.max_shared_planes == 1
+
+
+def test_kit_paths_are_shown_relative_to_the_kit():
+    path = KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json"
+    assert labspec.display_path(path) == "labs/01-naive-5pt/lab.json"

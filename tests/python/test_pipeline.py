@@ -1,0 +1,172 @@
+"""`grade.py lab`, end to end, on a fake lab (fake make, check and bench; see conftest.py)."""
+
+import json
+import time
+
+import pytest
+
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, run_grade
+from stencil_grader import pipeline
+
+
+@pytest.fixture
+def grade(fake_kit, tmp_path):
+    """grade(kernel_text, *extra_args) -> (completed process, report dict or None, build dir)."""
+    def run(text=GOOD_KERNEL, *extra, name="student", nested=False, env=None):
+        folder = fake_kit.submission(name, text, nested=nested)
+        build_dir = tmp_path / "build" / name
+        done = run_grade("lab", fake_kit.lab_dir, "--impl", folder, "--build-dir", build_dir, *extra, env=env)
+        report_path = build_dir / "report.json"
+        data = json.loads(report_path.read_text()) if report_path.is_file() else None
+        return done, data, build_dir
+    return run
+
+
+def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
+    gradescope = tmp_path / "gs" / "results.json"
+    done, report, build_dir = grade(GOOD_KERNEL, "--gradescope", gradescope, "--json", tmp_path / "r.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert report["verdict"] == "pass" and report["points"] == 100 and report["full_points"]
+    assert report["correctness"]["passed"] == 3 and report["correctness"]["total"] == 3
+    perf = report["performance"]
+    assert perf["bench"]["gbps"] == pytest.approx(2550.0) and perf["ratio"] == pytest.approx(0.85)
+    assert perf["target"]["table"] == "Fake GPU 80GB" and perf["target"]["calibrated"] == "test table"
+    assert report["seed"] == 777
+    assert (build_dir / "bench.ran").read_text().split() [-2:] == ["--seed", "777"]   # the check's seed
+    assert json.loads((tmp_path / "r.json").read_text()) == report
+    results = json.loads(gradescope.read_text())
+    assert results["score"] == 100 and results["max_score"] == 100
+    assert sum(t["score"] for t in results["tests"]) == pytest.approx(100)
+    out = done.stdout
+    assert "verdict      pass" in out and "100.00/100 points" in out
+    assert "2550.0 GB/s effective, copy 3000.0 GB/s, ratio 0.850" in out
+    assert "seed 777; replay: cd " in out and f"make check SEED=777 IMPL={tmp_path}" in out
+    assert f"report: {build_dir / 'report.json'}" in out
+    assert "\033[" not in out                                  # no colour: not a tty, NO_COLOR set
+
+
+def test_no_gpu_build_and_static_run_then_not_measured_exit_1(grade):
+    done, report, build_dir = grade(GOOD_KERNEL + "// NO_GPU\n")
+    assert done.returncode == 1
+    assert report["verdict"] == "not_measured" and report["points"] == 0
+    assert report["build"]["outcome"] == "ok" and report["static"][0]["status"] == "pass"
+    assert "correctness: not measured (no GPU: bench: cudaGetDeviceCount: no CUDA-capable device is " \
+           "detected)" in done.stdout
+    assert "performance: not measured" in done.stdout
+    assert not (build_dir / "check.ran").exists() and not (build_dir / "bench.ran").exists()
+
+
+def test_compile_error(grade):
+    done, report, build_dir = grade(GOOD_KERNEL + "COMPILE_ERROR\n")
+    assert done.returncode == 1
+    assert report["verdict"] == "compile_error" and report["points"] == 0
+    assert 'error: identifier "oops" is undefined' in done.stdout
+    assert report["static"] is None and not (build_dir / "check.ran").exists()
+
+
+def test_forbidden_call_is_not_run(grade):
+    done, report, build_dir = grade(GOOD_KERNEL.replace("{\n    stencil5",
+                                                        "{\n    cudaDeviceSynchronize();\n    stencil5"))
+    assert done.returncode == 1 and report["verdict"] == "forbidden" and report["points"] == 0
+    assert "line 6: cudaDeviceSynchronize: host synchronisation" in done.stdout
+    assert not (build_dir / "check.ran").exists()
+
+
+def test_lab_specific_forbidden_call(grade, fake_kit):
+    fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False,
+                                       "forbidden_calls": ["atomicAdd"]})
+    done, report, _ = grade(GOOD_KERNEL + "__device__ void g(float *p) { atomicAdd(p, 1.0f); }\n")
+    assert report["verdict"] == "forbidden"
+
+
+def test_incorrect_result_gates_performance(grade):
+    done, report, build_dir = grade(GOOD_KERNEL + "// WRONG\n")
+    assert done.returncode == 1 and report["verdict"] == "incorrect"
+    assert report["correctness"]["points"] == 40 and report["performance"]["points"] == 0
+    assert "fail: nx=33 ny=9: 2 mismatches; first at (x=3, y=4)" in done.stdout
+    assert not (build_dir / "bench.ran").exists()
+
+
+def test_cuda_error_in_a_case_is_a_crash(grade):
+    done, report, _ = grade(GOOD_KERNEL + "// CUDA_ERROR\n")
+    assert report["verdict"] == "crash" and report["correctness"]["points"] == 40
+
+
+def test_hanging_suite_is_a_timeout_not_a_pass(grade):
+    start = time.monotonic()
+    done, report, _ = grade(GOOD_KERNEL + "// HANG\n")
+    assert time.monotonic() - start < 30
+    assert done.returncode == 1 and report["verdict"] == "timeout"
+    outcomes = [c["outcome"] for c in report["correctness"]["cases"]]
+    assert outcomes == ["pass", "timeout", "timeout"]
+
+
+def test_div_rem_constraint(grade, fake_kit):
+    fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": True, "forbidden_calls": []})
+    done, report, build_dir = grade(GOOD_KERNEL + "// DIVREM\n")
+    assert done.returncode == 1 and report["verdict"] == "constraint"
+    assert report["correctness"]["points"] == 60 and report["performance"]["points"] == 0
+    assert "div.s32 in _Z6helperii" in done.stdout
+    assert not (build_dir / "bench.ran").exists()
+    done, report, _ = grade(GOOD_KERNEL, name="clean")
+    assert report["verdict"] == "pass"
+
+
+def test_shared_memory_constraint(grade, fake_kit):
+    fake_kit.set_lab_json(constraints={"shared_memory": True, "no_div_rem": False, "forbidden_calls": []})
+    assert grade(GOOD_KERNEL)[1]["verdict"] == "constraint"
+    assert grade(GOOD_KERNEL + "// SHARED\n", name="tiled")[1]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("marker, verdict, perf", [
+    ("RATIO=0.45", "slow", 5.0),          # Fake GPU table: floor 0.40, target 0.80 -> 40 * 0.05/0.40
+    ("RATIO=1.2", "implausible", 0),
+    ("BENCH_BAD_OUTPUT", "incorrect", 0),
+    ("BENCH_CUDA", "crash", 0),
+])
+def test_performance_verdicts(grade, marker, verdict, perf):
+    done, report, _ = grade(GOOD_KERNEL + f"// {marker}\n")
+    assert done.returncode == 1
+    assert report["verdict"] == verdict and report["performance"]["points"] == pytest.approx(perf)
+    assert report["correctness"]["points"] == 60
+
+
+def test_skip_bench(grade):
+    done, report, build_dir = grade(GOOD_KERNEL, "--skip-bench")
+    assert done.returncode == 1 and report["verdict"] == "not_measured"
+    assert report["correctness"]["points"] == 60
+    assert not (build_dir / "bench.ran").exists()
+
+
+def test_seed_option_environment_arch_and_nested_layout(grade, tmp_path):
+    done, report, build_dir = grade(GOOD_KERNEL, "--seed", "5", "--arch", "80", nested=True)
+    assert report["seed"] == 5 and (build_dir / "check.ran").read_text().strip() == "5"
+    assert (build_dir / "make.args").read_text().split()[-1] == "CUDA_ARCH=80"
+    assert "SEED=5" in report["replay"]
+    done, report, build_dir = grade(GOOD_KERNEL, name="env", env={"SEED": "6"})
+    assert report["seed"] == 6
+
+
+def test_usage_and_config_errors_exit_2(fake_kit, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = run_grade("lab", fake_kit.lab_dir, "--impl", empty, "--build-dir", tmp_path / "b")
+    assert done.returncode == 2 and "does not exist" in done.stderr
+    done = run_grade("lab", fake_kit.lab_dir, "--impl", tmp_path / "nowhere")
+    assert done.returncode == 2 and "--impl is starter, reference or a directory" in done.stderr
+    fake_kit.set_lab_json(api="stencil9d")
+    folder = fake_kit.submission("x")
+    done = run_grade("lab", fake_kit.lab_dir, "--impl", folder, "--build-dir", tmp_path / "b")
+    assert done.returncode == 2 and "api must be one of" in done.stderr
+    done = run_grade("lab", fake_kit.lab_dir, "--seed", "-3")
+    assert done.returncode == 2
+    assert run_grade().returncode == 2
+
+
+def test_default_build_dir_and_impl_tags(tmp_path):
+    assert pipeline.impl_tag("starter") == "starter" and pipeline.impl_tag("reference") == "reference"
+    tag = pipeline.impl_tag(str(tmp_path / "my subs"))
+    assert tag.startswith("dir-") and "/" not in tag and " " not in tag and tag.endswith("my-subs")
+    assert pipeline.default_build_dir("01-naive-5pt", "starter") == KIT_ROOT / "build" / "01-naive-5pt" / "starter"
+    assert pipeline.resolve_lab_dir("01-naive-5pt") == KIT_ROOT / "labs" / "01-naive-5pt"
+    assert FAKE_LAB != "01-naive-5pt"

@@ -1,0 +1,98 @@
+"""report.py: Gradescope's file, colour rules, replay line; cli `all` summary."""
+
+import io
+import json
+
+import pytest
+
+from conftest import GOOD_KERNEL
+from stencil_grader import cli, labspec, pipeline, report
+
+
+def graded(fake_kit, tmp_path, text=GOOD_KERNEL, name="s"):
+    folder = fake_kit.submission(name, text)
+    run = pipeline.grade_lab(fake_kit.lab_dir, str(folder), tmp_path / "build" / name)
+    return report.to_dict(run)
+
+
+def test_gradescope_tests_sum_to_the_points(fake_kit, tmp_path):
+    data = graded(fake_kit, tmp_path, GOOD_KERNEL + "// WRONG\n")
+    results = report.gradescope_results([data])
+    assert results["score"] == 40 and results["max_score"] == 100
+    names = [t["name"] for t in results["tests"]]
+    assert names == ["01-fake-5pt: build and static checks", "01-fake-5pt: correctness: basic",
+                     "01-fake-5pt: correctness: edges", "01-fake-5pt: performance"]
+    assert sum(t["score"] for t in results["tests"]) == pytest.approx(40)
+    assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(100)
+    basic = results["tests"][1]
+    assert (basic["score"], basic["max_score"]) == (20, 40)
+    assert basic["output"] == "pass: nx=1 ny=1\nfail: nx=33 ny=9: 2 mismatches; first at (x=3, y=4): got 1 want 2"
+    assert "seed 777" in results["tests"][0]["output"]
+    json.dumps(results)                                         # serialisable
+
+
+def test_gradescope_for_a_run_that_did_not_measure(fake_kit, tmp_path):
+    data = graded(fake_kit, tmp_path, GOOD_KERNEL + "// NO_GPU\n")
+    tests = report.gradescope_tests(data)
+    assert [t["name"] for t in tests][-2:] == ["01-fake-5pt: correctness", "01-fake-5pt: performance"]
+    assert "not measured: no GPU" in tests[-2]["output"]
+    assert sum(t["score"] for t in tests) == 0
+
+
+def test_split_rounds_to_the_total():
+    parts = report._split(33.33, [1, 1, 1])
+    assert sum(parts) == pytest.approx(33.33) and len(parts) == 3
+
+
+class FakeTty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_colour_only_on_a_tty_without_no_color(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert report.use_colour(FakeTty()) is True
+    assert report.use_colour(io.StringIO()) is False
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert report.use_colour(FakeTty()) is False
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "dumb")
+    assert report.use_colour(FakeTty()) is False
+
+
+def test_rendered_text_with_and_without_colour(fake_kit, tmp_path):
+    data = graded(fake_kit, tmp_path)
+    plain = report.render_text(data, colour=False)
+    assert "\033[" not in plain and "verdict      pass" in plain
+    coloured = report.render_text(data, colour=True)
+    assert "\033[32mpass\033[0m" in coloured
+
+
+def test_replay_command_mentions_impl_only_when_not_starter():
+    base = {"lab_dir": "labs/01-naive-5pt", "seed": 12, "impl": "starter"}
+    assert report.replay_command(base) == "cd labs/01-naive-5pt && make check SEED=12"
+    assert report.replay_command(dict(base, impl="reference")).endswith("SEED=12 IMPL=reference")
+
+
+def test_all_grades_every_lab_and_summarises(fake_kit, tmp_path, monkeypatch, capsys):
+    second = fake_kit.root / "labs" / "02-fake-tiled"
+    second.mkdir()
+    for item in ("Makefile", "fake"):
+        (second / item).symlink_to(fake_kit.lab_dir / item)
+    data = json.loads((fake_kit.lab_dir / "lab.json").read_text())
+    data.update(lab="02-fake-tiled", number=2)
+    (second / "lab.json").write_text(json.dumps(data))
+    subs = tmp_path / "subs"
+    for lab, text in (("01-fake-5pt", GOOD_KERNEL), ("02-fake-tiled", GOOD_KERNEL + "// RATIO=0.5\n")):
+        (subs / lab).mkdir(parents=True)
+        (subs / lab / "kernel.cu").write_text(text)
+    monkeypatch.setattr(labspec, "discover_labs", lambda *a: [fake_kit.lab_dir, second])
+    monkeypatch.setattr(pipeline, "default_build_dir", lambda lab, impl: tmp_path / "build" / lab)
+    code = cli.main(["all", "--impl", str(subs)])
+    out = capsys.readouterr().out
+    assert code == 1                                            # lab 2 is slow
+    summary = out[out.index("Summary"):]
+    assert "01-fake-5pt" in summary and "pass" in summary and "100.00/100" in summary
+    assert "02-fake-tiled" in summary and "slow" in summary and "0.500" in summary
+    assert (tmp_path / "build" / "02-fake-tiled" / "report.json").is_file()

@@ -1,0 +1,161 @@
+"""score.py, the grading policy: ramp, cap, gates, implausible, constraint, not measured."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import BASE_LAB_JSON, FAKE_LAB
+from stencil_grader import labspec, score
+from stencil_grader.bench import BenchRun
+from stencil_grader.build import BuildResult
+from stencil_grader.checkrun import CaseResult, CheckRun
+from stencil_grader.static import StaticCheck, StaticResult
+
+
+@pytest.fixture
+def spec(tmp_path):
+    path = tmp_path / FAKE_LAB / "lab.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(BASE_LAB_JSON))
+    return labspec.load(path)     # 60 correctness + 40 performance; generic floor 0.30, target 0.60
+
+
+OK_BUILD = BuildResult("ok", ["make"], Path("b"))
+CLEAN = StaticResult([StaticCheck("forbidden calls", "pass", "forbidden", "none")])
+
+
+def checked(*outcomes, status="ok", exit_status=None):
+    cases = [CaseResult("t", i, f"case {i}", o, "" if o == "pass" else f"case {i}: {o}")
+             for i, o in enumerate(outcomes)]
+    if exit_status is None:
+        exit_status = 0 if all(o == "pass" for o in outcomes) else 1
+    return CheckRun(cases, seed=1, status=status, exit_status=exit_status)
+
+
+def benched(ratio, output_ok=True, device="NVIDIA L4"):
+    return BenchRun("ok", {"device": device, "ratio": ratio, "gbps": 3000 * ratio, "copy_gbps": 3000.0,
+                           "ms_median": 1.0, "output_ok": output_ok, "output_message": "cell (1, 1): nan"})
+
+
+ALL_PASS = checked("pass", "pass", "pass", "pass")
+
+
+def test_ramp_and_cap():
+    assert score.ramp(0.30, 0.30, 0.60) == 0.0
+    assert score.ramp(0.45, 0.30, 0.60) == pytest.approx(0.5)
+    assert score.ramp(0.60, 0.30, 0.60) == 1.0
+    assert score.ramp(0.95, 0.30, 0.60) == 1.0               # capped
+    assert score.ramp(0.10, 0.30, 0.60) == 0.0               # never negative
+
+
+@pytest.mark.parametrize("ratio, perf, verdict", [
+    (0.10, 0.0, "slow"), (0.30, 0.0, "slow"), (0.45, 20.0, "slow"), (0.599, 39.87, "slow"),
+    (0.60, 40.0, "pass"), (0.99, 40.0, "pass"), (1.05, 40.0, "pass")])
+def test_performance_points(spec, ratio, perf, verdict):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, ALL_PASS, benched(ratio))
+    assert s.correctness.points == 60 and s.performance.points == pytest.approx(perf)
+    assert s.verdict == verdict
+    assert s.exit_code == (0 if verdict == "pass" else 1)
+    assert s.target.table == "generic"
+
+
+def test_device_table_is_used_when_the_name_matches(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, ALL_PASS, benched(0.60, device="Fake GPU 80GB"))
+    assert s.target.table == "Fake GPU 80GB"                 # floor 0.40, target 0.80 there
+    assert s.performance.points == pytest.approx(20.0) and s.verdict == "slow"
+
+
+def test_implausible_ratio_scores_zero(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, ALL_PASS, benched(1.06))
+    assert s.verdict == "implausible" and s.performance.points == 0 and s.correctness.points == 60
+    assert "faster than the copy bandwidth is not possible" in s.performance.message
+    assert "skipped work" in s.performance.message
+
+
+def test_wrong_timed_output_is_incorrect(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, ALL_PASS, benched(0.9, output_ok=False))
+    assert s.verdict == "incorrect" and s.performance.points == 0 and s.correctness.points == 60
+    assert "timed run" in s.performance.message and "cell (1, 1)" in s.performance.message
+
+
+def test_compile_error_scores_zero(spec):
+    s = score.score_lab(spec, BuildResult("compile_error", ["make"], Path("b"), message="error"))
+    assert (s.verdict, s.points, s.exit_code) == ("compile_error", 0, 1)
+    assert s.correctness.verdict == "not_run"
+    assert score.may_run(BuildResult("timeout", ["make"], Path("b")), None)[0] is False
+
+
+def test_forbidden_scores_zero_and_is_not_run(spec):
+    bad = StaticResult([StaticCheck("forbidden calls", "fail", "forbidden", "1 use",
+                                    ["line 3: cudaMemcpy: memory copy"])])
+    assert score.may_run(OK_BUILD, bad) == (False, "not run: the student file uses a forbidden call")
+    s = score.score_lab(spec, OK_BUILD, bad, ALL_PASS, benched(0.9))   # even if it had run
+    assert (s.verdict, s.points) == ("forbidden", 0)
+    assert "line 3: cudaMemcpy" in s.messages[0]
+
+
+@pytest.mark.parametrize("outcomes, verdict, points", [
+    (("pass", "pass", "fail", "pass"), "incorrect", 45.0),
+    (("pass", "crash", "fail", "pass"), "crash", 30.0),
+    (("timeout", "crash", "fail", "pass"), "timeout", 15.0),
+    (("fail", "fail", "fail", "fail"), "incorrect", 0.0),
+])
+def test_correctness_fraction_and_worst_outcome(spec, outcomes, verdict, points):
+    assert score.may_bench(CLEAN, checked(*outcomes))[0] is False
+    s = score.score_lab(spec, OK_BUILD, CLEAN, checked(*outcomes))
+    assert s.verdict == verdict and s.correctness.points == points
+    assert s.performance.points == 0 and s.performance.verdict == "not_run"
+    assert "correctness gates performance" in s.performance.message
+
+
+def test_constraint_keeps_correctness_zero_performance(spec):
+    failed = StaticResult(CLEAN.checks + [StaticCheck("no div/rem", "fail", "constraint", "2 div")])
+    assert score.may_bench(failed, ALL_PASS)[0] is False
+    s = score.score_lab(spec, OK_BUILD, failed, ALL_PASS)
+    assert (s.verdict, s.correctness.points, s.performance.points) == ("constraint", 60, 0)
+    # an incorrect result is the worse verdict
+    s = score.score_lab(spec, OK_BUILD, failed, checked("pass", "fail"))
+    assert s.verdict == "incorrect"
+    # without a GPU the constraint is still known
+    s = score.score_lab(spec, OK_BUILD, failed, None, not_measured="no GPU: none")
+    assert s.verdict == "constraint" and s.points == 0
+
+
+def test_no_gpu_is_not_measured(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, None, None,
+                        not_measured="no GPU: no CUDA-capable device is detected")
+    assert (s.verdict, s.points, s.exit_code) == ("not_measured", 0, 1)
+    assert s.correctness.message == "not measured: no GPU: no CUDA-capable device is detected"
+    assert s.performance.verdict == "not_measured"
+
+
+def test_skipped_or_unmeasurable_bench_is_not_measured(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, ALL_PASS, None, not_measured="skipped (--skip-bench)")
+    assert (s.verdict, s.correctness.points, s.performance.points) == ("not_measured", 60, 0)
+    assert s.performance.message == "not measured: skipped (--skip-bench)"
+    for status, verdict in (("no_gpu", "not_measured"), ("debug_build", "not_measured"),
+                            ("timeout", "timeout"), ("cuda_error", "crash"), ("error", "crash")):
+        s = score.score_lab(spec, OK_BUILD, CLEAN, ALL_PASS, BenchRun(status, message="why"))
+        assert (s.verdict, s.performance.points) == (verdict, 0), status
+
+
+def test_every_case_passed_but_run_did_not_end_cleanly_is_not_a_pass(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, checked("pass", "pass", exit_status=1), benched(0.9))
+    assert s.verdict == "crash" and s.performance.points == 0
+    assert "every case reported success, but" in s.correctness.message
+    s = score.score_lab(spec, OK_BUILD, CLEAN, checked("pass", status="timeout", exit_status=None))
+    assert s.verdict == "timeout"
+
+
+def test_no_case_at_all_is_a_crash(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, CheckRun([], None, "crash", message="check died"))
+    assert (s.verdict, s.correctness.points) == ("crash", 0)
+    assert "no case ran" in s.correctness.message
+
+
+def test_full_points_only_on_pass(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, ALL_PASS, benched(0.7))
+    assert (s.points, s.max_points, s.full_points, s.verdict) == (100, 100, True, "pass")
+    assert set(score.VERDICTS) >= {"pass", "slow", "not_measured", "constraint", "implausible",
+                                   "incorrect", "crash", "timeout", "forbidden", "compile_error"}

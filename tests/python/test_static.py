@@ -1,0 +1,206 @@
+"""static.py: forbidden calls in code (not in comments or strings) and PTX constraints."""
+
+import json
+import shutil
+
+import pytest
+
+from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
+from stencil_grader import labspec, static
+
+
+def found(src, extra=()):
+    return [(line, what) for line, what, _ in static.find_forbidden(src, extra)]
+
+
+def test_calls_in_code_are_found_with_line_numbers():
+    src = ("#include <cuda_runtime.h>\n"
+           "void f(float *d, float *h) {\n"
+           "    cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);\n"
+           "    cudaDeviceSynchronize();\n"
+           "    float *p = (float *)malloc(4);\n"
+           "}\n")
+    assert found(src) == [(3, "cudaMemcpy"), (3, "cudaMemcpyDeviceToHost"), (4, "cudaDeviceSynchronize"),
+                          (5, "malloc")]
+
+
+@pytest.mark.parametrize("name", ["cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpyToSymbol",
+                                  "cudaMemcpyPeer", "cudaStreamSynchronize", "cudaEventSynchronize",
+                                  "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc",
+                                  "cudaHostRegister", "cudaDeviceReset", "cudaSetDevice", "calloc",
+                                  "realloc", "system", "popen", "fork", "fopen", "getenv", "dlopen",
+                                  "harness_check_grid", "cpu_stencil2d_sweep"])
+def test_default_list(name):
+    assert found(f"void f() {{ {name}(0); }}\n") == [(1, name)]
+    assert static.forbidden_reason(name)
+
+
+def test_allowed_names_are_not_flagged():
+    src = ("void g(float *d_out, cudaStream_t stream) {\n"
+           "  cudaMemsetAsync(d_out, 0, 4, stream); cudaGetLastError();\n"
+           "  int my_malloc = 0, mallocs = 1, cpu = 2, harness = 3; (void)my_malloc;\n"
+           "  kernel<<<1, 1, 0, stream>>>(d_out);\n}\n")
+    assert found(src) == []
+
+
+def test_comments_and_literals_do_not_count():
+    src = ('// cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);\n'
+           '/* cudaDeviceSynchronize();\n   malloc(4); */\n'
+           'const char *s = "system(\\"rm\\") fopen";\n'
+           "char q = '\\''; char c = 'm';  /* malloc */\n"
+           'const char *raw = R"x(getenv("HOME") )" popen)x";\n'
+           'int big = 1\'000\'000; // fork\n'
+           'void ok() {}\n')
+    assert found(src) == []
+
+
+def test_code_after_a_comment_or_string_still_counts():
+    src = ('/* a comment */ cudaDeviceSynchronize();\n'
+           'puts("// not a comment"); malloc(1);\n'
+           "int big = 1'000; fork();\n")
+    assert found(src) == [(1, "cudaDeviceSynchronize"), (2, "malloc"), (3, "fork")]
+
+
+def test_line_numbers_survive_multiline_comments_and_strings():
+    src = "/*\n\n\n*/\n\"a\\\nb\"; getenv(\"X\");\n"
+    assert found(src) == [(6, "getenv")]
+
+
+def test_include_of_the_harness():
+    src = ('#include "stencil_lab.h"\n'
+           '// #include "harness.h"\n'
+           '#  include "../../grader/include/harness.h"\n'
+           '#include <harness.h>\n')
+    assert found(src) == [(3, '#include "../../grader/include/harness.h"'), (4, "#include <harness.h>")]
+
+
+def test_a_define_of_a_forbidden_name_counts():
+    assert found("#define SYNC cudaDeviceSynchronize\n") == [(1, "cudaDeviceSynchronize")]
+
+
+def test_lab_specific_forbidden_calls():
+    src = "void f() { atomicAdd(p, 1); cub_sum(); }\n"
+    assert found(src, ("atomicAdd",)) == [(1, "atomicAdd")]
+    (reason,) = [r for _, _, r in static.find_forbidden(src, ("atomicAdd",))]
+    assert "lab.json" in reason
+
+
+def test_reasons_are_explained():
+    assert "GPU" in static.forbidden_reason("cudaMemcpy")
+    assert "asynchronous" in static.forbidden_reason("cudaStreamSynchronize")
+    assert "CPU reference" in static.forbidden_reason("cpu_reference_2d")
+    assert static.forbidden_reason("cudaMemset") is None
+
+
+def test_check_source_reports_each_use(tmp_path):
+    src = tmp_path / "kernel.cu"
+    src.write_text("void f() {\n  cudaDeviceSynchronize();\n}\n")
+    result = static.check_source(src)
+    assert (result.status, result.severity) == ("fail", "forbidden")
+    assert result.details == ["line 2: cudaDeviceSynchronize: " + static.forbidden_reason("cudaDeviceSynchronize")]
+    src.write_text("// cudaDeviceSynchronize();\n")
+    assert static.check_source(src).status == "pass"
+    assert static.check_source(tmp_path / "missing.cu").status == "fail"
+
+
+# ---------------------------------------------------------------- PTX
+
+def test_ptx_functions_and_shared_declarations():
+    module = static.parse_ptx((DATA / "kernels_shared.ptx").read_text())
+    assert [(f.name, f.kind) for f in module.functions] == [
+        ("_Z5plainPKfPfi", "entry"), ("_Z5tiledPKfPfi", "entry"), ("_Z3dynPKfPfi", "entry"),
+        ("_Z5spillPfi", "entry")]
+    tiled = module.functions[1]
+    assert tiled.shared == [("_ZZ5tiledPKfPfiE4tile", 1032)]
+    assert module.shared == [("s", None, True)]                 # extern __shared__ float s[];
+    users = static.shared_users(module)
+    assert users == ["kernel _Z5tiledPKfPfi: _ZZ5tiledPKfPfiE4tile (1032 bytes, static)",
+                     "kernel _Z3dynPKfPfi: s (dynamic, extern)"]
+
+
+def test_integer_div_rem_found_float_div_ignored():
+    module = static.parse_ptx((DATA / "kernels_div.ptx").read_text())
+    found_insns = static.integer_div_rem(module)
+    assert {(insn, fn) for insn, fn, _ in found_insns} == {
+        ("div.s32", "_Z6helperii"), ("div.s64", "_Z4divkPiii"), ("div.u32", "_Z4divkPiii"),
+        ("div.s32", "_Z4divkPiii")}
+    assert not any(fn == "_Z4fdivPff" for _, fn, _ in found_insns)   # div.rn.f32 is allowed
+    assert static.integer_div_rem(static.parse_ptx((DATA / "kernels_shared.ptx").read_text())) == []
+
+
+def test_rem_and_predicated_instructions():
+    ptx = (".visible .entry k(\n.param .u32 k_param_0\n)\n{\n"
+           "\t@%p1 rem.u32 \t%r3, %r1, %r2;\n"
+           "\t@!%p2 div.s16 \t%rs3, %rs1, %rs2;\n"
+           "\tdiv.approx.f32 \t%f3, %f1, %f2;\n"
+           "\t// div.s32 in a comment\n"
+           "\tst.shared.u32 \t[%r4], %r3;\n}\n")
+    assert [insn for insn, _, _ in static.integer_div_rem(static.parse_ptx(ptx))] == ["rem.u32", "div.s16"]
+
+
+def test_extern_function_prototypes_are_not_bodies():
+    ptx = (".extern .func  (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n"
+           "\t.param .b64 vprintf_param_1\n)\n;\n"
+           ".visible .entry k()\n{\n\tdiv.u64 \t%rd3, %rd1, %rd2;\n}\n")
+    module = static.parse_ptx(ptx)
+    assert [f.name for f in module.functions] == ["k"]
+    assert static.integer_div_rem(module) == [("div.u64", "k", 9)]
+
+
+def spec_with(tmp_path, **constraints):
+    data = json.loads(json.dumps(BASE_LAB_JSON))
+    data["constraints"].update(constraints)
+    path = tmp_path / FAKE_LAB / "lab.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return labspec.load(path)
+
+
+def build_dir_with(tmp_path, ptx_name):
+    build_dir = tmp_path / "build"
+    build_dir.mkdir(exist_ok=True)
+    shutil.copy(DATA / ptx_name, build_dir / "kernel.ptx")
+    return build_dir
+
+
+def test_no_div_rem_constraint(tmp_path):
+    spec = spec_with(tmp_path, no_div_rem=True)
+    (check,) = static.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
+    assert (check.name, check.status, check.severity) == ("no div/rem", "fail", "constraint")
+    assert any("div.s32 in _Z6helperii" in d for d in check.details)
+    (check,) = static.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
+    assert check.status == "pass"
+
+
+def test_shared_memory_constraint(tmp_path):
+    spec = spec_with(tmp_path, shared_memory=True)
+    (check,) = static.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
+    assert check.status == "pass" and len(check.details) == 2
+    (check,) = static.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
+    assert (check.status, check.severity) == ("fail", "constraint")
+    assert "no kernel declares shared memory" in check.message
+
+
+def test_missing_ptx_fails_the_constraint_it_cannot_verify(tmp_path):
+    spec = spec_with(tmp_path, shared_memory=True, no_div_rem=True)
+    checks = static.check_ptx(spec, tmp_path)
+    assert [(c.name, c.status) for c in checks] == [("no div/rem", "fail"), ("shared memory", "fail")]
+    assert "cannot be verified" in checks[0].message
+
+
+def test_no_constraints_no_ptx_needed(tmp_path):
+    assert static.check_ptx(spec_with(tmp_path), tmp_path) == []
+
+
+def test_max_shared_planes_is_recorded_and_skipped(tmp_path):
+    (check,) = static.check_ptx(spec_with(tmp_path, max_shared_planes=1), tmp_path)
+    assert check.status == "skipped" and "not implemented" in check.message
+
+
+def test_run_static_combines_source_and_ptx(tmp_path):
+    spec = spec_with(tmp_path, no_div_rem=True, forbidden_calls=["atomicAdd"])
+    src = tmp_path / "kernel.cu"
+    src.write_text("void f() { atomicAdd(0, 1); }\n")
+    result = static.run_static(spec, src, build_dir_with(tmp_path, "kernels_div.ptx"))
+    assert result.forbidden and result.constraint_failed
+    assert [c.name for c in result.checks] == ["forbidden calls", "no div/rem"]
