@@ -12,7 +12,7 @@
 #                               default: the local GPU's, or several when there is none
 #   SEED=N                      replay the random inputs of an earlier `make check`
 #   DEBUG=1                     -G -O0 device code for cuda-gdb (never timed)
-#   BUILD_DIR=...               where the binaries go (default: build/<arch>[-debug]/<lab>/<impl>)
+#   BUILD_DIR=...               where the binaries go (default: build/<lab>/<impl>)
 
 SHELL := /bin/bash
 KIT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
@@ -57,9 +57,8 @@ SRC := $(firstword $(wildcard $(abspath $(IMPL))/$(LAB)/kernel.cu $(abspath $(IM
 IMPL_TAG := dir-$(subst /,_,$(patsubst /%,%,$(abspath $(IMPL))))
 endif
 
-BUILD_TAG := $(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
-BUILD_DIR ?= $(KIT)/build/$(BUILD_TAG)/$(LAB)/$(IMPL_TAG)
-HARNESS_DIR := $(KIT)/build/$(BUILD_TAG)/harness
+BUILD_DIR ?= $(KIT)/build/$(LAB)/$(IMPL_TAG)
+HARNESS_DIR := $(KIT)/build/harness/$(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
 HARNESS_LIB := $(HARNESS_DIR)/libharness.a
 
 # ---- flags -------------------------------------------------------------------------
@@ -75,14 +74,22 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS_KIT := -Xcompiler -fopenmp
 
-.PHONY: all build check sanitize clean help require-src require-check
+# Everything in BUILD_DIR is rebuilt when the flags change (another CUDA_ARCH, DEBUG=1):
+# flags.stamp is rewritten only when its content would differ.
+FLAGS_STAMP := $(BUILD_DIR)/flags.stamp
+ifneq ($(filter-out clean help print-build-dir,$(or $(MAKECMDGOALS),all)),)
+$(shell mkdir -p $(BUILD_DIR) && echo '$(NVFLAGS) $(CFLAGS_KIT)' | cmp -s - $(FLAGS_STAMP) \
+        || echo '$(NVFLAGS) $(CFLAGS_KIT)' > $(FLAGS_STAMP))
+endif
+
+.PHONY: all build check sanitize clean help print-build-dir require-src require-check
 all: build
 
 help:
 	@echo "make check       build, then grade IMPL=$(IMPL) (correctness, then bandwidth)"
 	@echo "make build       only build $(BUILD_DIR)/{check,bench}"
 	@echo "make sanitize    compute-sanitizer memcheck and racecheck on the small cases"
-	@echo "make clean       remove this lab's build directories"
+	@echo "make clean       remove this lab's build directory, build/$(LAB)"
 	@echo "variables: IMPL=starter|reference|DIR  SEED=N  CUDA_ARCH=90  DEBUG=1"
 
 # ---- grading -----------------------------------------------------------------------
@@ -98,7 +105,10 @@ sanitize: build
 	    compute-sanitizer --tool $$tool --error-exitcode 1 $(BUILD_DIR)/check; done
 
 clean:
-	rm -rf $(wildcard $(KIT)/build/*/$(LAB))
+	rm -rf $(KIT)/build/$(LAB)
+
+print-build-dir:
+	@echo $(BUILD_DIR)
 
 # ---- building ----------------------------------------------------------------------
 build: require-src require-check $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
@@ -116,21 +126,21 @@ $(BUILD_DIR)/lab_config.h: $(LAB_DIR)/lab.json $(KIT)/grader/stencil_grader/labs
 	$(GRADE) config $< > $@.tmp && mv $@.tmp $@
 
 # The student's file: ptxas -v reports registers, shared memory and spills per kernel.
-$(BUILD_DIR)/kernel.o: $(SRC) $(KIT)/grader/include/stencil_lab.h | $(BUILD_DIR)
+$(BUILD_DIR)/kernel.o: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	@echo "nvcc $(notdir $(SRC)) ($(IMPL))"
 	@$(NVCC) $(NVFLAGS) -Xptxas -v -c $< -o $@ 2> $(BUILD_DIR)/ptxas.log || { cat $(BUILD_DIR)/ptxas.log >&2; exit 1; }
 	@grep -v -E '^(ptxas info|    [0-9]+ bytes)' $(BUILD_DIR)/ptxas.log >&2 || true
 
-$(BUILD_DIR)/kernel.ptx: $(SRC) $(KIT)/grader/include/stencil_lab.h | $(BUILD_DIR)
+$(BUILD_DIR)/kernel.ptx: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	@$(NVCC) -std=c++17 $(DEVICE_OPT) -arch=compute_$(PTX_ARCH) $(INCLUDES) -ptx $< -o $@
 
-$(BUILD_DIR)/%.o: $(KIT)/grader/harness/%.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h | $(BUILD_DIR)
+$(BUILD_DIR)/%.o: $(KIT)/grader/harness/%.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
 
-$(BUILD_DIR)/bench_main.o: $(KIT)/grader/harness/lab_driver.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h | $(BUILD_DIR)
+$(BUILD_DIR)/bench_main.o: $(KIT)/grader/harness/lab_driver.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	$(CC) $(CFLAGS_KIT) -DLAB_BENCH_MAIN -I$(BUILD_DIR) -c $< -o $@
 
-$(BUILD_DIR)/check_$(LAB_NUMBER).o: $(LAB_DIR)/check_$(LAB_NUMBER).c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h | $(BUILD_DIR)
+$(BUILD_DIR)/check_$(LAB_NUMBER).o: $(LAB_DIR)/check_$(LAB_NUMBER).c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
 
 $(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(BUILD_DIR)/kernel.o $(HARNESS_LIB)

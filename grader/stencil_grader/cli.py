@@ -10,6 +10,10 @@
         the default impl is reference, or starter in a student kit (no reference/)
     class SUBMISSIONS_DIR --out DIR [--labs 01-naive-5pt,...] [--student NAME] [--jobs N]
         instructor mode: grade every student's labs (see classgrade.py)
+    tour [--json FILE] [--plot PNG] [--markdown]
+        time every 2D reference on this GPU and print the optimisation table (tour.py)
+    calibrate [--runs N] [--labs a,b] [--dry-run]
+        write this GPU's floor and target into every lab.json (tour.py, score.py)
 
 Exit status: 0 when every graded lab got full points (class: when every
 grading produced a report), 1 otherwise, 2 for a usage or lab.json error.
@@ -22,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import KIT_ROOT, build, classgrade, labspec, pipeline, report
+from . import KIT_ROOT, build, classgrade, labspec, pipeline, report, tour
 
 EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE = 0, 1, 2
 
@@ -98,6 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
     p.add_argument("--student", help="regrade this student only")
     p.add_argument("--jobs", type=int, default=None, help="gradings at once (default: CPU count)")
+
+    p = sub.add_parser("tour", help="time every 2D reference on this GPU: the optimisation table")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
+    p.add_argument("--plot", type=Path, metavar="PNG", help="a bar chart (needs matplotlib)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+
+    p = sub.add_parser("calibrate", help="write this GPU's targets into every lab.json")
+    p.add_argument("--runs", type=int, default=3, help="timed runs of each reference (median)")
+    p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
+    p.add_argument("--dry-run", action="store_true", help="print the new targets, write nothing")
     return parser
 
 
@@ -183,7 +197,30 @@ def cmd_class(args) -> int:
     return EXIT_NOT_FULL if errors else EXIT_FULL
 
 
-COMMANDS = {"lab": cmd_lab, "config": cmd_config, "all": cmd_all, "class": cmd_class}
+def cmd_tour(args) -> int:
+    try:
+        print(tour.run_tour(args.json, args.plot, args.markdown))
+    except tour.TourError as err:
+        print(f"grade.py tour: {err}", file=sys.stderr)
+        return EXIT_NOT_FULL
+    return EXIT_FULL
+
+
+def cmd_calibrate(args) -> int:
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    labs = [x.strip() for x in args.labs.split(",") if x.strip()] if args.labs else None
+    try:
+        for line in tour.calibrate(args.runs, labs, write=not args.dry_run):
+            print(line)
+    except tour.TourError as err:
+        print(f"grade.py calibrate: {err}", file=sys.stderr)
+        return EXIT_NOT_FULL
+    return EXIT_FULL
+
+
+COMMANDS = {"lab": cmd_lab, "config": cmd_config, "all": cmd_all, "class": cmd_class,
+            "tour": cmd_tour, "calibrate": cmd_calibrate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,10 @@ Rules, in order:
    performance points.  grade.py exits 0 only with full points.
 
 Points are rounded to 0.01; "full" is decided on the rounded figures shown.
+
+Calibration (`make calibrate`): on a GPU, a lab's target is 95% of its
+reference's ratio (the reference gets full marks with room for run-to-run
+noise) and its floor half of that ratio; see calibrated_target.
 """
 
 from __future__ import annotations
@@ -205,3 +209,16 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
     perf, ratio = _performance(spec, bench, choice)
     verdict = perf.verdict if perf.verdict != "pass" else ("pass" if corr.full else "slow")
     return Score(verdict, corr, perf, choice, ratio)
+
+
+#: Calibration policy: target and floor as fractions of the reference's measured ratio.
+CALIBRATION_TARGET_FRACTION = 0.95
+CALIBRATION_FLOOR_FRACTION = 0.50
+
+
+def calibrated_target(reference_ratio: float) -> tuple[float, float]:
+    """(floor, target) for a GPU on which the reference reaches reference_ratio of the copy
+    bandwidth; rounded down to 0.01 so the reference itself always reaches the target."""
+    def down(x: float) -> float:
+        return int(x * 100 + 1e-9) / 100
+    return down(CALIBRATION_FLOOR_FRACTION * reference_ratio), down(CALIBRATION_TARGET_FRACTION * reference_ratio)

@@ -26,7 +26,8 @@ _SYNC = ("host synchronisation: launchers are asynchronous on their stream; the 
          "synchronises and times")
 _HOSTMEM = "host or managed memory: the launcher works on the device memory the harness allocated"
 _DEVICE = "device control: the harness chose the device and owns its state"
-_ALLOC = "host allocation: a launcher allocates nothing; every buffer comes from the harness"
+_ALLOC = ("allocation: a launcher allocates nothing (on a hot path it would cost more than the sweep); "
+          "every buffer comes from the harness, and scratch space can be a static __device__ array")
 _PROCESS = "starting a process: a kernel file runs no other program"
 
 #: Identifiers every lab forbids, with the reason a student sees.
@@ -36,6 +37,7 @@ DEFAULT_FORBIDDEN: dict[str, str] = {
     "cudaHostRegister": _HOSTMEM,
     "cudaDeviceReset": _DEVICE, "cudaSetDevice": _DEVICE,
     "malloc": _ALLOC, "calloc": _ALLOC, "realloc": _ALLOC,
+    "cudaMalloc": _ALLOC, "cudaMallocAsync": _ALLOC, "cudaFree": _ALLOC, "cudaFreeAsync": _ALLOC,
     "system": _PROCESS, "popen": _PROCESS, "fork": _PROCESS,
     "fopen": "file access: a kernel file reads and writes no files",
     "getenv": "reading the environment: the grader's settings are not the kernel's business",

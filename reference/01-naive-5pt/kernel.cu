@@ -14,6 +14,8 @@
  * copy bandwidth.
  *
  * Preconditions: none on nx, ny >= 1; blockDim = (BLOCK_X, BLOCK_Y), no shared memory.
+ * gridDim.y may not exceed 65535, so on a grid taller than 65535 * BLOCK_Y
+ * rows each thread strides down by the height of the whole launch.
  * Edge reads: a thread reads neighbours only when 0 < x < nx-1 and
  * 0 < y < ny-1, so x-1, x+1, y-1, y+1 are all inside the grid.
  */
@@ -21,29 +23,31 @@
 
 #include "stencil_lab.h"
 
-enum { BLOCK_X = 128, BLOCK_Y = 2 };
+enum { BLOCK_X = 128, BLOCK_Y = 2, MAX_GRID_Y = 65535 };
 
 __global__ void stencil2d_naive_kernel(const float *__restrict__ in, float *__restrict__ out,
                                        int nx, int ny, stencil2d_coeffs c)
 {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= nx || y >= ny)
+    if (x >= nx)
         return;                      /* the grid of blocks rounds up */
-    const size_t i = (size_t)y * nx + x;
-    if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
-        out[i] = in[i];              /* Dirichlet boundary: copied */
-        return;
+    for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < ny; y += gridDim.y * blockDim.y) {
+        const size_t i = (size_t)y * nx + x;
+        if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
+            out[i] = in[i];          /* Dirichlet boundary: copied */
+            continue;
+        }
+        out[i] = c.c0 * in[i]
+               + c.xm * in[i - 1] + c.xp * in[i + 1]
+               + c.ym * in[i - nx] + c.yp * in[i + nx];
     }
-    out[i] = c.c0 * in[i]
-           + c.xm * in[i - 1] + c.xp * in[i + 1]
-           + c.ym * in[i - nx] + c.yp * in[i + nx];
 }
 
 extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
                                 stencil2d_coeffs c, cudaStream_t stream)
 {
+    const int blocks_y = (ny + BLOCK_Y - 1) / BLOCK_Y;
     const dim3 block(BLOCK_X, BLOCK_Y);
-    const dim3 grid((nx + BLOCK_X - 1) / BLOCK_X, (ny + BLOCK_Y - 1) / BLOCK_Y);
+    const dim3 grid((nx + BLOCK_X - 1) / BLOCK_X, blocks_y < MAX_GRID_Y ? blocks_y : MAX_GRID_Y);
     stencil2d_naive_kernel<<<grid, block, 0, stream>>>(d_in, d_out, nx, ny, c);
 }

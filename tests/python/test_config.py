@@ -26,7 +26,7 @@ def test_header_defines_exactly_the_contract_macros():
         "LAB_API_STENCIL2D_SWEEP": "1",
         "LAB_RTOL": "1e-05",
         "LAB_ATOL": "1e-06",
-        "LAB_CASE_TIMEOUT_S": "20.0",
+        "LAB_CASE_TIMEOUT_S": "10.0",
         "LAB_BENCH_NX": "16384",
         "LAB_BENCH_NY": "8192",
         "LAB_BENCH_NZ": "1",

@@ -45,7 +45,7 @@ def test_lab_01_reads_as_written():
     assert (spec.lab, spec.number, spec.api, spec.boundary) == ("01-naive-5pt", 1, "stencil2d_sweep",
                                                                 "dirichlet")
     assert spec.tolerance == labspec.Tolerance(1e-5, 1e-6)
-    assert spec.check.suite_timeout_s == 300
+    assert spec.check.suite_timeout_s == 240
     assert (spec.bench.nx, spec.bench.ny, spec.bench.nz) == (16384, 8192, 1)
     assert spec.points.total == 100
     assert spec.constraints.max_shared_planes is None

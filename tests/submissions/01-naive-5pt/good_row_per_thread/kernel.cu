@@ -1,5 +1,6 @@
-/* Known-good: a different correct design -- each thread walks a column
- * segment of 8 rows (grid-stride in y), threadIdx.x still along x. */
+/* Known-good: a different correct design -- each thread walks column
+ * segments of 8 rows, threadIdx.x still along x; with at most 65535 blocks
+ * along y, a taller grid is covered by striding down by the launch's height. */
 #include <cuda_runtime.h>
 #include "stencil_lab.h"
 
@@ -9,7 +10,8 @@ __global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= nx)
         return;
-    for (int y = blockIdx.y * 8; y < ny && y < (int)(blockIdx.y + 1) * 8; y++) {
+    for (int y0 = blockIdx.y * 8; y0 < ny; y0 += gridDim.y * 8)
+    for (int y = y0; y < ny && y < y0 + 8; y++) {
         const size_t i = (size_t)y * nx + x;
         if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
             out[i] = in[i];
@@ -22,5 +24,7 @@ __global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int
 extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
                                 stencil2d_coeffs c, cudaStream_t stream)
 {
-    sweep<<<dim3((nx + 127) / 128, (ny + 7) / 8), 128, 0, stream>>>(d_in, d_out, nx, ny, c);
+    const int blocks_y = (ny + 7) / 8;
+    sweep<<<dim3((nx + 127) / 128, blocks_y < 65535 ? blocks_y : 65535), 128, 0, stream>>>(
+        d_in, d_out, nx, ny, c);
 }

@@ -20,6 +20,6 @@ __global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int
 extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
                                 stencil2d_coeffs c, cudaStream_t stream)
 {
-    const dim3 block(32, 8), grid(nx / 32 > 0 ? nx / 32 : 1, ny / 8 > 0 ? ny / 8 : 1);
+    const dim3 block(32, 32), grid(nx / 32 > 0 ? nx / 32 : 1, ny / 32 > 0 ? ny / 32 : 1);
     sweep<<<grid, block, 0, stream>>>(d_in, d_out, nx, ny, c);
 }

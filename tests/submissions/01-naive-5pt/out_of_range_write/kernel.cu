@@ -20,6 +20,6 @@ __global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int
 extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
                                 stencil2d_coeffs c, cudaStream_t stream)
 {
-    const dim3 block(32, 8), grid((nx + 31) / 32, (ny + 7) / 8);
+    const dim3 block(32, 32), grid((nx + 31) / 32, (ny + 31) / 32);
     sweep<<<grid, block, 0, stream>>>(d_in, d_out, nx, ny, c);
 }

@@ -1,0 +1,172 @@
+"""The optimisation tour (`make tour`) and target calibration (`make calibrate`).
+
+tour: builds each 2D reference (and lab 3's modulo baseline, its starter), times
+it with the lab's bench on the local GPU, and prints the seeds' optimisation
+table: kernel, milliseconds per sweep, effective GB/s (1 GB = 1e9 bytes),
+fraction of the copy bandwidth measured in the same run, step speed-up over
+the row above and cumulative speed-up over the first row.  Speed-ups compare
+time per sweep, so lab 4 (several sweeps per call) compares fairly.
+
+calibrate: times every lab's reference several times on the local GPU and
+writes a targets entry for this GPU into each lab.json (score.calibrated_target
+is the rule); other GPUs' entries are kept.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import KIT_ROOT, bench, build, labspec, score
+
+#: (lab, impl, what the row shows), in the order of the seeds' table.
+TOUR_ROWS = (
+    ("01-naive-5pt", "reference", "lab 1: one thread per cell"),
+    ("02-shared-tiling", "reference", "lab 2: shared-memory tile, 4 rows per thread"),
+    ("03-boundary-neat", "starter", "lab 3 baseline: periodic, wrap by %"),
+    ("03-boundary-neat", "reference", "lab 3: periodic, no division"),
+    ("04-max-smem", "reference", "lab 4: float4 rows, sweeps kept on the GPU"),
+)
+
+
+class TourError(RuntimeError):
+    """A tour or calibration could not be measured: no GPU, a build or bench failure."""
+
+
+@dataclass
+class TourRow:
+    lab: str
+    impl: str
+    kernel: str
+    ms_per_sweep: float
+    gbps: float
+    copy_gbps: float
+    ratio: float
+    step_speedup: float | None
+    cumulative_speedup: float
+
+
+def _build_dir(lab: str, impl: str) -> Path:
+    return KIT_ROOT / "build" / "tour" / lab / impl
+
+
+def measure(lab: str, impl: str, seed: int | None = None) -> dict:
+    """Build LAB with IMPL and time it once; returns the bench JSON (see grader/README.md).
+
+    Raises TourError when the build fails, there is no GPU, or the timed output is wrong.
+    """
+    spec = labspec.load(KIT_ROOT / "labs" / lab / "lab.json")
+    build_dir = _build_dir(lab, impl)
+    built = build.build(spec.lab_dir, impl, build_dir)
+    if not built.ok:
+        raise TourError(f"{lab} ({impl}) does not build:\n{built.message}")
+    run = bench.run_bench(build_dir, spec.bench.timeout_s, seed)
+    if run.status != "ok":
+        raise TourError(f"{lab} ({impl}): {run.status}: {run.message}")
+    if not run.data["output_ok"]:
+        raise TourError(f"{lab} ({impl}): the timed output is wrong: {run.data['output_message']}")
+    return run.data
+
+
+def tour_rows(results: list[tuple[str, str, str, dict]]) -> list[TourRow]:
+    """Turn (lab, impl, label, bench JSON) measurements into table rows with speed-ups."""
+    rows: list[TourRow] = []
+    for lab, impl, label, data in results:
+        per_sweep = data["ms_median"] / max(1, int(data.get("steps", 1)))
+        step = rows[-1].ms_per_sweep / per_sweep if rows else None
+        cumulative = rows[0].ms_per_sweep / per_sweep if rows else 1.0
+        rows.append(TourRow(lab, impl, label, per_sweep, data["gbps"], data["copy_gbps"],
+                            data["ratio"], step, cumulative))
+    return rows
+
+
+def render(rows: list[TourRow], device: str, markdown: bool = False) -> str:
+    """The table as plain text (or Markdown for the handouts)."""
+    head = ("kernel", "ms/sweep", "GB/s", "of copy", "step", "cumulative")
+    body = [(r.kernel, f"{r.ms_per_sweep:.3f}", f"{r.gbps:.0f}", f"{r.ratio:.2f}",
+             "" if r.step_speedup is None else f"{r.step_speedup:.2f}x", f"{r.cumulative_speedup:.2f}x")
+            for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    else:
+        widths = [max(len(str(c[i])) for c in [head, *body]) for i in range(len(head))]
+        fmt = lambda cells: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)  # noqa: E731
+                                      for i, (c, w) in enumerate(zip(cells, widths)))
+        lines = [fmt(head)] + [fmt(cells) for cells in body]
+    copy = statistics.median(r.copy_gbps for r in rows) if rows else 0.0
+    return (f"{device}, copy bandwidth {copy:.0f} GB/s (median over the runs)\n" + "\n".join(lines))
+
+
+def plot(rows: list[TourRow], device: str, path: Path) -> bool:
+    """A bar chart of the fraction of copy bandwidth; False when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.barh([r.kernel for r in rows][::-1], [r.ratio for r in rows][::-1])
+    ax.axvline(1.0, linestyle="--", linewidth=1)
+    ax.set_xlabel("effective bandwidth / copy bandwidth")
+    ax.set_title(device)
+    fig.tight_layout()
+    fig.savefig(path)
+    return True
+
+
+def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdown: bool = False) -> str:
+    """Measure every TOUR_ROWS entry; returns the rendered table.  Raises TourError."""
+    results = []
+    device = "unknown GPU"
+    for lab, impl, label in TOUR_ROWS:
+        print(f"timing {lab} ({impl}) ...", flush=True)
+        data = measure(lab, impl)
+        device = data["device"]
+        results.append((lab, impl, label, data))
+    rows = tour_rows(results)
+    table = render(rows, device, markdown)
+    if out_json:
+        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        Path(out_json).write_text(json.dumps({"device": device, "date": stamp,
+                                              "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
+    if plot_path and not plot(rows, device, plot_path):
+        print("(no plot: matplotlib is not installed)")
+    return table
+
+
+def calibrate(runs: int = 3, labs: list[str] | None = None, write: bool = True) -> list[str]:
+    """Time each lab's reference `runs` times and write this GPU's targets into lab.json.
+
+    Returns one line per lab saying what changed.  Raises TourError (nothing is
+    written for a lab that could not be measured).
+    """
+    lines = []
+    for lab_dir in labspec.discover_labs():
+        if labs and lab_dir.name not in labs:
+            continue
+        ratios, device = [], None
+        for _ in range(runs):
+            data = measure(lab_dir.name, "reference")
+            ratios.append(data["ratio"])
+            device = data["device"]
+        ratio = statistics.median(ratios)
+        floor, target = score.calibrated_target(ratio)
+        path = lab_dir / "lab.json"
+        raw = json.loads(path.read_text())
+        old = raw["targets"].get(device)
+        date = datetime.date.today().isoformat()
+        raw["targets"][device] = {"floor": floor, "target": target,
+                                  "calibrated": f"{date}: reference at {ratio:.3f} of copy bandwidth "
+                                                f"(median of {runs} runs)"}
+        labspec.parse(raw, path)                      # never write a file the grader would reject
+        if write:
+            path.write_text(json.dumps(raw, indent=2) + "\n")
+        was = f"was floor {old['floor']}, target {old['target']}" if old else "new entry"
+        lines.append(f"{lab_dir.name}: {device}: reference {ratio:.3f} of copy -> floor {floor}, "
+                     f"target {target} ({was}){'' if write else ' [not written]'}")
+    return lines
