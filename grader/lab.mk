@@ -96,13 +96,15 @@ help:
 check: require-src
 	@$(GRADE) lab $(LAB_DIR) --impl $(IMPL) --build-dir $(BUILD_DIR) $(if $(SEED),--seed $(SEED))
 
-# compute-sanitizer on every case but the large grids, in one process (CK_FORK=no).
+# compute-sanitizer on every case but the large grids, in one process (CK_FORK=no).  Both
+# tools always run; the target fails when either reports an error or a case fails.
 sanitize: build
 	@command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found (it ships with the CUDA toolkit)"; exit 1; }
-	@set -e; for tool in memcheck racecheck; do \
+	@status=0; for tool in memcheck racecheck; do \
 	  echo "== compute-sanitizer --tool $$tool ($(LAB), IMPL=$(IMPL), small grids)"; \
 	  SEED=$(or $(SEED),1) CK_FORK=no CK_EXCLUDE_TAGS=large \
-	    compute-sanitizer --tool $$tool --error-exitcode 1 $(BUILD_DIR)/check; done
+	    compute-sanitizer --tool $$tool --error-exitcode 1 $(BUILD_DIR)/check || status=1; done; \
+	  exit $$status
 
 clean:
 	rm -rf $(KIT)/build/$(LAB)

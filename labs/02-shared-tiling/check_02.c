@@ -25,8 +25,8 @@ static const lab_case CASES[] = {
     { "rectangular", 1000,   4, 1, 1 },
     { "rectangular",   4, 1000, 1, 1 },
     { "rectangular", 300,  129, 1, 1 },
-    { "rectangular",   3, 600001, 1, 1 },  /* taller than 65535 blocks of 8 rows */
     { "large",      2050, 1030, 1, 1 },   /* more than one wave of blocks */
+    { "large",         3, 600001, 1, 1 },  /* taller than 65535 blocks of 8 rows */
 };
 
 int main(int argc, char **argv)

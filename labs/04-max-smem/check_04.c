@@ -26,8 +26,8 @@ static const lab_case CASES[] = {
     { "block-edges", 1026,  65, 1, 3 },   /* not a multiple of 4 */
     { "rectangular", 4096,   5, 1, 2 },
     { "rectangular",   8, 2000, 1, 2 },
-    { "rectangular",   3, 600001, 1, 2 },  /* taller than 65535 blocks of 8 rows */
     { "large",      2048, 1030, 1, 4 },
+    { "large",         3, 600001, 1, 2 },  /* taller than 65535 blocks of 8 rows */
 };
 
 int main(int argc, char **argv)
