@@ -25,7 +25,7 @@ from . import KIT_ROOT, bench, build, labspec, score
 #: (lab, impl, what the row shows), in the order of the seeds' table.
 TOUR_ROWS = (
     ("01-naive-5pt", "reference", "lab 1: one thread per cell"),
-    ("02-shared-tiling", "reference", "lab 2: shared-memory tile, 4 rows per thread"),
+    ("02-shared-tiling", "reference", "lab 2: shared-memory tile, 8 rows per thread"),
     ("03-boundary-neat", "starter", "lab 3 baseline: periodic, wrap by %"),
     ("03-boundary-neat", "reference", "lab 3: periodic, no division"),
     ("04-max-smem", "reference", "lab 4: float4 rows, sweeps kept on the GPU"),
