@@ -24,7 +24,7 @@ static const lab_case CASES[] = {
     { "rectangular",   3, 1000, 1, 1 },
     { "rectangular", 257,  129, 1, 1 },
     { "large",      2049, 1031, 1, 1 },   /* 2.1 M cells: more than one wave of blocks */
-    { "large",         3, 600001, 1, 1 },  /* taller than 65535 blocks of 8 rows */
+    { "large",         4, 600001, 1, 1 },  /* taller than 65535 blocks of 8 rows: gridDim.y limit */
 };
 
 int main(int argc, char **argv)

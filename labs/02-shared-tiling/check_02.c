@@ -26,7 +26,7 @@ static const lab_case CASES[] = {
     { "rectangular",   4, 1000, 1, 1 },
     { "rectangular", 300,  129, 1, 1 },
     { "large",      2050, 1030, 1, 1 },   /* more than one wave of blocks */
-    { "large",         3, 600001, 1, 1 },  /* taller than 65535 blocks of 8 rows */
+    { "large",         4, 2200001, 1, 1 }, /* taller than 65535 tiles of 32 rows: gridDim.y limit */
 };
 
 int main(int argc, char **argv)

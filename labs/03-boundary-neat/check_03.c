@@ -26,7 +26,7 @@ static const lab_case CASES[] = {
     { "rectangular", 257,  130, 1, 1 },
     { "large",      2048, 1031, 1, 1 },
     { "large",      2051, 1025, 1, 1 },
-    { "large",         3, 600001, 1, 1 },  /* taller than 65535 blocks of 8 rows */
+    { "large",         4, 600001, 1, 1 },  /* taller than 65535 blocks of 8 rows: gridDim.y limit */
 };
 
 int main(int argc, char **argv)

@@ -27,7 +27,7 @@ static const lab_case CASES[] = {
     { "rectangular", 4096,   5, 1, 2 },
     { "rectangular",   8, 2000, 1, 2 },
     { "large",      2048, 1030, 1, 4 },
-    { "large",         3, 600001, 1, 2 },  /* taller than 65535 blocks of 8 rows */
+    { "large",         4, 600001, 1, 2 },  /* taller than 65535 blocks of 8 rows: gridDim.y limit */
 };
 
 int main(int argc, char **argv)

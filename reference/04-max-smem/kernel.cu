@@ -26,13 +26,14 @@
  *    brought that to about 2.
  * 3. Every load of the block is in flight before it computes anything: the
  *    window holds all ROWS + 2 rows and is requested at the top of the
- *    kernel.  This matters most for speed.  Measured on an H100: blocks
+ *    kernel.  This matters most for speed.  Measured on an H100 during
+ *    development: blocks
  *    marching 8 to 64 rows with only the next 1 to 5 rows in flight (the
  *    textbook's register sliding window, one row requested per row
  *    computed) reached 0.86 to 0.91 of the copy bandwidth; short marches
  *    with every row requested first reached 0.99 to 1.00 for ROWS = 2 to 8,
- *    and 0.98 for ROWS = 16, where 72 registers per thread cut the number of
- *    resident threads.  ROWS = 4 needs 40 registers: 12 blocks per SM.
+ *    and 0.98 for ROWS = 16, where about 100 registers per thread cut the
+ *    number of resident threads.  (`make tour`, 2026-11-22: 1.01 with ROWS = 4.)  ROWS = 4 needs 40 registers: 12 blocks per SM.
  * 4. The row buffer is double-buffered: consecutive rows alternate between
  *    two buffers, so a thread overwrites a buffer (two rows later) only after
  *    the barrier of the row in between, which every thread reaches only
