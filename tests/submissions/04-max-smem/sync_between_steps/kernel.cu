@@ -1,193 +1,34 @@
-/* Known-bad (sync_between_steps): the reference, plus a device-wide
- * synchronisation after every step.  The results are right, but the host
- * waits for the GPU at every step, and the lab forbids host synchronisation
- * in stencil2d_run: the static check of forbidden calls rejects it at build
- * time. */
+/* Known-bad (sync_between_steps): waits for the GPU after every step: host synchronisation is forbidden in the student file (the launcher must stay asynchronous).
+ * The verdict comes from the build or the static check, before any GPU run, so
+ * the kernel itself is a plain one-thread-per-cell sweep. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"
 
-constexpr int ORDER = 1;                      /* neighbours on each side: 5-point stencil */
-constexpr int THREADS = 128;                  /* threads per block, all along x */
-constexpr int VEC = 4;                        /* cells per thread per row: one float4 */
-constexpr int STRIP = THREADS * VEC;          /* 512: the width of a block's strip */
-constexpr int ROWS = 4;                       /* rows per block: a short march, loaded at once */
-constexpr int PAD = VEC;                      /* the strip starts 16 bytes into the row buffer */
-constexpr int ROW_BUF = PAD + STRIP + VEC;    /* 520 floats; halos at PAD-1 and PAD+STRIP */
-constexpr int MAX_GRID_Y = 65535;             /* CUDA's limit on gridDim.y */
-
-/* Scalar fallback: the lab 2 tile with one cell per thread. */
-constexpr int TILE_X = 32;
-constexpr int TILE_Y = 8;
-constexpr int IN_TILE_X = TILE_X + 2 * ORDER;
-constexpr int IN_TILE_Y = TILE_Y + 2 * ORDER;
-
-static_assert(ORDER == 1, "one halo cell on each side of the strip");
-static_assert(ROW_BUF % VEC == 0, "the second row buffer must start 16-byte aligned too");
-
-/* The 5-point update of one cell, in the same order as the CPU reference. */
-__device__ __forceinline__ float stencil_point(stencil2d_coeffs c, float centre, float xm,
-                                               float xp, float ym, float yp)
+__global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
+                      stencil2d_coeffs c)
 {
-    return c.c0 * centre + c.xm * xm + c.xp * xp + c.ym * ym + c.yp * yp;
-}
-
-/* This thread's float4 of row y, or zeros for a thread past the grid's edge. */
-__device__ __forceinline__ float4 load_quad(const float *__restrict__ in, int nx, int y, int x,
-                                            bool active)
-{
-    if (!active)
-        return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    return *reinterpret_cast<const float4 *>(in + (size_t)y * nx + x);
-}
-
-/* The halo cell (hx, y) this thread loads, or 0 when it loads none (hx < 0). */
-__device__ __forceinline__ float load_halo(const float *__restrict__ in, int nx, int y, int hx)
-{
-    return hx >= 0 ? in[(size_t)y * nx + hx] : 0.0f;
-}
-
-__global__ void __launch_bounds__(THREADS)
-stencil2d_march_kernel(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
-                       int y_first, stencil2d_coeffs c)
-{
-    __shared__ __align__(16) float rowbuf[2][ROW_BUF];
-
-    const int t = threadIdx.x;
-    const int x0 = blockIdx.x * STRIP;               /* first column of the strip */
-    const int x = x0 + t * VEC;                      /* this thread's first column */
-    const bool active = x < nx;
-    const int ya = y_first + blockIdx.y * ROWS;      /* first row of the block */
-    const int rows = ny - ya < ROWS ? ny - ya : ROWS;   /* rows it computes: block-uniform */
-
-    /* The halo cell this thread loads in every row: thread 0 the cell left of
-     * the strip, thread THREADS-1 the cell right of it, when inside the grid. */
-    int hx = -1;
-    if (t == 0 && x0 > 0)
-        hx = x0 - 1;
-    if (t == THREADS - 1 && x0 + STRIP < nx)
-        hx = x0 + STRIP;
-
-    /* 1. Request every row of the march before computing any: window slot j
-     *    holds row ya-1+j (north of the first row .. south of the last), zeros
-     *    for rows outside the grid; halo[j] is the halo cell of row ya+j. */
-    float4 win[ROWS + 2];
-    float halo[ROWS];
-#pragma unroll
-    for (int j = 0; j < ROWS + 2; j++) {
-        const int y = ya - 1 + j;
-        win[j] = (y >= 0 && y < ny) ? load_quad(in, nx, y, x, active)
-                                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-#pragma unroll
-    for (int j = 0; j < ROWS; j++)
-        halo[j] = j < rows ? load_halo(in, nx, ya + j, hx) : 0.0f;
-
-    /* 2. March down the rows; row j's north, mid and south are win[j .. j+2]. */
-#pragma unroll
-    for (int j = 0; j < ROWS; j++) {
-        if (j >= rows)
-            break;                                   /* uniform: the whole block leaves */
-        const int y = ya + j;
-        const float4 north = win[j], mid = win[j + 1], south = win[j + 2];
-
-        /* Publish row y in this row's half of the buffer. */
-        float *row = rowbuf[j & 1];
-        *reinterpret_cast<float4 *>(&row[PAD + t * VEC]) = mid;
-        if (t == 0)
-            row[PAD - 1] = halo[j];
-        if (t == THREADS - 1)
-            row[PAD + STRIP] = halo[j];
-        __syncthreads();
-
-        /* Compute row y: boundary rows and columns copied, bit for bit. */
-        if (active) {
-            float4 o = mid;
-            if (y > 0 && y < ny - 1) {
-                const float west = row[PAD + t * VEC - 1];     /* cell x-1 */
-                const float east = row[PAD + t * VEC + VEC];   /* cell x+4 */
-                if (x > 0)
-                    o.x = stencil_point(c, mid.x, west, mid.y, north.x, south.x);
-                o.y = stencil_point(c, mid.y, mid.x, mid.z, north.y, south.y);
-                o.z = stencil_point(c, mid.z, mid.y, mid.w, north.z, south.z);
-                if (x + VEC < nx)
-                    o.w = stencil_point(c, mid.w, mid.z, east, north.w, south.w);
-            }
-            *reinterpret_cast<float4 *>(out + (size_t)y * nx + x) = o;
-        }
-    }
-}
-
-/* Cell (x, y) of the input, or 0 outside the grid. */
-__device__ __forceinline__ float cell_or_zero(const float *__restrict__ in, int nx, int ny, int x,
-                                              int y)
-{
-    return (x >= 0 && x < nx && y >= 0 && y < ny) ? in[(size_t)y * nx + x] : 0.0f;
-}
-
-/* Fallback for nx % 4 != 0: a 32 x 8 output tile, one cell per thread, the
- * threads on the tile's rim also loading the halo next to them. */
-__global__ void __launch_bounds__(TILE_X * TILE_Y)
-stencil2d_tile_kernel(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
-                      int y_first, stencil2d_coeffs c)
-{
-    __shared__ float tile[IN_TILE_Y][IN_TILE_X];
-
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int x = blockIdx.x * TILE_X + tx;
-    const int y = y_first + blockIdx.y * TILE_Y + ty;
-    const int r = ty + ORDER, s = tx + ORDER;         /* this cell's slot in the tile */
-
-    tile[r][s] = cell_or_zero(in, nx, ny, x, y);
-    if (tx == 0)
-        tile[r][0] = cell_or_zero(in, nx, ny, x - 1, y);
-    if (tx == TILE_X - 1)
-        tile[r][IN_TILE_X - 1] = cell_or_zero(in, nx, ny, x + 1, y);
-    if (ty == 0)
-        tile[0][s] = cell_or_zero(in, nx, ny, x, y - 1);
-    if (ty == TILE_Y - 1)
-        tile[IN_TILE_Y - 1][s] = cell_or_zero(in, nx, ny, x, y + 1);
-    __syncthreads();
-
-    if (x >= nx || y >= ny)
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= nx)
         return;
-    float v = tile[r][s];
-    if (x > 0 && x < nx - 1 && y > 0 && y < ny - 1)
-        v = stencil_point(c, tile[r][s], tile[r][s - 1], tile[r][s + 1], tile[r - 1][s],
-                          tile[r + 1][s]);
-    out[(size_t)y * nx + x] = v;
-}
-
-/* One sweep in -> out, launched on `stream`.  gridDim.y is at most 65535: a
- * taller grid takes several launches. */
-static void sweep(const float *in, float *out, int nx, int ny, stencil2d_coeffs c, bool vec4,
-                  cudaStream_t stream)
-{
-    const int bx = vec4 ? (nx + STRIP - 1) / STRIP : (nx + TILE_X - 1) / TILE_X;
-    const int rows_per_block = vec4 ? ROWS : TILE_Y;
-    const int by = (ny + rows_per_block - 1) / rows_per_block;
-    for (int b = 0; b < by; b += MAX_GRID_Y) {
-        const dim3 grid(bx, by - b < MAX_GRID_Y ? by - b : MAX_GRID_Y);
-        if (vec4)
-            stencil2d_march_kernel<<<grid, THREADS, 0, stream>>>(in, out, nx, ny,
-                                                                 b * rows_per_block, c);
+    for (int y = blockIdx.y; y < ny; y += gridDim.y) {
+        const size_t i = (size_t)y * nx + x;
+        if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
+            out[i] = in[i];
         else
-            stencil2d_tile_kernel<<<grid, dim3(TILE_X, TILE_Y), 0, stream>>>(
-                in, out, nx, ny, b * rows_per_block, c);
+            out[i] = c.c0 * in[i] + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] +
+                     c.yp * in[i + nx];
     }
 }
 
 extern "C" float *stencil2d_run(float *d_a, float *d_b, int nx, int ny, stencil2d_coeffs c,
                                 int steps, cudaStream_t stream)
 {
-    const bool vec4 = nx % VEC == 0 && (size_t)d_a % 16 == 0 && (size_t)d_b % 16 == 0;
-    float *src = d_a, *dst = d_b;
+    const dim3 grid((nx + 127) / 128, ny < 65535 ? ny : 65535);
     for (int s = 0; s < steps; s++) {
-        sweep(src, dst, nx, ny, c, vec4, stream);    /* queued behind the previous step */
-        cudaDeviceSynchronize();                     /* FORBIDDEN: the host waits every step */
-        float *tmp = src;                            /* this step's output is the next input */
-        src = dst;
-        dst = tmp;
+        sweep<<<grid, 128, 0, stream>>>(d_a, d_b, nx, ny, c);
+        cudaDeviceSynchronize();                                          /* FORBIDDEN */
+        float *t = d_a; d_a = d_b; d_b = t;
     }
-    return src;                                      /* d_a after an even number of steps */
+    return d_a;
 }
