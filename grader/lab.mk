@@ -18,6 +18,8 @@ SHELL := /bin/bash
 KIT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 LAB_DIR := $(KIT)/labs/$(LAB)
 LAB_NUMBER := $(firstword $(subst -, ,$(LAB)))
+# The problem kind is lab.json's "api" (the grader validates lab.json before it builds).
+LAB_API := $(shell sed -n 's/^ *"api": *"\([a-z0-9_]*\)".*/\1/p' $(LAB_DIR)/lab.json)
 PYTHON ?= python3
 GRADE := $(PYTHON) $(KIT)/grader/grade.py
 
@@ -69,7 +71,8 @@ DEVICE_OPT := -O3 -lineinfo
 endif
 INCLUDES := -I$(KIT)/grader/include -I$(CUDA_HOME)/include
 NVFLAGS := -std=c++17 $(DEVICE_OPT) $(GENCODE) $(INCLUDES) -Xcompiler -Wall
-CFLAGS_KIT := -std=c11 -O2 -g -Wall -Wextra -fopenmp $(INCLUDES) $(if $(filter 1,$(DEBUG)),-DSTENCIL_DEBUG_BUILD)
+# A case table may leave out trailing fields (lab_case.mode): no warning for that.
+CFLAGS_KIT := -std=c11 -O2 -g -Wall -Wextra -Wno-missing-field-initializers -fopenmp $(INCLUDES) $(if $(filter 1,$(DEBUG)),-DSTENCIL_DEBUG_BUILD)
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS_KIT := -Xcompiler -fopenmp
@@ -82,7 +85,7 @@ $(shell mkdir -p $(BUILD_DIR) && echo '$(NVFLAGS) $(CFLAGS_KIT)' | cmp -s - $(FL
         || echo '$(NVFLAGS) $(CFLAGS_KIT)' > $(FLAGS_STAMP))
 endif
 
-.PHONY: all build check sanitize clean help print-build-dir require-src require-check
+.PHONY: all build check sanitize clean help print-build-dir require-src require-check require-kind
 all: build
 
 help:
@@ -113,10 +116,13 @@ print-build-dir:
 	@echo $(BUILD_DIR)
 
 # ---- building ----------------------------------------------------------------------
-build: require-src require-check $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
+build: require-src require-check require-kind $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
 
 require-src:
 	@test -n "$(SRC)" -a -f "$(SRC)" || { echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu)" >&2; exit 2; }
+
+require-kind:
+	@test -f $(KIT)/grader/harness/kinds/$(LAB_API).c || { echo "kit error: $(LAB_DIR)/lab.json: \"api\": \"$(LAB_API)\" has no problem-kind module grader/harness/kinds/$(LAB_API).c" >&2; exit 2; }
 
 require-check:
 	@pkg-config --exists check || { echo "error: the Check unit-testing library is not installed: on Debian or Ubuntu run 'sudo apt-get install check', on Fedora 'sudo dnf install check-devel', on macOS 'brew install check'" >&2; exit 2; }
@@ -145,10 +151,17 @@ $(BUILD_DIR)/bench_main.o: $(KIT)/grader/harness/lab_driver.c $(BUILD_DIR)/lab_c
 $(BUILD_DIR)/check_$(LAB_NUMBER).o: $(LAB_DIR)/check_$(LAB_NUMBER).c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
 
-$(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+# The lab's problem kind (lab_kind.h): grader/harness/kinds/<api>.c, the only
+# harness file that calls the student's launchers, plus what the stencil kinds share.
+$(BUILD_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
+	$(CC) $(CFLAGS_KIT) -I$(BUILD_DIR) -c $< -o $@
+
+KIND_OBJS := $(BUILD_DIR)/kind_$(LAB_API).o $(BUILD_DIR)/kind_grid.o
+
+$(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
 	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
 
-$(BUILD_DIR)/bench: $(BUILD_DIR)/bench_main.o $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+$(BUILD_DIR)/bench: $(BUILD_DIR)/bench_main.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
 	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT)
 
 # ---- the harness library, once per architecture -------------------------------------

@@ -68,3 +68,37 @@ void cpu_stencil3d_sweep(const float *in, float *out, int nx, int ny, int nz, st
         }
     }
 }
+
+void cpu_jacobi_sweep(const float *u, float *unew, const float *f, int nx, int ny, float h)
+{
+    const float h2 = h * h;
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < ny; y++) {
+        for (int x = 0; x < nx; x++) {
+            if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
+                AT2(unew, x, y) = AT2(u, x, y);
+                continue;
+            }
+            const float s = AT2(u, x - 1, y) + AT2(u, x + 1, y) + AT2(u, x, y - 1) + AT2(u, x, y + 1);
+            AT2(unew, x, y) = (s - h2 * AT2(f, x, y)) / 4.0f;
+        }
+    }
+}
+
+double cpu_residual_norm2(const float *u, const float *f, int nx, int ny, float h)
+{
+    const double h2 = (double)h * (double)h;
+    long double total = 0.0L;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+    for (int y = 1; y < ny - 1; y++) {
+        long double row = 0.0L;
+        for (int x = 1; x < nx - 1; x++) {
+            const double lap = ((double)AT2(u, x - 1, y) + AT2(u, x + 1, y) + AT2(u, x, y - 1)
+                                + AT2(u, x, y + 1) - 4.0 * AT2(u, x, y)) / h2;
+            const double r = AT2(f, x, y) - lap;
+            row += (long double)(r * r);
+        }
+        total += row;
+    }
+    return (double)total;
+}

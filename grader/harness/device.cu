@@ -201,3 +201,200 @@ extern "C" void harness_copy_bandwidth(const float *d_src, float *d_dst, size_t 
     harness_timer_free(&t);
     free(ms);
 }
+
+/* ------------------------------------------------ trusted GPU kernels (bench) */
+
+/* SplitMix64, as random.c: the same integers on both sides. */
+static __device__ __forceinline__ uint64_t splitmix64_dev(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static __global__ void fill_random_kernel(float *__restrict__ d, size_t n, uint64_t key)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        /* 24 random bits: 2u - 1 is exactly representable, so double -> float is exact */
+        const double u = (double)(splitmix64_dev(key + (uint64_t)i) >> 40) * (1.0 / 16777216.0);
+        d[i] = (float)(2.0 * u - 1.0);
+    }
+}
+
+extern "C" void harness_fill_random_device(float *d, size_t n, uint64_t seed, cudaStream_t stream)
+{
+    /* key = splitmix64(seed), computed on the host exactly as random.c does */
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    const uint64_t key = z ^ (z >> 31);
+    fill_random_kernel<<<2048, 256, 0, stream>>>(d, n, key);
+    CUDA_CHECK_LAUNCH(stream, 0);
+}
+
+/*
+ * The reference sweeps.  __fmul_rn and __fadd_rn forbid the compiler to fuse a
+ * multiply and an add into one FMA, so each cell is evaluated exactly as
+ * cpu_reference.c does it (float, left to right, c0 term first): the GPU
+ * reference and the CPU reference give the same bits.
+ */
+#define MUL __fmul_rn
+#define ADD __fadd_rn
+
+static __global__ void ref_sweep2d_kernel(const float *__restrict__ in, float *__restrict__ out, int nx,
+                                          int ny, stencil2d_coeffs c, int periodic)
+{
+    const size_t n = (size_t)nx * ny;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int x = (int)(i % (size_t)nx), y = (int)(i / (size_t)nx);
+        int xm = x - 1, xp = x + 1, ym = y - 1, yp = y + 1;
+        if (periodic) {
+            xm = x == 0 ? nx - 1 : xm; xp = x == nx - 1 ? 0 : xp;
+            ym = y == 0 ? ny - 1 : ym; yp = y == ny - 1 ? 0 : yp;
+        } else if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
+            out[i] = in[i];
+            continue;
+        }
+        const size_t row = (size_t)y * nx;
+        float v = MUL(c.c0, in[i]);
+        v = ADD(v, MUL(c.xm, in[row + xm]));
+        v = ADD(v, MUL(c.xp, in[row + xp]));
+        v = ADD(v, MUL(c.ym, in[(size_t)ym * nx + x]));
+        v = ADD(v, MUL(c.yp, in[(size_t)yp * nx + x]));
+        out[i] = v;
+    }
+}
+
+static __global__ void ref_sweep3d_kernel(const float *__restrict__ in, float *__restrict__ out, int nx,
+                                          int ny, int nz, stencil3d_coeffs c)
+{
+    const size_t plane = (size_t)nx * ny, n = plane * nz;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int x = (int)(i % (size_t)nx), y = (int)((i / (size_t)nx) % (size_t)ny),
+                  z = (int)(i / plane);
+        if (x == 0 || y == 0 || z == 0 || x == nx - 1 || y == ny - 1 || z == nz - 1) {
+            out[i] = in[i];
+            continue;
+        }
+        float v = MUL(c.c0, in[i]);
+        v = ADD(v, MUL(c.xm, in[i - 1]));
+        v = ADD(v, MUL(c.xp, in[i + 1]));
+        v = ADD(v, MUL(c.ym, in[i - nx]));
+        v = ADD(v, MUL(c.yp, in[i + nx]));
+        v = ADD(v, MUL(c.zm, in[i - plane]));
+        v = ADD(v, MUL(c.zp, in[i + plane]));
+        out[i] = v;
+    }
+}
+
+/* r = f - (u[x-1] + u[x+1] + u[y-1] + u[y+1] - 4u) / h^2, in double; sum(r^2). */
+static __global__ void ref_residual_kernel(const float *__restrict__ u, const float *__restrict__ f,
+                                           int nx, int ny, double h, double *result)
+{
+    double mine = 0.0;
+    const size_t n = (size_t)nx * ny;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int x = (int)(i % (size_t)nx), y = (int)(i / (size_t)nx);
+        if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
+            continue;
+        const double lap = ((double)u[i - 1] + u[i + 1] + u[i - nx] + u[i + nx] - 4.0 * u[i]) / (h * h);
+        const double r = f[i] - lap;
+        mine += r * r;
+    }
+    for (int off = 16; off > 0; off /= 2)
+        mine += __shfl_down_sync(0xffffffffu, mine, off);
+    if ((threadIdx.x & 31) == 0 && mine != 0.0)
+        atomicAdd(result, mine);
+}
+
+/* unew = (u[x-1] + u[x+1] + u[y-1] + u[y+1] - h^2 f) / 4 in float, in the order written. */
+static __global__ void ref_jacobi_kernel(const float *__restrict__ u, float *__restrict__ unew,
+                                         const float *__restrict__ f, int nx, int ny, float h)
+{
+    const size_t n = (size_t)nx * ny;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int x = (int)(i % (size_t)nx), y = (int)(i / (size_t)nx);
+        if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
+            unew[i] = u[i];
+            continue;
+        }
+        float s = ADD(ADD(ADD(u[i - 1], u[i + 1]), u[i - nx]), u[i + nx]);
+        s = __fsub_rn(s, MUL(MUL(h, h), f[i]));
+        unew[i] = MUL(s, 0.25f);
+    }
+}
+
+#undef MUL
+#undef ADD
+
+extern "C" void harness_gpu_residual_norm2(const float *d_u, const float *d_f, int nx, int ny, float h,
+                                           double *d_result, cudaStream_t stream)
+{
+    CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(double), stream));
+    ref_residual_kernel<<<2048, 256, 0, stream>>>(d_u, d_f, nx, ny, (double)h, d_result);
+    CUDA_CHECK_LAUNCH(stream, 0);
+}
+
+extern "C" void harness_gpu_jacobi_sweep(const float *d_u, float *d_unew, const float *d_f, int nx,
+                                         int ny, float h, cudaStream_t stream)
+{
+    ref_jacobi_kernel<<<4096, 256, 0, stream>>>(d_u, d_unew, d_f, nx, ny, h);
+    CUDA_CHECK_LAUNCH(stream, 0);
+}
+
+extern "C" void harness_gpu_stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
+                                            stencil2d_coeffs c, cudaStream_t stream)
+{
+    ref_sweep2d_kernel<<<4096, 256, 0, stream>>>(d_in, d_out, nx, ny, c, 0);
+    CUDA_CHECK_LAUNCH(stream, 0);
+}
+
+extern "C" void harness_gpu_stencil2d_periodic_sweep(const float *d_in, float *d_out, int nx, int ny,
+                                                     stencil2d_coeffs c, cudaStream_t stream)
+{
+    ref_sweep2d_kernel<<<4096, 256, 0, stream>>>(d_in, d_out, nx, ny, c, 1);
+    CUDA_CHECK_LAUNCH(stream, 0);
+}
+
+extern "C" void harness_gpu_stencil3d_sweep(const float *d_in, float *d_out, int nx, int ny, int nz,
+                                            stencil3d_coeffs c, cudaStream_t stream)
+{
+    ref_sweep3d_kernel<<<4096, 256, 0, stream>>>(d_in, d_out, nx, ny, nz, c);
+    CUDA_CHECK_LAUNCH(stream, 0);
+}
+
+static __global__ void count_mismatch_kernel(const float *__restrict__ got, const float *__restrict__ want,
+                                             size_t n, double rtol, double atol,
+                                             unsigned long long *count)
+{
+    unsigned long long mine = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const double g = got[i], w = want[i];
+        /* written so that a NaN in got (or want) counts as a mismatch */
+        mine += !(fabs(g - w) <= atol + rtol * fabs(w));
+    }
+    if (mine)
+        atomicAdd(count, mine);
+}
+
+extern "C" size_t harness_count_mismatches(const float *d_got, const float *d_want, size_t n,
+                                           harness_tolerance tol, cudaStream_t stream)
+{
+    static unsigned long long *d_count = NULL; /* allocated once, reused */
+    unsigned long long count = 0;
+    if (!d_count)
+        CUDA_CHECK(cudaMalloc((void **)&d_count, sizeof *d_count));
+    CUDA_CHECK(cudaMemsetAsync(d_count, 0, sizeof *d_count, stream));
+    count_mismatch_kernel<<<2048, 256, 0, stream>>>(d_got, d_want, n, tol.rtol, tol.atol, d_count);
+    CUDA_CHECK_LAUNCH(stream, 0);
+    CUDA_CHECK(cudaMemcpyAsync(&count, d_count, sizeof count, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return (size_t)count;
+}

@@ -52,6 +52,9 @@ void harness_fail(const char *fmt, ...)
 typedef void (*harness_error_handler)(const char *message);
 void harness_set_error_handler(harness_error_handler handler);
 
+/* Tolerance of a comparison: |got - want| <= atol + rtol * |want|. */
+typedef struct { double rtol, atol; } harness_tolerance;
+
 /* ------------------------------------------------------------------ inputs */
 
 /* Seeds: a fresh 64-bit seed from /dev/urandom (time as fallback), and a
@@ -84,10 +87,16 @@ void cpu_stencil2d_periodic_sweep(const float *in, float *out, int nx, int ny,
 float *cpu_stencil2d_run(float *a, float *b, int nx, int ny, stencil2d_coeffs c, int steps);
 void cpu_stencil3d_sweep(const float *in, float *out, int nx, int ny, int nz,
                          stencil3d_coeffs c);
+/* Lab 7.  jacobi_sweep in float, in the order written in stencil_lab.h
+ * (boundary cells copied); u and unew must not overlap. */
+void cpu_jacobi_sweep(const float *u, float *unew, const float *f, int nx, int ny, float h);
+/* sum(r^2) over the interior, each r evaluated in double from the float
+ * inputs and the squares summed in long double: within a few units of
+ * double's last place of the exact sum of the double r^2 (0 on a grid
+ * without interior). */
+double cpu_residual_norm2(const float *u, const float *f, int nx, int ny, float h);
 
 /* -------------------------------------------------------------- comparison */
-
-typedef struct { double rtol, atol; } harness_tolerance;
 
 /* The outcome of one comparison; message is empty when ok. */
 typedef struct {
@@ -165,6 +174,40 @@ void harness_poison(float *d, size_t n, cudaStream_t stream);
 
 /* Number of NaN cells in d[0..n); synchronises `stream`. */
 size_t harness_count_nan(const float *d, size_t n, cudaStream_t stream);
+
+/* ------------------------------------------- the harness's own GPU kernels */
+/*
+ * Used by the bench to check every timed call on fresh data without a trip to
+ * the CPU: the student's code never touches these buffers.  All asynchronous
+ * on `stream`; grids row-major, x fastest, as everywhere.
+ */
+
+/* d[0..n) = the values harness_fill_random(h, n, seed) gives, bit for bit
+ * (SplitMix64 on integers, then an exact conversion to float). */
+void harness_fill_random_device(float *d, size_t n, uint64_t seed, cudaStream_t stream);
+
+/* The definitions of stencil_lab.h, one thread per cell, straight from global
+ * memory: slow and obviously right.  in and out must not overlap. */
+void harness_gpu_stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
+                                 stencil2d_coeffs c, cudaStream_t stream);
+void harness_gpu_stencil2d_periodic_sweep(const float *d_in, float *d_out, int nx, int ny,
+                                          stencil2d_coeffs c, cudaStream_t stream);
+void harness_gpu_stencil3d_sweep(const float *d_in, float *d_out, int nx, int ny, int nz,
+                                 stencil3d_coeffs c, cudaStream_t stream);
+
+/* Lab 7's definitions (stencil_lab.h), as above: residual sum(r^2) over the
+ * interior into *d_result (one double; summed with double atomics, so its
+ * last bits vary from run to run: a check, never a reference for bits), and
+ * one Jacobi sweep u -> unew. */
+void harness_gpu_residual_norm2(const float *d_u, const float *d_f, int nx, int ny, float h,
+                                double *d_result, cudaStream_t stream);
+void harness_gpu_jacobi_sweep(const float *d_u, float *d_unew, const float *d_f, int nx, int ny,
+                              float h, cudaStream_t stream);
+
+/* Number of cells i in [0, n) where |got - want| > atol + rtol * |want| or
+ * got is NaN (the rule of harness_compare); synchronises `stream`. */
+size_t harness_count_mismatches(const float *d_got, const float *d_want, size_t n,
+                                harness_tolerance tol, cudaStream_t stream);
 
 /* Evicts the L2 cache by writing a buffer of twice its size, so each timed
  * repetition starts from DRAM.  The buffer is allocated once. */

@@ -1,9 +1,10 @@
 /*
- * lab_driver.h -- one lab's problem, as the Check suite and the bench see it.
+ * lab_driver.h -- one lab's cases, as its Check suite (check_NN.c) sees them.
  *
- * grader/harness/lab_driver.c implements this once for every lab: it is
- * compiled per lab build with that lab's generated lab_config.h, which says
- * which launcher of stencil_lab.h the lab's kernel.cu defines.
+ * grader/harness/lab_driver.c implements this once for every lab, on top of
+ * the problem kind linked into the lab's build (lab_kind.h); it is compiled
+ * per lab build with that lab's generated lab_config.h (tolerances, timeouts,
+ * the bench grid).
  */
 #ifndef STENCIL_LAB_DRIVER_H
 #define STENCIL_LAB_DRIVER_H
@@ -14,19 +15,32 @@
 extern "C" {
 #endif
 
-/* One correctness case: a grid (nz == 1 in 2D) and, for lab 4, a step count.
- * tcase groups cases by theme ("degenerate", "block-edges", ...). */
+/* What a case checks.  LAB_MODE_CELLS (0, the default of a table row that
+ * names no mode): every launcher of the lab once, every output cell against
+ * the CPU reference.  The others are run whole by the kind's run_case
+ * (lab_kind.h); a kind without one reports such a case as a kit error. */
+enum {
+    LAB_MODE_CELLS = 0,
+    LAB_MODE_DETERMINISM, /* the same inputs `steps` times: every bit equal */
+    LAB_MODE_CONVERGENCE  /* a solver on a problem with a known rate and solution */
+};
+
+/* One correctness case: a grid (nz == 1 in 2D), a step count where the kind
+ * uses one (labs 4, 8; lab 7's determinism and convergence cases), and a
+ * mode.  tcase groups cases by theme ("degenerate", "block-edges", ...). */
 typedef struct {
     const char *tcase;
     int nx, ny, nz, steps;
+    int mode;
 } lab_case;
 
-/* "nx=33 ny=9" (and " nz=..", " steps=.." where they apply) into buf. */
+/* "nx=33 ny=9" (and " nz=..", " steps=..", the mode where they apply) into buf. */
 void lab_case_label(const lab_case *c, char *buf, size_t n);
 
-/* Runs one case end to end on the GPU: seeded input, NaN-poisoned output,
- * the student's launcher, then every cell against the CPU reference, the
- * guard zones, and the input left unchanged.  r->ok says whether it passed. */
+/* Runs one case end to end on the GPU: seeded inputs, NaN-poisoned outputs,
+ * each of the student's launchers, then every cell against the CPU reference,
+ * the guard zones, and the inputs left unchanged (or the mode's own check).
+ * r->ok says whether it passed. */
 void lab_verify(const lab_case *c, uint64_t seed, harness_report *r);
 
 /* Main of a lab's Check suite (check_runner.c): --list prints the cases;

@@ -21,10 +21,13 @@ from pathlib import Path
 
 from . import KIT_ROOT
 
+#: Problem kinds: each is the module grader/harness/kinds/<api>.c (see grader/include/lab_kind.h).
 API_VALUES = ("stencil2d_sweep", "stencil2d_periodic_sweep", "stencil2d_run",
-              "stencil3d_sweep", "residual_norm2")
+              "stencil3d_sweep", "jacobi_residual")
 BOUNDARY_VALUES = ("dirichlet", "periodic")
 #: A ratio above this is rejected as faster than copying memory can be; a target may not exceed it.
+#: A lab that fuses sweeps (bench.max_fused_sweeps = K, lab 8) uses K times this instead:
+#: LabSpec.max_plausible_ratio.
 MAX_PLAUSIBLE_RATIO = 1.05
 GENERIC_TARGET = "generic"
 
@@ -56,6 +59,10 @@ class BenchGrid:
     steps: int          # sweeps per launcher call (lab 4); 1 elsewhere
     repetitions: int    # timed repetitions (the median is scored)
     timeout_s: float    # seconds the whole `bench` run may take
+    # The most sweeps a kernel may fuse into one pass over memory (lab 8's K; optional in lab.json,
+    # 1 when absent).  K sweeps per pass move the grid once for K sweeps of compulsory bytes, so the
+    # plausibility bound is K x copy bandwidth (x 1.05): LabSpec.max_plausible_ratio.
+    max_fused_sweeps: int = 1
 
 
 @dataclass(frozen=True)
@@ -113,12 +120,22 @@ class LabSpec:
     def lab_dir(self) -> Path:
         return self.path.parent
 
+    @property
+    def max_plausible_ratio(self) -> float:
+        """The largest believable ratio: MAX_PLAUSIBLE_RATIO (1.05) x bench.max_fused_sweeps."""
+        return plausible_ratio(self.bench.max_fused_sweeps)
+
     def target_for(self, device_name: str | None) -> TargetChoice:
         """The target table whose name equals device_name exactly, else the generic one."""
         if device_name and device_name in self.targets:
             return TargetChoice(device_name, self.targets[device_name], "the device's own table")
         why = f"no table for {device_name}" if device_name else "device unknown"
         return TargetChoice(GENERIC_TARGET, self.targets[GENERIC_TARGET], f"{why}; generic used")
+
+
+def plausible_ratio(max_fused_sweeps: int = 1) -> float:
+    """MAX_PLAUSIBLE_RATIO x K: a kernel fusing K sweeps per pass moves the grid once per K sweeps."""
+    return MAX_PLAUSIBLE_RATIO * max_fused_sweeps
 
 
 def display_path(path: Path) -> str:
@@ -209,7 +226,7 @@ _TOP_KEYS = {
     "boundary": "one of " + ", ".join(BOUNDARY_VALUES),
     "tolerance": "an object with keys rtol, atol",
     "check": "an object with keys case_timeout_s, suite_timeout_s",
-    "bench": "an object with keys nx, ny, nz, steps, repetitions, timeout_s",
+    "bench": "an object with keys nx, ny, nz, steps, repetitions, timeout_s (max_fused_sweeps optional)",
     "constraints": "an object with keys shared_memory, no_div_rem, forbidden_calls (max_shared_planes optional)",
     "points": "an object with keys correctness, performance",
     "targets": 'an object of GPU name (or "generic") -> {floor, target}',
@@ -254,7 +271,8 @@ def parse(data, path: Path) -> LabSpec:
     suite_s = v.number(chk, "suite_timeout_s", "check.",
                        f"a number of seconds >= check.case_timeout_s ({case_s:g})", lambda x: x >= case_s)
 
-    b = v.obj(data, "bench", "", ("nx", "ny", "nz", "steps", "repetitions", "timeout_s"))
+    b = v.obj(data, "bench", "", ("nx", "ny", "nz", "steps", "repetitions", "timeout_s"),
+              optional=("max_fused_sweeps",))
     two_d = api != "stencil3d_sweep"
     bench = BenchGrid(
         nx=v.integer(b, "nx", "bench.", "an integer >= 1", lambda n: n >= 1),
@@ -266,6 +284,13 @@ def parse(data, path: Path) -> LabSpec:
                         (lambda n: n >= 1) if api == "stencil2d_run" else (lambda n: n == 1)),
         repetitions=v.integer(b, "repetitions", "bench.", "an integer >= 1", lambda n: n >= 1),
         timeout_s=v.number(b, "timeout_s", "bench.", "a number of seconds > 0", lambda x: x > 0))
+    if "max_fused_sweeps" in b:
+        # K sweeps fused per pass: no kernel can fuse more sweeps than one call runs.
+        fused = v.integer(b, "max_fused_sweeps", "bench.",
+                          f"an integer in [1, bench.steps = {bench.steps}] (the largest K a kernel may fuse)",
+                          lambda n: 1 <= n <= bench.steps)
+        bench = BenchGrid(bench.nx, bench.ny, bench.nz, bench.steps, bench.repetitions, bench.timeout_s,
+                          fused)
 
     c = v.obj(data, "constraints", "", ("shared_memory", "no_div_rem", "forbidden_calls"),
               optional=("max_shared_planes",))
@@ -295,10 +320,13 @@ def parse(data, path: Path) -> LabSpec:
     return LabSpec(path=Path(path), lab=lab, number=number, title=title.strip(), api=api,
                    boundary=boundary, tolerance=tolerance,
                    check=CheckLimits(case_s, suite_s), bench=bench, constraints=constraints,
-                   points=points, targets=_parse_targets(v, data))
+                   points=points, targets=_parse_targets(v, data, bench.max_fused_sweeps))
 
 
-def _parse_targets(v: _Validator, data: dict) -> dict[str, Target]:
+def _parse_targets(v: _Validator, data: dict, fused: int = 1) -> dict[str, Target]:
+    """The targets table; a target may reach the plausibility bound, K x 1.05 (K = max_fused_sweeps),
+    and a floor stays below K (1 for a lab that fuses nothing)."""
+    bound = plausible_ratio(fused)
     targets = data["targets"]
     if not isinstance(targets, dict):
         v.fail("targets", 'an object of GPU name (or "generic") -> {floor, target}', targets)
@@ -316,10 +344,10 @@ def _parse_targets(v: _Validator, data: dict) -> dict[str, Target]:
         for key in ("floor", "target"):
             if key not in entry:
                 raise LabSpecError(f"{v.file}: {prefix}{key} is missing")
-        target = v.number(entry, "target", prefix, f"a number in (0, {MAX_PLAUSIBLE_RATIO}]",
-                          lambda x: 0 < x <= MAX_PLAUSIBLE_RATIO)
-        floor = v.number(entry, "floor", prefix, "a number in [0, 1) below target",
-                         lambda x: 0 <= x < 1 and x < target)
+        target = v.number(entry, "target", prefix, f"a number in (0, {bound:g}]",
+                          lambda x: 0 < x <= bound)
+        floor = v.number(entry, "floor", prefix, f"a number in [0, {fused}) below target",
+                         lambda x: 0 <= x < fused and x < target)
         calibrated = entry.get("calibrated")
         if calibrated is not None and not isinstance(calibrated, str):
             v.fail(prefix + "calibrated", "a string (free text)", calibrated)
@@ -362,7 +390,8 @@ def c_header(spec: LabSpec) -> str:
         "",
         f"#define LAB_NAME {json.dumps(spec.lab)}",
         f"#define LAB_NUMBER {spec.number}",
-        f"#define LAB_API_{spec.api.upper()} 1",
+        "/* the problem kind: grader/harness/kinds/<LAB_API>.c */",
+        f"#define LAB_API {json.dumps(spec.api)}",
         "",
         "/* correctness: |got - ref| <= LAB_ATOL + LAB_RTOL * |ref|; seconds per case */",
         f"#define LAB_RTOL {_c_double(spec.tolerance.rtol)}",

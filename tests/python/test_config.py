@@ -23,7 +23,7 @@ def test_header_defines_exactly_the_contract_macros():
         "LAB_CONFIG_H": "",
         "LAB_NAME": '"01-naive-5pt"',
         "LAB_NUMBER": "1",
-        "LAB_API_STENCIL2D_SWEEP": "1",
+        "LAB_API": '"stencil2d_sweep"',
         "LAB_RTOL": "1e-05",
         "LAB_ATOL": "1e-06",
         "LAB_CASE_TIMEOUT_S": "10.0",
@@ -39,13 +39,16 @@ def test_header_defines_exactly_the_contract_macros():
 
 
 @pytest.mark.parametrize("api", labspec.API_VALUES)
-def test_only_the_labs_api_macro_is_defined(fake_kit, api):
+def test_every_api_names_its_kind_module(fake_kit, api):
     changes = {"api": api}
     if api == "stencil2d_periodic_sweep":
         changes["boundary"] = "periodic"
     fake_kit.set_lab_json(**changes)
     found = macros(labspec.c_header(labspec.load(fake_kit.lab_dir / "lab.json")))
-    assert [m for m in found if m.startswith("LAB_API_")] == [f"LAB_API_{api.upper()}"]
+    assert found["LAB_API"] == f'"{api}"'
+    module = KIT_ROOT / "grader" / "harness" / "kinds" / f"{api}.c"
+    assert module.is_file(), f"api {api} has no problem-kind module {module}"
+    assert re.search(r"\b(LAB_KIND|GRID_KIND)\b", module.read_text())
 
 
 def test_command_prints_header_and_exits_0():
@@ -68,7 +71,7 @@ def test_header_compiles_as_c_with_the_values(tmp_path):
     (tmp_path / "lab_config.h").write_text(labspec.c_header(labspec.load(LAB01)))
     (tmp_path / "use.c").write_text(
         '#include "lab_config.h"\n#include "lab_config.h"\n'   # the include guard works
-        "#ifndef LAB_API_STENCIL2D_SWEEP\n#error api macro missing\n#endif\n"
+        "#ifndef LAB_API\n#error api macro missing\n#endif\n"
         "_Static_assert(LAB_NUMBER == 1, \"number\");\n"
         "_Static_assert(LAB_BENCH_NX * LAB_BENCH_NY == 16384 * 8192, \"grid\");\n"
         "static const double tol = LAB_RTOL + LAB_ATOL + LAB_CASE_TIMEOUT_S;\n"

@@ -78,7 +78,7 @@ BAD = [
     ({"targets__generic__speed": 1}, r"targets\.generic\.speed is not a known key \(allowed: floor, target, calibrated\)"),
     ({"targets__generic__calibrated": 5}, r"targets\.generic\.calibrated must be a string"),
     ({"api": "stencil2d_sweeps"}, r"api must be one of stencil2d_sweep, stencil2d_periodic_sweep, "
-                                  r"stencil2d_run, stencil3d_sweep, residual_norm2, got \"stencil2d_sweeps\""),
+                                  r"stencil2d_run, stencil3d_sweep, jacobi_residual, got \"stencil2d_sweeps\""),
     ({"boundary": "periodic"}, r"boundary must be \"dirichlet\" for api stencil2d_sweep, got \"periodic\""),
     ({"boundary": "neumann"}, r"boundary must be one of dirichlet, periodic, got \"neumann\""),
     ({"tolerance__rtol": -1}, r"tolerance\.rtol must be a number >= 0, got -1"),
