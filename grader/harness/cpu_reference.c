@@ -4,6 +4,7 @@
  * possible, evaluated in float in the order written there, one OpenMP thread
  * per band of rows when the kit is built with OpenMP.
  */
+#include <math.h>
 #include <string.h>
 
 #include "harness.h"
@@ -101,4 +102,22 @@ double cpu_residual_norm2(const float *u, const float *f, int nx, int ny, float 
         total += row;
     }
     return (double)total;
+}
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+void harness_poisson_model_f(float *f, int n)
+{
+    const double h = 1.0 / (n - 1);
+    for (int y = 0; y < n; y++)
+        for (int x = 0; x < n; x++)
+            f[(size_t)y * n + x] = (float)(2.0 * M_PI * M_PI * sin(M_PI * x * h) * sin(M_PI * y * h));
+}
+
+double harness_poisson_discretisation_error(int n)
+{
+    const double h = 1.0 / (n - 1), s = sin(M_PI * h / 2);
+    return 2.0 * M_PI * M_PI / (8.0 * s * s / (h * h)) - 1.0;
 }

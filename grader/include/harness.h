@@ -96,6 +96,22 @@ void cpu_jacobi_sweep(const float *u, float *unew, const float *f, int nx, int n
  * without interior). */
 double cpu_residual_norm2(const float *u, const float *f, int nx, int ny, float h);
 
+/*
+ * Lab 7's model problem on the unit square, an n-by-n grid, h = 1/(n-1):
+ * laplace(u) = f with f = 2 pi^2 sin(pi x) sin(pi y) and u = 0 on the
+ * boundary; the solution is u* = -sin(pi x) sin(pi y).
+ * harness_poisson_model_f fills f[0..n*n) (row-major, x fastest).
+ * harness_poisson_discretisation_error(n) is how far the exact solution of
+ * the 5-point discretisation lies from u* at the centre, relative to |u*|:
+ * 2 pi^2 / lambda_h - 1 with lambda_h = 8 sin^2(pi h / 2) / h^2, the discrete
+ * Laplacian's eigenvalue of that mode (about pi^2 h^2 / 12).
+ * Jacobi reduces this problem's error and residual by exactly cos(pi h) per
+ * sweep (Barrett et al., "Templates for the Solution of Linear Systems",
+ * SIAM 1994, section 2.2.1).
+ */
+void harness_poisson_model_f(float *f, int n);
+double harness_poisson_discretisation_error(int n);
+
 /* -------------------------------------------------------------- comparison */
 
 /* The outcome of one comparison; message is empty when ok. */

@@ -270,6 +270,79 @@ START_TEST(mix_seed_separates_streams)
 }
 END_TEST
 
+/* ------------------------------------------------- lab 7: Jacobi, residual */
+
+START_TEST(jacobi_3x3_by_hand)
+{
+    /* u = 1..9, f = 0.5 everywhere, h = 0.5: the interior cell (1,1) gets
+     * (4 + 6 + 2 + 8 - 0.25 * 0.5) / 4 = 4.96875; the boundary is copied. */
+    const float u[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    const float f[9] = { 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f };
+    float unew[9];
+    cpu_jacobi_sweep(u, unew, f, 3, 3, 0.5f);
+    ck_assert_float_eq(unew[4], 4.96875f);
+    for (int i = 0; i < 9; i++)
+        if (i != 4)
+            ck_assert_msg(unew[i] == u[i], "boundary cell %d not copied", i);
+}
+END_TEST
+
+START_TEST(residual_by_hand)
+{
+    /* 4x3 grid, two interior cells (1,1) and (2,1); h = 0.5 (1/h^2 = 4).
+     * u row-major: row 0: 0 1 2 3, row 1: 4 5 6 7, row 2: 8 9 10 11, f = 1.
+     * (1,1): neighbours 4 + 6 + 1 + 9 = 20, minus 4*5: laplacian 0, r = 1;
+     * (2,1): 5 + 7 + 2 + 10 = 24, minus 4*6: 0, r = 1.  Sum of r^2 = 2.
+     * With u(2,1) = 7: (1,1) gets 4 + 7 + 1 + 9 - 20 = 1, laplacian 4, r = -3;
+     * (2,1) gets 24 - 28 = -4, laplacian -16, r = 17: 9 + 289 = 298. */
+    float u[12], f[12];
+    for (int i = 0; i < 12; i++)
+        u[i] = (float)i, f[i] = 1.0f;
+    ck_assert_double_eq(cpu_residual_norm2(u, f, 4, 3, 0.5f), 2.0);
+    u[6] = 7.0f;
+    ck_assert_double_eq(cpu_residual_norm2(u, f, 4, 3, 0.5f), 298.0);
+}
+END_TEST
+
+START_TEST(residual_without_interior_is_zero)
+{
+    const float u[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, f[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    ck_assert_double_eq(cpu_residual_norm2(u, f, 2, 4, 0.5f), 0.0);
+    ck_assert_double_eq(cpu_residual_norm2(u, f, 8, 1, 0.5f), 0.0);
+    ck_assert_double_eq(cpu_residual_norm2(u, f, 1, 8, 0.5f), 0.0);
+}
+END_TEST
+
+/* Jacobi on the model problem from u = 0: the residual falls by cos(pi h)
+ * per sweep, and the converged solution lies within the discretisation error
+ * of -sin(pi x) sin(pi y).  Lab 7's convergence cases assume this of the
+ * student's kernels; here it is checked with the CPU reference. */
+START_TEST(model_problem_rate_and_error)
+{
+    const int n = 17;
+    const double h = 1.0 / (n - 1), pi = 3.14159265358979323846;
+    float *u = calloc((size_t)n * n, sizeof(float)), *v = calloc((size_t)n * n, sizeof(float));
+    float *f = malloc((size_t)n * n * sizeof(float));
+    harness_poisson_model_f(f, n);
+    const double r0 = sqrt(cpu_residual_norm2(u, f, n, n, (float)h));
+    for (int k = 0; k < 20; k++) {
+        cpu_jacobi_sweep(u, v, f, n, n, (float)h);
+        float *t = u; u = v; v = t;
+    }
+    const double ratio = sqrt(cpu_residual_norm2(u, f, n, n, (float)h)) / r0;
+    ck_assert_double_eq_tol(ratio, pow(cos(pi * h), 20), 1e-4 * ratio);
+    for (int k = 0; k < 4000; k++) { /* 2.8 / h^2 sweeps reduce the error a million-fold */
+        cpu_jacobi_sweep(u, v, f, n, n, (float)h);
+        float *t = u; u = v; v = t;
+    }
+    const float centre = u[(n / 2) * n + n / 2]; /* x = y = 1/2, where u* = -1 */
+    const double disc = harness_poisson_discretisation_error(n);
+    ck_assert_double_eq_tol(disc, pi * pi * h * h / 12, 0.05 * disc);
+    ck_assert_double_eq_tol(-centre - 1.0, disc, 0.02 * disc);
+    free(u); free(v); free(f);
+}
+END_TEST
+
 static Suite *harness_suite(void)
 {
     Suite *s = suite_create("harness");
@@ -281,6 +354,13 @@ static Suite *harness_suite(void)
     tcase_add_test(ref, run_returns_right_buffer);
     tcase_add_test(ref, sweep3d_by_hand);
     suite_add_tcase(s, ref);
+
+    TCase *lab7 = tcase_create("jacobi-residual");
+    tcase_add_test(lab7, jacobi_3x3_by_hand);
+    tcase_add_test(lab7, residual_by_hand);
+    tcase_add_test(lab7, residual_without_interior_is_zero);
+    tcase_add_test(lab7, model_problem_rate_and_error);
+    suite_add_tcase(s, lab7);
 
     TCase *cmp = tcase_create("comparison");
     tcase_add_test(cmp, compare_accepts_within_tolerance);

@@ -292,28 +292,16 @@ static void run_determinism(const lab_case *c, uint64_t seed, harness_report *r)
  * residual, by exactly cos(pi h) (Barrett et al., "Templates for the Solution
  * of Linear Systems", SIAM 1994, section 2.2.1 on the convergence of Jacobi).
  * The converged discrete solution differs from u* by
- *   e_h = 2 pi^2 / lambda_h - 1,  lambda_h = 8 sin^2(pi h / 2) / h^2,
- * about pi^2 h^2 / 12 = O(h^2) at the centre.
+ * harness_poisson_discretisation_error(n), about pi^2 h^2 / 12 = O(h^2).
  */
 static lab_problem *model_problem(int n)
 {
-    const double h = 1.0 / (n - 1);
-    lab_problem *p = alloc_problem(n, n, (float)h);
-    for (int y = 0; y < n; y++)
-        for (int x = 0; x < n; x++) {
-            const size_t i = (size_t)y * n + x;
-            p->h_u[i] = 0.0f;
-            p->h_f[i] = (float)(2.0 * M_PI * M_PI * sin(M_PI * x * h) * sin(M_PI * y * h));
-        }
+    lab_problem *p = alloc_problem(n, n, (float)(1.0 / (n - 1)));
+    memset(p->h_u, 0, p->n * sizeof(float));
+    harness_poisson_model_f(p->h_f, n);
     upload(p);
     CUDA_CHECK(cudaMemset(p->d_unew, 0, p->n * sizeof(float))); /* the second buffer of the ping-pong */
     return p;
-}
-
-static double discretisation_error(int n)
-{
-    const double h = 1.0 / (n - 1), s = sin(M_PI * h / 2);
-    return 2.0 * M_PI * M_PI / (8.0 * s * s / (h * h)) - 1.0;
 }
 
 /* sqrt of the student's sum of r^2 for the grid in *d_u. */
@@ -412,7 +400,7 @@ static void run_convergence(const lab_case *c, uint64_t seed, harness_report *r)
         destroy(p);
         p = model_problem(n);
         d_u = solve_model(p, 1e-5, 40 * (n - 1) * (n - 1), &r0, 1, &sweeps, s);
-        const double err = max_error(p, d_u), disc = discretisation_error(n);
+        const double err = max_error(p, d_u), disc = harness_poisson_discretisation_error(n);
         if (!(err <= 1.1 * disc + CONVERGED_SLACK)) {
             r->ok = 0;
             snprintf(r->message, sizeof r->message,
@@ -464,7 +452,7 @@ static int solve_main(int n, double reduction, int max_sweeps)
            reduction);
     printf(" \"rate_expected\": %.17g, \"rate_measured\": %.17g, \"max_error\": %.9g, "
            "\"discretisation_error\": %.9g,\n \"residual\": [",
-           cos(M_PI / (n - 1)), rate, max_error(p, d_u), discretisation_error(n));
+           cos(M_PI / (n - 1)), rate, max_error(p, d_u), harness_poisson_discretisation_error(n));
     for (int k = 0; k <= sweeps; k++)
         printf("%s%.9g", k ? ", " : "", history[k]);
     printf("]}\n");
