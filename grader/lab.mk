@@ -56,6 +56,8 @@ SRC := $(KIT)/reference/$(LAB)/kernel.cu
 IMPL_TAG := reference
 else
 SRC := $(firstword $(wildcard $(abspath $(IMPL))/$(LAB)/kernel.cu $(abspath $(IMPL))/kernel.cu))
+# The one rule naming an IMPL=DIR build directory: dir- and DIR's absolute path with its
+# slashes as underscores (grader/stencil_grader/pipeline.py impl_tag() follows it).
 IMPL_TAG := dir-$(subst /,_,$(patsubst /%,%,$(abspath $(IMPL))))
 endif
 
@@ -125,7 +127,7 @@ require-kind:
 	@test -f $(KIT)/grader/harness/kinds/$(LAB_API).c || { echo "kit error: $(LAB_DIR)/lab.json: \"api\": \"$(LAB_API)\" has no problem-kind module grader/harness/kinds/$(LAB_API).c" >&2; exit 2; }
 
 require-check:
-	@pkg-config --exists check || { echo "error: the Check unit-testing library is not installed: on Debian or Ubuntu run 'sudo apt-get install check', on Fedora 'sudo dnf install check-devel', on macOS 'brew install check'" >&2; exit 2; }
+	@pkg-config --exists check || { echo "kit error: the Check unit-testing library is not installed (the machine's, not the kernel's fault): on Debian or Ubuntu run 'sudo apt-get install check', on Fedora 'sudo dnf install check-devel', on macOS 'brew install check'" >&2; exit 2; }
 
 $(BUILD_DIR) $(HARNESS_DIR):
 	mkdir -p $@
