@@ -5,7 +5,11 @@ it with the lab's bench on the local GPU, and prints the seeds' optimisation
 table: kernel, milliseconds per sweep, effective GB/s (1 GB = 1e9 bytes),
 fraction of the copy bandwidth measured in the same run, step speed-up over
 the row above and cumulative speed-up over the first row.  Speed-ups compare
-time per sweep, so lab 4 (several sweeps per call) compares fairly.
+time per sweep, so lab 4 (several sweeps per call) compares fairly.  A 3D part
+follows (TOUR_ROWS_3D: the textbook's 3D kernels, kept as known submissions,
+and the references of labs 5 and 6), on its own grid, with speed-ups over its
+own first row (the naive 3D kernel); a row whose kernel.cu is not in this
+copy of the kit is left out.
 
 calibrate: times every lab's reference several times on the local GPU and
 writes a targets entry for this GPU into each lab.json (score.calibrated_target
@@ -31,6 +35,20 @@ TOUR_ROWS = (
     ("04-max-smem", "reference", "lab 4: float4 rows, sweeps kept on the GPU"),
 )
 
+#: The 3D part: (lab, impl, label); impl "reference", "starter" or a folder
+#: relative to the kit (a known submission).  Speed-ups are over its first row.
+TOUR_ROWS_3D = (
+    ("05-z-coarsening", "tests/submissions/05-z-coarsening/naive_3d", "naive 3D: one thread per cell"),
+    ("05-z-coarsening", "tests/submissions/05-z-coarsening/book_shared_tile_t8",
+     "book: 3D shared tile, T = 8"),
+    ("05-z-coarsening", "tests/submissions/05-z-coarsening/book_z_coarsening_t32",
+     "book: z-coarsening, T = 32"),
+    ("05-z-coarsening", "reference", "lab 5: z-march, float4, 2 rows, next plane ahead"),
+    ("06-register-tiling", "tests/submissions/06-register-tiling/book_register_tiling_t32",
+     "book: register tiling, T = 32"),
+    ("06-register-tiling", "reference", "lab 6: register tiling"),
+)
+
 
 class TourError(RuntimeError):
     """A tour or calibration could not be measured: no GPU, a build or bench failure."""
@@ -47,10 +65,23 @@ class TourRow:
     ratio: float
     step_speedup: float | None
     cumulative_speedup: float
+    part: str = ""                  # the table part ("" when the table has one part)
+
+
+def _impl_arg(impl: str) -> str:
+    """IMPL for make: starter and reference as they are, a folder made absolute from the kit."""
+    return impl if impl in ("starter", "reference") else str(KIT_ROOT / impl)
 
 
 def _build_dir(lab: str, impl: str) -> Path:
-    return KIT_ROOT / "build" / "tour" / lab / impl
+    return KIT_ROOT / "build" / "tour" / lab / Path(impl).name
+
+
+def available(lab: str, impl: str) -> bool:
+    """Whether this copy of the kit has the lab and the row's kernel.cu (no reference/ in a
+    student kit; labs and known submissions still being written)."""
+    return (KIT_ROOT / "labs" / lab / "lab.json").is_file() \
+        and build.impl_source(lab, _impl_arg(impl)).is_file()
 
 
 def measure(lab: str, impl: str, seed: int | None = None) -> dict:
@@ -60,7 +91,7 @@ def measure(lab: str, impl: str, seed: int | None = None) -> dict:
     """
     spec = labspec.load(KIT_ROOT / "labs" / lab / "lab.json")
     build_dir = _build_dir(lab, impl)
-    built = build.build(spec.lab_dir, impl, build_dir)
+    built = build.build(spec.lab_dir, _impl_arg(impl), build_dir)
     if not built.ok:
         raise TourError(f"{lab} ({impl}) does not build:\n{built.message}")
     run = bench.run_bench(build_dir, spec.bench.timeout_s, seed)
@@ -71,34 +102,50 @@ def measure(lab: str, impl: str, seed: int | None = None) -> dict:
     return run.data
 
 
-def tour_rows(results: list[tuple[str, str, str, dict]]) -> list[TourRow]:
-    """Turn (lab, impl, label, bench JSON) measurements into table rows with speed-ups."""
+def tour_rows(results: list[tuple[str, str, str, dict]], part: str = "") -> list[TourRow]:
+    """Turn (lab, impl, label, bench JSON) measurements into table rows with speed-ups
+    over the row above (step) and the first of these rows (cumulative), all in `part`."""
     rows: list[TourRow] = []
     for lab, impl, label, data in results:
         per_sweep = data["ms_median"] / max(1, int(data.get("steps", 1)))
         step = rows[-1].ms_per_sweep / per_sweep if rows else None
         cumulative = rows[0].ms_per_sweep / per_sweep if rows else 1.0
         rows.append(TourRow(lab, impl, label, per_sweep, data["gbps"], data["copy_gbps"],
-                            data["ratio"], step, cumulative))
+                            data["ratio"], step, cumulative, part))
     return rows
 
 
+def _part_name(dims: str, data: dict) -> str:
+    grid = " x ".join(str(data[k]) for k in (("nx", "ny") if dims == "2D" else ("nx", "ny", "nz")))
+    return f"{dims}, {grid} grid" + (" (scaled down)" if data.get("scaled_down") else "")
+
+
 def render(rows: list[TourRow], device: str, markdown: bool = False) -> str:
-    """The table as plain text (or Markdown for the handouts)."""
+    """The table as plain text (or Markdown for the handouts).  Rows of several parts
+    (TourRow.part) come out as one table per part, each under its part's name."""
     head = ("kernel", "ms/sweep", "GB/s", "of copy", "step", "cumulative")
     body = [(r.kernel, f"{r.ms_per_sweep:.3f}", f"{r.gbps:.0f}", f"{r.ratio:.2f}",
              "" if r.step_speedup is None else f"{r.step_speedup:.2f}x", f"{r.cumulative_speedup:.2f}x")
             for r in rows]
-    if markdown:
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-        lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    else:
-        widths = [max(len(str(c[i])) for c in [head, *body]) for i in range(len(head))]
-        fmt = lambda cells: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)  # noqa: E731
-                                      for i, (c, w) in enumerate(zip(cells, widths)))
-        lines = [fmt(head)] + [fmt(cells) for cells in body]
+    parts = list(dict.fromkeys(r.part for r in rows))
+    widths = [max(len(str(c[i])) for c in [head, *body]) for i in range(len(head))]
+    fmt = lambda cells: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)  # noqa: E731
+                                  for i, (c, w) in enumerate(zip(cells, widths)))
+    lines = []
+    for part in parts:
+        cells = [b for b, r in zip(body, rows) if r.part == part]
+        if len(parts) > 1:                          # a title per part, a blank line between parts
+            if lines:
+                lines.append("")
+            lines += [f"**{part}**", ""] if markdown else [f"{part}:"]
+        if markdown:
+            lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+            lines += ["| " + " | ".join(c) + " |" for c in cells]
+        else:
+            lines += [fmt(head)] + [fmt(c) for c in cells]
     copy = statistics.median(r.copy_gbps for r in rows) if rows else 0.0
-    return (f"{device}, copy bandwidth {copy:.0f} GB/s (median over the runs)\n" + "\n".join(lines))
+    note = "; speed-ups are over the first row of each part" if len(parts) > 1 else ""
+    return (f"{device}, copy bandwidth {copy:.0f} GB/s (median over the runs){note}\n" + "\n".join(lines))
 
 
 def plot(rows: list[TourRow], device: str, path: Path) -> bool:
@@ -120,15 +167,21 @@ def plot(rows: list[TourRow], device: str, path: Path) -> bool:
 
 
 def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdown: bool = False) -> str:
-    """Measure every TOUR_ROWS entry; returns the rendered table.  Raises TourError."""
-    results = []
+    """Measure every TOUR_ROWS entry, then the TOUR_ROWS_3D entries this copy of the kit
+    has (available()); returns the rendered table.  Raises TourError."""
     device = "unknown GPU"
-    for lab, impl, label in TOUR_ROWS:
-        print(f"timing {lab} ({impl}) ...", flush=True)
-        data = measure(lab, impl)
-        device = data["device"]
-        results.append((lab, impl, label, data))
-    rows = tour_rows(results)
+    rows: list[TourRow] = []
+    for dims, table_rows in (("2D", TOUR_ROWS), ("3D", TOUR_ROWS_3D)):
+        results = []
+        for lab, impl, label in table_rows:
+            if dims == "3D" and not available(lab, impl):
+                continue
+            print(f"timing {lab} ({impl}) ...", flush=True)
+            data = measure(lab, impl)
+            device = data["device"]
+            results.append((lab, impl, label, data))
+        if results:
+            rows += tour_rows(results, _part_name(dims, results[0][3]))
     table = render(rows, device, markdown)
     if out_json:
         stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

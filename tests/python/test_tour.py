@@ -31,6 +31,42 @@ def test_render_names_device_and_every_row():
     assert md.count("\n|---") == 1 and "| lab 2 |" in md
 
 
+def test_each_part_has_its_own_speedups_and_table():
+    rows = (tour.tour_rows([("01", "reference", "lab 1", _bench(2.0)), ("02", "reference", "lab 2", _bench(1.0))],
+                           "2D, 16 x 8 grid")
+            + tour.tour_rows([("05", "naive", "naive 3D", _bench(3.0)), ("05", "reference", "lab 5", _bench(1.5))],
+                             "3D, 8 x 8 x 8 grid"))
+    assert [r.part for r in rows] == ["2D, 16 x 8 grid"] * 2 + ["3D, 8 x 8 x 8 grid"] * 2
+    assert rows[2].step_speedup is None and rows[2].cumulative_speedup == 1.0   # not over lab 2's row
+    assert rows[3].cumulative_speedup == pytest.approx(2.0)
+    md = tour.render(rows, "Test GPU", markdown=True)
+    assert md.count("\n|---") == 2 and "**3D, 8 x 8 x 8 grid**" in md and "first row of each part" in md
+    text = tour.render(rows, "Test GPU")
+    assert text.index("2D, 16 x 8 grid:") < text.index("lab 2") < text.index("3D, 8 x 8 x 8 grid:")
+
+
+def test_run_tour_skips_3d_rows_this_kit_lacks(monkeypatch):
+    timed = []
+
+    def fake_measure(lab, impl, seed=None):
+        timed.append((lab, impl))
+        return dict(_bench(1.0), nx=8, ny=8, nz=8 if lab >= "05" else 1, scaled_down=False)
+
+    missing = tour.TOUR_ROWS_3D[-1][:2]
+    monkeypatch.setattr(tour, "measure", fake_measure)
+    monkeypatch.setattr(tour, "available", lambda lab, impl: (lab, impl) != missing)
+    text = tour.run_tour()
+    assert timed == [r[:2] for r in tour.TOUR_ROWS] + [r[:2] for r in tour.TOUR_ROWS_3D if r[:2] != missing]
+    assert "3D, 8 x 8 x 8 grid:" in text and tour.TOUR_ROWS_3D[-1][2] not in text
+
+
+def test_3d_rows_build_in_the_tour_directory():
+    lab, impl, _ = tour.TOUR_ROWS_3D[0]
+    assert tour.available(lab, impl) and tour.available("05-z-coarsening", "reference")
+    assert not tour.available("05-z-coarsening", "tests/submissions/05-z-coarsening/no_such_submission")
+    assert tour._build_dir(lab, impl) == tour.KIT_ROOT / "build" / "tour" / lab / "naive_3d"
+
+
 @pytest.mark.parametrize("ratio, floor, target", [(0.719, 0.35, 0.68), (1.0, 0.5, 0.95), (0.2, 0.1, 0.19)])
 def test_calibrated_target_rounds_down(ratio, floor, target):
     got_floor, got_target = score.calibrated_target(ratio)
