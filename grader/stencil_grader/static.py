@@ -6,8 +6,10 @@ Two kinds, with different costs (the policy itself is in score.py):
   may not use, found after C/C++ comments and string/char literals are blanked
   out, plus `#include` of the harness.  The lab gets 0 and is not run.
 - PTX constraints (severity "constraint") read from BUILD_DIR/kernel.ptx:
-  no integer div/rem (lab 3), shared memory used (labs 2, 4, 5, 6).
-  Correctness still runs and counts; performance gets 0.
+  no integer div/rem (lab 3), shared memory used (labs 2, 4, 5, 6), and at
+  most N planes of shared memory per block (lab 6; with BUILD_DIR/ptxas.log,
+  see check_shared_planes).  Correctness still runs and counts; performance
+  gets 0.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .build import parse_ptxas_log, short_name
 from .labspec import LabSpec
 
 MAX_REPORTED = 20
@@ -229,6 +232,8 @@ class PtxFunction:
     kind: str                                   # "entry" (a kernel) or "func" (a device function)
     lines: list[tuple[int, str]] = field(default_factory=list)   # (line number, text) of the body
     shared: list[tuple[str, int | None]] = field(default_factory=list)  # declared in the body: (name, bytes)
+    header: list[str] = field(default_factory=list)  # between the name and the body: parameters and
+                                                      # performance directives (.maxntid, .reqntid, ...)
 
 
 @dataclass
@@ -249,6 +254,9 @@ def parse_ptx(text: str) -> PtxModule:
         if depth == 0:
             if m := _FUNC_HEADER.match(stripped):
                 pending = PtxFunction(m.group(2), m.group(1))
+                pending.header.append(stripped[m.end():].split("{", 1)[0])
+            elif pending:
+                pending.header.append(stripped.split("{", 1)[0])
             elif m := _SHARED_DECL.match(stripped):
                 module_shared.append((m.group(2), _decl_bytes(m), ".extern" in stripped.split(".shared")[0]))
             if pending and "{" in stripped:
@@ -317,10 +325,174 @@ def check_ptx(spec: LabSpec, build_dir: Path) -> list[StaticCheck]:
         if c.shared_memory:
             checks.append(_check_shared(module))
     if c.max_shared_planes is not None:
-        checks.append(StaticCheck("max shared planes", "skipped", "constraint",
-                                  f"at most {c.max_shared_planes} plane(s) of shared memory: "
-                                  "not implemented yet, not checked"))
+        checks.append(check_shared_planes(c.max_shared_planes, build_dir))
     return checks
+
+
+# ---------------------------------------------------------------- planes of shared memory
+#
+# Lab 6 allows at most N planes of shared memory per block.  What one plane of
+# a block's tile holds depends on the block, so the bound is derived per kernel
+# from three facts the build records:
+#
+#   threads  the block size the kernel declares in its PTX: .reqntid X, Y, Z
+#            (exact; CUDA's __block_size__, Hopper and later) or .maxntid X, Y, Z
+#            (from __launch_bounds__(X): a launch with more threads fails, so
+#            a block never has more).  A kernel with shared memory and neither
+#            fails the check: its bound cannot be known.
+#   width    the widest global load in the kernel (and the device functions it
+#            calls): 4 bytes for float, 16 for float4 (ld.global...v4.f32),
+#            or a cp.async of 16 bytes.  A thread that loads its cells of a
+#            plane W bytes at a time owns W/4 cells of each row it loads.
+#   bytes    the kernel's static shared memory per block from the ptxas report
+#            (the largest over the architectures built).  Dynamic shared memory
+#            (an extern __shared__ array) is sized at launch, which no static
+#            check can see, so a lab with this constraint forbids it.
+#
+# A plane of a tile in which each thread owns one W-byte piece of a row is
+# threads * W bytes of cells, plus a one-cell halo ring.  For any tile at least
+# 4 rows tall and 6 cells wide the ring is smaller than the plane itself, so a
+# one-plane kernel stays within
+#
+#     allowed = planes * threads * W * PLANE_HALO_FACTOR       (PLANE_HALO_FACTOR = 2)
+#
+# while one keeping three planes, at least 3 * threads * W bytes, never does.
+# What it cannot see: a thread that owns several rows of a plane (such a design
+# counts as several planes), and a kernel that declares more threads than it
+# launches, or issues a wide load only to enlarge its width.
+
+#: One plane of cells plus at most as many again for its halo ring.
+PLANE_HALO_FACTOR = 2
+_OPCODE = re.compile(r"^\s*(?:@!?%?\w+\s+)?([a-z][\w.:]*)")
+_VECTOR = re.compile(r"^v(\d+)$")
+_SCALAR_TYPE = re.compile(r"^[bfsu](\d+)$")
+_CP_ASYNC_SIZE = re.compile(r"\]\s*,\s*(\d+)\s*[,;]")
+_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([A-Za-z_$%][\w$]*)")
+_NTID = re.compile(r"\.(reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+
+
+def global_load_bytes(line: str) -> int:
+    """Bytes one global load instruction of a PTX line moves per thread (0 when it is not one).
+
+    ld/ldu with the .global state space: vector count times element size
+    (ld.global.nc.v4.f32: 16); cp.async ... .shared.global with a constant
+    size: that size.  Bulk copies (cp.async.bulk, sized by a register) count 0.
+    """
+    m = _OPCODE.match(line)
+    if not m:
+        return 0
+    parts = m.group(1).split(".")
+    if parts[0] in ("ld", "ldu") and "global" in parts:
+        count = next((int(v.group(1)) for p in parts if (v := _VECTOR.match(p))), 1)
+        bits = next((int(t.group(1)) for p in reversed(parts) if (t := _SCALAR_TYPE.match(p))), 32)
+        return count * bits // 8
+    if parts[:2] == ["cp", "async"] and "global" in parts and "bulk" not in parts:
+        size = _CP_ASYNC_SIZE.search(line)
+        return int(size.group(1)) if size else 0
+    return 0
+
+
+def block_threads(fn: PtxFunction) -> tuple[int, str] | None:
+    """(threads per block, how it is known) from a kernel's .reqntid or .maxntid, else None."""
+    found = {}
+    for m in _NTID.finditer(" ".join(fn.header)):
+        dims = [int(d) for d in m.groups()[1:] if d is not None]
+        found[m.group(1)] = dims
+    for directive, source in (("reqntid", "__block_size__"), ("maxntid", "__launch_bounds__")):
+        if directive in found:
+            dims = found[directive]
+            threads = 1
+            for d in dims:
+                threads *= d
+            return threads, f".{directive} {'x'.join(map(str, dims))}, from {source}"
+    return None
+
+
+def _callees(fn: PtxFunction, by_name: dict[str, PtxFunction]) -> list[PtxFunction]:
+    """fn and every device function it calls, directly or not."""
+    seen, todo = {fn.name: fn}, [fn]
+    while todo:
+        for _, text in todo.pop().lines:
+            for m in _CALL.finditer(text):
+                callee = by_name.get(m.group(1))
+                if callee and callee.name not in seen:
+                    seen[callee.name] = callee
+                    todo.append(callee)
+    return list(seen.values())
+
+
+def widest_global_load(fn: PtxFunction, module: PtxModule) -> int:
+    """Bytes of the widest global load in kernel fn and the device functions it calls (0: none)."""
+    by_name = {f.name: f for f in module.functions}
+    return max((global_load_bytes(text) for f in _callees(fn, by_name) for _, text in f.lines), default=0)
+
+
+def _dynamic_shared(fn: PtxFunction, module: PtxModule) -> list[str]:
+    """Names of the extern (dynamic) shared arrays kernel fn or its callees use."""
+    by_name = {f.name: f for f in module.functions}
+    externs = [name for name, _, extern in module.shared if extern]
+    return [name for name in externs
+            if any(re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text)
+                   for f in _callees(fn, by_name) for _, text in f.lines)]
+
+
+def check_shared_planes(planes: int, build_dir: Path) -> StaticCheck:
+    """The "max shared planes" check: every kernel's static shared memory per block within
+    planes * threads * widest load * PLANE_HALO_FACTOR bytes (see the comment above)."""
+    name = "max shared planes"
+    ptx_path, log_path = Path(build_dir) / "kernel.ptx", Path(build_dir) / "ptxas.log"
+    try:
+        module = parse_ptx(ptx_path.read_text(errors="replace"))
+        report = parse_ptxas_log(log_path.read_text(errors="replace"))
+    except OSError as err:
+        return StaticCheck(name, "fail", "constraint",
+                           f"cannot read {err.filename} ({err.strerror or err}): the constraint "
+                           "cannot be verified")
+    smem: dict[str, tuple[int, str | None]] = {}       # kernel -> (largest smem, its architecture)
+    for k in report:
+        if k.entry and (k.name not in smem or k.smem_bytes > smem[k.name][0]):
+            smem[k.name] = (k.smem_bytes, k.arch)
+    failures, details = [], []
+    for fn in (f for f in module.functions if f.kind == "entry"):
+        shown = short_name(fn.name)
+        dynamic = _dynamic_shared(fn, module)
+        if dynamic:
+            failures.append(f"kernel {shown} uses dynamic shared memory ({', '.join(dynamic)}): its "
+                            "size is chosen at launch, where no static check sees it; use a "
+                            "statically sized __shared__ array")
+            continue
+        if fn.name not in smem:
+            failures.append(f"kernel {shown} is not in the ptxas report {log_path.name}: its shared "
+                            "memory cannot be verified")
+            continue
+        used, arch = smem[fn.name]
+        if used == 0:
+            continue
+        threads = block_threads(fn)
+        if threads is None:
+            failures.append(f"kernel {shown} uses {used} bytes of shared memory per block but declares "
+                            "no block size: add __launch_bounds__(threads per block) so that one "
+                            "plane can be bounded")
+            continue
+        count, how = threads
+        width = max(4, widest_global_load(fn, module))
+        allowed = planes * count * width * PLANE_HALO_FACTOR
+        line = (f"kernel {shown}: {used} bytes of static shared memory per block ({arch or 'ptxas'}); "
+                f"at most {allowed} allowed = {planes} plane(s) x {count} threads ({how}) x "
+                f"{width} bytes (widest global load) x {PLANE_HALO_FACTOR} (cells and halo)")
+        if used > allowed:
+            failures.append(f"kernel {shown} uses {used} bytes of shared memory per block, more than "
+                            f"the {allowed} bytes allowed for {planes} plane(s)")
+        details.append(line)
+    if failures:
+        return StaticCheck(name, "fail", "constraint",
+                           failures[0] + (f" (and {len(failures) - 1} more finding(s))" if len(failures) > 1
+                                          else "") + ": performance gets 0", failures[1:] + details)
+    if not details:
+        return StaticCheck(name, "pass", "constraint", "no kernel uses shared memory")
+    return StaticCheck(name, "pass", "constraint",
+                       f"at most {planes} plane(s) of shared memory per block: every kernel within "
+                       "its bound", details)
 
 
 def _check_div_rem(module: PtxModule) -> StaticCheck:
