@@ -13,7 +13,8 @@ Rules, in order:
 6. Performance, only when every case passed and no constraint failed, from the
    bench's ratio = effective bandwidth / copy bandwidth measured in the same run:
      - the timed run's output was wrong:      "incorrect", performance 0;
-     - ratio > 1.05 (faster than copying):    "implausible", performance 0;
+     - ratio > 1.05 (faster than copying):    "implausible", performance 0
+       (K x 1.05 for a lab that fuses K sweeps per pass: bench.max_fused_sweeps);
      - else points.performance * clamp((ratio - floor) / (target - floor), 0, 1)
        with floor and target from the device's table in lab.json (else generic).
 7. "pass" only with full points; "slow" when correct but short of full
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from .bench import BenchRun
 from .build import BuildResult
 from .checkrun import CheckRun
-from .labspec import MAX_PLAUSIBLE_RATIO, LabSpec, TargetChoice
+from .labspec import LabSpec, TargetChoice
 from .static import StaticResult
 
 #: Verdicts from best to worst-known; a report shows one per lab.
@@ -150,10 +151,14 @@ def _performance(spec: LabSpec, bench: BenchRun, choice: TargetChoice) -> tuple[
     if not data["output_ok"]:
         why = data.get("output_message") or "output differs from the CPU reference"
         return StageScore("incorrect", 0.0, maximum, f"the timed run's output was wrong: {why}"), ratio
-    if ratio > MAX_PLAUSIBLE_RATIO:
+    bound, fused = spec.max_plausible_ratio, spec.bench.max_fused_sweeps
+    if ratio > bound:
+        limit = ("faster than the copy bandwidth is not possible for a sweep that reads and writes "
+                 "every cell" if fused == 1 else
+                 f"faster than {fused} x the copy bandwidth is not possible: even {fused} sweeps fused "
+                 "into one pass read and write every cell once")
         return StageScore("implausible", 0.0, maximum,
-                          f"ratio {ratio:.3f} > {MAX_PLAUSIBLE_RATIO}: faster than the copy bandwidth is "
-                          "not possible for a sweep that reads and writes every cell; suspect skipped "
+                          f"ratio {ratio:.3f} > {bound:g}: {limit}; suspect skipped "
                           "work (cells not computed, or computed in an earlier call)"), ratio
     t = choice.target
     points = round(maximum * ramp(ratio, t.floor, t.target), 2)

@@ -147,3 +147,49 @@ def test_api_specific_rules(tmp_path):
 def test_kit_paths_are_shown_relative_to_the_kit():
     path = KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json"
     assert labspec.display_path(path) == "labs/01-naive-5pt/lab.json"
+
+
+# Fused sweeps (lab 8): bench.max_fused_sweeps = K raises the plausibility bound to K x 1.05.
+
+def fused(k, **more):
+    return changed(api="stencil2d_run", bench__steps=16, bench__max_fused_sweeps=k, **more)
+
+
+def test_max_fused_sweeps_defaults_to_one_and_the_bound_to_1_05(tmp_path):
+    spec = labspec.load(write(tmp_path, BASE_LAB_JSON))
+    assert spec.bench.max_fused_sweeps == 1
+    assert spec.max_plausible_ratio == labspec.MAX_PLAUSIBLE_RATIO == 1.05
+
+
+def test_lab_08_bound_is_k_times_copy():
+    spec = labspec.load(KIT_ROOT / "labs" / "08-temporal-blocking" / "lab.json")
+    assert spec.api == "stencil2d_run" and spec.bench.steps == 16
+    assert spec.bench.max_fused_sweeps == spec.bench.steps      # the largest K: every sweep in one pass
+    assert spec.max_plausible_ratio == pytest.approx(16 * 1.05)
+    assert spec.tolerance == labspec.Tolerance(0.0, 0.0)        # bit for bit
+    assert all(t.target > 1.05 for t in spec.targets.values())  # allowed by the key alone
+
+
+def test_targets_above_1_05_need_fused_sweeps(tmp_path):
+    spec = labspec.load(write(tmp_path, fused(8, targets__generic__target=2.4, targets__generic__floor=1.2)))
+    assert spec.max_plausible_ratio == pytest.approx(8.4)
+    assert spec.targets["generic"] == labspec.Target(1.2, 2.4)
+    with pytest.raises(labspec.LabSpecError, match=r"targets\.generic\.target must be a number in "
+                                                   r"\(0, 1\.05\], got 2\.4"):
+        labspec.load(write(tmp_path, changed(targets__generic__target=2.4)))
+
+
+@pytest.mark.parametrize("data, pattern", [
+    (fused(0), r"bench\.max_fused_sweeps must be an integer in \[1, bench\.steps = 16\] .*got 0$"),
+    (fused(17), r"bench\.max_fused_sweeps must be an integer in \[1, bench\.steps = 16\] .*got 17$"),
+    (fused(2.5), r"bench\.max_fused_sweeps must be an integer .*got 2\.5$"),
+    (changed(bench__max_fused_sweeps=2), r"bench\.max_fused_sweeps must be an integer in "
+                                         r"\[1, bench\.steps = 1\]"),
+    (fused(2, targets__generic__target=2.2), r"targets\.generic\.target must be a number in \(0, 2\.1\], "
+                                             r"got 2\.2$"),
+    (fused(2, targets__generic__target=2.0, targets__generic__floor=2.0),
+     r"targets\.generic\.floor must be a number in \[0, 2\) below target, got 2\.0$"),
+])
+def test_bad_max_fused_sweeps(tmp_path, data, pattern):
+    with pytest.raises(labspec.LabSpecError, match=pattern):
+        labspec.load(write(tmp_path, data))

@@ -159,3 +159,26 @@ def test_full_points_only_on_pass(spec):
     assert (s.points, s.max_points, s.full_points, s.verdict) == (100, 100, True, "pass")
     assert set(score.VERDICTS) >= {"pass", "slow", "not_measured", "constraint", "implausible",
                                    "incorrect", "crash", "timeout", "forbidden", "compile_error"}
+
+
+@pytest.fixture
+def fused_spec(tmp_path):
+    """A lab that fuses up to K = 8 sweeps per pass (lab 8's key): plausible up to 8 x 1.05."""
+    data = json.loads(json.dumps(BASE_LAB_JSON))
+    data["api"] = "stencil2d_run"
+    data["bench"].update(steps=16, max_fused_sweeps=8)
+    data["targets"] = {"generic": {"floor": 1.0, "target": 2.0}}
+    path = tmp_path / FAKE_LAB / "lab.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(data))
+    return labspec.load(path)
+
+
+@pytest.mark.parametrize("ratio, perf, verdict", [
+    (1.0, 0.0, "slow"), (1.5, 20.0, "slow"), (2.5, 40.0, "pass"), (8.4, 40.0, "pass"),
+    (8.41, 0.0, "implausible")])
+def test_fused_sweeps_move_the_plausibility_bound(fused_spec, ratio, perf, verdict):
+    s = score.score_lab(fused_spec, OK_BUILD, CLEAN, ALL_PASS, benched(ratio))
+    assert s.verdict == verdict and s.performance.points == pytest.approx(perf)
+    if verdict == "implausible":
+        assert "ratio 8.410 > 8.4: faster than 8 x the copy bandwidth" in s.performance.message

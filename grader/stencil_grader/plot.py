@@ -1,0 +1,239 @@
+"""Pictures for people who would rather look than read: the roofline of the local GPU with the tour's
+kernels on it, and a bar chart of the optimisation path.
+
+The data preparation is plain Python (roofline_data, bars_data, the point helpers) and is tested without
+matplotlib; drawing (roofline, path_bars) needs matplotlib, which the kit never requires: without it
+they draw nothing and return False.
+
+What is plotted
+---------------
+Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point operations.
+
+- Memory roof: the copy bandwidth measured by the bench (GB/s), the same yardstick the grader uses;
+  at arithmetic intensity I the roof is I x copy GB/s.
+- Compute roof: the peak fp32 GFLOP/s, given by the caller (datasheet), or estimated by
+  peak_fp32_gflops() as SMs x fp32 lanes per SM x 2 FLOP per fused multiply-add x clock.
+- The ridge point, where the two meet: peak / copy, in FLOP per byte.
+- A kernel's point:
+    x = arithmetic intensity in useful FLOP per compulsory DRAM byte of the design:
+          I = flop_per_cell x sweeps_per_pass / bytes_per_cell
+        where a pass reads each cell once and writes it once (bytes_per_cell = 8 for float) and applies
+        sweeps_per_pass sweeps.  The 2D 5-point update is 9 FLOP (5 multiplies, 4 adds; an FMA counts
+        2).  One sweep per pass (labs 1 to 4): I = 9 / 8 = 1.125.  Temporal blocking (lab 8) with
+        passes of K sweeps: I = 9 K / 8 (K = 8: 9 FLOP/B).  Not counted: the redundant updates of
+        the halo cells that overlapping blocks compute twice (they are not useful work), and re-reads
+        of halo cells (mostly L2 hits, not DRAM traffic).
+    y = achieved useful GFLOP/s: flop_per_cell x cells x sweeps / time, which is the effective
+        bandwidth the grader scores times flop_per_cell / bytes_per_cell.
+  A kernel on the memory roof moves its compulsory bytes at copy speed; labs 1 to 4 all sit at
+  I = 1.125 and can at best touch the roof there.  Lab 8 moves right by a factor K, and its distance
+  below the roof at its new intensity shows what else limits it (in-SM work: the updates, shared
+  memory, barriers), not DRAM.
+
+API (the tour wires it in):
+    roofline(points, device, copy_gbps, peak_gflops, path) -> bool
+    path_bars(rows, device, path) -> bool
+with points from point_from_gbps() or point_from_bench(), and rows of (label, ratio) pairs or objects
+with `kernel` and `ratio` attributes (tour.TourRow).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+#: FLOP of one 2D 5-point update: 5 multiplies and 4 adds.
+FLOP_PER_CELL_2D = 9
+#: FLOP of one 3D 7-point update: 7 multiplies and 6 adds.
+FLOP_PER_CELL_3D = 13
+#: Compulsory bytes per cell and pass: one float read, one float written.
+BYTES_PER_CELL = 8
+#: fp32 lanes (FMA units) per SM: 64 on Volta, Turing and the A100 (GA100), 128 on GA10x, Ada and
+#: Hopper.  An FMA counts 2 FLOP.
+FP32_LANES_PER_SM = 128
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One kernel on the roofline: a label, its intensity (FLOP per compulsory byte) and GFLOP/s."""
+
+    label: str
+    intensity: float
+    gflops: float
+
+
+@dataclass(frozen=True)
+class PlacedPoint:
+    """A point with what the roofline says about it."""
+
+    point: RooflinePoint
+    attainable_gflops: float   # min(peak, intensity x copy): the roof above the point
+    fraction_of_roof: float    # gflops / attainable_gflops
+    bound: str                 # "memory" (left of the ridge) or "compute"
+
+
+@dataclass(frozen=True)
+class RooflineData:
+    """Everything the roofline picture shows, in numbers."""
+
+    copy_gbps: float
+    peak_gflops: float
+    ridge: float                                  # FLOP/B where the roofs meet
+    x_range: tuple[float, float]                  # intensities spanned, log-scale friendly
+    roof: tuple[tuple[float, float], ...]         # (intensity, GFLOP/s) corners of the roof
+    points: tuple[PlacedPoint, ...]
+
+
+def _positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def peak_fp32_gflops(sm_count: int, clock_mhz: float, lanes_per_sm: int = FP32_LANES_PER_SM) -> float:
+    """Estimated peak fp32 GFLOP/s: SMs x lanes x 2 (an FMA is 2 FLOP) x clock.
+
+    For an H100 SXM (132 SMs, 1980 MHz boost, 128 lanes): 66,908 GFLOP/s, the datasheet's 67 TFLOP/s.
+    The clock a long kernel actually runs at may be lower; prefer the datasheet figure when known.
+    """
+    _positive("sm_count", sm_count)
+    _positive("clock_mhz", clock_mhz)
+    _positive("lanes_per_sm", lanes_per_sm)
+    return sm_count * lanes_per_sm * 2 * clock_mhz / 1e3
+
+
+def intensity(flop_per_cell: float = FLOP_PER_CELL_2D, sweeps_per_pass: float = 1,
+              bytes_per_cell: float = BYTES_PER_CELL) -> float:
+    """Useful FLOP per compulsory DRAM byte of a design that applies sweeps_per_pass sweeps per pass."""
+    return (_positive("flop_per_cell", flop_per_cell) * _positive("sweeps_per_pass", sweeps_per_pass)
+            / _positive("bytes_per_cell", bytes_per_cell))
+
+
+def point_from_gbps(label: str, gbps: float, flop_per_cell: float = FLOP_PER_CELL_2D,
+                    sweeps_per_pass: float = 1, bytes_per_cell: float = BYTES_PER_CELL) -> RooflinePoint:
+    """A point from an effective bandwidth as the grader computes it (compulsory bytes of every sweep
+    / time): the useful GFLOP/s are gbps x flop_per_cell / bytes_per_cell."""
+    _positive("gbps", gbps)
+    return RooflinePoint(label, intensity(flop_per_cell, sweeps_per_pass, bytes_per_cell),
+                         gbps * flop_per_cell / bytes_per_cell)
+
+
+def point_from_bench(label: str, data: dict, flop_per_cell: float = FLOP_PER_CELL_2D,
+                     sweeps_per_pass: float = 1) -> RooflinePoint:
+    """A point from a bench JSON (grader/README.md): cells nx*ny*nz, `steps` sweeps per call,
+    ms_median per call.  sweeps_per_pass: how many of the sweeps the kernel fuses per pass over
+    memory (1 for labs 1 to 4; lab 8's reference: 8)."""
+    cells = int(data["nx"]) * int(data["ny"]) * int(data.get("nz", 1))
+    steps = int(data.get("steps", 1))
+    seconds = _positive("ms_median", data["ms_median"]) / 1e3
+    gflops = flop_per_cell * cells * steps / seconds / 1e9
+    return RooflinePoint(label, intensity(flop_per_cell, sweeps_per_pass), gflops)
+
+
+def roofline_data(points: Iterable[RooflinePoint], copy_gbps: float, peak_gflops: float) -> RooflineData:
+    """The roof, the ridge and each point's place under it.  Raises ValueError on a bad figure."""
+    copy_gbps = _positive("copy_gbps", copy_gbps)
+    peak_gflops = _positive("peak_gflops", peak_gflops)
+    ridge = peak_gflops / copy_gbps
+    placed = []
+    for p in points:
+        _positive(f"intensity of {p.label!r}", p.intensity)
+        _positive(f"gflops of {p.label!r}", p.gflops)
+        attainable = min(peak_gflops, p.intensity * copy_gbps)
+        placed.append(PlacedPoint(p, attainable, p.gflops / attainable,
+                                  "memory" if p.intensity < ridge else "compute"))
+    xs = [pp.point.intensity for pp in placed] + [ridge]
+    lo = 10 ** math.floor(math.log10(min(xs) / 2))
+    hi = 10 ** math.ceil(math.log10(max(xs) * 2))
+    roof = ((lo, lo * copy_gbps), (ridge, peak_gflops), (hi, peak_gflops))
+    return RooflineData(copy_gbps, peak_gflops, ridge, (lo, hi), roof, tuple(placed))
+
+
+def bars_data(rows: Iterable) -> list[tuple[str, float]]:
+    """(label, fraction of copy bandwidth) pairs from (label, ratio) pairs or objects with `kernel`
+    and `ratio` attributes (tour.TourRow).  Raises ValueError on a negative or non-finite ratio."""
+    out = []
+    for row in rows:
+        if hasattr(row, "kernel") and hasattr(row, "ratio"):
+            label, ratio = row.kernel, row.ratio
+        else:
+            label, ratio = row
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(ratio) \
+                or ratio < 0:
+            raise ValueError(f"ratio of {label!r} must be a finite number >= 0, got {ratio!r}")
+        out.append((str(label), float(ratio)))
+    return out
+
+
+def _pyplot():
+    """matplotlib.pyplot with a file-only backend, or None when matplotlib is not installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, peak_gflops: float,
+             path: str | Path) -> bool:
+    """Draw the roofline with the points to `path` (PNG).  False, and no file, without matplotlib.
+
+    Raises ValueError on a bad figure (checked before anything is drawn)."""
+    data = roofline_data(points, copy_gbps, peak_gflops)
+    plt = _pyplot()
+    if plt is None:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    xs, ys = zip(*data.roof)
+    ax.plot(xs, ys, color="black", linewidth=1.5)
+    lo, hi = data.x_range
+    ax.annotate(f"copy bandwidth {data.copy_gbps:.0f} GB/s", (lo * 1.2, lo * 1.2 * data.copy_gbps * 1.15),
+                rotation=0, fontsize=8)
+    ax.annotate(f"peak fp32 {data.peak_gflops / 1e3:.1f} TFLOP/s", (data.ridge * 1.1, data.peak_gflops * 1.1),
+                fontsize=8)
+    ax.axvline(data.ridge, color="grey", linestyle=":", linewidth=1)
+    for pp in data.points:
+        p = pp.point
+        ax.plot([p.intensity], [p.gflops], marker="o", linestyle="none")
+        ax.annotate(f"{p.label} ({pp.fraction_of_roof:.0%} of roof)", (p.intensity, p.gflops),
+                    textcoords="offset points", xytext=(6, -3), fontsize=7)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min([pp.point.gflops / 3 for pp in data.points] + [lo * data.copy_gbps]),
+                data.peak_gflops * 2)
+    ax.set_xlabel("arithmetic intensity (useful FLOP per compulsory DRAM byte)")
+    ax.set_ylabel("GFLOP/s (useful)")
+    ax.set_title(f"Roofline: {device}")
+    ax.grid(True, which="both", linewidth=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
+    """Draw the path as horizontal bars of effective bandwidth / copy bandwidth to `path` (PNG), first
+    row on top, with a line at the copy bandwidth (1.0).  False, and no file, without matplotlib."""
+    data = bars_data(rows)
+    plt = _pyplot()
+    if plt is None:
+        return False
+    labels = [label for label, _ in data][::-1]
+    ratios = [ratio for _, ratio in data][::-1]
+    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.4 * max(1, len(data))))
+    ax.barh(labels, ratios)
+    for y, r in enumerate(ratios):
+        ax.annotate(f"{r:.2f}", (r, y), textcoords="offset points", xytext=(3, -3), fontsize=8)
+    ax.axvline(1.0, linestyle="--", linewidth=1, color="black")
+    ax.set_xlabel("effective bandwidth / copy bandwidth (1.0: the copy)")
+    ax.set_title(device)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True

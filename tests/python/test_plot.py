@@ -1,0 +1,106 @@
+"""plot.py: the roofline and bar-chart data without matplotlib; the pictures themselves when it is
+installed (skipped with the reason otherwise), and False with no file when it is not."""
+
+import math
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from stencil_grader import plot
+
+H100_COPY = 2959.1      # GB/s, what lab 8's bench measured on an H100 (2026-11-23)
+
+
+def test_peak_estimate_matches_the_h100_datasheet():
+    # 132 SMs x 128 lanes x 2 FLOP x 1.98 GHz = 66.9 TFLOP/s (datasheet: 67)
+    assert plot.peak_fp32_gflops(132, 1980) == pytest.approx(66908.16)
+    assert plot.peak_fp32_gflops(108, 1410, lanes_per_sm=64) == pytest.approx(19491.84)  # A100: 19.5
+
+
+def test_intensity_of_one_sweep_and_of_fused_sweeps():
+    assert plot.intensity() == 9 / 8
+    assert plot.intensity(sweeps_per_pass=8) == 9.0
+    assert plot.intensity(plot.FLOP_PER_CELL_3D) == 13 / 8
+
+
+def test_point_from_gbps_is_effective_bandwidth_times_flop_per_byte():
+    p = plot.point_from_gbps("lab 8", 7390.7, sweeps_per_pass=8)
+    assert p.intensity == 9.0
+    assert p.gflops == pytest.approx(7390.7 * 9 / 8)
+
+
+def test_point_from_bench_counts_every_sweep_of_the_call():
+    # 16 sweeps of a 16384 x 8192 grid in 2.325 ms: the compulsory bytes are 16 x 8 B per cell
+    data = {"nx": 16384, "ny": 8192, "nz": 1, "steps": 16, "ms_median": 2.325}
+    p = plot.point_from_bench("lab 8 reference", data, sweeps_per_pass=8)
+    cells = 16384 * 8192
+    assert p.gflops == pytest.approx(9 * cells * 16 / 2.325e-3 / 1e9)
+    gbps = 16 * 8 * cells / (2.325 * 1e6)          # the grader's effective bandwidth
+    assert p.gflops == pytest.approx(gbps * 9 / 8)
+    one = plot.point_from_bench("lab 1", {"nx": 4, "ny": 4, "ms_median": 1.0})
+    assert one.intensity == 1.125 and one.gflops == pytest.approx(9 * 16 / 1e-3 / 1e9)
+
+
+def test_roofline_places_points_under_the_roof():
+    pts = [plot.point_from_gbps("lab 4", 2991.0), plot.point_from_gbps("lab 8", 7390.7, sweeps_per_pass=8),
+           plot.RooflinePoint("made-up compute-bound kernel", 100.0, 50000.0)]
+    d = plot.roofline_data(pts, H100_COPY, 66908.16)
+    assert d.ridge == pytest.approx(66908.16 / H100_COPY)          # about 22.6 FLOP/B
+    lab4, lab8, made_up = d.points
+    assert lab4.bound == "memory" and lab4.attainable_gflops == pytest.approx(1.125 * H100_COPY)
+    assert lab4.fraction_of_roof == pytest.approx(2991.0 / H100_COPY)   # the ratio the grader scores
+    assert lab8.bound == "memory" and lab8.attainable_gflops == pytest.approx(9 * H100_COPY)
+    assert lab8.fraction_of_roof == pytest.approx(7390.7 / (8 * H100_COPY))
+    assert made_up.bound == "compute" and made_up.attainable_gflops == 66908.16
+    lo, hi = d.x_range
+    assert lo <= 1.125 / 2 and hi >= 2 * 100 and hi >= 2 * d.ridge
+    assert math.log10(lo).is_integer() and math.log10(hi).is_integer()
+    assert d.roof[0] == (lo, lo * H100_COPY) and d.roof[1] == (d.ridge, 66908.16)
+    assert d.roof[2] == (hi, 66908.16)
+
+
+@pytest.mark.parametrize("copy, peak, point, match", [
+    (0, 1e4, plot.RooflinePoint("a", 1, 1), "copy_gbps"),
+    (3000, float("nan"), plot.RooflinePoint("a", 1, 1), "peak_gflops"),
+    (3000, 1e4, plot.RooflinePoint("a", 0, 1), "intensity of 'a'"),
+    (3000, 1e4, plot.RooflinePoint("a", 1, -5), "gflops of 'a'"),
+])
+def test_bad_figures_are_refused(copy, peak, point, match):
+    with pytest.raises(ValueError, match=match):
+        plot.roofline_data([point], copy, peak)
+
+
+def test_bars_accept_pairs_and_tour_rows():
+    @dataclass
+    class Row:                       # the two attributes of tour.TourRow that a bar needs
+        kernel: str
+        ratio: float
+
+    assert plot.bars_data([("lab 1", 0.69), Row("lab 8", 2.498)]) == [("lab 1", 0.69), ("lab 8", 2.498)]
+    with pytest.raises(ValueError, match="ratio of 'x'"):
+        plot.bars_data([("x", -1.0)])
+    with pytest.raises(ValueError, match="ratio of 'y'"):
+        plot.bars_data([("y", float("inf"))])
+
+
+def test_without_matplotlib_nothing_is_drawn(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)          # import matplotlib -> ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    pts = [plot.point_from_gbps("lab 4", 2991.0)]
+    assert plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png") is False
+    assert plot.path_bars([("lab 4", 1.01)], "GPU", tmp_path / "b.png") is False
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError):                               # figures are checked all the same
+        plot.roofline(pts, "GPU", -1, 66908.16, tmp_path / "r.png")
+
+
+def test_pictures_are_png_files(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed: the pictures are optional")
+    pts = [plot.point_from_gbps("lab 1", 2064.0), plot.point_from_gbps("lab 4", 2991.0),
+           plot.point_from_gbps("lab 8", 7390.7, sweeps_per_pass=8)]
+    assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png") is True
+    assert plot.path_bars([("lab 1", 0.69), ("lab 4", 1.01), ("lab 8", 2.50)], "NVIDIA H100 80GB HBM3",
+                          tmp_path / "b.png") is True
+    for name in ("r.png", "b.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
