@@ -2,19 +2,24 @@
 
     bench --probe                       one JSON object describing the GPU on stdout;
                                         exit 2 with the reason on stderr when there is none
-    bench --json FILE [--seed N]        times the student's launcher, writes one JSON object
+    bench --json - [--seed N]           times the student's launcher, prints one JSON object
+                                        on stdout (FILE instead of -: writes it there)
 
 Exit status of a timed run: 0 measured (even when output_ok is false), 2 no
 GPU, 3 CUDA error (message on stderr), 4 debug build (-G), not timed.
 Bandwidths in the JSON are GB/s with 1 GB = 1e9 bytes; times are milliseconds.
+
+Both run in the sandbox of proc.py.  The figures come back on the bench's
+stdout, a pipe the grader reads: nothing the process does after it exits can
+change them, and stdout must hold that one JSON object and nothing else (a
+kernel's printf, or anything else printing there, makes the run an error).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import proc
@@ -41,6 +46,7 @@ class Probe:
     status: str
     device: dict | None = None
     message: str = ""
+    sandbox: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str | None:
@@ -57,6 +63,8 @@ class BenchRun:
     message: str = ""
     stderr_tail: str = ""
     seconds: float = 0.0
+    sandbox: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def _last_line(text: str) -> str:
@@ -64,20 +72,25 @@ def _last_line(text: str) -> str:
 
 
 def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
-    """Ask BUILD_DIR/bench whether there is a GPU (60 s at most); never raises."""
-    run = proc.run([Path(build_dir) / "bench", "--probe"], timeout_s)
+    """Ask BUILD_DIR/bench whether there is a GPU (60 s at most, in the sandbox); never raises."""
+    box = proc.plan_sandbox(timeout_s)
+    with proc.SandboxDir(box, [Path(build_dir) / "bench"], prefix="stencil-probe-") as jail:
+        run = proc.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(), cwd=jail.work,
+                       sandbox=box)
+    layers = dict(box.layers)
     if run.returncode == EXIT_NO_GPU:
-        return Probe("no_gpu", message=_last_line(run.stderr) or "bench --probe found no GPU")
+        return Probe("no_gpu", message=_last_line(run.stderr) or "bench --probe found no GPU", sandbox=layers)
     if run.error or run.timed_out or run.returncode != 0:
         detail = _last_line(run.stderr)
-        return Probe("error", message=f"bench --probe {run.describe()}" + (f": {detail}" if detail else ""))
+        return Probe("error", message=f"bench --probe {run.describe()}" + (f": {detail}" if detail else ""),
+                     sandbox=layers)
     try:
         device = json.loads(run.stdout)
     except json.JSONDecodeError as err:
-        return Probe("error", message=f"bench --probe printed no JSON object ({err.msg})")
+        return Probe("error", message=f"bench --probe printed no JSON object ({err.msg})", sandbox=layers)
     if not isinstance(device, dict):
-        return Probe("error", message="bench --probe printed JSON that is not an object")
-    return Probe("ok", device=device)
+        return Probe("error", message="bench --probe printed JSON that is not an object", sandbox=layers)
+    return Probe("ok", device=device, sandbox=layers)
 
 
 def validate(data) -> dict:
@@ -99,21 +112,49 @@ def validate(data) -> dict:
     return data
 
 
+def parse_json_output(text: str) -> dict:
+    """The one JSON object a bench printed on stdout; raises BenchFormatError when stdout holds
+    anything else (nothing, more text, two objects), or json.JSONDecodeError."""
+    stripped = text.strip()
+    if not stripped:
+        raise BenchFormatError("the bench printed no JSON on its standard output")
+    decoder = json.JSONDecoder()
+    try:
+        data, end = decoder.raw_decode(stripped)
+    except json.JSONDecodeError:
+        if "{" in stripped and not stripped.startswith("{"):
+            raise BenchFormatError("the bench's standard output holds text before its JSON object "
+                                   "(a kernel's printf?): only the harness may print there") from None
+        raise
+    if stripped[end:].strip():
+        raise BenchFormatError("the bench's standard output holds more than one JSON object: "
+                               "something besides the harness printed there")
+    return data
+
+
 def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None) -> BenchRun:
-    """Time the launcher with BUILD_DIR/bench; the JSON is kept as BUILD_DIR/bench.json.
+    """Time the launcher with BUILD_DIR/bench in a sandbox; the JSON is kept as BUILD_DIR/bench.json.
 
     timeout_s: seconds the run may take (lab.json bench.timeout_s).
     Never raises for the program's behaviour; see BenchRun.status.
     """
     build_dir = Path(build_dir)
     (build_dir / "bench.json").unlink(missing_ok=True)      # no stale figures from an earlier run
-    with tempfile.TemporaryDirectory(prefix="stencil-bench-") as tmp:
-        out = Path(tmp) / "bench.json"
-        argv = [build_dir / "bench", "--json", out] + (["--seed", str(seed)] if seed is not None else [])
-        run = proc.run(argv, timeout_s)
-        text = out.read_text(errors="replace") if out.is_file() else None
+    box = proc.plan_sandbox(timeout_s)
+    notes = []
+    with proc.SandboxDir(box, [build_dir / "bench"], prefix="stencil-bench-") as jail:
+        argv = [jail.program("bench"), "--json", "-"] + (["--seed", str(seed)] if seed is not None else [])
+        run = proc.run(argv, timeout_s, env=jail.env(), cwd=jail.work, sandbox=box)
+        text = run.stdout
+        legacy = jail.work / "-"
+        if not text.strip() and legacy.is_file():
+            # A bench that does not know "-" wrote a file of that name, which the process
+            # could still rewrite before it ended: reported, never silent.
+            text = legacy.read_text(errors="replace")
+            notes.append("the bench wrote its JSON to a file, not to stdout (an older bench program): "
+                         "a file the sandboxed process could rewrite before it ended")
     tail = proc.tail_lines(run.stderr, STDERR_TAIL_LINES)
-    result = BenchRun("error", stderr_tail=tail, seconds=run.seconds)
+    result = BenchRun("error", stderr_tail=tail, seconds=run.seconds, sandbox=dict(box.layers), notes=notes)
     reason = _last_line(run.stderr)
     if run.error:
         result.message = run.error
@@ -129,13 +170,11 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None) -> Ben
         result.message = "debug build (-G): not timed; build without DEBUG to measure"
     elif run.returncode != 0:
         result.message = f"bench {run.describe()}" + (f": {reason}" if reason else "")
-    elif text is None:
-        result.message = "bench exited 0 but wrote no JSON file"
     else:
         try:
-            result.data = validate(json.loads(text))
+            result.data = validate(parse_json_output(text))
             result.status = "ok"
-            (build_dir / "bench.json").write_text(text)
+            (build_dir / "bench.json").write_text(json.dumps(result.data, indent=2) + "\n")
         except json.JSONDecodeError as err:
             result.message = f"the bench JSON does not parse: {err.msg}"
         except BenchFormatError as err:

@@ -2,36 +2,51 @@
 
 `check --list` gives the cases (tcase, iteration, label) without touching the
 GPU; `check` runs them, each in a forked child with Check's per-case timeout,
-prints `seed: N` first, and writes Check's XML log where CK_XML_LOG_FILE_NAME
-says.  Outcome of each case:
+prints `seed: N` first, and writes Check's XML log to its standard output
+(CK_XML_LOG_FILE_NAME=-, which Check 0.15 reads as stdout and flushes after
+every test).  The grader reads that stream as it arrives, through a pipe the
+run cannot rewrite afterwards, and stops the run at the first case that times
+out: a hang costs one case timeout, not one per case.  Outcome of each case:
 
     pass     Check: success
     fail     Check: failure (an incorrect result; the message starts with the case label)
     timeout  Check: error "Test timeout expired", or the whole run passed its limit
     crash    Check: error "Received signal N (...)" or "Early exit with return value N",
-             a failure whose message starts "CUDA error:", or no result at all
+             a failure whose message starts "CUDA error:", no result at all, or a case
+             reported more often than it was listed (something else wrote to the stream)
+    not_run  the run was stopped at an earlier case's timeout
 
-A case the run never reported is never a pass.
+A case the run never reported is never a pass, and a result for a case that
+`--list` did not name is never counted.  Both programs run in the sandbox of
+proc.py.
 """
 
 from __future__ import annotations
 
-import os
+import codecs
 import re
-import shutil
-import tempfile
+import threading
+import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import proc
 
 CHECK_NS = "http://check.sourceforge.net/ns"
 LIST_TIMEOUT_S = 30.0
-OUTCOMES = ("pass", "fail", "timeout", "crash")
+OUTCOMES = ("pass", "fail", "timeout", "crash", "not_run")
 STDERR_TAIL_LINES = 40
+NOT_RUN = "not run: an earlier case timed out"
+#: Without a new result for this many case timeouts (plus STALL_SLACK_S), the run is stopped.
+STALL_CASE_TIMEOUTS = 2
+STALL_SLACK_S = 10.0
+_MAX_PENDING = 1 << 20       # bytes of stream kept while waiting for a </test> (a printf flood is cut)
 
 _SEED = re.compile(r"^seed: (\d+)\s*$", re.MULTILINE)
+_SEED_LINE = re.compile(r"^seed: (\d+)[ \t\r]*\n", re.MULTILINE)     # a whole line: the stream comes in pieces
+_TEST_ELEMENT = re.compile(r"<test\b[^>]*>.*?</test>", re.DOTALL)
 
 
 @dataclass
@@ -67,8 +82,10 @@ class CaseResult:
 class CheckRun:
     """Everything one `check` run told us.
 
-    status: "ok" (the run ended by itself with exit status 0 or 1), "timeout",
+    status: "ok" (the run ended by itself with exit status 0 or 1), "timeout"
+        (a case timed out and the run was stopped, or the run passed its limit),
         "crash" (any other ending) or "error" (the program could not be run).
+    sandbox: the sandbox layers the run had (proc.Sandbox.layers).
     exit_status: check's exit status (None when killed or not started).
     """
 
@@ -81,6 +98,9 @@ class CheckRun:
     list_error: str | None = None
     seconds: float = 0.0
     xml_log: Path | None = None
+    stopped_early: bool = False
+    notes: list[str] = field(default_factory=list)
+    sandbox: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> int:
@@ -111,9 +131,13 @@ def parse_list(text: str) -> list[ListedCase]:
     return cases
 
 
-def list_cases(check: Path) -> tuple[list[ListedCase], str | None]:
-    """Run `check --list` (30 s at most); returns (cases, None) or ([], why it failed)."""
-    run = proc.run([check, "--list"], LIST_TIMEOUT_S, env=check_env(None, None))
+def list_cases(check: Path, box: proc.SandboxDir | None = None) -> tuple[list[ListedCase], str | None]:
+    """Run `check --list` (30 s at most; in box when given); returns (cases, None) or ([], why it failed)."""
+    if box is None:
+        run = proc.run([check, "--list"], LIST_TIMEOUT_S, env=check_env(None))
+    else:
+        run = proc.run([box.program(check.name), "--list"], LIST_TIMEOUT_S, env=box.env(check_env(None)),
+                       cwd=box.work, sandbox=box.box)
     if run.error or run.timed_out or run.returncode != 0:
         return [], f"`check --list` {run.describe()}: {proc.tail_lines(run.stderr, 5)}".rstrip(": ")
     cases = parse_list(run.stdout)
@@ -128,52 +152,121 @@ def parse_seed(stdout: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def parse_check_xml(text: str) -> list[XmlTest]:
-    """The <test> results of a Check XML log, in file order.
+def parse_test_element(text: str) -> XmlTest | None:
+    """One `<test ...>...</test>` element of Check's XML log, or None when it does not parse.
 
-    Check writes the log as the run goes, so a run that was killed leaves it
-    cut short: everything up to the last complete </test> is still read.
-    Returns [] when nothing can be read.
+    Works on an element cut out of the log (no namespace declaration) as well
+    as on one inside it.
     """
-    root = _parse_xml(text)
-    if root is None:
-        return []
+    try:
+        node = ET.fromstring(text)
+    except ET.ParseError:
+        return None
+
+    def child(tag: str) -> str:
+        element = node.find(f"{{{CHECK_NS}}}{tag}")
+        if element is None:
+            element = node.find(tag)
+        return (element.text or "") if element is not None else ""
+    try:
+        iteration = int(child("iteration") or 0)
+    except ValueError:
+        iteration = 0
+    try:
+        duration = float(child("duration"))
+    except ValueError:
+        duration = None
+    return XmlTest(child("description"), iteration, node.get("result", ""), child("message"),
+                   duration if duration is None or duration >= 0 else None, child("id"))
+
+
+def parse_check_xml(text: str) -> list[XmlTest]:
+    """The <test> results of a Check XML log (or of a stream holding one), in order.
+
+    Every complete `<test>` element counts, whatever surrounds it: the seed line
+    and Check's own summary share the stream, and a run that was killed leaves
+    the log cut short.  Returns [] when there is none.
+    """
     tests = []
-    for node in root.iter(f"{{{CHECK_NS}}}test"):
-        def child(tag: str) -> str:
-            element = node.find(f"{{{CHECK_NS}}}{tag}")
-            return (element.text or "") if element is not None else ""
-        try:
-            iteration = int(child("iteration") or 0)
-        except ValueError:
-            iteration = 0
-        try:
-            duration = float(child("duration"))
-        except ValueError:
-            duration = None
-        tests.append(XmlTest(child("description"), iteration, node.get("result", ""),
-                             child("message"), duration if duration is None or duration >= 0 else None,
-                             child("id")))
+    for m in _TEST_ELEMENT.finditer(text):
+        test = parse_test_element(_qualified(m.group(0)))
+        if test is not None:
+            tests.append(test)
     return tests
 
 
-def _parse_xml(text: str) -> ET.Element | None:
-    try:
-        return ET.fromstring(text)
-    except ET.ParseError:
-        pass
-    end = text.rfind("</test>")
-    start = text.find("<testsuites")
-    if end < 0 or start < 0:
-        return None
-    try:
-        return ET.fromstring(text[start:end + len("</test>")] + "</suite></testsuites>")
-    except ET.ParseError:
-        return None
+def _qualified(element: str) -> str:
+    """The element with Check's namespace declared on it, so that it parses on its own."""
+    return element.replace("<test", f'<test xmlns="{CHECK_NS}"', 1) if "xmlns" not in element[:200] \
+        else element
+
+
+class CheckStream:
+    """Reads check's standard output as it arrives (a proc.Watch).
+
+    Keeps the seed, each complete <test> result and its raw text (for the XML
+    log kept in BUILD_DIR), and asks the run to stop at the first case that
+    times out, or when no result arrived for STALL_CASE_TIMEOUTS case timeouts
+    (Check's own timer did not fire: the run is stuck).
+    """
+
+    def __init__(self, case_timeout_s: float | None, on_seed: Callable[[int], None] | None = None):
+        self.stall_s = (STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S) if case_timeout_s else None
+        self.on_seed = on_seed
+        self.seed: int | None = None
+        self.tests: list[XmlTest] = []
+        self.elements: list[str] = []
+        self.stop_kind: str | None = None      # "case_timeout" or "stall"
+        self.stop_reason: str | None = None
+        self._head = ""
+        self._pending = ""
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+
+    def feed(self, chunk: bytes) -> None:
+        text = self._decoder.decode(chunk)
+        with self._lock:
+            if self.seed is None and len(self._head) < 4096:
+                self._head += text
+                if m := _SEED_LINE.search(self._head):
+                    self.seed = int(m.group(1))
+                    if self.on_seed:
+                        self.on_seed(self.seed)
+            self._pending += text
+            last = 0
+            for m in _TEST_ELEMENT.finditer(self._pending):
+                last = m.end()
+                test = parse_test_element(_qualified(m.group(0)))
+                if test is None:
+                    continue
+                self.tests.append(test)
+                self.elements.append(m.group(0))
+                self._last = time.monotonic()
+                if self.stop_kind is None and classify(test.result, test.message) == "timeout":
+                    self.stop_kind = "case_timeout"
+                    self.stop_reason = f"case {test.tcase} #{test.iteration} timed out"
+            self._pending = self._pending[last:]
+            if len(self._pending) > _MAX_PENDING:
+                start = self._pending.rfind("<test", len(self._pending) - _MAX_PENDING // 4)
+                self._pending = self._pending[start:] if start >= 0 else self._pending[-256:]
+
+    def poll(self, now: float) -> str | None:
+        with self._lock:
+            if self.stop_kind is None and self.stall_s is not None and now - self._last > self.stall_s:
+                self.stop_kind = "stall"
+                self.stop_reason = f"no result for {self.stall_s:g} s"
+            return self.stop_reason
+
+    def xml_log(self) -> str:
+        """A well-formed Check XML log of the results received."""
+        body = "".join(f"    {e}\n" for e in self.elements)
+        return (f'<?xml version="1.0"?>\n<testsuites xmlns="{CHECK_NS}">\n  <suite>\n'
+                f"    <title>check</title>\n{body}  </suite>\n</testsuites>\n")
 
 
 def classify(result: str, message: str) -> str:
-    """The outcome of one Check result (see the module docstring)."""
+    """The outcome of one Check result (see the module docstring; never "not_run")."""
     if result == "success":
         return "pass"
     if message.startswith("CUDA error:"):
@@ -186,68 +279,96 @@ def classify(result: str, message: str) -> str:
 
 
 def merge(listed: list[ListedCase], tests: list[XmlTest], missing_outcome: str,
-          missing_reason: str) -> list[CaseResult]:
-    """One CaseResult per listed case, matched to the XML by (tcase, iteration).
+          missing_reason: str, first_missing: tuple[str, str] | None = None) -> tuple[list[CaseResult], list[str]]:
+    """One CaseResult per listed case, matched to the XML by (tcase, iteration); and notes.
 
-    A listed case with no XML result gets missing_outcome and missing_reason;
-    an XML result for a case that was not listed is added at the end.
+    A listed case with no XML result gets missing_outcome and missing_reason,
+    except the first such case, which gets first_missing (outcome, reason) when
+    given (the case a stalled run was stuck in).  A case reported more often
+    than listed is a crash (something besides Check wrote results to its
+    stream).  Results for cases that were not listed are left out (a note says
+    how many), unless nothing was listed, when every result is kept.
     """
     reported: dict[tuple[str, int], list[XmlTest]] = {}
     for test in tests:
         reported.setdefault((test.tcase, test.iteration), []).append(test)
-    cases = []
+    listed_count: dict[tuple[str, int], int] = {}
     for item in listed:
-        matches = reported.get((item.tcase, item.iteration))
-        if matches:
+        key = (item.tcase, item.iteration)
+        listed_count[key] = listed_count.get(key, 0) + 1
+    cases, notes = [], []
+    for item in listed:
+        key = (item.tcase, item.iteration)
+        matches = reported.get(key)
+        if matches and len(matches) > listed_count[key]:
+            cases.append(CaseResult(item.tcase, item.iteration, item.label, "crash",
+                                    f"{item.label}: reported {len(matches)} times for {listed_count[key]} "
+                                    "listed: something besides Check wrote results to its output"))
+        elif matches:
             test = matches.pop(0)
             cases.append(CaseResult(item.tcase, item.iteration, item.label,
                                     classify(test.result, test.message), test.message, test.duration_s))
+        elif first_missing is not None:
+            cases.append(CaseResult(item.tcase, item.iteration, item.label, *first_missing))
+            first_missing = None
         else:
             cases.append(CaseResult(item.tcase, item.iteration, item.label, missing_outcome, missing_reason))
-    for (tcase, iteration), rest in reported.items():
-        for test in rest:
-            cases.append(CaseResult(tcase, iteration, f"{tcase} #{iteration}",
-                                    classify(test.result, test.message), test.message, test.duration_s))
-    return cases
+    extra = [t for key, rest in reported.items() if key not in listed_count for t in rest]
+    if listed and extra:
+        notes.append(f"{len(extra)} result(s) for cases `check --list` did not name were ignored")
+    elif extra:
+        cases += [CaseResult(t.tcase, t.iteration, f"{t.tcase} #{t.iteration}", classify(t.result, t.message),
+                             t.message, t.duration_s) for t in extra]
+    return cases, notes
 
 
-def check_env(xml_log: Path | None, seed: int | None, tap_log: Path | None = None) -> dict[str, str]:
-    """The environment of a check run: Check's own switches cleared (fork mode forced),
-    the log files set, SEED set only when replaying."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CK_") and k != "SEED"}
-    env["CK_FORK"] = "yes"
-    if xml_log is not None:
-        env["CK_XML_LOG_FILE_NAME"] = str(xml_log)
-    if tap_log is not None:
-        env["CK_TAP_LOG_FILE_NAME"] = str(tap_log)
+def check_env(seed: int | None) -> dict[str, str]:
+    """The Check variables of a run: fork mode forced, the XML log on stdout, SEED only when
+    replaying.  Every other CK_* variable is left out (the sandbox's environment starts empty)."""
+    env = {"CK_FORK": "yes", "CK_XML_LOG_FILE_NAME": "-"}
     if seed is not None:
         env["SEED"] = str(seed)
     return env
 
 
-def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None) -> CheckRun:
-    """List and run BUILD_DIR/check; its logs are kept as BUILD_DIR/check.xml and check.tap.
+def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
+              case_timeout_s: float | None = None,
+              on_seed: Callable[[int], None] | None = None) -> CheckRun:
+    """List and run BUILD_DIR/check in a sandbox; the XML log is kept as BUILD_DIR/check.xml.
 
-    suite_timeout_s: seconds the whole run may take (lab.json check.suite_timeout_s).
+    suite_timeout_s: seconds the whole run may take (lab.json check.suite_timeout_s);
+    case_timeout_s: Check's per-case timeout (lab.json check.case_timeout_s), for the
+    stall watchdog; on_seed: called with the seed as soon as check prints it.
     Never raises for the program's behaviour; see CheckRun.status.
     """
     build_dir = Path(build_dir)
     check = build_dir / "check"
-    listed, list_error = list_cases(check)
-    for name in ("check.xml", "check.tap"):      # no stale log from an earlier run
-        (build_dir / name).unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="stencil-check-") as tmp:
-        xml_path, tap_path = Path(tmp) / "check.xml", Path(tmp) / "check.tap"
-        run = proc.run([check], suite_timeout_s, env=check_env(xml_path, seed, tap_path))
-        xml_text = xml_path.read_text(errors="replace") if xml_path.is_file() else ""
-        for path in (xml_path, tap_path):
-            if path.is_file():
-                shutil.copyfile(path, build_dir / path.name)
-    tests = parse_check_xml(xml_text)
+    (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run
+    box = proc.plan_sandbox(suite_timeout_s)
+    with proc.SandboxDir(box, [check], prefix="stencil-check-") as jail:
+        listed, list_error = list_cases(check, jail)
+        stream = CheckStream(case_timeout_s, on_seed)
+        run = proc.run([jail.program("check")], suite_timeout_s, env=jail.env(check_env(seed)),
+                       cwd=jail.work, sandbox=box, watch=stream)
+    if stream.elements:
+        (build_dir / "check.xml").write_text(stream.xml_log())
+    tests = stream.tests
+    stopped = run.stopped is not None or stream.stop_kind == "case_timeout"
+    if stream.stop_kind == "case_timeout":
+        # Whatever arrived after the first timeout (before the kill landed) is not used:
+        # the rule does not depend on how fast the stop was.
+        first = next(i for i, t in enumerate(tests) if classify(t.result, t.message) == "timeout")
+        tests = tests[:first + 1]
 
+    first_missing = None
     if run.error:
         status, missing = "error", "crash"
         reason = f"not run: {run.error}"
+    elif stopped:
+        status, missing, reason = "timeout", "not_run", NOT_RUN
+        if stream.stop_kind == "stall":
+            first_missing = ("timeout", f"no result: the run was stuck ({stream.stop_reason}, "
+                                        f"{STALL_CASE_TIMEOUTS}x the case timeout) and was stopped")
     elif run.timed_out:
         status, missing = "timeout", "timeout"
         reason = (f"no result: the check run passed its limit of {suite_timeout_s:g} s "
@@ -262,10 +383,13 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None) 
         status = "crash"
 
     message = "" if status == "ok" else f"check {run.describe()}"
-    if not xml_text and not run.error:
-        message = (message + "; " if message else "") + "no XML log was written"
-    return CheckRun(cases=merge(listed, tests, missing, reason), seed=parse_seed(run.stdout),
-                    status=status, message=message, exit_status=run.returncode,
-                    stderr_tail=proc.tail_lines(run.stderr, STDERR_TAIL_LINES),
+    if stopped and stream.stop_kind == "case_timeout":
+        message = f"stopped at the first case timeout ({stream.stop_reason}); the cases after it did not run"
+    if not tests and not run.error:
+        message = (message + "; " if message else "") + "no test result was written"
+    cases, notes = merge(listed, tests, missing, reason, first_missing)
+    return CheckRun(cases=cases, seed=stream.seed, status=status, message=message,
+                    exit_status=run.returncode, stderr_tail=proc.tail_lines(run.stderr, STDERR_TAIL_LINES),
                     list_error=list_error, seconds=run.seconds,
-                    xml_log=build_dir / "check.xml" if xml_text else None)
+                    xml_log=build_dir / "check.xml" if stream.elements else None,
+                    stopped_early=stopped, notes=notes, sandbox=dict(box.layers))

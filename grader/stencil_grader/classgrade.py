@@ -17,6 +17,12 @@ Two verdicts exist only here (0 points each): "missing" (no kernel.cu for that
 lab) and "grader_error" (the grading process died or ran past its limit; its
 .log says what it printed).
 
+Nothing measured is no grade.  A lab whose verdict is "not_measured" (no GPU)
+or "kit_error" (the machine lacks the Check library, ...) gets that word in
+class.csv instead of points, its student's total stays empty, no Gradescope
+file is written for that student, and `grade.py class` says so loudly and
+exits 1: zeros that only mean "no GPU here" must never be uploaded as grades.
+
 Regrading (e.g. --student NAME) replaces only the files of what is regraded;
 rows and files of other students are kept as they are.
 """
@@ -34,12 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import KIT_ROOT, bench, build, checkrun, labspec, proc, report
+from . import KIT_ROOT, bench, build, checkrun, labspec, proc, report, score
 
 GRADE_PY = KIT_ROOT / "grader" / "grade.py"
 #: Environment variables a grading process keeps; everything else is dropped.
 ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH",
-            "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+            "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+            proc.SANDBOX_USER_ENV) + proc.CUDA_ENV_KEEP
 _SLACK_S = 120.0
 
 
@@ -55,6 +62,11 @@ class Grading:
     points: float
     max_points: float
     seconds: float = 0.0
+
+    @property
+    def graded(self) -> bool:
+        """False when nothing was measured (score.NOT_GRADED): its 0 points are no grade."""
+        return self.verdict not in score.NOT_GRADED
 
 
 def clean_env() -> dict[str, str]:
@@ -114,10 +126,13 @@ def grade_one(spec: labspec.LabSpec, student: str, submissions: Path, out: Path,
         result = _placeholder(spec, student, "missing", f"no submission: {source} not found")
     else:
         with tempfile.TemporaryDirectory(prefix=f"grade-{spec.lab}-") as tmp:
+            # The grading's own TMPDIR, so that the sandboxes of its runs go when it goes (even
+            # when it is killed); 0711 lets the sandbox user reach its own directory in it.
+            os.chmod(tmp, 0o711)
             json_path = Path(tmp) / "report.json"
             command = [sys.executable, GRADE_PY, "lab", spec.lab_dir, "--impl", submissions / student,
                        "--build-dir", Path(tmp) / "build", "--json", json_path, "--gpu-lock", lock]
-            run = proc.run(command, time_limit_s(spec, jobs), env=clean_env(), cwd=tmp)
+            run = proc.run(command, time_limit_s(spec, jobs), env=dict(clean_env(), TMPDIR=tmp), cwd=tmp)
             (student_out / f"{spec.lab}.log").write_text(run.stdout + run.stderr)
             result = None
             if json_path.is_file():
@@ -157,25 +172,31 @@ def update_csv(path: Path, gradings: list[Grading], lab_order: list[str]) -> Non
             labs.append(lab)
     labs.sort()
     for g in gradings:
-        rows.setdefault(g.student, {})[g.lab] = f"{g.points:.2f}"
+        rows.setdefault(g.student, {})[g.lab] = f"{g.points:.2f}" if g.graded else g.verdict
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["student"] + labs + ["total"])
         for student in sorted(rows):
             cells = [rows[student].get(lab, "") for lab in labs]
-            writer.writerow([student] + cells + [f"{sum(_points(c) for c in cells):.2f}"])
+            ungraded = any(c in score.NOT_GRADED for c in cells)
+            writer.writerow([student] + cells + ["" if ungraded else f"{sum(_points(c) for c in cells):.2f}"])
     os.replace(tmp, path)
 
 
-def write_gradescope(out: Path, student: str, lab_order: list[str]) -> Path:
-    """OUT/gradescope/<student>/results.json from every lab report of that student in OUT."""
+def write_gradescope(out: Path, student: str, lab_order: list[str]) -> Path | None:
+    """OUT/gradescope/<student>/results.json from every lab report of that student in OUT;
+    None (and no file: a stale one is removed) when a lab of that student was not measured."""
     reports = []
     for lab in lab_order:
         path = out / student / f"{lab}.json"
         if path.is_file():
             reports.append(json.loads(path.read_text()))
-    return report.write_json(report.gradescope_results(reports), out / "gradescope" / student / "results.json")
+    target = out / "gradescope" / student / "results.json"
+    if any(r.get("verdict") in score.NOT_GRADED for r in reports):
+        target.unlink(missing_ok=True)
+        return None
+    return report.write_json(report.gradescope_results(reports), target)
 
 
 def grade_class(submissions: str | Path, out: str | Path, labs: list[str] | None = None,

@@ -14,9 +14,13 @@
         time every 2D reference on this GPU and print the optimisation table (tour.py)
     calibrate [--runs N] [--labs a,b] [--dry-run]
         write this GPU's floor and target into every lab.json (tour.py, score.py)
+    solve BUILD_DIR [--n N] [--reduction R] [--every K] [--plot PNG]
+        lab 7: run the Jacobi solver of that build on the model Poisson problem and
+        explain its convergence (solve.py; `make solve` in labs/07-reduction-residual)
 
 Exit status: 0 when every graded lab got full points (class: when every
-grading produced a report), 1 otherwise, 2 for a usage or lab.json error.
+grading produced a report and was measured), 1 otherwise, 2 for a usage or
+lab.json error.
 """
 
 from __future__ import annotations
@@ -112,6 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=3, help="timed runs of each reference (median)")
     p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
     p.add_argument("--dry-run", action="store_true", help="print the new targets, write nothing")
+
+    p = sub.add_parser("solve", help="lab 7: run a build's Jacobi solver on the model Poisson problem")
+    p.add_argument("build_dir", metavar="BUILD_DIR", type=Path, help="a lab 7 build (holding bench)")
+    p.add_argument("--n", type=int, default=33, help="grid of N x N cells, h = 1/(N-1) (default 33)")
+    p.add_argument("--reduction", type=float, default=None,
+                   help="stop when the residual 2-norm has fallen by this factor (default 1e-5)")
+    p.add_argument("--every", type=int, default=None, help="print every K-th sweep's residual")
+    p.add_argument("--plot", type=Path, metavar="PNG",
+                   help="where the convergence plot goes (default BUILD_DIR/solve.png; needs matplotlib)")
     return parser
 
 
@@ -191,10 +204,18 @@ def cmd_class(args) -> int:
     except classgrade.ClassError as err:
         raise UsageError(str(err)) from None
     errors = [g for g in gradings if g.verdict == "grader_error"]
+    ungraded = [g for g in gradings if not g.graded]
     print(f"\n{len(gradings)} grading(s); class table: {Path(args.out) / 'class.csv'}")
     if errors:
         print(f"{len(errors)} grading(s) failed to produce a report (verdict grader_error); see the .log files")
-    return EXIT_NOT_FULL if errors else EXIT_FULL
+    if ungraded:
+        verdicts = ", ".join(sorted({g.verdict for g in ungraded}))
+        print(f"\nNOTHING WAS MEASURED for {len(ungraded)} of {len(gradings)} grading(s) ({verdicts}): "
+              "no GPU, or a broken machine.\n"
+              "Their 0 points are NOT grades: class.csv shows the verdict instead of points, and no "
+              "Gradescope file was written for those students.\nGrade again on a machine with a GPU "
+              "(the reports say what was missing).", file=sys.stderr)
+    return EXIT_NOT_FULL if errors or ungraded else EXIT_FULL
 
 
 def cmd_tour(args) -> int:
@@ -219,8 +240,20 @@ def cmd_calibrate(args) -> int:
     return EXIT_FULL
 
 
+def cmd_solve(args) -> int:
+    from . import solve  # lab 7 only
+
+    if args.reduction is not None and not 0 < args.reduction < 1:
+        raise UsageError(f"--reduction must lie between 0 and 1, got {args.reduction:g}")
+    if args.every is not None and args.every < 1:
+        raise UsageError("--every must be at least 1")
+    result = solve.solve(args.build_dir, args.n, args.reduction, args.every, args.plot)
+    print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
+    return result.exit_code
+
+
 COMMANDS = {"lab": cmd_lab, "config": cmd_config, "all": cmd_all, "class": cmd_class,
-            "tour": cmd_tour, "calibrate": cmd_calibrate}
+            "tour": cmd_tour, "calibrate": cmd_calibrate, "solve": cmd_solve}
 
 
 def main(argv: list[str] | None = None) -> int:

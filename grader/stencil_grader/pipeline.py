@@ -2,17 +2,20 @@
 
 Which stage runs after which is decided by score.may_run / score.may_bench;
 this module only calls the stages in order and keeps what they returned.
+The static checks are static.py's (source and PTX) and symbols.py's (the
+compiled object); the programs that run student code run in proc.py's sandbox,
+whose layers the run keeps for the report.
 """
 
 from __future__ import annotations
 
 import datetime
-import re
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import KIT_ROOT, bench, build, checkrun, labspec, proc, score, static
+from . import KIT_ROOT, bench, build, checkrun, labspec, proc, score, static, symbols
 
 
 @dataclass
@@ -33,6 +36,7 @@ class LabRun:
     seed: int | None = None
     not_measured: str | None = None
     notes: list[str] = field(default_factory=list)
+    sandbox: dict[str, str] = field(default_factory=dict)    # proc.Sandbox.layers of the runs
 
 
 def resolve_lab_dir(arg: str | Path, kit_root: Path = KIT_ROOT) -> Path:
@@ -44,11 +48,24 @@ def resolve_lab_dir(arg: str | Path, kit_root: Path = KIT_ROOT) -> Path:
 
 
 def impl_tag(impl: str) -> str:
-    """starter, reference, or dir-<the directory's absolute path with separators as dashes>."""
+    """starter, reference, or dir-<the directory's absolute path, slashes as underscores>.
+
+    The same rule as lab.mk's IMPL_TAG, applied to the path the build passes to
+    make (build.make_command resolves it): one name for one directory.
+    """
     if impl in ("starter", "reference"):
         return impl
-    cleaned = re.sub(r"[^A-Za-z0-9._]+", "-", str(Path(impl).resolve())).strip("-")
-    return "dir-" + cleaned[-100:]
+    return "dir-" + str(Path(impl).resolve()).lstrip(os.sep).replace(os.sep, "_")
+
+
+def kit_error(message: str) -> str | None:
+    """The `kit error: ...` line of a failed build (lab.mk's own checks: a missing Check library,
+    a lab without a problem-kind module), or None.  Such a failure is the machine's or the
+    kit's, never the student's: a line of nvcc's output never starts that way."""
+    for line in message.splitlines():
+        if line.startswith("kit error: "):
+            return line
+    return None
 
 
 def default_build_dir(lab: str, impl: str, kit_root: Path = KIT_ROOT) -> Path:
@@ -80,8 +97,12 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
 
     say(f"building {spec.lab} ({impl}) in {labspec.display_path(build_dir)} ...")
     run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s)
+    if not run.build.ok and kit_error(run.build.message):
+        run.build.outcome = "kit_error"
     if run.build.ok:
         run.static = static.run_static(spec, run.source, build_dir)
+        run.static.checks.insert(1, symbols.check_object(build_dir, run.source,
+                                                         spec.constraints.forbidden_calls))
     if not score.may_run(run.build, run.static)[0]:
         run.score = score.score_lab(spec, run.build, run.static)
         return run
@@ -89,20 +110,25 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
     with proc.GpuLock(gpu_lock):
         say("looking for a GPU ...")
         run.probe = bench.probe(build_dir)
+        run.sandbox = run.probe.sandbox
         if run.probe.status == "no_gpu":
             run.not_measured = f"no GPU: {run.probe.message}"
         else:
             if run.probe.status == "error":
                 run.notes.append(run.probe.message)
             say("running the correctness cases ...")
-            run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed)
+            run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed,
+                                           spec.check.case_timeout_s, on_seed=lambda n: say(f"seed: {n}"))
             run.seed = run.check.seed if run.check.seed is not None else seed
+            run.sandbox = run.check.sandbox
+            run.notes += run.check.notes
             if score.may_bench(run.static, run.check)[0]:
                 if skip_bench:
                     run.not_measured = "skipped (--skip-bench)"
                 else:
                     say("timing (bench) ...")
                     run.bench = bench.run_bench(build_dir, spec.bench.timeout_s, run.seed)
+                    run.notes += run.bench.notes
     run.score = score.score_lab(spec, run.build, run.static, run.check, run.bench,
                                 not_measured=run.not_measured, device_name=run.probe.name)
     return run

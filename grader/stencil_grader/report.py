@@ -65,6 +65,7 @@ def to_dict(run: LabRun) -> dict:
         "full_points": s.full_points,
         "messages": list(s.messages),
         "notes": list(run.notes),
+        "sandbox": dict(run.sandbox),
         "build": None,
         "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
         "gpu": {"status": run.probe.status, "message": run.probe.message, "device": run.probe.device}
@@ -83,6 +84,7 @@ def to_dict(run: LabRun) -> dict:
         report["correctness"].update(
             passed=check.passed, total=check.total, run_status=check.status, run_message=check.message,
             exit_status=check.exit_status, seconds=round(check.seconds, 2), list_error=check.list_error,
+            stopped_early=check.stopped_early,
             stderr_tail=check.stderr_tail, xml_log=str(check.xml_log) if check.xml_log else None,
             cases=[dataclasses.asdict(c) for c in check.cases])
     if s.target:
@@ -137,9 +139,27 @@ def _kernel_lines(build: dict) -> list[str]:
     return lines
 
 
+def seed_line(report: dict) -> str:
+    """The report's first line: the seed and how to replay it."""
+    if report["seed"] is not None:
+        return f"seed: {report['seed']} (replay: {report['replay']})"
+    return f"seed: none drawn (the cases did not run); run again with: {report['replay']}"
+
+
+def sandbox_line(layers: dict) -> str | None:
+    """One line on the sandbox the student code ran in (None when nothing ran)."""
+    if not layers:
+        return None
+    off = [f"{k} ({v.removeprefix('off: ')})" for k, v in layers.items() if v.startswith("off")]
+    on = [k for k, v in layers.items() if v.startswith("on")]
+    line = "on: " + ", ".join(on) if on else "off"
+    return line + ("; off: " + "; ".join(off) if off else "")
+
+
 def render_text(report: dict, colour: bool = False) -> str:
-    """The terminal table of one JSON report."""
-    out = [f"Lab {report['lab']}: {report['title']}",
+    """The terminal table of one JSON report; its first line is the seed."""
+    out = [seed_line(report),
+           f"Lab {report['lab']}: {report['title']}",
            f"  source {display_path(report['source'])} (impl {report['impl']})",
            f"  build dir {display_path(report['build_dir'])}", ""]
     b = report["build"]
@@ -161,14 +181,15 @@ def render_text(report: dict, colour: bool = False) -> str:
         d = gpu["device"]
         out.append(_row("device", "", f"{d.get('name', '?')} (cc {d.get('cc', '?')}, "
                                       f"{d.get('sm_count', '?')} SMs)", False))
+    box = sandbox_line(report.get("sandbox") or {})
+    if box:
+        out.append(_row("sandbox", "", box, False))
     for line in report.get("notes", []):
         out.append(f"  note: {line}")
     out += ["", _row("verdict", report["verdict"], f"{report['points']:.2f}/{report['max_points']:g} points",
                      colour)]
-    if report["seed"] is not None:
-        out.append(f"  seed {report['seed']}; replay: {report['replay']}")
-    else:
-        out.append(f"  seed: none drawn (the cases did not run); run again with: {report['replay']}")
+    if report["verdict"] == "kit_error":
+        out.append("  the machine or the kit is at fault, not the submission: fix it and grade again")
     return "\n".join(out) + "\n"
 
 

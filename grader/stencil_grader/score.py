@@ -2,14 +2,21 @@
 
 Rules, in order:
 
-1. A build that fails (or times out) scores 0: verdict "compile_error".
-2. A forbidden call in the student file scores 0 and nothing is run: "forbidden".
+1. A build that fails (or times out) scores 0: verdict "compile_error"; when
+   lab.mk says the machine or the kit is at fault (`kit error: ...`, e.g. no
+   Check library), "kit_error": 0 points that are not a grade (regrade after
+   fixing the machine).
+2. A forbidden use in the student file or its compiled object (static.py,
+   symbols.py) scores 0 and nothing is run: "forbidden".
 3. Correctness points = points.correctness * passed / total cases.  When any
    case did not pass, the verdict is the worst outcome seen:
-   timeout > crash > incorrect.  Performance is not measured (0 points).
+   timeout > crash > incorrect (cases not run after a timeout count as the
+   timeout).  Performance is not measured (0 points).
 4. A failed PTX constraint (no div/rem, shared memory) keeps the correctness
    points and gives performance 0: "constraint".
-5. With no GPU nothing is measured: "not_measured", 0 points, and the reason.
+5. With no GPU nothing is measured: 0 points and the reason, verdict
+   "not_measured", or "constraint" when rule 4's PTX constraint already failed
+   (known without a GPU).
 6. Performance, only when every case passed and no constraint failed, from the
    bench's ratio = effective bandwidth / copy bandwidth measured in the same run:
      - the timed run's output was wrong:      "incorrect", performance 0;
@@ -39,10 +46,12 @@ from .static import StaticResult
 
 #: Verdicts from best to worst-known; a report shows one per lab.
 VERDICTS = ("pass", "slow", "not_measured", "constraint", "implausible", "incorrect",
-            "crash", "timeout", "forbidden", "compile_error")
+            "crash", "timeout", "forbidden", "compile_error", "kit_error")
+#: Verdicts whose 0 points are no grade: nothing about the student's code was measured.
+NOT_GRADED = ("not_measured", "kit_error")
 #: A stage's verdict is one of these or "not_run" (gated by an earlier stage).
 #: Case outcome -> verdict, and their order of badness (worst first).
-_CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect"}
+_CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect", "not_run": "timeout"}
 _BENCH_VERDICT = {"timeout": "timeout", "cuda_error": "crash", "error": "crash",
                   "no_gpu": "not_measured", "debug_build": "not_measured"}
 _CONSTRAINT_ZERO = "0 points: a constraint of this lab failed (see static checks)"
@@ -91,6 +100,8 @@ class Score:
 
 def may_run(build: BuildResult, static: StaticResult | None) -> tuple[bool, str]:
     """Whether the student's code may be run at all; (False, why) when not."""
+    if build.outcome == "kit_error":
+        return False, "not run: the machine or the kit is broken (kit error), not the submission"
     if not build.ok:
         return False, "not run: the build failed"
     if static is not None and static.forbidden:
@@ -126,7 +137,7 @@ def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
         why = check.message or check.list_error or "the suite reported no case"
         return StageScore("crash", 0.0, total_points, f"no case ran: {why}")
     if check.passed < check.total:
-        worst = next(o for o in ("timeout", "crash", "fail")
+        worst = next(o for o in ("timeout", "crash", "fail", "not_run")
                      if any(c.outcome == o for c in check.cases))
         failed = check.total - check.passed
         return StageScore(_CASE_VERDICT[worst], points, total_points,
@@ -182,7 +193,8 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
     p = spec.points
     runnable, why_not = may_run(build, static)
     if not runnable:
-        verdict = "compile_error" if not build.ok else "forbidden"
+        verdict = ("kit_error" if build.outcome == "kit_error" else "compile_error") if not build.ok \
+            else "forbidden"
         detail = build.message if not build.ok else "; ".join(
             d for c in static.failed("forbidden") for d in (c.details or [c.message]))
         return Score(verdict, StageScore("not_run", 0.0, p.correctness, why_not),

@@ -2,9 +2,15 @@
 
 Two kinds, with different costs (the policy itself is in score.py):
 
-- forbidden calls (severity "forbidden"): identifiers the student's kernel.cu
-  may not use, found after C/C++ comments and string/char literals are blanked
-  out, plus `#include` of the harness.  The lab gets 0 and is not run.
+- forbidden uses (severity "forbidden"); the lab gets 0 and is not run.  The
+  authority is the compiled object: symbols.py checks what BUILD_DIR/kernel.o
+  links against (a whitelist), what it defines, and its system calls.  This
+  module adds the few lexical rules that give a better message than a symbol
+  can, read after C/C++ comments and string/char literals are blanked out:
+  a copy to the host named on its line, a cudaMemcpy*Async whose direction is
+  not named, a #define of a cudaMemcpy name, `#include` of the harness, and
+  the lab's own forbidden identifiers (lab.json constraints.forbidden_calls).
+  None of them matches a name a student may choose (`cpu_count` passes).
 - PTX constraints (severity "constraint") read from BUILD_DIR/kernel.ptx:
   no integer div/rem (lab 3), shared memory used (labs 2, 4, 5, 6), and at
   most N planes of shared memory per block (lab 6; with BUILD_DIR/ptxas.log,
@@ -23,35 +29,16 @@ from .labspec import LabSpec
 
 MAX_REPORTED = 20
 
-_COPY = ("memory copy: the launcher computes on the GPU, in the device buffers it is given "
-         "(a device-to-host copy would move the work to the CPU; the grader does every host copy)")
-_SYNC = ("host synchronisation: launchers are asynchronous on their stream; the harness "
-         "synchronises and times")
-_HOSTMEM = "host or managed memory: the launcher works on the device memory the harness allocated"
-_DEVICE = "device control: the harness chose the device and owns its state"
-_ALLOC = ("allocation: a launcher allocates nothing (on a hot path it would cost more than the sweep); "
-          "every buffer comes from the harness, and scratch space can be a static __device__ array")
-_PROCESS = "starting a process: a kernel file runs no other program"
-
-#: Identifiers every lab forbids, with the reason a student sees.
-DEFAULT_FORBIDDEN: dict[str, str] = {
-    "cudaDeviceSynchronize": _SYNC, "cudaStreamSynchronize": _SYNC, "cudaEventSynchronize": _SYNC,
-    "cudaMallocManaged": _HOSTMEM, "cudaMallocHost": _HOSTMEM, "cudaHostAlloc": _HOSTMEM,
-    "cudaHostRegister": _HOSTMEM,
-    "cudaDeviceReset": _DEVICE, "cudaSetDevice": _DEVICE,
-    "malloc": _ALLOC, "calloc": _ALLOC, "realloc": _ALLOC,
-    "cudaMalloc": _ALLOC, "cudaMallocAsync": _ALLOC, "cudaFree": _ALLOC, "cudaFreeAsync": _ALLOC,
-    "system": _PROCESS, "popen": _PROCESS, "fork": _PROCESS,
-    "fopen": "file access: a kernel file reads and writes no files",
-    "getenv": "reading the environment: the grader's settings are not the kernel's business",
-    "dlopen": "loading a library at run time: a kernel file uses only what the build links",
-}
-#: Identifier prefixes every lab forbids.
-DEFAULT_FORBIDDEN_PREFIXES: dict[str, str] = {
-    "cudaMemcpy": _COPY,
-    "harness_": "a harness function: the student file may not call into the grader",
-    "cpu_": "a harness CPU function (the CPU reference among them): the answer must be computed on the GPU",
-}
+_TO_HOST = ("a copy to or from host memory: the launcher computes on the GPU, in the device buffers it "
+            "is given (a device-to-host copy would move the work to the CPU; the grader does every "
+            "host copy)")
+_UNNAMED_KIND = ("a cudaMemcpy*Async must name its direction, cudaMemcpyDeviceToDevice (or "
+                 "cudaMemcpyHostToDevice for a few coefficients): a launcher copies nothing to the host")
+_REDEFINED = "a #define of a cudaMemcpy name hides a copy's direction"
+#: CUDA's copy directions that reach host memory (or may: cudaMemcpyDefault follows the pointers).
+HOST_COPY_KINDS = ("cudaMemcpyDeviceToHost", "cudaMemcpyHostToHost", "cudaMemcpyDefault")
+#: Directions a cudaMemcpy*Async call may name.
+ALLOWED_COPY_KINDS = ("cudaMemcpyDeviceToDevice", "cudaMemcpyHostToDevice")
 _HARNESS_INCLUDE = ("the harness's header: the student file sees only stencil_lab.h and CUDA's "
                     "headers, never the grader's internals")
 _LAB_FORBIDDEN = "forbidden in this lab (lab.json constraints.forbidden_calls)"
@@ -157,30 +144,34 @@ def _is_digit_separator(src: str, i: int) -> bool:
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]*)[>"]', re.MULTILINE)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(cudaMemcpy\w*)", re.MULTILINE)
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+_ASYNC_COPY = re.compile(r"\b(cudaMemcpy\w*Async(?:_ptsz)?)\s*\(")
 
 
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def forbidden_reason(identifier: str, extra: tuple[str, ...] = ()) -> str | None:
-    """Why identifier is forbidden in a student file, or None when it is allowed."""
-    if identifier in DEFAULT_FORBIDDEN:
-        return DEFAULT_FORBIDDEN[identifier]
-    for prefix, reason in DEFAULT_FORBIDDEN_PREFIXES.items():
-        if identifier.startswith(prefix):
-            return reason
-    if identifier in extra:
-        return _LAB_FORBIDDEN
-    return None
+def _arguments(text: str, open_paren: int) -> str:
+    """The text between the parenthesis at open_paren and its match (to the end when unmatched)."""
+    depth = 0
+    for i in range(open_paren, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[open_paren + 1:i]
+    return text[open_paren + 1:]
 
 
 def find_forbidden(src: str, extra: tuple[str, ...] = ()) -> list[tuple[int, str, str]]:
-    """(line, what, why) for each forbidden identifier or include in C/C++ source src.
+    """(line, what, why) for each use the lexical rules forbid in C/C++ source src.
 
     Comments and string/char literals do not count; preprocessor lines do
-    (a #define of a forbidden name is as good as a call).
+    (a #define of a forbidden name is as good as a call).  extra: the lab's own
+    forbidden identifiers.
     """
     code, bare = strip_source(src)
     findings = []
@@ -190,16 +181,25 @@ def find_forbidden(src: str, extra: tuple[str, ...] = ()) -> list[tuple[int, str
             close = ">" if m.group(1) == "<" else '"'
             shown = f"#include {m.group(1)}{target}{close}"
             findings.append((_line_of(code, m.start()), shown, _HARNESS_INCLUDE))
+    for m in _DEFINE.finditer(bare):
+        findings.append((_line_of(bare, m.start()), f"#define {m.group(1)}", _REDEFINED))
     for m in _IDENT.finditer(bare):
-        reason = forbidden_reason(m.group(0), extra)
-        if reason:
-            findings.append((_line_of(bare, m.start()), m.group(0), reason))
+        name = m.group(0)
+        if name in HOST_COPY_KINDS:
+            findings.append((_line_of(bare, m.start()), name, _TO_HOST))
+        elif name in extra:
+            findings.append((_line_of(bare, m.start()), name, _LAB_FORBIDDEN))
+    for m in _ASYNC_COPY.finditer(bare):
+        args = _arguments(bare, m.end() - 1)
+        named = set(_IDENT.findall(args))
+        if not named & set(ALLOWED_COPY_KINDS) and not named & set(HOST_COPY_KINDS):
+            findings.append((_line_of(bare, m.start()), m.group(1), _UNNAMED_KIND))
     findings.sort()
     return findings
 
 
 def check_source(source: Path, extra: tuple[str, ...] = ()) -> StaticCheck:
-    """The "forbidden calls" check of one student file."""
+    """The "forbidden calls" check of one student file (the lexical rules above)."""
     name = "forbidden calls"
     try:
         src = Path(source).read_text(encoding="utf-8", errors="replace")

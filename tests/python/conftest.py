@@ -1,14 +1,22 @@
 """Shared fixtures of the grader's tests: fake programs and a fake lab.
 
 No GPU and no real lab build is needed.  A fake lab is a directory with a
-lab.json and a Makefile whose `build` target copies fake `check` and `bench`
-programs (small Python scripts) into BUILD_DIR.  The fakes read markers in the
-submission's kernel.cu to decide what to do:
+lab.json and a Makefile whose `build` target writes fake `check` and `bench`
+programs (small Python scripts) into BUILD_DIR, with the submission's text
+baked in (they run in the grader's sandbox: a copy of the program in a
+directory of its own, as `nobody` when the tests run as root, so they can read
+nothing else).  They tell what they saw on stderr (`ran: ...`).  When a C
+compiler is there, the build also writes BUILD_DIR/kernel.o, a real object
+that defines the launcher and calls whatever a `CALLS=a,b` marker names, for
+the symbol check.  Markers in the submission's kernel.cu:
 
     COMPILE_ERROR   make fails like nvcc does
+    NO_CHECK_LIB    make fails with lab.mk's "kit error: the Check ... library is not installed"
     WRONG           check: the second case fails (incorrect result)
     CUDA_ERROR      check: the second case fails with "CUDA error: ..."
     HANG            check: hangs at the second case (the suite limit is 3 s)
+    CASE_TIMEOUT    check: Check reports the second case as timed out, then hangs in the next
+    CALLS=a,b       kernel.o calls the functions a and b
     NO_GPU          bench --probe exits 2, as on a machine without a GPU
     BENCH_BAD_OUTPUT bench: output_ok false
     BENCH_CUDA      bench: exits 3 (CUDA error)
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -52,16 +61,16 @@ BASE_LAB_JSON = {
 
 FAKE_CHECK = r'''
 import os, sys, time
-here = os.path.dirname(os.path.abspath(__file__))
-src = open(os.path.join(here, "kernel.cu")).read()
+src = SRC
 CASES = [("basic", 0, "nx=1 ny=1"), ("basic", 1, "nx=33 ny=9"), ("edges", 0, "nx=1 ny=64")]
 if sys.argv[1:] == ["--list"]:
     for tcase, it, label in CASES:
         print(f"{tcase}\t{it}\t{label}")
     sys.exit(0)
-open(os.path.join(here, "check.ran"), "w").write(os.environ.get("SEED", "") + "\n")
+print("ran: check SEED=" + os.environ.get("SEED", ""), "uid=" + str(os.getuid()), file=sys.stderr, flush=True)
 print("seed: " + os.environ.get("SEED", "777"), flush=True)
-log = open(os.environ["CK_XML_LOG_FILE_NAME"], "w")
+name = os.environ["CK_XML_LOG_FILE_NAME"]
+log = sys.stdout if name == "-" else open(name, "w")
 log.write('<?xml version="1.0"?>\n<testsuites xmlns="http://check.sourceforge.net/ns">\n'
           '  <datetime>2026-01-01 00:00:00</datetime>\n  <suite>\n    <title>fake</title>\n')
 log.flush()
@@ -70,6 +79,10 @@ for i, (tcase, it, label) in enumerate(CASES):
     result, message = "success", "Passed"
     if i == 1 and "HANG" in src:
         time.sleep(3600)
+    if i == 2 and "CASE_TIMEOUT" in src:
+        time.sleep(3600)
+    if i == 1 and "CASE_TIMEOUT" in src:
+        result, message = "error", "Test timeout expired"
     if i == 1 and "WRONG" in src:
         result, message = "failure", label + ": 2 mismatches; first at (x=3, y=4): got 1 want 2"
     if i == 1 and "CUDA_ERROR" in src:
@@ -81,14 +94,13 @@ for i, (tcase, it, label) in enumerate(CASES):
               f'      <message>{message}</message>\n    </test>\n')
     log.flush()
 log.write("  </suite>\n  <duration>0.1</duration>\n</testsuites>\n")
-log.close()
+log.flush()
 sys.exit(1 if failed else 0)
 '''
 
 FAKE_BENCH = r'''
 import json, os, re, sys
-here = os.path.dirname(os.path.abspath(__file__))
-src = open(os.path.join(here, "kernel.cu")).read()
+src = SRC
 if sys.argv[1:] == ["--probe"]:
     if "NO_GPU" in src:
         print("bench: cudaGetDeviceCount: no CUDA-capable device is detected", file=sys.stderr)
@@ -96,7 +108,7 @@ if sys.argv[1:] == ["--probe"]:
     print(json.dumps({"name": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "l2_bytes": 52428800,
                       "global_mem_bytes": 85e9, "mem_free_bytes": 80e9}))
     sys.exit(0)
-open(os.path.join(here, "bench.ran"), "w").write(" ".join(sys.argv[1:]) + "\n")
+print("ran: bench " + " ".join(sys.argv[1:]), file=sys.stderr, flush=True)
 if "BENCH_CUDA" in src:
     print("CUDA error: too many resources requested for launch (kernel.cu:12)", file=sys.stderr)
     sys.exit(3)
@@ -110,7 +122,7 @@ json.dump({"device": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "nx": 1024, 
            "gbps": 3000.0 * ratio, "copy_gbps": 3000.0, "copy_memcpy_gbps": 2900.0,
            "copy_kernel_gbps": 3000.0, "ratio": ratio, "output_ok": "BENCH_BAD_OUTPUT" not in src,
            "output_message": "cell (5, 7): got nan want 0.25" if "BENCH_BAD_OUTPUT" in src else "",
-           "seed": seed}, open(out, "w"))
+           "seed": seed}, sys.stdout if out == "-" else open(out, "w"))
 '''
 
 PLAIN_PTX = """//
@@ -137,13 +149,41 @@ build:
 \t@mkdir -p $(BUILD_DIR)
 \t@if grep -q COMPILE_ERROR $(KERNEL); then echo "$(KERNEL)(3): error: identifier \\"oops\\" is undefined"; \\
 \t  echo "1 error detected in the compilation of \\"kernel.cu\\"."; exit 1; fi
-\t@cp $(KERNEL) $(BUILD_DIR)/kernel.cu
-\t@cp fake/check fake/bench fake/ptxas.log $(BUILD_DIR)/
+\t@if grep -q NO_CHECK_LIB $(KERNEL); then echo "kit error: the Check unit-testing library is not installed" >&2; \\
+\t  exit 2; fi
+\t@PYTHON@ fake/bake.py $(KERNEL) $(BUILD_DIR)
+\t@cp fake/ptxas.log $(BUILD_DIR)/
 \t@if grep -q DIVREM $(KERNEL); then cp fake/div.ptx $(BUILD_DIR)/kernel.ptx; \\
 \t elif grep -q SHARED $(KERNEL); then cp fake/shared.ptx $(BUILD_DIR)/kernel.ptx; \\
 \t else cp fake/plain.ptx $(BUILD_DIR)/kernel.ptx; fi
 \t@echo "IMPL=$(IMPL) CUDA_ARCH=$(CUDA_ARCH)" > $(BUILD_DIR)/make.args
 """
+
+#: fake/bake.py KERNEL BUILD_DIR: the fake programs with the submission baked in, and kernel.o.
+FAKE_BAKE = r'''
+import os, re, shutil, subprocess, sys
+kernel, build = sys.argv[1], sys.argv[2]
+src = open(kernel).read()
+here = os.path.dirname(os.path.abspath(__file__))
+for name in ("check", "bench"):
+    body = open(os.path.join(here, name)).read()
+    shebang, rest = body.split("\n", 1)
+    path = os.path.join(build, name)
+    open(path, "w").write(f"{shebang}\nSRC = {src!r}\n{rest}")
+    os.chmod(path, 0o755)
+cc = shutil.which("cc") or shutil.which("gcc")
+obj = os.path.join(build, "kernel.o")
+if os.path.exists(obj):
+    os.unlink(obj)
+if cc:
+    m = re.search(r"CALLS=([\w,]+)", src)
+    calls = [c for c in (m.group(1).split(",") if m else []) if c]
+    c_src = "".join(f"extern void {c}(void);\n" for c in calls) + "extern int cudaLaunchKernel(void);\n"
+    c_src += "void stencil2d_sweep(void) { cudaLaunchKernel(); " + "".join(f"{c}(); " for c in calls) + "}\n"
+    c_file = os.path.join(build, "kernel_stub.c")
+    open(c_file, "w").write(c_src)
+    subprocess.run([cc, "-c", "-fno-builtin", c_file, "-o", obj], check=True)
+'''
 
 GOOD_KERNEL = """\
 #include "stencil_lab.h"
@@ -156,10 +196,21 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
 """
 
 
+def _runnable_by_all(path: str) -> bool:
+    """True when every folder on the way to path can be entered by anyone and path run by anyone."""
+    p = Path(path).resolve()
+    return all(os.stat(d).st_mode & stat.S_IXOTH for d in [p, *p.parents])
+
+
+#: The interpreter of fake programs: it must run as the sandbox user (nobody) too.
+FAKE_PYTHON = sys.executable if _runnable_by_all(sys.executable) else shutil.which("python3", path="/usr/bin:/bin") \
+    or sys.executable
+
+
 def write_script(path: Path, code: str) -> Path:
-    """Write an executable Python program (this interpreter) at path."""
+    """Write an executable Python program at path (an interpreter anyone may run)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\n{code}")
+    path.write_text(f"#!{FAKE_PYTHON}\n{code}")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 
@@ -172,7 +223,8 @@ class FakeKit:
         self.lab_dir = root / "labs" / FAKE_LAB
         self.fake = self.lab_dir / "fake"
         self.fake.mkdir(parents=True)
-        (self.lab_dir / "Makefile").write_text(FAKE_MAKEFILE)
+        (self.lab_dir / "Makefile").write_text(FAKE_MAKEFILE.replace("@PYTHON@", sys.executable))
+        (self.fake / "bake.py").write_text(FAKE_BAKE)
         write_script(self.fake / "check", FAKE_CHECK)
         write_script(self.fake / "bench", FAKE_BENCH)
         (self.fake / "ptxas.log").write_text((DATA / "ptxas_two_arch.log").read_text())

@@ -1,4 +1,4 @@
-"""bench.py: the probe, the timed run's exit codes and its JSON."""
+"""bench.py: the probe, the timed run's exit codes and its JSON (on stdout, read through a pipe)."""
 
 import json
 
@@ -49,25 +49,63 @@ def test_probe_missing_program(tmp_path):
     assert probe.status == "error" and "could not start" in probe.message
 
 
-def writes_json(data, status=0):
+def writes_json(data, status=0, extra=""):
+    """A bench body: argv on stderr, then the JSON where --json says ("-": stdout), then extra."""
     return (f"out = sys.argv[sys.argv.index('--json') + 1]\n"
-            f"open(os.path.join(os.path.dirname(__file__), 'argv'), 'w').write(' '.join(sys.argv[1:]))\n"
-            f"json.dump({data!r}, open(out, 'w'))\nsys.exit({status})\n")
+            f"print('argv: ' + ' '.join(sys.argv[1:]), file=sys.stderr)\n"
+            f"f = sys.stdout if out == '-' else open(out, 'w')\n"
+            f"json.dump({data!r}, f)\nf.flush()\n{extra}sys.exit({status})\n")
 
 
 def test_measured_run(tmp_path):
     fake_bench(tmp_path, writes_json(GOOD))
     run = bench.run_bench(tmp_path, 30, seed=12)
     assert run.status == "ok" and run.data["ratio"] == pytest.approx(0.8948)
-    assert (tmp_path / "argv").read_text().split()[-2:] == ["--seed", "12"]
+    assert run.stderr_tail.split()[-4:] == ["--json", "-", "--seed", "12"]
     assert json.loads((tmp_path / "bench.json").read_text()) == GOOD
+    assert run.notes == [] and run.sandbox["directory"].startswith("on")
 
 
 def test_wrong_output_is_still_measured(tmp_path):
     fake_bench(tmp_path, writes_json(dict(GOOD, output_ok=False, output_message="cell (1, 2): got nan")))
     run = bench.run_bench(tmp_path, 30)
     assert run.status == "ok" and run.data["output_ok"] is False
-    assert "--seed" not in (tmp_path / "argv").read_text()
+    assert "--seed" not in run.stderr_tail
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("print(json.dumps(dict(" + repr(GOOD) + ", ratio=0.99)))\n", "more than one JSON object"),
+    ("print('done')\n", "more than one JSON object"),
+])
+def test_anything_printed_after_the_json_is_rejected(tmp_path, extra, words):
+    """A destructor that prints a second, better object after the harness's is caught."""
+    fake_bench(tmp_path, writes_json(GOOD, extra=extra))
+    run = bench.run_bench(tmp_path, 30)
+    assert run.status == "error" and words in run.message and run.data is None
+
+
+def test_text_before_the_json_is_rejected(tmp_path):
+    fake_bench(tmp_path, "print('x=1 y=2 (device printf)')\n" + writes_json(GOOD))
+    run = bench.run_bench(tmp_path, 30)
+    assert run.status == "error" and "text before its JSON object" in run.message
+
+
+def test_a_file_the_bench_writes_later_changes_nothing(tmp_path):
+    """The forger's trick: rewrite the figures after the harness wrote them.  The grader reads
+    the pipe, so a file the process writes, whatever its name, is never read."""
+    forged = dict(GOOD, ratio=0.99, gbps=2970.0)
+    fake_bench(tmp_path, writes_json(GOOD, extra=f"json.dump({forged!r}, open('-', 'w'))\n"
+                                               f"json.dump({forged!r}, open('bench.json', 'w'))\n"))
+    run = bench.run_bench(tmp_path, 30)
+    assert run.status == "ok" and run.data["ratio"] == pytest.approx(0.8948)
+
+
+def test_an_older_bench_writing_a_file_named_dash_is_read_with_a_note(tmp_path):
+    fake_bench(tmp_path, "out = sys.argv[sys.argv.index('--json') + 1]\n"
+                         f"json.dump({GOOD!r}, open(out, 'w'))\n")
+    run = bench.run_bench(tmp_path, 30)
+    assert run.status == "ok" and run.data["ratio"] == pytest.approx(0.8948)
+    assert "could rewrite" in run.notes[0]
 
 
 @pytest.mark.parametrize("code, status, words", [
@@ -94,7 +132,7 @@ def test_stale_json_is_never_reused(tmp_path):
     (tmp_path / "bench.json").write_text(json.dumps(GOOD))
     fake_bench(tmp_path, "sys.exit(0)\n")
     run = bench.run_bench(tmp_path, 30)
-    assert run.status == "error" and "wrote no JSON" in run.message
+    assert run.status == "error" and "printed no JSON" in run.message
     assert not (tmp_path / "bench.json").exists()
 
 
@@ -115,6 +153,6 @@ def test_missing_key_and_bad_file(tmp_path):
     del data["copy_gbps"]
     with pytest.raises(bench.BenchFormatError, match="lacks key 'copy_gbps'"):
         bench.validate(data)
-    fake_bench(tmp_path, "open(sys.argv[sys.argv.index('--json') + 1], 'w').write('{\"ratio\": ')\n")
+    fake_bench(tmp_path, "print('{\"ratio\": ')\n")
     run = bench.run_bench(tmp_path, 30)
     assert run.status == "error" and "does not parse" in run.message

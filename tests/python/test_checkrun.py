@@ -68,15 +68,59 @@ def test_list_and_seed_parsing():
     assert checkrun.parse_seed("no seed here") is None
 
 
-def test_merge_fills_unreported_cases_and_keeps_extra_results():
+def test_merge_fills_unreported_cases_and_ignores_unlisted_results():
     listed = checkrun.parse_list("a\t0\tfirst\na\t0\tsecond\nb\t0\tthird\n")
     tests = [checkrun.XmlTest("a", 0, "success", "Passed", 0.1),
              checkrun.XmlTest("a", 0, "failure", "second: wrong", 0.1),
              checkrun.XmlTest("z", 5, "success", "Passed", 0.1)]
-    cases = checkrun.merge(listed, tests, "timeout", "no result: killed")
+    cases, notes = checkrun.merge(listed, tests, "timeout", "no result: killed")
     assert [(c.label, c.outcome, c.message) for c in cases] == [
         ("first", "pass", "Passed"), ("second", "fail", "second: wrong"),
-        ("third", "timeout", "no result: killed"), ("z #5", "pass", "Passed")]
+        ("third", "timeout", "no result: killed")]
+    assert notes == ["1 result(s) for cases `check --list` did not name were ignored"]
+    cases, notes = checkrun.merge([], tests[2:], "crash", "none")            # nothing listed: kept
+    assert [(c.label, c.outcome) for c in cases] == [("z #5", "pass")] and notes == []
+
+
+def test_a_case_reported_twice_is_a_crash_never_a_pass():
+    """A forged success printed into the stream ahead of Check's own result is caught."""
+    listed = checkrun.parse_list("a\t0\tfirst\nb\t1\tsecond\n")
+    tests = [checkrun.XmlTest("b", 1, "success", "Passed", 0.1),            # forged, early
+             checkrun.XmlTest("a", 0, "success", "Passed", 0.1),
+             checkrun.XmlTest("b", 1, "failure", "second: wrong", 0.1)]     # Check's own
+    cases, _ = checkrun.merge(listed, tests, "crash", "none")
+    assert [c.outcome for c in cases] == ["pass", "crash"]
+    assert "reported 2 times for 1 listed" in cases[1].message
+
+
+def test_first_missing_case_gets_its_own_outcome():
+    listed = checkrun.parse_list("a\t0\tfirst\na\t1\tsecond\na\t2\tthird\n")
+    cases, _ = checkrun.merge(listed, [checkrun.XmlTest("a", 0, "success", "Passed", 0.1)], "not_run",
+                              checkrun.NOT_RUN, ("timeout", "stuck"))
+    assert [(c.outcome, c.message) for c in cases] == [("pass", "Passed"), ("timeout", "stuck"),
+                                                       ("not_run", "not run: an earlier case timed out")]
+
+
+def test_stream_reads_seed_and_results_across_chunk_boundaries():
+    seeds = []
+    stream = checkrun.CheckStream(10, on_seed=seeds.append)
+    text = ("seed: 99\n" + (DATA / "check_log.xml").read_text() + "Running suite(s): x\n100%: Checks: 10\n")
+    data = text.encode()
+    for i in range(0, len(data), 7):                          # 7-byte chunks
+        stream.feed(data[i:i + 7])
+    assert seeds == [99] and stream.seed == 99
+    assert [t.test_id for t in stream.tests][:4] == ["t_pass", "t_fail", "t_segv", "t_hang"]
+    assert stream.stop_kind == "case_timeout" and "crashes #0 timed out" in stream.stop_reason
+    assert stream.poll(0.0) == stream.stop_reason
+    assert checkrun.parse_check_xml(stream.xml_log())[0].test_id == "t_pass"
+
+
+def test_stream_stall_watchdog():
+    stream = checkrun.CheckStream(2)
+    assert stream.poll(time.monotonic()) is None
+    assert "no result for 14 s" in stream.poll(time.monotonic() + 15)
+    assert stream.stop_kind == "stall"
+    assert checkrun.CheckStream(None).poll(time.monotonic() + 1e6) is None
 
 
 # ---------------------------------------------------------------- fake check programs
@@ -89,18 +133,18 @@ PASS0 = ('<test result=\\"success\\"><id>t</id><iteration>0</iteration><duration
 
 
 def fake_check(build_dir, body):
-    """A fake BUILD_DIR/check: --list prints three cases; a run executes body."""
+    """A fake BUILD_DIR/check: --list prints three cases; a run executes body (log: its stdout)."""
     write_script(build_dir / "check", f"""import os, sys, time, signal, json
 if sys.argv[1:] == ["--list"]:
     print("{LIST}")
     sys.exit(0)
+log = sys.stdout
 {body}
 """)
 
 
 def test_all_cases_pass(tmp_path):
     fake_check(tmp_path, f"""print("seed: 31", flush=True)
-log = open(os.environ["CK_XML_LOG_FILE_NAME"], "w")
 log.write("{HEADER}")
 for tcase, it in (("basic", 0), ("basic", 1), ("edges", 0)):
     log.write("{PASS0}".replace("<iteration>0", f"<iteration>{{it}}").replace(">basic<", f">{{tcase}}<"))
@@ -110,13 +154,14 @@ log.write("</suite></testsuites>\\n")
     assert (run.status, run.exit_status, run.seed, run.passed, run.total) == ("ok", 0, 31, 3, 3)
     assert [c.label for c in run.cases] == ["nx=1 ny=1", "nx=2 ny=2", "nx=3 ny=3"]
     assert (tmp_path / "check.xml").is_file() and run.xml_log == tmp_path / "check.xml"
+    assert len(checkrun.parse_check_xml((tmp_path / "check.xml").read_text())) == 3
+    assert run.sandbox["directory"].startswith("on")
 
 
 def test_suite_timeout_is_timeout_never_pass_and_kills_every_process(tmp_path):
     """The check parent hangs after one case; its forked case child (own process group, as
     Check makes them) hangs too.  Both must be gone when run_check returns."""
     fake_check(tmp_path, f"""print("seed: 5", flush=True)
-log = open(os.environ["CK_XML_LOG_FILE_NAME"], "w")
 log.write("{HEADER}{PASS0}")
 log.flush()
 pid = os.fork()
@@ -124,7 +169,7 @@ if pid == 0:
     os.setpgid(0, 0)
     time.sleep(3600)
     os._exit(0)
-open(os.path.join(os.path.dirname(__file__), "child.pid"), "w").write(str(pid))
+print("child:", pid, file=sys.stderr, flush=True)
 time.sleep(3600)
 """)
     start = time.monotonic()
@@ -133,11 +178,44 @@ time.sleep(3600)
     assert run.status == "timeout" and run.seed == 5
     assert [c.outcome for c in run.cases] == ["pass", "timeout", "timeout"]
     assert "passed its limit of 1.5 s" in run.cases[1].message
-    child = int((tmp_path / "child.pid").read_text())
+    child = int(run.stderr_tail.split("child:")[1].split()[0])
     deadline = time.monotonic() + 5
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child), "the hung case process was left running"
+
+
+def test_first_case_timeout_stops_the_run_at_once(tmp_path):
+    """Check reports a timeout for the second case and would go on to hang in the third
+    (as a kernel that never returns does in every case): stopped at once."""
+    timeout = PASS0.replace("success", "error").replace("<iteration>0", "<iteration>1").replace(
+        "Passed", "Test timeout expired")
+    fake_check(tmp_path, f"""print("seed: 5", flush=True)
+log.write("{HEADER}{PASS0}{timeout}")
+log.flush()
+time.sleep(3600)
+""")
+    start = time.monotonic()
+    run = checkrun.run_check(tmp_path, 120, case_timeout_s=10)
+    assert time.monotonic() - start < 10
+    assert run.status == "timeout" and run.stopped_early
+    assert [(c.outcome, c.message) for c in run.cases] == [
+        ("pass", "Passed"), ("timeout", "Test timeout expired"), ("not_run", checkrun.NOT_RUN)]
+    assert "stopped at the first case timeout" in run.message
+
+
+def test_a_stuck_run_is_stopped_after_two_case_timeouts(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkrun, "STALL_SLACK_S", 0.5)
+    fake_check(tmp_path, f"""print("seed: 5", flush=True)
+log.write("{HEADER}{PASS0}")
+log.flush()
+time.sleep(3600)
+""")
+    start = time.monotonic()
+    run = checkrun.run_check(tmp_path, 120, case_timeout_s=1)
+    assert time.monotonic() - start < 10
+    assert [c.outcome for c in run.cases] == ["pass", "timeout", "not_run"]
+    assert "the run was stuck" in run.cases[1].message
 
 
 def test_death_by_signal_without_xml_is_crash(tmp_path):
@@ -149,7 +227,7 @@ os.kill(os.getpid(), signal.SIGSEGV)
     assert run.status == "crash"
     assert [c.outcome for c in run.cases] == ["crash"] * 3
     assert "killed by signal 11 (SIGSEGV)" in run.cases[0].message
-    assert "no XML log was written" in run.message
+    assert "no test result was written" in run.message
     assert "Running suite(s): fake" in run.stderr_tail
 
 
@@ -166,19 +244,21 @@ def test_missing_program(tmp_path):
     assert "could not start" in run.list_error
 
 
-def test_environment_forces_fork_mode_and_passes_the_seed(tmp_path, monkeypatch):
+def test_environment_is_the_sandbox_one_with_fork_mode_and_the_seed(tmp_path, monkeypatch):
     monkeypatch.setenv("CK_FORK", "no")
     monkeypatch.setenv("CK_RUN_CASE", "edges")
     monkeypatch.setenv("SEED", "1")
-    fake_check(tmp_path, """json.dump({k: v for k, v in os.environ.items() if k.startswith("CK_") or k == "SEED"},
-          open(os.path.join(os.path.dirname(__file__), "env.json"), "w"))
+    monkeypatch.setenv("SECRET_TOKEN", "x")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    fake_check(tmp_path, """print("env:", json.dumps(dict(os.environ)), file=sys.stderr)
 """)
-    checkrun.run_check(tmp_path, 30, seed=77)
-    env = json.loads((tmp_path / "env.json").read_text())
-    assert env["CK_FORK"] == "yes" and env["SEED"] == "77" and "CK_RUN_CASE" not in env
-    assert env["CK_XML_LOG_FILE_NAME"].endswith("check.xml")
-    checkrun.run_check(tmp_path, 30)
-    assert "SEED" not in json.loads((tmp_path / "env.json").read_text())
+    run = checkrun.run_check(tmp_path, 30, seed=77)
+    env = json.loads(run.stderr_tail.split("env:", 1)[1])
+    assert env["CK_FORK"] == "yes" and env["SEED"] == "77" and env["CK_XML_LOG_FILE_NAME"] == "-"
+    assert "CK_RUN_CASE" not in env and "SECRET_TOKEN" not in env
+    assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["HOME"] == env["TMPDIR"]
+    run = checkrun.run_check(tmp_path, 30)
+    assert "SEED" not in json.loads(run.stderr_tail.split("env:", 1)[1])
 
 
 # ---------------------------------------------------------------- the real Check library
@@ -191,16 +271,21 @@ def _have_check() -> bool:
 
 @pytest.mark.skipif(not _have_check(), reason="gcc or the Check library (pkg-config check) not installed")
 def test_real_check_suite_end_to_end(tmp_path):
+    """Check 0.15 itself: CK_XML_LOG_FILE_NAME=- puts the XML log on stdout, beside the seed
+    line and Check's own summary, one flushed <test> at a time; the run stops at the hang."""
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "check"], capture_output=True, text=True,
                            timeout=10).stdout.split()
     built = subprocess.run(["gcc", str(DATA / "check_suite.c"), "-o", str(tmp_path / "check"), *flags],
                            capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
-    run = checkrun.run_check(tmp_path, 60)
-    assert (run.status, run.exit_status, run.seed) == ("ok", 1, 4242)
+    start = time.monotonic()
+    run = checkrun.run_check(tmp_path, 60, case_timeout_s=1)
+    assert time.monotonic() - start < 20
+    assert (run.status, run.seed, run.stopped_early) == ("timeout", 4242, True)
     assert [(c.label, c.outcome) for c in run.cases] == [
-        ("pass", "pass"), ("fail", "fail"), ("segv", "crash"), ("hang", "timeout"), ("exit", "crash"),
-        ("cuda", "crash"), ("nx=1 ny=9", "pass"), ("nx=2 ny=9", "fail"), ("nx=33 ny=9", "pass"),
-        ("nx=64 ny=9", "pass")]
+        ("pass", "pass"), ("fail", "fail"), ("segv", "crash"), ("hang", "timeout"), ("exit", "not_run"),
+        ("cuda", "not_run"), ("nx=1 ny=9", "not_run"), ("nx=2 ny=9", "not_run"), ("nx=33 ny=9", "not_run"),
+        ("nx=64 ny=9", "not_run")]
     assert list(run.by_tcase()) == ["basic", "crashes", "edges"]
-    assert (tmp_path / "check.xml").is_file() and (tmp_path / "check.tap").is_file()
+    assert (tmp_path / "check.xml").is_file()
+    assert len(checkrun.parse_check_xml((tmp_path / "check.xml").read_text())) >= 4   # what Check sent

@@ -27,7 +27,8 @@ def klass(fake_kit):
     fake_kit.submission("bob", GOOD_KERNEL + "COMPILE_ERROR\n", nested=True)
     fake_kit.submission("carol", GOOD_KERNEL + "// HANG\n", nested=True)
     (subs / "dave").mkdir()
-    fake_kit.submission("erin", GOOD_KERNEL + "void f() { system(\"cp ref.cu .\"); }\n", nested=True)
+    fake_kit.submission("erin", GOOD_KERNEL + "void f() { system(\"cp ref.cu .\"); }\n// CALLS=system\n",
+                        nested=True)
     (subs / ".hidden").mkdir()
     return subs
 
@@ -92,7 +93,7 @@ def test_a_grading_process_past_its_limit_costs_that_lab_only(fake_kit, klass, t
     # carol's hung check ran in a session of its own, under the killed grading process: gone too
     time.sleep(0.2)
     leftovers = [p for p in os.listdir("/proc") if p.isdigit() and alive(int(p))
-                 and b"grade-01-fake-5pt" in _cmdline(p)]
+                 and (b"grade-01-fake-5pt" in _cmdline(p) or b"stencil-check-" in _cmdline(p))]
     assert leftovers == []
 
 
@@ -134,3 +135,32 @@ def test_gpu_lock_excludes_other_processes(tmp_path):
     with proc.GpuLock(None):                                     # no lock file: does nothing
         pass
     assert os.path.exists(lock)
+
+
+def test_no_gpu_is_no_grade_and_says_so(fake_kit, tmp_path):
+    """Without a GPU nothing is measured: no 0.00 in class.csv, no Gradescope file, exit 1, loudly."""
+    subs = tmp_path / "subs"
+    (subs / "ann" / FAKE_LAB).mkdir(parents=True)
+    (subs / "ann" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL + "// NO_GPU\n")
+    out = tmp_path / "out"
+    stale = out / "gradescope" / "ann" / "results.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}")
+    gradings = classgrade.grade_class(subs, out, progress=lambda line: None, kit_root=fake_kit.root)
+    assert [(g.verdict, g.graded) for g in gradings] == [("not_measured", False)]
+    row = read_csv(out / "class.csv")["ann"]
+    assert row[FAKE_LAB] == "not_measured" and row["total"] == ""
+    assert not stale.exists()
+    assert json.loads((out / "ann" / f"{FAKE_LAB}.json").read_text())["verdict"] == "not_measured"
+
+
+def test_class_command_exits_1_and_shouts_when_nothing_was_measured(fake_kit, tmp_path, monkeypatch):
+    from stencil_grader import cli
+    monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    subs = tmp_path / "subs"
+    (subs / "ann" / FAKE_LAB).mkdir(parents=True)
+    (subs / "ann" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL + "// NO_GPU\n")
+    real = classgrade.grade_class
+    monkeypatch.setattr(classgrade, "grade_class", lambda *a, **k: real(*a, **k, kit_root=fake_kit.root))
+    status = cli.main(["class", str(subs), "--out", str(tmp_path / "out")])
+    assert status == 1

@@ -1,6 +1,8 @@
 """`grade.py lab`, end to end, on a fake lab (fake make, check and bench; see conftest.py)."""
 
 import json
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -32,7 +34,10 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     assert perf["bench"]["gbps"] == pytest.approx(2550.0) and perf["ratio"] == pytest.approx(0.85)
     assert perf["target"]["table"] == "Fake GPU 80GB" and perf["target"]["calibrated"] == "test table"
     assert report["seed"] == 777
-    assert (build_dir / "bench.ran").read_text().split() [-2:] == ["--seed", "777"]   # the check's seed
+    assert perf["stderr_tail"].split()[-2:] == ["--seed", "777"]          # the check's seed
+    layers = report["sandbox"]
+    assert set(layers) == {"user", "directory", "environment", "network", "limits"}
+    assert layers["directory"].startswith("on") and layers["limits"].startswith("on")
     assert json.loads((tmp_path / "r.json").read_text()) == report
     results = json.loads(gradescope.read_text())
     assert results["score"] == 100 and results["max_score"] == 100
@@ -40,7 +45,10 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     out = done.stdout
     assert "verdict      pass" in out and "100.00/100 points" in out
     assert "2550.0 GB/s effective, copy 3000.0 GB/s, ratio 0.850" in out
-    assert "seed 777; replay: cd " in out and f"make check SEED=777 IMPL={tmp_path}" in out
+    assert "seed: 777\n" in out                      # printed as soon as check says it ...
+    assert out.index("seed: 777 (replay: cd ") < out.index("Lab 01-fake-5pt")     # ... and first in the report
+    assert f"make check SEED=777 IMPL={tmp_path}" in out
+    assert "sandbox" in out
     assert f"report: {build_dir / 'report.json'}" in out
     assert "\033[" not in out                                  # no colour: not a tty, NO_COLOR set
 
@@ -53,7 +61,7 @@ def test_no_gpu_build_and_static_run_then_not_measured_exit_1(grade):
     assert "correctness: not measured (no GPU: bench: cudaGetDeviceCount: no CUDA-capable device is " \
            "detected)" in done.stdout
     assert "performance: not measured" in done.stdout
-    assert not (build_dir / "check.ran").exists() and not (build_dir / "bench.ran").exists()
+    assert report["correctness"]["total"] is None and report["performance"]["bench"] is None
 
 
 def test_compile_error(grade):
@@ -61,15 +69,39 @@ def test_compile_error(grade):
     assert done.returncode == 1
     assert report["verdict"] == "compile_error" and report["points"] == 0
     assert 'error: identifier "oops" is undefined' in done.stdout
-    assert report["static"] is None and not (build_dir / "check.ran").exists()
+    assert report["static"] is None and report["correctness"]["total"] is None
 
 
-def test_forbidden_call_is_not_run(grade):
+def test_missing_check_library_is_the_machines_fault(grade):
+    done, report, _ = grade(GOOD_KERNEL + "// NO_CHECK_LIB\n")
+    assert done.returncode == 1
+    assert report["verdict"] == "kit_error" and report["build"]["outcome"] == "kit_error"
+    assert "the machine or the kit is at fault" in done.stdout
+
+
+needs_cc = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")),
+                              reason="no C compiler to make the fake kernel.o")
+
+
+@needs_cc
+def test_forbidden_symbol_is_not_run(grade):
     done, report, build_dir = grade(GOOD_KERNEL.replace("{\n    stencil5",
-                                                        "{\n    cudaDeviceSynchronize();\n    stencil5"))
+                                                        "{\n    cudaDeviceSynchronize();\n    stencil5")
+                                    + "// CALLS=cudaDeviceSynchronize\n")
     assert done.returncode == 1 and report["verdict"] == "forbidden" and report["points"] == 0
-    assert "line 6: cudaDeviceSynchronize: host synchronisation" in done.stdout
-    assert not (build_dir / "check.ran").exists()
+    assert "line 6: cudaDeviceSynchronize (in stencil2d_sweep): host synchronisation" in done.stdout
+    assert report["correctness"]["total"] is None
+
+
+@needs_cc
+def test_harmless_names_pass_and_the_object_is_what_counts(grade):
+    """A variable named like the harness (cpu_count) is fine; a getenv reached without naming it is not."""
+    done, report, _ = grade(GOOD_KERNEL + "const int cpu_count = 0, harness_x = 1;\n")
+    assert report["verdict"] == "pass", done.stdout
+    symbols_check = [c for c in report["static"] if c["name"] == "linked symbols"][0]
+    assert symbols_check["status"] == "pass"
+    done, report, _ = grade(GOOD_KERNEL + "#define LOOKUP get##env\n// CALLS=getenv\n", name="sneaky")
+    assert report["verdict"] == "forbidden" and "getenv (in stencil2d_sweep): the environment" in done.stdout
 
 
 def test_lab_specific_forbidden_call(grade, fake_kit):
@@ -84,7 +116,7 @@ def test_incorrect_result_gates_performance(grade):
     assert done.returncode == 1 and report["verdict"] == "incorrect"
     assert report["correctness"]["points"] == 40 and report["performance"]["points"] == 0
     assert "fail: nx=33 ny=9: 2 mismatches; first at (x=3, y=4)" in done.stdout
-    assert not (build_dir / "bench.ran").exists()
+    assert report["performance"]["bench"] is None
 
 
 def test_cuda_error_in_a_case_is_a_crash(grade):
@@ -101,13 +133,26 @@ def test_hanging_suite_is_a_timeout_not_a_pass(grade):
     assert outcomes == ["pass", "timeout", "timeout"]
 
 
+def test_first_case_timeout_stops_the_run(grade):
+    """Check reports the second case timed out and would hang in the third: the run is stopped
+    at once, the third case is "not run", and the lab ends long before the suite limit."""
+    start = time.monotonic()
+    done, report, _ = grade(GOOD_KERNEL + "// CASE_TIMEOUT\n", env={})
+    assert time.monotonic() - start < 30
+    assert report["verdict"] == "timeout" and report["correctness"]["stopped_early"]
+    cases = report["correctness"]["cases"]
+    assert [c["outcome"] for c in cases] == ["pass", "timeout", "not_run"]
+    assert cases[2]["message"] == "not run: an earlier case timed out"
+    assert "stopped at the first case timeout" in report["correctness"]["run_message"]
+
+
 def test_div_rem_constraint(grade, fake_kit):
     fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": True, "forbidden_calls": []})
     done, report, build_dir = grade(GOOD_KERNEL + "// DIVREM\n")
     assert done.returncode == 1 and report["verdict"] == "constraint"
     assert report["correctness"]["points"] == 60 and report["performance"]["points"] == 0
     assert "div.s32 in _Z6helperii" in done.stdout
-    assert not (build_dir / "bench.ran").exists()
+    assert report["performance"]["bench"] is None
     done, report, _ = grade(GOOD_KERNEL, name="clean")
     assert report["verdict"] == "pass"
 
@@ -135,12 +180,12 @@ def test_skip_bench(grade):
     done, report, build_dir = grade(GOOD_KERNEL, "--skip-bench")
     assert done.returncode == 1 and report["verdict"] == "not_measured"
     assert report["correctness"]["points"] == 60
-    assert not (build_dir / "bench.ran").exists()
+    assert report["performance"]["bench"] is None
 
 
 def test_seed_option_environment_arch_and_nested_layout(grade, tmp_path):
     done, report, build_dir = grade(GOOD_KERNEL, "--seed", "5", "--arch", "80", nested=True)
-    assert report["seed"] == 5 and (build_dir / "check.ran").read_text().strip() == "5"
+    assert report["seed"] == 5 and "ran: check SEED=5" in report["correctness"]["stderr_tail"]
     assert (build_dir / "make.args").read_text().split()[-1] == "CUDA_ARCH=80"
     assert "SEED=5" in report["replay"]
     done, report, build_dir = grade(GOOD_KERNEL, name="env", env={"SEED": "6"})
@@ -165,8 +210,21 @@ def test_usage_and_config_errors_exit_2(fake_kit, tmp_path):
 
 def test_default_build_dir_and_impl_tags(tmp_path):
     assert pipeline.impl_tag("starter") == "starter" and pipeline.impl_tag("reference") == "reference"
-    tag = pipeline.impl_tag(str(tmp_path / "my subs"))
-    assert tag.startswith("dir-") and "/" not in tag and " " not in tag and tag.endswith("my-subs")
+    tag = pipeline.impl_tag(str(tmp_path / "my_subs"))
+    assert tag == "dir-" + str(tmp_path.resolve() / "my_subs").lstrip("/").replace("/", "_")
     assert pipeline.default_build_dir("01-naive-5pt", "starter") == KIT_ROOT / "build" / "01-naive-5pt" / "starter"
     assert pipeline.resolve_lab_dir("01-naive-5pt") == KIT_ROOT / "labs" / "01-naive-5pt"
     assert FAKE_LAB != "01-naive-5pt"
+
+
+def test_build_dir_rule_is_lab_mks(tmp_path):
+    """pipeline.impl_tag and lab.mk's IMPL_TAG name an IMPL=DIR build directory alike."""
+    if not shutil.which("make"):
+        pytest.skip("make not installed")
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    done = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(KIT_ROOT / "labs" / "01-naive-5pt"),
+                           "print-build-dir", f"IMPL={folder.resolve()}"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(pipeline.default_build_dir("01-naive-5pt", str(folder)))

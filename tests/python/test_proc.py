@@ -1,7 +1,11 @@
 """proc.py: every program runs under a time limit and leaves no process behind."""
 
+import json
+import os
 import sys
 import time
+
+import pytest
 
 from conftest import write_script
 from stencil_grader import proc
@@ -70,3 +74,117 @@ def test_missing_program_and_signals(tmp_path):
 def test_tail_lines():
     assert proc.tail_lines("a\nb\nc\n", 2) == "b\nc"
     assert proc.tail_lines("", 3) == ""
+
+
+# ---------------------------------------------------------------- watching and stopping a run
+
+class StopAtWord:
+    def __init__(self, word):
+        self.word, self.seen = word.encode(), b""
+
+    def feed(self, chunk):
+        self.seen += chunk
+
+    def poll(self, now):
+        return f"saw {self.word.decode()}" if self.word in self.seen else None
+
+
+def test_a_watcher_stops_the_run_early():
+    start = time.monotonic()
+    run = proc.run([sys.executable, "-c", "import time; print('STOP', flush=True); time.sleep(60)"], 30,
+                   watch=StopAtWord("STOP"))
+    assert time.monotonic() - start < 5
+    assert run.stopped == "saw STOP" and run.returncode is None and not run.timed_out
+    assert "was stopped (saw STOP)" in run.describe()
+
+
+def test_stdin_text():
+    run = proc.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], 30, stdin_text="abc")
+    assert run.stdout == "ABC\n"
+
+
+# ---------------------------------------------------------------- the sandbox
+
+PROBE = r'''import json, os, resource, socket, sys
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2).close()
+    net = "reached"
+except OSError as err:
+    net = type(err).__name__
+try:
+    open("/etc/passwd-stencil-test", "w").close()
+    etc = "written"
+except OSError:
+    etc = "refused"
+json.dump({"uid": os.getuid(), "cwd": os.getcwd(), "env": dict(os.environ), "net": net, "etc": etc,
+           "interfaces": [name for _, name in socket.if_nameindex()],
+           "limits": {name: resource.getrlimit(getattr(resource, name))
+                      for name in ("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC", "RLIMIT_CORE")}},
+          sys.stdout)
+'''
+
+
+def test_sandbox_layers_and_what_the_program_sees(tmp_path, monkeypatch):
+    monkeypatch.setenv("SECRET_TOKEN", "do not pass")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    program = write_script(tmp_path / "probe", PROBE)
+    box = proc.plan_sandbox(10)
+    assert list(box.layers) == list(proc.LAYERS)
+    with proc.SandboxDir(box, [program]) as jail:
+        run = proc.run([jail.program("probe")], 30, env=jail.env({"EXTRA": "1"}), cwd=jail.work, sandbox=box)
+        work = jail.work
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert not work.exists()                                   # removed afterwards
+    assert seen["cwd"] == str(work)
+    assert "SECRET_TOKEN" not in seen["env"] and seen["env"]["CUDA_VISIBLE_DEVICES"] == "0"
+    assert seen["env"]["EXTRA"] == "1" and seen["env"]["HOME"] == str(work)
+    assert seen["limits"]["RLIMIT_FSIZE"][0] == proc.FILE_SIZE_LIMIT and seen["limits"]["RLIMIT_CORE"] == [0, 0]
+    assert 0 < seen["limits"]["RLIMIT_CPU"][0] < 10 ** 6 and seen["limits"]["RLIMIT_NPROC"][0] > 0
+    if os.geteuid() == 0 and box.uid is not None:
+        assert seen["uid"] == box.uid != 0 and seen["etc"] == "refused"
+        assert box.layers["user"].startswith("on: runs as")
+    else:
+        assert box.layers["user"].startswith("off:")
+    if box.new_net:
+        assert seen["interfaces"] == ["lo"] and seen["net"] != "reached"
+    else:
+        assert box.layers["network"].startswith("off:")
+
+
+def test_layers_that_cannot_be_had_are_off_with_a_reason(monkeypatch):
+    monkeypatch.setenv(proc.SANDBOX_USER_ENV, "")
+    box = proc.plan_sandbox(10)
+    assert box.uid is None and box.layers["user"].startswith("off:")
+    assert any(line.startswith("user (") for line in box.off())
+    monkeypatch.setenv(proc.SANDBOX_USER_ENV, "no-such-user-stencil")
+    box = proc.plan_sandbox(10)
+    if os.geteuid() == 0:
+        assert "no user 'no-such-user-stencil'" in box.layers["user"]
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    box = proc.plan_sandbox(10)
+    assert box.layers["user"].startswith("off: the grader is not root")
+    assert box.layers["network"] == "off: a network namespace needs root" and not box.new_net
+    assert box.layers["limits"].startswith("on:")
+
+
+def test_the_sandbox_user_cannot_touch_the_build_directory(tmp_path):
+    """The program is a copy: the build directory's binaries and files stay out of reach."""
+    if os.geteuid() != 0 or proc.plan_sandbox(10).uid is None:
+        pytest.skip("needs root and a sandbox user")
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "report.json").write_text("{}")
+    program = write_script(build / "evil", f"""import os
+for path in ({str(build / 'report.json')!r}, os.path.join(os.path.dirname(__file__), "evil")):
+    try:
+        open(path, "a").write("x")
+        print("wrote", path)
+    except OSError:
+        print("refused", path)
+""")
+    box = proc.plan_sandbox(10)
+    with proc.SandboxDir(box, [program]) as jail:
+        run = proc.run([jail.program("evil")], 30, env=jail.env(), cwd=jail.work, sandbox=box)
+    assert run.stdout.split().count("refused") == 2, run.stdout + run.stderr
+    assert (build / "report.json").read_text() == "{}"

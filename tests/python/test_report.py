@@ -69,6 +69,18 @@ def test_rendered_text_with_and_without_colour(fake_kit, tmp_path):
     assert "\033[32mpass\033[0m" in coloured
 
 
+def test_the_seed_comes_first_and_the_sandbox_is_reported(fake_kit, tmp_path):
+    data = graded(fake_kit, tmp_path)
+    lines = report.render_text(data).splitlines()
+    assert lines[0].startswith(f"seed: {data['seed']} (replay: cd ")
+    (box,) = [line for line in lines if line.strip().startswith("sandbox")]
+    assert "on: " in box and "directory" in box
+    assert report.sandbox_line({}) is None
+    line = report.sandbox_line({"user": "off: the grader is not root", "directory": "on: own",
+                                "network": "off: a network namespace needs root"})
+    assert line == "on: directory; off: user (the grader is not root); network (a network namespace needs root)"
+
+
 def test_replay_command_mentions_impl_only_when_not_starter():
     base = {"lab_dir": "labs/01-naive-5pt", "seed": 12, "impl": "starter"}
     assert report.replay_command(base) == "cd labs/01-naive-5pt && make check SEED=12"

@@ -95,7 +95,17 @@ def test_forbidden_scores_zero_and_is_not_run(spec):
     assert "line 3: cudaMemcpy" in s.messages[0]
 
 
+def test_kit_error_is_not_the_students_and_not_a_grade(spec):
+    broken = BuildResult("kit_error", ["make"], Path("b"), message="kit error: the Check unit-testing library "
+                                                                   "is not installed")
+    assert score.may_run(broken, None)[0] is False and "kit error" in score.may_run(broken, None)[1]
+    s = score.score_lab(spec, broken)
+    assert (s.verdict, s.points) == ("kit_error", 0) and "Check" in s.messages[0]
+    assert "kit_error" in score.NOT_GRADED and "not_measured" in score.NOT_GRADED
+
+
 @pytest.mark.parametrize("outcomes, verdict, points", [
+    (("pass", "timeout", "not_run", "not_run"), "timeout", 15.0),
     (("pass", "pass", "fail", "pass"), "incorrect", 45.0),
     (("pass", "crash", "fail", "pass"), "crash", 30.0),
     (("timeout", "crash", "fail", "pass"), "timeout", 15.0),

@@ -1,0 +1,249 @@
+"""symbols.py: the whitelist of what the compiled student object may link against."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from stencil_grader import symbols
+
+
+@pytest.mark.parametrize("name", [
+    "cudaLaunchKernel", "__cudaLaunchKernel", "__cudaRegisterFatBinary", "__cudaRegisterFunction",
+    "__cudaRegisterVar", "__cudaPushCallConfiguration", "cudaGetLastError", "cudaPeekAtLastError",
+    "cudaFuncSetAttribute", "cudaFuncGetAttributes", "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    "cudaGetDevice", "cudaDeviceGetAttribute", "cudaGetDeviceProperties_v2", "cudaGetSymbolAddress",
+    "cudaMemsetAsync", "cudaMemsetAsync_ptsz", "cudaMemcpyAsync", "cudaMemcpyToSymbolAsync",
+    "sqrtf", "exp2", "fmaf", "floorl", "__gxx_personality_v0", "_Unwind_Resume", "__cxa_guard_acquire",
+    "atexit", "__cxa_atexit", "__dso_handle", "memcpy", "_ZSt9terminatev", "__assert_fail",
+])
+def test_allowed(name):
+    assert symbols.forbidden_reason(name) is None
+
+
+@pytest.mark.parametrize("name, demangled, words", [
+    ("getenv", None, "environment"),
+    ("secure_getenv", None, "environment"),
+    ("dlsym", None, "dynamic loading"),
+    ("dlopen", None, "dynamic loading"),
+    ("fopen", None, "file"),
+    ("open", None, "file"),
+    ("write", None, "file"),
+    ("printf", None, "file"),
+    ("stdout", None, "file"),
+    ("_ZNSt14basic_ofstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode",
+     "std::basic_ofstream<char, std::char_traits<char> >::basic_ofstream(char const*, std::_Ios_Openmode)",
+     "file"),
+    ("_ZSt4cout", "std::cout", "file"),
+    ("_ZTVSt14basic_ofstreamIcSt11char_traitsIcEE", "vtable for std::basic_ofstream<char, "
+     "std::char_traits<char> >", "file"),
+    ("exit", None, "process"),
+    ("_exit", None, "process"),
+    ("abort", None, "process"),
+    ("system", None, "process"),
+    ("fork", None, "process"),
+    ("execve", None, "process"),
+    ("syscall", None, "system call"),
+    ("harness_fill_random", None, "harness"),
+    ("cpu_stencil2d_sweep", None, "harness"),
+    ("srunner_run_all", None, "harness"),
+    ("malloc", None, "allocation"),
+    ("_Znwm", "operator new(unsigned long)", "allocation"),
+    ("cudaMalloc", None, "allocation"),
+    ("cudaFreeAsync", None, "allocation"),
+    ("cudaMallocManaged", None, "host or managed memory"),
+    ("__cudaRegisterManagedVar", None, "host or managed memory"),
+    ("cudaDeviceSynchronize", None, "synchronisation"),
+    ("cudaStreamSynchronize", None, "synchronisation"),
+    ("cudaMemcpy", None, "copy"),
+    ("cudaMemcpyFromSymbolAsync", None, "copy"),
+    ("cudaSetDevice", None, "device control"),
+    ("cudaLaunchHostFunc", None, "host work"),
+    ("cudaStreamCreate", None, "host work"),
+    ("cudaEventElapsedTime", None, "host work"),
+    ("strlen", None, "not on the list"),
+])
+def test_forbidden_with_a_reason(name, demangled, words):
+    why = symbols.forbidden_reason(name, demangled)
+    assert why is not None and words in why
+
+
+def test_a_lab_can_forbid_a_whitelisted_call():
+    assert "lab.json" in symbols.forbidden_reason("cudaMemcpyAsync", extra=("cudaMemcpyAsync",))
+    assert "lab.json" in symbols.forbidden_reason("cudaMemcpyAsync_ptsz", extra=("cudaMemcpyAsync",))
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("stencil2d_sweep", True), ("residual_norm2", True), ("_Z6kernelPKfPf", True),
+    ("DW.ref.__gxx_personality_v0", True), ("_ZN6ForgerD2Ev", True),
+    ("fprintf", False), ("cpu_stencil2d_sweep", False), ("main", False), ("cudaEventElapsedTime", False),
+    ("harness_compare", False), ("_ZNSt6vectorIiSaIiEE9push_backERKi", False), ("_Znwm", False),
+    ("_ZdlPv", False), ("_ZSt4cout", False),
+])
+def test_what_the_object_may_define(name, ok):
+    assert (symbols.defined_reason(name, symbols.api_names()) is None) == ok
+
+
+def test_inline_library_functions_the_compiler_instantiates_are_fine():
+    assert symbols.defined_reason("_ZNKSt5ctypeIcE8do_widenEc", frozenset(), "W") is None
+    assert symbols.defined_reason("_ZNKSt5ctypeIcE8do_widenEc", frozenset(), "T") is not None
+    assert symbols.defined_reason("_Znwm", frozenset(), "W") is not None
+
+
+def test_api_names_come_from_the_header():
+    names = symbols.api_names()
+    assert {"stencil2d_sweep", "stencil2d_periodic_sweep", "stencil2d_run", "stencil3d_sweep",
+            "residual_norm2", "jacobi_sweep"} <= names
+    assert "stencil2d_coeffs" not in names and "extern" not in names
+
+
+def test_parse_nm():
+    text = ("DW.ref.__gxx_personality_v0 V 0 8\n_Z1kPKfPfi T 10 10b\n_ZN6ForgerD1Ev W 0 1ea\n"
+            "_ZN6ForgerD5Ev n 0 \n_ZL6forger b 0 1\ngetenv U \n__gmon_start__ w \nstencil2d_sweep T 240 311\n"
+            "_ZZ4mainE1x u 0 4\n")
+    undefined, defined = symbols.parse_nm(text)
+    assert [(s.name, s.kind) for s in undefined] == [("getenv", "U"), ("__gmon_start__", "w")]
+    assert [s.name for s in defined] == ["DW.ref.__gxx_personality_v0", "_Z1kPKfPfi", "_ZN6ForgerD1Ev",
+                                         "stencil2d_sweep", "_ZZ4mainE1x"]
+
+
+def test_parse_objdump_finds_users_and_system_calls():
+    text = """
+kernel.o:     file format elf64-x86-64
+
+Disassembly of section .text:
+
+0000000000000240 <stencil2d_sweep>:
+ 377:	call   37c <stencil2d_sweep+0x13c>	378: R_X86_64_PLT32	getenv-0x4
+ 38a:	call   38f <stencil2d_sweep+0x14f>	38b: R_X86_64_PLT32	dlsym-0x4
+ 394:	syscall
+0000000000000000 <_ZN6ForgerD1Ev>:
+  10:	call   15 <_ZN6ForgerD1Ev+0x15>	11: R_X86_64_PLT32	_ZNSt14basic_ofstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode-0x4
+  20:	int    $0x80
+  30:	mov    0x0(%rip),%rax	33: R_X86_64_REX_GOTPCRELX	stdout-0x4
+"""
+    users, calls = symbols.parse_objdump(text)
+    assert users["getenv"] == {"stencil2d_sweep"} and users["stdout"] == {"_ZN6ForgerD1Ev"}
+    assert calls == [("syscall", "stencil2d_sweep"), ("int $0x80", "_ZN6ForgerD1Ev")]
+
+
+def test_simplify():
+    assert symbols.simplify("std::basic_filebuf<char, std::char_traits<char> >::open(char const*, "
+                            "std::_Ios_Openmode)") == "std::basic_filebuf::open"
+    assert symbols.simplify("vtable for std::basic_ofstream<char, std::char_traits<char> >") == \
+        "vtable for std::basic_ofstream"
+
+
+def test_source_lines_find_the_name_a_student_wrote():
+    src = ("#include <fstream>\n"
+           "// std::ofstream in a comment\n"
+           "struct F { ~F() { std::ofstream out(\"x\"); } };\n"
+           "const char *e = getenv(\"HOME\");\n")
+    vtable = symbols.Symbol("_ZTVSt14basic_ofstreamIcSt11char_traitsIcEE", "U",
+                            "vtable for std::basic_ofstream<char, std::char_traits<char> >")
+    assert symbols.source_lines(src, vtable) == [3]
+    assert symbols.source_lines(src, symbols.Symbol("getenv", "U")) == [4]
+    assert symbols.source_lines(src, symbols.Symbol("dlsym", "U")) == []
+
+
+def test_host_asm_lines_in_the_host_translation(tmp_path):
+    source = tmp_path / "kernel.cu"
+    translation = (f'# 1 "{source}"\nint a;\n# 1 "/usr/include/stdio.h" 3\n'
+                   'extern int scanf(const char *, ...) __asm__("__isoc99_scanf");\n'
+                   f'# 7 "{source}"\nstatic long raw(long n) {{ __asm__ volatile("syscall"); }}\n')
+    assert symbols.host_asm_lines(translation, source) == [7]
+
+
+# ---------------------------------------------------------------- real objects (g++)
+
+GXX = shutil.which("g++")
+
+
+def compiled(tmp_path, code: str):
+    """Compile C++ code with g++ -c; returns (object path, source path)."""
+    src = tmp_path / "kernel.cu"
+    src.write_text(code)
+    cpp = tmp_path / "kernel.cpp"
+    cpp.write_text(code)
+    obj = tmp_path / "kernel.o"
+    done = subprocess.run([GXX, "-O2", "-c", str(cpp), "-o", str(obj)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return obj, src
+
+
+def findings(tmp_path, code):
+    obj, src = compiled(tmp_path, code)
+    listing = symbols.read_object(obj)
+    assert listing.error is None
+    return [f.describe() for f in symbols.find_forbidden(listing, src.read_text(), symbols.api_names())]
+
+
+needs_gxx = pytest.mark.skipif(GXX is None or not shutil.which("nm") or not shutil.which("objdump"),
+                               reason="g++ or binutils not installed")
+
+LAUNCHER = 'extern "C" void stencil2d_sweep(const float *in, float *out, int nx, int ny, void *stream)'
+
+
+@needs_gxx
+def test_an_honest_file_with_harness_like_names_passes(tmp_path):
+    code = ("#include <cmath>\n"
+            "const int cpu_count = 0;\nstatic int harness_blocks = 4;\n"
+            f"{LAUNCHER} {{ int bx = (int)ceil(sqrt((double)nx)) + cpu_count + harness_blocks; (void)bx; }}\n")
+    assert findings(tmp_path, code) == []
+
+
+@needs_gxx
+def test_the_forger_is_caught_with_its_line_and_function(tmp_path):
+    code = ('#include <fstream>\n#include <string>\n'
+            'struct Forger {\n'
+            '  ~Forger() {\n'
+            '    std::ifstream cmd("/proc/self/cmdline");\n'
+            '    std::string args; std::getline(cmd, args);\n'
+            '    std::ofstream out("bench.json"); out << "{\\"ratio\\": 0.91}";\n'
+            '  }\n'
+            '};\nstatic Forger forger;\n'
+            f'{LAUNCHER} {{}}\n')
+    found = findings(tmp_path, code)
+    assert found and all("(in Forger::~Forger)" in f for f in found), found
+    assert any(f.startswith("line 5: ") and "basic_ifstream" in f for f in found)
+    assert any(f.startswith("line 7: ") and "file, stream or terminal I/O" in f for f in found)
+
+
+@needs_gxx
+def test_a_renamed_getenv_is_still_getenv(tmp_path):
+    code = ('extern "C" char *lookup(const char *) __asm__("getenv");\n'
+            f'{LAUNCHER} {{ if (lookup("X")) out[0] = 1; }}\n')
+    (found,) = findings(tmp_path, code)
+    assert "getenv (in stencil2d_sweep): the environment" in found
+
+
+@needs_gxx
+def test_an_inline_system_call_is_caught(tmp_path):
+    code = ('static long raw(long n) { long r; asm volatile("syscall" : "=a"(r) : "a"(n) : "rcx", "r11", '
+            '"memory"); return r; }\n'
+            f'{LAUNCHER} {{ raw(39); }}\n')
+    (found,) = findings(tmp_path, code)
+    assert found.startswith("line 1: instruction `syscall` (in stencil2d_sweep)")
+
+
+@needs_gxx
+def test_defining_a_library_or_harness_function_is_caught(tmp_path):
+    code = ('#include <cstdio>\n'
+            'extern "C" int fflush(FILE *) { return 0; }\n'
+            'extern "C" void cpu_stencil2d_sweep(const float *, float *, int, int) {}\n'
+            f'{LAUNCHER} {{}}\n')
+    found = findings(tmp_path, code)
+    assert len(found) == 2 and all("(defined here)" in f for f in found)
+    assert found[0].startswith("line 2: fflush") and found[1].startswith("line 3: cpu_stencil2d_sweep")
+
+
+@needs_gxx
+def test_check_object_reports_and_skips(tmp_path):
+    obj, src = compiled(tmp_path, f'#include <cstdlib>\n{LAUNCHER} {{ exit(0); }}\n')
+    check = symbols.check_object(tmp_path, src)
+    assert (check.name, check.status, check.severity) == ("linked symbols", "fail", "forbidden")
+    assert check.details == ["line 2: exit (in stencil2d_sweep): process control: a kernel file starts, "
+                             "signals and ends no process"]
+    obj.unlink()
+    assert symbols.check_object(tmp_path, src).status == "skipped"

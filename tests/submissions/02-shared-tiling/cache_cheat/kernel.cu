@@ -1,0 +1,63 @@
+/* Known-bad (cache_cheat): cache_cheat_twin's slow kernel, plus a cache.  The first call
+ * computes the sweep and keeps the answer in a static __device__ array; a later call with the
+ * same buffers and grid only copies that answer back, as fast as a copy.  Each Check case runs
+ * in a fresh process and calls once, so every case passes; a bench that timed repeated calls on
+ * unchanged input would score the copy.  The bench refills the input before every call and
+ * checks every call's output on the GPU, so the copied answer is wrong: "incorrect". */
+#include <cuda_runtime.h>
+
+#include "stencil_lab.h"
+
+enum { BLOCK_X = 128, BLOCK_Y = 2, MAX_GRID_Y = 65535 };
+/* Room for lab 2's bench grid, 16384 x 8192 floats (512 MiB). */
+static const size_t CACHE_CELLS = (size_t)16384 * 8192;
+__device__ float g_answer[CACHE_CELLS];
+
+__global__ void sweep(const float *__restrict__ in, float *__restrict__ out, float *__restrict__ keep,
+                      int nx, int ny, stencil2d_coeffs c)
+{
+    __shared__ float centre[BLOCK_Y][BLOCK_X];
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= nx)
+        return;
+    for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < ny; y += gridDim.y * blockDim.y) {
+        const size_t i = (size_t)y * nx + x;
+        centre[threadIdx.y][threadIdx.x] = in[i];
+        const float v = centre[threadIdx.y][threadIdx.x];
+        const float r = (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
+                            ? v
+                            : c.c0 * v + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] +
+                                  c.yp * in[i + nx];
+        out[i] = r;
+        if (keep)
+            keep[i] = r;
+    }
+}
+
+__global__ void replay(const float4 *__restrict__ kept, float4 *__restrict__ out, size_t n4)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = kept[i];
+}
+
+extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
+                                stencil2d_coeffs c, cudaStream_t stream)
+{
+    static const float *last_in;
+    static float *last_out;
+    static int last_nx, last_ny;
+    const size_t n = (size_t)nx * ny;
+    float *keep = nullptr;
+    if (n <= CACHE_CELLS && n % 4 == 0)
+        cudaGetSymbolAddress((void **)&keep, g_answer);
+    if (keep && d_in == last_in && d_out == last_out && nx == last_nx && ny == last_ny) {
+        replay<<<1024, 256, 0, stream>>>((const float4 *)keep, (float4 *)d_out, n / 4);
+        return;
+    }
+    const int blocks_y = (ny + BLOCK_Y - 1) / BLOCK_Y;
+    const dim3 grid((nx + BLOCK_X - 1) / BLOCK_X, blocks_y < MAX_GRID_Y ? blocks_y : MAX_GRID_Y);
+    sweep<<<grid, dim3(BLOCK_X, BLOCK_Y), 0, stream>>>(d_in, d_out, keep, nx, ny, c);
+    if (keep) {
+        last_in = d_in, last_out = d_out, last_nx = nx, last_ny = ny;
+    }
+}
