@@ -70,11 +70,21 @@ calibrate:
 	@$(GRADE) calibrate
 
 # ---- the student kit ----------------------------------------------------------------------
+# The files git tracks (so no build output or local file slips in), without reference/, tests/
+# and .ci/; the kit's README.md is replaced by the student kit's, grader/dist/README.md.
+DIST_README := grader/dist/README.md
 dist:
+	@git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "make dist: not a git checkout:" \
+	  "the student kit is made of the files git tracks; run it in a clone of the kit" >&2; exit 2; }
+	@test -f $(DIST_README) || { echo "make dist: $(DIST_README) is missing" >&2; exit 2; }
 	@mkdir -p dist
-	@git ls-files | grep -v -e '^reference/' -e '^tests/' -e '^\.ci/' \
-	  | tar czf dist/stencil-lab-kit.tar.gz --transform 's,^,stencil-lab-kit/,' -T -
-	@echo "wrote dist/stencil-lab-kit.tar.gz (no reference solutions, no kit tests)"
+	@git ls-files | grep -v -e '^reference/' -e '^tests/' -e '^\.ci/' -e '^README\.md$$' -e '^grader/dist/' \
+	  > dist/files.txt; echo $(DIST_README) >> dist/files.txt
+	@test $$(wc -l < dist/files.txt) -gt 1 || { echo "make dist: git lists no file to ship" >&2; exit 2; }
+	@tar czf dist/stencil-lab-kit.tar.gz --transform 's,^$(DIST_README)$$,README.md,' \
+	  --transform 's,^,stencil-lab-kit/,' -T dist/files.txt
+	@echo "wrote dist/stencil-lab-kit.tar.gz: $$(wc -l < dist/files.txt) files (no reference solutions," \
+	  "no kit tests; README.md is $(DIST_README))"; rm -f dist/files.txt
 
 clean:
 	rm -rf build dist
