@@ -436,6 +436,21 @@ def _dynamic_shared(fn: PtxFunction, module: PtxModule) -> list[str]:
                    for f in _callees(fn, by_name) for _, text in f.lines)]
 
 
+_TEMPLATE_ARGS = re.compile(r"I((?:L[ibj]-?\d+E)+)E")
+_INT_ARG = re.compile(r"L[ibj](-?\d+)E")
+
+
+def kernel_label(mangled: str) -> str:
+    """'tiled' for _Z5tiledPKfPfi, 'sweep<4>' for a kernel template with integer arguments."""
+    shown = short_name(mangled)
+    m = re.match(r"_Z(\d+)", mangled)
+    if m and shown != mangled:
+        rest = mangled[m.end() + int(m.group(1)):]
+        if t := _TEMPLATE_ARGS.match(rest):
+            shown += "<" + ", ".join(_INT_ARG.findall(t.group(1))) + ">"
+    return shown
+
+
 def check_shared_planes(planes: int, build_dir: Path) -> StaticCheck:
     """The "max shared planes" check: every kernel's static shared memory per block within
     planes * threads * widest load * PLANE_HALO_FACTOR bytes (see the comment above)."""
@@ -454,7 +469,7 @@ def check_shared_planes(planes: int, build_dir: Path) -> StaticCheck:
             smem[k.name] = (k.smem_bytes, k.arch)
     failures, details = [], []
     for fn in (f for f in module.functions if f.kind == "entry"):
-        shown = short_name(fn.name)
+        shown = kernel_label(fn.name)
         dynamic = _dynamic_shared(fn, module)
         if dynamic:
             failures.append(f"kernel {shown} uses dynamic shared memory ({', '.join(dynamic)}): its "

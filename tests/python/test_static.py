@@ -293,3 +293,11 @@ def test_run_static_combines_source_and_ptx(tmp_path):
     result = static.run_static(spec, src, build_dir_with(tmp_path, "kernels_div.ptx"))
     assert result.forbidden and result.constraint_failed
     assert [c.name for c in result.checks] == ["forbidden calls", "no div/rem"]
+
+
+def test_kernel_label_shows_integer_template_arguments():
+    assert static.kernel_label("_Z24stencil3d_regtile_kernelILi4EEvPKfPfiiiii16stencil3d_coeffs") \
+        == "stencil3d_regtile_kernel<4>"
+    assert static.kernel_label("_Z3kA2ILi32ELi4ELb0EEvPKf") == "kA2<32, 4, 0>"
+    assert static.kernel_label("_Z5tiledPKfPfi") == "tiled"
+    assert static.kernel_label("stencil2d_kernel") == "stencil2d_kernel"
