@@ -4,7 +4,7 @@
  *
  * The sizes straddle the tiles that lab 6's kernels use: 128 or 32 cells
  * along x (a row of 32 threads with 16-byte or 4-byte loads: widths that are
- * multiples of 4 and widths that are not), 8 and 30 rows along y (the
+ * multiples of 4 and widths that are not), 14 and 30 rows along y (the
  * reference's tile and the textbook's), and z ranges shorter and longer than
  * the stretch of planes one block marches through (the coarsening factor).
  * Degenerate grids are 1 or 2 cells thin in some axis, so that every cell is
@@ -43,7 +43,7 @@ static const lab_case CASES[] = {
     { "rectangular", 1001,    30,      20, 1 },
     { "large",      2048,    640,       3, 1 },   /* more than one wave of blocks */
     { "large",       516,    260,      70, 1 },
-    { "large",         4, 600001,       3, 1 },   /* taller than 65535 blocks of 8 or 30 rows: gridDim.y */
+    { "large",         4, 2000001,      3, 1 },   /* taller than 65535 blocks of 14 or 30 rows: gridDim.y */
     { "large",         3,      3, 2000001, 1 },   /* deeper than 65535 blocks of 30 planes: gridDim.z */
 };
 
