@@ -31,14 +31,16 @@
  *     thread already has its loads of planes z+2 .. z+AHEAD+1 in flight
  *     (AHEAD = 3), issued AHEAD steps before their first use.  Per thread
  *     that is 4 x 16 = 64 bytes in flight, sixteen times the textbook's 4.
- * Measured on an NVIDIA H100 80GB HBM3 during development (512^3 grid,
- * fraction of the copy bandwidth): the textbook's register tiling about
- * 0.56; this design with 2 planes ahead 0.935, with 3 planes ahead 0.943 to
- * 0.945; with the halo cells loaded only one plane ahead 0.85 (the whole
- * block waits at the barrier for them).  The register window costs
- * registers: 64 per thread here, which allows two blocks of 512 threads per
- * SM; variants that needed more than 64 dropped to one block and to 0.78.
- * `make tour` and the handout give the kit's own figures.
+ * Measured by the kit on an NVIDIA H100 80GB HBM3 (2026-11-23, 512^3 grid,
+ * fraction of the copy bandwidth measured in the same run): this kernel
+ * 0.955 in `make check` (2820 GB/s) and 0.949 as the median of the three
+ * runs of `make calibrate`; the textbook's register tiling 0.544; lab 5's
+ * reference, three shared planes, 0.931 (lab 5's handout).  During
+ * development, with a scratch benchmark on the same GPU: 1 plane ahead
+ * 0.86, 2 planes 0.92 to 0.935, 3 planes 0.94 to 0.945; the x-halo cells
+ * loaded only one plane ahead 0.85 (the whole block waits at the barrier
+ * for two lanes); variants that needed more than 64 registers per thread
+ * dropped to one block per SM and to 0.78.
  *
  * Preconditions
  * -------------
@@ -268,7 +270,15 @@ static int resident_blocks()
  * z_len planes plus the two z-halo planes it re-reads, so the sweep takes
  * about waves x (z_len + 2) plane-steps: choose the count that minimises it
  * (more stretches fill the GPU; longer ones re-read fewer halo planes).
- * At most 65535 (gridDim.z). */
+ * At most 65535 (gridDim.z).  A block's speed is bounded by its own latency,
+ * so a last wave that is nearly empty costs almost as much as a full one:
+ * on the bench grid (148 tiles, 264 resident blocks on an H100) the
+ * development benchmark measured 0.68 of the copy bandwidth with 2
+ * stretches (1.12 waves), 0.83 with 4 (2.24), 0.94 with 7 (3.92, the
+ * count chosen here), 0.89 with 9 (5.05) and 0.93 with 16 (8.97).
+ * The grid's order (x fastest, then y, then the stretch) keeps the blocks
+ * that run at one time within a few planes of each other; ordering the
+ * stretches of a column next to each other instead measured 0.88. */
 static int z_stretches(int nz, long long tiles, long long resident)
 {
     long long best = 1, best_cost = -1;
