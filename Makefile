@@ -4,7 +4,8 @@
 #                            when missing and run as root on Debian)
 #   make check               grade every lab with IMPL=reference: the instructor's sanity check
 #   make grade SUBMISSIONS=DIR [OUT=DIR]   grade a whole class
-#   make tour                every 2D reference on this GPU, as the seeds' optimisation table
+#   make tour                every reference on this GPU, as the seeds' optimisation table
+#                            (and build/tour/path.png, path-roofline.png with matplotlib)
 #   make calibrate           re-derive the performance targets on this GPU
 #   make dist                the student kit (no reference/), as dist/stencil-lab-kit.tar.gz
 #   make clean               remove build/ and dist/
@@ -64,7 +65,8 @@ grade:
 	@$(GRADE) class $(SUBMISSIONS) --out $(OUT)
 
 tour:
-	@$(GRADE) tour
+	@mkdir -p build/tour
+	@$(GRADE) tour --json build/tour/tour.json --plot build/tour/path.png
 
 calibrate:
 	@$(GRADE) calibrate

@@ -11,7 +11,8 @@
     class SUBMISSIONS_DIR --out DIR [--labs 01-naive-5pt,...] [--student NAME] [--jobs N]
         instructor mode: grade every student's labs (see classgrade.py)
     tour [--json FILE] [--plot PNG] [--markdown]
-        time every 2D reference on this GPU and print the optimisation table (tour.py)
+        time the references (2D, lab 8, then the 3D kernels) on this GPU and print the
+        optimisation table; --plot draws the path and the roofline (tour.py, plot.py)
     calibrate [--runs N] [--labs a,b] [--dry-run]
         write this GPU's floor and target into every lab.json (tour.py, score.py)
     solve BUILD_DIR [--n N] [--reduction R] [--every K] [--plot PNG]
@@ -107,9 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", help="regrade this student only")
     p.add_argument("--jobs", type=int, default=None, help="gradings at once (default: CPU count)")
 
-    p = sub.add_parser("tour", help="time every 2D reference on this GPU: the optimisation table")
+    p = sub.add_parser("tour", help="time the references on this GPU: the optimisation table")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
-    p.add_argument("--plot", type=Path, metavar="PNG", help="a bar chart (needs matplotlib)")
+    p.add_argument("--plot", type=Path, metavar="PNG",
+                   help="bars of the path to PNG, the roofline to PNG's stem + -roofline.png "
+                        "(needs matplotlib)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
 
     p = sub.add_parser("calibrate", help="write this GPU's targets into every lab.json")

@@ -1,6 +1,7 @@
 """The optimisation tour (`make tour`) and target calibration (`make calibrate`).
 
-tour: builds each 2D reference (and lab 3's modulo baseline, its starter), times
+tour: builds each 2D reference (and lab 3's modulo baseline, its starter; lab 8
+last), times
 it with the lab's bench on the local GPU, and prints the seeds' optimisation
 table: kernel, milliseconds per sweep, effective GB/s (1 GB = 1e9 bytes),
 fraction of the copy bandwidth measured in the same run, step speed-up over
@@ -9,7 +10,8 @@ time per sweep, so lab 4 (several sweeps per call) compares fairly.  A 3D part
 follows (TOUR_ROWS_3D: the textbook's 3D kernels, kept as known submissions,
 and the references of labs 5 and 6), on its own grid, with speed-ups over its
 own first row (the naive 3D kernel); a row whose kernel.cu is not in this
-copy of the kit is left out.
+copy of the kit is left out.  With a plot path it also draws the path as bars and
+the roofline of the local GPU with every row on it (plot.py; matplotlib optional).
 
 calibrate: times every lab's reference several times on the local GPU and
 writes a targets entry for this GPU into each lab.json (score.calibrated_target
@@ -21,10 +23,11 @@ from __future__ import annotations
 import datetime
 import json
 import statistics
+import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import KIT_ROOT, bench, build, labspec, score
+from . import KIT_ROOT, bench, build, labspec, plot, score
 
 #: (lab, impl, what the row shows), in the order of the seeds' table.
 TOUR_ROWS = (
@@ -33,7 +36,12 @@ TOUR_ROWS = (
     ("03-boundary-neat", "starter", "lab 3 baseline: periodic, wrap by %"),
     ("03-boundary-neat", "reference", "lab 3: periodic, no division"),
     ("04-max-smem", "reference", "lab 4: float4 rows, sweeps kept on the GPU"),
+    ("08-temporal-blocking", "reference", "lab 8: temporal blocking, 8 sweeps per pass"),
 )
+
+#: Sweeps a row's kernel fuses into one pass over DRAM, where more than one
+#: (its place on the roofline: plot.intensity).
+SWEEPS_PER_PASS = {("08-temporal-blocking", "reference"): 8}
 
 #: The 3D part: (lab, impl, label); impl "reference", "starter" or a folder
 #: relative to the kit (a known submission).  Speed-ups are over its first row.
@@ -148,47 +156,71 @@ def render(rows: list[TourRow], device: str, markdown: bool = False) -> str:
     return (f"{device}, copy bandwidth {copy:.0f} GB/s (median over the runs){note}\n" + "\n".join(lines))
 
 
-def plot(rows: list[TourRow], device: str, path: Path) -> bool:
-    """A bar chart of the fraction of copy bandwidth; False when matplotlib is missing."""
+def max_sm_clock_mhz() -> float | None:
+    """The GPU's maximum SM clock from nvidia-smi, or None when it cannot be read."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    ax.barh([r.kernel for r in rows][::-1], [r.ratio for r in rows][::-1])
-    ax.axvline(1.0, linestyle="--", linewidth=1)
-    ax.set_xlabel("effective bandwidth / copy bandwidth")
-    ax.set_title(device)
-    fig.tight_layout()
-    fig.savefig(path)
-    return True
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30).stdout
+        return float(out.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def roofline_points(rows: list[TourRow]) -> list[plot.RooflinePoint]:
+    """Each row at its arithmetic intensity (2D 5-point: 9 FLOP, 3D 7-point: 13 FLOP per cell,
+    times the sweeps fused per pass, over 8 compulsory bytes) and its useful GFLOP/s."""
+    points = []
+    for r in rows:
+        flop = plot.FLOP_PER_CELL_3D if r.part.startswith("3D") else plot.FLOP_PER_CELL_2D
+        points.append(plot.point_from_gbps(r.kernel, r.gbps, flop, SWEEPS_PER_PASS.get((r.lab, r.impl), 1)))
+    return points
+
+
+def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path) -> list[str]:
+    """The path as bars (path) and the roofline of this GPU with every row on it (path's stem +
+    "-roofline.png"); returns one line per picture saying what was written or why not."""
+    path = Path(path)
+    if not plot.path_bars(rows, device, path):
+        return ["(no plots: matplotlib is not installed)"]
+    said = [f"path: {path}"]
+    clock = max_sm_clock_mhz()
+    if not sm_count or not clock:
+        return said + ["(no roofline: the SM count or the SM clock of this GPU is unknown)"]
+    peak = plot.peak_fp32_gflops(sm_count, clock)
+    copy = statistics.median(r.copy_gbps for r in rows)
+    roof = path.with_name(path.stem + "-roofline.png")
+    plot.roofline(roofline_points(rows), device, copy, peak, roof)
+    return said + [f"roofline: {roof} (peak fp32 {peak / 1e3:.1f} TFLOP/s estimated from {sm_count} SMs "
+                   f"at {clock:.0f} MHz; copy {copy:.0f} GB/s)"]
 
 
 def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdown: bool = False) -> str:
     """Measure every TOUR_ROWS entry, then the TOUR_ROWS_3D entries this copy of the kit
     has (available()); returns the rendered table.  Raises TourError."""
-    device = "unknown GPU"
+    device, sm_count = "unknown GPU", None
     rows: list[TourRow] = []
     for dims, table_rows in (("2D", TOUR_ROWS), ("3D", TOUR_ROWS_3D)):
         results = []
         for lab, impl, label in table_rows:
-            if dims == "3D" and not available(lab, impl):
+            if not available(lab, impl):
                 continue
             print(f"timing {lab} ({impl}) ...", flush=True)
             data = measure(lab, impl)
-            device = data["device"]
+            device, sm_count = data["device"], data.get("sm_count")
             results.append((lab, impl, label, data))
         if results:
             rows += tour_rows(results, _part_name(dims, results[0][3]))
+    if not rows:
+        raise TourError("nothing to time: this copy of the kit has none of the tour's kernels "
+                        "(a student kit ships no reference/)")
     table = render(rows, device, markdown)
     if out_json:
         stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         Path(out_json).write_text(json.dumps({"device": device, "date": stamp,
                                               "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
-    if plot_path and not plot(rows, device, plot_path):
-        print("(no plot: matplotlib is not installed)")
+    if plot_path:
+        for line in draw(rows, device, sm_count, plot_path):
+            print(line)
     return table
 
 

@@ -72,3 +72,31 @@ def test_calibrated_target_rounds_down(ratio, floor, target):
     got_floor, got_target = score.calibrated_target(ratio)
     assert (got_floor, got_target) == (floor, target)
     assert got_target <= ratio and got_floor < got_target
+
+
+def test_roofline_places_each_row_at_its_intensity():
+    rows = tour.tour_rows([("04-max-smem", "reference", "lab 4", _bench(8.0, steps=8, gbps=3000.0)),
+                           ("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=8, gbps=7200.0))],
+                          "2D, 4 x 4 grid")
+    rows += tour.tour_rows([("05-z-coarsening", "reference", "lab 5", _bench(1.0, gbps=2800.0))], "3D, 4 x 4 x 4 grid")
+    points = {p.label: p for p in tour.roofline_points(rows)}
+    assert points["lab 4"].intensity == pytest.approx(9 / 8)           # 9 FLOP per 8 compulsory bytes
+    assert points["lab 8"].intensity == pytest.approx(9 * 8 / 8)       # 8 sweeps per pass over DRAM
+    assert points["lab 5"].intensity == pytest.approx(13 / 8)          # the 3D 7-point update
+    assert points["lab 8"].gflops == pytest.approx(7200.0 * 9 / 8)     # useful GFLOP/s from effective GB/s
+
+
+def test_draw_says_why_nothing_was_drawn(monkeypatch, tmp_path):
+    rows = tour.tour_rows([("01-naive-5pt", "reference", "lab 1", _bench(1.0))], "2D")
+    monkeypatch.setattr(tour.plot, "path_bars", lambda *a: False)
+    assert tour.draw(rows, "Test GPU", 132, tmp_path / "p.png") == ["(no plots: matplotlib is not installed)"]
+    monkeypatch.setattr(tour.plot, "path_bars", lambda *a: True)
+    monkeypatch.setattr(tour, "max_sm_clock_mhz", lambda: None)
+    said = tour.draw(rows, "Test GPU", 132, tmp_path / "p.png")
+    assert said[0].startswith("path: ") and "no roofline" in said[1]
+
+
+def test_run_tour_with_nothing_to_time_is_an_error(monkeypatch):
+    monkeypatch.setattr(tour, "available", lambda lab, impl: False)
+    with pytest.raises(tour.TourError, match="nothing to time"):
+        tour.run_tour()
