@@ -8,19 +8,20 @@
  * ---------------------------------
  * Lab 5's kernel keeps three planes (z-1, z, z+1) of its tile in shared
  * memory.  Yet the planes z-1 and z+1 are read by one thread each: the cell
- * (x, y, z-1) is needed only by the thread that computes (x, y, z).  So they
+ * (x, y, z-1) is needed only by the thread that owns the column (x, y).  So they
  * can live in that thread's registers (the textbook's register tiling): the
  * thread loads its column one plane at a time and slides a window of
  * registers up the column.  Only the current plane is shared, because its
  * cells are the x-y neighbours of other threads.  Shared memory per block
- * drops to a third, and two of every three shared-memory stores and loads
- * become register moves.
+ * drops to a third, and of the twelve shared-memory accesses per cell and
+ * plane of the textbook's three-plane kernel, five remain.
  *
  * That alone does not make the sweep faster on an H100: the textbook's
  * register-tiled kernel (32 x 32 threads, one 4-byte load per thread and
  * plane; tests/submissions/06-register-tiling/book_register_tiling_t32) is
- * about as slow as its three-plane version, because what limits both is the
- * number of bytes each thread has in flight, not the shared-memory traffic.
+ * still slower than one thread per cell (0.54 against 0.57 of the copy
+ * bandwidth), because what limits it is the number of bytes each thread has
+ * in flight, not the shared-memory traffic.
  * The registers freed from shared memory are what this kernel spends on
  * bytes in flight:
  *   - 16-byte loads: each thread owns four consecutive cells of a row, loaded
