@@ -225,8 +225,10 @@ void harness_gpu_jacobi_sweep(const float *d_u, float *d_unew, const float *d_f,
 size_t harness_count_mismatches(const float *d_got, const float *d_want, size_t n,
                                 harness_tolerance tol, cudaStream_t stream);
 
-/* Evicts the L2 cache by writing a buffer of twice its size, so each timed
- * repetition starts from DRAM.  The buffer is allocated once. */
+/* Evicts the L2 cache by reading a buffer of twice its size, so each timed
+ * repetition starts from DRAM with no dirty lines left to write back during
+ * it (a flush by writing would leave tens of MB of them).  The buffer is
+ * allocated once. */
 typedef struct { void *d_buf; size_t bytes; } harness_l2_flusher;
 void harness_l2_flusher_init(harness_l2_flusher *f, const harness_device *dev);
 void harness_l2_flush(harness_l2_flusher *f, cudaStream_t stream);
