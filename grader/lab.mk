@@ -13,6 +13,7 @@
 #   SEED=N                      replay the random inputs of an earlier `make check`
 #   DEBUG=1                     -G -O0 device code for cuda-gdb (never timed)
 #   BUILD_DIR=...               where the binaries go (default: build/<lab>/<impl>)
+#   N=33  REDUCTION=1e-5        lab 7's `make solve`: the grid (N x N) and the residual reduction
 
 SHELL := /bin/bash
 KIT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
@@ -94,6 +95,7 @@ help:
 	@echo "make check       build, then grade IMPL=$(IMPL) (correctness, then bandwidth)"
 	@echo "make build       only build $(BUILD_DIR)/{check,bench}"
 	@echo "make sanitize    compute-sanitizer memcheck and racecheck on the small cases"
+	$(if $(filter jacobi_residual,$(LAB_API)),@echo "make solve       run your Jacobi solver on the model Poisson problem [N=33 (an N x N grid)] [REDUCTION=1e-5]")
 	@echo "make clean       remove this lab's build directory, build/$(LAB)"
 	@echo "variables: IMPL=starter|reference|DIR  SEED=N  CUDA_ARCH=90  DEBUG=1"
 
@@ -116,6 +118,16 @@ clean:
 
 print-build-dir:
 	@echo $(BUILD_DIR)
+
+# Lab 7: the student's jacobi_sweep and residual_norm2 on the model Poisson problem, through
+# `bench --solve N`; grader/stencil_grader/solve.py prints the convergence and, with
+# matplotlib, draws BUILD_DIR/solve.png.
+.PHONY: solve require-solver
+solve: require-solver build
+	@$(GRADE) solve $(BUILD_DIR) $(if $(N),--n $(N)) $(if $(REDUCTION),--reduction $(REDUCTION))
+
+require-solver:
+	@test "$(LAB_API)" = jacobi_residual || { echo "make solve: this lab has no solver (lab 7 has: labs/07-reduction-residual)" >&2; exit 2; }
 
 # ---- building ----------------------------------------------------------------------
 build: require-src require-check require-kind $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx

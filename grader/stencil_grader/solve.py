@@ -1,0 +1,265 @@
+"""`make solve` in lab 7: the student's Jacobi solver on the model Poisson problem.
+
+    python3 grader/grade.py solve BUILD_DIR [--n 33] [--reduction 1e-5] [--every K] [--plot PNG]
+
+runs `BUILD_DIR/bench --solve N [--reduction R]` (the bench of a lab 7 build;
+grader/harness/kinds/jacobi_residual.c) and explains what it printed.  The
+model problem, on the unit square with an N x N grid and h = 1/(N-1):
+
+    laplace(u) = f,  f = 2 pi^2 sin(pi x) sin(pi y),  u = 0 on the boundary,
+
+whose solution is u* = -sin(pi x) sin(pi y).  Starting from u = 0, the bench
+runs the student's jacobi_sweep and residual_norm2 until the residual 2-norm
+has fallen by R, or has stopped falling (float's rounding floor), or after
+40 N^2 sweeps (at most 1e6), and prints one JSON object: n, h, sweeps,
+converged, reduction, rate_expected (cos(pi h)), rate_measured (over the last
+20 sweeps), max_error (largest |u - u*|), discretisation_error, and residual
+(the 2-norm after each sweep, 0 .. sweeps).
+
+This module prints the number of sweeps, a short residual history (every
+K-th sweep), the rate per sweep measured on the history next to cos(pi h),
+the sweeps Jacobi needs at that rate, and the error against u* next to the
+discretisation error of the 5-point Laplacian; with matplotlib it also
+writes a plot of log residual against sweep with the line cos(pi h)^k beside
+it (BUILD_DIR/solve.png by default).
+
+Sources: the rate cos(pi h) is the spectral radius of the Jacobi iteration
+matrix for the 5-point Laplacian on the unit square, reached by this f, the
+slowest eigenmode (Barrett et al., "Templates for the Solution of Linear
+Systems", SIAM 1994, section 2.2.1); the discretisation error is
+grader/include/harness.h's harness_poisson_discretisation_error.
+
+Exit status: 0 when the solver ran and its residuals are finite numbers,
+1 otherwise (no GPU, a CUDA error, a NaN residual), 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import proc
+
+DEFAULT_N = 33
+SOLVE_TIMEOUT_S = 600.0
+EXIT_NO_GPU = 2          # bench's exit status without a usable GPU
+EXIT_CUDA_ERROR = 3
+EXIT_USAGE = 64
+#: Residuals this close to the floor (the smallest one reached) are left out of the
+#: measured rate: there float rounding, not the iteration, decides the residual.
+FLOOR_MARGIN = 100.0
+
+#: The keys of `bench --solve`'s JSON that this module reads, and their types.
+REQUIRED_KEYS = {"n": int, "h": float, "sweeps": int, "converged": bool, "reduction": float,
+                 "rate_expected": float, "max_error": float, "discretisation_error": float,
+                 "residual": list}
+
+
+class SolveError(RuntimeError):
+    """The solver could not be run, or printed something that is not its JSON."""
+
+
+def parse(text: str) -> dict:
+    """The bench's JSON.  C's printf writes a non-finite double as nan, inf or -inf, which
+    JSON has no spelling for: those tokens are read as Python's NaN and infinities."""
+    fixed = re.sub(r"(?<![\w.])(-?)(nan|inf)(?![\w.])",
+                   lambda m: m.group(1) + ("NaN" if m.group(2) == "nan" else "Infinity"),
+                   text, flags=re.IGNORECASE)
+    fixed = fixed.replace("-NaN", "NaN")
+    try:
+        data = json.loads(fixed)
+    except json.JSONDecodeError as err:
+        raise SolveError(f"the solver's output is not JSON ({err}): {text.strip()[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise SolveError("the solver's output is not a JSON object")
+    for key, kind in REQUIRED_KEYS.items():
+        value = data.get(key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else (
+            isinstance(value, kind) and not (kind is int and isinstance(value, bool)))
+        if not ok:
+            raise SolveError(f"the solver's JSON lacks {key!r} (a {kind.__name__})")
+    if len(data["residual"]) != data["sweeps"] + 1:
+        raise SolveError(f"the solver's JSON has {len(data['residual'])} residuals for "
+                         f"{data['sweeps']} sweeps (expected sweeps + 1)")
+    return data
+
+
+def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None,
+               timeout_s: float = SOLVE_TIMEOUT_S) -> dict:
+    """Run `bench --solve n` and return its JSON; raises SolveError with the reason."""
+    bench = Path(bench)
+    if not bench.is_file():
+        raise SolveError(f"{bench} does not exist: build the lab first (make build)")
+    argv = [str(bench), "--solve", str(n)]
+    if reduction is not None:
+        argv += ["--reduction", repr(float(reduction))]
+    done = proc.run(argv, timeout_s)
+    why = proc.tail_lines(done.stderr, 5).strip()
+    if done.returncode == EXIT_NO_GPU:
+        raise SolveError(f"make solve needs a GPU, and this machine has none it can use: {why}")
+    if done.returncode == EXIT_CUDA_ERROR:
+        raise SolveError(f"the solver stopped on a CUDA error (in your kernels, or none left to "
+                         f"run them): {why}")
+    if done.returncode == EXIT_USAGE:
+        raise SolveError(f"the bench refused the arguments: {why}")
+    if done.returncode != 0:
+        raise SolveError(f"the solver {done.describe()}" + (f": {why}" if why else ""))
+    return parse(done.stdout)
+
+
+# ------------------------------------------------------------------ analysis
+
+def finite(values: list[float]) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def measured_rate(residual: list[float]) -> tuple[float, int, int] | None:
+    """The residual's mean decay per sweep, geometric, over the sweeps before it nears its
+    floor: (rate, first sweep, last sweep), or None with fewer than 2 usable sweeps.
+
+    The span is sweep 0 to the last sweep whose residual is above FLOOR_MARGIN times the
+    smallest residual reached (all of them when the run stopped far above its floor)."""
+    if len(residual) < 2 or not finite(residual) or residual[0] <= 0:
+        return None
+    floor = min(residual)
+    last = len(residual) - 1
+    if floor > 0 and residual[0] > FLOOR_MARGIN * floor:
+        last = max(k for k, r in enumerate(residual) if r > FLOOR_MARGIN * floor)
+    if last < 1 or residual[last] <= 0:
+        return None
+    return (residual[last] / residual[0]) ** (1.0 / last), 0, last
+
+
+def sweeps_for(reduction: float, rate: float) -> float:
+    """Sweeps to reduce the residual by `reduction` at `rate` per sweep: ln R / ln rate."""
+    return math.log(reduction) / math.log(rate) if 0 < rate < 1 and 0 < reduction < 1 else math.inf
+
+
+def default_every(sweeps: int, rows: int = 10) -> int:
+    """A round step (1, 2 or 5 times a power of 10) giving at most about `rows` history rows."""
+    if sweeps <= rows:
+        return 1
+    step = 1
+    while True:
+        for m in (1, 2, 5):
+            if sweeps / (m * step) <= rows:
+                return m * step
+        step *= 10
+
+
+def history(residual: list[float], every: int) -> list[tuple[int, float, float]]:
+    """(sweep, ||r||_2, ||r||_2 / ||r0||_2) at sweeps 0, every, 2 every, ... and the last one."""
+    if not residual:
+        return []
+    every = max(1, every)
+    last = len(residual) - 1
+    picks = list(range(0, last + 1, every))
+    if picks[-1] != last:
+        picks.append(last)
+    r0 = residual[0]
+    return [(k, residual[k], residual[k] / r0 if r0 else math.nan) for k in picks]
+
+
+def _ending(data: dict, residual: list[float]) -> str:
+    sweeps, reduction = data["sweeps"], data["reduction"]
+    if data["converged"]:
+        return f"converged: the residual 2-norm fell by {reduction:g} in {sweeps} sweeps"
+    floor = min(residual) / residual[0] if residual and residual[0] > 0 else math.nan
+    limit = min(40 * data["n"] ** 2, 1_000_000)
+    if sweeps >= limit:
+        return f"stopped at the limit of {sweeps} sweeps before the residual fell by {reduction:g}"
+    return (f"stopped after {sweeps} sweeps: the residual stopped falling at {floor:.2g} of its start, "
+            f"float's rounding floor on this grid, before it fell by {reduction:g} "
+            f"(ask for less with --reduction, or see the handout)")
+
+
+def summary(data: dict, every: int | None = None) -> str:
+    """The text `make solve` prints for the solver's JSON `data`."""
+    n, h, residual = data["n"], data["h"], data["residual"]
+    cos_ph = data["rate_expected"]
+    lines = [
+        "Jacobi on the model problem: laplace(u) = f on the unit square, "
+        "f = 2 pi^2 sin(pi x) sin(pi y), u = 0 on the boundary",
+        f"  grid {n} x {n}, h = 1/{n - 1}; start from u = 0; stop when ||r||_2 has fallen by "
+        f"{data['reduction']:g}",
+    ]
+    if not finite(residual):
+        lines.append(f"  the residual is not a number (first value {residual[0]!r}): residual_norm2 "
+                     "wrote no sum, or a NaN (the harness fills *d_result with NaN before each call)")
+        return "\n".join(lines) + "\n"
+    lines.append("  " + _ending(data, residual))
+    lines.append("")
+    lines.append(f"  {'sweep':>8}  {'||r||_2':>12}  {'||r||/||r0||':>12}")
+    for k, r, rel in history(residual, every or default_every(data["sweeps"])):
+        lines.append(f"  {k:>8}  {r:>12.5e}  {rel:>12.4e}")
+    lines.append("")
+    rate = measured_rate(residual)
+    if rate is None:
+        lines.append(f"  rate per sweep: not measured (fewer than 2 sweeps); cos(pi h) = {cos_ph:.6f}")
+    else:
+        value, first, last = rate
+        lines.append(f"  rate per sweep: measured {value:.6f} (sweeps {first} to {last}), "
+                     f"cos(pi h) = {cos_ph:.6f}, difference {value - cos_ph:+.1e}")
+    need = sweeps_for(data["reduction"], cos_ph)
+    lines.append(f"  at cos(pi h) a reduction by {data['reduction']:g} takes ln R / ln cos(pi h) = "
+                 f"{need:.0f} sweeps, about 2 ln(1/R) / (pi h)^2 = {need * h * h:.2f} / h^2: O(1/h^2)")
+    err, disc = data["max_error"], data["discretisation_error"]
+    lines.append(f"  max |u - u*| = {err:.3e} against u* = -sin(pi x) sin(pi y); the 5-point "
+                 f"Laplacian's own error at h = 1/{n - 1} is {disc:.3e}"
+                 + (f" (ratio {err / disc:.3f})" if disc > 0 and math.isfinite(err) else ""))
+    return "\n".join(lines) + "\n"
+
+
+def plot(data: dict, path: Path) -> bool:
+    """log residual against sweep, with r0 cos(pi h)^k beside it; False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    residual = data["residual"]
+    r0 = residual[0]
+    sweeps = list(range(len(residual)))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.semilogy(sweeps, [r / r0 for r in residual], label="your solver: ||r_k|| / ||r_0||")
+    ax.semilogy(sweeps, [data["rate_expected"] ** k for k in sweeps], linestyle="--",
+                label=f"cos(pi h)^k, cos(pi h) = {data['rate_expected']:.6f}")
+    ax.set_xlabel("Jacobi sweep k")
+    ax.set_ylabel("residual 2-norm, relative")
+    ax.set_title(f"Jacobi on the model Poisson problem, {data['n']} x {data['n']} grid")
+    ax.grid(True, which="both", linewidth=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+@dataclass
+class SolveResult:
+    exit_code: int
+    text: str
+
+
+def solve(build_dir: Path, n: int = DEFAULT_N, reduction: float | None = None, every: int | None = None,
+          plot_path: Path | None = None) -> SolveResult:
+    """Run the solver of the lab 7 build in build_dir and explain it (the `solve` command)."""
+    if n < 5:
+        return SolveResult(2, f"grade.py solve: --n must be at least 5, got {n}\n")
+    try:
+        data = run_solver(Path(build_dir) / "bench", n, reduction)
+    except SolveError as err:
+        return SolveResult(1, f"make solve: {err}\n")
+    text = summary(data, every)
+    if not finite(data["residual"]):
+        return SolveResult(1, text)
+    target = Path(plot_path) if plot_path else Path(build_dir) / "solve.png"
+    if plot(data, target):
+        text += f"  plot: {target}\n"
+    else:
+        text += "  plot: not drawn (matplotlib is not installed)\n"
+    return SolveResult(0, text)
