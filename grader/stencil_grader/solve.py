@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,18 +62,19 @@ class SolveError(RuntimeError):
 
 
 def parse(text: str) -> dict:
-    """The bench's JSON.  C's printf writes a non-finite double as nan, inf or -inf, which
-    JSON has no spelling for: those tokens are read as Python's NaN and infinities."""
-    fixed = re.sub(r"(?<![\w.])(-?)(nan|inf)(?![\w.])",
-                   lambda m: m.group(1) + ("NaN" if m.group(2) == "nan" else "Infinity"),
-                   text, flags=re.IGNORECASE)
-    fixed = fixed.replace("-NaN", "NaN")
+    """The bench's JSON.  The bench writes a non-finite number (a broken solver's NaN) as
+    null; it is read back as NaN."""
     try:
-        data = json.loads(fixed)
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise SolveError(f"the solver's output is not JSON ({err}): {text.strip()[:200]!r}") from None
     if not isinstance(data, dict):
         raise SolveError("the solver's output is not a JSON object")
+    for key in ("rate_measured", "max_error"):
+        if key in data and data[key] is None:
+            data[key] = math.nan
+    if isinstance(data.get("residual"), list):
+        data["residual"] = [math.nan if v is None else v for v in data["residual"]]
     for key, kind in REQUIRED_KEYS.items():
         value = data.get(key)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else (

@@ -105,15 +105,16 @@ def test_summary_explains_a_stop_at_the_floor(data):
     assert "stopped after" in solve.summary(stalled) and "floor" in solve.summary(stalled)
 
 
-def test_nan_from_c_is_read_and_reported():
+def test_null_from_the_bench_is_read_as_nan_and_reported():
     data = solve.parse(NAN_FIXTURE.read_text())
     assert math.isnan(data["residual"][0])
     text = solve.summary(data)
     assert "not a number" in text and "NaN" in text
     mixed = solve.parse('{"n": 5, "h": 0.25, "sweeps": 1, "converged": false, "reduction": 1e-05, '
-                        '"rate_expected": 0.7, "max_error": -nan, "discretisation_error": 0.05, '
-                        '"residual": [inf, -inf]}')
-    assert math.isnan(mixed["max_error"]) and mixed["residual"] == [math.inf, -math.inf]
+                        '"rate_expected": 0.7, "rate_measured": null, "max_error": null, '
+                        '"discretisation_error": 0.05, "residual": [null, 2.5]}')
+    assert math.isnan(mixed["max_error"]) and math.isnan(mixed["rate_measured"])
+    assert math.isnan(mixed["residual"][0]) and mixed["residual"][1] == 2.5
 
 
 @pytest.mark.parametrize("text, why", [
