@@ -252,6 +252,11 @@ def _performance_lines(report: dict, colour: bool) -> list[str]:
         lines.append(f"      {data['gbps']:.1f} GB/s effective, copy {data['copy_gbps']:.1f} GB/s, "
                      f"ratio {data['ratio']:.3f}; median {data['ms_median']:.3f} ms"
                      + (f" over {data['repetitions']} repetitions" if "repetitions" in data else ""))
+        launchers = data.get("launchers") or []
+        if len(launchers) > 1:                    # lab 7: each kernel's own figure, then the sum above
+            for k in launchers:
+                lines.append(f"        {k['name']}: {k['gbps']:.1f} GB/s, ratio {k['ratio']:.3f}, "
+                             f"median {k['ms_median']:.3f} ms")
         if "nx" in data:
             lines.append(f"      grid {data['nx']} x {data['ny']} x {data.get('nz', 1)}, "
                          f"{data.get('steps', 1)} sweep(s) per call")

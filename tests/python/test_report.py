@@ -108,3 +108,15 @@ def test_all_grades_every_lab_and_summarises(fake_kit, tmp_path, monkeypatch, ca
     assert "01-fake-5pt" in summary and "pass" in summary and "100.00/100" in summary
     assert "02-fake-tiled" in summary and "slow" in summary and "0.500" in summary
     assert (tmp_path / "build" / "02-fake-tiled" / "report.json").is_file()
+
+
+def test_two_launchers_each_get_a_line(fake_kit, tmp_path):
+    data = graded(fake_kit, tmp_path)
+    data["performance"]["bench"]["launchers"] = [
+        {"name": "residual_norm2", "gbps": 2800.0, "ratio": 0.94, "ms_median": 0.383},
+        {"name": "jacobi_sweep", "gbps": 3030.0, "ratio": 1.02, "ms_median": 0.531}]
+    text = report.render_text(data)
+    assert "residual_norm2: 2800.0 GB/s, ratio 0.940, median 0.383 ms" in text
+    assert "jacobi_sweep: 3030.0 GB/s, ratio 1.020, median 0.531 ms" in text
+    data["performance"]["bench"]["launchers"] = data["performance"]["bench"]["launchers"][:1]
+    assert "residual_norm2:" not in report.render_text(data)        # one launcher: the sum says it all
