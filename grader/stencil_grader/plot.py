@@ -188,7 +188,7 @@ def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, pea
     plt = _pyplot()
     if plt is None:
         return False
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(12, 5))
     ax.set_xscale("log")
     ax.set_yscale("log")
     xs, ys = zip(*data.roof)
@@ -199,11 +199,15 @@ def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, pea
     ax.annotate(f"peak fp32 {data.peak_gflops / 1e3:.1f} TFLOP/s", (data.ridge * 1.1, data.peak_gflops * 1.1),
                 fontsize=8)
     ax.axvline(data.ridge, color="grey", linestyle=":", linewidth=1)
-    for pp in data.points:
+    # Kernels of one lab family share an intensity, so their points sit on one vertical line:
+    # numbered markers, and the labels in a legend beside the plot rather than on top of each other.
+    for number, pp in enumerate(data.points, 1):
         p = pp.point
-        ax.plot([p.intensity], [p.gflops], marker="o", linestyle="none")
-        ax.annotate(f"{p.label} ({pp.fraction_of_roof:.0%} of roof)", (p.intensity, p.gflops),
-                    textcoords="offset points", xytext=(6, -3), fontsize=7)
+        ax.plot([p.intensity], [p.gflops], marker="o", linestyle="none",
+                label=f"{number}. {p.label} ({pp.fraction_of_roof:.0%} of roof)")
+        ax.annotate(str(number), (p.intensity, p.gflops), textcoords="offset points", xytext=(5, 2),
+                    fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
     ax.set_xlim(lo, hi)
     ax.set_ylim(min([pp.point.gflops / 3 for pp in data.points] + [lo * data.copy_gbps]),
                 data.peak_gflops * 2)
