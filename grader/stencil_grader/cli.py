@@ -31,7 +31,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import KIT_ROOT, build, classgrade, labspec, pipeline, report, tour
+from . import KIT_ROOT, build, classgrade, labspec, pipeline, plot, report, tour
 
 EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE = 0, 1, 2
 
@@ -137,6 +137,9 @@ def _print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | 
     print(report.render_text(data, report.use_colour()), end="")
     written = report.write_json(data, Path(run.build_dir) / "report.json")
     print(f"  report: {written}")
+    drawn = plot.lab_roofline(run.spec.api, data["performance"].get("bench"), Path(run.build_dir) / "roofline.png")
+    if drawn:
+        print(f"  roofline: {drawn}")
     if json_path:
         report.write_json(data, json_path)
     if gradescope:

@@ -241,3 +241,38 @@ def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
+
+
+# ---------------------------------------------------------------- a student's own kernel
+
+#: Useful FLOP per cell of each problem kind's update (lab.json "api"); lab 7's two kernels do
+#: different work and are not placed.
+FLOP_PER_CELL = {"stencil2d_sweep": FLOP_PER_CELL_2D, "stencil2d_periodic_sweep": FLOP_PER_CELL_2D,
+                 "stencil2d_run": FLOP_PER_CELL_2D, "stencil3d_sweep": FLOP_PER_CELL_3D}
+
+
+def max_sm_clock_mhz() -> float | None:
+    """The GPU's maximum SM clock from nvidia-smi, or None when it cannot be read."""
+    import subprocess
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30).stdout
+        return float(out.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def lab_roofline(api: str, bench: dict | None, path: str | Path) -> str | None:
+    """A student's kernel on the roofline of the GPU it ran on, from the lab's bench JSON: placed
+    at one sweep per pass (a kernel that fuses sweeps, lab 8, shows up above the memory roof there,
+    which is the point: it moves fewer bytes than one pass per sweep).  Returns what was written,
+    or None when there is nothing to draw (no figures, lab 7, no matplotlib, unknown clock)."""
+    if not bench or not bench.get("output_ok") or api not in FLOP_PER_CELL or not bench.get("sm_count"):
+        return None
+    clock = max_sm_clock_mhz()
+    if not clock or _pyplot() is None:
+        return None
+    point = point_from_gbps("your kernel", bench["gbps"], FLOP_PER_CELL[api])
+    peak = peak_fp32_gflops(int(bench["sm_count"]), clock)
+    roofline([point], bench.get("device", "GPU"), bench["copy_gbps"], peak, path)
+    return str(path)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime
 import json
 import statistics
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -156,16 +155,6 @@ def render(rows: list[TourRow], device: str, markdown: bool = False) -> str:
     return (f"{device}, copy bandwidth {copy:.0f} GB/s (median over the runs){note}\n" + "\n".join(lines))
 
 
-def max_sm_clock_mhz() -> float | None:
-    """The GPU's maximum SM clock from nvidia-smi, or None when it cannot be read."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30).stdout
-        return float(out.split()[0])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
-
-
 def roofline_points(rows: list[TourRow]) -> list[plot.RooflinePoint]:
     """Each row at its arithmetic intensity (2D 5-point: 9 FLOP, 3D 7-point: 13 FLOP per cell,
     times the sweeps fused per pass, over 8 compulsory bytes) and its useful GFLOP/s."""
@@ -183,7 +172,7 @@ def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path) -> 
     if not plot.path_bars(rows, device, path):
         return ["(no plots: matplotlib is not installed)"]
     said = [f"path: {path}"]
-    clock = max_sm_clock_mhz()
+    clock = plot.max_sm_clock_mhz()
     if not sm_count or not clock:
         return said + ["(no roofline: the SM count or the SM clock of this GPU is unknown)"]
     peak = plot.peak_fp32_gflops(sm_count, clock)

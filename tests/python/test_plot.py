@@ -104,3 +104,19 @@ def test_pictures_are_png_files(tmp_path):
                           tmp_path / "b.png") is True
     for name in ("r.png", "b.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_lab_roofline_draws_only_what_it_can_place(monkeypatch, tmp_path):
+    bench = {"output_ok": True, "gbps": 2900.0, "copy_gbps": 2970.0, "sm_count": 132, "device": "Test GPU"}
+    monkeypatch.setattr(plot, "max_sm_clock_mhz", lambda: 1980.0)
+    assert plot.lab_roofline("jacobi_residual", bench, tmp_path / "r.png") is None    # lab 7: two kernels
+    assert plot.lab_roofline("stencil2d_sweep", dict(bench, output_ok=False), tmp_path / "r.png") is None
+    assert plot.lab_roofline("stencil2d_sweep", None, tmp_path / "r.png") is None
+    monkeypatch.setattr(plot, "max_sm_clock_mhz", lambda: None)
+    assert plot.lab_roofline("stencil3d_sweep", bench, tmp_path / "r.png") is None
+    monkeypatch.setattr(plot, "max_sm_clock_mhz", lambda: 1980.0)
+    if plot._pyplot() is None:
+        assert plot.lab_roofline("stencil3d_sweep", bench, tmp_path / "r.png") is None
+    else:
+        assert plot.lab_roofline("stencil3d_sweep", bench, tmp_path / "r.png") == str(tmp_path / "r.png")
+        assert (tmp_path / "r.png").stat().st_size > 0

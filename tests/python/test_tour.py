@@ -91,7 +91,7 @@ def test_draw_says_why_nothing_was_drawn(monkeypatch, tmp_path):
     monkeypatch.setattr(tour.plot, "path_bars", lambda *a: False)
     assert tour.draw(rows, "Test GPU", 132, tmp_path / "p.png") == ["(no plots: matplotlib is not installed)"]
     monkeypatch.setattr(tour.plot, "path_bars", lambda *a: True)
-    monkeypatch.setattr(tour, "max_sm_clock_mhz", lambda: None)
+    monkeypatch.setattr(tour.plot, "max_sm_clock_mhz", lambda: None)
     said = tour.draw(rows, "Test GPU", 132, tmp_path / "p.png")
     assert said[0].startswith("path: ") and "no roofline" in said[1]
 
