@@ -408,7 +408,8 @@ _ASM_KEYWORD = re.compile(r"(?<!\w)(asm|__asm__|__asm)(?!\w)")
 _LINE_MARKER = re.compile(r'^#\s*(\d+)\s+"([^"]*)"')
 
 
-def _find_nvcc() -> str | None:
+def find_nvcc() -> str | None:
+    """nvcc's path (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin), or None when there is none."""
     for candidate in (shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "nvcc"),
                       "/usr/local/cuda/bin/nvcc"):
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -443,7 +444,7 @@ def check_host_asm(source: Path, src: str) -> tuple[list[int] | None, str]:
     """
     if not _ASM_KEYWORD.search(strip_source(src)[1]):
         return [], ""
-    nvcc = _find_nvcc()
+    nvcc = find_nvcc()
     if not nvcc:
         return None, "host-side inline assembly not checked: nvcc not found"
     with tempfile.TemporaryDirectory(prefix="stencil-host-") as tmp:

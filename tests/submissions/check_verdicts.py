@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from pathlib import Path
 KIT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(KIT_ROOT / "grader"))
 
-from stencil_grader import labspec, pipeline, score  # noqa: E402  (needs the path above)
+from stencil_grader import labspec, pipeline, score, symbols  # noqa: E402  (needs the path above)
 
 #: Verdicts a build and static checks settle without a GPU.
 _SETTLED_WITHOUT_GPU = ("compile_error", "forbidden")
@@ -97,21 +96,13 @@ def collect(kit_root: Path = KIT_ROOT, lab: str | None = None) -> list[Entry]:
     return entries
 
 
-def _find_nvcc() -> str | None:
-    for candidate in (shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "nvcc"),
-                      "/usr/local/cuda/bin/nvcc"):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
 def tooling_missing(kit_root: Path = KIT_ROOT) -> str | None:
     """Why real lab builds cannot run here (None when they can)."""
     if not (Path(kit_root) / "grader" / "lab.mk").is_file():
         return "grader/lab.mk does not exist yet"
     if not shutil.which("make"):
         return "make is not installed"
-    if not _find_nvcc():
+    if not symbols.find_nvcc():
         return "nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
     try:
         found = subprocess.run(["pkg-config", "--exists", "check"], timeout=10).returncode == 0
