@@ -58,7 +58,7 @@ IMPL_TAG := reference
 else
 SRC := $(firstword $(wildcard $(abspath $(IMPL))/$(LAB)/kernel.cu $(abspath $(IMPL))/kernel.cu))
 # The one rule naming an IMPL=DIR build directory: dir- and DIR's absolute path with its
-# slashes as underscores (grader/stencil_grader/pipeline.py impl_tag() follows it).
+# slashes as underscores (grader/stencil_grader/grading/pipeline.py impl_tag() follows it).
 IMPL_TAG := dir-$(subst /,_,$(patsubst /%,%,$(abspath $(IMPL))))
 endif
 
@@ -120,7 +120,7 @@ print-build-dir:
 	@echo $(BUILD_DIR)
 
 # Lab 7: the student's jacobi_sweep and residual_norm2 on the model Poisson problem, through
-# `bench --solve N`; grader/stencil_grader/solve.py prints the convergence and, with
+# `bench --solve N`; grader/stencil_grader/tools/solve.py prints the convergence and, with
 # matplotlib, draws BUILD_DIR/solve.png.
 .PHONY: solve require-solver
 solve: require-solver build
@@ -144,7 +144,7 @@ require-check:
 $(BUILD_DIR) $(HARNESS_DIR):
 	mkdir -p $@
 
-$(BUILD_DIR)/lab_config.h: $(LAB_DIR)/lab.json $(KIT)/grader/stencil_grader/labspec.py | $(BUILD_DIR)
+$(BUILD_DIR)/lab_config.h: $(LAB_DIR)/lab.json $(KIT)/grader/stencil_grader/base/labspec.py | $(BUILD_DIR)
 	$(GRADE) config $< > $@.tmp && mv $@.tmp $@
 
 # The student's file: ptxas -v reports registers, shared memory and spills per kernel.

@@ -3,7 +3,7 @@
  *
  * Used by every lab's Check suite and bench program; never by a student's
  * kernel.cu (the grader rejects a compiled student object that needs any
- * symbol of it: stencil_grader/symbols.py).
+ * symbol of it: stencil_grader/grading/symbols.py).
  *
  * Layout everywhere: row-major, x fastest; cell (x, y, z) of an nx*ny*nz grid
  * is element [(z * ny + y) * nx + x]; 2D grids have nz == 1.

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import write_script
-from stencil_grader import bench
+from stencil_grader.grading import bench
 
 GOOD = {"device": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "nx": 16384, "ny": 8192, "nz": 1,
         "steps": 1, "scaled_down": False, "note": "", "array_bytes": 536870912, "repetitions": 20,

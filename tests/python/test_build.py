@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from conftest import DATA
-from stencil_grader import build
+from stencil_grader.grading import build
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import DATA, write_script
-from stencil_grader import checkrun
+from stencil_grader.grading import checkrun
 
 
 def alive(pid: int) -> bool:

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL
-from stencil_grader import classgrade, proc
+from stencil_grader.classes import classgrade
+from stencil_grader.base import locks
 from test_checkrun import alive
 
 
@@ -129,10 +130,10 @@ def test_gpu_lock_excludes_other_processes(tmp_path):
     lock = tmp_path / "gpu.lock"
     probe = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
              "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept OSError:\n    sys.exit(3)\n")
-    with proc.GpuLock(lock):
+    with locks.GpuLock(lock):
         assert subprocess.run([sys.executable, "-c", probe, str(lock)], timeout=30).returncode == 3
     assert subprocess.run([sys.executable, "-c", probe, str(lock)], timeout=30).returncode == 0
-    with proc.GpuLock(None):                                     # no lock file: does nothing
+    with locks.GpuLock(None):                                     # no lock file: does nothing
         pass
     assert os.path.exists(lock)
 

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from conftest import KIT_ROOT, run_grade
-from stencil_grader import labspec
+from stencil_grader.base import labspec
 
 LAB01 = KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json"
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import BASE_LAB_JSON, FAKE_LAB, KIT_ROOT
-from stencil_grader import labspec
+from stencil_grader.base import labspec
 
 
 def write(tmp_path, data, folder=FAKE_LAB):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, run_grade
-from stencil_grader import pipeline
+from stencil_grader.grading import pipeline
 
 
 @pytest.fixture
@@ -105,10 +105,13 @@ def test_harmless_names_pass_and_the_object_is_what_counts(grade):
 
 
 def test_lab_specific_forbidden_call(grade, fake_kit):
+    """lab.json's forbidden_calls are checked once, on the compiled object: a call that the
+    whitelist allows elsewhere is forbidden in this lab, however the source spells it."""
     fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False,
-                                       "forbidden_calls": ["atomicAdd"]})
-    done, report, _ = grade(GOOD_KERNEL + "__device__ void g(float *p) { atomicAdd(p, 1.0f); }\n")
+                                       "forbidden_calls": ["cudaMemsetAsync"]})
+    done, report, _ = grade(GOOD_KERNEL + "#define ZERO cuda##MemsetAsync\n// CALLS=cudaMemsetAsync\n")
     assert report["verdict"] == "forbidden"
+    assert "lab.json" in done.stdout
 
 
 def test_incorrect_result_gates_performance(grade):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from stencil_grader import plot
+from stencil_grader.grading import plot
 
 H100_COPY = 2959.1      # GB/s, what lab 8's bench measured on an H100 (2026-11-23)
 

@@ -8,13 +8,13 @@ import time
 import pytest
 
 from conftest import write_script
-from stencil_grader import proc
+from stencil_grader.base import process, sandbox
 from test_checkrun import alive
 
 
 def test_timeout_is_reported_and_quick(tmp_path):
     start = time.monotonic()
-    run = proc.run([sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"], 1)
+    run = process.run([sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"], 1)
     assert run.timed_out and run.returncode is None
     assert run.stdout == "started\n"
     assert "timed out after 1 s" in run.describe()
@@ -28,7 +28,7 @@ child = subprocess.Popen([{sys.executable!r}, "-c", "import time; time.sleep(600
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0)
 open({str(tmp_path / 'pid')!r}, "w").write(str(child.pid))
 """)
-    run = proc.run([script], 30)
+    run = process.run([script], 30)
     assert run.returncode == 0, run.stderr
     pid = int((tmp_path / "pid").read_text())
     deadline = time.monotonic() + 5
@@ -45,7 +45,7 @@ child = subprocess.Popen([{sys.executable!r}, "-c", "import time; time.sleep(600
 open({str(tmp_path / 'pid')!r}, "w").write(str(child.pid))
 time.sleep(600)
 """)
-    run = proc.run([script], 1.5)
+    run = process.run([script], 1.5)
     assert run.timed_out
     pid = int((tmp_path / "pid").read_text())
     deadline = time.monotonic() + 5
@@ -57,23 +57,23 @@ time.sleep(600)
 def test_output_is_bounded_head_and_tail_kept():
     code = ("import sys\nsys.stdout.write('seed: 1\\n')\n"
             "for i in range(200000): sys.stdout.write('x' * 20 + '\\n')\nsys.stdout.write('the end\\n')\n")
-    run = proc.run([sys.executable, "-c", code], 60)
+    run = process.run([sys.executable, "-c", code], 60)
     assert run.returncode == 0
     assert run.stdout.startswith("seed: 1\n") and run.stdout.endswith("the end\n")
     assert "bytes of output left out" in run.stdout
-    assert len(run.stdout) < proc.HEAD_BYTES + proc.TAIL_BYTES + 200
+    assert len(run.stdout) < process.HEAD_BYTES + process.TAIL_BYTES + 200
 
 
 def test_missing_program_and_signals(tmp_path):
-    run = proc.run([tmp_path / "nope"], 5)
+    run = process.run([tmp_path / "nope"], 5)
     assert run.error and "could not start" in run.describe() and run.returncode is None
-    run = proc.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGABRT)"], 5)
+    run = process.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGABRT)"], 5)
     assert run.returncode == -6 and run.describe() == "was killed by signal 6 (SIGABRT)"
 
 
 def test_tail_lines():
-    assert proc.tail_lines("a\nb\nc\n", 2) == "b\nc"
-    assert proc.tail_lines("", 3) == ""
+    assert process.tail_lines("a\nb\nc\n", 2) == "b\nc"
+    assert process.tail_lines("", 3) == ""
 
 
 # ---------------------------------------------------------------- watching and stopping a run
@@ -91,7 +91,7 @@ class StopAtWord:
 
 def test_a_watcher_stops_the_run_early():
     start = time.monotonic()
-    run = proc.run([sys.executable, "-c", "import time; print('STOP', flush=True); time.sleep(60)"], 30,
+    run = process.run([sys.executable, "-c", "import time; print('STOP', flush=True); time.sleep(60)"], 30,
                    watch=StopAtWord("STOP"))
     assert time.monotonic() - start < 5
     assert run.stopped == "saw STOP" and run.returncode is None and not run.timed_out
@@ -99,7 +99,7 @@ def test_a_watcher_stops_the_run_early():
 
 
 def test_stdin_text():
-    run = proc.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], 30, stdin_text="abc")
+    run = process.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], 30, stdin_text="abc")
     assert run.stdout == "ABC\n"
 
 
@@ -128,10 +128,10 @@ def test_sandbox_layers_and_what_the_program_sees(tmp_path, monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "do not pass")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     program = write_script(tmp_path / "probe", PROBE)
-    box = proc.plan_sandbox(10)
-    assert list(box.layers) == list(proc.LAYERS)
-    with proc.SandboxDir(box, [program]) as jail:
-        run = proc.run([jail.program("probe")], 30, env=jail.env({"EXTRA": "1"}), cwd=jail.work, sandbox=box)
+    box = sandbox.plan_sandbox(10)
+    assert list(box.layers) == list(sandbox.LAYERS)
+    with sandbox.SandboxDir(box, [program]) as jail:
+        run = process.run([jail.program("probe")], 30, env=jail.env({"EXTRA": "1"}), cwd=jail.work, sandbox=box)
         work = jail.work
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
@@ -139,7 +139,7 @@ def test_sandbox_layers_and_what_the_program_sees(tmp_path, monkeypatch):
     assert seen["cwd"] == str(work)
     assert "SECRET_TOKEN" not in seen["env"] and seen["env"]["CUDA_VISIBLE_DEVICES"] == "0"
     assert seen["env"]["EXTRA"] == "1" and seen["env"]["HOME"] == str(work)
-    assert seen["limits"]["RLIMIT_FSIZE"][0] == proc.FILE_SIZE_LIMIT and seen["limits"]["RLIMIT_CORE"] == [0, 0]
+    assert seen["limits"]["RLIMIT_FSIZE"][0] == sandbox.FILE_SIZE_LIMIT and seen["limits"]["RLIMIT_CORE"] == [0, 0]
     assert 0 < seen["limits"]["RLIMIT_CPU"][0] < 10 ** 6 and seen["limits"]["RLIMIT_NPROC"][0] > 0
     if os.geteuid() == 0 and box.uid is not None:
         assert seen["uid"] == box.uid != 0 and seen["etc"] == "refused"
@@ -153,16 +153,16 @@ def test_sandbox_layers_and_what_the_program_sees(tmp_path, monkeypatch):
 
 
 def test_layers_that_cannot_be_had_are_off_with_a_reason(monkeypatch):
-    monkeypatch.setenv(proc.SANDBOX_USER_ENV, "")
-    box = proc.plan_sandbox(10)
+    monkeypatch.setenv(sandbox.SANDBOX_USER_ENV, "")
+    box = sandbox.plan_sandbox(10)
     assert box.uid is None and box.layers["user"].startswith("off:")
     assert any(line.startswith("user (") for line in box.off())
-    monkeypatch.setenv(proc.SANDBOX_USER_ENV, "no-such-user-stencil")
-    box = proc.plan_sandbox(10)
+    monkeypatch.setenv(sandbox.SANDBOX_USER_ENV, "no-such-user-stencil")
+    box = sandbox.plan_sandbox(10)
     if os.geteuid() == 0:
         assert "no user 'no-such-user-stencil'" in box.layers["user"]
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    box = proc.plan_sandbox(10)
+    box = sandbox.plan_sandbox(10)
     assert box.layers["user"].startswith("off: the grader is not root")
     assert box.layers["network"] == "off: a network namespace needs root" and not box.new_net
     assert box.layers["limits"].startswith("on:")
@@ -170,7 +170,7 @@ def test_layers_that_cannot_be_had_are_off_with_a_reason(monkeypatch):
 
 def test_the_sandbox_user_cannot_touch_the_build_directory(tmp_path):
     """The program is a copy: the build directory's binaries and files stay out of reach."""
-    if os.geteuid() != 0 or proc.plan_sandbox(10).uid is None:
+    if os.geteuid() != 0 or sandbox.plan_sandbox(10).uid is None:
         pytest.skip("needs root and a sandbox user")
     build = tmp_path / "build"
     build.mkdir()
@@ -183,8 +183,8 @@ for path in ({str(build / 'report.json')!r}, os.path.join(os.path.dirname(__file
     except OSError:
         print("refused", path)
 """)
-    box = proc.plan_sandbox(10)
-    with proc.SandboxDir(box, [program]) as jail:
-        run = proc.run([jail.program("evil")], 30, env=jail.env(), cwd=jail.work, sandbox=box)
+    box = sandbox.plan_sandbox(10)
+    with sandbox.SandboxDir(box, [program]) as jail:
+        run = process.run([jail.program("evil")], 30, env=jail.env(), cwd=jail.work, sandbox=box)
     assert run.stdout.split().count("refused") == 2, run.stdout + run.stderr
     assert (build / "report.json").read_text() == "{}"

@@ -6,7 +6,9 @@ import json
 import pytest
 
 from conftest import GOOD_KERNEL
-from stencil_grader import cli, labspec, pipeline, report
+from stencil_grader import cli
+from stencil_grader.base import labspec
+from stencil_grader.grading import pipeline, report
 
 
 def graded(fake_kit, tmp_path, text=GOOD_KERNEL, name="s"):

@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 
 from conftest import BASE_LAB_JSON, FAKE_LAB
-from stencil_grader import labspec, score
-from stencil_grader.bench import BenchRun
-from stencil_grader.build import BuildResult
-from stencil_grader.checkrun import CaseResult, CheckRun
-from stencil_grader.static import StaticCheck, StaticResult
+from stencil_grader.base import labspec
+from stencil_grader.grading import score
+from stencil_grader.grading.bench import BenchRun
+from stencil_grader.grading.build import BuildResult
+from stencil_grader.grading.checkrun import CaseResult, CheckRun
+from stencil_grader.grading.static import StaticCheck, StaticResult
 
 
 @pytest.fixture

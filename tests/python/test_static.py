@@ -6,11 +6,12 @@ import shutil
 import pytest
 
 from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
-from stencil_grader import labspec, static
+from stencil_grader.base import labspec
+from stencil_grader.grading import ptx as ptxmod, source, static
 
 
-def found(src, extra=()):
-    return [(line, what) for line, what, _ in static.find_forbidden(src, extra)]
+def found(src):
+    return [(line, what) for line, what, _ in source.lexical_findings(src)]
 
 
 def test_copies_to_the_host_are_found_with_line_numbers():
@@ -32,7 +33,7 @@ def test_an_async_copy_must_name_its_direction():
            "    cudaMemcpyToSymbolAsync(coef, &c, sizeof c, 0, cudaMemcpyHostToDevice, s);\n"
            "}\n")
     assert found(src) == [(2, "cudaMemcpyAsync")]
-    (reason,) = [r for _, _, r in static.find_forbidden(src)]
+    (reason,) = [r for _, _, r in source.lexical_findings(src)]
     assert "must name its direction" in reason
 
 
@@ -83,47 +84,40 @@ def test_a_define_of_a_copy_name_counts():
         (1, "#define cudaMemcpyDeviceToDevice"), (1, "cudaMemcpyDeviceToHost")]
 
 
-def test_lab_specific_forbidden_calls():
-    src = "void f() { atomicAdd(p, 1); cub_sum(); }\n"
-    assert found(src, ("atomicAdd",)) == [(1, "atomicAdd")]
-    (reason,) = [r for _, _, r in static.find_forbidden(src, ("atomicAdd",))]
-    assert "lab.json" in reason
-
-
 def test_check_source_reports_each_use(tmp_path):
     src = tmp_path / "kernel.cu"
     src.write_text("void f() {\n  cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);\n}\n")
-    result = static.check_source(src)
+    result = source.check_source(src)
     assert (result.status, result.severity) == ("fail", "forbidden")
     assert result.details[0].startswith("line 2: cudaMemcpyDeviceToHost: a copy to or from host memory")
     src.write_text("// cudaMemcpyDeviceToHost\nconst int cpu_count = 0;\n")
-    assert static.check_source(src).status == "pass"
-    assert static.check_source(tmp_path / "missing.cu").status == "fail"
+    assert source.check_source(src).status == "pass"
+    assert source.check_source(tmp_path / "missing.cu").status == "fail"
 
 
 # ---------------------------------------------------------------- PTX
 
 def test_ptx_functions_and_shared_declarations():
-    module = static.parse_ptx((DATA / "kernels_shared.ptx").read_text())
+    module = ptxmod.parse_ptx((DATA / "kernels_shared.ptx").read_text())
     assert [(f.name, f.kind) for f in module.functions] == [
         ("_Z5plainPKfPfi", "entry"), ("_Z5tiledPKfPfi", "entry"), ("_Z3dynPKfPfi", "entry"),
         ("_Z5spillPfi", "entry")]
     tiled = module.functions[1]
     assert tiled.shared == [("_ZZ5tiledPKfPfiE4tile", 1032)]
     assert module.shared == [("s", None, True)]                 # extern __shared__ float s[];
-    users = static.shared_users(module)
+    users = ptxmod.shared_users(module)
     assert users == ["kernel _Z5tiledPKfPfi: _ZZ5tiledPKfPfiE4tile (1032 bytes, static)",
                      "kernel _Z3dynPKfPfi: s (dynamic, extern)"]
 
 
 def test_integer_div_rem_found_float_div_ignored():
-    module = static.parse_ptx((DATA / "kernels_div.ptx").read_text())
-    found_insns = static.integer_div_rem(module)
+    module = ptxmod.parse_ptx((DATA / "kernels_div.ptx").read_text())
+    found_insns = ptxmod.integer_div_rem(module)
     assert {(insn, fn) for insn, fn, _ in found_insns} == {
         ("div.s32", "_Z6helperii"), ("div.s64", "_Z4divkPiii"), ("div.u32", "_Z4divkPiii"),
         ("div.s32", "_Z4divkPiii")}
     assert not any(fn == "_Z4fdivPff" for _, fn, _ in found_insns)   # div.rn.f32 is allowed
-    assert static.integer_div_rem(static.parse_ptx((DATA / "kernels_shared.ptx").read_text())) == []
+    assert ptxmod.integer_div_rem(ptxmod.parse_ptx((DATA / "kernels_shared.ptx").read_text())) == []
 
 
 def test_rem_and_predicated_instructions():
@@ -133,16 +127,16 @@ def test_rem_and_predicated_instructions():
            "\tdiv.approx.f32 \t%f3, %f1, %f2;\n"
            "\t// div.s32 in a comment\n"
            "\tst.shared.u32 \t[%r4], %r3;\n}\n")
-    assert [insn for insn, _, _ in static.integer_div_rem(static.parse_ptx(ptx))] == ["rem.u32", "div.s16"]
+    assert [insn for insn, _, _ in ptxmod.integer_div_rem(ptxmod.parse_ptx(ptx))] == ["rem.u32", "div.s16"]
 
 
 def test_extern_function_prototypes_are_not_bodies():
     ptx = (".extern .func  (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n"
            "\t.param .b64 vprintf_param_1\n)\n;\n"
            ".visible .entry k()\n{\n\tdiv.u64 \t%rd3, %rd1, %rd2;\n}\n")
-    module = static.parse_ptx(ptx)
+    module = ptxmod.parse_ptx(ptx)
     assert [f.name for f in module.functions] == ["k"]
-    assert static.integer_div_rem(module) == [("div.u64", "k", 9)]
+    assert ptxmod.integer_div_rem(module) == [("div.u64", "k", 9)]
 
 
 def spec_with(tmp_path, **constraints):
@@ -163,31 +157,31 @@ def build_dir_with(tmp_path, ptx_name):
 
 def test_no_div_rem_constraint(tmp_path):
     spec = spec_with(tmp_path, no_div_rem=True)
-    (check,) = static.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
+    (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
     assert (check.name, check.status, check.severity) == ("no div/rem", "fail", "constraint")
     assert any("div.s32 in _Z6helperii" in d for d in check.details)
-    (check,) = static.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
+    (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
     assert check.status == "pass"
 
 
 def test_shared_memory_constraint(tmp_path):
     spec = spec_with(tmp_path, shared_memory=True)
-    (check,) = static.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
+    (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
     assert check.status == "pass" and len(check.details) == 2
-    (check,) = static.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
+    (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
     assert (check.status, check.severity) == ("fail", "constraint")
     assert "no kernel declares shared memory" in check.message
 
 
 def test_missing_ptx_fails_the_constraint_it_cannot_verify(tmp_path):
     spec = spec_with(tmp_path, shared_memory=True, no_div_rem=True)
-    checks = static.check_ptx(spec, tmp_path)
+    checks = ptxmod.check_ptx(spec, tmp_path)
     assert [(c.name, c.status) for c in checks] == [("no div/rem", "fail"), ("shared memory", "fail")]
     assert "cannot be verified" in checks[0].message
 
 
 def test_no_constraints_no_ptx_needed(tmp_path):
-    assert static.check_ptx(spec_with(tmp_path), tmp_path) == []
+    assert ptxmod.check_ptx(spec_with(tmp_path), tmp_path) == []
 
 
 # ---------------------------------------------------------------- planes of shared memory (lab 6)
@@ -202,8 +196,8 @@ def planes_build_dir(tmp_path, ptx=None, log=None):
 
 
 def test_block_threads_from_maxntid_and_reqntid():
-    module = static.parse_ptx((DATA / "kernels_planes.ptx").read_text())
-    threads = {f.name: static.block_threads(f) for f in module.functions}
+    module = ptxmod.parse_ptx((DATA / "kernels_planes.ptx").read_text())
+    threads = {f.name: ptxmod.block_threads(f) for f in module.functions}
     assert threads["_Z12one_plane_v4PKfPfi"] == (320, ".maxntid 320x1x1, from __launch_bounds__")
     assert threads["_Z12three_planesPKfPfi"][0] == 1024
     assert threads["_Z11exact_shapePKfPfi"] == (256, ".reqntid 32x8x1, from __block_size__")
@@ -211,8 +205,8 @@ def test_block_threads_from_maxntid_and_reqntid():
 
 
 def test_widest_global_load():
-    module = static.parse_ptx((DATA / "kernels_planes.ptx").read_text())
-    width = {f.name: static.widest_global_load(f, module) for f in module.functions}
+    module = ptxmod.parse_ptx((DATA / "kernels_planes.ptx").read_text())
+    width = {f.name: ptxmod.widest_global_load(f, module) for f in module.functions}
     assert width["_Z12one_plane_v4PKfPfi"] == 16           # ld.global.nc.v4.f32
     assert width["_Z12three_planesPKfPfi"] == 4            # ld.global.nc.f32
     assert width["_Z11async_planePKfPfi"] == 16            # cp.async.cg.shared.global ..., 16, 16
@@ -221,11 +215,11 @@ def test_widest_global_load():
              "ldu.global.f32 %f1, [%rd1];", "ld.global.u8 %rs1, [%rd1];", "ld.shared.v4.f32 {%f1,%f2,%f3,%f4}, [%r1];",
              "ld.param.u64 %rd1, [k_param_0];", "cp.async.ca.shared.global [%r1], [%rd1], 8;",
              "st.global.v4.f32 [%rd1], {%f1,%f2,%f3,%f4};"]
-    assert [static.global_load_bytes(x) for x in loads] == [16, 8, 16, 4, 4, 1, 0, 0, 8, 0]
+    assert [ptxmod.global_load_bytes(x) for x in loads] == [16, 8, 16, 4, 4, 1, 0, 0, 8, 0]
 
 
 def test_max_shared_planes_fails_three_planes_with_both_numbers(tmp_path):
-    (check,) = static.check_ptx(spec_with(tmp_path, max_shared_planes=1), planes_build_dir(tmp_path))
+    (check,) = ptxmod.check_ptx(spec_with(tmp_path, max_shared_planes=1), planes_build_dir(tmp_path))
     assert (check.name, check.status, check.severity) == ("max shared planes", "fail", "constraint")
     # 1024 threads x 4-byte loads x 2 = 8192 bytes allowed for one plane; three 32 x 32 planes use 12288
     assert "three_planes uses 12288 bytes" in check.message and "8192 bytes allowed" in check.message
@@ -242,8 +236,8 @@ def test_max_shared_planes_bound_scales_with_planes(tmp_path):
     only_three = ".version 8.0\n.target sm_90\n.address_size 64\n" + _ptx_function(
         (DATA / "kernels_planes.ptx").read_text(), "_Z12three_planesPKfPfi")
     build_dir = planes_build_dir(tmp_path, ptx=only_three)
-    assert static.check_shared_planes(1, build_dir).status == "fail"
-    check = static.check_shared_planes(2, build_dir)       # 2 x 8192 = 16384 >= 12288
+    assert ptxmod.check_shared_planes(1, build_dir).status == "fail"
+    check = ptxmod.check_shared_planes(2, build_dir)       # 2 x 8192 = 16384 >= 12288
     assert check.status == "pass" and "at most 16384 allowed" in check.details[0]
 
 
@@ -252,7 +246,7 @@ def test_max_shared_planes_passes_one_plane_kernels(tmp_path):
     good = ".version 8.0\n.target sm_90\n.address_size 64\n" + "".join(
         _ptx_function(ptx, name) for name in ("_Z12one_plane_v4PKfPfi", "_Z11async_planePKfPfi",
                                               "_Z11exact_shapePKfPfi", "_Z5plainPKfPfi"))
-    check = static.check_shared_planes(1, planes_build_dir(tmp_path, ptx=good))
+    check = ptxmod.check_shared_planes(1, planes_build_dir(tmp_path, ptx=good))
     assert check.status == "pass" and len(check.details) == 3
 
 
@@ -263,14 +257,14 @@ def test_max_shared_planes_takes_the_largest_architecture(tmp_path):
            "ptxas info    : Used 12 registers, used 1 barriers, 12000 bytes smem\n"
            "ptxas info    : Compiling entry function '_Z12one_plane_v4PKfPfi' for 'sm_90'\n"
            "ptxas info    : Used 12 registers, used 1 barriers, 5440 bytes smem\n")
-    check = static.check_shared_planes(1, planes_build_dir(tmp_path, ptx=ptx, log=log))
+    check = ptxmod.check_shared_planes(1, planes_build_dir(tmp_path, ptx=ptx, log=log))
     assert check.status == "fail" and "uses 12000 bytes" in check.message and "10240" in check.message
-    missing = static.check_shared_planes(1, planes_build_dir(tmp_path, ptx=ptx, log="ptxas info    : 0 bytes gmem\n"))
+    missing = ptxmod.check_shared_planes(1, planes_build_dir(tmp_path, ptx=ptx, log="ptxas info    : 0 bytes gmem\n"))
     assert missing.status == "fail" and "not in the ptxas report" in missing.message
 
 
 def test_max_shared_planes_without_the_build_files(tmp_path):
-    (check,) = static.check_ptx(spec_with(tmp_path, max_shared_planes=1), tmp_path)
+    (check,) = ptxmod.check_ptx(spec_with(tmp_path, max_shared_planes=1), tmp_path)
     assert (check.status, check.severity) == ("fail", "constraint") and "cannot be verified" in check.message
 
 
@@ -286,18 +280,19 @@ def _ptx_function(ptx, name):
         i += 1
 
 
-def test_run_static_combines_source_and_ptx(tmp_path):
-    spec = spec_with(tmp_path, no_div_rem=True, forbidden_calls=["atomicAdd"])
+def test_run_static_combines_object_source_and_ptx(tmp_path):
+    """One stage, in the report's order: the object's symbols, the source, the PTX."""
+    spec = spec_with(tmp_path, no_div_rem=True)
     src = tmp_path / "kernel.cu"
-    src.write_text("void f() { atomicAdd(0, 1); }\n")
+    src.write_text("void f(float *h, float *d) { cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost); }\n")
     result = static.run_static(spec, src, build_dir_with(tmp_path, "kernels_div.ptx"))
     assert result.forbidden and result.constraint_failed
-    assert [c.name for c in result.checks] == ["forbidden calls", "no div/rem"]
+    assert [c.name for c in result.checks] == ["linked symbols", "forbidden calls", "no div/rem"]
 
 
 def test_kernel_label_shows_integer_template_arguments():
-    assert static.kernel_label("_Z24stencil3d_regtile_kernelILi4EEvPKfPfiiiii16stencil3d_coeffs") \
+    assert ptxmod.kernel_label("_Z24stencil3d_regtile_kernelILi4EEvPKfPfiiiii16stencil3d_coeffs") \
         == "stencil3d_regtile_kernel<4>"
-    assert static.kernel_label("_Z3kA2ILi32ELi4ELb0EEvPKf") == "kA2<32, 4, 0>"
-    assert static.kernel_label("_Z5tiledPKfPfi") == "tiled"
-    assert static.kernel_label("stencil2d_kernel") == "stencil2d_kernel"
+    assert ptxmod.kernel_label("_Z3kA2ILi32ELi4ELb0EEvPKf") == "kA2<32, 4, 0>"
+    assert ptxmod.kernel_label("_Z5tiledPKfPfi") == "tiled"
+    assert ptxmod.kernel_label("stencil2d_kernel") == "stencil2d_kernel"

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from stencil_grader import symbols
+from stencil_grader.grading import symbols
 
 
 @pytest.mark.parametrize("name", [
@@ -176,7 +176,7 @@ def findings(tmp_path, code):
     obj, src = compiled(tmp_path, code)
     listing = symbols.read_object(obj)
     assert listing.error is None
-    return [f.describe() for f in symbols.find_forbidden(listing, src.read_text(), symbols.api_names())]
+    return [f.describe() for f in symbols.symbol_findings(listing, src.read_text(), symbols.api_names())]
 
 
 needs_gxx = pytest.mark.skipif(GXX is None or not shutil.which("nm") or not shutil.which("objdump"),

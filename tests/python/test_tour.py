@@ -2,7 +2,8 @@
 
 import pytest
 
-from stencil_grader import score, tour
+from stencil_grader.grading import score
+from stencil_grader.tools import tour
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):

@@ -36,7 +36,8 @@ from pathlib import Path
 KIT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(KIT_ROOT / "grader"))
 
-from stencil_grader import labspec, pipeline, score, symbols  # noqa: E402  (needs the path above)
+from stencil_grader.base import labspec
+from stencil_grader.grading import pipeline, score, symbols  # noqa: E402  (needs the path above)
 
 #: Verdicts a build and static checks settle without a GPU.
 _SETTLED_WITHOUT_GPU = ("compile_error", "forbidden")

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from .bench import BenchRun
 from .build import BuildResult
 from .checkrun import CheckRun
-from .labspec import LabSpec, TargetChoice
+from ..base.labspec import LabSpec, TargetChoice
 from .static import StaticResult
 
 #: Verdicts from best to worst-known; a report shows one per lab.

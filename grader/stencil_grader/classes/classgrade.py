@@ -40,13 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import KIT_ROOT, bench, build, checkrun, labspec, proc, report, score
+from .. import KIT_ROOT
+from ..base import labspec, process, sandbox
+from ..grading import bench, build, checkrun, report, score
 
 GRADE_PY = KIT_ROOT / "grader" / "grade.py"
 #: Environment variables a grading process keeps; everything else is dropped.
 ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH",
             "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-            proc.SANDBOX_USER_ENV) + proc.CUDA_ENV_KEEP
+            sandbox.SANDBOX_USER_ENV) + sandbox.CUDA_ENV_KEEP
 _SLACK_S = 120.0
 
 
@@ -132,7 +134,7 @@ def grade_one(spec: labspec.LabSpec, student: str, submissions: Path, out: Path,
             json_path = Path(tmp) / "report.json"
             command = [sys.executable, GRADE_PY, "lab", spec.lab_dir, "--impl", submissions / student,
                        "--build-dir", Path(tmp) / "build", "--json", json_path, "--gpu-lock", lock]
-            run = proc.run(command, time_limit_s(spec, jobs), env=dict(clean_env(), TMPDIR=tmp), cwd=tmp)
+            run = process.run(command, time_limit_s(spec, jobs), env=dict(clean_env(), TMPDIR=tmp), cwd=tmp)
             (student_out / f"{spec.lab}.log").write_text(run.stdout + run.stderr)
             result = None
             if json_path.is_file():

@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
-from .labspec import display_path
+from .. import __version__
+from ..base.labspec import display_path
 from .pipeline import LabRun
 
 FIRST_FAILURES = 3

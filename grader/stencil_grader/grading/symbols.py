@@ -42,11 +42,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import KIT_ROOT, proc
-from .static import StaticCheck, strip_source
+from .. import KIT_ROOT
+from ..base import process
+from .checks import StaticCheck
+from .source import strip_source
+from .checks import MAX_REPORTED
 
 TOOL_TIMEOUT_S = 60.0
-MAX_REPORTED = 20
 
 # ---------------------------------------------------------------- the whitelist
 
@@ -315,7 +317,7 @@ def demangle(names: list[str]) -> dict[str, str]:
     result = {n: n for n in names}
     if not mangled or not _tool("c++filt"):
         return result
-    run = proc.run(["c++filt"], TOOL_TIMEOUT_S, stdin_text="\n".join(mangled) + "\n")
+    run = process.run(["c++filt"], TOOL_TIMEOUT_S, stdin_text="\n".join(mangled) + "\n")
     lines = run.stdout.splitlines()
     if run.returncode == 0 and len(lines) == len(mangled):
         result.update(zip(mangled, lines))
@@ -329,14 +331,14 @@ def read_object(obj: Path) -> ObjectListing:
         if not _tool(tool):
             listing.error = f"{tool} (binutils) is not installed"
             return listing
-    nm = proc.run(["nm", "-P", obj], TOOL_TIMEOUT_S)
+    nm = process.run(["nm", "-P", obj], TOOL_TIMEOUT_S)
     if nm.returncode != 0:
-        listing.error = f"nm {nm.describe()}: {proc.tail_lines(nm.stderr, 3)}"
+        listing.error = f"nm {nm.describe()}: {process.tail_lines(nm.stderr, 3)}"
         return listing
     listing.undefined, listing.defined = parse_nm(nm.stdout)
-    dump = proc.run(["objdump", "-dr", "-w", "--no-show-raw-insn", obj], TOOL_TIMEOUT_S)
+    dump = process.run(["objdump", "-dr", "-w", "--no-show-raw-insn", obj], TOOL_TIMEOUT_S)
     if dump.returncode != 0:
-        listing.error = f"objdump {dump.describe()}: {proc.tail_lines(dump.stderr, 3)}"
+        listing.error = f"objdump {dump.describe()}: {process.tail_lines(dump.stderr, 3)}"
         return listing
     listing.users, listing.syscalls = parse_objdump(dump.stdout)
     names = {s.name for s in listing.undefined + listing.defined}
@@ -449,7 +451,7 @@ def check_host_asm(source: Path, src: str) -> tuple[list[int] | None, str]:
         return None, "host-side inline assembly not checked: nvcc not found"
     with tempfile.TemporaryDirectory(prefix="stencil-host-") as tmp:
         out = Path(tmp) / "host.ii"
-        run = proc.run([nvcc, "-std=c++17", f"-I{KIT_ROOT / 'grader' / 'include'}", "-cuda",
+        run = process.run([nvcc, "-std=c++17", f"-I{KIT_ROOT / 'grader' / 'include'}", "-cuda",
                         str(Path(source).resolve()), "-o", out], TOOL_TIMEOUT_S)
         if run.returncode != 0 or not out.is_file():
             return None, f"host-side inline assembly not checked: nvcc -cuda {run.describe()}"
@@ -478,7 +480,7 @@ def _names(names: list[str]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
-def find_forbidden(listing: ObjectListing, src: str, api: frozenset[str],
+def symbol_findings(listing: ObjectListing, src: str, api: frozenset[str],
                    extra: tuple[str, ...] = ()) -> list[Finding]:
     """Every forbidden undefined symbol, defined symbol and system-call instruction of an object.
 
@@ -528,7 +530,7 @@ def check_object(build_dir: Path, source: Path, extra: tuple[str, ...] = (),
         src = Path(source).read_text(encoding="utf-8", errors="replace")
     except OSError:
         src = ""
-    findings = find_forbidden(listing, src, api if api is not None else api_names(), extra)
+    findings = symbol_findings(listing, src, api if api is not None else api_names(), extra)
     asm, note = check_host_asm(Path(source), src) if src else ([], "")
     asm = [line for line in asm if not any(line in f.lines for f in findings if f.what.startswith("instr"))]
     if asm:

@@ -9,7 +9,7 @@ Exit status of a timed run: 0 measured (even when output_ok is false), 2 no
 GPU, 3 CUDA error (message on stderr), 4 debug build (-G), not timed.
 Bandwidths in the JSON are GB/s with 1 GB = 1e9 bytes; times are milliseconds.
 
-Both run in the sandbox of proc.py.  The figures come back on the bench's
+Both run in the sandbox of base/sandbox.py.  The figures come back on the bench's
 stdout, a pipe the grader reads: nothing the process does after it exits can
 change them, and stdout must hold that one JSON object and nothing else (a
 kernel's printf, or anything else printing there, makes the run an error).
@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import proc
+from ..base import process, sandbox
 
 PROBE_TIMEOUT_S = 60.0
 EXIT_NO_GPU = 2
@@ -68,14 +68,14 @@ class BenchRun:
 
 
 def _last_line(text: str) -> str:
-    return proc.tail_lines(text, 1).strip()
+    return process.tail_lines(text, 1).strip()
 
 
 def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
     """Ask BUILD_DIR/bench whether there is a GPU (60 s at most, in the sandbox); never raises."""
-    box = proc.plan_sandbox(timeout_s)
-    with proc.SandboxDir(box, [Path(build_dir) / "bench"], prefix="stencil-probe-") as jail:
-        run = proc.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(), cwd=jail.work,
+    box = sandbox.plan_sandbox(timeout_s)
+    with sandbox.SandboxDir(box, [Path(build_dir) / "bench"], prefix="stencil-probe-") as jail:
+        run = process.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(), cwd=jail.work,
                        sandbox=box)
     layers = dict(box.layers)
     if run.returncode == EXIT_NO_GPU:
@@ -140,11 +140,11 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None) -> Ben
     """
     build_dir = Path(build_dir)
     (build_dir / "bench.json").unlink(missing_ok=True)      # no stale figures from an earlier run
-    box = proc.plan_sandbox(timeout_s)
+    box = sandbox.plan_sandbox(timeout_s)
     notes = []
-    with proc.SandboxDir(box, [build_dir / "bench"], prefix="stencil-bench-") as jail:
+    with sandbox.SandboxDir(box, [build_dir / "bench"], prefix="stencil-bench-") as jail:
         argv = [jail.program("bench"), "--json", "-"] + (["--seed", str(seed)] if seed is not None else [])
-        run = proc.run(argv, timeout_s, env=jail.env(), cwd=jail.work, sandbox=box)
+        run = process.run(argv, timeout_s, env=jail.env(), cwd=jail.work, sandbox=box)
         text = run.stdout
         legacy = jail.work / "-"
         if not text.strip() and legacy.is_file():
@@ -153,7 +153,7 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None) -> Ben
             text = legacy.read_text(errors="replace")
             notes.append("the bench wrote its JSON to a file, not to stdout (an older bench program): "
                          "a file the sandboxed process could rewrite before it ended")
-    tail = proc.tail_lines(run.stderr, STDERR_TAIL_LINES)
+    tail = process.tail_lines(run.stderr, STDERR_TAIL_LINES)
     result = BenchRun("error", stderr_tail=tail, seconds=run.seconds, sandbox=dict(box.layers), notes=notes)
     reason = _last_line(run.stderr)
     if run.error:

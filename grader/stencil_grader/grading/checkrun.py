@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import proc
+from ..base import process, sandbox
 
 CHECK_NS = "http://check.sourceforge.net/ns"
 LIST_TIMEOUT_S = 30.0
@@ -85,7 +85,7 @@ class CheckRun:
     status: "ok" (the run ended by itself with exit status 0 or 1), "timeout"
         (a case timed out and the run was stopped, or the run passed its limit),
         "crash" (any other ending) or "error" (the program could not be run).
-    sandbox: the sandbox layers the run had (proc.Sandbox.layers).
+    sandbox: the sandbox layers the run had (sandbox.Sandbox.layers).
     exit_status: check's exit status (None when killed or not started).
     """
 
@@ -131,15 +131,15 @@ def parse_list(text: str) -> list[ListedCase]:
     return cases
 
 
-def list_cases(check: Path, box: proc.SandboxDir | None = None) -> tuple[list[ListedCase], str | None]:
+def list_cases(check: Path, box: sandbox.SandboxDir | None = None) -> tuple[list[ListedCase], str | None]:
     """Run `check --list` (30 s at most; in box when given); returns (cases, None) or ([], why it failed)."""
     if box is None:
-        run = proc.run([check, "--list"], LIST_TIMEOUT_S, env=check_env(None))
+        run = process.run([check, "--list"], LIST_TIMEOUT_S, env=check_env(None))
     else:
-        run = proc.run([box.program(check.name), "--list"], LIST_TIMEOUT_S, env=box.env(check_env(None)),
+        run = process.run([box.program(check.name), "--list"], LIST_TIMEOUT_S, env=box.env(check_env(None)),
                        cwd=box.work, sandbox=box.box)
     if run.error or run.timed_out or run.returncode != 0:
-        return [], f"`check --list` {run.describe()}: {proc.tail_lines(run.stderr, 5)}".rstrip(": ")
+        return [], f"`check --list` {run.describe()}: {process.tail_lines(run.stderr, 5)}".rstrip(": ")
     cases = parse_list(run.stdout)
     if not cases:
         return [], "`check --list` printed no case"
@@ -202,7 +202,7 @@ def _qualified(element: str) -> str:
 
 
 class CheckStream:
-    """Reads check's standard output as it arrives (a proc.Watch).
+    """Reads check's standard output as it arrives (a process.Watch).
 
     Keeps the seed, each complete <test> result and its raw text (for the XML
     log kept in BUILD_DIR), and asks the run to stop at the first case that
@@ -344,11 +344,11 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
     build_dir = Path(build_dir)
     check = build_dir / "check"
     (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run
-    box = proc.plan_sandbox(suite_timeout_s)
-    with proc.SandboxDir(box, [check], prefix="stencil-check-") as jail:
+    box = sandbox.plan_sandbox(suite_timeout_s)
+    with sandbox.SandboxDir(box, [check], prefix="stencil-check-") as jail:
         listed, list_error = list_cases(check, jail)
         stream = CheckStream(case_timeout_s, on_seed)
-        run = proc.run([jail.program("check")], suite_timeout_s, env=jail.env(check_env(seed)),
+        run = process.run([jail.program("check")], suite_timeout_s, env=jail.env(check_env(seed)),
                        cwd=jail.work, sandbox=box, watch=stream)
     if stream.elements:
         (build_dir / "check.xml").write_text(stream.xml_log())
@@ -389,7 +389,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
         message = (message + "; " if message else "") + "no test result was written"
     cases, notes = merge(listed, tests, missing, reason, first_missing)
     return CheckRun(cases=cases, seed=stream.seed, status=status, message=message,
-                    exit_status=run.returncode, stderr_tail=proc.tail_lines(run.stderr, STDERR_TAIL_LINES),
+                    exit_status=run.returncode, stderr_tail=process.tail_lines(run.stderr, STDERR_TAIL_LINES),
                     list_error=list_error, seconds=run.seconds,
                     xml_log=build_dir / "check.xml" if stream.elements else None,
                     stopped_early=stopped, notes=notes, sandbox=dict(box.layers))

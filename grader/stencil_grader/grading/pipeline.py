@@ -3,7 +3,7 @@
 Which stage runs after which is decided by score.may_run / score.may_bench;
 this module only calls the stages in order and keeps what they returned.
 The static checks are static.py's (source and PTX) and symbols.py's (the
-compiled object); the programs that run student code run in proc.py's sandbox,
+compiled object); the programs that run student code run in base/sandbox.py's sandbox,
 whose layers the run keeps for the report.
 """
 
@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import KIT_ROOT, bench, build, checkrun, labspec, proc, score, static, symbols
+from .. import KIT_ROOT
+from ..base import labspec, locks
+from . import bench, build, checkrun, score, static
 
 
 @dataclass
@@ -36,7 +38,7 @@ class LabRun:
     seed: int | None = None
     not_measured: str | None = None
     notes: list[str] = field(default_factory=list)
-    sandbox: dict[str, str] = field(default_factory=dict)    # proc.Sandbox.layers of the runs
+    sandbox: dict[str, str] = field(default_factory=dict)    # sandbox.Sandbox.layers of the runs
 
 
 def resolve_lab_dir(arg: str | Path, kit_root: Path = KIT_ROOT) -> Path:
@@ -101,13 +103,11 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
         run.build.outcome = "kit_error"
     if run.build.ok:
         run.static = static.run_static(spec, run.source, build_dir)
-        run.static.checks.insert(1, symbols.check_object(build_dir, run.source,
-                                                         spec.constraints.forbidden_calls))
     if not score.may_run(run.build, run.static)[0]:
         run.score = score.score_lab(spec, run.build, run.static)
         return run
 
-    with proc.GpuLock(gpu_lock):
+    with locks.GpuLock(gpu_lock):
         say("looking for a GPU ...")
         run.probe = bench.probe(build_dir)
         run.sandbox = run.probe.sandbox

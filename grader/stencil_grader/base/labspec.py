@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import KIT_ROOT
+from .. import KIT_ROOT
 
 #: Problem kinds: each is the module grader/harness/kinds/<api>.c (see grader/include/lab_kind.h).
 API_VALUES = ("stencil2d_sweep", "stencil2d_periodic_sweep", "stencil2d_run",

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import proc
+from ..base import process
 
 DEFAULT_N = 33
 SOLVE_TIMEOUT_S = 600.0
@@ -96,8 +96,8 @@ def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None,
     argv = [str(bench), "--solve", str(n)]
     if reduction is not None:
         argv += ["--reduction", repr(float(reduction))]
-    done = proc.run(argv, timeout_s)
-    why = proc.tail_lines(done.stderr, 5).strip()
+    done = process.run(argv, timeout_s)
+    why = process.tail_lines(done.stderr, 5).strip()
     if done.returncode == EXIT_NO_GPU:
         raise SolveError(f"make solve needs a GPU, and this machine has none it can use: {why}")
     if done.returncode == EXIT_CUDA_ERROR:

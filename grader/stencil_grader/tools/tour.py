@@ -26,7 +26,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import KIT_ROOT, bench, build, labspec, plot, score
+from .. import KIT_ROOT
+from ..base import labspec
+from ..grading import bench, build, plot, score
 
 #: (lab, impl, what the row shows), in the order of the seeds' table.
 TOUR_ROWS = (

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import KIT_ROOT, proc
+from .. import KIT_ROOT
+from ..base import process
 
 DEFAULT_TIMEOUT_S = 300.0
 MESSAGE_LINES = 30
@@ -89,15 +90,15 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
     """Run the build; never raises for a failing build (see BuildResult.outcome)."""
     Path(build_dir).mkdir(parents=True, exist_ok=True)
     command = make_command(lab_dir, impl, build_dir, arch)
-    run = proc.run(command, timeout_s)
+    run = process.run(command, timeout_s)
     result = BuildResult("ok", command, Path(build_dir), seconds=run.seconds)
     output = (run.stdout + "\n" + run.stderr).strip()
     if run.timed_out:
         result.outcome = "timeout"
-        result.message = f"make {run.describe()}\n" + proc.tail_lines(output, MESSAGE_LINES)
+        result.message = f"make {run.describe()}\n" + process.tail_lines(output, MESSAGE_LINES)
     elif run.returncode != 0:
         result.outcome = "compile_error"
-        result.message = proc.tail_lines(output, MESSAGE_LINES) or f"make {run.describe()}"
+        result.message = process.tail_lines(output, MESSAGE_LINES) or f"make {run.describe()}"
     else:
         log = Path(build_dir) / "ptxas.log"
         if log.is_file():

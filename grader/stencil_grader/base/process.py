@@ -1,0 +1,300 @@
+"""Run one program under a time limit and leave nothing of it behind.
+
+Every program the grader starts (make, check, bench) goes through `run()`:
+
+- it gets its own process session and a mark in its environment
+  (STENCIL_GRADER_RUN), so that everything it starts can be found again:
+  Check forks one child per case and puts each child in a process group of
+  its own, so killing the parent's group alone would leave a hung case
+  running forever; and a grading process killed by instructor mode has
+  children in sessions of their own, found by the mark they inherited;
+- after the program ends, or when its time limit passes, every process still
+  in that session or carrying that mark is killed (SIGKILL);
+- stdout and stderr are read as they come and kept bounded (the first 64 KiB
+  and the last 256 KiB of each), so a program printing in a loop cannot fill
+  the grader's memory.
+
+Only a process that both leaves the session (setsid) and clears its
+environment escapes; the grader then stops waiting for its output after a few
+seconds (and, in a sandbox, its CPU-time limit ends it).
+
+The private channel (`channel=True`): a pipe of its own, besides stdout and
+stderr, whose write end the program finds as the file descriptor named in
+its environment (protocol.CHANNEL_FD_ENV).  The harness reports there (Check's
+XML log, the bench's JSON); a student's code can reach it only through the
+system calls the symbol check forbids, while a kernel's printf lands on
+stdout, which the grader shows to the student as their program's output.
+The channel is kept whole up to CHANNEL_MAX_BYTES (never cut in the middle,
+as stdout is), and a watcher (`watch=`) is fed from it as data arrives (or
+from stdout when there is no channel): checkrun.py stops a Check run at the
+first case that times out.
+
+The sandbox that programs running student code get is sandbox.py's; the
+program itself is started here, with the sandbox's layers applied between
+fork and exec.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from .protocol import CHANNEL_FD_ENV
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
+
+RUN_MARK = "STENCIL_GRADER_RUN"
+HEAD_BYTES = 64 * 1024
+TAIL_BYTES = 256 * 1024
+#: The most the private channel keeps; a harness that writes more is broken (Completed.channel_overflow).
+CHANNEL_MAX_BYTES = 64 * 1024 * 1024
+_PIPE_GRACE_S = 5.0
+
+
+@dataclass
+class Completed:
+    """What one run of a program did.
+
+    returncode: the exit status (negative: killed by that signal); None when the
+        program timed out or could not be started.
+    timed_out: True when the time limit passed and the program was killed.
+    seconds: wall-clock time of the run, in seconds.
+    error: why the program could not be started (missing, not executable), else None.
+    """
+
+    argv: list[str]
+    returncode: int | None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    seconds: float = 0.0
+    timeout_s: float | None = None
+    error: str | None = None
+    stopped: str | None = None
+    channel: str = ""
+    channel_overflow: bool = False
+
+    def describe(self) -> str:
+        """One phrase saying how the program ended, for messages."""
+        if self.error:
+            return self.error
+        if self.stopped:
+            return f"was stopped ({self.stopped})"
+        if self.timed_out:
+            return f"timed out after {self.timeout_s:g} s and was killed"
+        if self.returncode is not None and self.returncode < 0:
+            return f"was killed by signal {-self.returncode} ({signal_name(-self.returncode)})"
+        return f"exited with status {self.returncode}"
+
+
+def signal_name(number: int) -> str:
+    """'SIGSEGV' for 11, or 'signal N' when the number is unknown."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def tail_lines(text: str, n: int) -> str:
+    """The last n lines of text (all of it when shorter)."""
+    lines = text.rstrip("\n").splitlines()
+    return "\n".join(lines[-n:])
+
+
+class Watch(Protocol):
+    """What `run(watch=...)` calls while a program runs.
+
+    feed(chunk): the program's stdout, as it arrives (from a reader thread);
+    poll(now): about ten times a second (time.monotonic()); a string stops
+    the run at once (every process killed), and becomes Completed.stopped.
+    """
+
+    def feed(self, chunk: bytes) -> None: ...
+
+    def poll(self, now: float) -> str | None: ...
+
+
+class _Capture(threading.Thread):
+    """Reads one pipe to its end, keeping its head and its tail (and feeding a watcher).
+
+    whole: keep everything up to CHANNEL_MAX_BYTES instead (the private channel).
+    """
+
+    def __init__(self, pipe, watch: Watch | None = None, whole: bool = False):
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.watch = watch
+        self.whole = whole
+        self.overflow = False
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def run(self) -> None:
+        fd = self.pipe.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            if self.watch is not None:
+                self.watch.feed(chunk)
+            self.total += len(chunk)
+            if self.whole:
+                room = CHANNEL_MAX_BYTES - len(self.head)
+                self.overflow |= len(chunk) > room
+                self.head += chunk[:max(0, room)]
+                continue
+            room = HEAD_BYTES - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            self.tail += chunk
+            if len(self.tail) > 2 * TAIL_BYTES:
+                del self.tail[:-TAIL_BYTES]
+
+    def text(self) -> str:
+        tail = self.tail[-TAIL_BYTES:]
+        dropped = self.total - len(self.head) - len(tail)
+        middle = f"\n[... {dropped} bytes of output left out ...]\n".encode() if dropped > 0 else b""
+        return bytes(self.head + middle + tail).decode("utf-8", errors="replace")
+
+
+def _started_by(sid: int, mark: str) -> list[int]:
+    """Process ids whose session is sid or whose environment carries mark (read from /proc;
+    empty where there is no /proc)."""
+    found = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return found
+    needle = mark.encode()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp session ..."; comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2:].split()
+        in_session = len(fields) > 3 and int(fields[3]) == sid
+        prefix = RUN_MARK.encode() + b"="
+        marked = any(var.startswith(prefix) and needle in var[len(prefix):].split(b":")
+                     for var in environ.split(b"\0"))
+        if in_session or marked:
+            found.append(int(entry.name))
+    return found
+
+
+def kill_started(sid: int, mark: str) -> None:
+    """SIGKILL every process a `run()` started: its session sid, and whatever carries its mark."""
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for _ in range(5):
+        pids = _started_by(sid, mark)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+
+
+def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
+        cwd: str | Path | None = None, stdin_text: str | None = None,
+        sandbox: "Sandbox | None" = None, watch: Watch | None = None,
+        channel: bool = False) -> Completed:
+    """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.
+
+    sandbox: confine the program (sandbox.Sandbox; its layers are applied between
+        fork and exec).  watch: see Watch; fed from the channel when there is one,
+        else from stdout.  channel: give the program the private channel (module
+        docstring); what it wrote there is Completed.channel.
+    Never raises for the program's behaviour: a missing program gives
+    Completed.error, a timeout gives Completed.timed_out, a stop by the watcher
+    Completed.stopped.
+    """
+    argv = [str(a) for a in argv]
+    mark = secrets.token_hex(8)
+    env = dict(os.environ if env is None else env)
+    env[RUN_MARK] = f"{env[RUN_MARK]}:{mark}" if env.get(RUN_MARK) else mark
+    read_end = write_end = None
+    if channel:
+        read_end, write_end = os.pipe()
+        env[CHANNEL_FD_ENV] = str(write_end)
+        if sandbox is not None and sandbox.uid is not None:
+            # The sandbox user reopens the pipe by name (/dev/fd/N: Check opens its log by
+            # name), which the kernel allows only to the pipe's owner.
+            os.fchown(write_end, sandbox.uid, sandbox.gid)
+    start = time.monotonic()
+    try:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
+                                 start_new_session=True, pass_fds=(write_end,) if channel else (),
+                                 preexec_fn=sandbox.enter if sandbox is not None else None)
+    except (OSError, subprocess.SubprocessError) as err:
+        for fd in (read_end, write_end):
+            if fd is not None:
+                os.close(fd)
+        why = getattr(err, "strerror", None) or err
+        return Completed(argv, None, timeout_s=timeout_s, error=f"could not start {argv[0]}: {why}")
+    readers = [_Capture(child.stdout, None if channel else watch), _Capture(child.stderr)]
+    channel_pipe = None
+    if channel:
+        os.close(write_end)
+        channel_pipe = os.fdopen(read_end, "rb", buffering=0)
+        readers.append(_Capture(channel_pipe, watch, whole=True))
+    for reader in readers:
+        reader.start()
+    if stdin_text is not None:
+        try:
+            child.stdin.write(stdin_text.encode())
+            child.stdin.close()
+        except OSError:
+            pass
+    timed_out, stopped = False, None
+    deadline = start + timeout_s
+    while True:
+        now = time.monotonic()
+        try:
+            child.wait(timeout=max(0.0, min(0.1 if watch else deadline - now, deadline - now)))
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = True
+            break
+        if watch is not None and (stopped := watch.poll(now)):
+            break
+    kill_started(child.pid, mark)
+    child.wait()
+    seconds = time.monotonic() - start
+    for reader, pipe in zip(readers, (child.stdout, child.stderr, channel_pipe)):
+        reader.join(_PIPE_GRACE_S)
+        if not reader.is_alive():  # else an escaped process still holds the pipe
+            pipe.close()
+    killed = timed_out or stopped is not None
+    done = Completed(argv, None if killed else child.returncode,
+                     stdout=readers[0].text(), stderr=readers[1].text(),
+                     timed_out=timed_out, seconds=seconds, timeout_s=timeout_s, stopped=stopped)
+    if channel:
+        done.channel = bytes(readers[2].head).decode("utf-8", errors="replace")
+        done.channel_overflow = readers[2].overflow
+    return done
+

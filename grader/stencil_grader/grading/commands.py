@@ -1,0 +1,123 @@
+"""grade.py's commands for one lab: `lab`, `all` (the kit's make check), `config`, `protocol`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import KIT_ROOT
+from ..base import labspec, protocol
+from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, default_seed, impl, seed
+from . import build, pipeline, plot, report
+
+
+def add_run_options(p: argparse.ArgumentParser, default_impl: str) -> None:
+    """--impl, --seed, --arch, --skip-bench: the options of every command that grades."""
+    p.add_argument("--impl", type=impl, default=default_impl,
+                   help=f"whose kernel.cu: starter, reference or a directory DIR "
+                        f"(DIR/<lab>/kernel.cu, else DIR/kernel.cu); default {default_impl}")
+    p.add_argument("--seed", type=seed, default=None,
+                   help="replay this input seed (default: $SEED, else a fresh one)")
+    p.add_argument("--arch", help="CUDA architecture to build for, e.g. 90 (default: detected)")
+    p.add_argument("--skip-bench", action="store_true",
+                   help="do not time the kernel (performance: not measured)")
+
+
+def register(sub) -> None:
+    """Add this subpackage's commands to grade.py's subparsers."""
+    p = sub.add_parser("lab", help="grade one lab")
+    p.add_argument("lab_dir", metavar="LABDIR", help="e.g. labs/01-naive-5pt (or just 01-naive-5pt)")
+    add_run_options(p, "starter")
+    p.add_argument("--build-dir", type=Path, help="default: build/<lab>/<impl-tag> in the kit")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report here")
+    p.add_argument("--gradescope", type=Path, metavar="FILE", help="write Gradescope results.json here")
+    p.add_argument("--gpu-lock", type=Path, metavar="FILE", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_lab)
+
+    p = sub.add_parser("all", help="grade every lab and print a summary (the kit's make check)")
+    add_run_options(p, "reference" if (KIT_ROOT / "reference").is_dir() else "starter")
+    p.set_defaults(func=cmd_all)
+
+    p = sub.add_parser("config", help="print lab_config.h generated from a lab.json")
+    p.add_argument("lab_json", metavar="LAB_JSON", type=Path)
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser("protocol", help="print protocol.h: exit statuses and keys shared with the C side")
+    p.set_defaults(func=cmd_protocol)
+
+
+def print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | None) -> dict:
+    """Print one lab's report, write report.json (and roofline.png) in its build directory,
+    and the optional JSON and Gradescope copies; returns the report."""
+    data = report.to_dict(run)
+    print()
+    print(report.render_text(data, report.use_colour()), end="")
+    written = report.write_json(data, Path(run.build_dir) / "report.json")
+    print(f"  report: {written}")
+    drawn = plot.lab_roofline(run.spec.api, data["performance"].get("bench"), Path(run.build_dir) / "roofline.png")
+    if drawn:
+        print(f"  roofline: {drawn}")
+    if json_path:
+        report.write_json(data, json_path)
+    if gradescope:
+        report.write_json(report.gradescope_results([data]), gradescope)
+        print(f"  Gradescope results: {gradescope}")
+    return data
+
+
+def _progress(line: str) -> None:
+    print(line, flush=True)
+
+
+def cmd_lab(args) -> int:
+    chosen = args.seed if args.seed is not None else default_seed()
+    lab_dir = pipeline.resolve_lab_dir(args.lab_dir)
+    spec = labspec.load(lab_dir / "lab.json")
+    source = build.impl_source(spec.lab, args.impl)
+    if not source.is_file():
+        raise UsageError(f"no kernel.cu for {spec.lab}: {source} does not exist")
+    run = pipeline.grade_lab(lab_dir, args.impl, args.build_dir, chosen, args.arch, args.skip_bench,
+                             gpu_lock=args.gpu_lock, progress=_progress)
+    print_lab(run, args.json, args.gradescope)
+    return run.score.exit_code
+
+
+def cmd_config(args) -> int:
+    sys.stdout.write(labspec.c_header(labspec.load(args.lab_json)))
+    return EXIT_FULL
+
+
+def cmd_protocol(args) -> int:
+    sys.stdout.write(protocol.c_header())
+    return EXIT_FULL
+
+
+def cmd_all(args) -> int:
+    chosen = args.seed if args.seed is not None else default_seed()
+    rows, worst = [], EXIT_FULL
+    for lab_dir in labspec.discover_labs():
+        try:
+            run = pipeline.grade_lab(lab_dir, args.impl, None, chosen, args.arch, args.skip_bench,
+                                     progress=_progress)
+        except labspec.LabSpecError as err:
+            print(f"grade.py: {err}", file=sys.stderr)
+            rows.append((lab_dir.name, "config_error", "-", "-"))
+            worst = EXIT_USAGE
+            continue
+        data = print_lab(run, None, None)
+        ratio = data["performance"]["ratio"]
+        rows.append((data["lab"], data["verdict"], f"{data['points']:.2f}/{data['max_points']:g}",
+                     f"{ratio:.3f}" if ratio is not None else "-"))
+        if not data["full_points"] and worst == EXIT_FULL:
+            worst = EXIT_NOT_FULL
+    colour = report.use_colour()
+    print(f"\nSummary ({args.impl}):")
+    print(f"  {'lab':<26} {'verdict':<14} {'points':<12} ratio")
+    for lab, verdict, points, ratio in rows:
+        pad = " " * max(0, 14 - len(verdict))
+        print(f"  {lab:<26} {report.paint(verdict, colour)}{pad} {points:<12} {ratio}")
+    if not rows:
+        print("  no lab found under labs/")
+        return EXIT_USAGE
+    return worst

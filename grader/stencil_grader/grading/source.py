@@ -1,0 +1,164 @@
+"""The lexical rules on the student's source: the few that give a better message than a symbol can.
+
+Read after C/C++ comments and string/char literals are blanked out (strip_source):
+a copy to the host named on its line, a cudaMemcpy*Async whose direction is not
+named, a #define of a cudaMemcpy name, and `#include` of the harness.  None of them
+matches a name a student may choose (`cpu_count` passes).  The authority on what
+the file calls is the compiled object (symbols.py); the lab's own forbidden
+identifiers (lab.json constraints.forbidden_calls) are checked there, once.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .checks import MAX_REPORTED, StaticCheck
+
+_TO_HOST = ("a copy to or from host memory: the launcher computes on the GPU, in the device buffers it "
+            "is given (a device-to-host copy would move the work to the CPU; the grader does every "
+            "host copy)")
+_UNNAMED_KIND = ("a cudaMemcpy*Async must name its direction, cudaMemcpyDeviceToDevice (or "
+                 "cudaMemcpyHostToDevice for a few coefficients): a launcher copies nothing to the host")
+_REDEFINED = "a #define of a cudaMemcpy name hides a copy's direction"
+#: CUDA's copy directions that reach host memory (or may: cudaMemcpyDefault follows the pointers).
+HOST_COPY_KINDS = ("cudaMemcpyDeviceToHost", "cudaMemcpyHostToHost", "cudaMemcpyDefault")
+#: Directions a cudaMemcpy*Async call may name.
+ALLOWED_COPY_KINDS = ("cudaMemcpyDeviceToDevice", "cudaMemcpyHostToDevice")
+_HARNESS_INCLUDE = ("the harness's header: the student file sees only stencil_lab.h and CUDA's "
+                    "headers, never the grader's internals")
+
+# ---------------------------------------------------------------- C/C++ source
+
+_RAW_PREFIX = re.compile(r"(?:^|[^A-Za-z0-9_])(?:u8|u|U|L)?R$")
+_NUMBER_START = re.compile(r"[A-Za-z0-9_.']*$")
+
+
+def strip_source(src: str) -> tuple[str, str]:
+    """Blank out C/C++ comments, and also string and character literals.
+
+    Returns (without_comments, without_comments_and_literals).  Both have the
+    length and line structure of src (every newline kept), so line numbers carry
+    over.  A literal keeps its quotes; its contents become spaces.
+    """
+    code = list(src)      # comments blanked
+    bare = list(src)      # comments and literal contents blanked
+    i, n = 0, len(src)
+
+    def blank(start: int, end: int, also_code: bool) -> None:
+        for k in range(start, end):
+            if src[k] != "\n":
+                bare[k] = " "
+                if also_code:
+                    code[k] = " "
+
+    while i < n:
+        ch = src[i]
+        nxt = src[i + 1] if i + 1 < n else ""
+        if ch == "/" and nxt == "/":
+            end = i
+            while end < n and src[end] != "\n":
+                end += 2 if src[end] == "\\" and end + 1 < n else 1
+            blank(i, end, True)
+            i = end
+        elif ch == "/" and nxt == "*":
+            end = src.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            blank(i, end, True)
+            i = end
+        elif ch == '"' and _RAW_PREFIX.search(src[max(0, i - 4):i]):
+            open_paren = src.find("(", i)
+            delim = src[i + 1:open_paren] if open_paren >= 0 else ""
+            close = src.find(")" + delim + '"', open_paren + 1) if open_paren >= 0 else -1
+            end = n if close < 0 else close + len(delim) + 2
+            blank(i + 1, end - 1, False)
+            i = end
+        elif ch in "\"'":
+            if ch == "'" and _is_digit_separator(src, i):
+                i += 1
+                continue
+            end = i + 1
+            while end < n and src[end] != ch and src[end] != "\n":
+                end += 2 if src[end] == "\\" else 1
+            blank(i + 1, min(end, n), False)
+            i = end + 1
+        else:
+            i += 1
+    return "".join(code), "".join(bare)
+
+
+def _is_digit_separator(src: str, i: int) -> bool:
+    """True for the ' in 1'000'000 (C++14): the token before it starts with a digit."""
+    token = _NUMBER_START.search(src[max(0, i - 64):i]).group(0)
+    return bool(token) and token[0].isdigit()
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]*)[>"]', re.MULTILINE)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(cudaMemcpy\w*)", re.MULTILINE)
+_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+_ASYNC_COPY = re.compile(r"\b(cudaMemcpy\w*Async(?:_ptsz)?)\s*\(")
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _arguments(text: str, open_paren: int) -> str:
+    """The text between the parenthesis at open_paren and its match (to the end when unmatched)."""
+    depth = 0
+    for i in range(open_paren, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[open_paren + 1:i]
+    return text[open_paren + 1:]
+
+
+def lexical_findings(src: str) -> list[tuple[int, str, str]]:
+    """(line, what, why) for each use the lexical rules forbid in C/C++ source src.
+
+    Comments and string/char literals do not count; preprocessor lines do
+    (a #define of a forbidden name is as good as a call).
+    """
+    code, bare = strip_source(src)
+    findings = []
+    for m in _INCLUDE.finditer(code):
+        target = m.group(2).strip()
+        if Path(target).name == "harness.h":
+            close = ">" if m.group(1) == "<" else '"'
+            shown = f"#include {m.group(1)}{target}{close}"
+            findings.append((_line_of(code, m.start()), shown, _HARNESS_INCLUDE))
+    for m in _DEFINE.finditer(bare):
+        findings.append((_line_of(bare, m.start()), f"#define {m.group(1)}", _REDEFINED))
+    for m in _IDENT.finditer(bare):
+        name = m.group(0)
+        if name in HOST_COPY_KINDS:
+            findings.append((_line_of(bare, m.start()), name, _TO_HOST))
+    for m in _ASYNC_COPY.finditer(bare):
+        args = _arguments(bare, m.end() - 1)
+        named = set(_IDENT.findall(args))
+        if not named & set(ALLOWED_COPY_KINDS) and not named & set(HOST_COPY_KINDS):
+            findings.append((_line_of(bare, m.start()), m.group(1), _UNNAMED_KIND))
+    findings.sort()
+    return findings
+
+
+def check_source(source: Path) -> StaticCheck:
+    """The "forbidden calls" check of one student file (the lexical rules above)."""
+    name = "forbidden calls"
+    try:
+        src = Path(source).read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        return StaticCheck(name, "fail", "forbidden",
+                           f"cannot read the student file {source}: {err.strerror or err}")
+    findings = lexical_findings(src)
+    if not findings:
+        return StaticCheck(name, "pass", "forbidden", f"none in {Path(source).name}")
+    details = [f"line {line}: {what}: {why}" for line, what, why in findings[:MAX_REPORTED]]
+    if len(findings) > MAX_REPORTED:
+        details.append(f"... and {len(findings) - MAX_REPORTED} more")
+    return StaticCheck(name, "fail", "forbidden",
+                       f"{len(findings)} forbidden use(s) in {Path(source).name}; the lab is not run",
+                       details)

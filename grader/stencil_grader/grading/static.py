@@ -1,0 +1,25 @@
+"""The static stage: every check that reads the build's files, in the order the report shows them.
+
+1. symbols.py: what the compiled object links against, defines and executes (severity "forbidden":
+   the lab gets 0 and is not run);
+2. source.py: the lexical rules on the source (severity "forbidden");
+3. ptx.py: the lab's PTX constraints (severity "constraint": performance gets 0).
+
+The policy (what each severity costs) is score.py's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..base.labspec import LabSpec
+from . import ptx, source, symbols
+from .checks import StaticCheck, StaticResult
+
+__all__ = ["StaticCheck", "StaticResult", "run_static"]
+
+
+def run_static(spec: LabSpec, src: Path, build_dir: Path) -> StaticResult:
+    """Every static check of one lab build: the object, the source, the PTX."""
+    return StaticResult([symbols.check_object(build_dir, src, spec.constraints.forbidden_calls),
+                         source.check_source(src)] + ptx.check_ptx(spec, build_dir))
