@@ -231,3 +231,48 @@ def test_build_dir_rule_is_lab_mks(tmp_path):
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(pipeline.default_build_dir("01-naive-5pt", str(folder)))
+
+
+def test_stage_seconds_are_reported_and_add_up_to_the_total(grade):
+    """Every report says where its time went: each stage's wall seconds, which (but for the
+    grader's own bookkeeping) add up to the total."""
+    _, report, _ = grade(GOOD_KERNEL)
+    seconds = report["seconds"]
+    assert {"build", "static", "gpu_wait", "cases", "bench", "total"} <= set(seconds)
+    parts = sum(v for k, v in seconds.items() if k != "total")
+    assert parts == pytest.approx(seconds["total"], rel=0.05)
+
+
+def test_build_then_gpu_stage_gives_the_whole_grading(grade, fake_kit, tmp_path):
+    """stage=build leaves a pending report and the state; stage=gpu finishes from it alone."""
+    done, report, build_dir = grade(GOOD_KERNEL, "--stage", "build")
+    assert done.returncode == 1 and report["verdict"] == "pending" and not report["final"]
+    assert (build_dir / pipeline.STATE_FILE).is_file()
+    assert report["correctness"]["total"] is None                  # nothing ran on a GPU
+    folder = fake_kit.submission("student", GOOD_KERNEL)
+    done = run_grade("lab", fake_kit.lab_dir, "--impl", folder, "--build-dir", build_dir, "--stage", "gpu")
+    report = json.loads((build_dir / "report.json").read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert report["verdict"] == "pass" and report["final"] and report["build"]["outcome"] == "ok"
+    assert report["seconds"]["build"] > 0 and report["seconds"]["bench"] > 0
+
+
+def test_gpu_stage_refuses_a_changed_source_or_a_missing_build(grade, fake_kit, tmp_path):
+    grade(GOOD_KERNEL, "--stage", "build")
+    folder = fake_kit.submission("student", GOOD_KERNEL + "// edited after the build\n")
+    done = run_grade("lab", fake_kit.lab_dir, "--impl", folder, "--build-dir", tmp_path / "build" / "student",
+                     "--stage", "gpu")
+    assert done.returncode == 2 and "changed since its build stage" in done.stderr
+    done = run_grade("lab", fake_kit.lab_dir, "--impl", folder, "--build-dir", tmp_path / "nowhere",
+                     "--stage", "gpu")
+    assert done.returncode == 2 and "run the build stage first" in done.stderr
+
+
+def test_a_build_for_another_gpu_is_refused(tmp_path):
+    (tmp_path / "flags.stamp").write_text("-gencode arch=compute_80,code=sm_80 "
+                                          "-gencode arch=compute_80,code=compute_80\n")
+    assert pipeline.runs_on(tmp_path, "8.0") is None
+    assert pipeline.runs_on(tmp_path, "9.0") is None                  # PTX of sm_80 runs on sm_90
+    (tmp_path / "flags.stamp").write_text("-gencode arch=compute_90,code=sm_90 "
+                                          "-gencode arch=compute_90,code=compute_90\n")
+    assert "build again for it" in pipeline.runs_on(tmp_path, "8.0")

@@ -35,3 +35,54 @@ class GpuLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+class GpuPool:
+    """Hands one GPU of a set to a grading, exclusively, for the length of its GPU stages.
+
+    Several gradings (processes) share one pool when they share lock_dir: the lock of GPU i
+    is lock_dir/gpu-<uuid>.lock, and a grading waits until some GPU of `gpus` is free, takes
+    it, and keeps it until the `with` block ends.  No two gradings hold one GPU at once; a
+    grading that dies releases its GPU (flock).  An empty `gpus` list means "whatever
+    CUDA_VISIBLE_DEVICES shows", under one lock (lock_dir/gpu-any.lock).
+
+        with GpuPool(lock_dir, gpus) as gpu:     # gpu: the gpus.Gpu held, or None
+            env = GpuPool.env(gpu)               # CUDA_VISIBLE_DEVICES for the GPU programs
+    """
+
+    POLL_S = 0.2
+
+    def __init__(self, lock_dir: str | Path, gpus: list | None = None):
+        self.lock_dir = Path(lock_dir)
+        self.gpus = list(gpus or [])
+        self.held = None
+        self._fd: int | None = None
+
+    def __enter__(self):
+        import fcntl
+        import time
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        names = [f"gpu-{g.uuid}.lock" for g in self.gpus] or ["gpu-any.lock"]
+        while True:
+            for gpu, name in zip(self.gpus or [None], names):
+                fd = os.open(self.lock_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if len(names) > 1 else 0))
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                self._fd, self.held = fd, gpu
+                return gpu
+            time.sleep(self.POLL_S)
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            import fcntl
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd, self.held = None, None
+
+    @staticmethod
+    def env(gpu) -> dict[str, str]:
+        """The environment that shows a program only `gpu` (nothing when gpu is None)."""
+        return {"CUDA_VISIBLE_DEVICES": gpu.uuid} if gpu is not None else {}

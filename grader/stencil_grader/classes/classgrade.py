@@ -32,6 +32,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -133,7 +134,7 @@ def grade_one(spec: labspec.LabSpec, student: str, submissions: Path, out: Path,
             os.chmod(tmp, 0o711)
             json_path = Path(tmp) / "report.json"
             command = [sys.executable, GRADE_PY, "lab", spec.lab_dir, "--impl", submissions / student,
-                       "--build-dir", Path(tmp) / "build", "--json", json_path, "--gpu-lock", lock]
+                       "--build-dir", Path(tmp) / "build", "--json", json_path, "--gpu-locks", lock]
             run = process.run(command, time_limit_s(spec, jobs), env=dict(clean_env(), TMPDIR=tmp), cwd=tmp)
             (student_out / f"{spec.lab}.log").write_text(run.stdout + run.stderr)
             result = None
@@ -213,7 +214,7 @@ def grade_class(submissions: str | Path, out: str | Path, labs: list[str] | None
     students = students_in(submissions, student, skip=out)
     jobs = jobs or os.cpu_count() or 1
     out.mkdir(parents=True, exist_ok=True)
-    lock = out / ".gpu.lock"
+    lock = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))    # shared by this run's gradings
     tasks = [(spec, s) for s in students for spec in specs]
     progress(f"grading {len(students)} student(s) x {len(specs)} lab(s), {jobs} at a time")
 
@@ -224,8 +225,11 @@ def grade_class(submissions: str | Path, out: str | Path, labs: list[str] | None
                  f"  ({g.seconds:.0f} s)")
         return g
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        gradings = list(pool.map(task, tasks))
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            gradings = list(pool.map(task, tasks))
+    finally:
+        shutil.rmtree(lock, ignore_errors=True)
     lab_order = [s.lab for s in select_labs(None, kit_root)]
     update_csv(out / "class.csv", gradings, [s.lab for s in specs])
     for name in students:

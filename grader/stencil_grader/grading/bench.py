@@ -71,11 +71,12 @@ def _last_line(text: str) -> str:
     return process.tail_lines(text, 1).strip()
 
 
-def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S) -> Probe:
-    """Ask BUILD_DIR/bench whether there is a GPU (60 s at most, in the sandbox); never raises."""
+def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S, env: dict[str, str] | None = None) -> Probe:
+    """Ask BUILD_DIR/bench whether there is a GPU (60 s at most, in the sandbox); never raises.
+    env: added to the sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out)."""
     box = sandbox.plan_sandbox(timeout_s)
     with sandbox.SandboxDir(box, [Path(build_dir) / "bench"], prefix="stencil-probe-") as jail:
-        run = process.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(), cwd=jail.work,
+        run = process.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(env), cwd=jail.work,
                        sandbox=box)
     layers = dict(box.layers)
     if run.returncode == EXIT_NO_GPU:
@@ -132,10 +133,12 @@ def parse_json_output(text: str) -> dict:
     return data
 
 
-def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None) -> BenchRun:
+def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
+              env: dict[str, str] | None = None) -> BenchRun:
     """Time the launcher with BUILD_DIR/bench in a sandbox; the JSON is kept as BUILD_DIR/bench.json.
 
-    timeout_s: seconds the run may take (lab.json bench.timeout_s).
+    timeout_s: seconds the run may take (lab.json bench.timeout_s); env: added to the
+    sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out).
     Never raises for the program's behaviour; see BenchRun.status.
     """
     build_dir = Path(build_dir)
@@ -144,7 +147,7 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None) -> Ben
     notes = []
     with sandbox.SandboxDir(box, [build_dir / "bench"], prefix="stencil-bench-") as jail:
         argv = [jail.program("bench"), "--json", "-"] + (["--seed", str(seed)] if seed is not None else [])
-        run = process.run(argv, timeout_s, env=jail.env(), cwd=jail.work, sandbox=box)
+        run = process.run(argv, timeout_s, env=jail.env(env), cwd=jail.work, sandbox=box)
         text = run.stdout
         legacy = jail.work / "-"
         if not text.strip() and legacy.is_file():

@@ -333,7 +333,8 @@ def check_env(seed: int | None) -> dict[str, str]:
 
 def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
               case_timeout_s: float | None = None,
-              on_seed: Callable[[int], None] | None = None) -> CheckRun:
+              on_seed: Callable[[int], None] | None = None,
+              env: dict[str, str] | None = None) -> CheckRun:
     """List and run BUILD_DIR/check in a sandbox; the XML log is kept as BUILD_DIR/check.xml.
 
     suite_timeout_s: seconds the whole run may take (lab.json check.suite_timeout_s);
@@ -348,7 +349,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
     with sandbox.SandboxDir(box, [check], prefix="stencil-check-") as jail:
         listed, list_error = list_cases(check, jail)
         stream = CheckStream(case_timeout_s, on_seed)
-        run = process.run([jail.program("check")], suite_timeout_s, env=jail.env(check_env(seed)),
+        run = process.run([jail.program("check")], suite_timeout_s, env=jail.env({**(env or {}), **check_env(seed)}),
                        cwd=jail.work, sandbox=box, watch=stream)
     if stream.elements:
         (build_dir / "check.xml").write_text(stream.xml_log())

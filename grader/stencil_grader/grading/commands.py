@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import labspec, protocol
+from ..base import gpus, labspec, locks, protocol
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, default_seed, impl, seed
 from . import build, pipeline, plot, report
 
@@ -32,7 +32,14 @@ def register(sub) -> None:
     p.add_argument("--build-dir", type=Path, help="default: build/<lab>/<impl-tag> in the kit")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON report here")
     p.add_argument("--gradescope", type=Path, metavar="FILE", help="write Gradescope results.json here")
-    p.add_argument("--gpu-lock", type=Path, metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--stage", choices=pipeline.STAGES, default="all",
+                   help="all (default); build: build and static checks only, leaving the state for "
+                        "the gpu stage in the build directory; gpu: the GPU stages of such a build")
+    p.add_argument("--gpus", default=None, metavar="all|0,2,...",
+                   help="the GPUs this grading may use (with --gpu-locks; default all)")
+    p.add_argument("--gpu-locks", type=Path, metavar="DIR",
+                   help="lock folder shared by gradings running at once: each takes a free GPU of "
+                        "--gpus for its GPU stages")
     p.set_defaults(func=cmd_lab)
 
     p = sub.add_parser("all", help="grade every lab and print a summary (the kit's make check)")
@@ -70,6 +77,23 @@ def _progress(line: str) -> None:
     print(line, flush=True)
 
 
+def gpu_pool(lock_dir: Path | None, spec: str | None) -> locks.GpuPool | None:
+    """The pool of --gpu-locks DIR and --gpus LIST (None without --gpu-locks); UsageError on a bad list."""
+    if lock_dir is None:
+        if spec is not None:
+            raise UsageError("--gpus needs --gpu-locks DIR (the lock folder the gradings share)")
+        return None
+    found, why = gpus.list_gpus()
+    if spec is None or spec == "all":
+        return locks.GpuPool(lock_dir, found)
+    if why:
+        raise UsageError(f"--gpus {spec}: {why}")
+    try:
+        return locks.GpuPool(lock_dir, gpus.select(found, spec))
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
 def cmd_lab(args) -> int:
     chosen = args.seed if args.seed is not None else default_seed()
     lab_dir = pipeline.resolve_lab_dir(args.lab_dir)
@@ -77,8 +101,12 @@ def cmd_lab(args) -> int:
     source = build.impl_source(spec.lab, args.impl)
     if not source.is_file():
         raise UsageError(f"no kernel.cu for {spec.lab}: {source} does not exist")
-    run = pipeline.grade_lab(lab_dir, args.impl, args.build_dir, chosen, args.arch, args.skip_bench,
-                             gpu_lock=args.gpu_lock, progress=_progress)
+    try:
+        run = pipeline.grade_lab(lab_dir, args.impl, args.build_dir, chosen, args.arch, args.skip_bench,
+                                 gpu_pool=gpu_pool(args.gpu_locks, args.gpus), stage=args.stage,
+                                 progress=_progress)
+    except pipeline.StageError as err:
+        raise UsageError(str(err)) from None
     print_lab(run, args.json, args.gradescope)
     return run.score.exit_code
 

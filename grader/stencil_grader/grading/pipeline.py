@@ -1,28 +1,62 @@
 """One lab, start to end: build -> static checks -> correctness -> bench -> score.
 
 Which stage runs after which is decided by score.may_run / score.may_bench;
-this module only calls the stages in order and keeps what they returned.
-The static checks are static.py's (source and PTX) and symbols.py's (the
-compiled object); the programs that run student code run in base/sandbox.py's sandbox,
-whose layers the run keeps for the report.
+this module only calls the stages in order and keeps what they returned.  The
+static stage is static.py's (the compiled object, the source, the PTX); the
+programs that run student code run in base/sandbox.py's sandbox, whose layers
+the run keeps for the report.
+
+A grading runs whole (`stage="all"`) or in two halves that may run on
+different machines (Slurm: a CPU job, then a GPU job), passing state through
+the build directory:
+
+    stage="build"  build and static checks; when the GPU stages remain, writes
+                   BUILD_DIR/stages.json (STATE_FILE) and a report whose verdict
+                   is "pending";
+    stage="gpu"    reads that file (refusing one from another kit version, another
+                   source, or a build for another GPU architecture) and runs the
+                   GPU stages.
+
+Every stage's wall seconds are kept (LabRun.seconds) and reported; they add up
+to the total but for the grader's own bookkeeping.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import hashlib
+import json
 import os
+import re
+import time
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import KIT_ROOT
-from ..base import labspec, locks
+from .. import KIT_ROOT, __version__
+from ..base import gpus, labspec, locks
 from . import bench, build, checkrun, score, static
+
+#: Where stage="build" leaves what stage="gpu" needs.
+STATE_FILE = "stages.json"
+STAGES = ("all", "build", "gpu")
+
+
+class StageError(RuntimeError):
+    """stage="gpu" cannot go on: no state from a build stage, or state that does not match
+    (another kit version, another source, a build for another GPU).  Not the student's fault."""
 
 
 @dataclass
 class LabRun:
-    """Everything one grading of one lab saw.  Stages that did not run are None."""
+    """Everything one grading of one lab saw.  Stages that did not run are None.
+
+    seconds: wall seconds per stage ("build", "static", "gpu_wait" (waiting for a free GPU),
+        "probe", "cases", "bench"), and "total" for the whole grading.
+    gpu: the GPU the GPU stages held (gpus.Gpu), when a pool handed one out.
+    """
 
     spec: labspec.LabSpec
     impl: str
@@ -39,6 +73,18 @@ class LabRun:
     not_measured: str | None = None
     notes: list[str] = field(default_factory=list)
     sandbox: dict[str, str] = field(default_factory=dict)    # sandbox.Sandbox.layers of the runs
+    seconds: dict[str, float] = field(default_factory=dict)
+    gpu: gpus.Gpu | None = None
+    final: bool = True           # False after stage="build" when the GPU stages remain
+
+    @contextmanager
+    def timed(self, stage: str):
+        """Adds the wall seconds of the `with` block to seconds[stage]."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.monotonic() - start
 
 
 def resolve_lab_dir(arg: str | Path, kit_root: Path = KIT_ROOT) -> Path:
@@ -75,41 +121,147 @@ def default_build_dir(lab: str, impl: str, kit_root: Path = KIT_ROOT) -> Path:
     return Path(kit_root) / "build" / lab / impl_tag(impl)
 
 
+def source_digest(path: Path) -> str:
+    """sha256 of the student's file (hex), or "" when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+_GENCODE = re.compile(r"code=(sm|compute)_(\d+)")
+
+
+def built_architectures(build_dir: Path) -> tuple[set[int], set[int]]:
+    """(SASS architectures, PTX architectures) the build compiled for, e.g. ({90}, {90}),
+    read from BUILD_DIR/flags.stamp (lab.mk writes the nvcc flags there)."""
+    try:
+        text = (Path(build_dir) / "flags.stamp").read_text()
+    except OSError:
+        return set(), set()
+    sass = {int(n) for kind, n in _GENCODE.findall(text) if kind == "sm"}
+    ptx = {int(n) for kind, n in _GENCODE.findall(text) if kind == "compute"}
+    return sass, ptx
+
+
+def runs_on(build_dir: Path, compute_cap: str) -> str | None:
+    """Why the build cannot run on a GPU of compute capability compute_cap ("9.0"), or None
+    when it can: machine code for that GPU, or PTX of an earlier one for the driver to compile."""
+    try:
+        major, minor = compute_cap.split(".")
+        cc = int(major) * 10 + int(minor)
+    except ValueError:
+        return None                       # unknown: let the run itself tell
+    sass, ptx = built_architectures(build_dir)
+    if not sass and not ptx or cc in sass or any(p <= cc for p in ptx):
+        return None
+    built = ", ".join(f"sm_{a}" for a in sorted(sass)) or "nothing"
+    return (f"this build is for {built}, not for this GPU (sm_{cc}): build again for it "
+            f"(grade.py ... --arch {cc})")
+
+
+def _save_state(run: LabRun, arch: str | None) -> None:
+    state = {"kit_version": __version__, "lab": run.spec.lab, "impl": run.impl, "source": str(run.source),
+             "source_sha256": source_digest(run.source), "arch": arch, "started_at": run.started_at,
+             "build": dataclasses.asdict(run.build),
+             "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
+             "seconds": run.seconds}
+    (Path(run.build_dir) / STATE_FILE).write_text(json.dumps(state, indent=2, default=str) + "\n")
+
+
+def _load_state(run: LabRun) -> None:
+    path = Path(run.build_dir) / STATE_FILE
+    try:
+        state = json.loads(path.read_text())
+    except OSError:
+        raise StageError(f"no {STATE_FILE} in {run.build_dir}: run the build stage first") from None
+    except json.JSONDecodeError as err:
+        raise StageError(f"{path} is not JSON ({err.msg}): run the build stage again") from None
+    if state.get("kit_version") != __version__:
+        raise StageError(f"{path} was written by kit version {state.get('kit_version')}, this is "
+                         f"{__version__}: run the build stage again")
+    if state.get("source_sha256") != source_digest(run.source):
+        raise StageError(f"{run.source} changed since its build stage: run the build stage again")
+    b = dict(state["build"])
+    b["kernels"] = [build.KernelResources(**k) for k in b.get("kernels", [])]
+    b["build_dir"] = Path(b["build_dir"])
+    run.build = build.BuildResult(**b)
+    if state.get("static") is not None:
+        run.static = static.StaticResult([static.StaticCheck(**c) for c in state["static"]])
+    run.started_at = state.get("started_at", run.started_at)
+    run.seconds.update(state.get("seconds", {}))
+
+
 def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path | None = None,
               seed: int | None = None, arch: str | None = None, skip_bench: bool = False,
-              gpu_lock: str | Path | None = None,
+              gpu_pool: locks.GpuPool | None = None, stage: str = "all",
               build_timeout_s: float = build.DEFAULT_TIMEOUT_S,
               progress: Callable[[str], None] | None = None) -> LabRun:
     """Grade one lab.
 
     impl: "starter", "reference" or a directory of submissions (see build.impl_source).
     seed: replay this input seed (None: the check program draws one and prints it).
-    gpu_lock: a lock file held around the GPU stages (instructor mode runs several
-        gradings at once; only one uses the GPU at a time).
+    gpu_pool: hands this grading one GPU, exclusively, for its GPU stages (instructor
+        mode runs several gradings at once); None: the GPUs CUDA shows, unlocked.
+    stage: "all", "build" or "gpu" (module docstring).
     progress: called with a short line as each stage starts.
-    Raises labspec.LabSpecError when lab.json is wrong; everything the student's
-    code does ends up in the returned LabRun instead.
+    Raises labspec.LabSpecError when lab.json is wrong and StageError when stage="gpu"
+    finds no matching build; everything the student's code does ends up in the
+    returned LabRun instead.
     """
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+    start = time.monotonic()
     say = progress or (lambda line: None)
     lab_dir = resolve_lab_dir(lab_dir)
     spec = labspec.load(Path(lab_dir) / "lab.json")
     build_dir = Path(build_dir) if build_dir else default_build_dir(spec.lab, impl)
     run = LabRun(spec, impl, build_dir, build.impl_source(spec.lab, impl),
                  datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), seed=seed)
-
-    say(f"building {spec.lab} ({impl}) in {labspec.display_path(build_dir)} ...")
-    run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s)
-    if not run.build.ok and kit_error(run.build.message):
-        run.build.outcome = "kit_error"
-    if run.build.ok:
-        run.static = static.run_static(spec, run.source, build_dir)
+    if stage == "gpu":
+        _load_state(run)
+    else:
+        say(f"building {spec.lab} ({impl}) in {labspec.display_path(build_dir)} ...")
+        (build_dir / STATE_FILE).unlink(missing_ok=True)
+        with run.timed("build"):
+            run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s)
+        if not run.build.ok and kit_error(run.build.message):
+            run.build.outcome = "kit_error"
+        if run.build.ok:
+            with run.timed("static"):
+                run.static = static.run_static(spec, run.source, build_dir)
     if not score.may_run(run.build, run.static)[0]:
         run.score = score.score_lab(spec, run.build, run.static)
-        return run
+    elif stage == "build":
+        _save_state(run, arch)
+        run.final = False
+        run.score = score.score_lab(spec, run.build, run.static, not_measured="pending: the GPU stages "
+                                    "have not run yet")
+        run.score.verdict = "pending"
+    else:
+        _gpu_stages(run, seed, skip_bench, gpu_pool, say)
+    run.seconds["total"] = run.seconds.get("total", 0.0) + time.monotonic() - start
+    return run
 
-    with locks.GpuLock(gpu_lock):
+
+def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks.GpuPool | None,
+                say: Callable[[str], None]) -> None:
+    spec, build_dir = run.spec, run.build_dir
+    with run.timed("gpu_wait"):
+        pool = gpu_pool if gpu_pool is not None else nullcontext(None)
+        gpu = pool.__enter__()
+    try:
+        run.gpu = gpu
+        env = locks.GpuPool.env(gpu)
+        if gpu is not None and (why := runs_on(build_dir, gpu.compute_cap)):
+            run.not_measured = f"not run on GPU {gpu.index} ({gpu.name}): {why}"
+            run.build.outcome = "kit_error"
+            run.build.message = why
+            run.score = score.score_lab(spec, run.build, run.static)
+            return
         say("looking for a GPU ...")
-        run.probe = bench.probe(build_dir)
+        with run.timed("probe"):
+            run.probe = bench.probe(build_dir, env=env)
         run.sandbox = run.probe.sandbox
         if run.probe.status == "no_gpu":
             run.not_measured = f"no GPU: {run.probe.message}"
@@ -117,8 +269,10 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
             if run.probe.status == "error":
                 run.notes.append(run.probe.message)
             say("running the correctness cases ...")
-            run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed,
-                                           spec.check.case_timeout_s, on_seed=lambda n: say(f"seed: {n}"))
+            with run.timed("cases"):
+                run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed,
+                                               spec.check.case_timeout_s, on_seed=lambda n: say(f"seed: {n}"),
+                                               env=env)
             run.seed = run.check.seed if run.check.seed is not None else seed
             run.sandbox = run.check.sandbox
             run.notes += run.check.notes
@@ -127,8 +281,10 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
                     run.not_measured = "skipped (--skip-bench)"
                 else:
                     say("timing (bench) ...")
-                    run.bench = bench.run_bench(build_dir, spec.bench.timeout_s, run.seed)
+                    with run.timed("bench"):
+                        run.bench = bench.run_bench(build_dir, spec.bench.timeout_s, run.seed, env=env)
                     run.notes += run.bench.notes
+    finally:
+        pool.__exit__(None, None, None)
     run.score = score.score_lab(spec, run.build, run.static, run.check, run.bench,
-                                not_measured=run.not_measured, device_name=run.probe.name)
-    return run
+                                not_measured=run.not_measured, device_name=run.probe.name if run.probe else None)

@@ -65,11 +65,15 @@ def to_dict(run: LabRun) -> dict:
         "full_points": s.full_points,
         "messages": list(s.messages),
         "notes": list(run.notes),
+        "final": run.final,
+        "seconds": {k: round(v, 3) for k, v in run.seconds.items()},
         "sandbox": dict(run.sandbox),
         "build": None,
         "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
-        "gpu": {"status": run.probe.status, "message": run.probe.message, "device": run.probe.device}
-        if run.probe else None,
+        "gpu": {"status": run.probe.status, "message": run.probe.message, "device": run.probe.device,
+                "assigned": run.gpu.as_dict() if run.gpu else None}
+        if run.probe else ({"status": "not_run", "message": run.not_measured or "", "device": None,
+                            "assigned": run.gpu.as_dict()} if run.gpu else None),
         "limits": {"tolerance": dataclasses.asdict(spec.tolerance), "check": dataclasses.asdict(spec.check),
                    "bench_grid": dataclasses.asdict(spec.bench)},
         "correctness": dict(dataclasses.asdict(s.correctness), passed=None, total=None, cases=[]),

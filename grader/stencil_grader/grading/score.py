@@ -46,9 +46,9 @@ from .static import StaticResult
 
 #: Verdicts from best to worst-known; a report shows one per lab.
 VERDICTS = ("pass", "slow", "not_measured", "constraint", "implausible", "incorrect",
-            "crash", "timeout", "forbidden", "compile_error", "kit_error")
+            "crash", "timeout", "forbidden", "compile_error", "kit_error", "pending")
 #: Verdicts whose 0 points are no grade: nothing about the student's code was measured.
-NOT_GRADED = ("not_measured", "kit_error")
+NOT_GRADED = ("not_measured", "kit_error", "pending")
 #: A stage's verdict is one of these or "not_run" (gated by an earlier stage).
 #: Case outcome -> verdict, and their order of badness (worst first).
 _CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect", "not_run": "timeout"}

@@ -1,0 +1,77 @@
+"""The GPUs of this host, as nvidia-smi lists them.
+
+Used by the GPU pool (locks.GpuPool) and recorded in every report: a grading
+names the GPU it ran on (index, UUID, name), so a class graded on several GPUs
+can be checked for mixed models.  nvidia-smi ships with the NVIDIA driver;
+without it (or without a driver) there is no GPU to list.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import asdict, dataclass
+
+QUERY_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU: nvidia-smi's index (the CUDA_VISIBLE_DEVICES number with the default
+    PCI bus order), its UUID (stable across reboots and orderings), its name and its
+    compute capability ("9.0"; "" when nvidia-smi does not say)."""
+
+    index: int
+    uuid: str
+    name: str
+    compute_cap: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+QUERY = "index,uuid,compute_cap,name"
+
+
+def parse_query(text: str) -> list[Gpu]:
+    """GPUs from `nvidia-smi --query-gpu=index,uuid,compute_cap,name --format=csv,noheader`
+    output (the name last: it may hold commas); lines of another shape are ignored."""
+    gpus = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",", 3)]
+        if len(parts) == 4 and parts[0].isdigit() and parts[1]:
+            gpus.append(Gpu(int(parts[0]), parts[1], parts[3], parts[2]))
+    return gpus
+
+
+def list_gpus() -> tuple[list[Gpu], str | None]:
+    """(the GPUs of this host, None), or ([], why there is none)."""
+    try:
+        done = subprocess.run(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
+    except FileNotFoundError:
+        return [], "nvidia-smi not found: no NVIDIA driver on this machine"
+    except (OSError, subprocess.SubprocessError) as err:
+        return [], f"nvidia-smi failed: {err}"
+    gpus = parse_query(done.stdout)
+    if done.returncode != 0 or not gpus:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        return [], "nvidia-smi lists no GPU" + (f": {why[-1]}" if why else "")
+    return gpus, None
+
+
+def select(gpus: list[Gpu], spec: str) -> list[Gpu]:
+    """The GPUs named by `--gpus`: "all", or indices such as "0,2".  Raises ValueError naming
+    an unknown or repeated index."""
+    if spec.strip() == "all":
+        return list(gpus)
+    by_index = {g.index: g for g in gpus}
+    chosen = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) not in by_index:
+            known = ", ".join(str(i) for i in sorted(by_index)) or "none"
+            raise ValueError(f"--gpus: {part!r} is not a GPU of this host (indices: {known}; or 'all')")
+        if by_index[int(part)] in chosen:
+            raise ValueError(f"--gpus: GPU {part} is named twice")
+        chosen.append(by_index[int(part)])
+    return chosen
