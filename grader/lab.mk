@@ -19,8 +19,6 @@ SHELL := /bin/bash
 KIT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 LAB_DIR := $(KIT)/labs/$(LAB)
 LAB_NUMBER := $(firstword $(subst -, ,$(LAB)))
-# The problem kind is lab.json's "api" (the grader validates lab.json before it builds).
-LAB_API := $(shell sed -n 's/^ *"api": *"\([a-z0-9_]*\)".*/\1/p' $(LAB_DIR)/lab.json)
 PYTHON ?= python3
 GRADE := $(PYTHON) $(KIT)/grader/grade.py
 
@@ -28,6 +26,11 @@ GRADE := $(PYTHON) $(KIT)/grader/grade.py
 NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc),nvcc)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CC ?= cc
+# CUPTI (the bench's launch audit) ships with the toolkit, in one of these places.
+CUPTI_INC := $(patsubst %/cupti.h,%,$(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h \
+               $(CUDA_HOME)/include/cupti.h $(CUDA_HOME)/targets/*/include/cupti.h)))
+CUPTI_LIB := $(patsubst %/libcupti.so,%,$(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so \
+               $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/lib/libcupti.so $(CUDA_HOME)/targets/*/lib/libcupti.so)))
 
 ifeq ($(origin CUDA_ARCH),undefined)
 CUDA_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null \
@@ -72,30 +75,35 @@ DEVICE_OPT := -G -O0 -g -DSTENCIL_DEBUG_BUILD
 else
 DEVICE_OPT := -O3 -lineinfo
 endif
-INCLUDES := -I$(KIT)/grader/include -I$(CUDA_HOME)/include
+INCLUDES := -I$(KIT)/grader/include -I$(HARNESS_DIR) -I$(CUDA_HOME)/include $(if $(CUPTI_INC),-I$(CUPTI_INC))
 NVFLAGS := -std=c++17 $(DEVICE_OPT) $(GENCODE) $(INCLUDES) -Xcompiler -Wall
 # A case table may leave out trailing fields (lab_case.mode): no warning for that.
 CFLAGS_KIT := -std=c11 -O2 -g -Wall -Wextra -Wno-missing-field-initializers -fopenmp $(INCLUDES) $(if $(filter 1,$(DEBUG)),-DSTENCIL_DEBUG_BUILD)
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS_KIT := -Xcompiler -fopenmp
+BENCH_LIBS := -L$(CUPTI_LIB) -lcupti -Xlinker -rpath=$(CUPTI_LIB)
 
 # Everything in BUILD_DIR is rebuilt when the flags change (another CUDA_ARCH, DEBUG=1):
 # flags.stamp is rewritten only when its content would differ.
 FLAGS_STAMP := $(BUILD_DIR)/flags.stamp
-ifneq ($(filter-out clean help print-build-dir,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out clean print-build-dir,$(or $(MAKECMDGOALS),all)),)
 $(shell mkdir -p $(BUILD_DIR) && echo '$(NVFLAGS) $(CFLAGS_KIT)' | cmp -s - $(FLAGS_STAMP) \
         || echo '$(NVFLAGS) $(CFLAGS_KIT)' > $(FLAGS_STAMP))
+# What this lab's lab.json and its problem kind (grader/kinds.json) say, for make: LAB_API,
+# KIND_SOURCES, KIND_HAS_SOLVER.  The grader writes it (make remakes it, then rereads this file).
+include $(BUILD_DIR)/lab_config.mk
 endif
+LABSPEC_PY := $(addprefix $(KIT)/grader/stencil_grader/,base/labspec.py base/kinds.py) $(KIT)/grader/kinds.json
 
-.PHONY: all build check sanitize clean help print-build-dir require-src require-check require-kind
+.PHONY: all build check sanitize clean help print-build-dir require-src require-check require-cupti
 all: build
 
 help:
 	@echo "make check       build, then grade IMPL=$(IMPL) (correctness, then bandwidth)"
 	@echo "make build       only build $(BUILD_DIR)/{check,bench}"
 	@echo "make sanitize    compute-sanitizer memcheck and racecheck on the small cases"
-	$(if $(filter jacobi_residual,$(LAB_API)),@echo "make solve       run your Jacobi solver on the model Poisson problem [N=33 (an N x N grid)] [REDUCTION=1e-5]")
+	$(if $(filter 1,$(KIND_HAS_SOLVER)),@echo "make solve       run your Jacobi solver on the model Poisson problem [N=33 (an N x N grid)] [REDUCTION=1e-5]")
 	@echo "make clean       remove this lab's build directory, build/$(LAB)"
 	@echo "variables: IMPL=starter|reference|DIR  SEED=N  CUDA_ARCH=90  DEBUG=1"
 
@@ -127,16 +135,16 @@ solve: require-solver build
 	@$(GRADE) solve $(BUILD_DIR) $(if $(N),--n $(N)) $(if $(REDUCTION),--reduction $(REDUCTION))
 
 require-solver:
-	@test "$(LAB_API)" = jacobi_residual || { echo "make solve: this lab has no solver (lab 7 has: labs/07-reduction-residual)" >&2; exit 2; }
+	@test "$(KIND_HAS_SOLVER)" = 1 || { echo "make solve: this lab has no solver (lab 7 has: labs/07-reduction-residual)" >&2; exit 2; }
 
 # ---- building ----------------------------------------------------------------------
-build: require-src require-check require-kind $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
+build: require-src require-check require-cupti $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
 
 require-src:
 	@test -n "$(SRC)" -a -f "$(SRC)" || { echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu)" >&2; exit 2; }
 
-require-kind:
-	@test -f $(KIT)/grader/harness/kinds/$(LAB_API).c || { echo "kit error: $(LAB_DIR)/lab.json: \"api\": \"$(LAB_API)\" has no problem-kind module grader/harness/kinds/$(LAB_API).c" >&2; exit 2; }
+require-cupti:
+	@test -n "$(CUPTI_INC)" -a -n "$(CUPTI_LIB)" || { echo "kit error: CUPTI (cupti.h, libcupti.so), which the CUDA toolkit ships and the bench's launch audit needs, was not found under $(CUDA_HOME) (set CUDA_HOME to the toolkit's folder)" >&2; exit 2; }
 
 require-check:
 	@pkg-config --exists check || { echo "kit error: the Check unit-testing library is not installed (the machine's, not the kernel's fault): on Debian or Ubuntu run 'sudo apt-get install check', on Fedora 'sudo dnf install check-devel', on macOS 'brew install check'" >&2; exit 2; }
@@ -144,8 +152,12 @@ require-check:
 $(BUILD_DIR) $(HARNESS_DIR):
 	mkdir -p $@
 
-$(BUILD_DIR)/lab_config.h: $(LAB_DIR)/lab.json $(KIT)/grader/stencil_grader/base/labspec.py | $(BUILD_DIR)
+$(BUILD_DIR)/lab_config.h: $(LAB_DIR)/lab.json $(LABSPEC_PY) | $(BUILD_DIR)
 	$(GRADE) config $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD_DIR)/lab_config.mk: $(LAB_DIR)/lab.json $(LABSPEC_PY)
+	@mkdir -p $(BUILD_DIR)
+	@$(GRADE) config --make $< > $@.tmp && mv $@.tmp $@
 
 # The student's file: ptxas -v reports registers, shared memory and spills per kernel.
 $(BUILD_DIR)/kernel.o: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP) | $(BUILD_DIR)
@@ -156,36 +168,47 @@ $(BUILD_DIR)/kernel.o: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP)
 $(BUILD_DIR)/kernel.ptx: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	@$(NVCC) -std=c++17 $(DEVICE_OPT) -arch=compute_$(PTX_ARCH) $(INCLUDES) -ptx $< -o $@
 
-$(BUILD_DIR)/%.o: $(KIT)/grader/harness/%.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
+HEADERS := $(wildcard $(KIT)/grader/include/*.h) $(HARNESS_DIR)/protocol.h
+
+# The per-lab objects: the Check runner, the case driver and the bench program read the
+# lab's lab_config.h.
+$(BUILD_DIR)/%.o: $(KIT)/grader/harness/%.c $(BUILD_DIR)/lab_config.h $(HEADERS) $(FLAGS_STAMP) | $(BUILD_DIR)
 	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
 
-$(BUILD_DIR)/bench_main.o: $(KIT)/grader/harness/lab_driver.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
-	$(CC) $(CFLAGS_KIT) -DLAB_BENCH_MAIN -I$(BUILD_DIR) -c $< -o $@
-
-$(BUILD_DIR)/check_$(LAB_NUMBER).o: $(LAB_DIR)/check_$(LAB_NUMBER).c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
+$(BUILD_DIR)/check_$(LAB_NUMBER).o: $(LAB_DIR)/check_$(LAB_NUMBER).c $(BUILD_DIR)/lab_config.h $(HEADERS) $(FLAGS_STAMP) | $(BUILD_DIR)
 	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
 
-# The lab's problem kind (lab_kind.h): grader/harness/kinds/<api>.c, the only
-# harness file that calls the student's launchers, plus what the stencil kinds share.
-$(BUILD_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.c $(BUILD_DIR)/lab_config.h $(KIT)/grader/include/*.h $(FLAGS_STAMP) | $(BUILD_DIR)
+# The lab's problem kind (lab_kind.h): the sources grader/kinds.json names for it, under
+# grader/harness/kinds/ (C, or CUDA C for a kind with GPU code of its own).  They are the only
+# harness files that call the student's launchers.
+$(BUILD_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.c $(BUILD_DIR)/lab_config.h $(HEADERS) $(FLAGS_STAMP) | $(BUILD_DIR)
 	$(CC) $(CFLAGS_KIT) -I$(BUILD_DIR) -c $< -o $@
 
-KIND_OBJS := $(BUILD_DIR)/kind_$(LAB_API).o $(BUILD_DIR)/kind_grid.o
+$(BUILD_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.cu $(BUILD_DIR)/lab_config.h $(HEADERS) $(FLAGS_STAMP) | $(BUILD_DIR)
+	$(NVCC) $(NVFLAGS) -I$(BUILD_DIR) -c $< -o $@
+
+KIND_OBJS := $(foreach f,$(KIND_SOURCES),$(BUILD_DIR)/kind_$(basename $(f)).o)
 
 $(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
 	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
 
-$(BUILD_DIR)/bench: $(BUILD_DIR)/bench_main.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
-	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT)
+$(BUILD_DIR)/bench: $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
 
 # ---- the harness library, once per architecture -------------------------------------
-HARNESS_C := errors random stats compare cpu_reference
+# The lab-independent part: inputs, CPU references, comparison, the device side, the private
+# channel and its JSON, and the launch audit (CUPTI; only the bench links it).
+HARNESS_C := errors random stats compare cpu_reference channel audit
 HARNESS_OBJS := $(HARNESS_C:%=$(HARNESS_DIR)/%.o) $(HARNESS_DIR)/device.o
 
-$(HARNESS_DIR)/%.o: $(KIT)/grader/harness/%.c $(KIT)/grader/include/*.h | $(HARNESS_DIR)
+# What check, bench and the grader agree on (exit statuses, JSON keys), from protocol.py.
+$(HARNESS_DIR)/protocol.h: $(KIT)/grader/stencil_grader/base/protocol.py | $(HARNESS_DIR)
+	@$(GRADE) protocol > $@.tmp && mv $@.tmp $@
+
+$(HARNESS_DIR)/%.o: $(KIT)/grader/harness/%.c $(HEADERS) | $(HARNESS_DIR)
 	$(CC) $(CFLAGS_KIT) -c $< -o $@
 
-$(HARNESS_DIR)/device.o: $(KIT)/grader/harness/device.cu $(KIT)/grader/include/*.h | $(HARNESS_DIR)
+$(HARNESS_DIR)/device.o: $(KIT)/grader/harness/device.cu $(HEADERS) | $(HARNESS_DIR)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
 $(HARNESS_LIB): $(HARNESS_OBJS)

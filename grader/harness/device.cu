@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda_runtime.h>
 
+#include "audit.h"
 #include "harness.h"
 
 static const unsigned char GUARD_BYTE = 0xA5;
@@ -17,8 +19,13 @@ extern "C" int harness_probe(harness_device *dev, char *why, size_t n)
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
-        snprintf(why, n, "no CUDA-capable GPU: %s",
-                 err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices");
+        const char *detail = err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 devices";
+        /* Without a driver CUDA says "driver version is insufficient", which sends people to
+         * upgrade a driver they do not have: say what is missing first. */
+        if (access("/proc/driver/nvidia/version", F_OK) != 0)
+            snprintf(why, n, "no NVIDIA GPU or driver found on this machine (CUDA says: %s)", detail);
+        else
+            snprintf(why, n, "no usable CUDA GPU: %s", detail);
         return -1;
     }
     cudaDeviceProp p;
@@ -152,21 +159,45 @@ extern "C" void harness_l2_flusher_free(harness_l2_flusher *f)
 
 /* ------------------------------------------------------------------ timing */
 
+/*
+ * The timed interval must hold every piece of device work the launcher starts,
+ * on whatever stream: a kernel on another stream would otherwise run outside
+ * it (while something short on the timed stream stands in for it).  A
+ * launcher can reach three streams: the one it is given (t->stream), the
+ * legacy default stream (stream 0 or cudaStreamLegacy), and this thread's
+ * per-thread default stream (cudaStreamPerThread, or stream 0 in a file that
+ * defines CUDA_API_PER_THREAD_DEFAULT_STREAM or is compiled with
+ * --default-stream per-thread).  It cannot create streams, events or graphs,
+ * nor start threads: the symbol check forbids them (symbols.py).
+ *   - t->stream is a blocking stream (cudaStreamCreate), so the legacy default
+ *     stream waits for it and it for the legacy stream: work there is ordered
+ *     after `start` and before `stop` without anything more;
+ *   - the per-thread stream synchronises with the legacy stream only, so the
+ *     timer ties it in by hand: it waits for `start` before the launcher runs,
+ *     and t->stream waits for everything it holds before `stop`.
+ * Kernels launched from the device belong to the grid that launched them (a
+ * grid completes after its children), and the build does not allow them
+ * anyway (no relocatable device code).
+ */
 extern "C" void harness_timer_init(harness_timer *t, cudaStream_t stream)
 {
     t->stream = stream;
     CUDA_CHECK(cudaEventCreate(&t->start));
     CUDA_CHECK(cudaEventCreate(&t->stop));
+    CUDA_CHECK(cudaEventCreateWithFlags(&t->join, cudaEventDisableTiming));
 }
 
 extern "C" void harness_timer_start(harness_timer *t)
 {
     CUDA_CHECK(cudaEventRecord(t->start, t->stream));
+    CUDA_CHECK(cudaStreamWaitEvent(cudaStreamPerThread, t->start, 0));
 }
 
 extern "C" double harness_timer_stop_ms(harness_timer *t)
 {
     float ms = 0.0f;
+    CUDA_CHECK(cudaEventRecord(t->join, cudaStreamPerThread));
+    CUDA_CHECK(cudaStreamWaitEvent(t->stream, t->join, 0));
     CUDA_CHECK(cudaEventRecord(t->stop, t->stream));
     CUDA_CHECK(cudaEventSynchronize(t->stop));
     CUDA_CHECK(cudaEventElapsedTime(&ms, t->start, t->stop));
@@ -177,6 +208,19 @@ extern "C" void harness_timer_free(harness_timer *t)
 {
     CUDA_CHECK(cudaEventDestroy(t->start));
     CUDA_CHECK(cudaEventDestroy(t->stop));
+    CUDA_CHECK(cudaEventDestroy(t->join));
+}
+
+/* ---------------------------------------------------------- the audit marker */
+
+/* Launched by audit_begin on the stream given to the launcher: the first record
+ * of an audit window, whose stream id is that stream's (audit.c). */
+static __global__ void harness_audit_marker_kernel(void) {}
+
+extern "C" void harness_audit_marker(cudaStream_t stream)
+{
+    harness_audit_marker_kernel<<<1, 1, 0, stream>>>();
+    CUDA_CHECK_LAUNCH(stream, 0);
 }
 
 /* -------------------------------------------------------------- copy probe */
@@ -266,51 +310,69 @@ extern "C" void harness_fill_random_device(float *d, size_t n, uint64_t seed, cu
 #define MUL __fmul_rn
 #define ADD __fadd_rn
 
+/*
+ * Every reference kernel walks the grid by rows: blockIdx.y (striding by gridDim.y) picks a
+ * row, the threads of blockIdx.x walk its cells, so no thread divides a 64-bit index per cell
+ * (those divisions, not memory, made the references the slowest part of a bench call).
+ * ref_grid() is their launch shape.
+ */
+static dim3 ref_grid(int nx, long long rows)
+{
+    const int threads = 256;
+    const long long bx = ((long long)nx + threads - 1) / threads;
+    return dim3((unsigned)(bx < 64 ? bx : 64), (unsigned)(rows < 8192 ? rows : 8192));
+}
+
 static __global__ void ref_sweep2d_kernel(const float *__restrict__ in, float *__restrict__ out, int nx,
                                           int ny, stencil2d_coeffs c, int periodic)
 {
-    const size_t n = (size_t)nx * ny;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const int x = (int)(i % (size_t)nx), y = (int)(i / (size_t)nx);
-        int xm = x - 1, xp = x + 1, ym = y - 1, yp = y + 1;
-        if (periodic) {
-            xm = x == 0 ? nx - 1 : xm; xp = x == nx - 1 ? 0 : xp;
-            ym = y == 0 ? ny - 1 : ym; yp = y == ny - 1 ? 0 : yp;
-        } else if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
-            out[i] = in[i];
-            continue;
-        }
+    for (long long y = blockIdx.y; y < ny; y += gridDim.y) {
         const size_t row = (size_t)y * nx;
-        float v = MUL(c.c0, in[i]);
-        v = ADD(v, MUL(c.xm, in[row + xm]));
-        v = ADD(v, MUL(c.xp, in[row + xp]));
-        v = ADD(v, MUL(c.ym, in[(size_t)ym * nx + x]));
-        v = ADD(v, MUL(c.yp, in[(size_t)yp * nx + x]));
-        out[i] = v;
+        const int ym = y == 0 ? (periodic ? ny - 1 : -1) : (int)y - 1;
+        const int yp = y == ny - 1 ? (periodic ? 0 : -1) : (int)y + 1;
+        for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < nx; x += gridDim.x * blockDim.x) {
+            const size_t i = row + x;
+            int xm = x - 1, xp = x + 1;
+            if (periodic) {
+                xm = x == 0 ? nx - 1 : xm;
+                xp = x == nx - 1 ? 0 : xp;
+            } else if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
+                out[i] = in[i];
+                continue;
+            }
+            float v = MUL(c.c0, in[i]);
+            v = ADD(v, MUL(c.xm, in[row + xm]));
+            v = ADD(v, MUL(c.xp, in[row + xp]));
+            v = ADD(v, MUL(c.ym, in[(size_t)ym * nx + x]));
+            v = ADD(v, MUL(c.yp, in[(size_t)yp * nx + x]));
+            out[i] = v;
+        }
     }
 }
 
 static __global__ void ref_sweep3d_kernel(const float *__restrict__ in, float *__restrict__ out, int nx,
                                           int ny, int nz, stencil3d_coeffs c)
 {
-    const size_t plane = (size_t)nx * ny, n = plane * nz;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const int x = (int)(i % (size_t)nx), y = (int)((i / (size_t)nx) % (size_t)ny),
-                  z = (int)(i / plane);
-        if (x == 0 || y == 0 || z == 0 || x == nx - 1 || y == ny - 1 || z == nz - 1) {
-            out[i] = in[i];
-            continue;
+    const size_t plane = (size_t)nx * ny;
+    for (long long r = blockIdx.y; r < (long long)ny * nz; r += gridDim.y) {
+        const int y = (int)(r % ny), z = (int)(r / ny);       /* once per row, not per cell */
+        const size_t row = (size_t)r * nx;
+        const int edge = y == 0 || z == 0 || y == ny - 1 || z == nz - 1;
+        for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < nx; x += gridDim.x * blockDim.x) {
+            const size_t i = row + x;
+            if (edge || x == 0 || x == nx - 1) {
+                out[i] = in[i];
+                continue;
+            }
+            float v = MUL(c.c0, in[i]);
+            v = ADD(v, MUL(c.xm, in[i - 1]));
+            v = ADD(v, MUL(c.xp, in[i + 1]));
+            v = ADD(v, MUL(c.ym, in[i - nx]));
+            v = ADD(v, MUL(c.yp, in[i + nx]));
+            v = ADD(v, MUL(c.zm, in[i - plane]));
+            v = ADD(v, MUL(c.zp, in[i + plane]));
+            out[i] = v;
         }
-        float v = MUL(c.c0, in[i]);
-        v = ADD(v, MUL(c.xm, in[i - 1]));
-        v = ADD(v, MUL(c.xp, in[i + 1]));
-        v = ADD(v, MUL(c.ym, in[i - nx]));
-        v = ADD(v, MUL(c.yp, in[i + nx]));
-        v = ADD(v, MUL(c.zm, in[i - plane]));
-        v = ADD(v, MUL(c.zp, in[i + plane]));
-        out[i] = v;
     }
 }
 
@@ -319,15 +381,14 @@ static __global__ void ref_residual_kernel(const float *__restrict__ u, const fl
                                            int nx, int ny, double h, double *result)
 {
     double mine = 0.0;
-    const size_t n = (size_t)nx * ny;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const int x = (int)(i % (size_t)nx), y = (int)(i / (size_t)nx);
-        if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
-            continue;
-        const double lap = ((double)u[i - 1] + u[i + 1] + u[i - nx] + u[i + nx] - 4.0 * u[i]) / (h * h);
-        const double r = f[i] - lap;
-        mine += r * r;
+    for (long long y = 1 + blockIdx.y; y < ny - 1; y += gridDim.y) {
+        const size_t row = (size_t)y * nx;
+        for (int x = 1 + blockIdx.x * blockDim.x + threadIdx.x; x < nx - 1; x += gridDim.x * blockDim.x) {
+            const size_t i = row + x;
+            const double lap = ((double)u[i - 1] + u[i + 1] + u[i - nx] + u[i + nx] - 4.0 * u[i]) / (h * h);
+            const double r = f[i] - lap;
+            mine += r * r;
+        }
     }
     for (int off = 16; off > 0; off /= 2)
         mine += __shfl_down_sync(0xffffffffu, mine, off);
@@ -339,17 +400,18 @@ static __global__ void ref_residual_kernel(const float *__restrict__ u, const fl
 static __global__ void ref_jacobi_kernel(const float *__restrict__ u, float *__restrict__ unew,
                                          const float *__restrict__ f, int nx, int ny, float h)
 {
-    const size_t n = (size_t)nx * ny;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const int x = (int)(i % (size_t)nx), y = (int)(i / (size_t)nx);
-        if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
-            unew[i] = u[i];
-            continue;
+    for (long long y = blockIdx.y; y < ny; y += gridDim.y) {
+        const size_t row = (size_t)y * nx;
+        for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < nx; x += gridDim.x * blockDim.x) {
+            const size_t i = row + x;
+            if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1) {
+                unew[i] = u[i];
+                continue;
+            }
+            float s = ADD(ADD(ADD(u[i - 1], u[i + 1]), u[i - nx]), u[i + nx]);
+            s = __fsub_rn(s, MUL(MUL(h, h), f[i]));
+            unew[i] = MUL(s, 0.25f);
         }
-        float s = ADD(ADD(ADD(u[i - 1], u[i + 1]), u[i - nx]), u[i + nx]);
-        s = __fsub_rn(s, MUL(MUL(h, h), f[i]));
-        unew[i] = MUL(s, 0.25f);
     }
 }
 
@@ -360,35 +422,35 @@ extern "C" void harness_gpu_residual_norm2(const float *d_u, const float *d_f, i
                                            double *d_result, cudaStream_t stream)
 {
     CUDA_CHECK(cudaMemsetAsync(d_result, 0, sizeof(double), stream));
-    ref_residual_kernel<<<2048, 256, 0, stream>>>(d_u, d_f, nx, ny, (double)h, d_result);
+    ref_residual_kernel<<<ref_grid(nx, ny), 256, 0, stream>>>(d_u, d_f, nx, ny, (double)h, d_result);
     CUDA_CHECK_LAUNCH(stream, 0);
 }
 
 extern "C" void harness_gpu_jacobi_sweep(const float *d_u, float *d_unew, const float *d_f, int nx,
                                          int ny, float h, cudaStream_t stream)
 {
-    ref_jacobi_kernel<<<4096, 256, 0, stream>>>(d_u, d_unew, d_f, nx, ny, h);
+    ref_jacobi_kernel<<<ref_grid(nx, ny), 256, 0, stream>>>(d_u, d_unew, d_f, nx, ny, h);
     CUDA_CHECK_LAUNCH(stream, 0);
 }
 
 extern "C" void harness_gpu_stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
                                             stencil2d_coeffs c, cudaStream_t stream)
 {
-    ref_sweep2d_kernel<<<4096, 256, 0, stream>>>(d_in, d_out, nx, ny, c, 0);
+    ref_sweep2d_kernel<<<ref_grid(nx, ny), 256, 0, stream>>>(d_in, d_out, nx, ny, c, 0);
     CUDA_CHECK_LAUNCH(stream, 0);
 }
 
 extern "C" void harness_gpu_stencil2d_periodic_sweep(const float *d_in, float *d_out, int nx, int ny,
                                                      stencil2d_coeffs c, cudaStream_t stream)
 {
-    ref_sweep2d_kernel<<<4096, 256, 0, stream>>>(d_in, d_out, nx, ny, c, 1);
+    ref_sweep2d_kernel<<<ref_grid(nx, ny), 256, 0, stream>>>(d_in, d_out, nx, ny, c, 1);
     CUDA_CHECK_LAUNCH(stream, 0);
 }
 
 extern "C" void harness_gpu_stencil3d_sweep(const float *d_in, float *d_out, int nx, int ny, int nz,
                                             stencil3d_coeffs c, cudaStream_t stream)
 {
-    ref_sweep3d_kernel<<<4096, 256, 0, stream>>>(d_in, d_out, nx, ny, nz, c);
+    ref_sweep3d_kernel<<<ref_grid(nx, (long long)ny * nz), 256, 0, stream>>>(d_in, d_out, nx, ny, nz, c);
     CUDA_CHECK_LAUNCH(stream, 0);
 }
 

@@ -6,11 +6,12 @@
 #include <cuda_runtime_api.h>
 
 #include "harness.h"
+#include "protocol.h"
 
 static void default_handler(const char *message)
 {
     fprintf(stderr, "%s\n", message);
-    exit(3);
+    exit(EXIT_CUDA_ERROR);
 }
 
 static harness_error_handler current_handler = default_handler;

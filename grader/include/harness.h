@@ -151,6 +151,9 @@ int harness_is_boundary(int x, int y, int z, int nx, int ny, int nz, int dims);
 
 /* Median of v[0..n), n >= 1; sorts v in place. */
 double harness_median(double *v, int n);
+/* The median of v[0..n) (n >= 1; sorts v in place) and its 95% confidence interval
+ * [*lo, *hi], distribution-free, from the order statistics (stats.c gives the source). */
+double harness_median_ci(double *v, int n, double *lo, double *hi);
 /* Minimum and maximum of v[0..n), n >= 1. */
 double harness_min(const double *v, int n);
 double harness_max(const double *v, int n);
@@ -235,8 +238,10 @@ void harness_l2_flusher_init(harness_l2_flusher *f, const harness_device *dev);
 void harness_l2_flush(harness_l2_flusher *f, cudaStream_t stream);
 void harness_l2_flusher_free(harness_l2_flusher *f);
 
-/* CUDA-event timing of the work between start and stop on one stream. */
-typedef struct { cudaEvent_t start, stop; cudaStream_t stream; } harness_timer;
+/* CUDA-event timing of the work between start and stop on `stream`, with every
+ * other stream a launcher can reach tied into the interval (device.cu says how).
+ * `stream` must be a blocking stream (cudaStreamCreate). */
+typedef struct { cudaEvent_t start, stop, join; cudaStream_t stream; } harness_timer;
 void harness_timer_init(harness_timer *t, cudaStream_t stream);
 void harness_timer_start(harness_timer *t);
 double harness_timer_stop_ms(harness_timer *t);   /* waits for stop */

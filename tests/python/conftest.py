@@ -1,5 +1,10 @@
 """Shared fixtures of the grader's tests: fake programs and a fake lab.
 
+The fake programs speak the real programs' protocol (grader/README.md): they
+report on the private channel (STENCIL_CHANNEL_FD), the check program in two
+modes (CK_FORK=no: all cases in one process, after a `device:` line;
+STENCIL_CASES: only those cases), the bench with a launch audit.
+
 No GPU and no real lab build is needed.  A fake lab is a directory with a
 lab.json and a Makefile whose `build` target writes fake `check` and `bench`
 programs (small Python scripts) into BUILD_DIR, with the submission's text
@@ -16,8 +21,13 @@ the symbol check.  Markers in the submission's kernel.cu:
     CUDA_ERROR      check: the second case fails with "CUDA error: ..."
     HANG            check: hangs at the second case (the suite limit is 3 s)
     CASE_TIMEOUT    check: Check reports the second case as timed out, then hangs in the next
+                    (in one-process mode, CK_FORK=no, it hangs in the second)
     CALLS=a,b       kernel.o calls the functions a and b
-    NO_GPU          bench --probe exits 2, as on a machine without a GPU
+    NO_GPU          check (one-process mode) and bench --probe exit 2, as without a GPU
+    PRINTF          check and bench print a line on stdout, as a kernel's printf does
+    OTHER_STREAM    bench: the audit saw the kernel on another stream than the launcher's
+    NO_AUDIT        bench: the launch audit could not run (no CUPTI)
+    SMEM=N          bench: the audited kernel had N bytes of static shared memory per block
     BENCH_BAD_OUTPUT bench: output_ok false
     BENCH_CUDA      bench: exits 3 (CUDA error)
     RATIO=0.45      bench: ratio (default 0.85: full points) with copy bandwidth 3000 GB/s
@@ -49,7 +59,6 @@ BASE_LAB_JSON = {
     "number": 1,
     "title": "Fake 5-point sweep",
     "api": "stencil2d_sweep",
-    "boundary": "dirichlet",
     "tolerance": {"rtol": 1e-5, "atol": 1e-6},
     "check": {"case_timeout_s": 2, "suite_timeout_s": 3},
     "bench": {"nx": 1024, "ny": 512, "nz": 1, "steps": 1, "repetitions": 20, "timeout_s": 10},
@@ -62,26 +71,41 @@ BASE_LAB_JSON = {
 FAKE_CHECK = r'''
 import os, sys, time
 src = SRC
-CASES = [("basic", 0, "nx=1 ny=1"), ("basic", 1, "nx=33 ny=9"), ("edges", 0, "nx=1 ny=64")]
+CASES = [("basic", 0, "nx=1 ny=1"), ("basic", 1, "nx=33 ny=9"), ("edges", 2, "nx=1 ny=64")]
 if sys.argv[1:] == ["--list"]:
     for tcase, it, label in CASES:
         print(f"{tcase}\t{it}\t{label}")
     sys.exit(0)
-print("ran: check SEED=" + os.environ.get("SEED", ""), "uid=" + str(os.getuid()), file=sys.stderr, flush=True)
-print("seed: " + os.environ.get("SEED", "777"), flush=True)
-name = os.environ["CK_XML_LOG_FILE_NAME"]
-log = sys.stdout if name == "-" else open(name, "w")
+nofork = os.environ.get("CK_FORK") == "no"
+chosen = os.environ.get("STENCIL_CASES")
+print("ran: check SEED=" + os.environ.get("SEED", ""), "CK_FORK=" + os.environ.get("CK_FORK", ""),
+      "STENCIL_CASES=" + (chosen or ""), "uid=" + str(os.getuid()), file=sys.stderr, flush=True)
+fd = os.environ.get("STENCIL_CHANNEL_FD")
+log = os.fdopen(int(fd), "w") if fd else sys.stdout
+log.write("seed: " + os.environ.get("SEED", "777") + "\n")
+if nofork:
+    if "NO_GPU" in src:
+        print("no NVIDIA GPU or driver found on this machine (CUDA says: no CUDA-capable device is detected)",
+              file=sys.stderr)
+        sys.exit(2)
+    log.write('device: {"name": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132}\n')
+if "PRINTF" in src:
+    print("hello from the kernel: x = 3")
 log.write('<?xml version="1.0"?>\n<testsuites xmlns="http://check.sourceforge.net/ns">\n'
           '  <datetime>2026-01-01 00:00:00</datetime>\n  <suite>\n    <title>fake</title>\n')
 log.flush()
 failed = 0
 for i, (tcase, it, label) in enumerate(CASES):
+    if chosen is not None and str(it) not in chosen.split(","):
+        continue
     result, message = "success", "Passed"
     if i == 1 and "HANG" in src:
         time.sleep(3600)
     if i == 2 and "CASE_TIMEOUT" in src:
         time.sleep(3600)
     if i == 1 and "CASE_TIMEOUT" in src:
+        if nofork:
+            time.sleep(3600)            # no timeouts without fork: the grader stops it
         result, message = "error", "Test timeout expired"
     if i == 1 and "WRONG" in src:
         result, message = "failure", label + ": 2 mismatches; first at (x=3, y=4): got 1 want 2"
@@ -101,14 +125,18 @@ sys.exit(1 if failed else 0)
 FAKE_BENCH = r'''
 import json, os, re, sys
 src = SRC
-if sys.argv[1:] == ["--probe"]:
+fd = os.environ.get("STENCIL_CHANNEL_FD")
+channel = os.fdopen(int(fd), "w") if fd else sys.stdout
+if sys.argv[1:2] == ["--probe"]:
     if "NO_GPU" in src:
-        print("bench: cudaGetDeviceCount: no CUDA-capable device is detected", file=sys.stderr)
+        print("no NVIDIA GPU or driver found on this machine", file=sys.stderr)
         sys.exit(2)
-    print(json.dumps({"name": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "l2_bytes": 52428800,
-                      "global_mem_bytes": 85e9, "mem_free_bytes": 80e9}))
+    json.dump({"device": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "l2_bytes": 52428800,
+               "global_mem_bytes": 85e9, "mem_free_bytes": 80e9}, channel)
     sys.exit(0)
 print("ran: bench " + " ".join(sys.argv[1:]), file=sys.stderr, flush=True)
+if "PRINTF" in src:
+    print("hello from the kernel: x = 3", flush=True)
 if "BENCH_CUDA" in src:
     print("CUDA error: too many resources requested for launch (kernel.cu:12)", file=sys.stderr)
     sys.exit(3)
@@ -116,13 +144,23 @@ m = re.search(r"RATIO=([0-9.]+)", src)
 ratio = float(m.group(1)) if m else 0.85
 out = sys.argv[sys.argv.index("--json") + 1]
 seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 1
+launches = [{"launcher": "stencil2d_sweep", "kind": "kernel", "name": "_Z8stencil5PKfPfii",
+             "on_launcher_stream": "OTHER_STREAM" not in src, "stream": 14 if "OTHER_STREAM" in src else 13,
+             "count": 3, "grid": [4, 37, 1], "block": [32, 16, 1],
+             "static_smem": int(re.search(r"SMEM=(\d+)", src).group(1)) if "SMEM=" in src else 0,
+             "dynamic_smem": 0, "registers": 32, "ms": 0.3}]
+audit = {"status": "unavailable" if "NO_AUDIT" in src else "ok",
+         "message": "CUPTI's activity API is not usable here: fake" if "NO_AUDIT" in src else "",
+         "calls": 3, "lost": 0, "launches": [] if "NO_AUDIT" in src else launches}
 json.dump({"device": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "nx": 1024, "ny": 512, "nz": 1,
            "steps": 1, "scaled_down": False, "note": "", "array_bytes": 2097152, "repetitions": 20,
+           "precision": 0.004,
            "ms_median": 0.002, "ms_min": 0.0019, "ms_max": 0.0021, "bytes_compulsory": 4194304,
            "gbps": 3000.0 * ratio, "copy_gbps": 3000.0, "copy_memcpy_gbps": 2900.0,
            "copy_kernel_gbps": 3000.0, "ratio": ratio, "output_ok": "BENCH_BAD_OUTPUT" not in src,
            "output_message": "cell (5, 7): got nan want 0.25" if "BENCH_BAD_OUTPUT" in src else "",
-           "seed": seed}, sys.stdout if out == "-" else open(out, "w"))
+           "audit": audit, "seconds": {"context": 0.3, "copy_probe": 0.01, "calls": 0.1, "total": 0.41},
+           "seed": seed}, channel if out == "-" else open(out, "w"))
 '''
 
 PLAIN_PTX = """//

@@ -125,7 +125,7 @@ def test_stream_stall_watchdog():
 
 # ---------------------------------------------------------------- fake check programs
 
-LIST = "basic\\t0\\tnx=1 ny=1\\nbasic\\t1\\tnx=2 ny=2\\nedges\\t0\\tnx=3 ny=3"
+LIST = "basic\\t0\\tnx=1 ny=1\\nbasic\\t1\\tnx=2 ny=2\\nedges\\t2\\tnx=3 ny=3"   # iterations: table indices
 HEADER = ('<?xml version=\\"1.0\\"?>\\n<testsuites xmlns=\\"http://check.sourceforge.net/ns\\">\\n'
           '<suite><title>s</title>\\n')
 PASS0 = ('<test result=\\"success\\"><id>t</id><iteration>0</iteration><duration>0.1</duration>'
@@ -133,20 +133,22 @@ PASS0 = ('<test result=\\"success\\"><id>t</id><iteration>0</iteration><duration
 
 
 def fake_check(build_dir, body):
-    """A fake BUILD_DIR/check: --list prints three cases; a run executes body (log: its stdout)."""
+    """A fake BUILD_DIR/check: --list prints three cases; a run executes body (log: the grader's
+    channel).  It reports every case whatever STENCIL_CASES asks: run_check counts only the
+    cases a run was asked for."""
     write_script(build_dir / "check", f"""import os, sys, time, signal, json
 if sys.argv[1:] == ["--list"]:
     print("{LIST}")
     sys.exit(0)
-log = sys.stdout
+log = os.fdopen(int(os.environ["STENCIL_CHANNEL_FD"]), "w")
 {body}
 """)
 
 
 def test_all_cases_pass(tmp_path):
-    fake_check(tmp_path, f"""print("seed: 31", flush=True)
+    fake_check(tmp_path, f"""log.write("seed: 31\\n"); log.flush()
 log.write("{HEADER}")
-for tcase, it in (("basic", 0), ("basic", 1), ("edges", 0)):
+for tcase, it in (("basic", 0), ("basic", 1), ("edges", 2)):
     log.write("{PASS0}".replace("<iteration>0", f"<iteration>{{it}}").replace(">basic<", f">{{tcase}}<"))
 log.write("</suite></testsuites>\\n")
 """)
@@ -161,7 +163,7 @@ log.write("</suite></testsuites>\\n")
 def test_suite_timeout_is_timeout_never_pass_and_kills_every_process(tmp_path):
     """The check parent hangs after one case; its forked case child (own process group, as
     Check makes them) hangs too.  Both must be gone when run_check returns."""
-    fake_check(tmp_path, f"""print("seed: 5", flush=True)
+    fake_check(tmp_path, f"""log.write("seed: 5\\n"); log.flush()
 log.write("{HEADER}{PASS0}")
 log.flush()
 pid = os.fork()
@@ -176,7 +178,7 @@ time.sleep(3600)
     run = checkrun.run_check(tmp_path, 1.5)
     assert time.monotonic() - start < 15
     assert run.status == "timeout" and run.seed == 5
-    assert [c.outcome for c in run.cases] == ["pass", "timeout", "timeout"]
+    assert [c.outcome for c in run.cases] == ["pass", "timeout", "not_run"]
     assert "passed its limit of 1.5 s" in run.cases[1].message
     child = int(run.stderr_tail.split("child:")[1].split()[0])
     deadline = time.monotonic() + 5
@@ -190,8 +192,7 @@ def test_first_case_timeout_stops_the_run_at_once(tmp_path):
     (as a kernel that never returns does in every case): stopped at once."""
     timeout = PASS0.replace("success", "error").replace("<iteration>0", "<iteration>1").replace(
         "Passed", "Test timeout expired")
-    fake_check(tmp_path, f"""print("seed: 5", flush=True)
-log.write("{HEADER}{PASS0}{timeout}")
+    fake_check(tmp_path, f"""log.write("seed: 5\\n{HEADER}{PASS0}{timeout}")
 log.flush()
 time.sleep(3600)
 """)
@@ -206,7 +207,7 @@ time.sleep(3600)
 
 def test_a_stuck_run_is_stopped_after_two_case_timeouts(tmp_path, monkeypatch):
     monkeypatch.setattr(checkrun, "STALL_SLACK_S", 0.5)
-    fake_check(tmp_path, f"""print("seed: 5", flush=True)
+    fake_check(tmp_path, f"""log.write("seed: 5\\n"); log.flush()
 log.write("{HEADER}{PASS0}")
 log.flush()
 time.sleep(3600)
@@ -219,7 +220,7 @@ time.sleep(3600)
 
 
 def test_death_by_signal_without_xml_is_crash(tmp_path):
-    fake_check(tmp_path, """print("seed: 8", flush=True)
+    fake_check(tmp_path, """log.write("seed: 8\\n"); log.flush()
 print("Running suite(s): fake", file=sys.stderr)
 os.kill(os.getpid(), signal.SIGSEGV)
 """)
@@ -232,7 +233,7 @@ os.kill(os.getpid(), signal.SIGSEGV)
 
 
 def test_clean_exit_without_results_is_crash_not_pass(tmp_path):
-    fake_check(tmp_path, 'print("seed: 8")\nsys.exit(0)\n')
+    fake_check(tmp_path, 'log.write("seed: 8\\n")\nsys.exit(0)\n')
     run = checkrun.run_check(tmp_path, 30)
     assert run.status == "crash" and run.passed == 0
     assert all(c.outcome == "crash" for c in run.cases)
@@ -244,8 +245,10 @@ def test_missing_program(tmp_path):
     assert "could not start" in run.list_error
 
 
-def test_environment_is_the_sandbox_one_with_fork_mode_and_the_seed(tmp_path, monkeypatch):
-    monkeypatch.setenv("CK_FORK", "no")
+def test_environment_is_the_sandbox_one_with_the_mode_cases_and_seed(tmp_path, monkeypatch):
+    """Phase 1 runs every case in one process (CK_FORK=no) with the private channel; the reruns
+    fork, naming their cases; no CK_* variable of the grader's environment gets through."""
+    monkeypatch.setenv("CK_FORK", "yes")
     monkeypatch.setenv("CK_RUN_CASE", "edges")
     monkeypatch.setenv("SEED", "1")
     monkeypatch.setenv("SECRET_TOKEN", "x")
@@ -253,12 +256,60 @@ def test_environment_is_the_sandbox_one_with_fork_mode_and_the_seed(tmp_path, mo
     fake_check(tmp_path, """print("env:", json.dumps(dict(os.environ)), file=sys.stderr)
 """)
     run = checkrun.run_check(tmp_path, 30, seed=77)
-    env = json.loads(run.stderr_tail.split("env:", 1)[1])
-    assert env["CK_FORK"] == "yes" and env["SEED"] == "77" and env["CK_XML_LOG_FILE_NAME"] == "-"
-    assert "CK_RUN_CASE" not in env and "SECRET_TOKEN" not in env
-    assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["HOME"] == env["TMPDIR"]
+    envs = [json.loads(line.split("env:", 1)[1]) for line in run.stderr_tail.splitlines() if "env:" in line]
+    first, reruns = envs[0], envs[1:]
+    assert first["CK_FORK"] == "no" and first["SEED"] == "77" and "STENCIL_CASES" not in first
+    assert first["STENCIL_CHANNEL_FD"].isdigit() and "CK_XML_LOG_FILE_NAME" not in first
+    assert "CK_RUN_CASE" not in first and "SECRET_TOKEN" not in first
+    assert first["CUDA_VISIBLE_DEVICES"] == "0" and first["HOME"] == first["TMPDIR"]
+    assert sorted(e["STENCIL_CASES"] for e in reruns) == ["0", "1", "2"]     # nothing reported: all again
+    assert all(e["CK_FORK"] == "yes" and e["SEED"] == "77" for e in reruns)
+    assert run.reruns == [0, 1, 2]
     run = checkrun.run_check(tmp_path, 30)
-    assert "SEED" not in json.loads(run.stderr_tail.split("env:", 1)[1])
+    assert "SEED" not in json.loads(run.stderr_tail.split("env:", 1)[1].splitlines()[0])
+
+
+def test_a_correct_run_is_one_process_and_printf_is_the_students_output(tmp_path):
+    """Every case passes in phase 1: nothing reruns; what the code printed on stdout is kept."""
+    fake_check(tmp_path, f"""log.write("seed: 3\\ndevice: {{\\"name\\": \\"Fake GPU\\"}}\\n{HEADER}")
+print("kernel says hi", flush=True)
+for tcase, it in (("basic", 0), ("basic", 1), ("edges", 2)):
+    log.write("{PASS0}".replace("<iteration>0", f"<iteration>{{it}}").replace(">basic<", f">{{tcase}}<"))
+log.flush()
+""")
+    run = checkrun.run_check(tmp_path, 30)
+    assert run.passed == 3 and run.reruns == [] and "reruns" not in run.phases
+    assert run.device == {"name": "Fake GPU"} and run.output == "kernel says hi\n"
+
+
+def test_only_the_cases_that_did_not_pass_run_again_each_judged_alone(tmp_path):
+    """Phase 1 passes case 0, fails case 1 and crashes before case 2; fork mode reruns 1 and 2
+    (each in a process of its own) and their results replace phase 1's."""
+    fail1 = PASS0.replace("success", "failure").replace("<iteration>0", "<iteration>1").replace(
+        "Passed", "nx=2 ny=2: wrong in phase 1")
+    fake_check(tmp_path, f"""log.write("seed: 3\\n{HEADER}")
+cases = os.environ.get("STENCIL_CASES")
+if os.environ["CK_FORK"] == "no":
+    log.write("{PASS0}{fail1}")
+    log.flush()
+    os.kill(os.getpid(), signal.SIGSEGV)
+for it in cases.split(","):
+    tcase = "edges" if it == "2" else "basic"
+    log.write("{PASS0}".replace("<iteration>0", f"<iteration>{{it}}").replace(">basic<", f">{{tcase}}<"))
+log.flush()
+""")
+    run = checkrun.run_check(tmp_path, 30)
+    assert run.reruns == [1, 2] and run.status == "ok"
+    assert [(c.outcome, c.message) for c in run.cases] == [("pass", "Passed")] * 3
+    assert "reruns" in run.phases and "one_process" in run.phases
+
+
+def test_no_gpu_in_phase_1_runs_nothing(tmp_path):
+    fake_check(tmp_path, """print("no NVIDIA GPU or driver found on this machine", file=sys.stderr)
+sys.exit(2)
+""")
+    run = checkrun.run_check(tmp_path, 30)
+    assert run.status == "no_gpu" and run.cases == [] and run.no_gpu.startswith("no NVIDIA GPU")
 
 
 # ---------------------------------------------------------------- the real Check library
@@ -271,8 +322,10 @@ def _have_check() -> bool:
 
 @pytest.mark.skipif(not _have_check(), reason="gcc or the Check library (pkg-config check) not installed")
 def test_real_check_suite_end_to_end(tmp_path):
-    """Check 0.15 itself: CK_XML_LOG_FILE_NAME=- puts the XML log on stdout, beside the seed
-    line and Check's own summary, one flushed <test> at a time; the run stops at the hang."""
+    """Check 0.15 itself, through both phases: one process dies at the segfault; the reruns,
+    forked, report Check's own words for a signal, a timeout and an early exit (TIMEOUT_MESSAGE,
+    SIGNAL_MESSAGE, EARLY_EXIT_MESSAGE), one flushed <test> at a time on the channel, and
+    the cases after the hang count as not run."""
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "check"], capture_output=True, text=True,
                            timeout=10).stdout.split()
     built = subprocess.run(["gcc", str(DATA / "check_suite.c"), "-o", str(tmp_path / "check"), *flags],
@@ -286,6 +339,10 @@ def test_real_check_suite_end_to_end(tmp_path):
         ("pass", "pass"), ("fail", "fail"), ("segv", "crash"), ("hang", "timeout"), ("exit", "not_run"),
         ("cuda", "not_run"), ("nx=1 ny=9", "not_run"), ("nx=2 ny=9", "not_run"), ("nx=33 ny=9", "not_run"),
         ("nx=64 ny=9", "not_run")]
+    messages = {c.label: c.message for c in run.cases}
+    assert messages["segv"].startswith(checkrun.SIGNAL_MESSAGE + " 11")
+    assert messages["hang"] == checkrun.TIMEOUT_MESSAGE
+    assert run.reruns == list(range(1, 10)) and run.device["name"].startswith("no GPU")
     assert list(run.by_tcase()) == ["basic", "crashes", "edges"]
     assert (tmp_path / "check.xml").is_file()
     assert len(checkrun.parse_check_xml((tmp_path / "check.xml").read_text())) >= 4   # what Check sent

@@ -58,8 +58,8 @@ def test_no_gpu_build_and_static_run_then_not_measured_exit_1(grade):
     assert done.returncode == 1
     assert report["verdict"] == "not_measured" and report["points"] == 0
     assert report["build"]["outcome"] == "ok" and report["static"][0]["status"] == "pass"
-    assert "correctness: not measured (no GPU: bench: cudaGetDeviceCount: no CUDA-capable device is " \
-           "detected)" in done.stdout
+    assert "correctness: not measured (no GPU: no NVIDIA GPU or driver found on this machine (CUDA says: " \
+           "no CUDA-capable device is detected))" in done.stdout
     assert "performance: not measured" in done.stdout
     assert report["correctness"]["total"] is None and report["performance"]["bench"] is None
 
@@ -133,7 +133,7 @@ def test_hanging_suite_is_a_timeout_not_a_pass(grade):
     assert time.monotonic() - start < 30
     assert done.returncode == 1 and report["verdict"] == "timeout"
     outcomes = [c["outcome"] for c in report["correctness"]["cases"]]
-    assert outcomes == ["pass", "timeout", "timeout"]
+    assert outcomes == ["pass", "timeout", "not_run"]        # the rule of one run stopped at its timeout
 
 
 def test_first_case_timeout_stops_the_run(grade):
@@ -276,3 +276,52 @@ def test_a_build_for_another_gpu_is_refused(tmp_path):
     (tmp_path / "flags.stamp").write_text("-gencode arch=compute_90,code=sm_90 "
                                           "-gencode arch=compute_90,code=compute_90\n")
     assert "build again for it" in pipeline.runs_on(tmp_path, "8.0")
+
+
+def test_a_kernels_printf_grades_as_its_twin_and_is_shown(grade):
+    """Issue 17: a correct kernel that leaves a debug printf gets the grade of its twin without
+    it, and sees what it printed (terminal, report, Gradescope)."""
+    _, twin, _ = grade(GOOD_KERNEL, name="twin")
+    done, report, _ = grade(GOOD_KERNEL + "// PRINTF\n", name="printer")
+    assert (report["verdict"], report["points"]) == (twin["verdict"], twin["points"]) == ("pass", 100)
+    assert "hello from the kernel: x = 3" in report["program_output"]
+    assert "output of your code" in done.stdout and "hello from the kernel: x = 3" in done.stdout
+    tests = report_gradescope(report)
+    assert any(t["name"].endswith("output of your code") and "hello" in t["output"] for t in tests)
+
+
+def report_gradescope(report):
+    from stencil_grader.grading import report as report_module
+    return report_module.gradescope_tests(report)
+
+
+def test_work_on_another_stream_costs_the_performance_points(grade):
+    """Issue 17: the audit saw the launcher's kernel on another stream than the one it was given."""
+    done, report, _ = grade(GOOD_KERNEL + "// OTHER_STREAM\n")
+    assert report["verdict"] == "constraint" and report["points"] == 60
+    assert report["performance"]["points"] == 0 and "another stream" in report["performance"]["message"]
+    (stream,) = [c for c in report["launches"] if c["name"] == "launch stream"]
+    assert stream["status"] == "fail" and "ran on stream 14" in stream["details"][0]
+
+
+def test_without_the_audit_the_stream_rule_is_a_note_and_planes_are_not_measured(grade, fake_kit):
+    done, report, _ = grade(GOOD_KERNEL + "// NO_AUDIT\n", name="a")
+    assert report["verdict"] == "pass"                        # the timer covers every stream anyway
+    assert report["launches"][0]["status"] == "skipped" and "not verified" in report["launches"][0]["message"]
+    fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False, "forbidden_calls": [],
+                                       "max_shared_planes": 1})
+    done, report, _ = grade(GOOD_KERNEL + "// NO_AUDIT\n", name="b")
+    assert report["verdict"] == "not_measured" and report["performance"]["points"] == 0
+    assert "needs the launch audit" in report["performance"]["message"]
+
+
+def test_shared_planes_are_judged_as_launched(grade, fake_kit):
+    """Lab 6's rule on the audited launch: 4 x 37 blocks of 512 threads on a 1024 x 512 plane."""
+    fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False, "forbidden_calls": [],
+                                       "max_shared_planes": 1})
+    _, report, _ = grade(GOOD_KERNEL + "// SMEM=4096\n", name="one")
+    assert report["verdict"] == "pass", report["launches"]
+    _, report, _ = grade(GOOD_KERNEL + "// SMEM=32768\n", name="three")
+    assert report["verdict"] == "constraint"
+    (planes,) = [c for c in report["launches"] if c["name"] == "max shared planes"]
+    assert planes["status"] == "fail" and "32768 bytes of shared memory per block" in planes["message"]

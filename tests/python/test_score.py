@@ -128,9 +128,10 @@ def test_constraint_keeps_correctness_zero_performance(spec):
     # an incorrect result is the worse verdict
     s = score.score_lab(spec, OK_BUILD, failed, checked("pass", "fail"))
     assert s.verdict == "incorrect"
-    # without a GPU the constraint is still known
+    # without a GPU the constraint is known, but nothing was measured: no grade (issue 20, item 1)
     s = score.score_lab(spec, OK_BUILD, failed, None, not_measured="no GPU: none")
-    assert s.verdict == "constraint" and s.points == 0
+    assert s.verdict == "not_measured" and s.points == 0 and s.verdict in score.NOT_GRADED
+    assert "a constraint of this lab failed" in " ".join(s.messages)
 
 
 def test_no_gpu_is_not_measured(spec):

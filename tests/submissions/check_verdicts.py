@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Grade every known submission and compare its verdict with the expected one.
 
-    python3 tests/submissions/check_verdicts.py [--lab 01-naive-5pt] [NAME ...]
+    python3 tests/submissions/check_verdicts.py [--lab 01-naive-5pt] [--repeat N] [--json FILE] [NAME ...]
 
 For every tests/submissions/<lab>/expected.json, of the form
 
@@ -12,6 +12,15 @@ graded by the lab pipeline in a temporary build directory.  "verdict" is one of
 the grader's verdicts (stencil_grader/score.py), or "correct": every case
 passes, and the timing may give "pass" or "slow".  One line per
 submission, then `N passed, N failed, N skipped`; exit status 1 on any failure.
+
+Cheats and their honest twins: an entry may name "twin": the folder of the
+honest submission it imitates.  A cheat must then score at most its twin's
+points (a cheat that wins once is a hole), and an entry marked
+"same_as_twin": true (a correct kernel with a debug printf) must get its
+twin's verdict, with points within SAME_AS_TWIN_POINTS (timing noise).
+--repeat N grades every entry that has a twin, and every twin, N times, and
+checks each run; --json FILE writes every grading's verdict, points and
+ratio (the record a README figure comes from).
 
 Without a GPU an entry with "needs_gpu": true is reported as not measured
 (skipped): neither passed nor failed, unless its build or static check already
@@ -45,6 +54,10 @@ _SETTLED_WITHOUT_GPU = ("compile_error", "forbidden")
 META_VERDICTS = {"correct": ("pass", "slow")}
 
 
+#: How far (points) a submission marked same_as_twin may land from its twin: timing noise.
+SAME_AS_TWIN_POINTS = 2.0
+
+
 @dataclass
 class Entry:
     lab: str
@@ -53,6 +66,8 @@ class Entry:
     verdict: str
     needs_gpu: bool
     why: str
+    twin: str | None = None
+    same_as_twin: bool = False
 
     @property
     def id(self) -> str:
@@ -66,6 +81,8 @@ class Outcome:
     status: str
     verdict: str | None
     message: str
+    points: float | None = None
+    ratio: float | None = None
 
 
 class ExpectedError(ValueError):
@@ -92,8 +109,12 @@ def collect(kit_root: Path = KIT_ROOT, lab: str | None = None) -> list[Entry]:
                 raise ExpectedError(f"{expected}: {name} must be {{\"verdict\": one of "
                                     f"{', '.join(allowed)}, \"needs_gpu\": true|false, "
                                     f"\"why\": text}}, got {json.dumps(item)}")
+            twin = item.get("twin")
+            if twin is not None and twin not in table:
+                raise ExpectedError(f"{expected}: {name} names twin {twin!r}, which is not an entry there")
             entries.append(Entry(lab_name, name, expected.parent / name, item["verdict"],
-                                 item["needs_gpu"], str(item.get("why", ""))))
+                                 item["needs_gpu"], str(item.get("why", "")), twin,
+                                 bool(item.get("same_as_twin", False))))
     return entries
 
 
@@ -130,21 +151,43 @@ def check_entry(entry: Entry, kit_root: Path = KIT_ROOT, check_tooling: bool = T
     with tempfile.TemporaryDirectory(prefix=f"verdict-{entry.lab}-") as tmp:
         run = pipeline.grade_lab(lab_dir, str(entry.path), Path(tmp) / "build")
     got = run.score.verdict
+    points, ratio = run.score.points, run.score.ratio
     matched = got in META_VERDICTS.get(entry.verdict, (entry.verdict,))
-    detail = f"verdict {got}, expected {entry.verdict}"
-    no_gpu = run.probe is not None and run.probe.status == "no_gpu"
+    detail = f"verdict {got}, expected {entry.verdict}; {points:.2f} points" + \
+        (f", ratio {ratio:.3f}" if ratio is not None else "")
+    no_gpu = bool(run.not_measured and run.not_measured.startswith("no GPU"))
     if no_gpu and entry.needs_gpu and not (got in _SETTLED_WITHOUT_GPU and not matched):
         return Outcome("skipped", got, f"not measured ({run.not_measured}); {detail}")
     if matched:
-        return Outcome("passed", got, detail)
+        return Outcome("passed", got, detail, points, ratio)
     messages = [run.score.correctness.message, run.score.performance.message] + run.score.messages
     said = " ".join("; ".join(m for m in messages if m).split())      # one line
-    return Outcome("failed", got, f"{detail} ({entry.why}): {said[:400]}")
+    return Outcome("failed", got, f"{detail} ({entry.why}): {said[:400]}", points, ratio)
+
+
+def against_twin(entry: Entry, mine: Outcome, twin: Outcome) -> Outcome:
+    """A cheat's outcome judged against its honest twin's (the module docstring's rule)."""
+    if mine.status != "passed" or twin.status != "passed":
+        return mine
+    if entry.same_as_twin:
+        close = abs(mine.points - twin.points) <= SAME_AS_TWIN_POINTS and mine.verdict == twin.verdict
+        word = "passed" if close else "failed"
+        return Outcome(word, mine.verdict, f"{mine.message}; twin {entry.twin}: {twin.verdict}, "
+                       f"{twin.points:.2f} points ({'the same' if close else 'NOT the same'})",
+                       mine.points, mine.ratio)
+    if mine.points > twin.points:
+        return Outcome("failed", mine.verdict, f"{mine.message}; BEATS its honest twin {entry.twin} "
+                       f"({twin.points:.2f} points): a hole", mine.points, mine.ratio)
+    return Outcome("passed", mine.verdict, f"{mine.message}; twin {entry.twin}: {twin.points:.2f} points",
+                   mine.points, mine.ratio)
 
 
 def main(argv: list[str] | None = None, kit_root: Path = KIT_ROOT, check_tooling: bool = True) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", help="only this lab's submissions")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="grade the cheats that have a twin, and the twins, N times each")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write every grading's figures here")
     parser.add_argument("names", nargs="*", metavar="NAME", help="only these submission folders")
     args = parser.parse_args(argv)
     try:
@@ -154,15 +197,30 @@ def main(argv: list[str] | None = None, kit_root: Path = KIT_ROOT, check_tooling
         return 2
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     words = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
-    for entry in entries:
-        if args.names and entry.name not in args.names:
-            continue
-        try:
-            outcome = check_entry(entry, kit_root, check_tooling)
-        except labspec.LabSpecError as err:
-            outcome = Outcome("failed", None, str(err))
-        counts[outcome.status] += 1
-        print(f"{words[outcome.status]}  {entry.id:<48} {outcome.message}", flush=True)
+    chosen = [e for e in entries if not args.names or e.name in args.names or
+              any(e.name == x.twin for x in entries if x.name in args.names and x.lab == e.lab)]
+    twins = {(e.lab, e.twin) for e in chosen if e.twin}
+    record = []
+    for run_number in range(1, max(1, args.repeat) + 1):
+        done: dict[tuple[str, str], Outcome] = {}
+        for entry in sorted(chosen, key=lambda e: (e.lab, e.twin is not None, e.name)):   # twins first
+            if run_number > 1 and not entry.twin and (entry.lab, entry.name) not in twins:
+                continue
+            try:
+                outcome = check_entry(entry, kit_root, check_tooling)
+            except labspec.LabSpecError as err:
+                outcome = Outcome("failed", None, str(err))
+            done[(entry.lab, entry.name)] = outcome
+            twin = done.get((entry.lab, entry.twin)) if entry.twin else None
+            if twin is not None:
+                outcome = against_twin(entry, outcome, twin)
+            counts[outcome.status] += 1
+            record.append({"run": run_number, "lab": entry.lab, "name": entry.name, "status": outcome.status,
+                           "verdict": outcome.verdict, "points": outcome.points, "ratio": outcome.ratio})
+            tag = f" (run {run_number})" if args.repeat > 1 else ""
+            print(f"{words[outcome.status]}  {entry.id + tag:<56} {outcome.message}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
     return 1 if counts["failed"] else 0
 

@@ -1,14 +1,14 @@
 /*
  * grid.c -- what every stencil kind shares (grid_kind.h): one input grid, one
  * output grid, one launcher.  Compiled per lab build (it reads the lab's
- * tolerance from lab_config.h) and linked with exactly one stencil kind.
+ * tolerance and its kind's facts from lab_config.h) and linked with exactly
+ * one stencil kind.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grid_kind.h"
-#include "lab_config.h"
 
 static const harness_tolerance TOLERANCE = { LAB_RTOL, LAB_ATOL };
 
@@ -20,24 +20,29 @@ static void *xmalloc(size_t bytes)
     return p;
 }
 
-lab_problem *grid_create(const grid_ops *ops, const lab_case *c, uint64_t seed)
+lab_problem *grid_create(const grid_ops *ops, const lab_case *c, uint64_t seed, int for_bench)
 {
     lab_problem *p = xmalloc(sizeof *p);
     memset(p, 0, sizeof *p);
     p->ops = ops;
     p->nx = c->nx; p->ny = c->ny; p->nz = c->nz > 0 ? c->nz : 1;
-    p->steps = ops->multi_step ? c->steps : 1;
+    p->steps = KIND_MULTI_STEP ? c->steps : 1;
     p->n = (size_t)p->nx * (size_t)p->ny * (size_t)p->nz;
     p->c2 = harness_coeffs2d(harness_mix_seed(seed, 1));
     p->c3 = harness_coeffs3d(harness_mix_seed(seed, 1));
     p->input_seed = harness_mix_seed(seed, 2);
-    p->h_in = xmalloc(p->n * sizeof(float));
-    p->h_want = xmalloc(p->n * sizeof(float));
-    p->h_got = xmalloc(p->n * sizeof(float));
-    harness_fill_random(p->h_in, p->n, p->input_seed);
     p->d_in = harness_grid_alloc(p->n);
     p->d_out = harness_grid_alloc(p->n);
-    CUDA_CHECK(cudaMemcpy(p->d_in, p->h_in, p->n * sizeof(float), cudaMemcpyHostToDevice));
+    if (for_bench == LAB_FOR_BENCH) {
+        /* the same values, drawn on the device: no host copy of a grid this large */
+        harness_fill_random_device(p->d_in, p->n, p->input_seed, 0);
+    } else {
+        p->h_in = xmalloc(p->n * sizeof(float));
+        p->h_want = xmalloc(p->n * sizeof(float));
+        p->h_got = xmalloc(p->n * sizeof(float));
+        harness_fill_random(p->h_in, p->n, p->input_seed);
+        CUDA_CHECK(cudaMemcpy(p->d_in, p->h_in, p->n * sizeof(float), cudaMemcpyHostToDevice));
+    }
     harness_poison(p->d_out, p->n, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
     return p;
@@ -76,7 +81,7 @@ void grid_launch(lab_problem *p, int which, cudaStream_t s)
 static void cpu_reference(lab_problem *p)
 {
     harness_fill_random(p->h_in, p->n, p->input_seed);
-    if (!p->ops->multi_step) {
+    if (!KIND_MULTI_STEP) {
         p->ops->cpu_sweep(p, p->h_in, p->h_want);
         return;
     }
@@ -90,24 +95,24 @@ static void cpu_reference(lab_problem *p)
         memcpy(p->h_want, a, p->n * sizeof(float));
 }
 
-static const char *foreign_pointer(const lab_problem *p)
+static const char *foreign_pointer(void)
 {
-    static char msg[160];
-    snprintf(msg, sizeof msg, "%s returned a pointer that is neither d_a nor d_b", p->ops->api);
-    return msg;
+    return KIND_API " returned a pointer that is neither d_a nor d_b";
 }
 
 void grid_verify(lab_problem *p, int which, harness_report *r)
 {
     (void)which;
-    const int multi = p->ops->multi_step;
+    const int multi = KIND_MULTI_STEP;
+    if (!p->h_in)
+        harness_fail("kit error: verify() needs a problem made LAB_FOR_CASES");
     cpu_reference(p);
     if (!p->d_result) {
         r->ok = 0;
-        snprintf(r->message, sizeof r->message, "%s", foreign_pointer(p));
+        snprintf(r->message, sizeof r->message, "%s", foreign_pointer());
     } else {
         CUDA_CHECK(cudaMemcpy(p->h_got, p->d_result, p->n * sizeof(float), cudaMemcpyDeviceToHost));
-        harness_compare(p->h_got, p->h_want, p->nx, p->ny, p->nz, TOLERANCE, p->ops->dirichlet_dims, r);
+        harness_compare(p->h_got, p->h_want, p->nx, p->ny, p->nz, TOLERANCE, KIND_DIRICHLET_DIMS, r);
     }
     harness_guards_intact(p->d_out, p->n, multi ? "d_b" : "the output grid", r);
     harness_guards_intact(p->d_in, p->n, multi ? "d_a" : "the input grid", r);
@@ -121,7 +126,7 @@ size_t grid_gpu_check(lab_problem *p, int which, cudaStream_t s, char *why, size
 {
     (void)which;
     if (!p->d_result) {
-        snprintf(why, n, "%s", foreign_pointer(p));
+        snprintf(why, n, "%s", foreign_pointer());
         return p->n ? p->n : 1;
     }
     for (int i = 0; i < 2; i++)
@@ -139,10 +144,4 @@ size_t grid_gpu_check(lab_problem *p, int which, cudaStream_t s, char *why, size
         snprintf(why, n, "%zu of %zu cells differ from the harness's GPU reference "
                  "on this call's fresh input", bad, p->n);
     return bad;
-}
-
-double grid_compulsory_bytes(const lab_problem *p, int which)
-{
-    (void)which;
-    return (double)p->steps * 2.0 * (double)p->n * sizeof(float);
 }

@@ -63,16 +63,19 @@ static void poison_outputs(lab_problem *p, cudaStream_t s)
     harness_poison((float *)p->d_result, 2, s);
 }
 
-static lab_problem *alloc_problem(int nx, int ny, float h)
+/* A problem's buffers; host copies only for the Check cases (host != 0). */
+static lab_problem *alloc_problem(int nx, int ny, float h, int host)
 {
     lab_problem *p = xmalloc(sizeof *p);
     memset(p, 0, sizeof *p);
     p->nx = nx; p->ny = ny; p->h = h;
     p->n = (size_t)nx * (size_t)ny;
-    p->h_u = xmalloc(p->n * sizeof(float));
-    p->h_f = xmalloc(p->n * sizeof(float));
-    p->h_want = xmalloc(p->n * sizeof(float));
-    p->h_got = xmalloc(p->n * sizeof(float));
+    if (host) {
+        p->h_u = xmalloc(p->n * sizeof(float));
+        p->h_f = xmalloc(p->n * sizeof(float));
+        p->h_want = xmalloc(p->n * sizeof(float));
+        p->h_got = xmalloc(p->n * sizeof(float));
+    }
     p->d_u = harness_grid_alloc(p->n);
     p->d_f = harness_grid_alloc(p->n);
     p->d_unew = harness_grid_alloc(p->n);
@@ -89,10 +92,17 @@ static void upload(lab_problem *p)
     CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-static lab_problem *create(const lab_case *c, uint64_t seed)
+static void refill(lab_problem *p, uint64_t seed, cudaStream_t s);
+
+static lab_problem *create(const lab_case *c, uint64_t seed, int for_bench)
 {
-    lab_problem *p = alloc_problem(c->nx, c->ny, random_spacing(seed));
+    lab_problem *p = alloc_problem(c->nx, c->ny, random_spacing(seed), for_bench != LAB_FOR_BENCH);
     p->input_seed = harness_mix_seed(seed, 2);
+    if (for_bench == LAB_FOR_BENCH) {        /* the same values, drawn on the device */
+        refill(p, p->input_seed, 0);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        return p;
+    }
     harness_fill_random(p->h_u, p->n, harness_mix_seed(p->input_seed, 1));
     harness_fill_random(p->h_f, p->n, harness_mix_seed(p->input_seed, 2));
     upload(p);
@@ -136,8 +146,8 @@ static void launch(lab_problem *p, int which, cudaStream_t s)
  * to it.  Every term r^2 >= 0, so the errors of the terms do not cancel:
  *  - evaluating r in float rather than double costs each r a few float
  *    rounding errors of the Laplacian's magnitude; for inputs in [-1, 1] that
- *    moves the sum by well under 1e-6 of itself, and RESIDUAL_RTOL = 1e-5
- *    leaves a factor of ten;
+ *    moves the sum by well under 1e-6 of itself, and RESIDUAL_RTOL (lab.json
+ *    tolerance.residual_rtol, 1e-5) leaves a factor of ten;
  *  - summing m = (nx-2)(ny-2) terms in double in any order errs by at most
  *    gamma_(m-1) = (m-1)u / (1 - (m-1)u) times the sum, u = 2^-53 (Higham,
  *    "Accuracy and Stability of Numerical Algorithms", 2nd ed., 2002, section
@@ -146,13 +156,15 @@ static void launch(lab_problem *p, int which, cudaStream_t s)
  *    then its float rounding is large relative to it, though not in absolute
  *    terms: r is at most 1 + 8/h^2 < 16, its float error at most a few units
  *    of float's last place at 32 (4e-6 each), so r^2 moves by at most about
- *    2 * 16 * 2.3e-5 < RESIDUAL_ATOL_TERM.  Allowing that for up to 64 terms
+ *    2 * 16 * 2.3e-5 < RESIDUAL_ATOL_TERM (lab.json tolerance.residual_atol_per_term,
+ *    2e-3).  Allowing that for up to 64 terms
  *    covers the grids where one term can matter; on larger grids the
  *    relative bound dominates.
  * A residual that counts the boundary ring adds about 4/sqrt(m) of the sum
  * on a square grid: far outside this bound on every grid of the suite.
  */
-static const double RESIDUAL_RTOL = 1e-5, RESIDUAL_ATOL_TERM = 2e-3;
+static const double RESIDUAL_RTOL = LAB_TOL_RESIDUAL_RTOL;                /* lab.json */
+static const double RESIDUAL_ATOL_TERM = LAB_TOL_RESIDUAL_ATOL_PER_TERM;   /* lab.json */
 
 static double residual_bound(const lab_problem *p, double want)
 {
@@ -163,6 +175,8 @@ static double residual_bound(const lab_problem *p, double want)
 
 static void verify(lab_problem *p, int which, harness_report *r)
 {
+    if (!p->h_u)
+        harness_fail("kit error: verify() needs a problem made LAB_FOR_CASES");
     harness_fill_random(p->h_u, p->n, harness_mix_seed(p->input_seed, 1));
     harness_fill_random(p->h_f, p->n, harness_mix_seed(p->input_seed, 2));
     if (which == 0) {
@@ -182,7 +196,7 @@ static void verify(lab_problem *p, int which, harness_report *r)
     } else {
         cpu_jacobi_sweep(p->h_u, p->h_want, p->h_f, p->nx, p->ny, p->h);
         CUDA_CHECK(cudaMemcpy(p->h_got, p->d_unew, p->n * sizeof(float), cudaMemcpyDeviceToHost));
-        harness_compare(p->h_got, p->h_want, p->nx, p->ny, 1, TOLERANCE, 2, r);
+        harness_compare(p->h_got, p->h_want, p->nx, p->ny, 1, TOLERANCE, KIND_DIRICHLET_DIMS, r);
         harness_guards_intact(p->d_unew, p->n, "unew", r);
     }
     CUDA_CHECK(cudaMemcpy(p->h_got, p->d_u, p->n * sizeof(float), cudaMemcpyDeviceToHost));
@@ -223,12 +237,6 @@ static size_t gpu_check(lab_problem *p, int which, cudaStream_t s, char *why, si
     return 1;
 }
 
-static double compulsory_bytes(const lab_problem *p, int which)
-{
-    /* residual: read u and f (and write one double); Jacobi: read u and f, write unew */
-    return (which == 0 ? 2.0 : 3.0) * (double)p->n * sizeof(float) + (which == 0 ? sizeof(double) : 0);
-}
-
 /* ------------------------------------------------------------ determinism */
 
 /* The student's sum, synchronously, as raw bits. */
@@ -255,7 +263,7 @@ static void run_determinism(const lab_case *c, uint64_t seed, harness_report *r)
 {
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreate(&s));
-    lab_problem *p = create(c, seed);
+    lab_problem *p = create(c, seed, LAB_FOR_CASES);
     const uint64_t first = residual_bits(p, s);
     int differing = 0, first_bad = -1;
     uint64_t bad_bits = first;
@@ -264,7 +272,7 @@ static void run_determinism(const lab_case *c, uint64_t seed, harness_report *r)
         if (b != first && differing++ == 0)
             first_bad = run, bad_bits = b;
     }
-    lab_problem *moved = create(c, seed); /* p is still allocated: these buffers lie elsewhere */
+    lab_problem *moved = create(c, seed, LAB_FOR_CASES); /* p is still allocated: these buffers lie elsewhere */
     const uint64_t elsewhere = residual_bits(moved, s);
     if (differing) {
         r->ok = 0;
@@ -303,7 +311,7 @@ static void run_determinism(const lab_case *c, uint64_t seed, harness_report *r)
  */
 static lab_problem *model_problem(int n)
 {
-    lab_problem *p = alloc_problem(n, n, (float)(1.0 / (n - 1)));
+    lab_problem *p = alloc_problem(n, n, (float)(1.0 / (n - 1)), 1);
     memset(p->h_u, 0, p->n * sizeof(float));
     harness_poisson_model_f(p->h_f, n);
     upload(p);
@@ -373,7 +381,7 @@ static double max_error(lab_problem *p, const float *d_u)
 
 /* Relative tolerance of the rate check: float rounding in 20 sweeps of a
  * smooth field moves the residual ratio by well under 1e-4 of itself. */
-static const double RATE_RTOL = 1e-3;
+static const double RATE_RTOL = LAB_TOL_RATE_RTOL;      /* lab.json tolerance.rate_rtol, 1e-3 */
 
 /* The error a converged float solution may have beyond the discretisation
  * error: float's rounding, amplified by Jacobi's slow decay, is about
@@ -435,21 +443,21 @@ static void run_case(const lab_case *c, uint64_t seed, harness_report *r)
 
 /*
  * `bench --solve N`: the model problem on an N x N grid, to a residual
- * reduction of `reduction` (or float's floor: solve_model), printed as one JSON object on stdout: n, h,
+ * reduction of `reduction` (or float's floor: solve_model), written as one JSON object to `out` (the channel): n, h,
  * sweeps, the residual 2-norm after each sweep, the expected rate cos(pi h),
  * the measured rate over the last sweeps, the largest error against the
  * analytic solution and the discretisation error it should approach.
  */
 /* A number as JSON has it: null for NaN or an infinity (a broken solver's). */
-static void json_number(double x, const char *format)
+static void json_value(FILE *out, double x, const char *format)
 {
     if (isfinite(x))
-        printf(format, x);
+        fprintf(out, format, x);
     else
-        printf("null");
+        fputs("null", out);
 }
 
-static int solve_main(int n, double reduction, int max_sweeps)
+static int solve_main(int n, double reduction, int max_sweeps, FILE *out)
 {
     if (n < 5 || n > 16385) {
         fprintf(stderr, "--solve N needs 5 <= N <= 16385 (an N x N grid), got %d\n", n);
@@ -463,32 +471,30 @@ static int solve_main(int n, double reduction, int max_sweeps)
     const float *d_u = solve_model(p, reduction, max_sweeps, history, max_sweeps + 1, &sweeps, s);
     const int window = sweeps < 20 ? sweeps : 20;
     const double rate = window ? pow(history[sweeps] / history[sweeps - window], 1.0 / window) : 0.0;
-    printf("{\"n\": %d, \"h\": %.17g, \"sweeps\": %d, \"converged\": %s, \"reduction\": %g,\n",
-           n, 1.0 / (n - 1), sweeps, history[sweeps] <= reduction * history[0] ? "true" : "false",
-           reduction);
-    printf(" \"rate_expected\": %.17g, \"rate_measured\": ", cos(M_PI / (n - 1)));
-    json_number(rate, "%.17g");
-    printf(", \"max_error\": ");
-    json_number(max_error(p, d_u), "%.9g");
-    printf(", \"discretisation_error\": %.9g,\n \"residual\": [", harness_poisson_discretisation_error(n));
-    for (int k = 0; k <= sweeps; k++) {
-        printf("%s", k ? ", " : "");
-        json_number(history[k], "%.9g");
+    fprintf(out, "{\"n\": %d, \"h\": %.17g, \"sweeps\": %d, \"converged\": %s, \"reduction\": %g,\n",
+            n, 1.0 / (n - 1), sweeps, history[sweeps] <= reduction * history[0] ? "true" : "false",
+            reduction);
+    fprintf(out, " \"rate_expected\": %.17g, \"rate_measured\": ", cos(M_PI / (n - 1)));
+    json_value(out, rate, "%.17g");
+    fprintf(out, ", \"max_error\": ");
+    json_value(out, max_error(p, d_u), "%.9g");
+    fprintf(out, ", \"discretisation_error\": %.9g,\n \"residual\": [",
+            harness_poisson_discretisation_error(n));
+    for (int k = 0; k <= sweeps; k++) {     /* the whole history: the channel keeps it whole */
+        fputs(k ? ", " : "", out);
+        json_value(out, history[k], "%.9g");
     }
-    printf("]}\n");
+    fputs("]}\n", out);
+    fflush(out);
     free(history);
     destroy(p);
     CUDA_CHECK(cudaStreamDestroy(s));
     return 0;
 }
 
+/* The launchers, their order and their compulsory bytes are grader/kinds.json's. */
 const lab_kind LAB_KIND = {
-    .api = "jacobi_residual",
-    .nlaunchers = 2,
-    .launchers = { "residual_norm2", "jacobi_sweep" },
-    .uses_steps = 0,
-    .bench_arrays = 6, /* u, f, unew, and the reference's u, f, unew */
     .create = create, .destroy = destroy, .refill = refill, .launch = launch, .verify = verify,
-    .gpu_check = gpu_check, .compulsory_bytes = compulsory_bytes, .run_case = run_case,
-    .solve = solve_main,
+    .gpu_check = gpu_check, .run_case = run_case, .solve = solve_main,
+    .bench_arrays = 6, /* u, f, unew, and the reference's u, f, unew */
 };

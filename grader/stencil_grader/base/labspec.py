@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
+from . import kinds
 
-#: Problem kinds: each is the module grader/harness/kinds/<api>.c (see grader/include/lab_kind.h).
-API_VALUES = ("stencil2d_sweep", "stencil2d_periodic_sweep", "stencil2d_run",
-              "stencil3d_sweep", "jacobi_residual")
-BOUNDARY_VALUES = ("dirichlet", "periodic")
+#: The bench's repetitions: at least MIN_REPETITIONS timed calls, then more until the 95%
+#: confidence interval of the median is within PRECISION of it on either side, or
+#: bench.repetitions (the cap) is reached (grader/harness/bench.c).
+MIN_REPETITIONS = 10
+PRECISION = 0.01
 #: A ratio above this is rejected as faster than copying memory can be; a target may not exceed it.
 #: A lab that fuses sweeps (bench.max_fused_sweeps = K, lab 8) uses K times this instead:
 #: LabSpec.max_plausible_ratio.
@@ -41,8 +43,12 @@ class LabSpecError(ValueError):
 
 @dataclass(frozen=True)
 class Tolerance:
+    """|got - want| <= atol + rtol * |want| per cell; extra: the kind's own tolerances
+    (grader/kinds.json "tolerances"), as (name, value) pairs."""
+
     rtol: float
     atol: float
+    extra: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class BenchGrid:
     ny: int
     nz: int
     steps: int          # sweeps per launcher call (lab 4); 1 elsewhere
-    repetitions: int    # timed repetitions (the median is scored)
+    repetitions: int    # the most timed repetitions (the median is scored; see MIN_REPETITIONS)
     timeout_s: float    # seconds the whole `bench` run may take
     # The most sweeps a kernel may fuse into one pass over memory (lab 8's K; optional in lab.json,
     # 1 when absent).  K sweeps per pass move the grid once for K sweeps of compulsory bytes, so the
@@ -91,6 +97,7 @@ class Target:
     floor: float
     target: float
     calibrated: str | None = None   # free text: where and how the figures were measured
+    reference_ratio: float | None = None   # the reference's ratio on that GPU, when calibrated
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,6 @@ class LabSpec:
     number: int
     title: str
     api: str
-    boundary: str
     tolerance: Tolerance
     check: CheckLimits
     bench: BenchGrid
@@ -120,6 +126,16 @@ class LabSpec:
     @property
     def lab_dir(self) -> Path:
         return self.path.parent
+
+    @property
+    def kind(self) -> kinds.Kind:
+        """The problem kind lab.json's "api" names (grader/kinds.json)."""
+        return kinds.get(self.api)
+
+    @property
+    def boundary(self) -> str:
+        """"dirichlet" or "periodic": a fact of the kind, not of the lab."""
+        return self.kind.boundary
 
     @property
     def max_plausible_ratio(self) -> float:
@@ -223,8 +239,7 @@ _TOP_KEYS = {
     "lab": 'the lab name "NN-slug"',
     "number": "the lab number",
     "title": "a one-line title",
-    "api": "one of " + ", ".join(API_VALUES),
-    "boundary": "one of " + ", ".join(BOUNDARY_VALUES),
+    "api": "a problem kind of grader/kinds.json",
     "tolerance": "an object with keys rtol, atol",
     "check": "an object with keys case_timeout_s, suite_timeout_s",
     "bench": "an object with keys nx, ny, nz, steps, repetitions, timeout_s (max_fused_sweeps optional)",
@@ -256,16 +271,19 @@ def parse(data, path: Path) -> LabSpec:
     title = data["title"]
     if not isinstance(title, str) or not title.strip():
         v.fail("title", "a non-empty string", title)
-    api = v.choice(data, "api", "", API_VALUES)
-    boundary = v.choice(data, "boundary", "", BOUNDARY_VALUES)
-    wanted_boundary = "periodic" if api == "stencil2d_periodic_sweep" else "dirichlet"
-    if boundary != wanted_boundary:
-        v.fail("boundary", f'"{wanted_boundary}" for api {api}', boundary)
+    try:
+        table = kinds.load()
+    except kinds.KindError as err:
+        raise LabSpecError(str(err)) from None
+    api = v.choice(data, "api", "", tuple(table))
+    kind = table[api]
 
-    tol = v.obj(data, "tolerance", "", ("rtol", "atol"))
+    tol = v.obj(data, "tolerance", "", ("rtol", "atol") + kind.tolerances)
     tolerance = Tolerance(
         rtol=v.number(tol, "rtol", "tolerance.", "a number >= 0", lambda x: x >= 0),
-        atol=v.number(tol, "atol", "tolerance.", "a number >= 0", lambda x: x >= 0))
+        atol=v.number(tol, "atol", "tolerance.", "a number >= 0", lambda x: x >= 0),
+        extra=tuple((k, v.number(tol, k, "tolerance.", "a number >= 0", lambda x: x >= 0))
+                    for k in kind.tolerances))
 
     chk = v.obj(data, "check", "", ("case_timeout_s", "suite_timeout_s"))
     case_s = v.number(chk, "case_timeout_s", "check.", "a number of seconds > 0", lambda x: x > 0)
@@ -274,15 +292,15 @@ def parse(data, path: Path) -> LabSpec:
 
     b = v.obj(data, "bench", "", ("nx", "ny", "nz", "steps", "repetitions", "timeout_s"),
               optional=("max_fused_sweeps",))
-    two_d = api != "stencil3d_sweep"
+    two_d = kind.dims == 2
     bench = BenchGrid(
         nx=v.integer(b, "nx", "bench.", "an integer >= 1", lambda n: n >= 1),
         ny=v.integer(b, "ny", "bench.", "an integer >= 1", lambda n: n >= 1),
-        nz=v.integer(b, "nz", "bench.", "1 for a 2D api" if two_d else "an integer >= 1",
+        nz=v.integer(b, "nz", "bench.", f"1 for the 2D kind {api}" if two_d else "an integer >= 1",
                      (lambda n: n == 1) if two_d else (lambda n: n >= 1)),
         steps=v.integer(b, "steps", "bench.",
-                        "an integer >= 1" if api == "stencil2d_run" else f"1 for api {api}",
-                        (lambda n: n >= 1) if api == "stencil2d_run" else (lambda n: n == 1)),
+                        "an integer >= 1" if kind.multi_step else f"1 for api {api} (one sweep per call)",
+                        (lambda n: n >= 1) if kind.multi_step else (lambda n: n == 1)),
         repetitions=v.integer(b, "repetitions", "bench.", "an integer >= 1", lambda n: n >= 1),
         timeout_s=v.number(b, "timeout_s", "bench.", "a number of seconds > 0", lambda x: x > 0))
     if "max_fused_sweeps" in b:
@@ -319,7 +337,7 @@ def parse(data, path: Path) -> LabSpec:
         v.fail("points", "correctness and performance points with a sum > 0", p)
 
     return LabSpec(path=Path(path), lab=lab, number=number, title=title.strip(), api=api,
-                   boundary=boundary, tolerance=tolerance,
+                   tolerance=tolerance,
                    check=CheckLimits(case_s, suite_s), bench=bench, constraints=constraints,
                    points=points, targets=_parse_targets(v, data, bench.max_fused_sweeps))
 
@@ -341,7 +359,7 @@ def _parse_targets(v: _Validator, data: dict, fused: int = 1) -> dict[str, Targe
             v.fail("targets", "keyed by GPU names as the CUDA runtime reports them", gpu)
         if not isinstance(entry, dict):
             v.fail(f"targets.{gpu}", "an object with keys floor, target (and optional calibrated)", entry)
-        v.known_keys(entry, prefix, ("floor", "target", "calibrated"))
+        v.known_keys(entry, prefix, ("floor", "target", "calibrated", "reference_ratio"))
         for key in ("floor", "target"):
             if key not in entry:
                 raise LabSpecError(f"{v.file}: {prefix}{key} is missing")
@@ -352,7 +370,11 @@ def _parse_targets(v: _Validator, data: dict, fused: int = 1) -> dict[str, Targe
         calibrated = entry.get("calibrated")
         if calibrated is not None and not isinstance(calibrated, str):
             v.fail(prefix + "calibrated", "a string (free text)", calibrated)
-        result[gpu] = Target(floor, target, calibrated)
+        reference = None
+        if "reference_ratio" in entry:
+            reference = v.number(entry, "reference_ratio", prefix,
+                                 f"the reference's ratio, a number in (0, {bound:g}]", lambda x: 0 < x <= bound)
+        result[gpu] = Target(floor, target, calibrated, reference)
     return result
 
 
@@ -381,34 +403,69 @@ def _c_double(x: float) -> str:
 
 
 def c_header(spec: LabSpec) -> str:
-    """The text of lab_config.h for this lab (the C side's view of lab.json)."""
+    """The text of lab_config.h for this lab: the C side's view of lab.json and of its kind
+    (grader/kinds.json), so that no C file restates either."""
+    kind = spec.kind
     guard = "LAB_CONFIG_H"
+    names = ", ".join(json.dumps(l.name) for l in kind.launchers)
+    per_cell = ", ".join(_c_double(l.bytes_per_cell) for l in kind.launchers)
+    fixed = ", ".join(_c_double(l.bytes_fixed) for l in kind.launchers)
     lines = [
-        f"/* lab_config.h: generated by grader/grade.py config from {display_path(spec.path)}.",
-        " * Do not edit: change lab.json and rebuild. */",
+        f"/* lab_config.h: generated by grader/grade.py config from {display_path(spec.path)}",
+        " * and grader/kinds.json.  Do not edit: change those and rebuild. */",
         f"#ifndef {guard}",
         f"#define {guard}",
         "",
         f"#define LAB_NAME {json.dumps(spec.lab)}",
         f"#define LAB_NUMBER {spec.number}",
-        "/* the problem kind: grader/harness/kinds/<LAB_API>.c */",
-        f"#define LAB_API {json.dumps(spec.api)}",
+        "",
+        f"/* the problem kind (grader/kinds.json): {kind.summary} */",
+        f"#define KIND_API {json.dumps(kind.api)}",
+        f"#define KIND_DIMS {kind.dims}",
+        "/* 2 or 3: boundary cells are copied, bit for bit; 0: none is (periodic) */",
+        f"#define KIND_DIRICHLET_DIMS {kind.dirichlet_dims}",
+        "/* a call runs `steps` sweeps, ping-ponging two grids */",
+        f"#define KIND_MULTI_STEP {int(kind.multi_step)}",
+        f"#define KIND_NLAUNCHERS {len(kind.launchers)}",
+        f"#define KIND_LAUNCHER_NAMES {{ {names} }}",
+        "/* compulsory bytes of one call of each launcher: per cell (per sweep), plus fixed */",
+        f"#define KIND_BYTES_PER_CELL {{ {per_cell} }}",
+        f"#define KIND_BYTES_FIXED {{ {fixed} }}",
         "",
         "/* correctness: |got - ref| <= LAB_ATOL + LAB_RTOL * |ref|; seconds per case */",
         f"#define LAB_RTOL {_c_double(spec.tolerance.rtol)}",
         f"#define LAB_ATOL {_c_double(spec.tolerance.atol)}",
+    ]
+    lines += [f"#define LAB_TOL_{name.upper()} {_c_double(value)}" for name, value in spec.tolerance.extra]
+    lines += [
         f"#define LAB_CASE_TIMEOUT_S {_c_double(spec.check.case_timeout_s)}",
         "",
-        "/* bench: the timed grid, sweeps per call, timed repetitions */",
+        "/* bench: the timed grid, sweeps per call; timed calls: at least LAB_BENCH_MIN_REPS, then until",
+        " * the median's 95% confidence interval is within LAB_BENCH_PRECISION of it, at most LAB_BENCH_REPS */",
         f"#define LAB_BENCH_NX {spec.bench.nx}",
         f"#define LAB_BENCH_NY {spec.bench.ny}",
         f"#define LAB_BENCH_NZ {spec.bench.nz}",
         f"#define LAB_BENCH_STEPS {spec.bench.steps}",
+        f"#define LAB_BENCH_MIN_REPS {min(MIN_REPETITIONS, spec.bench.repetitions)}",
         f"#define LAB_BENCH_REPS {spec.bench.repetitions}",
+        f"#define LAB_BENCH_PRECISION {_c_double(PRECISION)}",
         "",
         f"#endif /* {guard} */",
     ]
     return "\n".join(lines) + "\n"
+
+
+def make_fragment(spec: LabSpec) -> str:
+    """The text of lab_config.mk: what lab.mk needs of lab.json and the kind (it never reads
+    either itself)."""
+    kind = spec.kind
+    return "\n".join([
+        f"# lab_config.mk: generated by grader/grade.py config --make from {display_path(spec.path)}",
+        "# and grader/kinds.json.  Do not edit.",
+        f"LAB_API := {kind.api}",
+        f"KIND_SOURCES := {' '.join(kind.sources)}",
+        f"KIND_HAS_SOLVER := {int(kind.solver)}",
+    ]) + "\n"
 
 
 def discover_labs(kit_root: Path = KIT_ROOT) -> list[Path]:

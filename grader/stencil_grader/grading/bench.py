@@ -1,18 +1,19 @@
-"""Run a lab's bench program (BUILD_DIR/bench): the GPU probe and the timed run.
+"""Run a lab's bench program (BUILD_DIR/bench): the timed run (and the GPU probe).
 
-    bench --probe                       one JSON object describing the GPU on stdout;
-                                        exit 2 with the reason on stderr when there is none
-    bench --json - [--seed N]           times the student's launcher, prints one JSON object
-                                        on stdout (FILE instead of -: writes it there)
+    bench --json - [--seed N]           times the student's launcher(s) and writes one JSON
+                                        object to the grader's private channel
+    bench --probe                       one JSON object describing the GPU, on the channel;
+                                        exit EXIT_NO_GPU with the reason on stderr without one
 
-Exit status of a timed run: 0 measured (even when output_ok is false), 2 no
-GPU, 3 CUDA error (message on stderr), 4 debug build (-G), not timed.
-Bandwidths in the JSON are GB/s with 1 GB = 1e9 bytes; times are milliseconds.
+Exit statuses and JSON keys are base/protocol.py's, which the C side gets as
+protocol.h.  Bandwidths in the JSON are GB/s with 1 GB = 1e9 bytes; times are
+milliseconds.
 
-Both run in the sandbox of base/sandbox.py.  The figures come back on the bench's
-stdout, a pipe the grader reads: nothing the process does after it exits can
-change them, and stdout must hold that one JSON object and nothing else (a
-kernel's printf, or anything else printing there, makes the run an error).
+Both run in the sandbox of base/sandbox.py.  The figures come back on the
+private channel (base/process.py), a pipe the student's code cannot reach:
+nothing the process does after it exits can change them, and a kernel's
+printf, which lands on stdout, is the student's program output (kept, shown to
+them), not a broken report.
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import process, sandbox
+from ..base import process, protocol, sandbox
 
 PROBE_TIMEOUT_S = 60.0
-EXIT_NO_GPU = 2
-EXIT_CUDA_ERROR = 3
-EXIT_DEBUG_BUILD = 4
+EXIT_NO_GPU = protocol.EXIT_NO_GPU
+EXIT_CUDA_ERROR = protocol.EXIT_CUDA_ERROR
+EXIT_DEBUG_BUILD = protocol.EXIT_DEBUG_BUILD
 STDERR_TAIL_LINES = 20
+#: The student's own output (the bench's stdout) kept for the report.
+OUTPUT_MAX_BYTES = 16 * 1024
 
 #: Keys the timed run's JSON must hold (grader/README.md, section Bench), and their types.
 REQUIRED_KEYS = {"device": str, "ms_median": float, "gbps": float, "copy_gbps": float,
@@ -65,6 +68,7 @@ class BenchRun:
     seconds: float = 0.0
     sandbox: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    output: str = ""            # what the student's code printed (the bench's stdout), capped
 
 
 def _last_line(text: str) -> str:
@@ -77,7 +81,7 @@ def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S, env: dict[str, st
     box = sandbox.plan_sandbox(timeout_s)
     with sandbox.SandboxDir(box, [Path(build_dir) / "bench"], prefix="stencil-probe-") as jail:
         run = process.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(env), cwd=jail.work,
-                       sandbox=box)
+                          sandbox=box, channel=True)
     layers = dict(box.layers)
     if run.returncode == EXIT_NO_GPU:
         return Probe("no_gpu", message=_last_line(run.stderr) or "bench --probe found no GPU", sandbox=layers)
@@ -86,7 +90,7 @@ def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S, env: dict[str, st
         return Probe("error", message=f"bench --probe {run.describe()}" + (f": {detail}" if detail else ""),
                      sandbox=layers)
     try:
-        device = json.loads(run.stdout)
+        device = json.loads(run.channel)
     except json.JSONDecodeError as err:
         return Probe("error", message=f"bench --probe printed no JSON object ({err.msg})", sandbox=layers)
     if not isinstance(device, dict):
@@ -108,28 +112,28 @@ def validate(data) -> dict:
                 raise BenchFormatError(f"bench JSON key {key!r} must be a finite number >= 0, got {value!r}")
         elif not isinstance(value, kind):
             raise BenchFormatError(f"bench JSON key {key!r} must be {kind.__name__}, got {value!r}")
+    for key, value in data.items():
+        kind = protocol.BENCH_KEYS.get(key, (None,))[0]
+        if key in REQUIRED_KEYS or kind is None:
+            continue
+        if (kind is float and (isinstance(value, bool) or not isinstance(value, (int, float)))) or \
+                (kind is int and (isinstance(value, bool) or not isinstance(value, int))) or \
+                (kind not in (int, float) and not isinstance(value, kind)):
+            raise BenchFormatError(f"bench JSON key {key!r} must be {kind.__name__}, got {value!r}")
     if data["copy_gbps"] <= 0:
         raise BenchFormatError(f"bench JSON copy_gbps must be > 0, got {data['copy_gbps']!r}")
     return data
 
 
 def parse_json_output(text: str) -> dict:
-    """The one JSON object a bench printed on stdout; raises BenchFormatError when stdout holds
-    anything else (nothing, more text, two objects), or json.JSONDecodeError."""
+    """The one JSON object a bench wrote on its channel; raises BenchFormatError when the channel
+    holds anything else (nothing, two objects), or json.JSONDecodeError."""
     stripped = text.strip()
     if not stripped:
-        raise BenchFormatError("the bench printed no JSON on its standard output")
-    decoder = json.JSONDecoder()
-    try:
-        data, end = decoder.raw_decode(stripped)
-    except json.JSONDecodeError:
-        if "{" in stripped and not stripped.startswith("{"):
-            raise BenchFormatError("the bench's standard output holds text before its JSON object "
-                                   "(a kernel's printf?): only the harness may print there") from None
-        raise
+        raise BenchFormatError("the bench wrote no JSON on its channel")
+    data, end = json.JSONDecoder().raw_decode(stripped)
     if stripped[end:].strip():
-        raise BenchFormatError("the bench's standard output holds more than one JSON object: "
-                               "something besides the harness printed there")
+        raise BenchFormatError("the bench's channel holds more than one JSON object")
     return data
 
 
@@ -147,17 +151,15 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
     notes = []
     with sandbox.SandboxDir(box, [build_dir / "bench"], prefix="stencil-bench-") as jail:
         argv = [jail.program("bench"), "--json", "-"] + (["--seed", str(seed)] if seed is not None else [])
-        run = process.run(argv, timeout_s, env=jail.env(env), cwd=jail.work, sandbox=box)
-        text = run.stdout
-        legacy = jail.work / "-"
-        if not text.strip() and legacy.is_file():
-            # A bench that does not know "-" wrote a file of that name, which the process
-            # could still rewrite before it ended: reported, never silent.
-            text = legacy.read_text(errors="replace")
-            notes.append("the bench wrote its JSON to a file, not to stdout (an older bench program): "
-                         "a file the sandboxed process could rewrite before it ended")
+        run = process.run(argv, timeout_s, env=jail.env(env), cwd=jail.work, sandbox=box, channel=True)
+    text = run.channel
+    if run.channel_overflow:
+        notes.append("the bench wrote more than the channel keeps; the rest was ignored")
     tail = process.tail_lines(run.stderr, STDERR_TAIL_LINES)
-    result = BenchRun("error", stderr_tail=tail, seconds=run.seconds, sandbox=dict(box.layers), notes=notes)
+    output = run.stdout if len(run.stdout) <= OUTPUT_MAX_BYTES else \
+        run.stdout[:OUTPUT_MAX_BYTES] + f"\n[... {len(run.stdout) - OUTPUT_MAX_BYTES} more bytes not shown ...]\n"
+    result = BenchRun("error", stderr_tail=tail, seconds=run.seconds, sandbox=dict(box.layers), notes=notes,
+                      output=output)
     reason = _last_line(run.stderr)
     if run.error:
         result.message = run.error

@@ -1,41 +1,76 @@
 """Run a lab's Check suite (BUILD_DIR/check) and read what it reported.
 
 `check --list` gives the cases (tcase, iteration, label) without touching the
-GPU; `check` runs them, each in a forked child with Check's per-case timeout,
-prints `seed: N` first, and writes Check's XML log to its standard output
-(CK_XML_LOG_FILE_NAME=-, which Check 0.15 reads as stdout and flushes after
-every test).  The grader reads that stream as it arrives, through a pipe the
-run cannot rewrite afterwards, and stops the run at the first case that times
-out: a hang costs one case timeout, not one per case.  Outcome of each case:
+GPU.  `check` then reports on the grader's private channel (base/process.py):
+`seed: N`, in one-process mode `device: {...}` (the GPU), and Check's XML log,
+one flushed <test> element per case.  The grader reads that stream as it
+arrives, through a pipe the run cannot rewrite afterwards; stdout belongs to
+the student's code (a kernel's printf), and is kept as their program's output.
+
+Two phases, so that a correct submission pays for one CUDA context, not one
+per case, while every case that goes wrong is judged exactly as alone:
+
+1. one process (CK_FORK=no): every case in turn, CUDA initialised once.  It
+   first looks for a GPU (exit status EXIT_NO_GPU: none, and nothing runs).
+   Check has no timeouts in this mode, so the grader stops the run when a
+   case has gone on longer than the case timeout (plus NOFORK_SLACK_S).
+2. fork mode, only when phase 1 did not pass every case: each case that did
+   not pass (failed, crashed, timed out, or never reported because the process
+   died or was stopped) runs again in a child process of its own, with Check's
+   per-case timeout, in up to RERUN_PROCESSES check processes at once
+   (STENCIL_CASES names each one's cases).  Its result replaces phase 1's: a
+   crash costs only its case, and a case after an out-of-bounds write or a
+   sticky CUDA error is judged on its own.  A case that passed in phase 1
+   passed every cell against the CPU reference on its own fresh input; it
+   stands.
+
+Outcome of each case:
 
     pass     Check: success
     fail     Check: failure (an incorrect result; the message starts with the case label)
-    timeout  Check: error "Test timeout expired", or the whole run passed its limit
-    crash    Check: error "Received signal N (...)" or "Early exit with return value N",
-             a failure whose message starts "CUDA error:", no result at all, or a case
-             reported more often than it was listed (something else wrote to the stream)
-    not_run  the run was stopped at an earlier case's timeout
+    timeout  Check: error TIMEOUT_MESSAGE, or the whole run passed its limit
+    crash    Check: error SIGNAL_MESSAGE... or EARLY_EXIT_MESSAGE..., a failure whose
+             message starts "CUDA error:", no result at all, or a case reported more
+             often than it was listed (something else wrote to the stream)
+    not_run  an earlier case (in the lab's table) timed out: as with one run that
+             stops at its first timeout, the cases after it count as not run
 
-A case the run never reported is never a pass, and a result for a case that
-`--list` did not name is never counted.  Both programs run in the sandbox of
-proc.py.
+A case the runs never reported is never a pass, and a result for a case that
+`--list` did not name is never counted.  Every program runs in the sandbox of
+base/sandbox.py.
 """
 
 from __future__ import annotations
 
 import codecs
+import json
 import re
 import threading
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..base import process, sandbox
 
+from ..base import protocol
+
 CHECK_NS = "http://check.sourceforge.net/ns"
 LIST_TIMEOUT_S = 30.0
+#: How Check 0.15 words the errors it makes itself (check_run.c and check_msg.c of its source);
+#: tests/python/test_checkrun.py runs the real library to prove these are its words.
+TIMEOUT_MESSAGE = "Test timeout expired"
+SIGNAL_MESSAGE = "Received signal"
+EARLY_EXIT_MESSAGE = "Early exit with return value"
+#: Phase 1: a case running this much longer than the case timeout is stopped (Check times
+#: nothing without fork); the rest of the run then happens in phase 2.
+NOFORK_SLACK_S = 2.0
+#: Phase 2: check processes at once, each forking its cases one at a time.
+RERUN_PROCESSES = 4
+#: The student's own output (stdout of the runs) kept for the report.
+OUTPUT_MAX_BYTES = 16 * 1024
 OUTCOMES = ("pass", "fail", "timeout", "crash", "not_run")
 STDERR_TAIL_LINES = 40
 NOT_RUN = "not run: an earlier case timed out"
@@ -46,6 +81,7 @@ _MAX_PENDING = 1 << 20       # bytes of stream kept while waiting for a </test> 
 
 _SEED = re.compile(r"^seed: (\d+)\s*$", re.MULTILINE)
 _SEED_LINE = re.compile(r"^seed: (\d+)[ \t\r]*\n", re.MULTILINE)     # a whole line: the stream comes in pieces
+_DEVICE_LINE = re.compile(r"^device: (\{.*\})[ \t\r]*\n", re.MULTILINE)
 _TEST_ELEMENT = re.compile(r"<test\b[^>]*>.*?</test>", re.DOTALL)
 
 
@@ -82,11 +118,15 @@ class CaseResult:
 class CheckRun:
     """Everything one `check` run told us.
 
-    status: "ok" (the run ended by itself with exit status 0 or 1), "timeout"
-        (a case timed out and the run was stopped, or the run passed its limit),
-        "crash" (any other ending) or "error" (the program could not be run).
-    sandbox: the sandbox layers the run had (sandbox.Sandbox.layers).
-    exit_status: check's exit status (None when killed or not started).
+    status: "ok" (every run ended by itself with exit status 0 or 1), "no_gpu"
+        (phase 1 found no GPU: nothing ran), "timeout" (a case timed out), "crash"
+        (any other ending) or "error" (the program could not be run).
+    no_gpu: why there is no GPU, when status is "no_gpu".
+    device: the GPU phase 1 ran on (the `device:` line: name, cc, sm_count, ...).
+    sandbox: the sandbox layers the runs had (sandbox.Sandbox.layers).
+    exit_status: phase 1's exit status (None when killed or not started).
+    output: what the student's code printed (stdout of the runs), at most OUTPUT_MAX_BYTES.
+    reruns: the cases run again in fork mode (table indices); phases: wall seconds of each.
     """
 
     cases: list[CaseResult]
@@ -101,6 +141,11 @@ class CheckRun:
     stopped_early: bool = False
     notes: list[str] = field(default_factory=list)
     sandbox: dict[str, str] = field(default_factory=dict)
+    no_gpu: str | None = None
+    device: dict | None = None
+    output: str = ""
+    reruns: list[int] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> int:
@@ -202,18 +247,29 @@ def _qualified(element: str) -> str:
 
 
 class CheckStream:
-    """Reads check's standard output as it arrives (a process.Watch).
+    """Reads check's channel as it arrives (a process.Watch).
 
-    Keeps the seed, each complete <test> result and its raw text (for the XML
-    log kept in BUILD_DIR), and asks the run to stop at the first case that
-    times out, or when no result arrived for STALL_CASE_TIMEOUTS case timeouts
-    (Check's own timer did not fire: the run is stuck).
+    Keeps the seed, the device line, each complete <test> result and its raw
+    text (for the XML log kept in BUILD_DIR), and asks the run to stop:
+      - fork mode: at the first case that times out, or when no result arrived
+        for STALL_CASE_TIMEOUTS case timeouts plus STALL_SLACK_S (Check's own
+        timer did not fire: the run is stuck);
+      - one-process mode (nofork=True): when no result arrived for one case
+        timeout plus NOFORK_SLACK_S (Check times nothing there).
     """
 
-    def __init__(self, case_timeout_s: float | None, on_seed: Callable[[int], None] | None = None):
-        self.stall_s = (STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S) if case_timeout_s else None
+    def __init__(self, case_timeout_s: float | None, on_seed: Callable[[int], None] | None = None,
+                 nofork: bool = False):
+        if not case_timeout_s:
+            self.stall_s = None
+        elif nofork:
+            self.stall_s = case_timeout_s + NOFORK_SLACK_S
+        else:
+            self.stall_s = STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
+        self.nofork = nofork
         self.on_seed = on_seed
         self.seed: int | None = None
+        self.device: dict | None = None
         self.tests: list[XmlTest] = []
         self.elements: list[str] = []
         self.stop_kind: str | None = None      # "case_timeout" or "stall"
@@ -227,12 +283,18 @@ class CheckStream:
     def feed(self, chunk: bytes) -> None:
         text = self._decoder.decode(chunk)
         with self._lock:
-            if self.seed is None and len(self._head) < 4096:
+            if (self.seed is None or (self.nofork and self.device is None)) and len(self._head) < 16384:
                 self._head += text
-                if m := _SEED_LINE.search(self._head):
+                if self.seed is None and (m := _SEED_LINE.search(self._head)):
                     self.seed = int(m.group(1))
                     if self.on_seed:
                         self.on_seed(self.seed)
+                if self.device is None and (m := _DEVICE_LINE.search(self._head)):
+                    try:
+                        self.device = json.loads(m.group(1))
+                    except json.JSONDecodeError:
+                        self.device = None
+                    self._last = time.monotonic()          # the cases start after the GPU is found
             self._pending += text
             last = 0
             for m in _TEST_ELEMENT.finditer(self._pending):
@@ -260,9 +322,14 @@ class CheckStream:
 
     def xml_log(self) -> str:
         """A well-formed Check XML log of the results received."""
-        body = "".join(f"    {e}\n" for e in self.elements)
-        return (f'<?xml version="1.0"?>\n<testsuites xmlns="{CHECK_NS}">\n  <suite>\n'
-                f"    <title>check</title>\n{body}  </suite>\n</testsuites>\n")
+        return xml_log(self.elements)
+
+
+def xml_log(elements: list[str]) -> str:
+    """A well-formed Check XML log of these <test> elements."""
+    body = "".join(f"    {e}\n" for e in elements)
+    return (f'<?xml version="1.0"?>\n<testsuites xmlns="{CHECK_NS}">\n  <suite>\n'
+            f"    <title>check</title>\n{body}  </suite>\n</testsuites>\n")
 
 
 def classify(result: str, message: str) -> str:
@@ -273,9 +340,9 @@ def classify(result: str, message: str) -> str:
         return "crash"
     if result == "failure":
         return "fail"
-    if message.startswith("Test timeout expired"):
+    if message.startswith(TIMEOUT_MESSAGE):
         return "timeout"
-    return "crash"
+    return "crash"          # SIGNAL_MESSAGE, EARLY_EXIT_MESSAGE, anything else Check says
 
 
 def merge(listed: list[ListedCase], tests: list[XmlTest], missing_outcome: str,
@@ -322,75 +389,171 @@ def merge(listed: list[ListedCase], tests: list[XmlTest], missing_outcome: str,
     return cases, notes
 
 
-def check_env(seed: int | None) -> dict[str, str]:
-    """The Check variables of a run: fork mode forced, the XML log on stdout, SEED only when
-    replaying.  Every other CK_* variable is left out (the sandbox's environment starts empty)."""
-    env = {"CK_FORK": "yes", "CK_XML_LOG_FILE_NAME": "-"}
+def check_env(seed: int | None, nofork: bool = False, cases: list[int] | None = None) -> dict[str, str]:
+    """The Check variables of a run: the mode (CK_FORK), SEED only when replaying, and
+    STENCIL_CASES when only some cases run.  Every other CK_* variable is left out (the
+    sandbox's environment starts empty)."""
+    env = {"CK_FORK": "no" if nofork else "yes"}
     if seed is not None:
         env["SEED"] = str(seed)
+    if cases is not None:
+        env["STENCIL_CASES"] = ",".join(map(str, cases))
     return env
+
+
+@dataclass
+class _Phase:
+    """One check process: what came back, and the cases it was asked to run (None: all)."""
+
+    run: process.Completed
+    stream: CheckStream
+    cases: list[int] | None = None
+
+
+def _run_one(jail, box, seconds: float, env: dict[str, str], stream: CheckStream,
+             cases: list[int] | None = None) -> _Phase:
+    run = process.run([jail.program("check")], seconds, env=jail.env(env), cwd=jail.work, sandbox=box,
+                      watch=stream, channel=True)
+    return _Phase(run, stream, cases)
+
+
+def _cut_output(parts: list[str]) -> str:
+    text = "".join(parts)
+    if len(text) <= OUTPUT_MAX_BYTES:
+        return text
+    return text[:OUTPUT_MAX_BYTES] + f"\n[... {len(text) - OUTPUT_MAX_BYTES} more bytes not shown ...]\n"
 
 
 def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
               case_timeout_s: float | None = None,
               on_seed: Callable[[int], None] | None = None,
               env: dict[str, str] | None = None) -> CheckRun:
-    """List and run BUILD_DIR/check in a sandbox; the XML log is kept as BUILD_DIR/check.xml.
+    """List and run BUILD_DIR/check in a sandbox, in the two phases of the module docstring;
+    the XML log of the results used is kept as BUILD_DIR/check.xml.
 
-    suite_timeout_s: seconds the whole run may take (lab.json check.suite_timeout_s);
+    suite_timeout_s: seconds each check process may take (lab.json check.suite_timeout_s);
     case_timeout_s: Check's per-case timeout (lab.json check.case_timeout_s), for the
-    stall watchdog; on_seed: called with the seed as soon as check prints it.
+    watchdogs; on_seed: called with the seed as soon as check prints it; env: added to the
+    sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out).
     Never raises for the program's behaviour; see CheckRun.status.
     """
     build_dir = Path(build_dir)
     check = build_dir / "check"
     (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run
     box = sandbox.plan_sandbox(suite_timeout_s)
+    extra = dict(env or {})
+    phases: dict[str, float] = {}
     with sandbox.SandboxDir(box, [check], prefix="stencil-check-") as jail:
         listed, list_error = list_cases(check, jail)
-        stream = CheckStream(case_timeout_s, on_seed)
-        run = process.run([jail.program("check")], suite_timeout_s, env=jail.env({**(env or {}), **check_env(seed)}),
-                       cwd=jail.work, sandbox=box, watch=stream)
-    if stream.elements:
-        (build_dir / "check.xml").write_text(stream.xml_log())
-    tests = stream.tests
-    stopped = run.stopped is not None or stream.stop_kind == "case_timeout"
-    if stream.stop_kind == "case_timeout":
-        # Whatever arrived after the first timeout (before the kill landed) is not used:
-        # the rule does not depend on how fast the stop was.
-        first = next(i for i, t in enumerate(tests) if classify(t.result, t.message) == "timeout")
-        tests = tests[:first + 1]
+        start = time.monotonic()
+        first = _run_one(jail, box, suite_timeout_s, {**extra, **check_env(seed, nofork=True)},
+                         CheckStream(case_timeout_s, on_seed, nofork=True))
+        phases["one_process"] = time.monotonic() - start
+        seed_used = first.stream.seed if first.stream.seed is not None else seed
+        if first.run.returncode == protocol.EXIT_NO_GPU:
+            why = process.tail_lines(first.run.stderr, 1).strip() or "check found no GPU"
+            return CheckRun(cases=[], seed=seed_used, status="no_gpu", message=why, no_gpu=why,
+                            exit_status=first.run.returncode, list_error=list_error,
+                            seconds=first.run.seconds, sandbox=dict(box.layers), phases=phases,
+                            output=_cut_output([first.run.stdout]))
+        good = {(t.tcase, t.iteration) for t in first.stream.tests if t.result == "success"}
+        rerun = [c.iteration for c in listed if (c.tcase, c.iteration) not in good]
+        if first.run.error:
+            rerun = []                                      # nothing can run: phase 1 says why
+        later: list[_Phase] = []
+        if rerun:
+            start = time.monotonic()
+            groups = [rerun[i::RERUN_PROCESSES] for i in range(min(RERUN_PROCESSES, len(rerun)))]
+            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+                later = list(pool.map(lambda cases: _run_one(
+                    jail, box, suite_timeout_s, {**extra, **check_env(seed_used, cases=sorted(cases))},
+                    CheckStream(case_timeout_s), sorted(cases)), groups))
+            phases["reruns"] = time.monotonic() - start
+    return _combine(build_dir, listed, list_error, first, later, rerun, seed_used, box, phases)
 
-    first_missing = None
-    if run.error:
-        status, missing = "error", "crash"
-        reason = f"not run: {run.error}"
-    elif stopped:
-        status, missing, reason = "timeout", "not_run", NOT_RUN
-        if stream.stop_kind == "stall":
-            first_missing = ("timeout", f"no result: the run was stuck ({stream.stop_reason}, "
-                                        f"{STALL_CASE_TIMEOUTS}x the case timeout) and was stopped")
-    elif run.timed_out:
-        status, missing = "timeout", "timeout"
-        reason = (f"no result: the check run passed its limit of {suite_timeout_s:g} s "
-                  "(lab.json check.suite_timeout_s) and was killed")
-    elif run.returncode not in (0, 1):
-        status, missing = "crash", "crash"
-        reason = f"no result: check {run.describe()} before reporting this case"
-    else:
-        status, missing = "ok", "crash"
-        reason = f"no result: check {run.describe()} without reporting this case"
-    if not tests and not run.error and status == "ok":
-        status = "crash"
 
-    message = "" if status == "ok" else f"check {run.describe()}"
-    if stopped and stream.stop_kind == "case_timeout":
-        message = f"stopped at the first case timeout ({stream.stop_reason}); the cases after it did not run"
-    if not tests and not run.error:
-        message = (message + "; " if message else "") + "no test result was written"
+def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, first: _Phase,
+             later: list[_Phase], rerun: list[int], seed: int | None, box, phases: dict) -> CheckRun:
+    """The CheckRun of phase 1's passes and phase 2's results (module docstring)."""
+    again = set(rerun)
+    tests = [t for t in first.stream.tests if t.iteration not in again or not listed]
+    elements = [e for t, e in zip(first.stream.tests, first.stream.elements) if t in tests]
+    runs = [first] + later
+    ignored = 0
+    for phase in later:
+        pairs = list(zip(phase.stream.tests, phase.stream.elements))
+        if phase.stream.stop_kind == "case_timeout":
+            # Whatever arrived after its first timeout (before the kill landed) is not used:
+            # the rule does not depend on how fast the stop was.
+            cut = next(i for i, (t, _) in enumerate(pairs) if classify(t.result, t.message) == "timeout")
+            pairs = pairs[:cut + 1]
+        # Only the cases this process was asked to run count.
+        asked = [(t, e) for t, e in pairs if phase.cases is None or t.iteration in phase.cases]
+        ignored += len(pairs) - len(asked)
+        tests += [t for t, _ in asked]
+        elements += [e for _, e in asked]
+    judged = later if rerun else [first]          # the runs whose endings decide the missing cases
+    status, missing, reason, first_missing = "ok", "crash", "", None
+    for phase in judged:
+        s, m, why, fm = _ending(phase, len(later) > 0)
+        if _WORSE.index(s) > _WORSE.index(status):
+            status, missing, reason, first_missing = s, m, why, fm
+    if not reason:
+        ended = judged[0].run
+        reason = f"no result: check {ended.describe()} without reporting this case"
     cases, notes = merge(listed, tests, missing, reason, first_missing)
-    return CheckRun(cases=cases, seed=stream.seed, status=status, message=message,
-                    exit_status=run.returncode, stderr_tail=process.tail_lines(run.stderr, STDERR_TAIL_LINES),
-                    list_error=list_error, seconds=run.seconds,
-                    xml_log=build_dir / "check.xml" if stream.elements else None,
-                    stopped_early=stopped, notes=notes, sandbox=dict(box.layers))
+    # One run stops at its first timeout, so the cases after it (in the table) did not run;
+    # with the reruns spread over several processes the same rule is applied here.
+    timeouts = [c.iteration for c in cases if c.outcome == "timeout"]
+    stopped = any(p.run.stopped is not None or p.stream.stop_kind == "case_timeout" for p in judged)
+    if timeouts and rerun:
+        cases = [CaseResult(c.tcase, c.iteration, c.label, "not_run", NOT_RUN)
+                 if c.iteration > min(timeouts) else c for c in cases]
+    if not tests and status == "ok" and not first.run.error:
+        status = "crash"
+    if status == "ok" and any(c.outcome == "timeout" for c in cases):
+        status = "timeout"
+    message = "" if status == "ok" else f"check {judged[0].run.describe()}"
+    stop = next((p.stream for p in judged if p.stream.stop_kind == "case_timeout"), None)
+    if stop is not None:
+        message = f"stopped at the first case timeout ({stop.stop_reason}); the cases after it did not run"
+    if not tests and not first.run.error:
+        message = (message + "; " if message else "") + "no test result was written"
+    if elements:
+        (build_dir / "check.xml").write_text(xml_log(elements))
+    if ignored:
+        notes.append(f"{ignored} result(s) for cases a rerun was not asked to run were ignored")
+    if any(p.run.channel_overflow for p in runs):
+        notes.append("check wrote more than the channel keeps; the rest was ignored")
+    stderr = "\n".join(process.tail_lines(p.run.stderr, STDERR_TAIL_LINES) for p in runs if p.run.stderr.strip())
+    return CheckRun(cases=cases, seed=seed, status=status, message=message,
+                    exit_status=first.run.returncode, stderr_tail=process.tail_lines(stderr, STDERR_TAIL_LINES),
+                    list_error=list_error if not first.run.error else (list_error or f"not run: {first.run.error}"),
+                    seconds=sum(p.run.seconds for p in runs),
+                    xml_log=build_dir / "check.xml" if elements else None,
+                    stopped_early=stopped or bool(timeouts and rerun), notes=notes, sandbox=dict(box.layers),
+                    device=first.stream.device, output=_cut_output([p.run.stdout for p in runs]),
+                    reruns=sorted(rerun), phases=phases)
+
+
+#: Endings from best to worst; a combined run takes the worst of its processes'.
+_WORSE = ("ok", "crash", "timeout", "error")
+
+
+def _ending(phase: _Phase, forked: bool) -> tuple[str, str, str, tuple[str, str] | None]:
+    """(status, outcome of a case it never reported, why, outcome of the first such case)."""
+    run, stream = phase.run, phase.stream
+    if run.error:
+        return "error", "crash", f"not run: {run.error}", None
+    if run.stopped is not None or stream.stop_kind == "case_timeout":
+        if stream.stop_kind == "stall":
+            return ("timeout", "not_run", NOT_RUN,
+                    ("timeout", f"no result: the run was stuck ({stream.stop_reason}, "
+                                f"{STALL_CASE_TIMEOUTS}x the case timeout) and was stopped"))
+        return "timeout", "not_run", NOT_RUN, None
+    if run.timed_out:
+        return ("timeout", "timeout", f"no result: the check run passed its limit of {run.timeout_s:g} s "
+                "(lab.json check.suite_timeout_s) and was killed", None)
+    if run.returncode not in (protocol.EXIT_OK, protocol.EXIT_FAILED):
+        return "crash", "crash", f"no result: check {run.describe()} before reporting this case", None
+    return "ok", "crash", f"no result: check {run.describe()} without reporting this case", None

@@ -46,8 +46,9 @@ def register(sub) -> None:
     add_run_options(p, "reference" if (KIT_ROOT / "reference").is_dir() else "starter")
     p.set_defaults(func=cmd_all)
 
-    p = sub.add_parser("config", help="print lab_config.h generated from a lab.json")
+    p = sub.add_parser("config", help="print lab_config.h (or, with --make, lab_config.mk) of a lab.json")
     p.add_argument("lab_json", metavar="LAB_JSON", type=Path)
+    p.add_argument("--make", action="store_true", help="the make fragment lab.mk includes")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("protocol", help="print protocol.h: exit statuses and keys shared with the C side")
@@ -112,7 +113,8 @@ def cmd_lab(args) -> int:
 
 
 def cmd_config(args) -> int:
-    sys.stdout.write(labspec.c_header(labspec.load(args.lab_json)))
+    spec = labspec.load(args.lab_json)
+    sys.stdout.write(labspec.make_fragment(spec) if args.make else labspec.c_header(spec))
     return EXIT_FULL
 
 

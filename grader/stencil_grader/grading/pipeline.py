@@ -37,7 +37,8 @@ from typing import Callable
 
 from .. import KIT_ROOT, __version__
 from ..base import gpus, labspec, locks
-from . import bench, build, checkrun, score, static
+from . import bench, build, checkrun, launches, score, static
+from .checks import StaticCheck
 
 #: Where stage="build" leaves what stage="gpu" needs.
 STATE_FILE = "stages.json"
@@ -54,7 +55,7 @@ class LabRun:
     """Everything one grading of one lab saw.  Stages that did not run are None.
 
     seconds: wall seconds per stage ("build", "static", "gpu_wait" (waiting for a free GPU),
-        "probe", "cases", "bench"), and "total" for the whole grading.
+        "cases" (finding the GPU included), "bench"), and "total" for the whole grading.
     gpu: the GPU the GPU stages held (gpus.Gpu), when a pool handed one out.
     """
 
@@ -65,7 +66,7 @@ class LabRun:
     started_at: str
     build: build.BuildResult | None = None
     static: static.StaticResult | None = None
-    probe: bench.Probe | None = None
+    device: dict | None = None       # the GPU the GPU stages ran on, as the check program found it
     check: checkrun.CheckRun | None = None
     bench: bench.BenchRun | None = None
     score: score.Score | None = None
@@ -75,6 +76,7 @@ class LabRun:
     sandbox: dict[str, str] = field(default_factory=dict)    # sandbox.Sandbox.layers of the runs
     seconds: dict[str, float] = field(default_factory=dict)
     gpu: gpus.Gpu | None = None
+    launches: list[StaticCheck] = field(default_factory=list)   # the launch audit's checks (launches.py)
     final: bool = True           # False after stage="build" when the GPU stages remain
 
     @contextmanager
@@ -259,23 +261,19 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
             run.build.message = why
             run.score = score.score_lab(spec, run.build, run.static)
             return
-        say("looking for a GPU ...")
-        with run.timed("probe"):
-            run.probe = bench.probe(build_dir, env=env)
-        run.sandbox = run.probe.sandbox
-        if run.probe.status == "no_gpu":
-            run.not_measured = f"no GPU: {run.probe.message}"
+        say("running the correctness cases ...")
+        with run.timed("cases"):
+            run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed,
+                                           spec.check.case_timeout_s, on_seed=lambda n: say(f"seed: {n}"),
+                                           env=env)
+        run.seed = run.check.seed if run.check.seed is not None else seed
+        run.sandbox = run.check.sandbox
+        run.device = run.check.device
+        run.notes += run.check.notes
+        if run.check.status == "no_gpu":
+            run.not_measured = f"no GPU: {run.check.no_gpu}"
+            run.check = None
         else:
-            if run.probe.status == "error":
-                run.notes.append(run.probe.message)
-            say("running the correctness cases ...")
-            with run.timed("cases"):
-                run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed,
-                                               spec.check.case_timeout_s, on_seed=lambda n: say(f"seed: {n}"),
-                                               env=env)
-            run.seed = run.check.seed if run.check.seed is not None else seed
-            run.sandbox = run.check.sandbox
-            run.notes += run.check.notes
             if score.may_bench(run.static, run.check)[0]:
                 if skip_bench:
                     run.not_measured = "skipped (--skip-bench)"
@@ -284,7 +282,11 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
                     with run.timed("bench"):
                         run.bench = bench.run_bench(build_dir, spec.bench.timeout_s, run.seed, env=env)
                     run.notes += run.bench.notes
+                    if run.bench.data and not run.device:
+                        run.device = {k: run.bench.data.get(k) for k in ("device", "cc", "sm_count")}
+                    run.launches = launches.check_launches(spec, run.bench.data, build_dir)
     finally:
         pool.__exit__(None, None, None)
+    name = (run.device or {}).get("name") or (run.device or {}).get("device")
     run.score = score.score_lab(spec, run.build, run.static, run.check, run.bench,
-                                not_measured=run.not_measured, device_name=run.probe.name if run.probe else None)
+                                not_measured=run.not_measured, device_name=name, launches=run.launches)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.labspec import LabSpec
-from .build import parse_ptxas_log, short_name
+from .build import short_name
 from .checks import MAX_REPORTED, StaticCheck
 
 INT_TYPES = {".s16", ".u16", ".s32", ".u32", ".s64", ".u64"}
@@ -122,45 +122,16 @@ def check_ptx(spec: LabSpec, build_dir: Path) -> list[StaticCheck]:
             checks.append(_check_div_rem(module))
         if c.shared_memory:
             checks.append(_check_shared(module))
-    if c.max_shared_planes is not None:
-        checks.append(check_shared_planes(c.max_shared_planes, build_dir))
     return checks
 
 
-# ---------------------------------------------------------------- planes of shared memory
+# ---------------------------------------------------------------- what the launch audit needs
 #
-# Lab 6 allows at most N planes of shared memory per block.  What one plane of
-# a block's tile holds depends on the block, so the bound is derived per kernel
-# from three facts the build records:
-#
-#   threads  the block size the kernel declares in its PTX: .reqntid X, Y, Z
-#            (exact; CUDA's __block_size__, Hopper and later) or .maxntid X, Y, Z
-#            (from __launch_bounds__(X): a launch with more threads fails, so
-#            a block never has more).  A kernel with shared memory and neither
-#            fails the check: its bound cannot be known.
-#   width    the widest global load in the kernel (and the device functions it
-#            calls): 4 bytes for float, 16 for float4 (ld.global...v4.f32),
-#            or a cp.async of 16 bytes.  A thread that loads its cells of a
-#            plane W bytes at a time owns W/4 cells of each row it loads.
-#   bytes    the kernel's static shared memory per block from the ptxas report
-#            (the largest over the architectures built).  Dynamic shared memory
-#            (an extern __shared__ array) is sized at launch, which no static
-#            check can see, so a lab with this constraint forbids it.
-#
-# A plane of a tile in which each thread owns one W-byte piece of a row is
-# threads * W bytes of cells, plus a one-cell halo ring.  For any tile at least
-# 4 rows tall and 6 cells wide the ring is smaller than the plane itself, so a
-# one-plane kernel stays within
-#
-#     allowed = planes * threads * W * PLANE_HALO_FACTOR       (PLANE_HALO_FACTOR = 2)
-#
-# while one keeping three planes, at least 3 * threads * W bytes, never does.
-# What it cannot see: a thread that owns several rows of a plane (such a design
-# counts as several planes), and a kernel that declares more threads than it
-# launches, or issues a wide load only to enlarge its width.
+# Lab 6's plane constraint is judged on the launch (launches.py, from the bench's CUPTI
+# records); from the PTX it needs each kernel's widest global load: 4 bytes for float, 16 for
+# float4 (ld.global...v4.f32), or a cp.async of 16 bytes.  A thread that loads its cells of a
+# plane W bytes at a time owns W/4 cells of each row it loads.
 
-#: One plane of cells plus at most as many again for its halo ring.
-PLANE_HALO_FACTOR = 2
 _OPCODE = re.compile(r"^\s*(?:@!?%?\w+\s+)?([a-z][\w.:]*)")
 _VECTOR = re.compile(r"^v(\d+)$")
 _SCALAR_TYPE = re.compile(r"^[bfsu](\d+)$")
@@ -225,15 +196,6 @@ def widest_global_load(fn: PtxFunction, module: PtxModule) -> int:
     return max((global_load_bytes(text) for f in _callees(fn, by_name) for _, text in f.lines), default=0)
 
 
-def _dynamic_shared(fn: PtxFunction, module: PtxModule) -> list[str]:
-    """Names of the extern (dynamic) shared arrays kernel fn or its callees use."""
-    by_name = {f.name: f for f in module.functions}
-    externs = [name for name, _, extern in module.shared if extern]
-    return [name for name in externs
-            if any(re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text)
-                   for f in _callees(fn, by_name) for _, text in f.lines)]
-
-
 _TEMPLATE_ARGS = re.compile(r"I((?:L[ibj]-?\d+E)+)E")
 _INT_ARG = re.compile(r"L[ibj](-?\d+)E")
 
@@ -247,65 +209,6 @@ def kernel_label(mangled: str) -> str:
         if t := _TEMPLATE_ARGS.match(rest):
             shown += "<" + ", ".join(_INT_ARG.findall(t.group(1))) + ">"
     return shown
-
-
-def check_shared_planes(planes: int, build_dir: Path) -> StaticCheck:
-    """The "max shared planes" check: every kernel's static shared memory per block within
-    planes * threads * widest load * PLANE_HALO_FACTOR bytes (see the comment above)."""
-    name = "max shared planes"
-    ptx_path, log_path = Path(build_dir) / "kernel.ptx", Path(build_dir) / "ptxas.log"
-    try:
-        module = parse_ptx(ptx_path.read_text(errors="replace"))
-        report = parse_ptxas_log(log_path.read_text(errors="replace"))
-    except OSError as err:
-        return StaticCheck(name, "fail", "constraint",
-                           f"cannot read {err.filename} ({err.strerror or err}): the constraint "
-                           "cannot be verified")
-    smem: dict[str, tuple[int, str | None]] = {}       # kernel -> (largest smem, its architecture)
-    for k in report:
-        if k.entry and (k.name not in smem or k.smem_bytes > smem[k.name][0]):
-            smem[k.name] = (k.smem_bytes, k.arch)
-    failures, details = [], []
-    for fn in (f for f in module.functions if f.kind == "entry"):
-        shown = kernel_label(fn.name)
-        dynamic = _dynamic_shared(fn, module)
-        if dynamic:
-            failures.append(f"kernel {shown} uses dynamic shared memory ({', '.join(dynamic)}): its "
-                            "size is chosen at launch, where no static check sees it; use a "
-                            "statically sized __shared__ array")
-            continue
-        if fn.name not in smem:
-            failures.append(f"kernel {shown} is not in the ptxas report {log_path.name}: its shared "
-                            "memory cannot be verified")
-            continue
-        used, arch = smem[fn.name]
-        if used == 0:
-            continue
-        threads = block_threads(fn)
-        if threads is None:
-            failures.append(f"kernel {shown} uses {used} bytes of shared memory per block but declares "
-                            "no block size: add __launch_bounds__(threads per block) so that one "
-                            "plane can be bounded")
-            continue
-        count, how = threads
-        width = max(4, widest_global_load(fn, module))
-        allowed = planes * count * width * PLANE_HALO_FACTOR
-        line = (f"kernel {shown}: {used} bytes of static shared memory per block ({arch or 'ptxas'}); "
-                f"at most {allowed} allowed = {planes} plane(s) x {count} threads ({how}) x "
-                f"{width} bytes (widest global load) x {PLANE_HALO_FACTOR} (cells and halo)")
-        if used > allowed:
-            failures.append(f"kernel {shown} uses {used} bytes of shared memory per block, more than "
-                            f"the {allowed} bytes allowed for {planes} plane(s)")
-        details.append(line)
-    if failures:
-        return StaticCheck(name, "fail", "constraint",
-                           failures[0] + (f" (and {len(failures) - 1} more finding(s))" if len(failures) > 1
-                                          else "") + ": performance gets 0", failures[1:] + details)
-    if not details:
-        return StaticCheck(name, "pass", "constraint", "no kernel uses shared memory")
-    return StaticCheck(name, "pass", "constraint",
-                       f"at most {planes} plane(s) of shared memory per block: every kernel within "
-                       "its bound", details)
 
 
 def _check_div_rem(module: PtxModule) -> StaticCheck:

@@ -68,12 +68,11 @@ def to_dict(run: LabRun) -> dict:
         "final": run.final,
         "seconds": {k: round(v, 3) for k, v in run.seconds.items()},
         "sandbox": dict(run.sandbox),
+        "program_output": program_output(run),
         "build": None,
         "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
-        "gpu": {"status": run.probe.status, "message": run.probe.message, "device": run.probe.device,
-                "assigned": run.gpu.as_dict() if run.gpu else None}
-        if run.probe else ({"status": "not_run", "message": run.not_measured or "", "device": None,
-                            "assigned": run.gpu.as_dict()} if run.gpu else None),
+        "launches": [dataclasses.asdict(c) for c in run.launches],
+        "gpu": _gpu_section(run),
         "limits": {"tolerance": dataclasses.asdict(spec.tolerance), "check": dataclasses.asdict(spec.check),
                    "bench_grid": dataclasses.asdict(spec.bench)},
         "correctness": dict(dataclasses.asdict(s.correctness), passed=None, total=None, cases=[]),
@@ -88,7 +87,7 @@ def to_dict(run: LabRun) -> dict:
         report["correctness"].update(
             passed=check.passed, total=check.total, run_status=check.status, run_message=check.message,
             exit_status=check.exit_status, seconds=round(check.seconds, 2), list_error=check.list_error,
-            stopped_early=check.stopped_early,
+            stopped_early=check.stopped_early, reruns=check.reruns, phases=check.phases,
             stderr_tail=check.stderr_tail, xml_log=str(check.xml_log) if check.xml_log else None,
             cases=[dataclasses.asdict(c) for c in check.cases])
     if s.target:
@@ -101,6 +100,27 @@ def to_dict(run: LabRun) -> dict:
                                      bench_message=run.bench.message, stderr_tail=run.bench.stderr_tail)
     report["replay"] = replay_command(report)
     return report
+
+
+def _gpu_section(run: LabRun) -> dict | None:
+    """Which GPU the GPU stages found (and which one a pool handed out), or None when they
+    did not run."""
+    if run.check is None and run.bench is None and not run.not_measured and run.gpu is None:
+        return None
+    no_gpu = run.not_measured if run.not_measured and run.not_measured.startswith("no GPU") else None
+    return {"status": "no_gpu" if no_gpu else ("ok" if run.device else "not_run"),
+            "message": no_gpu or "", "device": run.device,
+            "assigned": run.gpu.as_dict() if run.gpu else None}
+
+
+def program_output(run: LabRun) -> str:
+    """What the student's code printed (a kernel's printf) in the check and bench runs."""
+    parts = []
+    if run.check is not None and run.check.output.strip():
+        parts.append(run.check.output)
+    if run.bench is not None and run.bench.output.strip():
+        parts.append(run.bench.output)
+    return "".join(parts)
 
 
 def write_json(obj: dict, path: str | Path) -> Path:
@@ -180,6 +200,11 @@ def render_text(report: dict, colour: bool = False) -> str:
         out += ["      " + d for d in c["details"][:10]]
     out += _correctness_lines(report, colour)
     out += _performance_lines(report, colour)
+    for c in report.get("launches") or []:
+        status = "ok" if c["status"] == "pass" else c["status"]
+        out.append(_row("launches", status, f"{c['name']}: {c['message']}", colour))
+        out += ["      " + d for d in c["details"][:10]]
+    out += _output_lines(report.get("program_output") or "")
     gpu = report["gpu"]
     if gpu and gpu["device"]:
         d = gpu["device"]
@@ -195,6 +220,21 @@ def render_text(report: dict, colour: bool = False) -> str:
     if report["verdict"] == "kit_error":
         out.append("  the machine or the kit is at fault, not the submission: fix it and grade again")
     return "\n".join(out) + "\n"
+
+
+#: Lines of the student's own output shown on the terminal (the JSON keeps what the grader kept).
+OUTPUT_LINES = 20
+
+
+def _output_lines(text: str) -> list[str]:
+    """What the student's code printed (a kernel's printf), first lines, control bytes escaped."""
+    if not text.strip():
+        return []
+    lines = text.rstrip("\n").splitlines()
+    shown = ["      " + _cut(line.encode("unicode_escape").decode("ascii").replace("\\t", "    "))
+             for line in lines[:OUTPUT_LINES]]
+    more = [f"      ... {len(lines) - OUTPUT_LINES} more line(s) in report.json"] if len(lines) > OUTPUT_LINES else []
+    return ["  output of your code (its printf, from the correctness and timing runs):"] + shown + more
 
 
 def _not_measured(stage_name: str, stage: dict, colour: bool) -> str:
@@ -324,6 +364,9 @@ def gradescope_tests(report: dict) -> list[dict]:
     p = report["performance"]
     tests.append({"name": f"{lab}: performance", "score": p["points"], "max_score": p["max_points"],
                   "output": f"{p['verdict']}: {p['message']}"})
+    if (report.get("program_output") or "").strip():
+        tests.append({"name": f"{lab}: output of your code", "score": 0.0, "max_score": 0.0,
+                      "output": report["program_output"]})
     return tests
 
 

@@ -15,13 +15,18 @@ Rules, in order:
 4. A failed PTX constraint (no div/rem, shared memory) keeps the correctness
    points and gives performance 0: "constraint".
 5. With no GPU nothing is measured: 0 points and the reason, verdict
-   "not_measured", or "constraint" when rule 4's PTX constraint already failed
-   (known without a GPU).
+   "not_measured", even when rule 4's PTX constraint already failed (its
+   message says so): a grade needs the correctness that was not measured.
 6. Performance, only when every case passed and no constraint failed, from the
    bench's ratio = effective bandwidth / copy bandwidth measured in the same run:
      - the timed run's output was wrong:      "incorrect", performance 0;
      - ratio > 1.05 (faster than copying):    "implausible", performance 0
        (K x 1.05 for a lab that fuses K sweeps per pass: bench.max_fused_sweeps);
+     - the launch audit (launches.py) found an operation on another stream
+       than the launcher's, or more shared memory per block than the lab's
+       planes allow, as launched:             "constraint", performance 0;
+       a lab whose constraint needs the audit, where it could not run:
+                                              "not_measured", performance 0;
      - else points.performance * clamp((ratio - floor) / (target - floor), 0, 1)
        with floor and target from the device's table in lab.json (else generic).
 7. "pass" only with full points; "slow" when correct but short of full
@@ -42,7 +47,7 @@ from .bench import BenchRun
 from .build import BuildResult
 from .checkrun import CheckRun
 from ..base.labspec import LabSpec, TargetChoice
-from .static import StaticResult
+from .static import StaticCheck, StaticResult
 
 #: Verdicts from best to worst-known; a report shows one per lab.
 VERDICTS = ("pass", "slow", "not_measured", "constraint", "implausible", "incorrect",
@@ -182,13 +187,15 @@ def _performance(spec: LabSpec, bench: BenchRun, choice: TargetChoice) -> tuple[
 
 def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = None,
               check: CheckRun | None = None, bench: BenchRun | None = None,
-              not_measured: str | None = None, device_name: str | None = None) -> Score:
+              not_measured: str | None = None, device_name: str | None = None,
+              launches: list[StaticCheck] | None = None) -> Score:
     """Verdict and points of one lab from what the pipeline saw.
 
     check / bench: None when that stage did not run; not_measured: why
     correctness (and so performance) could not be measured (no GPU), or why
     performance alone was not (e.g. --skip-bench) when check is given.
     device_name: the GPU's name, to pick the target table.
+    launches: the launch audit's checks (launches.py), from the bench's records.
     """
     p = spec.points
     runnable, why_not = may_run(build, static)
@@ -201,13 +208,16 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
                      StageScore("not_run", 0.0, p.performance, why_not), messages=[detail])
 
     if check is None:
+        # Nothing ran: whatever else is known (a failed constraint), no grade is (rule 5).
         reason = f"not measured: {not_measured or 'correctness did not run'}"
         corr = StageScore("not_measured", 0.0, p.correctness, reason)
         perf = StageScore("not_measured", 0.0, p.performance, reason)
-        verdict = "constraint" if static is not None and static.constraint_failed else "not_measured"
-        if verdict == "constraint":
-            perf = StageScore("constraint", 0.0, p.performance, _CONSTRAINT_ZERO)
-        return Score(verdict, corr, perf, messages=[reason])
+        messages = [reason]
+        if static is not None and static.constraint_failed:
+            perf = StageScore("not_measured", 0.0, p.performance, f"{reason}; and {_CONSTRAINT_ZERO}")
+            messages.append("a constraint of this lab failed (see static checks): performance will get 0 "
+                            "once measured")
+        return Score("not_measured", corr, perf, messages=messages)
 
     corr = _correctness(spec, check)
     benchable, why_not = may_bench(static, check)
@@ -224,6 +234,16 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
         reason = f"not measured: {not_measured or 'the bench did not run'}"
         return Score("not_measured", corr, StageScore("not_measured", 0.0, p.performance, reason), choice)
     perf, ratio = _performance(spec, bench, choice)
+    if perf.verdict in ("pass", "slow"):
+        failed = [c for c in launches or [] if c.status == "fail"]
+        unverified = [c for c in launches or [] if c.status == "skipped" and c.name != "launch stream"]
+        if failed:
+            perf = StageScore("constraint", 0.0, p.performance,
+                              f"0 points: the launch audit found: {failed[0].message}")
+        elif unverified:
+            perf = StageScore("not_measured", 0.0, p.performance,
+                              f"not measured: the {unverified[0].name} constraint needs the launch "
+                              f"audit ({unverified[0].message})")
     verdict = perf.verdict if perf.verdict != "pass" else ("pass" if corr.full else "slow")
     return Score(verdict, corr, perf, choice, ratio)
 

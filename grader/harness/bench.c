@@ -1,0 +1,525 @@
+/*
+ * bench.c -- the bench program of every lab: it times the student's
+ * launcher(s) on the lab's bench grid and reports to the grader.
+ *
+ *   bench --json FILE [--seed N] [--reps N] [--no-audit]
+ *                             time; one JSON object to FILE ('-': the channel)
+ *   bench --probe             the GPU, as one JSON object ('-' rules as above)
+ *   bench --describe          the problem kind this build was compiled for
+ *   bench --solve N [--reduction R]   a solver's model problem (lab 7)
+ *
+ * Exit statuses and JSON keys are protocol.h's (generated from the grader's
+ * protocol.py); grader/README.md, section "Bench", says what each key means.
+ *
+ * What a timed run does, in order:
+ *   1. the copy bandwidth of this GPU, the yardstick of every score
+ *      (harness_copy_bandwidth), on two grids of the bench grid's size;
+ *   2. per launcher, calls on fresh input values drawn on the GPU (a new seed
+ *      each call), with the outputs poisoned and the L2 cache flushed before
+ *      each, outside the timed interval: two untimed warm-up calls, then timed
+ *      calls until there are at least LAB_BENCH_MIN_REPS and the median's 95%
+ *      confidence interval lies within LAB_BENCH_PRECISION of it, or
+ *      LAB_BENCH_REPS were made;
+ *   3. after every call, the whole device synchronised, the output checked
+ *      against the harness's own GPU reference of that call's input;
+ *   4. the launch audit (audit.h): both warm-up calls, and after each timed
+ *      call one more untimed call with probability AUDIT_PROBABILITY, drawn
+ *      so that the launcher cannot tell which calls are audited.
+ * The timer covers every stream a launcher can reach (device.cu).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "audit.h"
+#include "channel.h"
+#include "lab_kind.h"
+#include "protocol.h"
+
+enum { WARMUP_CALLS = 2, MAX_AUDIT_RECORDS = 256 };
+/* Chance that a timed call is followed by an audited one. */
+static const double AUDIT_PROBABILITY = 0.25;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void usage(const char *argv0)
+{
+    fprintf(stderr,
+            "usage: %s --json FILE [--seed N] [--reps N] [--no-audit] | --probe | --describe |\n"
+            "          --solve N [--reduction R]\n"
+            "  --json FILE  time the launcher(s) on the lab's bench grid and write the figures to FILE\n"
+            "               as one JSON object (FILE '-': the grader's channel, else standard output)\n"
+            "  --reps N     at most N timed calls (default: lab.json bench.repetitions)\n"
+            "  --no-audit   skip the launch audit (CUPTI); for profilers that hold CUPTI themselves\n"
+            "  --probe      print the GPU as JSON (exit %d when there is none)\n"
+            "  --describe   print the problem kind this build was compiled for, as JSON (no GPU needed)\n"
+            "  --solve N    labs with a solver (7): solve the model problem on an N x N grid until the\n"
+            "               residual has fallen by R (default 1e-5); JSON on the channel\n",
+            argv0, EXIT_NO_GPU);
+    exit(EXIT_USAGE);
+}
+
+static FILE *output(const char *path)
+{
+    if (!strcmp(path, "-"))
+        return channel_open();
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(EXIT_FAILED);
+    }
+    return f;
+}
+
+static int probe_or_say(harness_device *dev)
+{
+    char why[512];
+    if (harness_probe(dev, why, sizeof why) != 0) {
+        fprintf(stderr, "%s\n", why);
+        return -1;
+    }
+    return 0;
+}
+
+static void device_fields(json_writer *w, const harness_device *dev)
+{
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", dev->cc_major, dev->cc_minor);
+    json_string(w, KEY_device, dev->name);
+    json_string(w, KEY_cc, cc);
+    json_integer(w, KEY_sm_count, dev->sm_count);
+}
+
+static int probe_main(const char *path)
+{
+    harness_device dev;
+    if (probe_or_say(&dev) != 0)
+        return EXIT_NO_GPU;
+    json_writer w;
+    json_begin(&w, output(path));
+    device_fields(&w, &dev);
+    json_integer(&w, "l2_bytes", (long long)dev.l2_bytes);
+    json_integer(&w, "global_mem_bytes", (long long)dev.global_mem_bytes);
+    json_integer(&w, "mem_free_bytes", (long long)dev.mem_free_bytes);
+    json_end(&w);
+    return EXIT_OK;
+}
+
+/* The kind as compiled into this build: tests compare it with grader/kinds.json. */
+static int describe_main(void)
+{
+    static const double per_cell[KIND_NLAUNCHERS] = KIND_BYTES_PER_CELL;
+    static const double fixed[KIND_NLAUNCHERS] = KIND_BYTES_FIXED;
+    json_writer w;
+    json_begin(&w, stdout);
+    json_string(&w, "lab", LAB_NAME);
+    json_string(&w, "api", KIND_API);
+    json_integer(&w, "dims", KIND_DIMS);
+    json_integer(&w, "dirichlet_dims", KIND_DIRICHLET_DIMS);
+    json_bool(&w, "multi_step", KIND_MULTI_STEP);
+    json_bool(&w, "solver", LAB_KIND.solve != NULL);
+    json_open_array(&w, "launchers");
+    for (int i = 0; i < KIND_NLAUNCHERS; i++) {
+        json_open_object(&w, NULL);
+        json_string(&w, "name", KIND_LAUNCHERS[i]);
+        json_number(&w, "bytes_per_cell", per_cell[i]);
+        json_number(&w, "bytes_fixed", fixed[i]);
+        json_close(&w);
+    }
+    json_end(&w);
+    return EXIT_OK;
+}
+
+/* Halves the grid along its slowest dimension until the kind's device
+ * arrays fit beside the L2 flusher; returns 1 when it had to. */
+static int fit_grid(lab_case *g, const harness_device *dev, char *note, size_t n)
+{
+    const size_t reserve = 2 * dev->l2_bytes + ((size_t)512 << 20);
+    int halved = 0;
+    const int nx0 = g->nx, ny0 = g->ny, nz0 = g->nz;
+    for (;;) {
+        const size_t bytes = (size_t)g->nx * (size_t)g->ny * (size_t)g->nz * sizeof(float);
+        if ((size_t)LAB_KIND.bench_arrays * bytes + reserve <= dev->mem_free_bytes)
+            break;
+        if (g->nz > 1) g->nz /= 2; else if (g->ny > 1) g->ny /= 2; else break;
+        halved = 1;
+    }
+    if (halved)
+        snprintf(note, n, "grid scaled down from %dx%dx%d to %dx%dx%d to fit %.1f GB of free GPU memory",
+                 nx0, ny0, nz0, g->nx, g->ny, g->nz, dev->mem_free_bytes / 1e9);
+    return halved;
+}
+
+/* The yardstick, on two grids of the bench grid's size, freed afterwards. */
+static double copy_bandwidth(size_t n, cudaStream_t stream, double *memcpy_gbps, double *kernel_gbps)
+{
+    float *d_src = harness_grid_alloc(n), *d_dst = harness_grid_alloc(n);
+    harness_fill_random_device(d_src, n, 1, stream);
+    harness_copy_bandwidth(d_src, d_dst, n, LAB_BENCH_MIN_REPS, stream, memcpy_gbps, kernel_gbps);
+    harness_grid_free(d_src);
+    harness_grid_free(d_dst);
+    return *memcpy_gbps > *kernel_gbps ? *memcpy_gbps : *kernel_gbps;
+}
+
+/* ---------------------------------------------------------------- the audit */
+
+/* What the audited calls of one launcher started: each distinct launch, with a count. */
+typedef struct {
+    audit_record r;
+    int launcher, on_stream, count;
+} audited_launch;
+
+typedef struct {
+    int available;              /* CUPTI works here (and --no-audit was not given) */
+    char message[512];          /* why not */
+    int calls;                  /* calls audited */
+    int lost;                   /* records beyond MAX_AUDIT_RECORDS, or a window without its marker */
+    int nlaunches;
+    audited_launch launches[MAX_AUDIT_RECORDS];
+} audit_log;
+
+static void audit_add(audit_log *log, int launcher, const audit_record *r, unsigned harness_stream)
+{
+    const int on_stream = r->stream == harness_stream;
+    for (int i = 0; i < log->nlaunches; i++) {
+        audited_launch *a = &log->launches[i];
+        if (a->launcher == launcher && a->on_stream == on_stream && a->r.kind == r->kind &&
+            !strcmp(a->r.name, r->name) && !memcmp(a->r.grid, r->grid, sizeof r->grid) &&
+            !memcmp(a->r.block, r->block, sizeof r->block) && a->r.static_smem == r->static_smem &&
+            a->r.dynamic_smem == r->dynamic_smem && a->r.bytes == r->bytes) {
+            a->count++;
+            return;
+        }
+    }
+    if (log->nlaunches == MAX_AUDIT_RECORDS) {
+        log->lost++;
+        return;
+    }
+    audited_launch *a = &log->launches[log->nlaunches++];
+    a->r = *r;
+    a->launcher = launcher;
+    a->on_stream = on_stream;
+    a->count = 1;
+}
+
+/* ------------------------------------------------------------ timed calls */
+
+/* What the calls of one launcher gave. */
+typedef struct {
+    double ms_median, ms_min, ms_max, precision, bytes;
+    int reps, checked, ok;
+    char message[2048];
+} timing;
+
+typedef struct {
+    lab_problem *p;
+    cudaStream_t stream;
+    harness_l2_flusher *flusher;
+    harness_timer timer;
+    audit_log *audit;
+    uint64_t seed, audit_state;     /* input seeds; the audit's own draws */
+    int calls;                      /* every call so far, for fresh seeds */
+} bench_state;
+
+/* xorshift64*: the audit's coin, seeded from /dev/urandom, never from the input seed. */
+static double audit_coin(bench_state *b)
+{
+    b->audit_state ^= b->audit_state >> 12;
+    b->audit_state ^= b->audit_state << 25;
+    b->audit_state ^= b->audit_state >> 27;
+    return (double)((b->audit_state * 0x2545F4914F6CDD1Dull) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/*
+ * One call of launcher `which` on fresh input, checked on the GPU afterwards.
+ * mode 'T': timed (returns the milliseconds); 'A': audited; 'W': neither.
+ */
+static double one_call(bench_state *b, int which, char mode, timing *t)
+{
+    const int call = b->calls++;
+    LAB_KIND.refill(b->p, harness_mix_seed(b->seed, 1000 + 1000 * (uint64_t)which + (uint64_t)call),
+                    b->stream);
+    harness_l2_flush(b->flusher, b->stream);
+    double ms = 0.0;
+    if (mode == 'T') {
+        harness_timer_start(&b->timer);
+        LAB_KIND.launch(b->p, which, b->stream);
+        ms = harness_timer_stop_ms(&b->timer);
+    } else if (mode == 'A' && b->audit->available) {
+        audit_record records[MAX_AUDIT_RECORDS];
+        unsigned harness_stream = 0;
+        audit_begin(b->stream);
+        LAB_KIND.launch(b->p, which, b->stream);
+        const int n = audit_end(records, MAX_AUDIT_RECORDS, &harness_stream);
+        if (n < 0) {
+            b->audit->lost++;
+        } else {
+            for (int i = 0; i < n && i < MAX_AUDIT_RECORDS; i++)
+                audit_add(b->audit, which, &records[i], harness_stream);
+            b->audit->lost += n > MAX_AUDIT_RECORDS ? n - MAX_AUDIT_RECORDS : 0;
+        }
+        b->audit->calls++;
+    } else {
+        LAB_KIND.launch(b->p, which, b->stream);
+    }
+    CUDA_CHECK_LAUNCH(b->stream, 1);
+    CUDA_CHECK(cudaDeviceSynchronize());      /* whatever stream the launcher used */
+    char why[512] = "";
+    t->checked++;
+    if (LAB_KIND.gpu_check(b->p, which, b->stream, why, sizeof why) && t->ok) {
+        t->ok = 0;
+        snprintf(t->message, sizeof t->message, "%s, call %d (fresh input each call): %s",
+                 KIND_LAUNCHERS[which], t->checked, why);
+    }
+    return ms;
+}
+
+static void time_launcher(bench_state *b, int which, int max_reps, double cells, int steps, timing *t)
+{
+    double *ms = malloc(sizeof(double) * (size_t)max_reps), *sorted = malloc(sizeof(double) * (size_t)max_reps);
+    if (!ms || !sorted)
+        harness_fail("out of host memory");
+    memset(t, 0, sizeof *t);
+    t->ok = 1;
+    for (int w = 0; w < WARMUP_CALLS; w++)
+        one_call(b, which, 'A', t);
+    const int min_reps = LAB_BENCH_MIN_REPS < max_reps ? LAB_BENCH_MIN_REPS : max_reps;
+    int n = 0;
+    double lo = 0, hi = 0;
+    while (n < max_reps) {
+        ms[n++] = one_call(b, which, 'T', t);
+        if (audit_coin(b) < AUDIT_PROBABILITY)
+            one_call(b, which, 'A', t);
+        if (n >= min_reps) {
+            memcpy(sorted, ms, sizeof(double) * (size_t)n);
+            const double median = harness_median_ci(sorted, n, &lo, &hi);
+            t->precision = median > 0 ? (hi - lo) / 2.0 / median : 0.0;
+            if (t->precision <= LAB_BENCH_PRECISION)
+                break;
+        }
+    }
+    if (t->ok)
+        snprintf(t->message, sizeof t->message, "every call matches the harness's GPU reference");
+    t->reps = n;
+    t->ms_min = harness_min(ms, n);
+    t->ms_max = harness_max(ms, n);
+    memcpy(sorted, ms, sizeof(double) * (size_t)n);
+    t->ms_median = harness_median_ci(sorted, n, &lo, &hi);
+    t->precision = t->ms_median > 0 ? (hi - lo) / 2.0 / t->ms_median : 0.0;
+    t->bytes = lab_compulsory_bytes(which, cells, steps);
+    free(ms);
+    free(sorted);
+}
+
+static void write_audit(json_writer *w, const audit_log *log)
+{
+    json_open_object(w, KEY_audit);
+    json_string(w, "status", log->available ? "ok" : "unavailable");
+    json_string(w, "message", log->message);
+    json_integer(w, "calls", log->calls);
+    json_integer(w, "lost", log->lost);
+    json_open_array(w, "launches");
+    for (int i = 0; i < log->nlaunches; i++) {
+        const audited_launch *a = &log->launches[i];
+        const audit_record *r = &a->r;
+        json_open_object(w, NULL);
+        json_string(w, "launcher", KIND_LAUNCHERS[a->launcher]);
+        json_string(w, "kind", r->kind == 'k' ? "kernel" : r->kind == 'c' ? "memcpy" : "memset");
+        json_string(w, "name", r->name);
+        json_bool(w, "on_launcher_stream", a->on_stream);
+        json_integer(w, "stream", r->stream);
+        json_integer(w, "count", a->count);
+        if (r->kind == 'k') {
+            json_open_array(w, "grid");
+            for (int d = 0; d < 3; d++)
+                json_integer(w, NULL, r->grid[d]);
+            json_close(w);
+            json_open_array(w, "block");
+            for (int d = 0; d < 3; d++)
+                json_integer(w, NULL, r->block[d]);
+            json_close(w);
+            json_integer(w, "static_smem", r->static_smem);
+            json_integer(w, "dynamic_smem", r->dynamic_smem);
+            json_integer(w, "registers", r->registers);
+        } else {
+            json_integer(w, "bytes", (long long)r->bytes);
+        }
+        json_number(w, "ms", r->ms);
+        json_close(w);
+    }
+    json_close(w);
+    json_close(w);
+}
+
+static int timed_main(const char *path, uint64_t seed, int have_seed, int max_reps, int audit_wanted)
+{
+#ifdef STENCIL_DEBUG_BUILD
+    (void)path; (void)seed; (void)have_seed; (void)max_reps; (void)audit_wanted;
+    fprintf(stderr, "this is a debug build (-G): its timings mean nothing; rebuild without DEBUG=1\n");
+    return EXIT_DEBUG_BUILD;
+#else
+    const double t0 = now_s();
+    harness_device dev;
+    if (probe_or_say(&dev) != 0)
+        return EXIT_NO_GPU;
+    if (!have_seed)
+        seed = harness_fresh_seed();
+    static audit_log audit;
+    audit.available = 0;
+    if (!audit_wanted)
+        snprintf(audit.message, sizeof audit.message, "not asked for (--no-audit)");
+    else if (audit_init(audit.message, sizeof audit.message) == 0)
+        audit.available = 1;
+    const double t_context = now_s();
+
+    char note[256] = "";
+    lab_case grid = { "bench", LAB_BENCH_NX, LAB_BENCH_NY, LAB_BENCH_NZ, LAB_BENCH_STEPS, LAB_MODE_CELLS };
+    const int scaled = fit_grid(&grid, &dev, note, sizeof note);
+    const size_t n = (size_t)grid.nx * (size_t)grid.ny * (size_t)grid.nz;
+
+    bench_state b;
+    memset(&b, 0, sizeof b);
+    harness_l2_flusher flusher;
+    CUDA_CHECK(cudaStreamCreate(&b.stream));
+    harness_l2_flusher_init(&flusher, &dev);
+    double memcpy_gbps, kernel_gbps;
+    const double copy_gbps = copy_bandwidth(n, b.stream, &memcpy_gbps, &kernel_gbps);
+    const double t_copy = now_s();
+
+    b.p = LAB_KIND.create(&grid, seed, LAB_FOR_BENCH);
+    b.flusher = &flusher;
+    b.audit = &audit;
+    b.seed = seed;
+    b.audit_state = harness_fresh_seed() | 1;
+    harness_timer_init(&b.timer, b.stream);
+    timing t[KIND_NLAUNCHERS];
+    int output_ok = 1, reps = 0, checked = 0;
+    double ms_median = 0, ms_min = 0, ms_max = 0, bytes = 0, precision = 0;
+    const char *output_message = "every call matches the harness's GPU reference";
+    for (int w = 0; w < KIND_NLAUNCHERS; w++) {
+        time_launcher(&b, w, max_reps, (double)n, grid.steps, &t[w]);
+        if (!t[w].ok && output_ok) {
+            output_ok = 0;
+            output_message = t[w].message;
+        }
+        ms_median += t[w].ms_median; ms_min += t[w].ms_min; ms_max += t[w].ms_max;
+        bytes += t[w].bytes;
+        reps = w == 0 || t[w].reps < reps ? t[w].reps : reps;
+        precision = t[w].precision > precision ? t[w].precision : precision;
+        checked += t[w].checked;
+    }
+    const double t_timed = now_s();
+    /* Several launchers (lab 7): the figures of one call of each, added up. */
+    const double gbps = output_ok ? harness_gbps(bytes, ms_median) : 0.0;
+
+    json_writer jw;
+    json_begin(&jw, output(path));
+    device_fields(&jw, &dev);
+    json_integer(&jw, KEY_nx, grid.nx);
+    json_integer(&jw, KEY_ny, grid.ny);
+    json_integer(&jw, KEY_nz, grid.nz);
+    json_integer(&jw, KEY_steps, KIND_MULTI_STEP ? grid.steps : 1);
+    json_bool(&jw, KEY_scaled_down, scaled);
+    json_string(&jw, KEY_note, note);
+    json_integer(&jw, KEY_array_bytes, (long long)(n * sizeof(float)));
+    json_integer(&jw, KEY_repetitions, reps);
+    json_number(&jw, KEY_precision, precision);
+    json_number(&jw, KEY_ms_median, output_ok ? ms_median : 0.0);
+    json_number(&jw, KEY_ms_min, output_ok ? ms_min : 0.0);
+    json_number(&jw, KEY_ms_max, output_ok ? ms_max : 0.0);
+    json_number(&jw, KEY_bytes_compulsory, bytes);
+    json_number(&jw, KEY_gbps, gbps);
+    json_number(&jw, KEY_copy_gbps, copy_gbps);
+    json_number(&jw, KEY_copy_memcpy_gbps, memcpy_gbps);
+    json_number(&jw, KEY_copy_kernel_gbps, kernel_gbps);
+    json_number(&jw, KEY_ratio, gbps / copy_gbps);
+    json_bool(&jw, KEY_output_ok, output_ok);
+    json_string(&jw, KEY_output_message, output_message);
+    json_integer(&jw, KEY_calls_checked_on_gpu, checked);
+    json_open_array(&jw, KEY_launchers);
+    for (int w = 0; w < KIND_NLAUNCHERS; w++) {
+        const double g = t[w].ok ? harness_gbps(t[w].bytes, t[w].ms_median) : 0.0;
+        json_open_object(&jw, NULL);
+        json_string(&jw, "name", KIND_LAUNCHERS[w]);
+        json_integer(&jw, "repetitions", t[w].reps);
+        json_number(&jw, "ms_median", t[w].ms_median);
+        json_number(&jw, "precision", t[w].precision);
+        json_number(&jw, "bytes_compulsory", t[w].bytes);
+        json_number(&jw, "gbps", g);
+        json_number(&jw, "ratio", g / copy_gbps);
+        json_bool(&jw, "output_ok", t[w].ok);
+        json_close(&jw);
+    }
+    json_close(&jw);
+    write_audit(&jw, &audit);
+    json_open_object(&jw, KEY_seconds);
+    json_number(&jw, "context", t_context - t0);
+    json_number(&jw, "copy_probe", t_copy - t_context);
+    json_number(&jw, "calls", t_timed - t_copy);
+    json_number(&jw, "total", now_s() - t0);
+    json_close(&jw);
+    json_integer(&jw, KEY_seed, (long long)seed);
+    json_end(&jw);
+
+    harness_timer_free(&b.timer);
+    LAB_KIND.destroy(b.p);
+    harness_l2_flusher_free(&flusher);
+    CUDA_CHECK(cudaStreamDestroy(b.stream));
+    return EXIT_OK;
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    const char *json_path = NULL, *probe_path = NULL;
+    uint64_t seed = 0;
+    int have_seed = 0, reps = LAB_BENCH_REPS, solve_n = 0, audit_wanted = 1;
+    double reduction = 1e-5;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--probe"))
+            probe_path = i + 1 < argc && argv[i + 1][0] != '-' ? argv[++i] : "-";
+        else if (!strcmp(argv[i], "--describe"))
+            return describe_main();
+        else if (!strcmp(argv[i], "--solve") && i + 1 < argc)
+            solve_n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reduction") && i + 1 < argc)
+            reduction = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json_path = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10), have_seed = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-audit"))
+            audit_wanted = 0;
+        else
+            usage(argv[0]);
+    }
+    if (probe_path)
+        return probe_main(probe_path);
+    if (solve_n) {
+        if (!LAB_KIND.solve) {
+            fprintf(stderr, "--solve: this lab (%s) has no solver\n", KIND_API);
+            return EXIT_USAGE;
+        }
+        if (!(reduction > 0 && reduction < 1)) {
+            fprintf(stderr, "--reduction R needs 0 < R < 1, got %g\n", reduction);
+            return EXIT_USAGE;
+        }
+        harness_device dev;
+        if (probe_or_say(&dev) != 0)
+            return EXIT_NO_GPU;
+        const long long limit = 40LL * solve_n * solve_n; /* Jacobi needs O(1/h^2) sweeps */
+        return LAB_KIND.solve(solve_n, reduction, limit < 1000000 ? (int)limit : 1000000, channel_open());
+    }
+    if (!json_path || reps < 1)
+        usage(argv[0]);
+    return timed_main(json_path, seed, have_seed, reps, audit_wanted);
+}
