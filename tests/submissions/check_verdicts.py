@@ -22,6 +22,12 @@ twin's verdict, with points within SAME_AS_TWIN_POINTS (timing noise).
 checks each run; --json FILE writes every grading's verdict, points and
 ratio (the record a README figure comes from).
 
+Class mode, where the GPU time is spent as an instructor spends it:
+--make-class DIR lays the entries out as a class (DIR/<lab>__<name>/<lab>/
+kernel.cu, one student per known submission, copies N times with --copies N)
+for `grade.py class DIR --out OUT`; --from-class OUT then checks the verdicts
+of that grading's reports (OUT/<student>/<lab>.json) instead of grading.
+
 Without a GPU an entry with "needs_gpu": true is reported as not measured
 (skipped): neither passed nor failed, unless its build or static check already
 gives a verdict that differs from the expected one.  Without the build tooling
@@ -182,12 +188,49 @@ def against_twin(entry: Entry, mine: Outcome, twin: Outcome) -> Outcome:
                    mine.points, mine.ratio)
 
 
+def student_name(entry: Entry, copy: int = 0) -> str:
+    """The student folder of an entry in a class laid out by --make-class."""
+    return f"{entry.lab}__{entry.name}" + (f"__{copy}" if copy else "")
+
+
+def make_class(entries: list[Entry], folder: Path, copies: int = 1) -> int:
+    """Lay the entries out as a class of students; returns how many submission-labs."""
+    count = 0
+    for entry in entries:
+        for copy in range(copies):
+            target = Path(folder) / student_name(entry, copy) / entry.lab
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(entry.path / "kernel.cu", target / "kernel.cu")
+            count += 1
+    return count
+
+
+def from_report(entry: Entry, report: dict) -> Outcome:
+    """An entry's outcome from a class grading's report of it."""
+    got = report.get("verdict")
+    points = report.get("points")
+    ratio = (report.get("performance") or {}).get("ratio")
+    detail = f"verdict {got}, expected {entry.verdict}; {points:.2f} points" + \
+        (f", ratio {ratio:.3f}" if ratio is not None else "")
+    if got in score.NOT_GRADED and entry.needs_gpu:
+        return Outcome("skipped", got, f"not measured; {detail}")
+    matched = got in META_VERDICTS.get(entry.verdict, (entry.verdict,))
+    return Outcome("passed" if matched else "failed", got,
+                   detail if matched else f"{detail} ({entry.why}): {' '.join(report.get('messages', []))[:300]}",
+                   points, ratio)
+
+
 def main(argv: list[str] | None = None, kit_root: Path = KIT_ROOT, check_tooling: bool = True) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", help="only this lab's submissions")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="grade the cheats that have a twin, and the twins, N times each")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every grading's figures here")
+    parser.add_argument("--make-class", type=Path, metavar="DIR",
+                        help="lay the entries out as a class for grade.py class, and stop")
+    parser.add_argument("--copies", type=int, default=1, metavar="N", help="with --make-class: N copies each")
+    parser.add_argument("--from-class", type=Path, metavar="OUT",
+                        help="check the reports of `grade.py class` in OUT instead of grading")
     parser.add_argument("names", nargs="*", metavar="NAME", help="only these submission folders")
     args = parser.parse_args(argv)
     try:
@@ -199,6 +242,12 @@ def main(argv: list[str] | None = None, kit_root: Path = KIT_ROOT, check_tooling
     words = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
     chosen = [e for e in entries if not args.names or e.name in args.names or
               any(e.name == x.twin for x in entries if x.name in args.names and x.lab == e.lab)]
+    if args.make_class:
+        count = make_class(chosen, args.make_class, max(1, args.copies))
+        print(f"{count} submission-lab(s) laid out as a class in {args.make_class}")
+        return 0
+    if args.from_class:
+        return _check_class(chosen, args.from_class, args.json)
     twins = {(e.lab, e.twin) for e in chosen if e.twin}
     record = []
     for run_number in range(1, max(1, args.repeat) + 1):
@@ -221,6 +270,37 @@ def main(argv: list[str] | None = None, kit_root: Path = KIT_ROOT, check_tooling
             print(f"{words[outcome.status]}  {entry.id + tag:<56} {outcome.message}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    return 1 if counts["failed"] else 0
+
+
+
+def _check_class(entries: list[Entry], out: Path, json_path: Path | None) -> int:
+    """--from-class: every copy of every entry, judged from its report, twins compared per copy."""
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    words = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
+    record = []
+    students = sorted(p.name for p in Path(out).iterdir() if p.is_dir() and "__" in p.name)
+    for entry in sorted(entries, key=lambda e: (e.lab, e.twin is not None, e.name)):
+        base = student_name(entry)
+        for student in [s for s in students if s == base or s.startswith(base + "__") and s[len(base) + 2:].isdigit()]:
+            path = Path(out) / student / f"{entry.lab}.json"
+            if not path.is_file():
+                outcome = Outcome("failed", None, f"no report {path}")
+            else:
+                outcome = from_report(entry, json.loads(path.read_text()))
+                if entry.twin:
+                    copy = student[len(base):]
+                    twin_path = Path(out) / (f"{entry.lab}__{entry.twin}" + copy) / f"{entry.lab}.json"
+                    if twin_path.is_file():
+                        twin = next(e for e in entries + collect() if e.lab == entry.lab and e.name == entry.twin)
+                        outcome = against_twin(entry, outcome, from_report(twin, json.loads(twin_path.read_text())))
+            counts[outcome.status] += 1
+            record.append({"student": student, "lab": entry.lab, "name": entry.name, "status": outcome.status,
+                           "verdict": outcome.verdict, "points": outcome.points, "ratio": outcome.ratio})
+            print(f"{words[outcome.status]}  {student:<56} {outcome.message}", flush=True)
+    if json_path:
+        json_path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
     return 1 if counts["failed"] else 0
 

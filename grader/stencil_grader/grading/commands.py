@@ -126,6 +126,7 @@ def cmd_protocol(args) -> int:
 def cmd_all(args) -> int:
     chosen = args.seed if args.seed is not None else default_seed()
     rows, worst = [], EXIT_FULL
+    stage_totals: dict[str, float] = {}
     for lab_dir in labspec.discover_labs():
         try:
             run = pipeline.grade_lab(lab_dir, args.impl, None, chosen, args.arch, args.skip_bench,
@@ -136,6 +137,8 @@ def cmd_all(args) -> int:
             worst = EXIT_USAGE
             continue
         data = print_lab(run, None, None)
+        for stage, seconds in run.seconds.items():
+            stage_totals[stage] = stage_totals.get(stage, 0.0) + seconds
         ratio = data["performance"]["ratio"]
         rows.append((data["lab"], data["verdict"], f"{data['points']:.2f}/{data['max_points']:g}",
                      f"{ratio:.3f}" if ratio is not None else "-"))
@@ -143,6 +146,9 @@ def cmd_all(args) -> int:
             worst = EXIT_NOT_FULL
     colour = report.use_colour()
     print(f"\nSummary ({args.impl}):")
+    if stage_totals:
+        print("  wall seconds by stage, all labs: " + ", ".join(
+            f"{stage} {seconds:.1f}" for stage, seconds in stage_totals.items()))
     print(f"  {'lab':<26} {'verdict':<14} {'points':<12} ratio")
     for lab, verdict, points, ratio in rows:
         pad = " " * max(0, 14 - len(verdict))
