@@ -24,16 +24,19 @@ NAN_FIXTURE = DATA / "solve_nan.json"
 
 
 def _fake_bench(build_dir: Path, stdout_file: Path | None = None, exit_code: int = 0,
-                stderr: str = "") -> Path:
-    """BUILD_DIR/bench: prints stdout_file's text for --solve, writes stderr, exits exit_code."""
+                stderr: str = "", printf: str = "") -> Path:
+    """BUILD_DIR/bench: writes stdout_file's text for --solve on the grader's channel (and printf,
+    as a kernel would, on stdout), writes stderr, exits exit_code."""
     build_dir.mkdir(parents=True, exist_ok=True)
     bench = build_dir / "bench"
     bench.write_text(
         f"#!{sys.executable}\n"
-        "import sys\n"
+        "import os, sys\n"
         "assert sys.argv[1] == '--solve', sys.argv\n"
+        "channel = os.fdopen(int(os.environ['STENCIL_CHANNEL_FD']), 'w')\n"
+        f"sys.stdout.write({printf!r})\n"
         f"text = open({str(stdout_file)!r}).read() if {stdout_file is not None!r} else ''\n"
-        "sys.stdout.write(text)\n"
+        "channel.write(text)\n"
         f"sys.stderr.write({stderr!r})\n"
         f"sys.exit({exit_code})\n")
     bench.chmod(0o755)
@@ -195,3 +198,18 @@ def test_fixture_is_the_benchs_format():
     # the keys the bench prints (grader/harness/kinds/jacobi_residual.c, solve_main)
     keys = set(json.loads(FIXTURE.read_text()))
     assert set(solve.REQUIRED_KEYS) <= keys and "rate_measured" in keys
+
+
+def test_a_long_history_arrives_whole_and_printf_does_not_matter(tmp_path):
+    """Issue 20, item 15: N = 129 and more gave tens of thousands of sweeps, a JSON of hundreds of
+    KiB that the process runner cut at 64 KiB.  The channel keeps it whole; a kernel's printf on
+    stdout changes nothing."""
+    data = json.loads(FIXTURE.read_text())
+    sweeps = 40000
+    data.update(sweeps=sweeps, residual=[data["residual"][0] * 0.9999 ** k for k in range(sweeps + 1)])
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(data))
+    assert big.stat().st_size > 256 * 1024
+    _fake_bench(tmp_path / "build", big, printf="debug: sweep 1\n" * 1000)
+    got = solve.run_solver(tmp_path / "build" / "bench", n=129)
+    assert got["sweeps"] == sweeps and len(got["residual"]) == sweeps + 1

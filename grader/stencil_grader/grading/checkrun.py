@@ -68,7 +68,7 @@ EARLY_EXIT_MESSAGE = "Early exit with return value"
 #: nothing without fork); the rest of the run then happens in phase 2.
 NOFORK_SLACK_S = 2.0
 #: Phase 2: check processes at once, each forking its cases one at a time.
-RERUN_PROCESSES = 4
+RERUN_PROCESSES = 8
 #: The student's own output (stdout of the runs) kept for the report.
 OUTPUT_MAX_BYTES = 16 * 1024
 OUTCOMES = ("pass", "fail", "timeout", "crash", "not_run")

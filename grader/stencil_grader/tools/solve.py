@@ -11,7 +11,8 @@ model problem, on the unit square with an N x N grid and h = 1/(N-1):
 whose solution is u* = -sin(pi x) sin(pi y).  Starting from u = 0, the bench
 runs the student's jacobi_sweep and residual_norm2 until the residual 2-norm
 has fallen by R, or has stopped falling (float's rounding floor), or after
-40 N^2 sweeps (at most 1e6), and prints one JSON object: n, h, sweeps,
+40 N^2 sweeps (at most 1e6), and writes one JSON object on the grader's
+private channel (kept whole, whatever N: base/process.py): n, h, sweeps,
 converged, reduction, rate_expected (cos(pi h)), rate_measured (over the last
 20 sweeps), max_error (largest |u - u*|), discretisation_error, and residual
 (the 2-norm after each sweep, 0 .. sweeps).
@@ -40,13 +41,13 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base import process
+from ..base import process, protocol
 
 DEFAULT_N = 33
 SOLVE_TIMEOUT_S = 600.0
-EXIT_NO_GPU = 2          # bench's exit status without a usable GPU
-EXIT_CUDA_ERROR = 3
-EXIT_USAGE = 64
+EXIT_NO_GPU = protocol.EXIT_NO_GPU          # the bench's exit statuses (base/protocol.py)
+EXIT_CUDA_ERROR = protocol.EXIT_CUDA_ERROR
+EXIT_USAGE = protocol.EXIT_USAGE
 #: Residuals this close to the floor (the smallest one reached) are left out of the
 #: measured rate: there float rounding, not the iteration, decides the residual.
 FLOOR_MARGIN = 100.0
@@ -96,7 +97,9 @@ def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None,
     argv = [str(bench), "--solve", str(n)]
     if reduction is not None:
         argv += ["--reduction", repr(float(reduction))]
-    done = process.run(argv, timeout_s)
+    # The JSON comes on the private channel, kept whole (a residual history of a fine grid is
+    # megabytes); stdout is the solver kernels' own output, if any.
+    done = process.run(argv, timeout_s, channel=True)
     why = process.tail_lines(done.stderr, 5).strip()
     if done.returncode == EXIT_NO_GPU:
         raise SolveError(f"make solve needs a GPU, and this machine has none it can use: {why}")
@@ -107,7 +110,9 @@ def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None,
         raise SolveError(f"the bench refused the arguments: {why}")
     if done.returncode != 0:
         raise SolveError(f"the solver {done.describe()}" + (f": {why}" if why else ""))
-    return parse(done.stdout)
+    if done.channel_overflow:
+        raise SolveError(f"the solver wrote more than {process.CHANNEL_MAX_BYTES >> 20} MiB of JSON")
+    return parse(done.channel)
 
 
 # ------------------------------------------------------------------ analysis
