@@ -48,7 +48,7 @@ void harness_fill_random(float *h, size_t n, uint64_t seed)
  * least `gap` apart: a shuffled ladder of slots, each with a small jitter. */
 static void distinct_weights(float *w, int count, double lo, double gap, uint64_t seed)
 {
-    int slot[8];
+    int slot[HARNESS_MAX_WEIGHTS];
     for (int i = 0; i < count; i++)
         slot[i] = i;
     for (int i = count - 1; i > 0; i--) { /* Fisher-Yates */
@@ -74,4 +74,11 @@ stencil3d_coeffs harness_coeffs3d(uint64_t seed)
     stencil3d_coeffs c = { (float)(0.20 + 0.05 * unit(splitmix64(seed ^ 0xC0))),
                            w[0], w[1], w[2], w[3], w[4], w[5] };
     return c;
+}
+
+void harness_weights(float *w, int count, double lo, double gap, uint64_t seed)
+{
+    if (count < 1 || count > HARNESS_MAX_WEIGHTS)
+        harness_fail("kit error: harness_weights: %d weights asked for, at most %d", count, HARNESS_MAX_WEIGHTS);
+    distinct_weights(w, count, lo, gap, seed);
 }

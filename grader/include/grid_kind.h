@@ -28,6 +28,7 @@ struct lab_problem {
     size_t n;
     stencil2d_coeffs c2;
     stencil3d_coeffs c3;
+    float w[HARNESS_MAX_WEIGHTS];   /* weights for a kind with a stencil of its own (harness_weights) */
     uint64_t input_seed;        /* the seed the current input values were drawn from */
     float *h_in, *h_want, *h_got;   /* LAB_FOR_CASES only; NULL in the bench */
     float *d_in, *d_out;        /* multi-step kinds: d_a and d_b */

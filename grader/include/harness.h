@@ -74,6 +74,10 @@ void harness_fill_random(float *h, size_t n, uint64_t seed);
  * tolerance, and the weights sum below 1 (repeated sweeps stay bounded). */
 stencil2d_coeffs harness_coeffs2d(uint64_t seed);
 stencil3d_coeffs harness_coeffs3d(uint64_t seed);
+/* count (at most HARNESS_MAX_WEIGHTS) weights drawn from `seed`, pairwise at least `gap`
+ * apart, in [lo, lo + count * gap + 0.005): for a kind whose stencil has weights of its own. */
+enum { HARNESS_MAX_WEIGHTS = 16 };
+void harness_weights(float *w, int count, double lo, double gap, uint64_t seed);
 
 /* ----------------------------------------------------------- CPU reference */
 

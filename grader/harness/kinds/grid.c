@@ -30,6 +30,7 @@ lab_problem *grid_create(const grid_ops *ops, const lab_case *c, uint64_t seed, 
     p->n = (size_t)p->nx * (size_t)p->ny * (size_t)p->nz;
     p->c2 = harness_coeffs2d(harness_mix_seed(seed, 1));
     p->c3 = harness_coeffs3d(harness_mix_seed(seed, 1));
+    harness_weights(p->w, HARNESS_MAX_WEIGHTS, 0.02, 0.0095, harness_mix_seed(seed, 3));
     p->input_seed = harness_mix_seed(seed, 2);
     p->d_in = harness_grid_alloc(p->n);
     p->d_out = harness_grid_alloc(p->n);
