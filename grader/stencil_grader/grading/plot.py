@@ -44,12 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-#: FLOP of one 2D 5-point update: 5 multiplies and 4 adds.
-FLOP_PER_CELL_2D = 9
-#: FLOP of one 3D 7-point update: 7 multiplies and 6 adds.
-FLOP_PER_CELL_3D = 13
-#: Compulsory bytes per cell and pass: one float read, one float written.
-BYTES_PER_CELL = 8
+from ..base import kinds
+
+#: FLOP of one 2D 5-point update (5 multiplies and 4 adds) and of one 3D 7-point update (7 and 6),
+#: and the compulsory bytes per cell and pass (one float read, one written): grader/kinds.json's.
+FLOP_PER_CELL_2D = kinds.get("stencil2d_sweep").launchers[0].flop_per_cell
+FLOP_PER_CELL_3D = kinds.get("stencil3d_sweep").launchers[0].flop_per_cell
+BYTES_PER_CELL = kinds.get("stencil2d_sweep").launchers[0].bytes_per_cell
 #: fp32 lanes (FMA units) per SM: 64 on Volta, Turing and the A100 (GA100), 128 on GA10x, Ada and
 #: Hopper.  An FMA counts 2 FLOP.
 FP32_LANES_PER_SM = 128
@@ -245,10 +246,10 @@ def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
 
 # ---------------------------------------------------------------- a student's own kernel
 
-#: Useful FLOP per cell of each problem kind's update (lab.json "api"); lab 7's two kernels do
-#: different work and are not placed.
-FLOP_PER_CELL = {"stencil2d_sweep": FLOP_PER_CELL_2D, "stencil2d_periodic_sweep": FLOP_PER_CELL_2D,
-                 "stencil2d_run": FLOP_PER_CELL_2D, "stencil3d_sweep": FLOP_PER_CELL_3D}
+#: Useful FLOP per cell of each problem kind's update (lab.json "api", grader/kinds.json); a kind
+#: with several launchers doing different work (lab 7) or none stated is not placed.
+FLOP_PER_CELL = {k.api: k.launchers[0].flop_per_cell for k in kinds.load().values()
+                 if len(k.launchers) == 1 and k.launchers[0].flop_per_cell}
 
 
 def max_sm_clock_mhz() -> float | None:
