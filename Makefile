@@ -45,9 +45,14 @@ test-unit: $(UNIT_BIN)
 	@echo "== Check unit tests of the harness"
 	@$(UNIT_BIN)
 
-$(UNIT_BIN): tests/unit/check_harness.c grader/harness/*.c grader/include/*.h
+# The harness's C files include protocol.h, which the grader generates (grade.py protocol).
+build/tests/protocol.h: grader/stencil_grader/base/protocol.py
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O2 -Wall -Wextra -fopenmp -Igrader/include -I$${CUDA_HOME:-/usr/local/cuda}/include \
+	@$(GRADE) protocol > $@.tmp && mv $@.tmp $@
+
+$(UNIT_BIN): tests/unit/check_harness.c grader/harness/*.c grader/include/*.h build/tests/protocol.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -fopenmp -Igrader/include -Ibuild/tests -I$${CUDA_HOME:-/usr/local/cuda}/include \
 	  $$(pkg-config --cflags check) tests/unit/check_harness.c \
 	  $(addprefix grader/harness/,errors.c random.c stats.c compare.c cpu_reference.c) \
 	  -o $@ $$(pkg-config --libs check) -L$${CUDA_HOME:-/usr/local/cuda}/lib64 -lcudart -lm

@@ -212,6 +212,44 @@ START_TEST(median_odd_even)
 }
 END_TEST
 
+/* The median's 95% interval from the order statistics (stats.c): ranks 2 and 9 of 10, 6 and 15 of
+ * 20 (the exact binomial intervals, Conover 1999, table A3), on shuffled samples. */
+START_TEST(median_confidence_interval)
+{
+    double v[20], lo, hi;
+    for (int i = 0; i < 10; i++)
+        v[i] = (double)((i * 7) % 10 + 1);             /* 1..10, shuffled */
+    ck_assert_double_eq(harness_median_ci(v, 10, &lo, &hi), 5.5);
+    ck_assert_double_eq(lo, 2.0);
+    ck_assert_double_eq(hi, 9.0);
+    for (int i = 0; i < 20; i++)
+        v[i] = (double)((i * 7) % 20 + 1);             /* 1..20, shuffled */
+    ck_assert_double_eq(harness_median_ci(v, 20, &lo, &hi), 10.5);
+    ck_assert_double_eq(lo, 6.0);
+    ck_assert_double_eq(hi, 15.0);
+    v[0] = 3.0;
+    ck_assert_double_eq(harness_median_ci(v, 1, &lo, &hi), 3.0);   /* one sample: the interval is it */
+    ck_assert_double_eq(lo, 3.0);
+    ck_assert_double_eq(hi, 3.0);
+}
+END_TEST
+
+/* A kind's own weights (harness_weights): pairwise at least `gap` apart, in their range, the
+ * same for the same seed. */
+START_TEST(weights_distinct_and_reproducible)
+{
+    float w[HARNESS_MAX_WEIGHTS], again[HARNESS_MAX_WEIGHTS];
+    harness_weights(w, HARNESS_MAX_WEIGHTS, 0.02, 0.0095, 42);
+    harness_weights(again, HARNESS_MAX_WEIGHTS, 0.02, 0.0095, 42);
+    for (int i = 0; i < HARNESS_MAX_WEIGHTS; i++) {
+        ck_assert_float_eq(w[i], again[i]);
+        ck_assert(w[i] >= 0.02f && w[i] < 0.02f + HARNESS_MAX_WEIGHTS * 0.0095f + 0.005f);
+        for (int j = 0; j < i; j++)
+            ck_assert_msg(fabsf(w[i] - w[j]) >= 0.0095f - 0.005f, "weights %d and %d too close", i, j);
+    }
+}
+END_TEST
+
 START_TEST(min_max_gbps)
 {
     const double v[3] = { 2, -1, 9 };
@@ -376,11 +414,13 @@ static Suite *harness_suite(void)
     TCase *st = tcase_create("statistics");
     tcase_add_test(st, median_odd_even);
     tcase_add_test(st, min_max_gbps);
+    tcase_add_test(st, median_confidence_interval);
     suite_add_tcase(s, st);
 
     TCase *rnd = tcase_create("seeding");
     tcase_add_test(rnd, random_is_reproducible_and_in_range);
     tcase_add_test(rnd, coefficients_distinct);
+    tcase_add_test(rnd, weights_distinct_and_reproducible);
     tcase_add_test(rnd, mix_seed_separates_streams);
     suite_add_tcase(s, rnd);
     return s;
