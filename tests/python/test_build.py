@@ -1,17 +1,26 @@
-"""build.py: make's outcome (ok / compile_error / timeout) and the ptxas -v report."""
+"""build.py: make's outcome (ok / compile_error / timeout), the ptxas -v report and its kernels' labels,
+and what a student reads after a failed build (issue 20, items 6 to 8, 10 and 11)."""
 
 import os
 import shutil
 import subprocess
+import tempfile
+import time
 
 import pytest
 
-from conftest import DATA
-from stencil_grader.grading import build
+from conftest import DATA, GOOD_KERNEL, KIT_ROOT
+from stencil_grader.grading import build, pipeline, report
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
                                 else None)
+
+
+KIT_HEADER = KIT_ROOT / "grader" / "include" / "stencil_lab.h"
+#: Lab 5's kernel template, instantiated for unaligned and aligned grids.
+TEMPLATES = ("_Z23stencil3d_zmarch_kernelILb0EEvPKfPfiiiii16stencil3d_coeffs",
+             "_Z23stencil3d_zmarch_kernelILb1EEvPKfPfiiiii16stencil3d_coeffs")
 
 
 def by_key(kernels):
@@ -125,3 +134,289 @@ def test_parser_reads_what_this_nvcc_writes(tmp_path):
     assert {"plain", "tiled", "dyn", "spill"} <= set(kernels)
     assert kernels["tiled"].smem_bytes == 1040 and kernels["tiled"].registers > 0
     assert kernels["plain"].smem_bytes == 0
+
+
+# ---------------------------------------------------------------- what a student reads after a failed build
+# Logs as lab.mk's build writes them (recorded with nvcc 13 and GNU ld), with {K} the kit, {B} the
+# build directory and {S} the folder of the student's kernel.cu.
+
+LINK_LOG = """\
+python3 {K}/grader/grade.py config {K}/labs/01-naive-5pt/lab.json > {B}/lab_config.h.tmp && mv {B}/lab_config.h.tmp {B}/lab_config.h
+cc -std=c11 -O2 -g -Wall -Wextra -fopenmp -I{K}/grader/include -I{B} -c {K}/labs/01-naive-5pt/check_01.c -o {B}/check_01.o
+cc -std=c11 -O2 -g -Wall -Wextra -fopenmp -I{K}/grader/include -I{B} -c {K}/grader/harness/kinds/stencil2d_sweep.c -o {B}/kind_stencil2d_sweep.o
+nvcc kernel.cu ({S})
+{S}/kernel.cu(2): warning #177-D: variable "unused" was declared but never referenced
+ar rcs {K}/build/harness/sm90/libharness.a {K}/build/harness/sm90/errors.o
+/usr/local/cuda/bin/nvcc -gencode arch=compute_90,code=sm_90 -o {B}/check {B}/check_01.o {B}/kind_stencil2d_sweep.o {B}/kernel.o {K}/build/harness/sm90/libharness.a -lcheck_pic
+/usr/bin/ld: {B}/kind_stencil2d_sweep.o: in function `launch':
+{K}/grader/harness/kinds/stencil2d_sweep.c:9: undefined reference to `stencil2d_sweep'
+collect2: error: ld returned 1 exit status
+make: *** [../../grader/lab.mk:213: {B}/check] Error 1
+"""
+
+NVCC_ERRORS = """\
+{S}/kernel.cu(2): error: identifier "oops" is undefined
+  __attribute__((global)) void k(float *o) { o[0] = oops; }
+                                                    ^
+
+{S}/kernel.cu(3): error: expected a ";"
+  extern "C" void stencil2d_sweep(...) { k<<<1,1,0,stream>>>(d_out) }
+                                                                     ^
+
+2 errors detected in the compilation of "{S}/kernel.cu".
+"""
+
+COMPILE_LOG = """\
+cc -std=c11 -O2 -g -Wall -Wextra -fopenmp -I{K}/grader/include -I{B} -c {K}/grader/harness/lab_driver.c -o {B}/lab_driver.o
+nvcc kernel.cu ({S})
+""" + NVCC_ERRORS + """\
+make: *** [../../grader/lab.mk:185: {B}/kernel.o] Error 1
+"""
+
+HARNESS_WORDS = ("cc -std", "nvcc -gencode", "ar rcs", "grade.py config", "make: ***", "collect2")
+
+
+def student_dirs(tmp_path, source_text=""):
+    """(Paths, a function filling a log's placeholders): a kit, a build directory and a student
+    folder holding kernel.cu, all under tmp_path (the instructor's temporary directory)."""
+    kit, build_dir, folder = tmp_path / "kit", tmp_path / "build" / "01-naive-5pt", tmp_path / "class" / "alice"
+    for d in (kit, build_dir, folder):
+        d.mkdir(parents=True)
+    (folder / "kernel.cu").write_text(source_text)
+    where = build.Paths(folder / "kernel.cu", build_dir, kit)
+    return where, lambda log: log.replace("{K}", str(kit)).replace("{B}", str(build_dir)).replace("{S}", str(folder))
+
+
+def assert_for_the_student(message, tmp_path):
+    """No harness command, no make bookkeeping, no path of the instructor's."""
+    assert message.strip()
+    for word in HARNESS_WORDS:
+        assert word not in message, word
+    assert str(tmp_path) not in message and "/tmp/" not in message
+
+
+def test_missing_launcher_says_what_to_define(tmp_path):
+    where, fill = student_dirs(tmp_path, "")
+    message = build.failure_message(fill(LINK_LOG), where, ("stencil2d_sweep",),
+                                    KIT_HEADER)
+    lines = message.splitlines()
+    assert lines[0] == ('kernel.cu must define extern "C" void stencil2d_sweep(const float *d_in, float *d_out, '
+                        'int nx, int ny, stencil2d_coeffs c, cudaStream_t stream)')
+    assert "grader/include/stencil_lab.h" in lines[1] and "(kernel.cu is empty)" in message
+    assert "undefined reference" not in message and "warning #177" not in message     # only the link's lines
+    assert_for_the_student(message, tmp_path)
+
+
+def test_two_missing_launchers_each_get_their_declaration(tmp_path):
+    where, fill = student_dirs(tmp_path, "// nothing yet\n")
+    log = fill(LINK_LOG).replace("`stencil2d_sweep'", "`residual_norm2'") + \
+        "/usr/bin/ld: x.o: in function `f':\nx.c:3: undefined reference to `jacobi_sweep'\n"
+    message = build.failure_message(log, where, ("residual_norm2", "jacobi_sweep"), KIT_HEADER)
+    musts = [line for line in message.splitlines() if " must define " in line]
+    assert musts == ['kernel.cu must define extern "C" void residual_norm2(const float *d_u, const float *d_f, '
+                     'int nx, int ny, float h, double *d_result, cudaStream_t stream)',
+                     'kernel.cu must define extern "C" void jacobi_sweep(const float *d_u, float *d_unew, '
+                     'const float *d_f, int nx, int ny, float h, cudaStream_t stream)']
+    assert "is empty" not in message
+    assert_for_the_student(message, tmp_path)
+
+
+@pytest.mark.skipif(not (shutil.which("c++") and shutil.which("nm") and shutil.which("c++filt")),
+                    reason="c++, nm or c++filt (binutils) not installed")
+def test_launcher_with_other_parameters_is_named(tmp_path):
+    """Defined, but as a C++ function of other parameters: the message names the one it defines."""
+    where, fill = student_dirs(tmp_path, "void stencil2d_sweep(const float *, float *, int, int) {}\n")
+    shutil.copy(where.source, tmp_path / "k.cpp")
+    done = subprocess.run(["c++", "-c", str(tmp_path / "k.cpp"), "-o", str(where.build_dir / "kernel.o")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    message = build.failure_message(fill(LINK_LOG), where, ("stencil2d_sweep",), KIT_HEADER)
+    assert "kernel.cu defines stencil2d_sweep(float const*, float*, int, int) with C++ linkage" in message
+    assert_for_the_student(message, tmp_path)
+
+
+def test_other_link_errors_point_at_the_students_file(tmp_path):
+    where, fill = student_dirs(tmp_path, "int helper(int);\n")
+    log = fill(LINK_LOG).replace(
+        fill("/usr/bin/ld: {B}/kind_stencil2d_sweep.o: in function `launch':\n"
+             "{K}/grader/harness/kinds/stencil2d_sweep.c:9: undefined reference to `stencil2d_sweep'\n"),
+        f"/usr/bin/ld: {where.build_dir}/kernel.o: in function `stencil2d_sweep':\n"
+        "tmpxft_000072d0_00000000-6_kernel.cudafe1.cpp:(.text+0x13): undefined reference to `helper(int)'\n")
+    message = build.failure_message(log, where, ("stencil2d_sweep",), KIT_HEADER)
+    assert message.splitlines() == ["/usr/bin/ld: kernel.o: in function `stencil2d_sweep':",
+                                    "kernel.cu: undefined reference to `helper(int)'"]
+
+
+def test_compile_errors_are_nvccs_own_about_the_students_file(tmp_path):
+    where, fill = student_dirs(tmp_path, "...")
+    (where.build_dir / "ptxas.log").write_text(
+        fill("ptxas info    : 0 bytes gmem\n" + NVCC_ERRORS))
+    message = build.failure_message(fill(COMPILE_LOG), where, ("stencil2d_sweep",), KIT_HEADER,
+                                    fresh_since=time.time() - 1)
+    lines = message.splitlines()
+    assert lines[0] == 'kernel.cu(2): error: identifier "oops" is undefined'
+    assert lines[-1] == '2 errors detected in the compilation of "kernel.cu".'
+    assert "ptxas info" not in message
+    assert_for_the_student(message, tmp_path)
+
+
+def test_a_stale_ptxas_log_is_not_taken_for_this_builds(tmp_path):
+    where, fill = student_dirs(tmp_path, "...")
+    (where.build_dir / "ptxas.log").write_text("kernel.cu(9): error: from an earlier build\n")
+    message = build.failure_message(fill(COMPILE_LOG), where, (), KIT_HEADER, fresh_since=time.time() + 60)
+    assert "earlier build" not in message
+    assert message.splitlines()[0] == 'kernel.cu(2): error: identifier "oops" is undefined'   # from make's output
+    assert_for_the_student(message, tmp_path)
+
+
+def test_many_errors_keep_the_first_and_say_how_many_more(tmp_path):
+    where, fill = student_dirs(tmp_path, "...")
+    errors = "".join(f"{{S}}/kernel.cu({i}): error: number {i}\n" for i in range(1, 101))
+    (where.build_dir / "ptxas.log").write_text(fill(errors))
+    message = build.failure_message(fill(COMPILE_LOG), where, (), KIT_HEADER, fresh_since=time.time() - 1)
+    lines = message.splitlines()
+    assert len(lines) == build.MESSAGE_LINES
+    assert lines[0] == "kernel.cu(1): error: number 1" and lines[-1].startswith("... 71 more line(s)")
+
+
+def test_control_bytes_are_escaped_and_long_lines_cut(tmp_path):
+    where, fill = student_dirs(tmp_path, "...")
+    noise = "kernel.cu:1:8: warning: null character(s) ignored \x00\x1b[2J\x7fELF" + "\x01" * 500
+    message = build.failure_message(noise + "\nmake: *** [Makefile:3: build] Error 1\n", where, (), KIT_HEADER)
+    (line,) = message.splitlines()
+    assert "\\x00\\x1b[2J\\x7fELF\\x01" in line and len(line) == build.LINE_WIDTH and line.endswith(" ...")
+    assert not any(ord(ch) < 32 for ch in line)
+
+
+def test_kit_errors_are_kept_first(tmp_path):
+    where, fill = student_dirs(tmp_path, "...")
+    log = ("cc -c x.c -o x.o\nkit error: the Check unit-testing library is not installed\n"
+           "make: *** [../../grader/lab.mk:175: require-check] Error 2\n")
+    assert build.failure_message(log, where, (), KIT_HEADER) == \
+        "kit error: the Check unit-testing library is not installed"
+
+
+def test_paths_relative_to_the_students_file(tmp_path):
+    where, fill = student_dirs(tmp_path)
+    text = fill("{S}/kernel.cu(3): note: see {S}/helpers.cuh and {K}/grader/include/stencil_lab.h(44) "
+                "and {B}/kernel.o and {B}/../other/x.o")
+    temp = f"{tempfile.gettempdir()}/tmpxft_00_1-2_kernel.cudafe1.stub.c"
+    assert where.relative(text + f" in {temp}:4") == (
+        "kernel.cu(3): note: see helpers.cuh and grader/include/stencil_lab.h(44) and kernel.o and ../other/x.o"
+        " in tmpxft_00_1-2_kernel.cudafe1.stub.c:4")
+
+
+@pytest.mark.parametrize("line, command", [
+    ("cc -std=c11 -O2 -c lab_driver.c -o lab_driver.o", True),
+    ("/usr/bin/x86_64-linux-gnu-gcc-12 -c x.c", True),
+    ("python3.11 /kit/grader/grade.py config lab.json > lab_config.h", True),
+    ("ar rcs libharness.a errors.o", True),
+    ("nvcc kernel.cu (starter)", True),                         # lab.mk's own progress line
+    ("nvcc fatal   : Unsupported gpu architecture 'compute_20'", False),
+    ("  cp = in[0];", False),                                   # a source line nvcc quotes
+    ("/usr/bin/ld: kernel.o: in function `f':", False),
+    ("ld: warning: creating DT_TEXTREL", False),
+])
+def test_command_lines_are_told_from_diagnostics(line, command):
+    assert build.is_command(line) is command
+
+
+def test_declaration_comes_from_the_header():
+    assert build.declaration("stencil2d_run", KIT_HEADER) == (
+        "float *stencil2d_run(float *d_a, float *d_b, int nx, int ny, stencil2d_coeffs c, int steps, "
+        "cudaStream_t stream)")
+    assert build.declaration("no_such_launcher", KIT_HEADER) is None
+
+
+def test_lab_launchers_follow_the_labs_kind():
+    assert build.lab_launchers(KIT_ROOT / "labs" / "01-naive-5pt") == ("stencil2d_sweep",)
+    assert build.lab_launchers(KIT_ROOT / "labs" / "07-reduction-residual") == ("residual_norm2", "jacobi_sweep")
+    assert build.lab_launchers(KIT_ROOT / "labs" / "no-such-lab") == ()
+
+
+@needs_make
+@pytest.mark.parametrize("content, said", [
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 8, "kernel.cu is not a text file: it holds NUL bytes"),
+    ("__global__ void k() {}\n".encode("utf-16"), "it is UTF-16 text; save it as UTF-8"),
+], ids=["elf", "utf16"])
+def test_a_binary_kernel_is_refused_in_one_line_before_make(tmp_path, content, said):
+    lab = make_lab(tmp_path, "@touch $(BUILD_DIR)/make-ran")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "kernel.cu").write_bytes(content)
+    result = build.build(lab, str(sub), tmp_path / "b")
+    assert result.outcome == "compile_error"
+    assert said in result.message and len(result.message.splitlines()) == 1
+    assert not (tmp_path / "b" / "make-ran").exists()
+    assert "make was not run" in (tmp_path / "b" / build.BUILD_LOG).read_text()
+
+
+@needs_make
+def test_the_whole_make_output_is_kept_in_build_log(tmp_path):
+    lab = make_lab(tmp_path, "cc -c harness.c -o harness.o || true\n@echo 'kernel.cu(1): error: bad' >&2; exit 1")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text("bad\n")
+    result = build.build(lab, str(sub), tmp_path / "b")
+    log = (tmp_path / "b" / build.BUILD_LOG).read_text()
+    assert log.index("cc -c harness.c") < log.index("kernel.cu(1): error: bad") < log.index("make: ***")
+    assert result.message.splitlines()[-1] == "kernel.cu(1): error: bad" and "cc -c" not in result.message
+
+
+def test_template_kernels_are_told_apart():
+    log = "".join(f"ptxas info    : Compiling entry function '{name}' for 'sm_90'\n"
+                  f"ptxas info    : Used 40 registers, used 1 barriers, 6144 bytes smem\n" for name in TEMPLATES)
+    kernels = build.parse_ptxas_log(log)
+    labels = build.kernel_labels([k.name for k in kernels])
+    assert len(set(labels.values())) == 2
+    if shutil.which("c++filt"):
+        assert [labels[n] for n in TEMPLATES] == ["stencil3d_zmarch_kernel<false>", "stencil3d_zmarch_kernel<true>"]
+    assert build.kernel_labels(["_Z5tiledPKfPfi", "plain"]) == {"_Z5tiledPKfPfi": "tiled", "plain": "plain"}
+
+
+@pytest.mark.skipif(not shutil.which("c++filt"), reason="c++filt (binutils) not installed")
+def test_overloads_keep_their_parameters():
+    assert build.kernel_labels(["_Z1kPf", "_Z1kPd", "_Z1gPf"]) == {"_Z1kPf": "k(float*)", "_Z1kPd": "k(double*)",
+                                                                   "_Z1gPf": "g"}
+
+
+def test_report_lists_each_template_instance(fake_kit, tmp_path):
+    (fake_kit.fake / "ptxas.log").write_text(
+        "".join(f"ptxas info    : Compiling entry function '{name}' for 'sm_90'\n"
+                f"ptxas info    : Used 40 registers, 6144 bytes smem\n" for name in TEMPLATES))
+    folder = fake_kit.submission("s")
+    data = report.to_dict(pipeline.grade_lab(fake_kit.lab_dir, str(folder), tmp_path / "b"))
+    kernel_lines = [line for line in report.render_text(data).splitlines() if line.strip().startswith("kernel ")]
+    assert len(kernel_lines) == 2 and len(set(kernel_lines)) == 2
+
+
+def test_after_a_failed_build_the_report_says_what_to_do(fake_kit, tmp_path):
+    folder = fake_kit.submission("s", GOOD_KERNEL + "COMPILE_ERROR\n")
+    data = report.to_dict(pipeline.grade_lab(fake_kit.lab_dir, str(folder), tmp_path / "b"))
+    text = report.render_text(data)
+    first = text.splitlines()[0]
+    assert first.startswith("seed: none drawn: your file did not build") and "run again with" not in first
+    assert 'kernel.cu(3): error: identifier "oops" is undefined' in text
+    gradescope = report.gradescope_tests(data)[0]["output"]
+    assert 'kernel.cu(3): error: identifier "oops" is undefined' in gradescope
+    assert_for_the_student(gradescope, tmp_path)
+    assert "build.log" in text and (tmp_path / "b" / build.BUILD_LOG).is_file()
+
+
+NEEDS_TOOLCHAIN = not (NVCC and shutil.which("make") and shutil.which("pkg-config")
+                       and subprocess.run(["pkg-config", "--exists", "check"]).returncode == 0)
+
+
+@pytest.mark.skipif(NEEDS_TOOLCHAIN, reason="nvcc, make or the Check library (pkg-config check) not installed")
+def test_an_empty_kernel_cu_of_lab_1_is_told_what_to_define(tmp_path):
+    """The real lab 1 build (nvcc and the linker, no GPU): the message of issue 20, item 6."""
+    sub = tmp_path / "alice"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text("")
+    result = build.build(KIT_ROOT / "labs" / "01-naive-5pt", str(sub), tmp_path / "b", timeout_s=600)
+    if result.outcome == "compile_error" and "kit error: " in result.message:
+        pytest.skip(result.message)
+    assert result.outcome == "compile_error"
+    assert result.message.startswith('kernel.cu must define extern "C" void stencil2d_sweep(const float *d_in, ')
+    assert_for_the_student(result.message, tmp_path)
+    assert "undefined reference to `stencil2d_sweep'" in (tmp_path / "b" / build.BUILD_LOG).read_text()

@@ -1,5 +1,13 @@
-"""`make dist`: the student kit is the tracked files, without the instructor's parts, with its own README."""
+"""`make dist`: the student kit is the tracked files, without the instructor's parts, with its own
+README and Makefile, and what it ships works (or says plainly why not) without a GPU.
 
+The kit is packed from the working tree as it stands (tracked files and new ones not yet
+committed, copied into a fresh git repository), so the test checks what the next commit ships.
+"""
+
+import importlib.util
+import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -11,30 +19,159 @@ from conftest import KIT_ROOT
 pytestmark = pytest.mark.skipif(not shutil.which("make") or not shutil.which("git") or not shutil.which("tar"),
                                 reason="make, git or tar not installed")
 
+DIST = KIT_ROOT / "grader" / "dist"
+NO_REFERENCE = "this student kit has no reference solutions"
+#: What the student kit does not ship, so no shipped document may name it.
+UNSHIPPED = re.compile(r"tests/|check_verdicts|\btest_\w+\.py|reference/|instructor-only")
+
+
+def run(args, cwd, timeout=120, **kw):
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("IMPL", None)
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, **kw)
+
+
+def load_instructor_only():
+    spec = importlib.util.spec_from_file_location("instructor_only", DIST / "instructor_only.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    """(the tarball, the unpacked student kit): `make dist` in a git copy of the working tree."""
+    root = tmp_path_factory.mktemp("dist")
+    repo = root / "repo"
+    listed = run(["git", "ls-files", "-z", "-c", "-o", "--exclude-standard"], KIT_ROOT).stdout.split("\0")
+    for name in filter(None, listed):
+        source = KIT_ROOT / name
+        if source.is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, repo / name)
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"]
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "kit"]):
+        done = run(git + step, repo)
+        assert done.returncode == 0, done.stderr
+    done = run(["make", "-s", "dist"], repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tarball = repo / "dist" / "stencil-lab-kit.tar.gz"
+    with tarfile.open(tarball) as tar:
+        tar.extractall(root / "unpacked", **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
+    assert not [p for p in (repo / "dist").iterdir() if p.name != tarball.name], "make dist left files behind"
+    return tarball, root / "unpacked" / "stencil-lab-kit"
+
 
 def test_dist_without_git_fails_clearly_and_writes_nothing(tmp_path):
     kit = tmp_path / "kit"
-    (kit / "grader" / "dist").mkdir(parents=True)
+    shutil.copytree(DIST, kit / "grader" / "dist")
     shutil.copy(KIT_ROOT / "Makefile", kit / "Makefile")
-    shutil.copy(KIT_ROOT / "grader" / "dist" / "README.md", kit / "grader" / "dist" / "README.md")
     done = subprocess.run(["make", "-s", "dist"], cwd=kit, capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "GIT_CEILING_DIRECTORIES": str(tmp_path)})
     assert done.returncode != 0 and "not a git checkout" in done.stderr
     assert not (kit / "dist" / "stencil-lab-kit.tar.gz").exists()
 
 
-def test_dist_ships_the_student_readme_and_no_reference(tmp_path):
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", str(KIT_ROOT), str(clone)], check=True, timeout=120)
-    if not (clone / "grader" / "dist" / "README.md").is_file():
-        pytest.skip("grader/dist/README.md is not committed yet")
-    done = subprocess.run(["make", "-s", "dist"], cwd=clone, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    with tarfile.open(clone / "dist" / "stencil-lab-kit.tar.gz") as tar:
+def test_dist_ships_the_student_readme_and_makefile_and_no_reference(packed):
+    tarball, kit = packed
+    with tarfile.open(tarball) as tar:
         names = tar.getnames()
-        readme = tar.extractfile("stencil-lab-kit/README.md").read().decode()
-    assert len(names) > 10 and all(n.startswith("stencil-lab-kit/") for n in names)
-    assert not [n for n in names if n.split("/")[1] in ("reference", "tests", ".ci")]
-    assert "stencil-lab-kit/grader/dist/README.md" not in names
+    assert len(names) > 10 and all(n.startswith("stencil-lab-kit") for n in names)
+    assert not [n for n in names if n.count("/") and n.split("/")[1] in ("reference", "tests", ".ci")]
+    assert not [n for n in names if n.startswith("stencil-lab-kit/grader/dist")]
+    readme = (kit / "README.md").read_text()
     assert readme.startswith("# CUDA stencil labs: student kit") and "make check" in readme.split("\n\n")[1]
     assert "make test" not in readme and "reference/" not in readme and "tests/" not in readme
+    assert (kit / "Makefile").read_text() == (DIST / "Makefile").read_text()
+    assert (kit / "starter" / "01-naive-5pt" / "kernel.cu").is_file()
+
+
+def test_student_kit_help_lists_only_what_works_there(packed):
+    _, kit = packed
+    done = run(["make", "-s", "help"], kit)
+    assert done.returncode == 0, done.stderr
+    assert "make check" in done.stdout and "01-naive-5pt" in done.stdout
+    for word in ("make test", "make grade", "make tour", "make calibrate", "make tune", "make dist", "reference"):
+        assert word not in done.stdout, word
+    lab = run(["make", "-s", "help"], kit / "labs" / "01-naive-5pt")
+    assert lab.returncode == 0, lab.stderr
+    assert "IMPL=starter|DIR" in lab.stdout and "reference" not in lab.stdout
+
+
+def test_the_full_kit_help_still_offers_the_reference():
+    lab = run(["make", "-s", "help"], KIT_ROOT / "labs" / "01-naive-5pt")
+    assert lab.returncode == 0 and "IMPL=starter|reference|DIR" in lab.stdout
+
+
+@pytest.mark.parametrize("where, args", [
+    (".", ["check", "IMPL=reference"]),
+    ("labs/01-naive-5pt", ["check", "IMPL=reference"]),
+    ("labs/05-z-coarsening", ["build", "IMPL=reference"]),
+    (".", ["calibrate"]),
+    (".", ["tour"]),
+])
+def test_student_kit_says_it_has_no_reference_solutions(packed, where, args):
+    """No GPU, nvcc or Check needed: the answer comes before anything is built."""
+    _, kit = packed
+    done = run(["make", *args], kit / where, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert NO_REFERENCE in done.stderr
+    assert "/reference/" not in done.stdout + done.stderr            # no path that does not exist
+    assert not (kit / "build" / "harness").exists()                  # nothing was compiled
+
+
+@pytest.mark.parametrize("target", ["test", "dist", "grade"])
+def test_student_kit_instructor_targets_say_why_not(packed, target):
+    _, kit = packed
+    done = run(["make", target], kit, timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith(f"make {target}: ")
+
+
+def test_shipped_documents_name_nothing_the_kit_does_not_ship(packed):
+    _, kit = packed
+    for name in ("README.md", "grader/README.md"):
+        text = (kit / name).read_text()
+        found = [line for line in text.splitlines() if UNSHIPPED.search(line)]
+        assert not found, (name, found[:3])
+    shipped_grader = (kit / "grader" / "README.md").read_text()
+    full_grader = (KIT_ROOT / "grader" / "README.md").read_text()
+    assert "### 5. Known submissions" in full_grader and "### 5. Known submissions" not in shipped_grader
+    assert "| attack | defence | where |\n" in shipped_grader               # the table, without "proved by"
+    assert "check_verdicts.py" in full_grader                              # written once, in the full kit
+    for md in kit.rglob("*.md"):
+        assert "instructor-only" not in md.read_text(), md
+
+
+def _rules(makefile, targets):
+    """Each target's rule (its line and recipe) in a Makefile, prerequisites left out."""
+    text = makefile.read_text()
+    rules = {}
+    for target in targets:
+        m = re.search(rf"^{re.escape(target)}:[^\n]*\n((?:\t[^\n]*\n)*)", text, re.MULTILINE)
+        assert m, f"{makefile}: no rule for {target}"
+        rules[target] = m.group(1)
+    return rules
+
+
+def test_student_makefile_grades_as_the_instructor_makefile_does():
+    targets = ("check", "build-labs", "build-lab-%")
+    assert _rules(DIST / "Makefile", targets) == _rules(KIT_ROOT / "Makefile", targets)
+
+
+def test_instructor_only_marks():
+    strip = load_instructor_only().strip
+    text = ("keep\n<!-- instructor-only -->\ngone\n<!-- /instructor-only -->\nkept"
+            " a<!-- instructor-only --> b\nc<!-- /instructor-only -->.\n"
+            "<!-- instructor-only: last column -->\n\n| x | y | z |\n|---|---|---|\n| 1 | 2 | 3 |\nafter | 9 |\n")
+    assert strip(text) == "keep\nkept a.\n\n| x | y |\n|---|---|\n| 1 | 2 |\nafter | 9 |\n"
+
+
+@pytest.mark.parametrize("text, line", [
+    ("a\n<!-- instructor-only -->\nb\n", 2),
+    ("a\nb <!-- /instructor-only -->\n", 2),
+    ("<!-- instructor-only: last column -->\ntext\n", 1),
+])
+def test_instructor_only_marks_unbalanced(text, line):
+    module = load_instructor_only()
+    with pytest.raises(module.MarkError, match=f"line {line}"):
+        module.strip(text)

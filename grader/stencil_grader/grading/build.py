@@ -1,23 +1,58 @@
-"""Build one lab with `make` and read the ptxas resource report.
+"""Build one lab with `make`, read the ptxas resource report, and say what a failed build means.
 
-    make -C LABDIR build IMPL=<starter|reference|DIR> BUILD_DIR=<dir> [CUDA_ARCH=90]
+    make -C LABDIR build IMPL=<starter|reference|DIR> BUILD_DIR=<dir> [CUDA_ARCH=90] [KERNEL_DEFINES=...]
 
-A non-zero exit of make is a compile error; the last lines of its output are
-the message.  After a good build BUILD_DIR holds check, bench, kernel.ptx and
-ptxas.log (grader/README.md, section Build).
+A non-zero exit of make is a compile error.  After a good build BUILD_DIR holds
+check, bench, kernel.o, kernel.ptx and ptxas.log (grader/README.md, section
+Build); the kernels of ptxas.log get readable labels that tell template
+instances apart (kernel_labels).
+
+make's whole output, harness commands included, is kept for instructors as
+BUILD_DIR/build.log.  What a student reads (BuildResult.message, on the
+terminal, in report.json and in Gradescope's results.json) is made from it by
+failure_message: the compiler's diagnostics about the student's own file, with
+paths relative to it and no line of the harness's build (its cc, nvcc and ar
+commands, the grader's temporary and kit paths):
+
+  - the student's file did not compile (make's failing target is kernel.o): what
+    nvcc said about it (lab.mk keeps nvcc's messages in BUILD_DIR/ptxas.log), the
+    first lines, since later errors often follow from the first;
+  - it compiled but did not link (target check or bench): a launcher the lab's
+    problem kind needs and kernel.cu does not define becomes "kernel.cu must
+    define extern "C" <its declaration in grader/include/stencil_lab.h>"; the
+    linker's other lines follow;
+  - anything else: make's last lines, without its command lines.
+
+`kit error: ` lines (lab.mk's checks of the machine) are always kept: the
+pipeline reads them.  A kernel.cu that is not text (NUL bytes: a binary file,
+or UTF-16) is refused before make runs, in one line.  Every line of a message
+has its control characters escaped and is cut at LINE_WIDTH characters.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import process
+from ..base import kinds, process
+from . import symbols
+from .source import strip_source
 
 DEFAULT_TIMEOUT_S = 300.0
+#: Lines of a message at most (the note on what was left out included).
 MESSAGE_LINES = 30
+#: Characters per line of a message at most (a source line quoted by nvcc can be longer).
+LINE_WIDTH = 200
+#: make's whole output, in BUILD_DIR.
+BUILD_LOG = "build.log"
+#: The student API: the launchers' declarations (relative to the kit's root).
+API_HEADER = Path("grader") / "include" / "stencil_lab.h"
 
 
 @dataclass
@@ -29,6 +64,9 @@ class KernelResources:
     smem_bytes: static shared memory per block, in bytes (dynamic shared memory
         is sized at launch and not in the report).
     spill_stores, spill_loads, stack_bytes: bytes per thread.
+    label: the name shown to people (kernel_labels): 'tiled', or
+        'stencil3d_zmarch_kernel<true>' for one instance of a kernel template;
+        "" until build() sets it.
     """
 
     name: str
@@ -39,6 +77,7 @@ class KernelResources:
     spill_stores: int = 0
     spill_loads: int = 0
     stack_bytes: int = 0
+    label: str = ""
 
     @property
     def short_name(self) -> str:
@@ -47,8 +86,9 @@ class KernelResources:
 
 @dataclass
 class BuildResult:
-    """outcome: "ok", "compile_error" or "timeout"; message: the last lines of make's output
-    when it failed; seconds: wall-clock time of make."""
+    """outcome: "ok", "compile_error" or "timeout"; message: when it failed, what the student
+    reads (module docstring; make's whole output is BUILD_DIR/build.log); seconds: wall-clock
+    time of make."""
 
     outcome: str
     command: list[str]
@@ -74,36 +114,337 @@ def impl_source(lab: str, impl: str, kit_root: Path = KIT_ROOT) -> Path:
     return nested if nested.is_file() else Path(impl) / "kernel.cu"
 
 
-def make_command(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None) -> list[str]:
-    """The make command line of a build (IMPL directories and BUILD_DIR made absolute)."""
+_DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEFINE_VALUE = re.compile(r"[A-Za-z0-9_.+-]+")
+
+
+def kernel_defines(defines: dict[str, int | str]) -> str:
+    """The KERNEL_DEFINES value for `defines`: '-DNAME=VALUE' words in the dict's order.
+
+    Names are C identifiers, values plain numbers or identifiers (no spaces, quotes or
+    shell characters); anything else raises ValueError naming it.
+    """
+    words = []
+    for name, value in defines.items():
+        if not _DEFINE_NAME.fullmatch(str(name)):
+            raise ValueError(f"kernel define {name!r}: a name is a C identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        if not _DEFINE_VALUE.fullmatch(str(value)):
+            raise ValueError(f"kernel define {name}={value!r}: a value is a number or an identifier")
+        words.append(f"-D{name}={value}")
+    return " ".join(words)
+
+
+def make_command(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
+                 defines: dict[str, int | str] | None = None) -> list[str]:
+    """The make command line of a build (IMPL directories and BUILD_DIR made absolute).
+
+    defines: -D macros for the lab's kernel.cu only (lab.mk's KERNEL_DEFINES), e.g.
+    {"TUNE_K": 8}; an empty dict passes KERNEL_DEFINES= (the file's own defaults, even
+    for IMPL=reference on a GPU with a tuning file); None leaves KERNEL_DEFINES to lab.mk.
+    """
     if impl not in ("starter", "reference"):
         impl = str(Path(impl).resolve())
     command = ["make", "--no-print-directory", "-C", str(lab_dir), "build", f"IMPL={impl}",
                f"BUILD_DIR={Path(build_dir).resolve()}"]
     if arch:
         command.append(f"CUDA_ARCH={arch}")
+    if defines is not None:
+        command.append(f"KERNEL_DEFINES={kernel_defines(defines)}")
     return command
 
 
 def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
-          timeout_s: float = DEFAULT_TIMEOUT_S) -> BuildResult:
-    """Run the build; never raises for a failing build (see BuildResult.outcome)."""
-    Path(build_dir).mkdir(parents=True, exist_ok=True)
-    command = make_command(lab_dir, impl, build_dir, arch)
-    run = process.run(command, timeout_s)
-    result = BuildResult("ok", command, Path(build_dir), seconds=run.seconds)
-    output = (run.stdout + "\n" + run.stderr).strip()
+          timeout_s: float = DEFAULT_TIMEOUT_S, defines: dict[str, int | str] | None = None) -> BuildResult:
+    """Run the build; never raises for a failing build (see BuildResult.outcome).
+
+    defines: see make_command (ValueError for a malformed one).  make's whole output
+    (standard output and error, in the order written) goes to BUILD_DIR/build.log;
+    a failed build's message is failure_message's (module docstring).
+    """
+    build_dir = Path(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    command = make_command(lab_dir, impl, build_dir, arch, defines)
+    result = BuildResult("ok", command, build_dir)
+    kit = Path(lab_dir).absolute().parents[1]
+    source = impl_source(Path(lab_dir).name, impl, kit)
+    log_path = build_dir / BUILD_LOG
+    if why := text_problem(source):
+        result.outcome, result.message = "compile_error", why
+        log_path.write_text(f"make was not run: {why}\n", encoding="utf-8")
+        return result
+    started = time.time()
+    # One pipe for both streams keeps the log in the order make wrote it.
+    run = process.run(["sh", "-c", 'exec "$@" 2>&1', "sh", *command], timeout_s)
+    result.seconds = run.seconds
+    log = (run.stdout + run.stderr).strip("\n")
+    log_path.write_text(log + "\n", encoding="utf-8")
+    where = Paths(source, build_dir, kit)
     if run.timed_out:
         result.outcome = "timeout"
-        result.message = f"make {run.describe()}\n" + process.tail_lines(output, MESSAGE_LINES)
+        result.message = "\n".join([f"the build did not finish: make {run.describe()}; its last lines:"]
+                                   + tidy(make_lines(log), where, MESSAGE_LINES - 1, keep="last"))
     elif run.returncode != 0:
         result.outcome = "compile_error"
-        result.message = process.tail_lines(output, MESSAGE_LINES) or f"make {run.describe()}"
+        header = kit / API_HEADER if (kit / API_HEADER).is_file() else KIT_ROOT / API_HEADER
+        result.message = failure_message(log, where, lab_launchers(lab_dir), header,
+                                         fresh_since=started) or f"make {run.describe()}"
     else:
-        log = Path(build_dir) / "ptxas.log"
-        if log.is_file():
-            result.kernels = parse_ptxas_log(log.read_text(errors="replace"))
+        ptxas = build_dir / "ptxas.log"
+        if ptxas.is_file():
+            result.kernels = parse_ptxas_log(ptxas.read_text(errors="replace"))
+            labels = kernel_labels([k.name for k in result.kernels])
+            for k in result.kernels:
+                k.label = labels[k.name]
     return result
+
+
+# ---------------------------------------------------------------- what a failed build means
+
+def text_problem(source: Path) -> str | None:
+    """Why `source` is not source text the compiler can read, in one line, or None.
+
+    A NUL byte makes a file binary (git's test, xdiff-interface.c buffer_is_binary, applied
+    to the whole file): a compiled object, an archive, or text saved as UTF-16 (which starts
+    with a byte-order mark, FF FE or FE FF, and is named so).  nvcc would answer such a file
+    with a hundred errors full of control bytes.  A file that cannot be read gives None:
+    make's own check names what is missing.
+    """
+    source = Path(source)
+    offset, nul, head = 0, -1, b""
+    try:
+        with source.open("rb") as f:
+            while nul < 0 and (chunk := f.read(1 << 20)):      # 1 MiB at a time, whatever the file's size
+                head = head or chunk[:2]
+                nul = chunk.find(b"\0")
+                offset += len(chunk) if nul < 0 else nul
+    except OSError:
+        return None
+    if nul < 0:
+        return None
+    if head in (b"\xff\xfe", b"\xfe\xff"):
+        return (f"{source.name} is not a text file the compiler can read: it is UTF-16 text; "
+                "save it as UTF-8 (or plain ASCII) and submit it again")
+    return (f"{source.name} is not a text file: it holds NUL bytes (the first at byte {offset}), "
+            "as a compiled or other binary file does; submit the CUDA C++ source of your kernel")
+
+
+def lab_launchers(lab_dir: Path) -> tuple[str, ...]:
+    """The launchers a lab's kernel.cu must define, in the order the harness calls them.
+
+    The problem kind that lab.json's "api" names, from grader/kinds.json (base/kinds.py);
+    () when lab.json or the kind cannot be read (the linker's own message then stands).
+    """
+    try:
+        api = json.loads((Path(lab_dir) / "lab.json").read_text())["api"]
+        return tuple(launcher.name for launcher in kinds.get(api).launchers)
+    except (OSError, ValueError, KeyError, TypeError):       # KindError is a ValueError
+        return ()
+
+
+def declaration(name: str, header: Path = KIT_ROOT / API_HEADER) -> str | None:
+    """The declaration of function `name` in `header`, on one line without its ';', e.g.
+    'void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny, stencil2d_coeffs c,
+    cudaStream_t stream)'; None when the header cannot be read or does not declare it."""
+    try:
+        code = strip_source(Path(header).read_text(errors="replace"))[0]      # comments blanked
+    except OSError:
+        return None
+    code = re.sub(r"^[ \t]*#.*$", "", code, flags=re.MULTILINE)
+    m = re.search(r"(?:^|[;{}])\s*([^;{}]*?\b" + re.escape(name) + r"\s*\([^;{}]*\))\s*;", code)
+    return " ".join(m.group(1).split()) if m else None
+
+
+@dataclass
+class Paths:
+    """The paths a message names, and what it shows instead: the student's file by its name,
+    files beside it, in the build directory and in the kit relative to those."""
+
+    source: Path
+    build_dir: Path
+    kit: Path
+
+    def relative(self, text: str) -> str:
+        """text with the student's file as 'kernel.cu', paths in its folder relative to it,
+        build products by their names, kit files relative to the kit's root, and anything
+        else under the temporary directory by its name alone."""
+        pairs = []
+        for path, shown in ((self.source, self.source.name), (self.source.parent, ""),
+                            (self.build_dir, ""), (self.kit, "")):
+            for form in {os.path.abspath(path), os.path.realpath(path)}:
+                if form != os.sep:
+                    pairs.append((form if shown else form.rstrip(os.sep) + os.sep, shown))
+        for form, shown in sorted(pairs, key=lambda p: -len(p[0])):
+            text = re.sub(r"(?<![\w./-])" + re.escape(form), lambda m: shown, text)
+        temp = re.escape(tempfile.gettempdir().rstrip(os.sep))
+        return re.sub(r"(?<![\w./-])" + temp + r"/[^\s'\"`()\[\]]*?([^/\s'\"`()\[\]]+)(?=[\s'\"`():,\[\]]|$)",
+                      lambda m: m.group(1), text, flags=re.MULTILINE)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(line: str) -> str:
+    """line with tabs as four spaces, other control characters as \\xNN, cut at LINE_WIDTH."""
+    line = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line.replace("\t", "    "))
+    return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH - 4] + " ..."
+
+
+def tidy(lines: list[str], where: Paths, most: int, keep: str = "first") -> list[str]:
+    """Lines for a student: paths relative (Paths.relative), printable, at most `most` of them,
+    the first (keep="first") or the last ("last"), with a line saying how many were left out."""
+    lines = [printable(where.relative(line)) for line in lines]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if len(lines) <= most:
+        return lines
+    left = len(lines) - (most - 1)
+    if keep == "first":
+        return lines[:most - 1] + [f"... {left} more line(s) (fix the first error first: later ones often "
+                                   "follow from it)"]
+    return [f"... {left} line(s) before these"] + lines[-(most - 1):]
+
+
+_MAKE_NOISE = re.compile(r"^g?make(\[\d+\])?: (\*\*\* \[.*\] Error \d+|\*\*\* Waiting for unfinished jobs"
+                         r"|(Entering|Leaving) directory)")
+_FAILED_TARGET = re.compile(r"^g?make(?:\[\d+\])?: \*\*\* \[(?:.*?:\d+: )?(.+?)\] Error \d+", re.MULTILINE)
+#: Programs whose command lines make echoes (lab.mk's recipes), also as x86_64-linux-gnu-gcc-12
+#: or python3.11: never the student's diagnostics.
+_TOOL = re.compile(r"(?:[\w.]+-)*(cc|c\+\+|g\+\+|gcc|clang|clang\+\+|nvcc|ar|ranlib|ld|mkdir|mv|cp|rm|sh|bash"
+                   r"|python)[-.\d]*")
+_TOOL_SAYS = re.compile(r"^\S+\s+(fatal|error|warning|info)\b")
+
+
+def is_command(line: str) -> bool:
+    """True for a command line make echoed, flush left ('cc -std=c11 ... -c lab_driver.c',
+    'ar rcs ...', lab.mk's 'nvcc kernel.cu (starter)'); False for a diagnostic ('nvcc fatal   :
+    ...') or a source line a compiler quotes (indented)."""
+    words = line.split()
+    return (bool(words) and not line[:1].isspace() and bool(_TOOL.fullmatch(os.path.basename(words[0])))
+            and not _TOOL_SAYS.match(line))
+
+
+def make_lines(log: str) -> list[str]:
+    """The lines of make's output that are not its command lines nor its own bookkeeping
+    ('make: *** [...] Error 1', 'Entering directory')."""
+    return [line for line in log.splitlines() if not is_command(line) and not _MAKE_NOISE.match(line)]
+
+
+def failed_target(log: str) -> str:
+    """The file name of the target make's output says failed ('kernel.o', 'check'), or ''."""
+    found = _FAILED_TARGET.findall(log)
+    return os.path.basename(found[-1]) if found else ""
+
+
+_PTXAS_INFO = re.compile(r"^(ptxas info|    [0-9]+ bytes)")        # as lab.mk filters ptxas.log
+
+
+def compiler_lines(build_dir: Path, fresh_since: float) -> list[str] | None:
+    """What nvcc said about the student's file: BUILD_DIR/ptxas.log (lab.mk writes nvcc's
+    messages there) without the resource report, or None when that file is missing, older
+    than fresh_since (time.time(), seconds) or holds nothing else."""
+    log = Path(build_dir) / "ptxas.log"
+    try:
+        if log.stat().st_mtime < fresh_since - 2:     # coarse file-system clocks
+            return None
+        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+                 if not _PTXAS_INFO.match(line)]
+    except OSError:
+        return None
+    return lines if any(line.strip() for line in lines) else None
+
+
+_NVCC_TEMP = re.compile(r"\btmpxft_[0-9a-f]+_[0-9a-f]+-\d+_[\w.-]+?\.cudafe1\.(?:cpp|stub\.c)(?::\([^)]*\))?")
+_UNDEFINED = re.compile(r"undefined reference to [`'\u2018]([^'`\u2019]+)['\u2019]")
+_IN_FUNCTION = re.compile(r"in function [`'\u2018][^'`\u2019]*['\u2019]:\s*$")
+
+
+def link_lines(log: str, where: Paths, launchers: tuple[str, ...], header: Path) -> list[str]:
+    """What a failed link means for the student: one paragraph per launcher the lab needs and
+    the linker did not find, then the linker's other lines (without the harness's objects'
+    'in function' headers and collect2's summary).  The linker's lines are those after the
+    last command make echoed (the link's), all of make_lines when it echoed none."""
+    lines = log.splitlines()
+    echoed = [i for i, line in enumerate(lines) if is_command(line)]
+    lines = make_lines("\n".join(lines[echoed[-1] + 1:] if echoed else lines))
+    # nvcc's intermediate file of the student's host code, with the section offset, is the file itself.
+    lines = [_NVCC_TEMP.sub(where.source.name, line) for line in lines]
+    undefined = {m.group(1) for line in lines for m in _UNDEFINED.finditer(line)}
+    missing = [name for name in launchers if name in undefined]
+    out: list[str] = []
+    if missing:
+        try:
+            text = where.source.read_text(errors="replace")
+        except OSError:
+            text = ""
+        cxx = cxx_definitions(where.build_dir / "kernel.o", missing)
+        for name in missing:
+            decl = declaration(name, header) or f"void {name}(...)"
+            out.append(f'{where.source.name} must define extern "C" {decl}')
+            out.append(f"  (declared in {API_HEADER.as_posix()}: the harness calls it, and the linker found no "
+                       f"function {name} with C linkage in {where.source.name})")
+            for shown in cxx.get(name, []):
+                out.append(f"  {where.source.name} defines {shown} with C++ linkage: to the linker that is "
+                           "another function.")
+                out.append('  Give it exactly these parameters, and C linkage (extern "C", which including '
+                           "stencil_lab.h gives it).")
+        if not text.strip():
+            out.append(f"  ({where.source.name} is empty)")
+    rest = []
+    for line in lines:
+        names = set(_UNDEFINED.findall(line))
+        if names and names <= set(missing):
+            if rest and _IN_FUNCTION.search(rest[-1]) and "kernel.o" not in rest[-1]:
+                rest.pop()                 # the harness's object calling the missing launcher
+            continue
+        rest.append(line)
+    rest = [line for line in rest if line.strip()]
+    if out or any(not line.startswith("collect2: ") for line in rest):
+        rest = [line for line in rest if not line.startswith("collect2: ")]      # "ld returned 1 exit status"
+    if out and rest:
+        out.append("the linker also said:")
+    return out + rest
+
+
+def cxx_definitions(obj: Path, names: list[str]) -> dict[str, list[str]]:
+    """name -> the C++ functions of that name the object defines, demangled ('stencil2d_sweep(float
+    const*, float*, int, int, CUstream_st*)'): a launcher written with other parameters or
+    without extern "C".  {} when the object or nm is missing."""
+    if not Path(obj).is_file():
+        return {}
+    run = process.run(["nm", "-P", str(obj)], symbols.TOOL_TIMEOUT_S)
+    if run.returncode != 0:
+        return {}
+    _, defined = symbols.parse_nm(run.stdout)
+    mangled = [s.name for s in defined if s.name.startswith("_Z")]
+    table = symbols.demangle(mangled)
+    found: dict[str, list[str]] = {}
+    for name in names:
+        found[name] = sorted({table[m] for m in mangled if table[m].startswith(name + "(")})
+    return found
+
+
+def failure_message(log: str, where: Paths, launchers: tuple[str, ...], header: Path,
+                    fresh_since: float = 0.0) -> str:
+    """The message of a failed build, from make's whole output (module docstring).
+
+    log: make's output; where: the student's file, the build directory and the kit;
+    launchers: the lab's (lab_launchers); header: the student API (declarations);
+    fresh_since: when make started (time.time()), to tell this build's ptxas.log from an
+    earlier one's.  "" when nothing is left to say (the caller then says how make ended).
+    """
+    kit_errors = [line for line in log.splitlines() if line.startswith("kit error: ")][:MESSAGE_LINES // 2]
+    most = MESSAGE_LINES - len(kit_errors)
+    target = failed_target(log)
+    if target == "kernel.o" and (lines := compiler_lines(where.build_dir, fresh_since)) is not None:
+        body = tidy(lines, where, most, keep="first")
+    elif target in ("check", "bench"):
+        body = tidy(link_lines(log, where, launchers, header), where, most, keep="first")
+    else:
+        body = tidy([line for line in make_lines(log) if not line.startswith("kit error: ")], where, most,
+                    keep="last")
+    return "\n".join([printable(where.relative(line)) for line in kit_errors] + body)
 
 
 _COMPILING = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
@@ -157,3 +498,65 @@ def short_name(mangled: str) -> str:
         if len(name) == length:
             return name
     return mangled
+
+
+def kernel_labels(names: list[str]) -> dict[str, str]:
+    """Readable labels of functions named in ptxas's report: mangled name -> label.
+
+    The demangled name (c++filt, through symbols.demangle) without its return type and
+    parameters, template arguments kept, so that instances of one kernel template differ:
+    'stencil3d_zmarch_kernel<false>' and '<true>' for _Z23stencil3d_zmarch_kernelILb0EE...
+    and ...ILb1EE....  Overloads that would share a label keep their parameters as well.
+    Without c++filt: ptx.kernel_label (integer and bool template arguments as numbers).
+    Names that are not mangled (extern "C") stay as they are.
+    """
+    from .ptx import kernel_label           # here: ptx imports this module
+
+    table = symbols.demangle(sorted(set(names)))
+    labels, full = {}, {}
+    for name in names:
+        demangled = table.get(name, name)
+        if demangled == name:
+            labels[name] = full[name] = kernel_label(name) if name.startswith("_Z") else name
+        else:
+            full[name] = _without_return_type(demangled)
+            labels[name] = _without_return_type(_without_parameters(demangled))
+    clashes = {label for label in labels.values()
+               if len({n for n in labels if labels[n] == label}) > 1}
+    return {name: full[name] if labels[name] in clashes else labels[name] for name in names}
+
+
+def _split_top(text: str, stop: str, from_end: bool) -> int:
+    """Index of the first (or last) `stop` character outside <...> and (...) in text, or -1."""
+    depth = 0
+    indices = range(len(text) - 1, -1, -1) if from_end else range(len(text))
+    for i in indices:
+        ch = text[i]
+        if ch in "<(":
+            depth += -1 if from_end else 1
+        elif ch in ">)":
+            depth += 1 if from_end else -1
+        elif ch == stop and depth == 0:
+            return i
+    return -1
+
+
+def _without_parameters(demangled: str) -> str:
+    """'k<4>' for 'void k<4>(float*, int)' (the last top-level (...) group dropped)."""
+    text = demangled.rstrip()
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i].rstrip() if i > 0 else text
+    return text
+
+
+def _without_return_type(demangled: str) -> str:
+    """'k<4>(float*)' for 'void k<4>(float*)': a template instance's name starts with its
+    return type; what follows the last space outside <...> and (...) is the name."""
+    i = _split_top(demangled, " ", from_end=True)
+    return demangled[i + 1:] if i >= 0 else demangled
+

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..base.labspec import display_path
+from .build import BUILD_LOG
 from .pipeline import LabRun
 
 FIRST_FAILURES = 3
@@ -158,15 +159,26 @@ def _kernel_lines(build: dict) -> list[str]:
             continue
         spills = "no spills" if not (k["spill_stores"] or k["spill_loads"]) else \
             f"spills: {k['spill_stores']} B stored, {k['spill_loads']} B loaded per thread"
-        lines.append(f"      kernel {k['short_name']} ({k['arch']}): {k['registers']} registers, "
+        lines.append(f"      kernel {k.get('label') or k['short_name']} ({k['arch']}): {k['registers']} registers, "
                      f"{k['smem_bytes']} B static shared memory, {spills}")
     return lines
 
 
 def seed_line(report: dict) -> str:
-    """The report's first line: the seed and how to replay it."""
+    """The report's first line: the seed and how to replay it, or why none was drawn and,
+    when the submission stopped the run (its build, a forbidden call), what to do instead."""
     if report["seed"] is not None:
         return f"seed: {report['seed']} (replay: {report['replay']})"
+    b = report.get("build") or {}
+    if b.get("outcome") == "kit_error":
+        return "seed: none drawn: the build stopped on the machine's or the kit's fault (below), not your code's"
+    if b.get("outcome") == "compile_error":
+        return ("seed: none drawn: your file did not build, so no case ran; fix the first error below, "
+                "then run make check again")
+    if b.get("outcome") == "timeout":
+        return "seed: none drawn: the build did not finish in time, so no case ran (below)"
+    if report["verdict"] == "forbidden":
+        return "seed: none drawn: a static check stopped the run (below); fix what it names, then run make check again"
     return f"seed: none drawn (the cases did not run); run again with: {report['replay']}"
 
 
@@ -192,8 +204,9 @@ def render_text(report: dict, colour: bool = False) -> str:
             out.append(_row("build", "ok", f"{b['seconds']:.1f} s", colour))
             out += _kernel_lines(b)
         else:
-            out.append(_row("build", b["outcome"], f"{b['seconds']:.1f} s; make's last lines:", colour))
+            out.append(_row("build", b["outcome"], f"{b['seconds']:.1f} s", colour))
             out += ["      " + line for line in b["message"].splitlines()]
+            out.append(f"      (make's whole output: {display_path(Path(report['build_dir']) / BUILD_LOG)})")
     for c in report["static"] or []:
         status = "ok" if c["status"] == "pass" else c["status"]
         out.append(_row("static", status, f"{c['name']}: {c['message']}", colour))
@@ -333,7 +346,11 @@ def gradescope_tests(report: dict) -> list[dict]:
     lab = report["lab"]
     head = f"{report['verdict']}: {report['points']:.2f}/{report['max_points']:g} points"
     if report.get("seed") is not None:
-        head += f"; seed {report['seed']} (replay: {report['replay']})"
+        # The student's own command: a submission graded from the instructor's folder is, in the
+        # student's copy of the kit, the starter file (so no IMPL= naming the instructor's path).
+        mine = replay_command(dict(report, impl="starter")) if report["impl"] not in ("starter", "reference") \
+            else report["replay"]
+        head += f"; seed {report['seed']} (replay in your copy of the kit: {mine})"
     if "correctness" not in report:          # a grading that produced no report (instructor mode)
         return [{"name": f"{lab}", "score": 0.0, "max_score": report["max_points"],
                  "output": head + "\n" + "\n".join(report.get("messages", []))}]
