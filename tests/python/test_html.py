@@ -1,0 +1,295 @@
+"""The report pages: report.html of one lab (grading/html.py) and class.html (classes/classhtml.py).
+
+Rendered from reports recorded on an H100 (tests/python/data/html/, README.md there).  The pages
+must be self-contained (no script, no external asset), escape everything a student controls, and
+hold the sections the issue names; headless Chromium renders both (`--screenshot`, checked not to
+be blank by decoding the PNG with zlib; `--dump-dom`, checked for the element ids).  Without a
+chromium the browser tests are skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, KIT_ROOT
+from stencil_grader.classes import classhtml
+from stencil_grader.grading import html
+
+HTML_DATA = DATA / "html"
+REPORT = HTML_DATA / "report-02-shared-tiling--diag_bank_conflicts.json"
+PROFILE = HTML_DATA / "profile-02-shared-tiling--diag_bank_conflicts.json"
+LABS = ["01-naive-5pt", "02-shared-tiling"]
+LAB_IDS = ("summary", "score", "cases", "bandwidth", "roofline", "roofline-svg", "bandwidth-svg", "diagnosis",
+           "findings", "build")
+CLASS_IDS = ("overview", "lab-01-naive-5pt", "lab-02-shared-tiling", "points-01-naive-5pt",
+             "ratios-02-shared-tiling", "students", "student-table")
+#: An H100 SXM's estimated fp32 peak (132 SMs x 128 lanes x 2 x 1980 MHz), for a drawn compute roof.
+H100_PEAK_GFLOPS = 132 * 128 * 2 * 1980 / 1e3
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def report() -> dict:
+    return json.loads(REPORT.read_text())
+
+
+def profile() -> dict:
+    return json.loads(PROFILE.read_text())
+
+
+def test_the_lab_page_has_every_section_and_nothing_external():
+    page = html.render_lab_html(report(), profile(), peak_gflops=H100_PEAK_GFLOPS)
+    for ident in LAB_IDS:
+        assert f'id="{ident}"' in page, ident
+    assert "<script" not in page and "<link" not in page and " src=" not in page
+    assert not re.search(r'(href|src)="(https?:)?//', page), "no network asset"
+    assert "bank-conflict replays" in page and "How much shared memory you can use" in page
+    assert "60 x clamp" not in page                       # the formula is the performance one below
+    assert "40 x clamp((ratio 0.113 - floor 0.49) / (target 0.94 - floor 0.49), 0, 1)" in page
+    assert "reference (0.991 of copy)" in page            # parsed from the calibrated text
+
+
+def test_escapes_everything_a_student_controls():
+    r = report()
+    r["program_output"] = HOSTILE
+    r["correctness"]["cases"][0].update(outcome="failure", message=f"(x=3, y=4) got 1 want 2 {HOSTILE}")
+    r["build"]["kernels"][0]["short_name"] = HOSTILE
+    r["source"] = f"/tmp/{HOSTILE}/kernel.cu"
+    p = profile()
+    p["findings"][0]["kernel"] = HOSTILE
+    page = html.render_lab_html(r, p)
+    assert HOSTILE not in page and "<script" not in page and "<img" not in page
+    assert page.count("&lt;script&gt;") >= 5
+    assert '<td class=\'coord\'>(x=3, y=4)</td>' in page  # the coordinates pulled out of the message
+
+
+def test_failed_cases_list_mismatch_coordinates():
+    r = report()
+    r["correctness"]["cases"][1].update(outcome="failure", message="nx=33 ny=9: 3 cells differ; first: "
+                                        "(x=32, y=1) got NaN (never written?) want 0.5; (x=32, y=2) got 1 want 2")
+    page = html.render_lab_html(r)
+    assert 'id="failed-cases"' in page and "(x=32, y=1)<br>(x=32, y=2)" in page
+
+
+def test_svgs_are_well_formed():
+    page = html.render_lab_html(report(), profile(), peak_gflops=H100_PEAK_GFLOPS)
+    for ident in ("roofline-svg", "bandwidth-svg"):
+        svg = re.search(rf'<svg id="{ident}".*?</svg>', page, re.S).group(0)
+        ET.fromstring(svg)
+    assert "peak fp32 66.9 TFLOP/s" in page
+    no_roof = html.roofline_svg([("k", 1.125, 2000.0, "#000")], 3000.0, None)
+    ET.fromstring(no_roof)
+    assert "compute roof not known" in no_roof
+    with pytest.raises(ValueError):
+        html.roofline_svg([("k", 1.125, -1.0, "#000")], 3000.0, None)
+
+
+def test_reference_ratio_prefers_the_key_then_the_text():
+    assert html.reference_ratio({"reference_ratio": 0.7, "calibrated": "reference at 0.5 of copy"}) == 0.7
+    assert html.reference_ratio({"calibrated": "2026-11-22: reference at 0.696 of copy bandwidth"}) == 0.696
+    assert html.reference_ratio({"calibrated": None}) is None and html.reference_ratio(None) is None
+
+
+def test_a_profile_of_another_source_is_not_shown(tmp_path):
+    r = report()
+    source = tmp_path / "kernel.cu"
+    source.write_text("// graded\n")
+    r.update(source=str(source), build_dir=str(tmp_path))
+    p = profile()
+    p["source_sha256"] = "0" * 64
+    (tmp_path / "profile.json").write_text(json.dumps(p))
+    page = html.write_lab_html(r, tmp_path / "report.html").read_text()
+    assert 'id="findings"' not in page and "another version of your file" in page
+    p["source_sha256"] = html._digest(source)
+    (tmp_path / "profile.json").write_text(json.dumps(p))
+    assert 'id="findings"' in html.write_lab_html(r, tmp_path / "report.html").read_text()
+
+
+def test_placeholders_and_build_failures_render():
+    for minimal in ({"lab": "02-shared-tiling", "verdict": "missing", "points": 0.0, "max_points": 100.0,
+                     "messages": ["no submission"]},
+                    {"lab": "01-naive-5pt", "verdict": "compile_error", "points": 0.0, "max_points": 100,
+                     "build": {"outcome": "compile_error", "seconds": 1.0, "message": "error: x undeclared"},
+                     "correctness": {"verdict": "not_run"}, "performance": {"verdict": "not_run"}}):
+        page = html.render_lab_html(minimal)
+        for ident in ("summary", "score", "cases", "bandwidth", "roofline", "diagnosis", "build"):
+            assert f'id="{ident}"' in page
+
+
+def make_class(tmp_path: Path) -> Path:
+    out = tmp_path / "grades"
+    shutil.copytree(HTML_DATA / "class", out)
+    return out
+
+
+def test_class_page_counts_links_and_outliers(tmp_path):
+    out = make_class(tmp_path)
+    page_path = classhtml.write_class_html(out, LABS)
+    page = page_path.read_text()
+    for ident in CLASS_IDS:
+        assert f'id="{ident}"' in page, ident
+    for student in ("alice", "bob", "carol", "dave", "erin", "frank"):
+        assert (out / student / "index.html").is_file()
+    for href in re.findall(r'href="([^"]+)"', page):
+        assert (out / href).is_file(), f"broken link {href}"
+    assert "<th>missing</th>" in page and "<th>incorrect</th>" in page
+    assert (out / "frank" / "02-shared-tiling.html").read_text().count('id="summary"') == 1
+    assert "<script" not in page
+
+
+def test_outliers_and_quartiles():
+    assert classhtml.quartiles([1, 2, 3, 4, 5]) == (2.0, 3.0, 4.0)
+    reports = {f"s{i}": {"02-shared-tiling": {"verdict": "pass", "performance": {"ratio": r}}}
+               for i, r in enumerate([0.9, 0.92, 0.91, 0.93, 0.1, 1.2])}
+    reports["s6"] = {"02-shared-tiling": {"verdict": "crash", "performance": {"ratio": None}}}
+    found = dict(classhtml.outliers(reports, "02-shared-tiling"))
+    assert set(found) == {"s4", "s5", "s6"}
+    assert "outside the class's fences" in found["s5"] and "crash" in found["s6"]
+
+
+def test_class_page_escapes_student_names(tmp_path):
+    out = make_class(tmp_path)
+    odd = '<b>eve&"x'
+    shutil.copytree(out / "alice", out / odd)
+    page = classhtml.write_class_html(out, LABS).read_text()
+    assert odd not in page and "&lt;b&gt;eve&amp;&quot;x" in page
+    assert "%3Cb%3Eeve%26%22x/index.html" in page
+    assert (out / odd / "index.html").is_file()
+
+
+def test_an_unreadable_report_is_a_grader_error_not_a_gap(tmp_path):
+    out = make_class(tmp_path)
+    (out / "bob" / "01-naive-5pt.json").write_text("{ not json")
+    reports = classhtml.load_reports(out, LABS)
+    assert reports["bob"]["01-naive-5pt"]["verdict"] == "grader_error"
+
+
+# ---------------------------------------------------------------- headless Chromium
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def run_chromium(args: list[str], page: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Chromium, headless, on a file URL, with every network name unresolvable (the page must need none)."""
+    command = [chromium(), "--headless", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+               "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+               f"--user-data-dir={page.parent / '.chromium-profile'}"] + args + [page.as_uri()]
+    if os.geteuid() == 0:
+        command.insert(2, "--no-sandbox")       # Chromium refuses to sandbox itself as root
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
+    """(width, height, rows of RGB(A) bytes) of an 8-bit RGB or RGBA PNG, decoded with zlib and
+    the PNG filters (W3C PNG specification, section 9)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6), f"unexpected PNG format (depth {depth}, colour {colour})"
+            bpp = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if f == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 255
+        elif f == 2:
+            line = bytearray((a + b) & 255 for a, b in zip(line, prev))
+        elif f == 3:
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 255
+        elif f == 4:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, rows
+
+
+def assert_not_blank(path: Path) -> None:
+    width, height, rows = png_pixels(path)
+    bpp = len(rows[0]) // width
+    background = rows[0][:3]
+    colours, differing, sampled = set(), 0, 0
+    for row in rows[::4]:
+        for x in range(0, width, 4):
+            px = row[x * bpp:x * bpp + 3]
+            colours.add(px)
+            differing += px != background
+            sampled += 1
+    assert len(colours) >= 8, f"{path}: only {len(colours)} colours: a blank page"
+    assert differing / sampled > 0.02, f"{path}: {differing / sampled:.1%} of the pixels differ from the background"
+
+
+@pytest.fixture(scope="module")
+def need_chromium():
+    if chromium() is None:
+        pytest.skip("chromium is not installed (tests/install-deps.sh installs Debian's chromium when run as root)")
+
+
+def rendered_pages(tmp_path: Path) -> list[tuple[Path, tuple[str, ...]]]:
+    lab_page = tmp_path / "report.html"
+    lab_page.write_text(html.render_lab_html(report(), profile(), peak_gflops=H100_PEAK_GFLOPS))
+    class_page = classhtml.write_class_html(make_class(tmp_path), LABS)
+    return [(lab_page, LAB_IDS), (class_page, CLASS_IDS)]
+
+
+def test_pages_render_in_headless_chromium(need_chromium, tmp_path):
+    for page, ids in rendered_pages(tmp_path):
+        shot = page.with_suffix(".png")
+        run = run_chromium([f"--screenshot={shot}", "--window-size=1100,1500"], page)
+        assert shot.is_file(), f"chromium wrote no screenshot of {page.name}: {run.stderr[-2000:]}"
+        assert_not_blank(shot)
+        dom = run_chromium(["--dump-dom"], page)
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        for ident in ids:
+            assert f'id="{ident}"' in dom.stdout, f"{page.name}: no element {ident} in the DOM"
+
+
+def test_committed_example_screenshots_are_pngs():
+    for name in ("report-page.png", "class-page.png"):
+        path = KIT_ROOT / "handouts" / "img" / name
+        assert path.is_file(), f"{path} (the example screenshots handouts/README.md shows)"
+        width, height, _ = png_pixels(path)
+        assert width >= 800 and height >= 600
+
+
+def test_png_decoder_on_a_known_image(tmp_path):
+    """Two rows, Sub and Paeth filters, decoded to the pixels they encode."""
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    raw = bytes([1, 10, 20, 30, 5, 5, 5]) + bytes([4, 1, 1, 1, 0, 0, 0])
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    (tmp_path / "t.png").write_bytes(png)
+    _, _, rows = png_pixels(tmp_path / "t.png")
+    assert rows == [bytes([10, 20, 30, 15, 25, 35]), bytes([11, 21, 31, 15, 25, 35])]
