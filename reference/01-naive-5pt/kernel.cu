@@ -23,7 +23,15 @@
 
 #include "stencil_lab.h"
 
-enum { BLOCK_X = 128, BLOCK_Y = 2, MAX_GRID_Y = 65535 };
+/* Tunable (make tune, labs/01-naive-5pt/tune.json): -DTUNE_<NAME>=<value> replaces a default. */
+#ifndef TUNE_BLOCK_X
+#define TUNE_BLOCK_X 128
+#endif
+#ifndef TUNE_BLOCK_Y
+#define TUNE_BLOCK_Y 2
+#endif
+
+enum { BLOCK_X = TUNE_BLOCK_X, BLOCK_Y = TUNE_BLOCK_Y, MAX_GRID_Y = 65535 };
 
 __global__ void stencil2d_naive_kernel(const float *__restrict__ in, float *__restrict__ out,
                                        int nx, int ny, stencil2d_coeffs c)

@@ -71,10 +71,18 @@
 
 #include "stencil_lab.h"
 
+/* Tunable (make tune, labs/02-shared-tiling/tune.json): -DTUNE_<NAME>=<value> replaces a default. */
+#ifndef TUNE_BLOCK_Y
+#define TUNE_BLOCK_Y 4
+#endif
+#ifndef TUNE_ROWS_PER_THREAD
+#define TUNE_ROWS_PER_THREAD 8
+#endif
+
 constexpr int ORDER = 1;                               /* neighbours on each side */
 constexpr int OUT_TILE_X = 64;                         /* output columns per block = blockDim.x */
-constexpr int BLOCK_Y = 4;                             /* blockDim.y */
-constexpr int ROWS_PER_THREAD = 8;                     /* thread coarsening in y */
+constexpr int BLOCK_Y = TUNE_BLOCK_Y;                  /* blockDim.y */
+constexpr int ROWS_PER_THREAD = TUNE_ROWS_PER_THREAD;  /* thread coarsening in y */
 constexpr int OUT_TILE_Y = BLOCK_Y * ROWS_PER_THREAD;  /* 32 output rows per block */
 constexpr int IN_TILE_X = OUT_TILE_X + 2 * ORDER;      /* 66 */
 constexpr int IN_TILE_Y = OUT_TILE_Y + 2 * ORDER;      /* 34 */

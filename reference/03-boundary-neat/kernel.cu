@@ -89,9 +89,17 @@
 
 #include "stencil_lab.h"
 
-constexpr int THREADS = 128;      /* threads per block, all along x */
+/* Tunable (make tune, labs/03-boundary-neat/tune.json): -DTUNE_<NAME>=<value> replaces a default. */
+#ifndef TUNE_THREADS
+#define TUNE_THREADS 128
+#endif
+#ifndef TUNE_ROWS
+#define TUNE_ROWS 2
+#endif
+
+constexpr int THREADS = TUNE_THREADS; /* threads per block, all along x */
 constexpr int VEC = 4;            /* cells per float4 */
-constexpr int ROWS = 2;           /* rows per thread (coarsening in y) */
+constexpr int ROWS = TUNE_ROWS;   /* rows per thread (coarsening in y) */
 constexpr int MAX_GRID_Y = 65535; /* CUDA's limit on gridDim.y */
 
 /* The 5-point update of one cell, in the same order as the CPU reference. */

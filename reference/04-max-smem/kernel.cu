@@ -81,11 +81,19 @@
 
 #include "stencil_lab.h"
 
+/* Tunable (make tune, labs/04-max-smem/tune.json): -DTUNE_<NAME>=<value> replaces a default. */
+#ifndef TUNE_THREADS
+#define TUNE_THREADS 128
+#endif
+#ifndef TUNE_ROWS
+#define TUNE_ROWS 4
+#endif
+
 constexpr int ORDER = 1;                      /* neighbours on each side: 5-point stencil */
-constexpr int THREADS = 128;                  /* threads per block, all along x */
+constexpr int THREADS = TUNE_THREADS;         /* threads per block, all along x */
 constexpr int VEC = 4;                        /* cells per thread per row: one float4 */
 constexpr int STRIP = THREADS * VEC;          /* 512: the width of a block's strip */
-constexpr int ROWS = 4;                       /* rows per block: a short march, loaded at once */
+constexpr int ROWS = TUNE_ROWS;               /* rows per block: a short march, loaded at once */
 constexpr int PAD = VEC;                      /* the strip starts 16 bytes into the row buffer */
 constexpr int ROW_BUF = PAD + STRIP + VEC;    /* 520 floats; halos at PAD-1 and PAD+STRIP */
 constexpr int MAX_GRID_Y = 65535;             /* CUDA's limit on gridDim.y */

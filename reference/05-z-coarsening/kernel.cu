@@ -100,12 +100,20 @@
 
 #include "stencil_lab.h"
 
+/* Tunable (make tune, labs/05-z-coarsening/tune.json): -DTUNE_<NAME>=<value> replaces a default. */
+#ifndef TUNE_ROWS_PER_THREAD
+#define TUNE_ROWS_PER_THREAD 2
+#endif
+#ifndef TUNE_PLANES_PER_BLOCK
+#define TUNE_PLANES_PER_BLOCK 32
+#endif
+
 constexpr int ORDER = 1;                                 /* neighbours on each side */
 constexpr int VEC = 4;                                   /* cells per float4 */
 constexpr int BLOCK_X = 32;                              /* blockDim.x: one warp across the tile */
 constexpr int BLOCK_Y = 8;                               /* blockDim.y */
-constexpr int ROWS_PER_THREAD = 2;                       /* thread coarsening in y */
-constexpr int PLANES_PER_BLOCK = 32;                     /* thread coarsening in z */
+constexpr int ROWS_PER_THREAD = TUNE_ROWS_PER_THREAD;    /* thread coarsening in y */
+constexpr int PLANES_PER_BLOCK = TUNE_PLANES_PER_BLOCK;  /* thread coarsening in z */
 constexpr int TILE_X = BLOCK_X * VEC;                    /* 128 output columns per block */
 constexpr int TILE_Y = BLOCK_Y * ROWS_PER_THREAD;        /* 16 output rows per block */
 constexpr int PAD_X = VEC;                               /* keeps the body 16-byte aligned */

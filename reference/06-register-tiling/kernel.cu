@@ -18,7 +18,7 @@
  *
  * That alone does not make the sweep faster on an H100: the textbook's
  * register-tiled kernel (32 x 32 threads, one 4-byte load per thread and
- * plane; tests/submissions/06-register-tiling/book_register_tiling_t32) is
+ * plane; reference/tour/06-register-tiling/book_register_tiling_t32) is
  * still slower than one thread per cell (0.54 against 0.57 of the copy
  * bandwidth), because what limits it is the number of bytes each thread has
  * in flight, not the shared-memory traffic.
@@ -103,11 +103,19 @@
 
 #include "stencil_lab.h"
 
+/* Tunable (make tune, labs/06-register-tiling/tune.json): -DTUNE_<NAME>=<value> replaces a default. */
+#ifndef TUNE_OUT_ROWS
+#define TUNE_OUT_ROWS 14
+#endif
+#ifndef TUNE_AHEAD
+#define TUNE_AHEAD 3
+#endif
+
 constexpr int BLOCK_X = 32;               /* threads along x: one warp per row */
-constexpr int OUT_ROWS = 14;              /* output rows per block */
+constexpr int OUT_ROWS = TUNE_OUT_ROWS;   /* output rows per block */
 constexpr int ROWS = OUT_ROWS + 2;        /* thread rows: plus one y-halo row above and below */
 constexpr int THREADS = BLOCK_X * ROWS;   /* 512 */
-constexpr int AHEAD = 3;                  /* planes in flight beyond z+1 */
+constexpr int AHEAD = TUNE_AHEAD;         /* planes in flight beyond z+1 */
 constexpr int RING = AHEAD + 3;           /* planes held in registers: z-1 .. z+AHEAD+1 */
 constexpr int MAX_GRID_Y = 65535;         /* CUDA's limit on gridDim.y (and gridDim.z) */
 

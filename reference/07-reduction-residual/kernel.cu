@@ -150,11 +150,19 @@
 
 #include "stencil_lab.h"
 
+/* Tunable (make tune, labs/07-reduction-residual/tune.json): -DTUNE_<NAME>=<value> replaces a default. */
+#ifndef TUNE_JAC_ROWS
+#define TUNE_JAC_ROWS 2
+#endif
+#ifndef TUNE_RES_ROWS
+#define TUNE_RES_ROWS 2
+#endif
+
 constexpr int VEC = 4;               /* cells per quad: one float4 */
 constexpr int JAC_THREADS = 128;     /* Jacobi: threads per block, all along x */
-constexpr int JAC_ROWS = 2;          /* Jacobi: rows per thread (coarsening in y) */
+constexpr int JAC_ROWS = TUNE_JAC_ROWS; /* Jacobi: rows per thread (coarsening in y) */
 constexpr int RES_THREADS = 256;     /* residual: threads per block, all along x */
-constexpr int RES_ROWS = 2;          /* residual: rows per work item */
+constexpr int RES_ROWS = TUNE_RES_ROWS; /* residual: rows per work item */
 constexpr int WARP = 32;
 constexpr int RES_WARPS = RES_THREADS / WARP;
 constexpr int MAX_BLOCKS = 4096;     /* residual grid at most: the partials array's size */
