@@ -1,23 +1,51 @@
-"""Instructor mode: a class of submissions, one process per (student, lab)."""
+"""Instructor mode: a class of submissions, one process per (student, lab), on this host.
+
+Also the class-directory defects of issue 20 (items 1, 2, 12, 13, 14), each with a test
+that failed before its fix.
+"""
 
 import csv
 import json
 import os
+import secrets
+import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL
-from stencil_grader.classes import classgrade
+from conftest import FAKE_LAB, GOOD_KERNEL, run_grade
 from stencil_grader.base import locks
+from stencil_grader.classes import classgrade, gpupool, outdir, submissions, worker
 from test_checkrun import alive
 
 
 def read_csv(path):
     with open(path, newline="") as f:
         return {row["student"]: row for row in csv.DictReader(f)}
+
+
+def grade(subs, out, kit, **kw):
+    kw.setdefault("progress", lambda line: None)
+    kw.setdefault("gpu_set", gpupool.GpuSet([]))
+    return classgrade.grade_class(subs, out, kit_root=kit.root, **kw)
+
+
+def add_lab(fake_kit, name, number):
+    """A second fake lab, a copy of the first under another name."""
+    target = fake_kit.root / "labs" / name
+    shutil.copytree(fake_kit.lab_dir, target)
+    data = json.loads((target / "lab.json").read_text())
+    data.update(lab=name, number=number, title=f"Fake lab {number}")
+    (target / "lab.json").write_text(json.dumps(data, indent=2))
+    return target
+
+
+def put(subs, student, lab, text=GOOD_KERNEL, name="kernel.cu"):
+    folder = subs / student / lab
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
 
 
 @pytest.fixture
@@ -37,31 +65,40 @@ def klass(fake_kit):
 def test_whole_class(fake_kit, klass, tmp_path):
     out = tmp_path / "out"
     lines = []
-    gradings = classgrade.grade_class(klass, out, jobs=3, progress=lines.append, kit_root=fake_kit.root)
-    verdicts = {g.student: g.verdict for g in gradings}
+    result = grade(klass, out, fake_kit, jobs=3, progress=lines.append)
+    verdicts = {g.student: g.verdict for g in result.gradings}
     assert verdicts == {"alice": "pass", "bob": "compile_error", "carol": "timeout", "dave": "missing",
                         "erin": "forbidden"}
+    assert result.exit_status == 0                    # every submitted lab got a grade
     rows = read_csv(out / "class.csv")
     assert list(rows) == ["alice", "bob", "carol", "dave", "erin"]
     assert rows["alice"][FAKE_LAB] == "100.00" and rows["alice"]["total"] == "100.00"
     assert rows["carol"][FAKE_LAB] == "20.00" and rows["bob"]["total"] == "0.00"
+    assert rows["dave"][FAKE_LAB] == "missing" and rows["dave"]["total"] == "0.00"
     alice = json.loads((out / "alice" / f"{FAKE_LAB}.json").read_text())
     assert alice["verdict"] == "pass" and alice["student"] == "alice" and alice["seed"] == 777
+    assert alice["class"]["source_sha256"] == outdir.digest(klass / "alice" / FAKE_LAB / "kernel.cu")
     assert (out / "alice" / f"{FAKE_LAB}.log").is_file()
     dave = json.loads((out / "dave" / f"{FAKE_LAB}.json").read_text())
-    assert "no submission" in dave["messages"][0]
-    for student in verdicts:
+    assert "not found" in dave["messages"][0]
+    for student in ("alice", "bob", "carol", "erin"):
         results = json.loads((out / "gradescope" / student / "results.json").read_text())
         assert results["max_score"] == 100
         assert results["score"] == pytest.approx(float(rows[student]["total"]))
+    assert not (out / "gradescope" / "dave").exists()     # missing: left out (no --missing-as-zero)
     assert any("alice" in line and "pass" in line for line in lines)
+    assert any("skipped .hidden: hidden" in line for line in result.summary)
+    gradings_csv = {(r["student"], r["lab"]): r for r in csv.DictReader(open(out / "gradings.csv"))}
+    assert gradings_csv[("alice", FAKE_LAB)]["verdict"] == "pass"
+    assert float(gradings_csv[("alice", FAKE_LAB)]["total_s"]) > 0
+    assert "grading(s)" in (out / "summary.txt").read_text()
     # the temporary build dirs are gone; nothing was written into the submissions
     assert sorted(p.name for p in (klass / "alice" / FAKE_LAB).iterdir()) == ["kernel.cu"]
 
 
 def test_regrade_one_student_leaves_the_others_alone(fake_kit, klass, tmp_path):
     out = tmp_path / "out"
-    classgrade.grade_class(klass, out, jobs=2, progress=lambda line: None, kit_root=fake_kit.root)
+    grade(klass, out, fake_kit, jobs=2)
     (out / "zoe").mkdir()                                        # an earlier class member
     (out / "zoe" / "notes.txt").write_text("keep me")
     with open(out / "class.csv", "a", newline="") as f:
@@ -70,9 +107,8 @@ def test_regrade_one_student_leaves_the_others_alone(fake_kit, klass, tmp_path):
     before = (bob_json.stat().st_mtime_ns, read_csv(out / "class.csv"))
 
     fake_kit.submission("alice", GOOD_KERNEL + "// WRONG\n", nested=True)
-    gradings = classgrade.grade_class(klass, out, student="alice", progress=lambda line: None,
-                                      kit_root=fake_kit.root)
-    assert [(g.student, g.verdict) for g in gradings] == [("alice", "incorrect")]
+    result = grade(klass, out, fake_kit, student="alice")
+    assert [(g.student, g.verdict) for g in result.gradings] == [("alice", "incorrect")]
     rows = read_csv(out / "class.csv")
     assert rows["alice"][FAKE_LAB] == "40.00"
     for student in ("bob", "carol", "dave", "erin", "zoe"):
@@ -81,39 +117,74 @@ def test_regrade_one_student_leaves_the_others_alone(fake_kit, klass, tmp_path):
     assert (out / "zoe" / "notes.txt").read_text() == "keep me"
 
 
-def test_a_grading_process_past_its_limit_costs_that_lab_only(fake_kit, klass, tmp_path, monkeypatch):
-    monkeypatch.setattr(classgrade, "time_limit_s", lambda spec, jobs: 1.0)
+def test_a_grading_process_past_its_limit_is_no_grade(fake_kit, tmp_path, monkeypatch):
+    """A grading process killed at its limit is the grader's failure: grader_error, no points,
+    no Gradescope file, exit 1 (it used to be uploaded as a 0)."""
+    # A lab of its own name: the processes of this grading carry it (their temporary folder), and
+    # no other test running on the machine does.
+    lab = f"09-k{secrets.token_hex(4)}"
+    add_lab(fake_kit, lab, 9)
+    subs = tmp_path / "subs"
+    put(subs, "carol", lab, GOOD_KERNEL + "// HANG\n")           # carol's check hangs for 3 s
+    monkeypatch.setattr(worker, "time_limit_s", lambda *a, **k: 1.0)
     out = tmp_path / "out"
-    (g,) = classgrade.grade_class(klass, out, student="carol", progress=lambda line: None,
-                                  kit_root=fake_kit.root)      # carol's check hangs for 3 s
-    assert g.verdict == "grader_error" and g.points == 0
-    data = json.loads((out / "carol" / f"{FAKE_LAB}.json").read_text())
+    result = grade(subs, out, fake_kit, labs=[lab])
+    (g,) = result.gradings
+    assert g.verdict == "grader_error" and g.points == 0 and not g.graded
+    assert result.exit_status == 1
+    data = json.loads((out / "carol" / f"{lab}.json").read_text())
     assert "timed out" in data["messages"][0]
-    tests = json.loads((out / "gradescope" / "carol" / "results.json").read_text())["tests"]
-    assert tests[0]["score"] == 0 and tests[0]["max_score"] == 100
+    assert read_csv(out / "class.csv")["carol"][lab] == "grader_error"
+    assert read_csv(out / "class.csv")["carol"]["total"] == ""
+    assert not (out / "gradescope" / "carol").exists()
+    assert any("failed to produce a report" in line for line in result.summary)
     # carol's hung check ran in a session of its own, under the killed grading process: gone too
     time.sleep(0.2)
+    marker = f"grade-{lab}-".encode()
     leftovers = [p for p in os.listdir("/proc") if p.isdigit() and alive(int(p))
-                 and (b"grade-01-fake-5pt" in _cmdline(p) or b"stencil-check-" in _cmdline(p))]
+                 and (marker in _proc(p, "cmdline") or marker in _proc(p, "environ"))]
     assert leftovers == []
 
 
-def _cmdline(pid: str) -> bytes:
+def _proc(pid: str, what: str) -> bytes:
     try:
-        return open(f"/proc/{pid}/cmdline", "rb").read()
+        return open(f"/proc/{pid}/{what}", "rb").read()
     except OSError:
         return b""
 
 
 def test_usage_errors(fake_kit, klass, tmp_path):
     with pytest.raises(classgrade.ClassError, match="no submissions for student 'nobody'"):
-        classgrade.grade_class(klass, tmp_path / "o", student="nobody", kit_root=fake_kit.root)
+        grade(klass, tmp_path / "o", fake_kit, student="nobody")
     with pytest.raises(classgrade.ClassError, match="unknown lab"):
-        classgrade.grade_class(klass, tmp_path / "o", labs=["99-none"], kit_root=fake_kit.root)
+        grade(klass, tmp_path / "o", fake_kit, labs=["99-none"])
     with pytest.raises(classgrade.ClassError, match="no submissions for student '../klass'"):
-        classgrade.grade_class(klass, tmp_path / "o", student="../klass", kit_root=fake_kit.root)
+        grade(klass, tmp_path / "o", fake_kit, student="../klass")
     with pytest.raises(classgrade.ClassError, match="no such directory"):
-        classgrade.grade_class(tmp_path / "nothing", tmp_path / "o", kit_root=fake_kit.root)
+        grade(tmp_path / "nothing", tmp_path / "o", fake_kit)
+    with pytest.raises(classgrade.ClassError, match="nothing to grade: no kernel.cu"):
+        grade(klass, tmp_path / "o", fake_kit, student="dave")
+    empty = tmp_path / "empty"
+    (empty / "__MACOSX").mkdir(parents=True)
+    with pytest.raises(classgrade.ClassError, match="holds no student folder.*skipped __MACOSX"):
+        grade(empty, tmp_path / "o", fake_kit)
+    assert not (tmp_path / "o").exists()                        # nothing written on a usage error
+
+
+def test_an_output_folder_of_another_class_is_refused_and_kept(fake_kit, klass, tmp_path):
+    out = tmp_path / "out"
+    grade(klass, out, fake_kit, student="alice")
+    other = tmp_path / "other"
+    put(other, "yann", FAKE_LAB)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(classgrade.ClassError, match="holds the results of another class"):
+        grade(other, out, fake_kit)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    (stranger / "thesis.tex").write_text("mine")
+    with pytest.raises(classgrade.ClassError, match="holds other files and no class grading"):
+        grade(other, stranger, fake_kit)
 
 
 def test_clean_environment_and_limits(monkeypatch, fake_kit):
@@ -124,6 +195,9 @@ def test_clean_environment_and_limits(monkeypatch, fake_kit):
     assert env["NO_COLOR"] == "1" and "PATH" in env
     spec = classgrade.select_labs(None, fake_kit.root)[0]
     assert classgrade.time_limit_s(spec, 1) < classgrade.time_limit_s(spec, 4)
+    # four gradings at once on four GPUs wait for nobody's GPU stages
+    assert classgrade.time_limit_s(spec, 4, gpus=4) == classgrade.time_limit_s(spec, 1)
+    assert classgrade.time_limit_s(spec, 1, stage="gpu") < classgrade.time_limit_s(spec, 1)
 
 
 def test_gpu_lock_excludes_other_processes(tmp_path):
@@ -141,14 +215,14 @@ def test_gpu_lock_excludes_other_processes(tmp_path):
 def test_no_gpu_is_no_grade_and_says_so(fake_kit, tmp_path):
     """Without a GPU nothing is measured: no 0.00 in class.csv, no Gradescope file, exit 1, loudly."""
     subs = tmp_path / "subs"
-    (subs / "ann" / FAKE_LAB).mkdir(parents=True)
-    (subs / "ann" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL + "// NO_GPU\n")
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
     out = tmp_path / "out"
     stale = out / "gradescope" / "ann" / "results.json"
     stale.parent.mkdir(parents=True)
     stale.write_text("{}")
-    gradings = classgrade.grade_class(subs, out, progress=lambda line: None, kit_root=fake_kit.root)
-    assert [(g.verdict, g.graded) for g in gradings] == [("not_measured", False)]
+    result = grade(subs, out, fake_kit)
+    assert [(g.verdict, g.graded) for g in result.gradings] == [("not_measured", False)]
+    assert result.exit_status == 1 and "NOTHING WAS MEASURED" in result.alarm[0]
     row = read_csv(out / "class.csv")["ann"]
     assert row[FAKE_LAB] == "not_measured" and row["total"] == ""
     assert not stale.exists()
@@ -156,12 +230,138 @@ def test_no_gpu_is_no_grade_and_says_so(fake_kit, tmp_path):
 
 
 def test_class_command_exits_1_and_shouts_when_nothing_was_measured(fake_kit, tmp_path, monkeypatch):
-    from stencil_grader import cli
     monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    monkeypatch.setattr(gpupool, "choose", lambda spec: ([], "nvidia-smi not found (test)"))
     subs = tmp_path / "subs"
-    (subs / "ann" / FAKE_LAB).mkdir(parents=True)
-    (subs / "ann" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL + "// NO_GPU\n")
-    real = classgrade.grade_class
-    monkeypatch.setattr(classgrade, "grade_class", lambda *a, **k: real(*a, **k, kit_root=fake_kit.root))
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
+    from stencil_grader import cli
     status = cli.main(["class", str(subs), "--out", str(tmp_path / "out")])
     assert status == 1
+
+
+# ---------------------------------------------------------------- issue 20, items 1, 2, 12, 13, 14
+
+def test_static_constraint_without_gpu_is_not_measured(fake_kit, tmp_path, monkeypatch, capsys):
+    """Item 1: lab 5's starter on a machine without a GPU got 'constraint' and 0.00 in class.csv, a
+    Gradescope 0 and exit 0.  A failed constraint without measured correctness is no grade."""
+    fake_kit.set_lab_json(constraints__shared_memory=True)       # plain PTX: no shared memory
+    subs = tmp_path / "subs"
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
+    out = tmp_path / "out"
+    monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    monkeypatch.setattr(gpupool, "choose", lambda spec: ([], "nvidia-smi not found (test)"))
+    from stencil_grader import cli
+    assert cli.main(["class", str(subs), "--out", str(out)]) == 1
+    row = read_csv(out / "class.csv")["ann"]
+    assert row[FAKE_LAB] == "not_measured" and row["total"] == ""
+    assert not (out / "gradescope" / "ann").exists()
+    report = json.loads((out / "ann" / f"{FAKE_LAB}.json").read_text())
+    assert report["verdict"] == "not_measured"
+    assert any(c["status"] == "fail" for c in report["static"])   # the constraint is still reported
+    assert "NOTHING WAS MEASURED for 1 of 1" in capsys.readouterr().err
+
+
+def test_missing_lab_is_missing_and_counts_as_zero_only_when_asked(fake_kit, tmp_path):
+    """Item 2: a lab never submitted said 'missing' on the console but 0.00 in class.csv, with a
+    Gradescope 0.  Now class.csv says 'missing'; --missing-as-zero decides the Gradescope files."""
+    add_lab(fake_kit, "02-fake-two", 2)
+    subs = tmp_path / "subs"
+    put(subs, "ann", FAKE_LAB)                        # ann: lab 1 only
+    (subs / "ben").mkdir(parents=True)                # ben: nothing at all
+    out = tmp_path / "out"
+    result = grade(subs, out, fake_kit)
+    rows = read_csv(out / "class.csv")
+    assert rows["ann"]["02-fake-two"] == "missing" and rows["ann"]["total"] == "100.00"
+    assert rows["ben"][FAKE_LAB] == "missing" and rows["ben"]["02-fake-two"] == "missing"
+    ann = json.loads((out / "gradescope" / "ann" / "results.json").read_text())
+    assert ann["score"] == 100 and ann["max_score"] == 100          # lab 2 left out
+    assert not (out / "gradescope" / "ben").exists()
+    assert result.exit_status == 0
+    assert any("never submitted" in line for line in result.summary)
+
+    grade(subs, out, fake_kit, missing_as_zero=True)
+    ann = json.loads((out / "gradescope" / "ann" / "results.json").read_text())
+    assert ann["score"] == 100 and ann["max_score"] == 200          # lab 2 counted as 0
+    ben = json.loads((out / "gradescope" / "ben" / "results.json").read_text())
+    assert ben["score"] == 0 and ben["max_score"] == 200
+
+
+def test_stray_folders_are_skipped_and_near_misses_named(fake_kit, tmp_path):
+    """Item 12: __MACOSX and hidden folders became students; Kernel.cu or a folder named kernel.cu
+    was only 'not found'."""
+    subs = tmp_path / "subs"
+    put(subs, "ann", FAKE_LAB)
+    put(subs, "__MACOSX", FAKE_LAB, "\x00\x05garbage")
+    put(subs, ".git", FAKE_LAB)
+    (subs / "notes.txt").write_text("grading notes")
+    put(subs, "ben", FAKE_LAB, name="Kernel.cu")
+    (subs / "cho" / FAKE_LAB / "kernel.cu").mkdir(parents=True)
+    put(subs / "dan", "dan", FAKE_LAB)                 # the archive's own top folder
+    put(subs, "eve", FAKE_LAB, name="kernel.cu.txt")
+    out = tmp_path / "out"
+    result = grade(subs, out, fake_kit)
+    assert [g.student for g in result.gradings] == ["ann", "ben", "cho", "dan", "eve"]
+    notes = "\n".join(result.summary)
+    assert "skipped __MACOSX: an archive tool's folder" in notes
+    assert "skipped .git: hidden" in notes and "skipped notes.txt: a file" in notes
+    messages = {g.student: g.message for g in result.gradings}
+    assert "found Kernel.cu: the file must be named kernel.cu" in messages["ben"]
+    assert f"cho/{FAKE_LAB}/kernel.cu is a folder, not a file" in messages["cho"]
+    assert f"found dan/dan/{FAKE_LAB}/kernel.cu: it must be dan/{FAKE_LAB}/kernel.cu" in messages["dan"]
+    assert "found kernel.cu.txt" in messages["eve"]
+    assert sorted(read_csv(out / "class.csv")) == ["ann", "ben", "cho", "dan", "eve"]
+    assert not (out / "gradescope" / "__MACOSX").exists() and not (out / "__MACOSX").exists()
+
+
+def test_bad_paths_get_clear_messages_and_exit_2(fake_kit, tmp_path):
+    """Item 13: --out naming a file crashed with FileExistsError; a file given as the submissions
+    was 'no such directory'."""
+    subs = tmp_path / "subs"
+    put(subs, "ann", FAKE_LAB)
+    a_file = tmp_path / "grades.csv"
+    a_file.write_text("keep")
+    done = run_grade("class", subs, "--out", a_file, "--labs", "01-naive-5pt")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"--out {a_file} is a file" in done.stderr
+    assert a_file.read_text() == "keep"
+    archive = tmp_path / "class.zip"
+    archive.write_bytes(b"PK\x03\x04")
+    done = run_grade("class", archive, "--out", tmp_path / "o")
+    assert done.returncode == 2 and "is a file, not a directory of submissions" in done.stderr
+    assert "unpack it first" in done.stderr
+
+
+def test_rows_come_in_lab_order_and_no_hidden_file_is_left(fake_kit, tmp_path):
+    """Item 14: rows arrived in completion order, and a hidden .gpu.lock stayed in OUT."""
+    add_lab(fake_kit, "02-fake-two", 2)
+    makefile = fake_kit.lab_dir / "Makefile"                   # lab 1 builds slowly (without the GPU lock)
+    makefile.write_text(makefile.read_text().replace("build:\n", "build:\n\t@sleep 3\n", 1))
+    subs = tmp_path / "subs"
+    put(subs, "ann", FAKE_LAB)
+    put(subs, "ann", "02-fake-two")                            # lab 2 is done long before
+    out = tmp_path / "out"
+    (out / "ann").mkdir(parents=True)
+    (out / "class.csv").write_text("student,total\n")
+    (out / "ann" / f".{FAKE_LAB}.json.999999999.tmp").write_text("{")      # a writer killed mid-write
+    lines = []
+    grade(subs, out, fake_kit, jobs=2, progress=lines.append)
+    rows = [line.split()[1] for line in lines if line.startswith("ann ")]
+    assert rows == [FAKE_LAB, "02-fake-two"]
+    hidden = [p for p in out.rglob(".*")]
+    assert hidden == []
+
+
+def test_submissions_reader_unit(tmp_path):
+    subs = tmp_path / "s"
+    put(subs, "ann", "01-x")
+    (subs / "ann" / "01-X").mkdir()
+    roster = submissions.read_roster(subs)
+    assert roster.students == ["ann"]
+    assert submissions.find_source(subs, "ann", "01-x")[0] == subs / "ann" / "01-x" / "kernel.cu"
+    path, why = submissions.find_source(subs, "ann", "02-y")
+    assert path is None and why == "no submission: ann/02-y/kernel.cu not found"
+    (subs / "bob" / "02-Y").mkdir(parents=True)
+    assert "found the folder bob/02-Y: it must be bob/02-y" in submissions.find_source(subs, "bob", "02-y")[1]
+    (subs / "cy").mkdir()
+    (subs / "cy" / "kernel.cu").write_text("x")
+    assert "put it in the lab's folder" in submissions.find_source(subs, "cy", "02-y")[1]

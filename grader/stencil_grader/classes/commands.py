@@ -1,48 +1,88 @@
-"""grade.py's commands for a class: `class` (this host's GPUs)."""
+"""grade.py's commands for a class: `class` (this host's GPUs), `slurm` (a cluster) and
+`class-task` (what a batch job runs: one task of a run folder, or its merge)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list
-from . import classgrade
+from ..base.cliargs import UsageError, lab_list
+from . import batch, classgrade, slurm
+from .submissions import ClassError
+
+
+def _class_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("submissions", metavar="SUBMISSIONS_DIR", type=Path,
+                   help="one folder per student, mirroring starter/: SUBMISSIONS_DIR/<student>/<lab>/kernel.cu")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where reports go")
+    p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
+    p.add_argument("--student", help="(re)grade this student only")
+    p.add_argument("--missing-as-zero", action="store_true",
+                   help="count a lab never submitted as 0 in the Gradescope files (default: leave it out; "
+                        "class.csv says 'missing' either way)")
 
 
 def register(sub) -> None:
     """Add this subpackage's commands to grade.py's subparsers."""
-    p = sub.add_parser("class", help="instructor mode: grade a directory of submissions")
-    p.add_argument("submissions", metavar="SUBMISSIONS_DIR", type=Path,
-                   help="one folder per student, mirroring starter/")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where reports go")
-    p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
-    p.add_argument("--student", help="regrade this student only")
+    p = sub.add_parser("class", help="instructor mode: grade a directory of submissions on this host's GPUs")
+    _class_options(p)
     p.add_argument("--jobs", type=int, default=None, help="gradings at once (default: CPU count)")
+    p.add_argument("--gpus", default=None, metavar="all|0,2,...",
+                   help="the GPUs to grade on, by nvidia-smi index (default: all; each is probed first)")
     p.set_defaults(func=cmd_class)
+
+    p = sub.add_parser("slurm", help="instructor mode on a Slurm cluster: job arrays that build, run the "
+                                     "GPU stages, and merge (run it on a login node)")
+    _class_options(p)
+    slurm.add_options(p)
+    p.set_defaults(func=cmd_slurm)
+
+    p = sub.add_parser("class-task", help="(run by the batch jobs of `grade.py slurm`) one task of a run folder")
+    p.add_argument("stage", choices=batch.TASK_STAGES, help="build, gpu (one array task) or merge")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="OUT/slurm/run-N")
+    p.add_argument("--task", type=int, default=None,
+                   help="the array task's index (default: $SLURM_ARRAY_TASK_ID)")
+    p.set_defaults(func=cmd_class_task)
 
 
 def _progress(line: str) -> None:
     print(line, flush=True)
 
 
+def print_result(result: classgrade.ClassResult) -> int:
+    """Print a class summary (the alarm on stderr) and return its exit status."""
+    print()
+    for line in result.summary:
+        print(line)
+    if result.alarm:
+        print("\n" + "\n".join(result.alarm), file=sys.stderr)
+    return result.exit_status
+
+
 def cmd_class(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     try:
-        gradings = classgrade.grade_class(args.submissions, args.out, lab_list(args.labs), args.student,
-                                          args.jobs, progress=_progress)
-    except classgrade.ClassError as err:
+        result = classgrade.grade_class(args.submissions, args.out, lab_list(args.labs), args.student, args.jobs,
+                                        progress=_progress, gpus=args.gpus, missing_as_zero=args.missing_as_zero)
+    except ClassError as err:
         raise UsageError(str(err)) from None
-    errors = [g for g in gradings if g.verdict == "grader_error"]
-    ungraded = [g for g in gradings if not g.graded]
-    print(f"\n{len(gradings)} grading(s); class table: {Path(args.out) / 'class.csv'}")
-    if errors:
-        print(f"{len(errors)} grading(s) failed to produce a report (verdict grader_error); see the .log files")
-    if ungraded:
-        verdicts = ", ".join(sorted({g.verdict for g in ungraded}))
-        print(f"\nNOTHING WAS MEASURED for {len(ungraded)} of {len(gradings)} grading(s) ({verdicts}): "
-              "no GPU, or a broken machine.\n"
-              "Their 0 points are NOT grades: class.csv shows the verdict instead of points, and no "
-              "Gradescope file was written for those students.\nGrade again on a machine with a GPU "
-              "(the reports say what was missing).", file=sys.stderr)
-    return EXIT_NOT_FULL if errors or ungraded else EXIT_FULL
+    return print_result(result)
+
+
+def cmd_slurm(args) -> int:
+    try:
+        return slurm.submit(args, say=_progress)
+    except ClassError as err:
+        raise UsageError(str(err)) from None
+
+
+def cmd_class_task(args) -> int:
+    try:
+        if args.stage == "merge":
+            return print_result(batch.merge(args.run_dir, say=_progress))
+        return batch.run_task(args.run_dir, args.stage, args.task, say=_progress)
+    except ClassError as err:
+        raise UsageError(str(err)) from None
+

@@ -1,0 +1,357 @@
+"""Every GPU of one host, tested without GPUs: fake GPU lists, a fake nvidia-smi, fake probes.
+
+The class grading hands each grading's GPU stages one GPU of the pool (base/locks.py
+GpuPool, one lock file per GPU) and probes every GPU first (classes/gpupool.py).  These
+tests check that no two gradings hold one GPU at once (with several GPUs, and with
+several workers sharing one GPU), that every lab is graded once, that a GPU failing its
+probe is taken out of the pool with a message and gets no grading, and that the GPU of
+each grading is recorded.  The probe program itself runs against a fake libcuda.so.1 (a
+few C functions) when a C compiler is there.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import FAKE_LAB, GOOD_KERNEL, write_script
+from stencil_grader.base.gpus import Gpu
+from stencil_grader.classes import classgrade, gpupool, worker
+
+H100 = "Fake GPU 80GB"
+
+
+def fake_gpus(n, name=H100, names=None):
+    return [Gpu(i, f"GPU-{i:08x}-fake-0000-0000-000000000000", (names or [name] * n)[i], "9.0") for i in range(n)]
+
+
+def prober(bad=()):
+    """A probe that fails the GPUs whose index is in `bad` (and counts its calls)."""
+    calls = []
+
+    def probe(gpu):
+        calls.append(gpu.index)
+        if gpu.index in bad:
+            return gpupool.ProbeResult("failed", "cuCtxSynchronize: CUDA_ERROR_ECC_UNCORRECTABLE (fake)")
+        return gpupool.ProbeResult("ok", uuid=gpu.uuid, name=gpu.name, cc=gpu.compute_cap)
+    probe.calls = calls
+    return probe
+
+
+# ---------------------------------------------------------------- the GPU set
+
+def test_a_gpu_failing_its_probe_is_taken_out_with_a_message():
+    said = []
+    pool = gpupool.GpuSet(fake_gpus(3), prober(bad={1}), say=said.append)
+    pool.check()
+    assert [g.index for g in pool.usable] == [0, 2] and pool.indices() == "0,2"
+    assert len(said) == 1 and "GPU 1 (Fake GPU 80GB" in said[0] and "taken out of the pool" in said[0]
+    assert "CUDA_ERROR_ECC_UNCORRECTABLE" in said[0] and pool.notes == said
+    assert not pool.exhausted
+
+
+def test_a_suspect_gpu_is_probed_again_and_taken_out_only_when_it_fails():
+    probe = prober()
+    pool = gpupool.GpuSet(fake_gpus(2), probe, say=lambda line: None)
+    pool.check()
+    assert pool.suspect(0) is False and pool.indices() == "0,1"       # a student's crash: the GPU is fine
+    probe_bad = prober(bad={0})
+    pool._probe = probe_bad
+    assert pool.suspect(0) is True and pool.indices() == "1"
+    assert pool.suspect(0) is True and probe_bad.calls == [0]         # already out: not probed again
+    pool._probe = prober(bad={1})
+    assert pool.suspect(1) is True and pool.exhausted
+
+
+def test_no_gpu_machine_needs_no_probe():
+    pool = gpupool.GpuSet([], prober())
+    pool.check()
+    assert pool.indices() is None and not pool.exhausted
+
+
+# ---------------------------------------------------------------- the lock: processes sharing a pool
+
+HOLDER = r'''
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from stencil_grader.base import locks
+from stencil_grader.base.gpus import Gpu
+gpus = [Gpu(**g) for g in json.loads(sys.argv[3])]
+with locks.GpuPool(sys.argv[2], gpus) as gpu:
+    start = time.time()
+    time.sleep(0.15)
+    print(json.dumps({"uuid": gpu.uuid if gpu else None, "start": start, "end": time.time()}))
+'''
+
+
+def overlaps(intervals):
+    """Pairs of intervals (start, end, ...) that overlap in time."""
+    found = []
+    ordered = sorted(intervals)
+    for a, b in zip(ordered, ordered[1:]):
+        if b[0] < a[1]:
+            found.append((a, b))
+    return found
+
+
+@pytest.mark.parametrize("n_gpus,workers", [(1, 4), (3, 9)])
+def test_no_two_processes_hold_one_gpu_at_once(tmp_path, n_gpus, workers):
+    gpus = fake_gpus(n_gpus)
+    arg = json.dumps([g.as_dict() for g in gpus])
+    grader = str(Path(classgrade.__file__).resolve().parents[2])
+    procs = [subprocess.Popen([sys.executable, "-c", HOLDER, grader, str(tmp_path / "locks"), arg],
+                              stdout=subprocess.PIPE, text=True) for _ in range(workers)]
+    held = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    by_gpu = {}
+    for h in held:
+        by_gpu.setdefault(h["uuid"], []).append((h["start"], h["end"]))
+    assert set(by_gpu) == {g.uuid for g in gpus}                     # every GPU used
+    for uuid, intervals in by_gpu.items():
+        assert overlaps(intervals) == [], f"two holders of {uuid} at once"
+    if n_gpus > 1:                                                   # and the GPUs worked side by side
+        everything = [iv for ivs in by_gpu.values() for iv in ivs]
+        assert overlaps(everything)
+
+
+# ---------------------------------------------------------------- a class on fake GPUs, end to end
+
+LOGGER = '''
+import os as _os, re as _re, sys as _sys, time as _time
+if _sys.argv[1:] != ["--list"]:
+    _start = _time.time()
+    _time.sleep(0.3)
+    with open("{log}", "a") as _f:
+        _f.write("%s %f %f %s\\n" % (_os.environ.get("CUDA_VISIBLE_DEVICES", "-"), _start, _time.time(),
+                                     _re.search(r"STUDENT=(\\w+)", SRC).group(1)))
+'''
+
+
+@pytest.fixture
+def gpu_host(fake_kit, tmp_path, monkeypatch):
+    """A host with fake GPUs: nvidia-smi lists them (FAKE_SMI), and the fake lab's check logs the
+    GPU it was given (CUDA_VISIBLE_DEVICES) and when, to a log anyone may write (the check runs
+    as the sandbox user)."""
+    logdir = Path(tempfile.mkdtemp(prefix="stencil-gpupool-test-", dir="/tmp"))
+    os.chmod(logdir, 0o777)
+    log = logdir / "check.log"
+    log.touch()
+    os.chmod(log, 0o666)
+    check = fake_kit.fake / "check"
+    shebang, rest = check.read_text().split("\n", 1)
+    check.write_text(shebang + "\n" + LOGGER.format(log=log) + rest)
+    bindir = tmp_path / "bin"
+    smi_list = tmp_path / "gpus.csv"
+    write_script(bindir / "nvidia-smi", f"print(open({str(smi_list)!r}).read(), end='')\n")
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+    class Host:
+        def __init__(self):
+            self.log, self.kit, self.subs = log, fake_kit, tmp_path / "subs"
+
+        def gpus(self, listed):
+            smi_list.write_text("".join(f"{g.index}, {g.uuid}, {g.compute_cap}, {g.name}\n" for g in listed))
+            return listed
+
+        def students(self, n, extra=""):
+            for i in range(n):
+                folder = self.subs / f"s{i:02d}" / FAKE_LAB
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "kernel.cu").write_text(GOOD_KERNEL + f"// STUDENT=s{i:02d}\n{extra}")
+
+        def runs(self):
+            rows = [line.split() for line in self.log.read_text().splitlines()]
+            return [(float(start), float(end), gpu, student) for gpu, start, end, student in rows]
+    yield Host()
+    shutil.rmtree(logdir, ignore_errors=True)
+
+
+def _grade(host, listed, jobs, probe=None, tmp=None):
+    pool = gpupool.GpuSet(listed, probe or prober(), say=lambda line: None)
+    return classgrade.grade_class(host.subs, tmp / "out", jobs=jobs, progress=lambda line: None,
+                                  kit_root=host.kit.root, gpu_set=pool)
+
+
+def test_a_class_on_three_gpus_one_failing_its_probe(gpu_host, tmp_path):
+    listed = gpu_host.gpus(fake_gpus(3))
+    gpu_host.students(8)
+    result = _grade(gpu_host, listed, jobs=4, probe=prober(bad={1}), tmp=tmp_path)
+    assert [g.verdict for g in result.gradings] == ["pass"] * 8
+    runs = gpu_host.runs()
+    # every lab graded once, on a GPU of the pool, never the one that failed its probe
+    assert sorted(r[3] for r in runs) == [f"s{i:02d}" for i in range(8)]
+    assert {r[2] for r in runs} <= {listed[0].uuid, listed[2].uuid}
+    assert len({r[2] for r in runs}) == 2                              # both good GPUs worked
+    for uuid in {r[2] for r in runs}:
+        assert overlaps([r for r in runs if r[2] == uuid]) == [], f"two gradings on {uuid} at once"
+    assert any("GPU 1 (Fake GPU 80GB" in n and "taken out of the pool" in n for n in result.summary)
+    # which GPU graded each lab: the report, and gradings.csv (index, UUID, name)
+    rows = list(csv.DictReader(open(tmp_path / "out" / "gradings.csv")))
+    assert len(rows) == 8
+    for row in rows:
+        report = json.loads((tmp_path / "out" / row["student"] / f"{FAKE_LAB}.json").read_text())
+        assert report["gpu"]["assigned"]["uuid"] == row["gpu_uuid"]
+        assert row["gpu_index"] in ("0", "2") and row["gpu_name"] == H100 and row["host"]
+    assert result.alarm == []                                          # one model: no warning
+
+
+def test_two_workers_sharing_gpu_0_take_turns(gpu_host, tmp_path):
+    listed = gpu_host.gpus(fake_gpus(1))
+    gpu_host.students(4)
+    result = _grade(gpu_host, listed, jobs=3, tmp=tmp_path)
+    assert [g.verdict for g in result.gradings] == ["pass"] * 4
+    runs = gpu_host.runs()
+    assert len(runs) == 4 and {r[2] for r in runs} == {listed[0].uuid}
+    assert overlaps(runs) == []
+
+
+def test_mixed_gpu_models_are_warned_about(gpu_host, tmp_path):
+    listed = gpu_host.gpus(fake_gpus(2, names=[H100, "Fake GPU 40GB"]))
+    gpu_host.students(4)
+    result = _grade(gpu_host, listed, jobs=2, tmp=tmp_path)
+    assert result.exit_status == 0
+    warning = [a for a in result.alarm if "different models" in a]
+    assert warning and H100 in warning[0] and "Fake GPU 40GB" in warning[0]
+
+
+def test_a_gpu_that_breaks_mid_run_is_taken_out_and_its_lab_graded_again(gpu_host, tmp_path, monkeypatch):
+    """A grading that finds its GPU unusable (no GPU through it) gets the GPU probed again; the
+    GPU is taken out and the lab graded on another."""
+    listed = gpu_host.gpus(fake_gpus(2))
+    gpu_host.students(1)
+    pool = gpupool.GpuSet(listed, prober(), say=lambda line: None)
+    pool.check()
+    real_grade = worker.grade
+    calls = []
+
+    def breaks_once(task, subs, limit, *a, **k):
+        calls.append(k.get("gpus"))
+        report, log = real_grade(task, subs, limit, *a, **k)
+        if len(calls) == 1:                      # the first grading saw no GPU through GPU 0
+            report["gpu"]["assigned"] = listed[0].as_dict()
+            report["gpu"]["status"] = "no_gpu"
+            report["verdict"] = "not_measured"
+            pool._probe = prober(bad={0})        # and GPU 0 fails its probe from now on
+        return report, log
+    monkeypatch.setattr(worker, "grade", breaks_once)
+    result = classgrade.grade_class(gpu_host.subs, tmp_path / "out", jobs=1, progress=lambda line: None,
+                                    kit_root=gpu_host.kit.root, gpu_set=pool)
+    assert calls == ["0,1", "1"]
+    assert [g.verdict for g in result.gradings] == ["pass"]
+    assert any("GPU 0" in n and "taken out" in n for n in result.summary)
+
+
+def test_every_gpu_failing_refuses_the_class(gpu_host, tmp_path):
+    listed = gpu_host.gpus(fake_gpus(2))
+    gpu_host.students(1)
+    with pytest.raises(classgrade.ClassError, match="no usable GPU: GPU 0 .*GPU 1 "):
+        _grade(gpu_host, listed, jobs=1, probe=prober(bad={0, 1}), tmp=tmp_path)
+    assert not (tmp_path / "out").exists()
+
+
+def test_gpus_option_picks_by_index_and_refuses_an_unknown_one(gpu_host, monkeypatch):
+    gpu_host.gpus(fake_gpus(3))
+    chosen, why = gpupool.choose("0,2")
+    assert why is None and [g.index for g in chosen] == [0, 2]
+    with pytest.raises(ValueError, match="'5' is not a GPU of this host"):
+        gpupool.choose("5")
+
+
+# ---------------------------------------------------------------- the probe program, on a fake driver
+
+FAKE_LIBCUDA = r'''
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+static int mode(void) { const char *m = getenv("FAKE_CUDA"); return m ? atoi(m) : 0; }
+int cuInit(unsigned f) { return mode() == 1 ? 100 : 0; }               /* 1: no device */
+int cuGetErrorName(int rc, const char **s) { *s = rc == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_X"; return 0; }
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGet(int *d, int i) { *d = i; return 0; }
+int cuDeviceGetName(char *s, int n, int d) { strncpy(s, "Fake GPU 80GB", n); return 0; }
+int cuDeviceGetUuid_v2(unsigned char *u, int d) { for (int i = 0; i < 16; i++) u[i] = (unsigned char)(i * 17); return 0; }
+int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : 0; return 0; }
+int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
+int cuCtxSetCurrent(void *c) { return 0; }
+int cuModuleLoadData(void **m, const void *img) { *m = strstr((const char *)img, ".entry stencil_probe") ? (void *)2 : 0; return *m ? 0 : 218; }
+int cuModuleGetFunction(void **f, void *m, const char *name) { *f = (void *)3; return strcmp(name, "stencil_probe") ? 500 : 0; }
+int cuMemAlloc_v2(uint64_t *p, size_t n) { *p = (uint64_t)(uintptr_t)calloc(1, n); return 0; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned smem, void *stream, void **params, void **extra) {
+    uint64_t dptr = *(uint64_t *)params[0];
+    if (mode() == 2) return 700;                                        /* 2: the kernel faults */
+    *(uint32_t *)(uintptr_t)dptr = mode() == 3 ? 7 : 1234567;          /* 3: a wrong answer */
+    return 0;
+}
+int cuCtxSynchronize(void) { return 0; }
+int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { memcpy(dst, (void *)(uintptr_t)src, n); return 0; }
+int cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
+int cuModuleUnload(void *m) { return 0; }
+int cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
+'''
+
+
+@pytest.fixture(scope="module")
+def fake_libcuda(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the fake libcuda.so.1")
+    folder = tmp_path_factory.mktemp("fakecuda")
+    (folder / "cuda.c").write_text(FAKE_LIBCUDA)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", folder / "libcuda.so.1", folder / "cuda.c"], check=True)
+    return folder
+
+
+@pytest.mark.parametrize("mode,status,message", [
+    ("0", "ok", ""), ("1", "no_gpu", "cuInit: CUDA_ERROR_NO_DEVICE"),
+    ("2", "failed", "cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS"),
+    ("3", "failed", "the probe kernel wrote 7, not 1234567")])
+def test_probe_program_on_a_fake_driver(fake_libcuda, monkeypatch, mode, status, message):
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(fake_libcuda))
+    monkeypatch.setenv("FAKE_CUDA", mode)
+    found = gpupool.probe("GPU-anything")
+    assert found.status == status and found.message == message
+    if status == "ok":
+        assert found.uuid == "GPU-00112233-4455-6677-8899-aabbccddeeff"
+        assert found.name == "Fake GPU 80GB" and found.cc == "9.0"
+
+
+def test_probe_without_a_driver_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))          # no libcuda.so.1 there
+    found = gpupool.probe()
+    if found.status == "ok":
+        pytest.skip("this machine has a working NVIDIA driver")
+    assert found.status == "no_gpu"
+
+
+def test_identify_matches_the_probe_to_nvidia_smi_by_uuid():
+    listed = fake_gpus(3)
+    found = gpupool.ProbeResult("ok", uuid=listed[2].uuid, name=H100, cc="9.0")
+    assert gpupool.identify(found, listed) == listed[2]
+    assert gpupool.identify(gpupool.ProbeResult("no_gpu"), listed) is None
+
+
+def test_when_the_last_gpu_breaks_the_rest_is_not_measured(gpu_host, tmp_path, monkeypatch):
+    listed = gpu_host.gpus(fake_gpus(1))
+    gpu_host.students(2)
+    pool = gpupool.GpuSet(listed, prober(), say=lambda line: None)
+    pool.check()
+    real_grade = worker.grade
+
+    def breaks(task, subs, limit, *a, **k):
+        report, log = real_grade(task, subs, limit, *a, **k)
+        report["gpu"]["status"], report["verdict"] = "no_gpu", "not_measured"
+        pool._probe = prober(bad={0})
+        return report, log
+    monkeypatch.setattr(worker, "grade", breaks)
+    result = classgrade.grade_class(gpu_host.subs, tmp_path / "out", jobs=1, progress=lambda line: None,
+                                    kit_root=gpu_host.kit.root, gpu_set=pool)
+    assert [g.verdict for g in result.gradings] == ["not_measured", "not_measured"]
+    assert all("no usable GPU left" in g.message for g in result.gradings)
+    assert result.exit_status == 1

@@ -1,0 +1,431 @@
+"""`grade.py slurm`: a class graded by Slurm job arrays.
+
+Two parts:
+
+- without Slurm: fake sbatch, squeue, sinfo and scancel programs record what they are asked;
+  the batch scripts that `grade.py slurm` wrote are then run by hand, task by task, as Slurm
+  would (SLURM_ARRAY_TASK_ID set), with one task never started and one killed mid-grading.
+  Fast, and runs everywhere.
+- against a real Slurm (tests/slurm/minislurm.py: slurmctld, slurmd and munged from Debian's
+  packages, on loopback ports, in a temporary folder): the job graph (CPU array, then GPU
+  array, then merge), every GPU stage not_measured on a machine without a GPU, an array
+  task cancelled with scancel mid-run reported by the merge and completed by a second run.
+  Skipped, with the reason, only where Slurm's packages are not installed
+  (tests/install-deps.sh installs them when it runs as root on Debian).
+  STENCIL_SLURM_PREFIX=DIR runs Slurm unpacked there (tests/slurm/unpack-debs.sh) instead.
+"""
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, write_script
+from stencil_grader import cli
+from stencil_grader.base.gpus import Gpu
+from stencil_grader.classes import batch, classgrade, outdir
+
+sys.path.insert(0, str(KIT_ROOT / "tests" / "slurm"))
+import minislurm  # noqa: E402
+
+SLOW = GOOD_KERNEL + "// HANG\n"          # its check hangs: the grading takes the stuck-run limit
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+def report(out, student, lab=FAKE_LAB):
+    return json.loads((Path(out) / student / f"{lab}.json").read_text())
+
+
+@pytest.fixture(autouse=True)
+def task_tmpdir(monkeypatch):
+    """TMPDIR of the tasks these tests start (and of Slurm's jobs, which inherit it): a folder of
+    their own, removed afterwards with whatever a task killed mid-grading left in it.  Under /tmp
+    and open to all (0711): the sandbox user must reach its own folder inside."""
+    folder = Path(tempfile.mkdtemp(prefix="stencil-slurm-tasks-", dir="/tmp"))
+    os.chmod(folder, 0o711)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def klass(fake_kit, monkeypatch):
+    """The fake kit as the kit (grade.py slurm lists its labs), and four students: one whose GPU
+    stages find no GPU, a compile error, a good one, and a slow one (to be killed)."""
+    monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    subs = fake_kit.root / "submissions"
+    fake_kit.submission("ann", GOOD_KERNEL + "// NO_GPU\n", nested=True)
+    fake_kit.submission("bob", GOOD_KERNEL + "COMPILE_ERROR\n", nested=True)
+    fake_kit.submission("cat", GOOD_KERNEL, nested=True)
+    fake_kit.submission("dan", SLOW, nested=True)
+    (subs / "__MACOSX").mkdir()
+    return subs
+
+
+def slurm(*args, capsys=None):
+    """grade.py slurm ARGS in this process (the fake kit's labs); (status, stdout, stderr)."""
+    status = cli.main(["slurm", *map(str, args)])
+    captured = capsys.readouterr() if capsys else None
+    return status, captured.out if captured else "", captured.err if captured else ""
+
+
+# ---------------------------------------------------------------- without Slurm: fake commands
+
+FAKE = {
+    "sbatch": '''
+import json, os, sys
+log = os.environ["FAKE_SLURM_LOG"]
+calls = json.load(open(log)) if os.path.exists(log) else []
+calls.append(["sbatch"] + sys.argv[1:])
+json.dump(calls, open(log, "w"))
+if os.environ.get("FAKE_SBATCH_FAIL") == str(sum(c[0] == "sbatch" for c in calls)):
+    print("sbatch: error: Batch job submission failed: Invalid account or account/partition combination "
+          "specified", file=sys.stderr)
+    sys.exit(1)
+print(str(100 + sum(c[0] == "sbatch" for c in calls)) + ";cluster")
+''',
+    "scancel": '''
+import json, os, sys
+log = os.environ["FAKE_SLURM_LOG"]
+calls = json.load(open(log)) if os.path.exists(log) else []
+calls.append(["scancel"] + sys.argv[1:])
+json.dump(calls, open(log, "w"))
+''',
+    "squeue": '''
+import os, sys
+queued = os.environ.get("FAKE_SQUEUE", "").split()
+job = sys.argv[sys.argv.index("-j") + 1] if "-j" in sys.argv else None
+print("\\n".join(j for j in queued if job is None or j == job))
+''',
+    "sinfo": '''
+print("debug\\ngpu\\ndebug")
+''',
+}
+
+
+@pytest.fixture
+def fake_slurm(tmp_path, monkeypatch):
+    """sbatch, scancel, squeue and sinfo that record their calls (calls())."""
+    bindir = tmp_path / "fakeslurm"
+    for name, code in FAKE.items():
+        write_script(bindir / name, code)
+    log = tmp_path / "slurm-calls.json"
+    monkeypatch.setenv("FAKE_SLURM_LOG", str(log))
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+    class Calls:
+        def __call__(self):
+            return json.loads(log.read_text()) if log.exists() else []
+    return Calls()
+
+
+def run_script(run_dir, stage, index=None, job="101", wait=True, **popen):
+    """Run a batch script of a run folder as Slurm would run one task of it."""
+    env = dict(os.environ, SLURM_JOB_ID=job, SLURM_ARRAY_JOB_ID=job)
+    if index is not None:
+        env["SLURM_ARRAY_TASK_ID"] = str(index)
+    else:
+        env.pop("SLURM_ARRAY_TASK_ID", None)
+    proc = subprocess.Popen(["bash", str(Path(run_dir) / f"{stage}.sbatch")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, **popen)
+    if wait:
+        out = proc.communicate(timeout=300)[0]
+        return proc.returncode, out
+    return proc
+
+
+def wait_for(predicate, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_dry_run_prints_the_scripts_and_submits_nothing(klass, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")                    # not even sbatch is needed
+    out = tmp_path / "out"
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--partition", "gpu", "--account", "course",
+                              "--time-per-lab", "300", "--dry-run", capsys=capsys)
+    assert status == 0
+    assert "4 to grade, 0 already graded" in stdout
+    assert "#SBATCH --array=0-3" in stdout and "#SBATCH --gres=gpu:1" in stdout
+    assert "#SBATCH --partition=gpu" in stdout and "#SBATCH --account=course" in stdout
+    assert "#SBATCH --time=7" in stdout                          # one lab of 300 s + 120 s, in minutes
+    assert "class-task build" in stdout and "class-task gpu" in stdout and "class-task merge" in stdout
+    lines = [line for line in stdout.splitlines() if "sbatch --parsable" in line]
+    assert len(lines) == 3 and lines[0].startswith("BUILD_JOB=$(sbatch --parsable ")
+    assert lines[1].startswith("GPU_JOB=$(sbatch --parsable --dependency=afterany:$BUILD_JOB ")
+    assert lines[1].endswith("gpu.sbatch)")
+    assert lines[2].startswith("sbatch --parsable --dependency=afterany:$GPU_JOB ")
+    assert not out.exists()                                       # nothing written
+
+
+def test_bad_input_exits_2_and_loses_nothing(klass, fake_kit, tmp_path, capsys, monkeypatch, fake_slurm):
+    out = tmp_path / "out"
+    # no sbatch on PATH
+    monkeypatch.setenv("PATH", "/nonexistent")
+    status, _, err = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
+    assert status == 2 and "sbatch not found on PATH" in err and not out.exists()
+    monkeypatch.undo()
+    monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'fakeslurm'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SLURM_LOG", str(tmp_path / "slurm-calls.json"))
+    # an unknown partition (sinfo lists debug and gpu)
+    status, _, err = slurm(klass, "--out", out, "--arch", "90", "--partition", "gpux", capsys=capsys)
+    assert status == 2 and "unknown partition 'gpux'" in err and "debug, gpu" in err
+    # no --arch and no GPU here
+    monkeypatch.setattr("stencil_grader.base.gpus.list_gpus", lambda: ([], "nvidia-smi not found (test)"))
+    status, _, err = slurm(klass, "--out", out, capsys=capsys)
+    assert status == 2 and "--arch is required here" in err
+    # nothing to grade
+    empty = tmp_path / "empty"
+    (empty / "zed" / FAKE_LAB).mkdir(parents=True)
+    status, _, err = slurm(empty, "--out", out, "--arch", "90", capsys=capsys)
+    assert status == 2 and "nothing to grade" in err
+    # --out is a file
+    a_file = tmp_path / "grades.csv"
+    a_file.write_text("keep")
+    status, _, err = slurm(klass, "--out", a_file, "--arch", "90", capsys=capsys)
+    assert status == 2 and "is a file" in err and a_file.read_text() == "keep"
+    assert fake_slurm() == [] and not out.exists()               # nothing submitted, nothing written
+    # an output folder holding another class's results
+    other = tmp_path / "other"
+    (other / "yann" / FAKE_LAB).mkdir(parents=True)
+    (other / "yann" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL)
+    assert slurm(other, "--out", out, "--arch", "90", capsys=capsys)[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    status, _, err = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
+    assert status == 2 and "holds the results of another class" in err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_sbatch_refusing_a_job_cancels_the_ones_before(klass, tmp_path, capsys, monkeypatch, fake_slurm):
+    monkeypatch.setenv("FAKE_SBATCH_FAIL", "2")
+    status, _, err = slurm(klass, "--out", tmp_path / "out", "--arch", "90", capsys=capsys)
+    assert status == 2
+    assert "sbatch refused the gpu job: sbatch: error: Batch job submission failed: Invalid account" in err
+    assert "(the jobs already submitted, 101, were cancelled)" in err
+    assert fake_slurm()[-1] == ["scancel", "101"]
+    assert list((tmp_path / "out" / "slurm").iterdir()) == []          # the run folder is gone
+
+
+def test_tasks_run_by_hand_one_never_started_one_killed_then_resumed(klass, tmp_path, capsys, fake_slurm):
+    out = tmp_path / "out"
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
+    assert status == 0 and "submitted" in stdout
+    calls = fake_slurm()
+    assert [c[0] for c in calls] == ["sbatch"] * 3
+    assert calls[1][1:4] == ["--parsable", "--dependency=afterany:101", "--kill-on-invalid-dep=yes"]
+    assert calls[2][2] == "--dependency=afterany:102"
+    run = batch.RunDir(out / "slurm" / "run-1")
+    assert run.data["jobs"] == {"build": "101", "gpu": "102", "merge": "103"}
+    keys = [i.key for i in run.items]
+    assert keys == [f"{s}/{FAKE_LAB}" for s in ("ann", "bob", "cat", "dan")]
+    script = (run.path / "gpu.sbatch").read_text()
+    assert "#SBATCH --gres=gpu:1" in script and "#SBATCH --array=0-3" in script
+    assert f"--output={run.path}/logs/gpu-%A_%a.out" in script
+
+    for i in range(4):                                           # the CPU array
+        assert run_script(run.path, "build", i)[0] == 0
+    assert report(out, "bob")["verdict"] == "compile_error"      # final at the build stage
+    assert run.pending_path(run.items[0]).is_file()
+    assert run_script(run.path, "gpu", 0, job="102")[0] == 0     # ann: no GPU
+    assert run_script(run.path, "gpu", 1, job="102")[0] == 0     # bob: settled already
+    # cat's task never starts (cancelled while pending); dan's is killed mid-grading (SIGKILL: a node failure)
+    proc = run_script(run.path, "gpu", 3, job="102", wait=False)
+    wait_for(lambda: (outdir.read_json(run.status_path("gpu", 3)) or {}).get("current") == f"dan/{FAKE_LAB}",
+             60, "dan's GPU task to start grading")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    status, merged = run_script(run.path, "merge", job="103")
+    assert status == 1, merged
+    rows = read_csv(out / "class.csv")
+    assert rows["ann"][FAKE_LAB] == "not_measured" and rows["bob"][FAKE_LAB] == "0.00"
+    assert rows["cat"][FAKE_LAB] == "grader_error" and rows["dan"][FAKE_LAB] == "grader_error"
+    cat = report(out, "cat")["messages"][0]
+    assert "gpu task 2 of slurm job 102 never started" in cat and "gpu-102_2.out" in cat
+    dan = report(out, "dan")["messages"][0]
+    assert "gpu task 3 of slurm job 102 on " in dan and f"ended while grading dan/{FAKE_LAB}" in dan
+    assert "a time limit, preemption, a node failure or scancel" in dan
+    assert not (out / "gradescope" / "cat").exists() and (out / "gradescope" / "bob").exists()
+    assert "skipped __MACOSX" in (out / "summary.txt").read_text()
+    assert not (run.path / "builds").exists() and not (run.path / "pending").exists()
+
+    # the same command again: only what has no final grade (cat, dan; ann was not measured)
+    bob_mtime = (out / "bob" / f"{FAKE_LAB}.json").stat().st_mtime_ns
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
+    assert status == 0 and "3 to grade, 1 already graded" in stdout
+    run2 = batch.RunDir(out / "slurm" / "run-2")
+    assert [i.student for i in run2.items] == ["ann", "cat", "dan"]
+    for i in range(3):
+        run_script(run2.path, "build", i, job="104")
+    # SIGTERM this time (a time limit): the task says so before it ends
+    proc = run_script(run2.path, "gpu", 2, job="105", wait=False)
+    wait_for(lambda: (outdir.read_json(run2.status_path("gpu", 2)) or {}).get("current") == f"dan/{FAKE_LAB}",
+             60, "dan's GPU task to start grading")
+    os.kill(proc.pid, signal.SIGTERM)             # the script exec'd the task: this is its process
+    proc.wait(timeout=30)
+    if _alive_group(proc.pid):
+        os.killpg(proc.pid, signal.SIGKILL)       # what Slurm does KillWait seconds later
+    state = outdir.read_json(run2.status_path("gpu", 2))
+    assert state["state"] == "terminated" and "SIGTERM" in state["message"], state
+    for i in (0, 1):
+        run_script(run2.path, "gpu", i, job="105")
+    run_script(run2.path, "merge", job="106")
+    assert "ended by SIGTERM" in report(out, "dan")["messages"][0]
+    assert read_csv(out / "class.csv")["cat"][FAKE_LAB] == "100.00"
+    assert (out / "bob" / f"{FAKE_LAB}.json").stat().st_mtime_ns == bob_mtime
+    # a third time: dan only (and ann); --student regrades one student whatever is there
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--student", "cat", capsys=capsys)
+    assert status == 0 and "1 to grade, 0 already graded" in stdout
+
+
+def _alive_group(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def test_a_gpu_task_whose_gpu_fails_its_probe_grades_nothing(klass, tmp_path, capsys, monkeypatch, fake_slurm):
+    """The node lists a GPU, and the one Slurm gave the task cannot be used: the task ends before any
+    lab is sent to it, and the merge says so for each of its labs."""
+    out = tmp_path / "out"
+    assert slurm(klass, "--out", out, "--arch", "90", "--student", "cat", capsys=capsys)[0] == 0
+    run = batch.RunDir(out / "slurm" / "run-1")
+    assert batch.run_task(run.path, "build", 0, say=lambda line: None) == 0
+    monkeypatch.setattr(batch.gpulist, "list_gpus", lambda: ([Gpu(0, "GPU-0", "Fake GPU 80GB", "9.0")], None))
+    monkeypatch.setattr(batch.gpupool, "probe", lambda uuid=None: batch.gpupool.ProbeResult(
+        "failed", "cuCtxSynchronize: CUDA_ERROR_ECC_UNCORRECTABLE"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert batch.run_task(run.path, "gpu", 0, say=lambda line: None) == batch.EXIT_GPU_FAILED
+    assert outdir.read_json(run.status_path("gpu", 0))["state"] == "failed"
+    result = batch.merge(run.path, say=lambda line: None)
+    assert result.exit_status == 1
+    message = report(out, "cat")["messages"][0]
+    assert "gpu task 0" in message and "(CUDA_VISIBLE_DEVICES=0)" in message
+    assert "failed its probe: cuCtxSynchronize: CUDA_ERROR_ECC_UNCORRECTABLE" in message
+
+
+def test_a_second_submission_while_the_first_is_queued_is_refused(klass, tmp_path, capsys, monkeypatch,
+                                                                  fake_slurm):
+    out = tmp_path / "out"
+    assert slurm(klass, "--out", out, "--arch", "90", capsys=capsys)[0] == 0
+    monkeypatch.setenv("FAKE_SQUEUE", "102 103")
+    status, _, err = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
+    assert status == 2 and "run-1 of" in err and "still has jobs queued or running (102, 103)" in err
+    assert not (out / "slurm" / "run-2").exists()
+
+
+# ---------------------------------------------------------------- a real Slurm
+
+def _slurm_prefix() -> Path | None:
+    prefix = os.environ.get("STENCIL_SLURM_PREFIX")
+    return Path(prefix) if prefix else None
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A one-node Slurm of this machine's packages (or STENCIL_SLURM_PREFIX's), stopped at the end."""
+    if os.geteuid() != 0:
+        pytest.skip("the real Slurm test runs as root (slurmd starts jobs as their user; the kit's CI is root)")
+    found = minislurm.find_programs(_slurm_prefix())
+    if isinstance(found, str):
+        pytest.skip(f"no Slurm to test against: {found}; tests/install-deps.sh installs them when it runs as "
+                    "root on Debian (or set STENCIL_SLURM_PREFIX to a folder of tests/slurm/unpack-debs.sh)")
+    # A short path: a Unix socket's path (MUNGE's) must stay under 108 bytes.
+    work = Path(tempfile.mkdtemp(prefix="stencil-slurm-"))
+    # The node declares one GPU (gres, File=/dev/null: there is none), so that `--gres=gpu:1` is
+    # honoured as on a GPU cluster and Slurm sets CUDA_VISIBLE_DEVICES for each GPU task.
+    c = minislurm.MiniSlurm(work, _slurm_prefix(), gpus=["/dev/null"])
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _scontrol_job(cluster, job):
+    return cluster.run("scontrol", "show", "job", "-o", str(job)).stdout
+
+
+def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass, tmp_path, monkeypatch, capsys):
+    # dan's check hangs until the grader calls the run stuck (2 case timeouts + 10 s)
+    fake_kit.set_lab_json(check__case_timeout_s=4, check__suite_timeout_s=60)
+    real = shutil.which("nvcc") or (Path("/usr/local/cuda/bin/nvcc") if Path("/usr/local/cuda/bin/nvcc").exists()
+                                    else None)
+    real_lab = "01-naive-5pt"
+    if real:                    # one real lab too: its GPU stages, without a GPU, are not_measured
+        (fake_kit.root / "labs" / real_lab).symlink_to(KIT_ROOT / "labs" / real_lab)
+        target = klass / "eve" / real_lab
+        target.mkdir(parents=True)
+        shutil.copyfile(KIT_ROOT / "reference" / real_lab / "kernel.cu", target / "kernel.cu")
+    for key, value in cluster.env().items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / "out"
+    status, stdout, err = slurm(klass, "--out", out, "--arch", "90", "--partition", minislurm.PARTITION,
+                                capsys=capsys)
+    assert status == 0, err
+    run = batch.RunDir(out / "slurm" / "run-1")
+    jobs = run.data["jobs"]
+    # the job graph: the GPU array waits for the CPU array, the merge for the GPU array
+    gpu_job, merge_job = _scontrol_job(cluster, jobs["gpu"]), _scontrol_job(cluster, jobs["merge"])
+    assert f"afterany:{jobs['build']}" in gpu_job and f"afterany:{jobs['gpu']}" in merge_job
+    assert "ArrayTaskId=" in gpu_job and "gpu" in gpu_job.split("TresPerNode=")[-1][:20]
+    # cancel dan's GPU task while it grades dan
+    dan = next(i for i, item in enumerate(run.items) if item.student == "dan")
+    task = dan // run.data["shard_size"]
+    wait_for(lambda: (outdir.read_json(run.status_path("gpu", task)) or {}).get("current") == f"dan/{FAKE_LAB}",
+             180, "dan's GPU task to start grading")
+    cluster.run("scancel", f"{jobs['gpu']}_{task}")
+    cluster.wait_idle(300)
+    log = (run.path / f"logs/merge-{jobs['merge']}.out").read_text()
+    rows = read_csv(out / "class.csv")
+    assert rows["ann"][FAKE_LAB] == "not_measured" and rows["bob"][FAKE_LAB] == "0.00"
+    assert rows["cat"][FAKE_LAB] == "100.00" and rows["dan"][FAKE_LAB] == "grader_error", log
+    message = report(out, "dan")["messages"][0]
+    assert f"gpu task {task} of slurm job {jobs['gpu']}" in message
+    assert "SIGTERM" in message or "ended while grading" in message
+    assert "NOTHING WAS MEASURED" in log and "grader_error" in log
+    if real:
+        assert rows["eve"][real_lab] == "not_measured"
+        assert report(out, "eve", real_lab)["gpu"]["status"] == "no_gpu"
+        assert not (out / "gradescope" / "eve").exists()
+    # the stages ran in order: every build before any GPU task, every GPU task before the merge
+    status_of = {p.stem: outdir.read_json(p) for p in (run.path / "tasks").glob("*.json")}
+    builds = [s for k, s in status_of.items() if k.startswith("build-")]
+    gpus = [s for k, s in status_of.items() if k.startswith("gpu-")]
+    assert len(builds) == run.data["tasks"] and len(gpus) == run.data["tasks"]
+    assert max(s["ended_epoch"] for s in builds) <= min(s["started_epoch"] for s in gpus)
+    assert max(s.get("ended_epoch", 0) for s in gpus) <= status_of["merge-0"]["started_epoch"]
+    # Slurm gave every GPU task the node's declared GPU
+    assert {s["cuda_visible_devices"] for s in gpus} == {"0"}
+    cat_mtime = (out / "cat" / f"{FAKE_LAB}.json").stat().st_mtime_ns
+
+    # the same command again: dan (and the not measured ones) only
+    status, stdout, err = slurm(klass, "--out", out, "--arch", "90", "--partition", minislurm.PARTITION,
+                                capsys=capsys)
+    assert status == 0, err
+    run2 = batch.RunDir(out / "slurm" / "run-2")
+    assert sorted(i.student for i in run2.items) == sorted(["ann", "dan"] + (["eve"] if real else []))
+    cluster.wait_idle(300)
+    assert report(out, "dan")["verdict"] == "timeout"
+    assert read_csv(out / "class.csv")["dan"][FAKE_LAB] == "20.00"
+    assert (out / "cat" / f"{FAKE_LAB}.json").stat().st_mtime_ns == cat_mtime

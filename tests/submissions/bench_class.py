@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Class-grading throughput: grade a made-up class of N students and print what each stage costs.
+
+    python3 tests/submissions/bench_class.py [--students N] [--labs 01-naive-5pt,...]
+        [--only-correct] [--jobs J] [--gpus all|0,2] [--out DIR] [--json FILE]
+    make bench-class [STUDENTS=N] [GPUS=all]
+
+Each student gets, for every lab, one of the known submissions of tests/submissions/<lab>/
+(taken in turn, so a class holds the mix those folders hold: correct kernels, wrong ones,
+compile errors, cheats, an infinite loop; --only-correct keeps the correct ones, the
+common case).  The class is graded by `grade.py class` exactly as an instructor runs it,
+and the reports' own stage seconds (report["seconds"]) give:
+
+    builds per CPU core-minute       gradings built / (sum of build + static seconds / 60): each
+                                     build runs on one core, so this is one core's rate
+    submission-labs per GPU-minute   gradings whose GPU stages ran / (sum of cases + bench
+                                     seconds / 60): the rate of one GPU kept busy
+    wall rate                        gradings / wall minutes of the whole command, on this host
+
+and, from the first two, the projected wall time of 1000 students x 8 labs on a cluster of
+8 GPUs (and as many build cores as --cores says, default 64): the larger of the GPU time
+over 8 GPUs and the build time over the cores.  It ignores the batch system's own delays
+(queueing, job start-up: seconds per task), so it is a floor for `grade.py slurm`.
+
+Without a GPU the GPU figures are "not measured" (the GPU stages end at once) and only the
+build rate means something.  Prints the device (nvidia-smi's name), date and figures;
+--json FILE keeps them (the record a README figure comes from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KIT_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(KIT_ROOT / "grader"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from check_verdicts import META_VERDICTS, collect  # noqa: E402  (needs the paths above)
+from stencil_grader.base import gpus as gpulist  # noqa: E402
+
+GPU_STAGES = ("cases", "bench")
+BUILD_STAGES = ("build", "static")
+PROJECTION = {"students": 1000, "labs": 8, "gpus": 8}
+
+
+def make_class(folder: Path, students: int, labs: list[str] | None, only_correct: bool) -> int:
+    """Lay out `students` students, each with one known submission per lab; returns the
+    number of submission-labs."""
+    by_lab: dict[str, list] = {}
+    for entry in collect(KIT_ROOT):
+        if labs and entry.lab not in labs:
+            continue
+        if only_correct and entry.verdict not in META_VERDICTS["correct"] + ("correct",):
+            continue
+        by_lab.setdefault(entry.lab, []).append(entry)
+    if not by_lab:
+        raise SystemExit("bench_class.py: no known submission matches (--labs, --only-correct)")
+    count = 0
+    for s in range(students):
+        for lab, entries in sorted(by_lab.items()):
+            entry = entries[s % len(entries)]
+            target = folder / f"student{s:04d}" / lab
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "kernel.cu").write_bytes((entry.path / "kernel.cu").read_bytes())
+            count += 1
+    return count
+
+
+def figures(out: Path, wall_s: float, cores: int) -> dict:
+    """The throughput figures (module docstring) from OUT's gradings.csv."""
+    rows = list(csv.DictReader(open(out / "gradings.csv", newline="")))
+    built = [r for r in rows if r["build_s"]]
+    on_gpu = [r for r in rows if any(r[f"{k}_s"] for k in GPU_STAGES) and r["verdict"] not in
+              ("not_measured", "kit_error", "grader_error", "pending")]
+    build_s = sum(float(r[f"{k}_s"] or 0) for r in built for k in BUILD_STAGES)
+    gpu_s = sum(float(r[f"{k}_s"] or 0) for r in on_gpu for k in GPU_STAGES)
+    gpus_used = sorted({r["gpu_uuid"] for r in on_gpu if r["gpu_uuid"]})
+    verdicts: dict[str, int] = {}
+    for r in rows:
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    result = {
+        "gradings": len(rows), "verdicts": verdicts, "wall_s": round(wall_s, 1),
+        "wall_rate_per_min": round(len(rows) / (wall_s / 60), 2) if wall_s else None,
+        "builds": len(built), "build_cpu_s": round(build_s, 1),
+        "builds_per_core_min": round(len(built) / (build_s / 60), 2) if build_s else None,
+        "gpu_gradings": len(on_gpu), "gpu_busy_s": round(gpu_s, 1),
+        "labs_per_gpu_min": round(len(on_gpu) / (gpu_s / 60), 2) if gpu_s else None,
+        "gpus_used": len(gpus_used),
+        "gpu_wait_s_mean": round(sum(float(r["gpu_wait_s"] or 0) for r in rows) / len(rows), 2) if rows else None,
+    }
+    n = PROJECTION["students"] * PROJECTION["labs"]
+    if result["labs_per_gpu_min"] and result["builds_per_core_min"]:
+        gpu_min = n / result["labs_per_gpu_min"] / PROJECTION["gpus"]
+        build_min = n / result["builds_per_core_min"] / cores
+        result["projection"] = {"gradings": n, "gpus": PROJECTION["gpus"], "build_cores": cores,
+                                "gpu_wall_min": round(gpu_min, 1), "build_wall_min": round(build_min, 1),
+                                "wall_min_at_least": round(max(gpu_min, build_min), 1)}
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=8, metavar="N", help="students in the class (default 8)")
+    parser.add_argument("--labs", help="comma-separated labs (default: every lab with known submissions)")
+    parser.add_argument("--only-correct", action="store_true", help="correct submissions only")
+    parser.add_argument("--jobs", type=int, default=None, help="grade.py class --jobs (default: CPU count)")
+    parser.add_argument("--gpus", default=None, help="grade.py class --gpus (default: all)")
+    parser.add_argument("--cores", type=int, default=64, help="build cores of the projected cluster (default 64)")
+    parser.add_argument("--out", type=Path, help="where the class and its grading go (default: a temporary folder)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures here")
+    args = parser.parse_args(argv)
+    if args.students < 1:
+        parser.error("--students must be at least 1")
+    labs = [x.strip() for x in args.labs.split(",")] if args.labs else None
+    work = args.out or Path(tempfile.mkdtemp(prefix="bench-class-"))
+    subs, out = work / "class", work / "grades"
+    count = make_class(subs, args.students, labs, args.only_correct)
+    found, why = gpulist.list_gpus()
+    device = ", ".join(sorted({g.name for g in found})) if found else f"no GPU ({why})"
+    print(f"bench_class: {args.students} student(s), {count} submission-lab(s) in {subs}; device: {device}",
+          flush=True)
+    command = [sys.executable, str(KIT_ROOT / "grader" / "grade.py"), "class", str(subs), "--out", str(out)]
+    if args.jobs:
+        command += ["--jobs", str(args.jobs)]
+    if args.gpus:
+        command += ["--gpus", args.gpus]
+    if labs:
+        command += ["--labs", ",".join(labs)]
+    start = time.monotonic()
+    done = subprocess.run(command, env=dict(os.environ, NO_COLOR="1"))
+    wall = time.monotonic() - start
+    if not (out / "gradings.csv").is_file():
+        print(f"bench_class: grade.py class wrote no gradings.csv (exit status {done.returncode})", file=sys.stderr)
+        return 2
+    result = figures(out, wall, args.cores)
+    result.update(device=device, gpus_listed=len(found), date=datetime.date.today().isoformat(),
+                  students=args.students, jobs=args.jobs or os.cpu_count(), only_correct=args.only_correct,
+                  labs=labs or "all")
+    print(f"\nclass throughput on {device} ({result['date']}, {result['jobs']} jobs, "
+          f"{result['gpus_used']} GPU(s) used):")
+    print(f"  {result['gradings']} gradings in {result['wall_s']:.0f} s wall: {result['wall_rate_per_min']} "
+          f"per minute; verdicts {result['verdicts']}")
+    rate = result["builds_per_core_min"]
+    print(f"  builds: {result['builds']} in {result['build_cpu_s']:.0f} core-seconds: "
+          f"{rate if rate is not None else 'not measured'} builds per CPU core-minute")
+    rate = result["labs_per_gpu_min"]
+    print(f"  GPU stages: {result['gpu_gradings']} in {result['gpu_busy_s']:.0f} GPU-seconds: "
+          f"{rate if rate is not None else 'not measured'} submission-labs per GPU-minute")
+    if "projection" in result:
+        p = result["projection"]
+        print(f"  projection, {p['gradings']} gradings (1000 students x 8 labs) on {p['gpus']} GPUs and "
+              f"{p['build_cores']} build cores: GPU stages {p['gpu_wall_min']} min, builds {p['build_wall_min']} min: "
+              f"at least {p['wall_min_at_least']} min of wall time (batch-system delays not counted)")
+    else:
+        print("  projection: not made (the GPU stages were not measured here)")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"  figures: {args.json}")
+    print(f"  class and grades: {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
