@@ -199,3 +199,51 @@ def test_targets_above_1_05_need_fused_sweeps(tmp_path):
 def test_bad_max_fused_sweeps(tmp_path, data, pattern):
     with pytest.raises(labspec.LabSpecError, match=pattern):
         labspec.load(write(tmp_path, data))
+
+
+# targets_policy (a bonus lab, lab 8): the same floor and target on every GPU, with the rule in words;
+# every targets entry must hold them, so no table contradicts the rule.
+
+def policy(**more):
+    kw = {"targets__generic__floor": 1.0, "targets__generic__target": 1.2, "targets__Fake GPU 80GB": KeyError,
+          "targets_policy": {"floor": 1.0, "target": 1.2, "why": "bonus lab: past the copy wall"}}
+    kw.update(more)
+    return fused(16, **kw)
+
+
+def test_targets_policy_is_optional_and_read(tmp_path):
+    assert labspec.load(write(tmp_path, BASE_LAB_JSON)).targets_policy is None
+    spec = labspec.load(write(tmp_path, policy()))
+    assert spec.targets_policy == labspec.TargetsPolicy(1.0, 1.2, "bonus lab: past the copy wall")
+    agreeing = policy(**{"targets__Fake GPU 80GB": {"floor": 1.0, "target": 1.2, "calibrated": "policy"}})
+    assert labspec.load(write(tmp_path, agreeing)).target_for("Fake GPU 80GB").target.target == 1.2
+
+
+def test_lab_08_states_its_policy():
+    spec = labspec.load(KIT_ROOT / "labs" / "08-temporal-blocking" / "lab.json")
+    rule = spec.targets_policy
+    assert rule is not None and rule.why
+    assert rule.floor == 1.0                     # the copy wall that labs 2 to 4 reach
+    assert 1.05 < rule.target <= spec.max_plausible_ratio
+    assert all((t.floor, t.target) == (rule.floor, rule.target) for t in spec.targets.values())
+
+
+@pytest.mark.parametrize("data, pattern", [
+    (policy(targets_policy={"floor": 1.0, "target": 1.2}), r"targets_policy\.why is missing$"),
+    (policy(targets_policy={"floor": 1.0, "target": 1.2, "why": " "}),
+     r"targets_policy\.why must be a non-empty string"),
+    (policy(targets_policy={"floor": 1.3, "target": 1.2, "why": "x"}),
+     r"targets_policy\.floor must be a number in \[0, 16\) below target, got 1\.3$"),
+    (policy(targets_policy={"floor": 1.0, "target": 20, "why": "x"}),
+     r"targets_policy\.target must be a number in \(0, 16\.8\], got 20$"),
+    (policy(targets_policy={"floor": 1.0, "target": 1.2, "why": "x", "k": 2}),
+     r"targets_policy\.k is not a known key \(allowed: floor, target, why\)"),
+    (policy(targets_policy=[1.0, 1.2]), r"targets_policy must be an object with keys floor, target, why"),
+    (policy(targets__generic__target=1.4),
+     r"targets\.generic must be floor 1 and target 1\.2, as targets_policy says, got \{\"floor\": 1\.0, \"target\": 1\.4\}$"),
+    (policy(**{"targets__Fake GPU 80GB": {"floor": 1.24, "target": 2.37}}),
+     r"targets\.Fake GPU 80GB must be floor 1 and target 1\.2, as targets_policy says"),
+])
+def test_bad_targets_policy(tmp_path, data, pattern):
+    with pytest.raises(labspec.LabSpecError, match=pattern):
+        labspec.load(write(tmp_path, data))

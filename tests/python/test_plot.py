@@ -120,3 +120,93 @@ def test_lab_roofline_draws_only_what_it_can_place(monkeypatch, tmp_path):
     else:
         assert plot.lab_roofline("stencil3d_sweep", bench, tmp_path / "r.png") == str(tmp_path / "r.png")
         assert (tmp_path / "r.png").stat().st_size > 0
+
+
+# ---------------------------------------------------------------- ceilings under the roof
+
+def test_peak_without_fma_is_half_the_fma_peak():
+    # an FMUL or an FADD is 1 FLOP per lane and clock, an FMA 2: H100 SXM 33,454 GFLOP/s
+    assert plot.peak_fp32_no_fma_gflops(132, 1980) == pytest.approx(66908.16 / 2)
+    assert plot.peak_fp32_no_fma_gflops(108, 1410, lanes_per_sm=64) == pytest.approx(19491.84 / 2)
+
+
+def test_rate_ceiling_is_sms_times_rate_times_clock_over_cost_per_useful_update():
+    # issue: 132 SMs x 128 thread instructions per clock x 1.98 GHz = 3.345e13 instructions/s;
+    # 9 instructions per useful update (every one a useful FLOP, no FMA) gives the no-FMA peak
+    issue = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 9.0)
+    assert issue == pytest.approx(plot.peak_fp32_no_fma_gflops(132, 1980))
+    # 14.7 instructions per useful update: 9/14.7 of it, 18.2 TB/s of effective bandwidth
+    lab8 = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 14.7)
+    assert lab8 == pytest.approx(132 * 128 * 1.98e9 / 14.7 * 9 / 1e9)
+    assert lab8 * 8 / 9 == pytest.approx(18205, rel=1e-3)
+    # shared memory: 32 four-byte accesses per clock, 6 per update, R = 1.173: 9.5 TB/s effective
+    tile = plot.rate_ceiling_gflops(132, 1980, plot.SHARED_ACCESSES_PER_SM_PER_CLOCK, 6 * 1.173)
+    assert tile * 8 / 9 == pytest.approx(132 * 32 * 1.98e9 / (6 * 1.173) * 8 / 1e9)
+    assert plot.rate_ceiling_gflops(132, 1980, 128, 9.0, flop_per_cell=13) == pytest.approx(issue * 13 / 9)
+    with pytest.raises(ValueError, match="per_useful_update"):
+        plot.rate_ceiling_gflops(132, 1980, 128, 0)
+    with pytest.raises(ValueError, match="clock_mhz"):
+        plot.rate_ceiling_gflops(132, float("nan"), 128, 9)
+
+
+def test_ceiling_from_gbps_converts_as_a_point_does():
+    c = plot.ceiling_from_gbps("issue", 18205.0, "derived")
+    assert c == plot.Ceiling("issue", 18205.0 * 9 / 8, "derived")
+    assert c.gflops == pytest.approx(plot.point_from_gbps("x", 18205.0).gflops)
+    with pytest.raises(ValueError, match="effective_gbps of 'bad'"):
+        plot.ceiling_from_gbps("bad", -1.0, "derived")
+
+
+def test_roofline_data_keeps_ceilings_and_places_points_under_them():
+    no_fma = plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")
+    issue = plot.ceiling_from_gbps("issue, lab 8", 18205.0, "SMs x 128 x clock / 14.7")
+    lab8 = plot.point_from_gbps("lab 8", 13631.0, sweeps_per_pass=8)
+    d = plot.roofline_data([lab8], H100_COPY, 66908.16, [no_fma, issue])
+    assert d.ceilings == (no_fma, issue)                           # the caller's order, unchanged
+    (placed,) = d.points
+    fractions = dict(placed.fraction_of_ceilings)
+    assert fractions["issue, lab 8"] == pytest.approx(13631.0 / 18205.0)     # about 75 %
+    assert fractions["fp32 without FMA"] == pytest.approx(13631.0 * 9 / 8 / 33454.08)
+    # the roof itself is unchanged by ceilings
+    assert d.roof == plot.roofline_data([lab8], H100_COPY, 66908.16).roof
+    assert plot.roofline_data([lab8], H100_COPY, 66908.16).points[0].fraction_of_ceilings == ()
+
+
+@pytest.mark.parametrize("ceiling, match", [
+    (plot.Ceiling("", 100.0, "derived"), "needs a label"),
+    (plot.Ceiling("x", 100.0, " "), "how it was measured or derived"),
+    (plot.Ceiling("x", 0.0, "derived"), "gflops of ceiling 'x'"),
+    (plot.Ceiling("x", float("inf"), "derived"), "gflops of ceiling 'x'"),
+    (plot.Ceiling("x", 70000.0, "derived"), "above the compute roof"),
+    (("x", 100.0, "derived"), "plot.Ceiling"),
+])
+def test_bad_ceilings_are_refused(ceiling, match):
+    with pytest.raises(ValueError, match=match):
+        plot.roofline_data([plot.RooflinePoint("a", 1, 1)], H100_COPY, 66908.16, [ceiling])
+
+
+def test_a_ceiling_given_twice_is_refused():
+    c = plot.Ceiling("x", 100.0, "derived")
+    with pytest.raises(ValueError, match="given twice"):
+        plot.roofline_data([plot.RooflinePoint("a", 1, 1)], H100_COPY, 66908.16, [c, c])
+
+
+def test_without_matplotlib_ceilings_are_still_checked(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    pts = [plot.point_from_gbps("lab 8", 13631.0, sweeps_per_pass=8)]
+    good = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")]
+    assert plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", good) is False
+    with pytest.raises(ValueError, match="above the compute roof"):
+        plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", [plot.Ceiling("x", 1e6, "d")])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_picture_with_ceilings_is_a_png_file(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed: the pictures are optional")
+    pts = [plot.point_from_gbps("lab 4", 2991.0), plot.point_from_gbps("lab 8", 13631.0, sweeps_per_pass=8)]
+    ceilings = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak: no FMA in lab 8"),
+                plot.ceiling_from_gbps("issue, lab 8 reference", 18205.0,
+                                       "132 SMs x 128 instructions per clock x 1.98 GHz / 14.7 per useful update")]
+    assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png", ceilings) is True
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,14 +1,19 @@
-"""The optimisation tour's arithmetic and the calibration rule (no GPU needed)."""
+"""The optimisation tour's arithmetic, its recorded runs, and the calibration rule (no GPU needed)."""
+
+import json
+import shutil
 
 import pytest
 
+from conftest import KIT_ROOT
+from stencil_grader.base import labspec
 from stencil_grader.grading import score
-from stencil_grader.tools import tour
+from stencil_grader.tools import figures, tour
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):
     return {"ms_median": ms, "steps": steps, "gbps": gbps, "copy_gbps": copy, "ratio": gbps / copy,
-            "device": "Test GPU"}
+            "device": "Test GPU", "cc": "9.0", "sm_count": 132, "repetitions": 20}
 
 
 def test_speedups_compare_time_per_sweep():
@@ -22,6 +27,7 @@ def test_speedups_compare_time_per_sweep():
     assert rows[1].step_speedup == pytest.approx(2.0)
     assert rows[2].step_speedup == pytest.approx(2.0)
     assert rows[2].cumulative_speedup == pytest.approx(4.0)
+    assert (rows[2].steps, rows[2].ms_median) == (8, 4.0)
 
 
 def test_render_names_device_and_every_row():
@@ -34,9 +40,9 @@ def test_render_names_device_and_every_row():
 
 def test_each_part_has_its_own_speedups_and_table():
     rows = (tour.tour_rows([("01", "reference", "lab 1", _bench(2.0)), ("02", "reference", "lab 2", _bench(1.0))],
-                           "2D, 16 x 8 grid")
+                           "2D, 16 x 8 grid", "2d")
             + tour.tour_rows([("05", "naive", "naive 3D", _bench(3.0)), ("05", "reference", "lab 5", _bench(1.5))],
-                             "3D, 8 x 8 x 8 grid"))
+                             "3D, 8 x 8 x 8 grid", "3d"))
     assert [r.part for r in rows] == ["2D, 16 x 8 grid"] * 2 + ["3D, 8 x 8 x 8 grid"] * 2
     assert rows[2].step_speedup is None and rows[2].cumulative_speedup == 1.0   # not over lab 2's row
     assert rows[3].cumulative_speedup == pytest.approx(2.0)
@@ -46,19 +52,64 @@ def test_each_part_has_its_own_speedups_and_table():
     assert text.index("2D, 16 x 8 grid:") < text.index("lab 2") < text.index("3D, 8 x 8 x 8 grid:")
 
 
-def test_run_tour_skips_3d_rows_this_kit_lacks(monkeypatch):
+def test_row_ids_name_the_lab_and_the_implementation_folder():
+    assert tour.row_id("05-z-coarsening", "reference/tour/05-z-coarsening/naive_3d") == "05/naive_3d"
+    assert tour.row_id("03-boundary-neat", "starter") == "03/starter"
+    ids = [tour.row_id(lab, impl) for _, _, rows in tour.TOUR_PARTS for lab, impl, _ in rows]
+    assert len(ids) == len(set(ids)), "two rows of the tour share an id: the handouts could not address them"
+
+
+def _fake_tour(monkeypatch, missing=()):
     timed = []
 
     def fake_measure(lab, impl, seed=None):
         timed.append((lab, impl))
-        return dict(_bench(1.0), nx=8, ny=8, nz=8 if lab >= "05" else 1, scaled_down=False)
+        three_d = lab[:2] in ("05", "06")
+        return dict(_bench(1.0, steps=16 if lab.startswith("08") else 1), nx=8, ny=8, nz=8 if three_d else 1,
+                    scaled_down=False)
 
-    missing = tour.TOUR_ROWS_3D[-1][:2]
     monkeypatch.setattr(tour, "measure", fake_measure)
-    monkeypatch.setattr(tour, "available", lambda lab, impl: (lab, impl) != missing)
+    monkeypatch.setattr(tour, "available", lambda lab, impl: (lab, impl) not in missing)
+    monkeypatch.setattr(tour, "nvidia_smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": 1980.0})
+    monkeypatch.setattr(tour, "cuda_release", lambda: "13.0")
+    return timed
+
+
+def test_run_tour_skips_rows_this_kit_lacks(monkeypatch):
+    missing = tour.TOUR_ROWS_3D[-1][:2]
+    timed = _fake_tour(monkeypatch, {missing})
     text = tour.run_tour()
-    assert timed == [r[:2] for r in tour.TOUR_ROWS] + [r[:2] for r in tour.TOUR_ROWS_3D if r[:2] != missing]
+    every = [r[:2] for _, _, rows in tour.TOUR_PARTS for r in rows]
+    assert timed == [r for r in every if r != missing]
     assert "3D, 8 x 8 x 8 grid:" in text and tour.TOUR_ROWS_3D[-1][2] not in text
+    assert "2D, lab 8's designs, 8 x 8 grid:" in text
+
+
+def test_run_tour_writes_a_self_describing_record(monkeypatch, tmp_path):
+    _fake_tour(monkeypatch)
+    out = tmp_path / "h100" / "tour.json"
+    tour.run_tour(out_json=out)
+    record = json.loads(out.read_text())
+    assert figures.validate_record(record, out) == []
+    assert record["record"] == "tour" and record["format"] == tour.RECORD_FORMAT
+    assert record["provisional"] is False and "grade.py tour" in record["source"]
+    assert record["device"] == {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132,
+                                "sm_clock_max_mhz": 1980.0, "driver": "999.1", "cuda": "13.0"}
+    assert record["kit"]["version"] and len(record["date"]) == 10 and record["copy_gbps"] == 2000.0
+    assert [p["id"] for p in record["parts"]] == ["2d", "3d", "lab8"]
+    rows = {r["id"]: r for r in record["rows"]}
+    assert set(rows) == {tour.row_id(lab, impl) for _, _, part in tour.TOUR_PARTS for lab, impl, _ in part}
+    lab8 = rows["08/reference"]
+    assert (lab8["part"], lab8["steps"], lab8["sweeps_per_pass"], lab8["ms_median"]) == ("2d", 16, 8, 1.0)
+    assert lab8["ms_per_sweep"] == pytest.approx(1.0 / 16)
+    for key in ("lab", "impl", "kernel", "gbps", "copy_gbps", "ratio", "step_speedup", "cumulative_speedup",
+                "repetitions"):
+        assert key in lab8
+    # and the renderer reads it: a table of the 3D part and one figure
+    recs = figures.load_recordings(tmp_path)
+    table, missing, _ = figures.tour_table("h100/tour 3d", recs)
+    assert missing == [] and "naive 3D: one thread per cell" in table and "Test GPU" in table
+    assert figures.figure("h100/tour 05/reference ratio", recs).text == "0.50"
 
 
 def test_3d_rows_build_in_the_tour_directory():
@@ -66,6 +117,7 @@ def test_3d_rows_build_in_the_tour_directory():
     assert tour.available(lab, impl) and tour.available("05-z-coarsening", "reference")
     assert not tour.available("05-z-coarsening", "tests/submissions/05-z-coarsening/no_such_submission")
     assert tour._build_dir(lab, impl) == tour.KIT_ROOT / "build" / "tour" / lab / "naive_3d"
+    assert all(tour.available(lab, impl) for lab, impl, _ in tour.TOUR_ROWS_LAB8)
 
 
 @pytest.mark.parametrize("ratio, floor, target", [(0.719, 0.35, 0.68), (1.0, 0.5, 0.95), (0.2, 0.1, 0.19)])
@@ -78,13 +130,55 @@ def test_calibrated_target_rounds_down(ratio, floor, target):
 def test_roofline_places_each_row_at_its_intensity():
     rows = tour.tour_rows([("04-max-smem", "reference", "lab 4", _bench(8.0, steps=8, gbps=3000.0)),
                            ("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=8, gbps=7200.0))],
-                          "2D, 4 x 4 grid")
-    rows += tour.tour_rows([("05-z-coarsening", "reference", "lab 5", _bench(1.0, gbps=2800.0))], "3D, 4 x 4 x 4 grid")
+                          "2D, 4 x 4 grid", "2d")
+    rows += tour.tour_rows([("05-z-coarsening", "reference", "lab 5", _bench(1.0, gbps=2800.0))],
+                           "3D, 4 x 4 x 4 grid", "3d")
     points = {p.label: p for p in tour.roofline_points(rows)}
     assert points["lab 4"].intensity == pytest.approx(9 / 8)           # 9 FLOP per 8 compulsory bytes
     assert points["lab 8"].intensity == pytest.approx(9 * 8 / 8)       # 8 sweeps per pass over DRAM
     assert points["lab 5"].intensity == pytest.approx(13 / 8)          # the 3D 7-point update
     assert points["lab 8"].gflops == pytest.approx(7200.0 * 9 / 8)     # useful GFLOP/s from effective GB/s
+
+
+def test_roofline_ceilings_of_the_2d_part():
+    rows = tour.tour_rows([("04-max-smem", "reference", "lab 4", _bench(8.0, steps=8, gbps=3000.0)),
+                           ("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=16, gbps=13600.0))],
+                          "2D, 4 x 4 grid", "2d")
+    rows += tour.tour_rows([("08-temporal-blocking", "reference/tour/08-temporal-blocking/good_overlapped_tile",
+                             "tile", _bench(4.0, steps=16, gbps=4000.0))], "2D, lab 8's designs", "lab8")
+    counted = next(c for c in tour.DESIGN_COUNTS if c.row == "08/reference").params
+    ceilings, notes = tour.roofline_ceilings(rows, 132, 1980, params_of=lambda lab, device: dict(counted))
+    got = {c.label: c for c in ceilings}
+    assert notes == [] and list(got) == ["fp32 without FMA (2D)", "instruction issue, lab 8 reference",
+                                         "shared memory, overlapped tile"]
+    assert got["fp32 without FMA (2D)"].gflops == pytest.approx(66908.16 / 2)
+    # 132 x 128 x 1.98e9 / (732/64 x 128/112 x 144/128) useful updates/s: 18.2 TB/s effective
+    issue = got["instruction issue, lab 8 reference"].gflops
+    assert issue == pytest.approx(132 * 128 * 1.98e9 / (732 / 64 * 128 / 112 * 144 / 128) * 9 / 1e9)
+    assert issue * 8 / 9 == pytest.approx(18200, rel=2e-3)
+    # 132 x 32 x 1.98e9 / (6 x 1.173): 9.5 TB/s effective
+    assert got["shared memory, overlapped tile"].gflops * 8 / 9 == pytest.approx(9510, rel=2e-3)
+    assert all(c.how for c in ceilings)
+
+
+def test_roofline_ceilings_left_out_say_why():
+    three_d = tour.tour_rows([("05-z-coarsening", "reference", "lab 5", _bench(1.0))], "3D, 4 x 4 x 4 grid", "3d")
+    assert tour.roofline_ceilings(three_d, 132, 1980) == ([], [])        # 9 FLOP per update is 2D's
+    lab8 = tour.tour_rows([("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=16))], "2D", "2d")
+    other = {"K": 4, "VEC": 4, "SEG": 64, "WARPS": 2, "OCC": 8, "AHEAD": 3}   # a tuning file chose these
+    ceilings, notes = tour.roofline_ceilings(lab8, 132, 1980, params_of=lambda lab, device: other)
+    assert [c.label for c in ceilings] == ["fp32 without FMA (2D)"]
+    assert len(notes) == 1 and "instruction issue" in notes[0] and "K=4" in notes[0]
+    ceilings, notes = tour.roofline_ceilings(lab8, 132, 1980, params_of=lambda lab, device: None)
+    assert "unknown parameters" in notes[0]
+
+
+def test_design_counts_match_the_reference_they_were_taken_from():
+    # a count taken for parameters the reference no longer has as defaults would never be drawn
+    count = next(c for c in tour.DESIGN_COUNTS if c.row == "08/reference")
+    assert tour.reference_parameters("08-temporal-blocking", None) == count.params
+    assert tour.strip_redundancy(**count.params) == pytest.approx(128 / 112 * 144 / 128)
+    assert tour.tile_redundancy(8, 128, 64) == pytest.approx(1.1726, abs=1e-4)    # the handout's table: 1.17
 
 
 def test_draw_says_why_nothing_was_drawn(monkeypatch, tmp_path):
@@ -101,3 +195,128 @@ def test_run_tour_with_nothing_to_time_is_an_error(monkeypatch):
     monkeypatch.setattr(tour, "available", lambda lab, impl: False)
     with pytest.raises(tour.TourError, match="nothing to time"):
         tour.run_tour()
+
+
+# ------------------------------------------------------------------ what a record says about its run
+
+def test_nvidia_smi_facts_pick_the_named_gpu(monkeypatch):
+    out = "NVIDIA A100, 550.1, 1410\nNVIDIA H100 80GB HBM3, 580.159.04, 1980\n"
+    monkeypatch.setattr(tour, "_run_text", lambda argv, timeout_s=30: out)
+    assert tour.nvidia_smi_facts("NVIDIA H100 80GB HBM3") == {"driver": "580.159.04", "sm_clock_max_mhz": 1980.0}
+    assert tour.nvidia_smi_facts("Other")["driver"] == "550.1"          # none matches: the first GPU
+    monkeypatch.setattr(tour, "_run_text", lambda argv, timeout_s=30: None)
+    assert tour.nvidia_smi_facts("x") == {"driver": None, "sm_clock_max_mhz": None}   # no nvidia-smi
+
+
+def test_cuda_release_reads_nvcc(monkeypatch):
+    import stencil_grader.grading.symbols as symbols
+    monkeypatch.setattr(symbols, "find_nvcc", lambda: "/opt/nvcc")
+    monkeypatch.setattr(tour, "_run_text", lambda argv, timeout_s=30:
+                        "Cuda compilation tools, release 13.0, V13.0.88\n")
+    assert tour.cuda_release() == "13.0"
+    monkeypatch.setattr(symbols, "find_nvcc", lambda: None)
+    assert tour.cuda_release() is None
+
+
+def test_kit_facts_name_the_version():
+    facts = tour.kit_facts()
+    assert facts["version"] == tour.__version__ and set(facts) == {"version", "commit", "modified"}
+
+
+# ------------------------------------------------------------------ make check, recorded
+
+def _report(lab, ratio, device=None, launchers=()):
+    device = device or {"name": "Test GPU", "cc": "9.0", "sm_count": 132}
+    return {"lab": lab, "impl": "reference", "verdict": "pass", "points": 100.0, "max_points": 100.0,
+            "generated_at": "2026-11-23T10:00:00+00:00", "seconds": {"build": 10.0, "check": 2.5},
+            "gpu": {"status": "ok", "device": device},
+            "correctness": {"passed": 16, "total": 16},
+            "performance": {"ratio": ratio, "target": {"table": "Test GPU", "floor": 0.3, "target": 0.6,
+                                                       "calibrated": "x", "note": "y"},
+                            "bench": {"gbps": ratio * 3000, "copy_gbps": 3000.0, "ms_median": 0.5, "steps": 1,
+                                      "launchers": [dict(name=n, ms_median=0.2, gbps=1.0, ratio=r, output_ok=True)
+                                                    for n, r in launchers]}}}
+
+
+def test_record_check_collects_every_lab(monkeypatch):
+    monkeypatch.setattr(tour, "nvidia_smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": None})
+    monkeypatch.setattr(tour, "cuda_release", lambda: "13.0")
+    reports = [_report("01-naive-5pt", 0.697),
+               _report("07-reduction-residual", 1.003, launchers=[("residual_norm2", 0.969), ("jacobi_sweep", 1.04)])]
+    record = tour.record_check(reports)
+    assert figures.validate_record(record, KIT_ROOT / "x" / "check.json") == []
+    assert record["date"] == "2026-11-23" and record["impl"] == "reference" and record["copy_gbps"] == 3000.0
+    assert record["device"]["name"] == "Test GPU" and record["device"]["driver"] == "999.1"
+    one, seven = record["rows"]
+    assert (one["id"], one["ratio"], one["points"], one["cases_passed"], one["seconds"]) == \
+        ("01/reference", 0.697, 100.0, 16, 12.5)
+    assert seven["launchers"]["residual_norm2"]["ratio"] == 0.969 and one["launchers"] is None
+    assert one["target"] == {"table": "Test GPU", "floor": 0.3, "target": 0.6}
+
+
+def test_record_check_refuses_what_it_cannot_record():
+    with pytest.raises(tour.TourError, match="no report"):
+        tour.record_check([])
+    other = _report("02-shared-tiling", 1.0, device={"name": "Other GPU"})
+    with pytest.raises(tour.TourError, match="different GPUs"):
+        tour.record_check([_report("01-naive-5pt", 0.7), other])
+    no_gpu = dict(_report("01-naive-5pt", 0.0), gpu={"status": "no_gpu", "device": None})
+    with pytest.raises(tour.TourError, match="no GPU measured 01-naive-5pt"):
+        tour.record_check([no_gpu])
+    old = dict(_report("02-shared-tiling", 1.0), generated_at="2026-11-20T10:00:00+00:00")
+    with pytest.raises(tour.TourError, match="not by one make check"):
+        tour.record_check([_report("01-naive-5pt", 0.7), old])
+
+
+def test_collect_reports_reads_make_checks_build_folders(tmp_path):
+    for lab in ("01-naive-5pt", "02-shared-tiling"):
+        (tmp_path / "labs" / lab).mkdir(parents=True)
+        (tmp_path / "labs" / lab / "lab.json").write_text("{}")
+    build = tmp_path / "build" / "01-naive-5pt" / "reference"
+    build.mkdir(parents=True)
+    (build / "report.json").write_text(json.dumps(_report("01-naive-5pt", 0.7)))
+    assert [r["lab"] for r in tour.collect_reports("reference", tmp_path)] == ["01-naive-5pt"]
+    (build / "report.json").write_text("{not json")
+    with pytest.raises(tour.TourError, match="not JSON"):
+        tour.collect_reports("reference", tmp_path)
+
+
+# ------------------------------------------------------------------ calibration and a targets policy
+
+def _labs_in(tmp_path, names):
+    dirs = []
+    for name in names:
+        d = tmp_path / "labs" / name
+        d.mkdir(parents=True)
+        shutil.copy(KIT_ROOT / "labs" / name / "lab.json", d / "lab.json")
+        dirs.append(d)
+    return dirs
+
+
+def test_calibrate_leaves_a_lab_with_a_targets_policy_alone(monkeypatch, tmp_path):
+    lab1, lab8 = _labs_in(tmp_path, ["01-naive-5pt", "08-temporal-blocking"])
+    before = (lab8 / "lab.json").read_text()
+    monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab1, lab8])
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: dict(
+        _bench(1.0, gbps=7500.0 if lab.startswith("08") else 2100.0, copy=3000.0), device="Test GPU"))
+    monkeypatch.setattr(tour, "device_facts", lambda data: {"name": data["device"]})
+    out = tmp_path / "data" / "test" / "calibrate.json"
+    lines = tour.calibrate(runs=2, out_json=out)
+    assert (lab8 / "lab.json").read_text() == before                       # untouched
+    assert "08-temporal-blocking" in lines[1] and "targets kept" in lines[1] and "reaches" in lines[1]
+    entry = json.loads((lab1 / "lab.json").read_text())["targets"]["Test GPU"]
+    assert (entry["floor"], entry["target"], entry["reference_ratio"]) == (0.35, 0.66, 0.7)   # 0.5 and 0.95 x 0.7
+    record = json.loads(out.read_text())
+    assert figures.validate_record(record, out) == []
+    rows = {r["id"]: r for r in record["rows"]}
+    assert rows["08/reference"]["written"] is False and rows["08/reference"]["policy"] is True
+    assert rows["08/reference"]["target"] == 1.2 and rows["08/reference"]["median"] == 2.5
+    assert rows["01/reference"]["written"] is True and rows["01/reference"]["ratios"] == [0.7, 0.7]
+
+
+def test_calibrate_says_when_the_reference_misses_the_policy(monkeypatch, tmp_path):
+    (lab8,) = _labs_in(tmp_path, ["08-temporal-blocking"])
+    monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab8])
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: dict(_bench(1.0, gbps=3000.0, copy=3000.0)))
+    (line,) = tour.calibrate(runs=1)
+    assert "falls SHORT of the targets_policy's target" in line

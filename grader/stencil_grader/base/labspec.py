@@ -101,6 +101,17 @@ class Target:
 
 
 @dataclass(frozen=True)
+class TargetsPolicy:
+    """lab.json's optional "targets_policy" (a bonus lab): targets set by a stated rule rather than
+    calibrated from the reference, the same floor and target (fractions of the copy bandwidth) on
+    every GPU; every entry of "targets" must hold them, and `make calibrate` leaves the lab alone."""
+
+    floor: float
+    target: float
+    why: str            # the rule in words: what earns full marks, what earns a pass
+
+
+@dataclass(frozen=True)
 class TargetChoice:
     """The target table used for one device, and why."""
 
@@ -122,6 +133,7 @@ class LabSpec:
     constraints: Constraints
     points: Points
     targets: dict[str, Target] = field(hash=False)
+    targets_policy: TargetsPolicy | None = None
 
     @property
     def lab_dir(self) -> Path:
@@ -254,7 +266,7 @@ def parse(data, path: Path) -> LabSpec:
     v = _Validator(display_path(path))
     if not isinstance(data, dict):
         v.fail("the top level", "an object", data)
-    v.known_keys(data, "", tuple(_TOP_KEYS))
+    v.known_keys(data, "", tuple(_TOP_KEYS) + ("targets_policy",))
     for key, holds in _TOP_KEYS.items():
         if key not in data:
             raise LabSpecError(f"{v.file}: {key} is missing ({holds})")
@@ -339,7 +351,27 @@ def parse(data, path: Path) -> LabSpec:
     return LabSpec(path=Path(path), lab=lab, number=number, title=title.strip(), api=api,
                    tolerance=tolerance,
                    check=CheckLimits(case_s, suite_s), bench=bench, constraints=constraints,
-                   points=points, targets=_parse_targets(v, data, bench.max_fused_sweeps))
+                   points=points, targets=_parse_targets(v, data, bench.max_fused_sweeps),
+                   targets_policy=_parse_targets_policy(v, data, bench.max_fused_sweeps))
+
+
+def _parse_targets_policy(v: _Validator, data: dict, fused: int = 1) -> TargetsPolicy | None:
+    """The optional targets_policy {floor, target, why}; every targets entry must equal its floor and
+    target, so that no table contradicts the stated rule."""
+    if "targets_policy" not in data:
+        return None
+    p = v.obj(data, "targets_policy", "", ("floor", "target", "why"))
+    bound = plausible_ratio(fused)
+    target = v.number(p, "target", "targets_policy.", f"a number in (0, {bound:g}]", lambda x: 0 < x <= bound)
+    floor = v.number(p, "floor", "targets_policy.", f"a number in [0, {fused}) below target",
+                     lambda x: 0 <= x < fused and x < target)
+    if not isinstance(p["why"], str) or not p["why"].strip():
+        v.fail("targets_policy.why", "a non-empty string (the rule: what earns full marks, what a pass)", p["why"])
+    for gpu, entry in data["targets"].items():
+        if (entry.get("floor"), entry.get("target")) != (p["floor"], p["target"]):
+            v.fail(f"targets.{gpu}", f"floor {p['floor']:g} and target {p['target']:g}, as targets_policy says",
+                   {"floor": entry.get("floor"), "target": entry.get("target")})
+    return TargetsPolicy(floor, target, p["why"].strip())
 
 
 def _parse_targets(v: _Validator, data: dict, fused: int = 1) -> dict[str, Target]:

@@ -14,6 +14,14 @@ Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point ope
 - Compute roof: the peak fp32 GFLOP/s, given by the caller (datasheet), or estimated by
   peak_fp32_gflops() as SMs x fp32 lanes per SM x 2 FLOP per fused multiply-add x clock.
 - The ridge point, where the two meet: peak / copy, in FLOP per byte.
+- Ceilings (optional, dashed): further horizontal limits under the compute roof, each with how it
+  was measured or derived, given by the caller (Ceiling; the tour's are in tools/tour.py).  A
+  ceiling is stated in useful GFLOP/s, or as an effective bandwidth (ceiling_from_gbps, the same
+  conversion as a point's).  Two helpers derive the usual ones from the GPU's SM count and clock:
+    peak_fp32_no_fma_gflops: the fp32 peak when no multiply and add fuse (half the FMA peak: each
+        lane completes one FMUL or FADD, 1 FLOP, per clock), the roof of lab 8's bitwise rule;
+    rate_ceiling_gflops: a resource an SM serves at a fixed rate per clock (instruction issue,
+        shared-memory accesses), divided by what one useful update costs of it.
 - A kernel's point:
     x = arithmetic intensity in useful FLOP per compulsory DRAM byte of the design:
           I = flop_per_cell x sweeps_per_pass / bytes_per_cell
@@ -31,7 +39,7 @@ Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point ope
   memory, barriers), not DRAM.
 
 API (the tour wires it in):
-    roofline(points, device, copy_gbps, peak_gflops, path) -> bool
+    roofline(points, device, copy_gbps, peak_gflops, path, ceilings=()) -> bool
     path_bars(rows, device, path) -> bool
 with points from point_from_gbps() or point_from_bench(), and rows of (label, ratio) pairs or objects
 with `kernel` and `ratio` attributes (tour.TourRow).
@@ -40,6 +48,7 @@ with `kernel` and `ratio` attributes (tour.TourRow).
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -54,6 +63,13 @@ BYTES_PER_CELL = kinds.get("stencil2d_sweep").launchers[0].bytes_per_cell
 #: fp32 lanes (FMA units) per SM: 64 on Volta, Turing and the A100 (GA100), 128 on GA10x, Ada and
 #: Hopper.  An FMA counts 2 FLOP.
 FP32_LANES_PER_SM = 128
+#: Thread instructions an SM issues per clock at most: 4 warp schedulers (one per SM sub-partition),
+#: each issuing one instruction for a warp of 32 threads per clock (Volta to Hopper: NVIDIA's V100,
+#: A100 and H100 architecture whitepapers, the SM's four processing blocks).
+ISSUE_PER_SM_PER_CLOCK = 4 * 32
+#: Four-byte shared-memory accesses an SM serves per clock without bank conflicts: 32 banks of 4 bytes
+#: (CUDA C++ Programming Guide, compute capabilities 5.x and later, "Shared Memory").
+SHARED_ACCESSES_PER_SM_PER_CLOCK = 32
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,17 @@ class RooflinePoint:
 
 
 @dataclass(frozen=True)
+class Ceiling:
+    """A limit drawn as a dashed horizontal line under the compute roof: `gflops` useful GFLOP/s
+    at most, whatever the intensity, for the kernels `label` names; `how` says how it was measured
+    or derived (shown in the picture's legend)."""
+
+    label: str
+    gflops: float
+    how: str
+
+
+@dataclass(frozen=True)
 class PlacedPoint:
     """A point with what the roofline says about it."""
 
@@ -73,6 +100,8 @@ class PlacedPoint:
     attainable_gflops: float   # min(peak, intensity x copy): the roof above the point
     fraction_of_roof: float    # gflops / attainable_gflops
     bound: str                 # "memory" (left of the ridge) or "compute"
+    # (ceiling label, gflops / ceiling's GFLOP/s) for every ceiling, in the ceilings' order
+    fraction_of_ceilings: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +114,7 @@ class RooflineData:
     x_range: tuple[float, float]                  # intensities spanned, log-scale friendly
     roof: tuple[tuple[float, float], ...]         # (intensity, GFLOP/s) corners of the roof
     points: tuple[PlacedPoint, ...]
+    ceilings: tuple[Ceiling, ...] = ()            # dashed lines under the roof, in the caller's order
 
 
 def _positive(name: str, value: float) -> float:
@@ -104,6 +134,47 @@ def peak_fp32_gflops(sm_count: int, clock_mhz: float, lanes_per_sm: int = FP32_L
     _positive("clock_mhz", clock_mhz)
     _positive("lanes_per_sm", lanes_per_sm)
     return sm_count * lanes_per_sm * 2 * clock_mhz / 1e3
+
+
+def peak_fp32_no_fma_gflops(sm_count: int, clock_mhz: float, lanes_per_sm: int = FP32_LANES_PER_SM) -> float:
+    """The fp32 peak in GFLOP/s of a kernel whose multiplies and adds never fuse: half of
+    peak_fp32_gflops, since each lane then completes one FMUL or one FADD (1 FLOP) per clock
+    where an FMA is 2.  Lab 8 rounds every product and sum of the update on its own (__fmul_rn,
+    __fadd_rn: bitwise equal to the CPU reference), so this, not the FMA peak, is its roof.
+    H100 SXM (132 SMs, 1980 MHz): 33,454 GFLOP/s."""
+    return peak_fp32_gflops(sm_count, clock_mhz, lanes_per_sm) / 2
+
+
+def rate_ceiling_gflops(sm_count: int, clock_mhz: float, per_sm_per_clock: float, per_useful_update: float,
+                        flop_per_cell: float = FLOP_PER_CELL_2D) -> float:
+    """Useful GFLOP/s allowed by a resource every SM serves at a fixed rate, when each useful cell
+    update costs `per_useful_update` of it (redundant updates included: a design's count per update
+    times its updates per useful one):
+
+        SMs x per_sm_per_clock x clock / per_useful_update   useful updates per second
+        x flop_per_cell                                       useful FLOP per second
+
+    Instruction issue: per_sm_per_clock = ISSUE_PER_SM_PER_CLOCK (thread instructions) and the
+    instructions per useful update from the kernel's disassembly; shared memory:
+    SHARED_ACCESSES_PER_SM_PER_CLOCK and the accesses per useful update.  A ceiling, not a
+    prediction: it assumes that resource busy on every clock of every SM.  Raises ValueError on a
+    figure that is not > 0."""
+    _positive("sm_count", sm_count)
+    _positive("clock_mhz", clock_mhz)
+    _positive("per_sm_per_clock", per_sm_per_clock)
+    _positive("per_useful_update", per_useful_update)
+    _positive("flop_per_cell", flop_per_cell)
+    return sm_count * per_sm_per_clock * clock_mhz * 1e6 / per_useful_update * flop_per_cell / 1e9
+
+
+def ceiling_from_gbps(label: str, effective_gbps: float, how: str, flop_per_cell: float = FLOP_PER_CELL_2D,
+                      bytes_per_cell: float = BYTES_PER_CELL) -> Ceiling:
+    """A ceiling stated as an effective bandwidth (the grader's GB/s: compulsory bytes of every
+    sweep / time), in useful GFLOP/s as point_from_gbps converts a point: gbps x flop_per_cell /
+    bytes_per_cell."""
+    _positive(f"effective_gbps of {label!r}", effective_gbps)
+    return Ceiling(label, effective_gbps * _positive("flop_per_cell", flop_per_cell)
+                   / _positive("bytes_per_cell", bytes_per_cell), how)
 
 
 def intensity(flop_per_cell: float = FLOP_PER_CELL_2D, sweeps_per_pass: float = 1,
@@ -134,10 +205,35 @@ def point_from_bench(label: str, data: dict, flop_per_cell: float = FLOP_PER_CEL
     return RooflinePoint(label, intensity(flop_per_cell, sweeps_per_pass), gflops)
 
 
-def roofline_data(points: Iterable[RooflinePoint], copy_gbps: float, peak_gflops: float) -> RooflineData:
-    """The roof, the ridge and each point's place under it.  Raises ValueError on a bad figure."""
+def _check_ceilings(ceilings: Iterable[Ceiling], peak_gflops: float) -> tuple[Ceiling, ...]:
+    """The ceilings as a tuple, each checked: a non-empty label and derivation, distinct labels,
+    GFLOP/s > 0 and not above the compute roof.  Raises ValueError naming the ceiling."""
+    out, seen = [], set()
+    for c in ceilings:
+        if not isinstance(c, Ceiling):
+            raise ValueError(f"a ceiling must be a plot.Ceiling(label, gflops, how), got {c!r}")
+        if not isinstance(c.label, str) or not c.label.strip():
+            raise ValueError(f"a ceiling needs a label, got {c.label!r}")
+        if not isinstance(c.how, str) or not c.how.strip():
+            raise ValueError(f"ceiling {c.label!r}: say how it was measured or derived (how), got {c.how!r}")
+        if c.label in seen:
+            raise ValueError(f"ceiling {c.label!r} is given twice")
+        seen.add(c.label)
+        _positive(f"gflops of ceiling {c.label!r}", c.gflops)
+        if c.gflops > peak_gflops:
+            raise ValueError(f"ceiling {c.label!r} ({c.gflops:.0f} GFLOP/s) lies above the compute roof "
+                             f"({peak_gflops:.0f} GFLOP/s): a ceiling is a limit under the roof")
+        out.append(c)
+    return tuple(out)
+
+
+def roofline_data(points: Iterable[RooflinePoint], copy_gbps: float, peak_gflops: float,
+                  ceilings: Iterable[Ceiling] = ()) -> RooflineData:
+    """The roof, the ridge, the ceilings and each point's place under them.  Raises ValueError on a
+    bad figure or ceiling (_check_ceilings)."""
     copy_gbps = _positive("copy_gbps", copy_gbps)
     peak_gflops = _positive("peak_gflops", peak_gflops)
+    ceilings = _check_ceilings(ceilings, peak_gflops)
     ridge = peak_gflops / copy_gbps
     placed = []
     for p in points:
@@ -145,12 +241,13 @@ def roofline_data(points: Iterable[RooflinePoint], copy_gbps: float, peak_gflops
         _positive(f"gflops of {p.label!r}", p.gflops)
         attainable = min(peak_gflops, p.intensity * copy_gbps)
         placed.append(PlacedPoint(p, attainable, p.gflops / attainable,
-                                  "memory" if p.intensity < ridge else "compute"))
+                                  "memory" if p.intensity < ridge else "compute",
+                                  tuple((c.label, p.gflops / c.gflops) for c in ceilings)))
     xs = [pp.point.intensity for pp in placed] + [ridge]
     lo = 10 ** math.floor(math.log10(min(xs) / 2))
     hi = 10 ** math.ceil(math.log10(max(xs) * 2))
     roof = ((lo, lo * copy_gbps), (ridge, peak_gflops), (hi, peak_gflops))
-    return RooflineData(copy_gbps, peak_gflops, ridge, (lo, hi), roof, tuple(placed))
+    return RooflineData(copy_gbps, peak_gflops, ridge, (lo, hi), roof, tuple(placed), ceilings)
 
 
 def bars_data(rows: Iterable) -> list[tuple[str, float]]:
@@ -181,11 +278,12 @@ def _pyplot():
 
 
 def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, peak_gflops: float,
-             path: str | Path) -> bool:
-    """Draw the roofline with the points to `path` (PNG).  False, and no file, without matplotlib.
+             path: str | Path, ceilings: Iterable[Ceiling] = ()) -> bool:
+    """Draw the roofline with the points, and the ceilings as dashed lines, to `path` (PNG).
+    False, and no file, without matplotlib.
 
-    Raises ValueError on a bad figure (checked before anything is drawn)."""
-    data = roofline_data(points, copy_gbps, peak_gflops)
+    Raises ValueError on a bad figure or ceiling (checked before anything is drawn)."""
+    data = roofline_data(points, copy_gbps, peak_gflops, ceilings)
     plt = _pyplot()
     if plt is None:
         return False
@@ -197,9 +295,16 @@ def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, pea
     lo, hi = data.x_range
     ax.annotate(f"copy bandwidth {data.copy_gbps:.0f} GB/s", (lo * 1.2, lo * 1.2 * data.copy_gbps * 1.15),
                 rotation=0, fontsize=8)
-    ax.annotate(f"peak fp32 {data.peak_gflops / 1e3:.1f} TFLOP/s", (data.ridge * 1.1, data.peak_gflops * 1.1),
+    ax.annotate(f"peak fp32 (FMA) {data.peak_gflops / 1e3:.1f} TFLOP/s", (data.ridge * 1.1, data.peak_gflops * 1.1),
                 fontsize=8)
     ax.axvline(data.ridge, color="grey", linestyle=":", linewidth=1)
+    # Ceilings: dashed, named on the line, with their derivation in the legend.
+    for number, c in enumerate(data.ceilings):
+        colour = f"C{(number + 5) % 10}"          # away from the first points' colours
+        ax.hlines(c.gflops, lo, hi, colors=colour, linestyles="--", linewidth=1.2,
+                  label=textwrap.fill(f"{c.label}, {c.gflops / 1e3:.1f} TFLOP/s: {c.how}", 70))
+        ax.annotate(f"{c.label} {c.gflops / 1e3:.1f} TFLOP/s", (lo * 1.2, c.gflops * 1.06), fontsize=7,
+                    color=colour)
     # Kernels of one lab family share an intensity, so their points sit on one vertical line:
     # numbered markers, and the labels in a legend beside the plot rather than on top of each other.
     for number, pp in enumerate(data.points, 1):
