@@ -26,9 +26,10 @@
  *     into shared memory, applies K sweeps there (each one over a region one
  *     cell smaller on every side, a barrier between sweeps), and writes the
  *     inner tile;
- *   - streaming pipeline (the reference): lab 4's march down a strip, with K
+ *   - streaming pipeline (the reference's way): a march down a strip, with K
  *     stages per row, stage j applying sweep j+1 one row behind stage j-1,
- *     every stage's rows in registers and one barrier per row.
+ *     every stage's rows in registers; owning a strip per warp, the x
+ *     neighbours can come from the next lane by shuffles, with no barrier.
  *
  * Build and grade:  cd labs/08-temporal-blocking && make check
  */

@@ -1,5 +1,6 @@
 /*
- * Known-bad submission for lab 8: the reference with the update written as a
+ * Known-bad submission for lab 8: the first design of the reference (2026-11-23:
+ * a streaming pipeline with one barrier per row) with the update written as a
  * plain expression, c0*c + xm*w + xp*e + ym*s + yp*n.  nvcc contracts it into
  * a multiply and four fused multiply-adds (-fmad=true, its default), each
  * rounding once where the CPU reference rounds each product and each sum.

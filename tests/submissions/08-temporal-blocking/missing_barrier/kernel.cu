@@ -1,6 +1,7 @@
 /*
- * Known-bad submission for lab 8: the reference without its one barrier per
- * row.  A thread reads its x neighbours' published cells (edge[...][t] and
+ * Known-bad submission for lab 8: the first design of the reference (2026-11-23:
+ * a streaming pipeline with one barrier per row) without its one barrier per row.
+ * A thread reads its x neighbours' published cells (edge[...][t] and
  * [t+2]) right after writing its own, without waiting for the other warps.
  * When a neighbouring warp is behind or ahead, the thread reads the cells
  * that warp published in another iteration (another row, or another time),

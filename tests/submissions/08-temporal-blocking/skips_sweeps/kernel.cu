@@ -1,5 +1,6 @@
 /*
- * Known-bad submission for lab 8: the reference's kernel, but the launcher
+ * Known-bad submission for lab 8: the kernel of the reference's first design
+ * (2026-11-23: a streaming pipeline with one barrier per row), but the launcher
  * runs only half of the sweeps asked for, (steps + 1) / 2, while the bench
  * counts the bytes of all of them.  Were it not caught, it would look twice
  * as fast.  Correctness catches it: every case with steps >= 2 compares with
