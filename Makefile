@@ -4,9 +4,14 @@
 #                            when missing and run as root on Debian)
 #   make check               grade every lab with IMPL=reference: the instructor's sanity check
 #   make grade SUBMISSIONS=DIR [OUT=DIR]   grade a whole class
+#   make bench-class [STUDENTS=N] [GPUS=all]   class-grading throughput per stage, on a made-up class
 #   make tour                every reference on this GPU, as the seeds' optimisation table
 #                            (and build/tour/path.png, path-roofline.png with matplotlib)
 #   make calibrate           re-derive the performance targets on this GPU
+#   make record SLUG=h100    make tour and make check, recorded in handouts/data/SLUG/ for the figures
+#   make figures             rewrite the handouts' measured figures from handouts/data/ (no GPU)
+#   make tune [LAB=NN]       sweep the references' parameters on this GPU; the best goes to
+#                            labs/NN-slug/tuning/<gpu>.json, which the references' builds use
 #   make dist                the student kit (no reference/), as dist/stencil-lab-kit.tar.gz
 #   make clean               remove build/ and dist/
 
@@ -20,10 +25,10 @@ IMPL ?= $(if $(wildcard reference/.),reference,starter)
 SUBMISSIONS ?=
 OUT ?= grades
 
-.PHONY: help test test-build test-unit test-python check build-labs grade tour calibrate dist clean
+.PHONY: help test test-build test-unit test-python check build-labs grade bench-class tour calibrate record figures dist clean
 
 help:
-	@sed -n '3,11p' Makefile | sed 's/^#//'
+	@sed -n '3,16p' Makefile | sed 's/^#//'
 	@echo "  labs: $(LABS)"
 	@echo "  in a lab directory: make check [IMPL=starter|reference|DIR] [SEED=N]; make sanitize; make help"
 
@@ -81,6 +86,14 @@ grade:
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]  (DIR/<student>/<lab>/kernel.cu)"; exit 2; }
 	@$(GRADE) class $(SUBMISSIONS) --out $(OUT)
 
+# Class-grading throughput: STUDENTS students made of the known submissions, graded by grade.py class
+# on this host's GPUs (GPUS=all or 0,2); prints builds per CPU core-minute and submission-labs per
+# GPU-minute (tests/submissions/bench_class.py; BENCH_JSON=FILE keeps the figures).
+STUDENTS ?= 8
+bench-class:
+	@test -f tests/submissions/bench_class.py || { echo "make bench-class needs the kit's tests/, which the student kit does not ship"; exit 2; }
+	@$(PYTHON) tests/submissions/bench_class.py --students $(STUDENTS) $(if $(GPUS),--gpus $(GPUS)) $(if $(BENCH_JSON),--json $(BENCH_JSON))
+
 tour:
 	@mkdir -p build/tour
 	@$(GRADE) tour --json build/tour/tour.json --plot build/tour/path.png
@@ -88,22 +101,32 @@ tour:
 calibrate:
 	@$(GRADE) calibrate
 
+# The recorded runs the handouts' figures come from (handouts/data/README.md): the tour and a full
+# grading of the references on this GPU, kept as handouts/data/$(SLUG)/tour.json and check.json
+# (the grading's points may be short: the record says so), and the tour's two pictures in handouts/img/.
+record:
+	@test -n "$(SLUG)" || { echo "usage: make record SLUG=h100  (the folder under handouts/data/; the handouts quote h100 and h200)"; exit 2; }
+	@mkdir -p build/tour handouts/data/$(SLUG) && rm -f build/tour/path.png build/tour/path-roofline.png
+	@$(GRADE) tour --json handouts/data/$(SLUG)/tour.json --plot build/tour/path.png
+	@$(MAKE) --no-print-directory check IMPL=reference || true
+	@$(GRADE) record-check handouts/data/$(SLUG)/check.json --impl reference
+	@if [ -f build/tour/path.png ]; then cp build/tour/path.png handouts/img/path-$(SLUG).png; fi
+	@if [ -f build/tour/path-roofline.png ]; then cp build/tour/path-roofline.png handouts/img/roofline-$(SLUG).png; fi
+	@echo "recorded handouts/data/$(SLUG)/: now run make figures"
+
+figures:
+	@$(GRADE) figures
+
+# MAKEFLAGS emptied: LAB=NN must not reach the labs' own builds (lab.mk's LAB) through it.
+tune:
+	@MAKEFLAGS= $(GRADE) tune $(if $(LAB),--lab $(LAB))
+
 # ---- the student kit ----------------------------------------------------------------------
-# The files git tracks (so no build output or local file slips in), without reference/, tests/
-# and .ci/; the kit's README.md is replaced by the student kit's, grader/dist/README.md.
-DIST_README := grader/dist/README.md
+# grader/dist/pack.sh says what ships: the tracked files without reference/, tests/ and .ci/,
+# with the student kit's own README.md and Makefile (grader/dist/), and the Markdown files'
+# instructor-only blocks left out.
 dist:
-	@git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "make dist: not a git checkout:" \
-	  "the student kit is made of the files git tracks; run it in a clone of the kit" >&2; exit 2; }
-	@test -f $(DIST_README) || { echo "make dist: $(DIST_README) is missing" >&2; exit 2; }
-	@mkdir -p dist
-	@git ls-files | grep -v -e '^reference/' -e '^tests/' -e '^\.ci/' -e '^README\.md$$' -e '^grader/dist/' \
-	  > dist/files.txt; echo $(DIST_README) >> dist/files.txt
-	@test $$(wc -l < dist/files.txt) -gt 1 || { echo "make dist: git lists no file to ship" >&2; exit 2; }
-	@tar czf dist/stencil-lab-kit.tar.gz --transform 's,^$(DIST_README)$$,README.md,' \
-	  --transform 's,^,stencil-lab-kit/,' -T dist/files.txt
-	@echo "wrote dist/stencil-lab-kit.tar.gz: $$(wc -l < dist/files.txt) files (no reference solutions," \
-	  "no kit tests; README.md is $(DIST_README))"; rm -f dist/files.txt
+	@bash grader/dist/pack.sh dist/stencil-lab-kit.tar.gz
 
 clean:
 	rm -rf build dist

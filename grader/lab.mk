@@ -13,6 +13,8 @@
 #   SEED=N                      replay the random inputs of an earlier `make check`
 #   DEBUG=1                     -G -O0 device code for cuda-gdb (never timed)
 #   BUILD_DIR=...               where the binaries go (default: build/<lab>/<impl>)
+#   KERNEL_DEFINES="-DTUNE_K=8"  -D macros for the lab's kernel.cu only; for IMPL=reference the
+#                               default comes from labs/<lab>/tuning/<this GPU>.json (make tune)
 #   N=33  REDUCTION=1e-5        lab 7's `make solve`: the grid (N x N) and the residual reduction
 
 SHELL := /bin/bash
@@ -52,12 +54,19 @@ endif
 
 # ---- whose kernel.cu ---------------------------------------------------------------
 IMPL ?= starter
+# The student kit (`make dist`) has no reference/: there IMPL=reference is refused by
+# require-src, and its tuning (KERNEL_DEFINES, below) is not looked up.
+HAVE_REFERENCE := $(if $(wildcard $(KIT)/reference/.),1)
+NO_REFERENCE_MSG := this student kit has no reference solutions: make check grades your own kernel.cu (IMPL=starter, the default, or IMPL=DIR)
 ifeq ($(IMPL),starter)
 SRC := $(KIT)/starter/$(LAB)/kernel.cu
 IMPL_TAG := starter
 else ifeq ($(IMPL),reference)
-SRC := $(KIT)/reference/$(LAB)/kernel.cu
+SRC := $(if $(HAVE_REFERENCE),$(KIT)/reference/$(LAB)/kernel.cu)
 IMPL_TAG := reference
+ifneq ($(HAVE_REFERENCE),1)
+KERNEL_DEFINES :=
+endif
 else
 SRC := $(firstword $(wildcard $(abspath $(IMPL))/$(LAB)/kernel.cu $(abspath $(IMPL))/kernel.cu))
 # The one rule naming an IMPL=DIR build directory: dir- and DIR's absolute path with its
@@ -87,9 +96,20 @@ BENCH_LIBS := -L$(CUPTI_LIB) -lcupti -Xlinker -rpath=$(CUPTI_LIB)
 # Everything in BUILD_DIR is rebuilt when the flags change (another CUDA_ARCH, DEBUG=1):
 # flags.stamp is rewritten only when its content would differ.
 FLAGS_STAMP := $(BUILD_DIR)/flags.stamp
+# KERNEL_DEFINES reach kernel.o and kernel.ptx only.  `grade.py tune` passes each variant's;
+# for IMPL=reference, when not given, they are this GPU's best from `make tune` (grade.py tune
+# --print-defines), none without a tuning file: the file's own defaults.  In flags.stamp too.
+ifneq ($(filter-out clean help print-build-dir,$(or $(MAKECMDGOALS),all)),)
+ifeq ($(origin KERNEL_DEFINES)$(IMPL),undefinedreference)
+KERNEL_DEFINES := $(shell $(GRADE) tune --print-defines $(LAB) || echo TUNING_ERROR)
+ifneq ($(filter TUNING_ERROR,$(KERNEL_DEFINES)),)
+$(error labs/$(LAB)/tuning: the message above says what is wrong; pass KERNEL_DEFINES= for the defaults)
+endif
+endif
+endif
 ifneq ($(filter-out clean print-build-dir,$(or $(MAKECMDGOALS),all)),)
-$(shell mkdir -p $(BUILD_DIR) && echo '$(NVFLAGS) $(CFLAGS_KIT)' | cmp -s - $(FLAGS_STAMP) \
-        || echo '$(NVFLAGS) $(CFLAGS_KIT)' > $(FLAGS_STAMP))
+$(shell mkdir -p $(BUILD_DIR) && echo '$(NVFLAGS) $(CFLAGS_KIT) $(KERNEL_DEFINES)' | cmp -s - $(FLAGS_STAMP) \
+        || echo '$(NVFLAGS) $(CFLAGS_KIT) $(KERNEL_DEFINES)' > $(FLAGS_STAMP))
 # What this lab's lab.json and its problem kind (grader/kinds.json) say, for make: LAB_API,
 # KIND_SOURCES, KIND_HAS_SOLVER.  The grader writes it (make remakes it, then rereads this file).
 include $(BUILD_DIR)/lab_config.mk
@@ -103,9 +123,10 @@ help:
 	@echo "make check       build, then grade IMPL=$(IMPL) (correctness, then bandwidth)"
 	@echo "make build       only build $(BUILD_DIR)/{check,bench}"
 	@echo "make sanitize    compute-sanitizer memcheck and racecheck on the small cases"
+	@echo "make profile     why your kernel is slow: Nsight Compute's counters, ranked findings (no grade)"
 	$(if $(filter 1,$(KIND_HAS_SOLVER)),@echo "make solve       run your Jacobi solver on the model Poisson problem [N=33 (an N x N grid)] [REDUCTION=1e-5]")
 	@echo "make clean       remove this lab's build directory, build/$(LAB)"
-	@echo "variables: IMPL=starter|reference|DIR  SEED=N  CUDA_ARCH=90  DEBUG=1"
+	@echo "variables: IMPL=starter|$(if $(HAVE_REFERENCE),reference|)DIR  SEED=N  CUDA_ARCH=90  DEBUG=1"
 
 # ---- grading -----------------------------------------------------------------------
 check: require-src
@@ -120,6 +141,12 @@ sanitize: build
 	  SEED=$(or $(SEED),1) CK_FORK=no CK_EXCLUDE_TAGS=large \
 	    compute-sanitizer --tool $$tool --error-exitcode 1 $(BUILD_DIR)/check || status=1; done; \
 	  exit $$status
+
+# Nsight Compute (ncu) on the bench grid, the student's kernels only: figures and a ranked
+# diagnosis from grader/profile_rules.json (grader/stencil_grader/tools/profile.py).  Never a grade.
+.PHONY: profile
+profile: require-src
+	@$(GRADE) profile $(LAB_DIR) --impl $(IMPL) --build-dir $(BUILD_DIR) $(if $(SEED),--seed $(SEED))
 
 clean:
 	rm -rf $(KIT)/build/$(LAB)
@@ -141,7 +168,8 @@ require-solver:
 build: require-src require-check require-cupti $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
 
 require-src:
-	@test -n "$(SRC)" -a -f "$(SRC)" || { echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu)" >&2; exit 2; }
+	@$(if $(filter reference,$(IMPL)),$(if $(HAVE_REFERENCE),,echo "error: IMPL=reference: $(NO_REFERENCE_MSG)" >&2; exit 2))
+	@test -n "$(SRC)" -a -f "$(SRC)" || { echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(if $(filter starter reference,$(IMPL)),$(SRC),$(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu))" >&2; exit 2; }
 
 require-cupti:
 	@test -n "$(CUPTI_INC)" -a -n "$(CUPTI_LIB)" || { echo "kit error: CUPTI (cupti.h, libcupti.so), which the CUDA toolkit ships and the bench's launch audit needs, was not found under $(CUDA_HOME) (set CUDA_HOME to the toolkit's folder)" >&2; exit 2; }
@@ -162,11 +190,11 @@ $(BUILD_DIR)/lab_config.mk: $(LAB_DIR)/lab.json $(LABSPEC_PY)
 # The student's file: ptxas -v reports registers, shared memory and spills per kernel.
 $(BUILD_DIR)/kernel.o: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	@echo "nvcc $(notdir $(SRC)) ($(IMPL))"
-	@$(NVCC) $(NVFLAGS) -Xptxas -v -c $< -o $@ 2> $(BUILD_DIR)/ptxas.log || { cat $(BUILD_DIR)/ptxas.log >&2; exit 1; }
+	@$(NVCC) $(NVFLAGS) $(KERNEL_DEFINES) -Xptxas -v -c $< -o $@ 2> $(BUILD_DIR)/ptxas.log || { cat $(BUILD_DIR)/ptxas.log >&2; exit 1; }
 	@grep -v -E '^(ptxas info|    [0-9]+ bytes)' $(BUILD_DIR)/ptxas.log >&2 || true
 
 $(BUILD_DIR)/kernel.ptx: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP) | $(BUILD_DIR)
-	@$(NVCC) -std=c++17 $(DEVICE_OPT) -arch=compute_$(PTX_ARCH) $(INCLUDES) -ptx $< -o $@
+	@$(NVCC) -std=c++17 $(DEVICE_OPT) -arch=compute_$(PTX_ARCH) $(INCLUDES) $(KERNEL_DEFINES) -ptx $< -o $@
 
 HEADERS := $(wildcard $(KIT)/grader/include/*.h) $(HARNESS_DIR)/protocol.h
 

@@ -4,7 +4,9 @@
 #
 # Installs Debian's packages `check` and `python3-pytest` when they are
 # missing and we are root on a Debian-like system; otherwise says exactly what
-# to install and exits 1.  On success prints, as its last line, the Python
+# to install and exits 1.  Also installs, when root on Debian, what the Slurm
+# test needs (slurmctld, slurmd, slurm-client, munge); without them that one
+# test is skipped.  On success prints, as its last line, the Python
 # interpreter that has pytest (the Makefile runs pytest with it).
 set -euo pipefail
 
@@ -36,6 +38,32 @@ if ((${#missing[@]})); then
         echo "  (or pip:       python3 -m pip install --user pytest)" >&2
         exit 1
     fi
+fi
+
+# Optional: a real one-node Slurm for tests/python/test_slurm.py (Debian 12: Slurm 22.05).  Installed
+# when we are root on Debian; anywhere else that test is skipped and says why.  The packages'
+# own services are not needed (the test starts its daemons on loopback ports of its own).
+slurm=(slurmctld slurmd slurm-client munge)
+slurm_missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+    for p in "${slurm[@]}"; do
+        [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == "install ok installed" ]] || slurm_missing+=("$p")
+    done
+fi
+if ((${#slurm_missing[@]})) && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian packages for the Slurm test: ${slurm_missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${slurm_missing[@]}"; } >&2 \
+        || echo "install-deps.sh: could not install ${slurm_missing[*]}: tests/python/test_slurm.py will be skipped" >&2
+fi
+
+# Optional: Debian's chromium, in which tests/python/test_html.py renders the report pages
+# headless.  Installed when we are root on Debian; anywhere else those tests are skipped and say why.
+if ! command -v chromium >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's chromium for the report-page tests" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq chromium; } >&2 \
+        || echo "install-deps.sh: could not install chromium: the browser tests of tests/python/test_html.py will be skipped" >&2
 fi
 
 pkg-config --exists check || { echo "Check is still not found by pkg-config" >&2; exit 1; }

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import gpus, labspec, locks, protocol
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, default_seed, impl, seed
-from . import build, pipeline, plot, report
+from . import build, html, pipeline, plot, report
 
 
 def add_run_options(p: argparse.ArgumentParser, default_impl: str) -> None:
@@ -63,6 +63,7 @@ def print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | N
     print(report.render_text(data, report.use_colour()), end="")
     written = report.write_json(data, Path(run.build_dir) / "report.json")
     print(f"  report: {written}")
+    print(f"  page: {html.write_lab_html(data, Path(run.build_dir) / 'report.html')}")
     drawn = plot.lab_roofline(run.spec.api, data["performance"].get("bench"), Path(run.build_dir) / "roofline.png")
     if drawn:
         print(f"  roofline: {drawn}")

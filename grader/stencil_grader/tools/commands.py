@@ -1,11 +1,12 @@
-"""grade.py's tool commands: `tour`, `calibrate`, `solve`."""
+"""grade.py's tool commands: `tour`, `calibrate`, `solve`, `tune`, `profile`, and the recorded runs
+behind the handouts' figures: `record-check`, `figures`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list
+from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, default_seed, impl, lab_list, seed
 from . import tour
 
 
@@ -23,7 +24,23 @@ def register(sub) -> None:
     p.add_argument("--runs", type=int, default=3, help="timed runs of each reference (median)")
     p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
     p.add_argument("--dry-run", action="store_true", help="print the new targets, write nothing")
+    p.add_argument("--json", type=Path, metavar="FILE",
+                   help="also write the calibration as a recorded run (handouts/data/SLUG/calibrate.json)")
     p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("record-check", help="collect the reports of the last make check into a recorded run")
+    p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/check.json")
+    p.add_argument("--impl", default="reference", help="whose reports: the impl make check graded (default reference)")
+    p.set_defaults(func=cmd_record_check)
+
+    p = sub.add_parser("figures", help="rewrite the measured figures of README.md and the handouts from "
+                                       "the recorded runs in handouts/data")
+    p.add_argument("--check", action="store_true",
+                   help="change nothing; exit 1 listing every figure that differs from its recording")
+    p.add_argument("--data", type=Path, default=None, metavar="DIR", help="the recordings (default handouts/data)")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                   help="the Markdown files (default README.md, handouts/*.md, reference/*/ANSWERS.md)")
+    p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("solve", help="lab 7: run a build's Jacobi solver on the model Poisson problem")
     p.add_argument("build_dir", metavar="BUILD_DIR", type=Path, help="a lab 7 build (holding bench)")
@@ -34,6 +51,50 @@ def register(sub) -> None:
     p.add_argument("--plot", type=Path, metavar="PNG",
                    help="where the convergence plot goes (default BUILD_DIR/solve.png; needs matplotlib)")
     p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("tune", help="sweep the references' compile-time parameters on this GPU and "
+                                    "write the best to labs/NN-slug/tuning/<gpu>.json")
+    p.add_argument("--lab", help="comma-separated labs, names or numbers (default: every lab with a tune.json)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel builds (default: the CPU count)")
+    p.add_argument("--seed", type=seed, default=None, help="inputs' seed for every variant (default: random)")
+    p.add_argument("--min-gain", type=float, default=None,
+                   help="a variant replaces the defaults only when this fraction faster (default 0.02)")
+    p.add_argument("--dry-run", action="store_true", help="measure and print, write no tuning file")
+    p.add_argument("--plot-dir", type=Path, default=None,
+                   help="where the sweeps' pictures go (default build/tune; needs matplotlib)")
+    p.add_argument("--space", type=Path, metavar="JSON",
+                   help="sweep these bounds instead of the lab's tune.json (one --lab)")
+    p.add_argument("--print-defines", metavar="LAB",
+                   help="print the -D flags of LAB's tuning file for this GPU (what lab.mk uses), and exit")
+    p.add_argument("--draw", metavar="LAB", help="draw LAB's committed sweeps of --devices side by side, and exit")
+    p.add_argument("--devices", help="with --draw: GPU names separated by ';' (as in the tuning files)")
+    p.add_argument("--out", type=Path, metavar="PNG", help="with --draw: the picture's path")
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("profile", help="why the kernel is slow: Nsight Compute's counters and a ranked "
+                                       "diagnosis (not part of the grade)")
+    p.add_argument("lab_dir", metavar="LABDIR", help="e.g. labs/01-naive-5pt (or just 01-naive-5pt)")
+    p.add_argument("--impl", type=impl, default="starter",
+                   help="whose kernel.cu: starter, reference or a directory DIR (default starter)")
+    p.add_argument("--build-dir", type=Path, help="default: build/<lab>/<impl-tag> in the kit")
+    p.add_argument("--seed", type=seed, default=None, help="the bench's input seed (default: $SEED, else fresh)")
+    p.add_argument("--arch", help="CUDA architecture to build for, e.g. 90 (default: detected)")
+    p.add_argument("--from-inputs", type=Path, metavar="FILE",
+                   help="analyse a recorded BUILD_DIR/profile-inputs.json again (no GPU, no build)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the diagnosis (profile.json) here")
+    p.set_defaults(func=cmd_profile)
+
+
+def cmd_profile(args) -> int:
+    from . import profile
+
+    chosen = args.seed if args.seed is not None else default_seed()
+    result = profile.profile_lab(args.lab_dir, args.impl, args.build_dir, chosen, args.arch,
+                                 from_inputs=args.from_inputs)
+    print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
+    if args.json and result.result is not None:
+        profile.write_json(result.result, args.json)
+    return result.exit_code
 
 
 def cmd_tour(args) -> int:
@@ -49,12 +110,34 @@ def cmd_calibrate(args) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
     try:
-        for line in tour.calibrate(args.runs, lab_list(args.labs), write=not args.dry_run):
+        for line in tour.calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
             print(line)
     except tour.TourError as err:
         print(f"grade.py calibrate: {err}", file=sys.stderr)
         return EXIT_NOT_FULL
     return EXIT_FULL
+
+
+def cmd_record_check(args) -> int:
+    try:
+        record = tour.record_check(tour.collect_reports(args.impl))
+    except tour.TourError as err:
+        print(f"grade.py record-check: {err}", file=sys.stderr)
+        return EXIT_NOT_FULL
+    path = tour.write_record(record, args.out)
+    print(f"wrote {path}: {len(record['rows'])} labs on {record['device']['name']}, {record['date']}")
+    return EXIT_FULL
+
+
+def cmd_figures(args) -> int:
+    from . import figures
+
+    result = figures.run(args.files or None, args.data or figures.DATA_DIR)
+    status, text = figures.report(result, args.check)
+    if not args.check and status == EXIT_FULL:
+        figures.write(result)
+    print(text, file=sys.stdout if status == EXIT_FULL else sys.stderr)
+    return status
 
 
 def cmd_solve(args) -> int:
@@ -67,3 +150,45 @@ def cmd_solve(args) -> int:
     result = solve.solve(args.build_dir, args.n, args.reduction, args.every, args.plot)
     print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
     return result.exit_code
+
+
+def cmd_tune(args) -> int:
+    from . import tune
+
+    try:
+        if args.print_defines:
+            print(tune.print_defines(args.print_defines))
+            return EXIT_FULL
+        if args.draw:
+            if not args.devices or not args.out:
+                raise UsageError("--draw needs --devices 'GPU A;GPU B' and --out PNG")
+            devices = [d.strip() for d in args.devices.split(";") if d.strip()]
+            print(f"wrote {tune.draw_devices(args.draw, devices, args.out)}")
+            return EXIT_FULL
+        if args.jobs is not None and args.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        min_gain = tune.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
+        if not 0 <= min_gain < 1:
+            raise UsageError(f"--min-gain is a fraction in [0, 1), got {min_gain:g}")
+        labs = lab_list(args.lab)
+        space = None
+        if args.space:
+            if not labs or len(labs) != 1:
+                raise UsageError("--space needs exactly one --lab")
+            space = tune.load_space_file(args.space, tune.find_lab(labs[0]))
+        plot_dir = args.plot_dir or (tune.KIT_ROOT / "build" / "tune")
+        chosen = [tune.find_lab(n) for n in labs] if labs else tune.tunable_labs()
+        if not chosen:
+            raise UsageError("no lab has a tune.json")
+        sweeps = [tune.prepare_lab(d, args.seed, min_gain, space) for d in chosen]
+        tune.build_variants(sweeps, args.jobs)          # every lab's builds at once, on the CPUs
+        status = EXIT_FULL
+        for sweep in sweeps:                             # then one variant at a time on the GPU
+            tune.measure_lab(sweep, write=not args.dry_run, plot_dir=plot_dir)
+            print(tune.render(sweep), flush=True)
+            if sweep.best is None:
+                status = EXIT_NOT_FULL
+        return status
+    except tune.TuneError as err:
+        print(f"grade.py tune: {err}", file=sys.stderr)
+        return EXIT_NOT_FULL
