@@ -9,6 +9,11 @@
 # --debs: the .deb files (default .device/slurm-debs); --prefix: where they are unpacked (default
 # /opt/slurm-root; never /).  Run as root (Slurm's daemons and MUNGE run as the caller; the
 # grader's sandbox wants root too), from the kit's root folder, with Check installed.
+# On a machine whose cgroup v2 has no systemd to ask (no dbus: the lent H100, a Firecracker VM),
+# slurmd 22.05 cannot start its cgroup plugin; give it a cgroup.conf that does without:
+#     STENCIL_SLURM_CGROUP_CONF='CgroupPlugin=cgroup/v1' bash tests/slurm/gpu-check.sh ...
+# (measured there on 2026-11-25: 7 gradings of labs 3 and 7 through Slurm and through grade.py
+# class, the same verdicts, Slurm setting CUDA_VISIBLE_DEVICES=0 for each of its 4 GPU tasks).
 set -euo pipefail
 
 debs=.device/slurm-debs prefix=/opt/slurm-root out=""

@@ -192,6 +192,14 @@ class MiniSlurm:
             + ("GresTypes=gpu\n" if self.gpus else "")
             + f"NodeName={NODE} NodeHostname={self.host} NodeAddr=127.0.0.1 CPUs={self.cpus}{gres} State=UNKNOWN\n"
             f"PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP\n")
+        # slurmd starts a cgroup plugin whatever the proctrack and task plugins; on a machine whose
+        # cgroup v2 has no systemd (dbus) to ask for a scope, STENCIL_SLURM_CGROUP_CONF gives a
+        # cgroup.conf that does without (e.g. "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes").
+        cgroup_conf = self.conf.with_name("cgroup.conf")
+        if os.environ.get("STENCIL_SLURM_CGROUP_CONF"):
+            cgroup_conf.write_text(os.environ["STENCIL_SLURM_CGROUP_CONF"].replace("\\n", "\n") + "\n")
+        else:
+            cgroup_conf.unlink(missing_ok=True)
         gres_conf = self.conf.with_name("gres.conf")
         if self.gpus:
             gres_conf.write_text("".join(f"Name=gpu File={g}\n" for g in self.gpus))
