@@ -25,7 +25,7 @@ IMPL ?= $(if $(wildcard reference/.),reference,starter)
 SUBMISSIONS ?=
 OUT ?= grades
 
-.PHONY: help test test-build test-unit test-python check build-labs grade bench-class tour calibrate record figures dist clean
+.PHONY: help test test-build test-unit test-python grade bench-class tour calibrate record figures dist clean
 
 help:
 	@sed -n '3,16p' Makefile | sed 's/^#//'
@@ -67,20 +67,7 @@ test-python:
 	@$(or $(PYTEST_PYTHON),$(PYTHON)) -m pytest -q -rs tests/python
 
 # ---- grading ----------------------------------------------------------------------------
-# Every lab built first, in parallel on the CPUs (the harness once, then the labs; a lab that
-# fails to build is reported by the grading that follows), then graded one lab at a time, in
-# lab order: the GPU stages never overlap.
-JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-check:
-	@$(MAKE) --no-print-directory build-labs
-	@$(GRADE) all --impl $(IMPL)
-
-build-labs:
-	@$(MAKE) --no-print-directory -s -C labs/$(firstword $(LABS)) harness IMPL=$(IMPL) >/dev/null
-	@$(MAKE) --no-print-directory -k -j$(JOBS) $(LABS:%=build-lab-%) >/dev/null 2>&1 || true
-
-build-lab-%:
-	@$(MAKE) --no-print-directory -s -C labs/$* build IMPL=$(IMPL)
+include grader/check.mk
 
 grade:
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]  (DIR/<student>/<lab>/kernel.cu)"; exit 2; }
