@@ -182,7 +182,7 @@ def test_a_stale_or_broken_tuning_file_is_an_error(tmp_path, monkeypatch):
     with pytest.raises(tune.TuneError, match="NAME: integer"):
         tune.print_defines("08", kit)
     path.write_text("{")
-    with pytest.raises(tune.TuneError, match="not JSON"):
+    with pytest.raises(tune.TuneError, match="not valid JSON"):
         tune.print_defines("08", kit)
 
 

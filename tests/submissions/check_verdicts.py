@@ -63,6 +63,7 @@ KIT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(KIT_ROOT / "grader"))
 
 from stencil_grader.base import labspec
+from stencil_grader.base.files import read_json  # noqa: E402
 from stencil_grader.grading import pipeline, score, symbols  # noqa: E402  (needs the path above)
 
 #: Verdicts a build and static checks settle without a GPU.
@@ -116,10 +117,7 @@ def collect(kit_root: Path = KIT_ROOT, lab: str | None = None) -> list[Entry]:
         lab_name = expected.parent.name
         if lab and lab_name != lab:
             continue
-        try:
-            table = json.loads(expected.read_text())
-        except json.JSONDecodeError as err:
-            raise ExpectedError(f"{expected}: not valid JSON: {err.msg} at line {err.lineno}") from None
+        table = read_json(expected, ExpectedError)
         if not isinstance(table, dict):
             raise ExpectedError(f"{expected}: must be an object of submission folder -> expectation")
         for name, item in sorted(table.items()):

@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .. import KIT_ROOT
+from .files import read_json
 
 KINDS_JSON = KIT_ROOT / "grader" / "kinds.json"
 KINDS_DIR = KIT_ROOT / "grader" / "harness" / "kinds"
@@ -134,13 +135,7 @@ def parse(data) -> dict[str, Kind]:
 @lru_cache(maxsize=None)
 def load(path: Path = KINDS_JSON) -> dict[str, Kind]:
     """Every kind of grader/kinds.json (cached); raises KindError."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise KindError(f"{path}: cannot read: {err.strerror or err}") from None
-    except json.JSONDecodeError as err:
-        raise KindError(f"{path}: not valid JSON: {err.msg} at line {err.lineno}") from None
-    return parse(data)
+    return parse(read_json(path, KindError))
 
 
 def get(api: str) -> Kind:

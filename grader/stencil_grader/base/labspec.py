@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from . import kinds
+from .files import display_path, read_json  # noqa: F401  (display_path: labspec.display_path is its public name too)
 
 #: The bench's repetitions: at least MIN_REPETITIONS timed calls, then more until the 95%
 #: confidence interval of the median is within PRECISION of it on either side, or
@@ -165,14 +166,6 @@ class LabSpec:
 def plausible_ratio(max_fused_sweeps: int = 1) -> float:
     """MAX_PLAUSIBLE_RATIO x K: a kernel fusing K sweeps per pass moves the grid once per K sweeps."""
     return MAX_PLAUSIBLE_RATIO * max_fused_sweeps
-
-
-def display_path(path: Path) -> str:
-    """path relative to the kit root when it lies inside the kit, else as given."""
-    try:
-        return str(Path(path).resolve().relative_to(KIT_ROOT))
-    except ValueError:
-        return str(path)
 
 
 def _show(value) -> str:
@@ -416,17 +409,7 @@ def load(path: str | Path) -> LabSpec:
     Raises LabSpecError when the file cannot be read, is not JSON, or breaks the schema.
     """
     path = Path(path)
-    shown = display_path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise LabSpecError(f"{shown}: cannot read: {err.strerror or err}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise LabSpecError(f"{shown}: not valid JSON: {err.msg} at line {err.lineno} "
-                           f"column {err.colno}") from None
-    return parse(data, path)
+    return parse(read_json(path, LabSpecError), path)
 
 
 def _c_double(x: float) -> str:

@@ -75,6 +75,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import gpus, labspec
+from ..base.files import read_json
 from ..grading import bench, build, checkrun, static
 
 TUNE_FILE = "tune.json"
@@ -131,13 +132,8 @@ def load_space_file(path: Path, lab_dir: Path) -> TuneSpace:
     that does not parse or names an unknown parameter, plot axes that are not parameters).
     """
     path = Path(path)
-    if not path.is_file():
-        raise TuneError(f"{path}: no such file")
     shown = labspec.display_path(path)
-    try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise TuneError(f"{shown}: not JSON: {err.msg} (line {err.lineno})") from None
+    raw = read_json(path, TuneError)
     if not isinstance(raw, dict):
         raise TuneError(f"{shown}: the file holds {type(raw).__name__}; expected an object")
     unknown = set(raw) - {"about", "parameters", "constraints", "plot"}
@@ -310,10 +306,7 @@ def load_tuning(lab_dir: Path, device: str) -> dict | None:
     if not path.is_file():
         return None
     shown = labspec.display_path(path)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise TuneError(f"{shown}: not JSON: {err.msg} (line {err.lineno})") from None
+    data = read_json(path, TuneError)
     best = data.get("best") if isinstance(data, dict) else None
     if not isinstance(best, dict) or not all(
             isinstance(k, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", k) and isinstance(v, int)
