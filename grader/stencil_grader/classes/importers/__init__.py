@@ -63,7 +63,6 @@ read (one line saying what was wrong).
 from __future__ import annotations
 
 import collections
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -98,12 +97,14 @@ def shown(text: str) -> str:
 
 
 def _target(into: Path, folder: str, lab: str) -> tuple[Path, str]:
-    """(CLASS/folder/lab/kernel.cu, "") or (path, why it may not be written): a symbolic link on
-    the way could send the write outside --into."""
+    """(CLASS/folder/lab/kernel.cu, "") or (that path, why it may not be written): a symbolic link
+    on the way could send the write outside --into; a file where a folder goes, or the reverse."""
     path = into / folder / lab / sites.SOURCE
-    for p in (into / folder, into / folder / lab, path):
+    for p, kind in ((into / folder, "folder"), (into / folder / lab, "folder"), (path, "file")):
         if p.is_symlink():
             return path, f"{shown(str(p))} is a symbolic link; not written through"
+        if p.exists() and not (p.is_dir() if kind == "folder" else p.is_file()):
+            return path, f"{shown(str(p))} is there and is not a {kind}"
     return path, ""
 
 
@@ -137,8 +138,12 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
             for path, why in parsed.skipped:
                 result.counts["skipped"] += 1
                 say(f"  skipped    {shown(path)}: {why}")
+            by_note = collections.defaultdict(list)
             for path, note in parsed.notes:
-                say(f"  note       {shown(path)}: {note}")
+                by_note[note].append(path)
+            for note, paths in by_note.items():
+                more = f" (and {len(paths) - 1} more like it)" if len(paths) > 1 else ""
+                say(f"  note       {shown(paths[0])}{more}: {note}")
             result.counts["ignored"] = listing.ignored
     except ExportError as err:
         text = shown(str(err))
@@ -146,79 +151,73 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
     except RosterError as err:
         raise ClassError(shown(str(err))) from None
     result.roster = roster.save()
-    say(summary(result, len(parsed.submissions), into))
+    say(summary(result, len(parsed.submissions)))
     return result
 
 
 def _import_one(sub: sites.Submission, site: str, lab: str, into: Path, roster: Roster, force: bool,
                 result: ImportResult, say: Callable[[str], None]) -> None:
-    """Import one student's submission: choose, check, write, record in the roster."""
+    """Import one student's submission: choose its kernel.cu, check, write, record in the roster."""
     student = sub.student
     folder, why = roster.folder_for(student)
     who = shown(folder or roster_mod.folder_name(student))
+    target, why = (None, why) if why else _target(into, folder, lab)
     if why:
         result.counts["conflict"] += 1
         say(f"  conflict   {who}: {why}")
         return
+    (into / folder).mkdir(exist_ok=True)
+    roster.record(folder, student)
     late = "" if sub.late is None else ("yes" if sub.late else "no")
     tag = "  [late]" if sub.late else ""
     choice = sites.choose_kernel(sub, site)
-    (into / folder).mkdir(exist_ok=True)
+    data, note = None, choice.note
     if choice.entry is None:
-        kind = "ambiguous" if "none taken" in choice.note else "no kernel"
+        kind = "ambiguous" if choice.ambiguous else "no kernel"
         result.counts[kind] += 1
-        say(f"  {kind:<10} {who}: {shown(choice.note)}{tag}")
-        if not roster.has_lab(folder, lab):
-            roster.record(folder, student, lab, late=late, file="", note=choice.note)
-        else:
-            roster.record(folder, student)
+        say(f"  {kind:<10} {who}: {shown(note)}{tag}")
+    else:
+        try:
+            data = choice.entry.read(MAX_KERNEL_BYTES)
+        except EntryError as err:
+            result.counts["unreadable"] += 1
+            note = f"{choice.path}: {err}"
+            say(f"  refused    {shown(note)}")
+    if data is None:
+        if not roster.has_lab(folder, lab):           # the lab's cells describe what is on disk
+            roster.record(folder, student, lab, late=late, file="", note=note)
         return
-    try:
-        data = choice.entry.read(MAX_KERNEL_BYTES)
-    except EntryError as err:
-        result.counts["unreadable"] += 1
-        say(f"  refused    {shown(choice.path)}: {err}")
-        if not roster.has_lab(folder, lab):
-            roster.record(folder, student, lab, late=late, file="", note=f"{choice.path}: {err}")
-        roster.record(folder, student)
-        return
-    target, why = _target(into, folder, lab)
     rel = f"{who}/{lab}/{sites.SOURCE}"
-    source = f"  <- {shown(choice.path)}{tag}" + (f"  ({shown(choice.note)})" if choice.note else "")
-    if why:
-        result.counts["refused"] += 1
-        result.counts["refused: a symbolic link in --into"] += 1
-        say(f"  refused    {rel}: {why}")
-        return
+    source = f"  <- {shown(choice.path)}{tag}" + (f"  ({shown(note)})" if note else "")
     if target.exists():
-        if target.is_file() and target.read_bytes() == data:
+        if target.read_bytes() == data:
             result.counts["unchanged"] += 1
             say(f"  unchanged  {rel}{source}")
-            roster.record(folder, student, lab, late=late, file=choice.path, note=choice.note)
+            roster.record(folder, student, lab, late=late, file=choice.path, note=note)
             return
         if not force:
             result.counts["kept"] += 1
             say(f"  kept       {rel}: already there and different (--force replaces it){source}")
-            roster.record(folder, student)
             return
     outdir.write_atomic(target, data)
     result.counts["imported"] += 1
     result.counts["late"] += bool(sub.late)
     say(f"  imported   {rel}{source}")
-    roster.record(folder, student, lab, late=late, file=choice.path, note=choice.note)
+    roster.record(folder, student, lab, late=late, file=choice.path, note=note)
 
 
-def summary(result: ImportResult, students: int, into: Path) -> str:
+def summary(result: ImportResult, students: int) -> str:
     """The closing line: students, what was imported, what was not and why, the roster."""
     c = result.counts
     done = f"{c['imported']} imported ({c['late']} late), {c['unchanged']} unchanged"
     missed = [f"{c[k]} {label}" for k, label in (
         ("no kernel", "without a kernel.cu"), ("ambiguous", "with two candidates (none taken)"),
         ("kept", "kept (a different kernel.cu already there; --force replaces it)"),
-        ("conflict", "whose folder belongs to another student"), ("unreadable", "unreadable or over 1 MiB"))
-        if c[k]]
+        ("conflict", "whose folder cannot be written (another student's, a link, a file)"),
+        ("unreadable", "unreadable or over 1 MiB")) if c[k]]
     why = [f"{c[k]} {k.split(': ', 1)[1]}" for k in sorted(c) if k.startswith("refused: ")]
-    refused = f"; {c['refused']} entries refused ({', '.join(why)})" if c["refused"] else ""
+    refused = f"; {c['refused']} refused entr{'y' if c['refused'] == 1 else 'ies'} ({', '.join(why)})" \
+        if c["refused"] else ""
     skipped = f"; {c['skipped']} skipped" if c["skipped"] else ""
     ignored = f"; {c['ignored']} archive artefact(s) ignored (__MACOSX, hidden files)" if c["ignored"] else ""
     return (f"summary: {students} students: {done}" + (f"; not imported: {', '.join(missed)}" if missed else "")

@@ -173,7 +173,11 @@ def _read_zip(archive: zipfile.ZipFile) -> Export:
 
 def _read_folder(root: Path) -> Export:
     export = Export("folder", [], [])
-    for folder, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def unreadable(err: OSError) -> None:
+        export.refused.append((Path(err.filename).relative_to(root).as_posix(), f"cannot be read ({err.strerror})"))
+
+    for folder, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
         rel_folder = Path(folder).relative_to(root)
         for name in sorted(dirnames + filenames):
             rel = (rel_folder / name).as_posix()

@@ -135,9 +135,12 @@ def _submitters(lines: list[str], i: int, key_indent: int) -> tuple[list[dict[st
             i += 1
             if not rest:
                 continue
+        elif ind > field_indent:                        # nested under a key we do not read
+            i += 1
+            continue
+        elif ind != field_indent:
+            raise MetadataError(f"line {i + 1}: unexpected indentation in :submitters:")
         else:
-            if ind != field_indent:
-                raise MetadataError(f"line {i + 1}: unexpected indentation in :submitters:")
             rest = stripped
             i += 1
         kv = _key(rest, f"line {i}")

@@ -95,7 +95,7 @@ class Roster:
         if not path.exists():
             return cls(path, list(BASE_COLUMNS), {})
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")        # -sig: as Excel saves "CSV UTF-8"
         except (OSError, UnicodeDecodeError) as err:
             raise RosterError(f"{path}: cannot read ({err}); move it away to start a new roster") from None
         reader = csv.DictReader(io.StringIO(text))

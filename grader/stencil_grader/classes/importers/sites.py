@@ -35,7 +35,6 @@ class Submission:
     (None: the site does not say)."""
 
     student: Student
-    label: str
     late: bool | None = None
     files: list[tuple[str, Entry]] = field(default_factory=list)
 
@@ -49,8 +48,9 @@ class Parsed:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
 
-    def add(self, student: Student, label: str, late: bool | None, path: str | None, entry: Entry | None) -> None:
-        sub = self.submissions.setdefault((student.site, student.site_id), Submission(student, label, late))
+    def add(self, student: Student, late: bool | None, path: str | None, entry: Entry | None) -> None:
+        """Add a file (or, with entry None, only the student) to the student's submission."""
+        sub = self.submissions.setdefault((student.site, student.site_id), Submission(student, late))
         if late:
             sub.late = True
         if entry is not None:
@@ -75,7 +75,7 @@ def _canvas(export: Export) -> Parsed:
         m = _CANVAS_ONLINE.match(e.path) if len(e.parts) == 1 else None
         if m:
             student = Student("canvas", m["id"], m["name"] or "")
-            parsed.add(student, e.path, bool(m["late"]), None, None)
+            parsed.add(student, bool(m["late"]), None, None)
             parsed.notes.append((e.path, f"an online {'text entry' if m['kind'] == 'text' else 'URL'}, not a file"))
             continue
         m = _CANVAS_FILE.match(e.path) if len(e.parts) == 1 else None
@@ -83,7 +83,7 @@ def _canvas(export: Export) -> Parsed:
             parsed.skipped.append((e.path, "not a Canvas file name (<name>_<user id>_<file id>_<file name>)"))
             continue
         student = Student("canvas", m["id"], m["name"] or "")
-        parsed.add(student, f"{m['name'] or ''}_{m['id']}".lstrip("_"), bool(m["late"]), m["file"], e)
+        parsed.add(student, bool(m["late"]), m["file"], e)
     return parsed
 
 
@@ -101,7 +101,7 @@ def _moodle(export: Export) -> Parsed:
             parsed.notes.append((e.path, f"the {m['plugin']} plugin's part of the submission (not a file): ignored"))
             continue
         path = m["rest"] if len(e.parts) == 1 else "/".join(e.parts[1:])
-        parsed.add(student, e.parts[0] if len(e.parts) > 1 else f"{m['name']}_{m['id']}", None, path, e)
+        parsed.add(student, None, path, e)
     return parsed
 
 
@@ -118,27 +118,28 @@ def _gradescope(export: Export) -> Parsed:
         records = read_submitters(text)
     except (EntryError, UnicodeDecodeError, MetadataError) as err:
         raise ExportError(f"{found[0].path}: {err}") from None
-    export.strip(len(found[0].parts) - 1)
+    base = found[0].parts[:-1]                      # assignment_<id>_export/, or the top
     parsed = Parsed()
     seen = set()
     for e in export.entries:
-        if e.parts == (GRADESCOPE_METADATA,):
+        parts = e.parts[len(base):] if e.parts[:len(base)] == base else ()
+        if parts == (GRADESCOPE_METADATA,):
             continue
-        if len(e.parts) < 2 or e.parts[0] not in records:
+        if len(parts) < 2 or parts[0] not in records:
             parsed.skipped.append((e.path, f"not in a submission folder that {GRADESCOPE_METADATA} names"))
             continue
-        seen.add(e.parts[0])
-        for person in records[e.parts[0]]:
+        seen.add(parts[0])
+        for person in records[parts[0]]:
             student = _gradescope_student(person)
             if student:
-                parsed.add(student, e.parts[0], None, "/".join(e.parts[1:]), e)
+                parsed.add(student, None, "/".join(parts[1:]), e)
     for key, people in records.items():
         for person in people:
             student = _gradescope_student(person)
             if student is None:
                 parsed.skipped.append((key, f"a submitter with neither sid nor email in {GRADESCOPE_METADATA}"))
             elif key not in seen:
-                parsed.add(student, key, None, None, None)
+                parsed.add(student, None, None, None)
         if not people:
             parsed.notes.append((key, f"no submitter in {GRADESCOPE_METADATA}"))
     return parsed
@@ -161,11 +162,13 @@ def parse(site: str, export: Export) -> Parsed:
 
 @dataclass
 class Choice:
-    """Which file of a submission is its kernel.cu: `entry` (None: none), and what to say."""
+    """Which file of a submission is its kernel.cu: `entry` (None: none; ambiguous: because two
+    or more files could be), its path in the export, and what to say."""
 
     entry: Entry | None
     path: str = ""
     note: str = ""
+    ambiguous: bool = False
 
 
 def choose_kernel(sub: Submission, site: str) -> Choice:
@@ -183,7 +186,7 @@ def choose_kernel(sub: Submission, site: str) -> Choice:
     if found:
         names = ", ".join(e.path for _, e in found)
         return Choice(None, note=f"{len(found)} files could be the kernel.cu ({names}): none taken; "
-                                 f"put the right one in place by hand")
+                                 f"put the right one in place by hand", ambiguous=True)
     near = [e.path for p, e in sub.files if _near_miss(p.split("/")[-1])]
     if near:
         archive = " (an archive is not opened)" if any(p.lower().endswith(_ARCHIVE) for p in near) else ""
