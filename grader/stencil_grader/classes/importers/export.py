@@ -81,7 +81,6 @@ class Entry:
 class Export:
     """What an export holds: its files, the entries refused (path, why), the artefacts ignored."""
 
-    source: str                     # "zip" or "folder"
     entries: list[Entry]
     refused: list[tuple[str, str]]
     ignored: int = 0
@@ -151,7 +150,7 @@ def open_export(path: Path) -> Iterator[Export]:
 
 
 def _read_zip(archive: zipfile.ZipFile) -> Export:
-    export = Export("zip", [], [])
+    export = Export([], [])
     for info in archive.infolist():
         name, why = _zip_name(info)
         shown = name if name is not None else info.filename
@@ -172,7 +171,7 @@ def _read_zip(archive: zipfile.ZipFile) -> Export:
 
 
 def _read_folder(root: Path) -> Export:
-    export = Export("folder", [], [])
+    export = Export([], [])
 
     def unreadable(err: OSError) -> None:
         export.refused.append((Path(err.filename).relative_to(root).as_posix(), f"cannot be read ({err.strerror})"))

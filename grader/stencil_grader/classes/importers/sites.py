@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..submissions import SOURCE
 from .export import MAX_METADATA_BYTES, Entry, EntryError, Export, ExportError
 from .metadata_yml import MetadataError, read_submitters
 from .roster import Student
 
-SOURCE = "kernel.cu"
 SITES = ("canvas", "moodle", "gradescope")
 
 # Canvas: <name>[_LATE]_<user id>_<file id>_<file name>, the name [[:word:]] characters only, no
@@ -41,8 +41,8 @@ class Submission:
 
 @dataclass
 class Parsed:
-    """An export read as a site's layout: the submissions by student, and notes on what was not
-    a submission file: (export path, why) skipped, and (who, note) for the record."""
+    """An export read as a site's layout: the submissions by student, and what was not a
+    submission file, as (export path, why): skipped (counted as not imported), or noted."""
 
     submissions: dict[tuple[str, str], Submission] = field(default_factory=dict)    # by (site, site id)
     skipped: list[tuple[str, str]] = field(default_factory=list)
