@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, default_seed, impl, lab_list, seed
+from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, arch, default_seed, impl, lab_list, seed
 from . import tour
 
 
@@ -78,7 +78,7 @@ def register(sub) -> None:
                    help="whose kernel.cu: starter, reference or a directory DIR (default starter)")
     p.add_argument("--build-dir", type=Path, help="default: build/<lab>/<impl-tag> in the kit")
     p.add_argument("--seed", type=seed, default=None, help="the bench's input seed (default: $SEED, else fresh)")
-    p.add_argument("--arch", help="CUDA architecture to build for, e.g. 90 (default: detected)")
+    p.add_argument("--arch", type=arch, help="CUDA architecture to build for, e.g. 90 (default: detected)")
     p.add_argument("--from-inputs", type=Path, metavar="FILE",
                    help="analyse a recorded BUILD_DIR/profile-inputs.json again (no GPU, no build)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the diagnosis (profile.json) here")
