@@ -9,7 +9,8 @@
 #                            (and build/tour/path.png, path-roofline.png with matplotlib)
 #   make calibrate           re-derive the performance targets on this GPU
 #   make record SLUG=h100    make tour and make check, recorded in handouts/data/SLUG/ for the figures
-#   make figures             rewrite the handouts' measured figures from handouts/data/ (no GPU)
+#   make figures             rewrite the handouts' measured figures from handouts/data/ and draw
+#                            their diagrams from the labs' constants (no GPU)
 #   make tune [LAB=NN]       sweep the references' parameters on this GPU; the best goes to
 #                            labs/NN-slug/tuning/<gpu>.json, which the references' builds use
 #   make dist                the student kit (no reference/), as dist/stencil-lab-kit.tar.gz
@@ -28,7 +29,7 @@ OUT ?= grades
 .PHONY: help test test-build test-unit test-python grade bench-class tour calibrate record figures dist clean
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^#//'
+	@sed -n '3,17p' Makefile | sed 's/^#//'
 	@echo "  labs: $(LABS)"
 	@echo "  in a lab directory: make check [IMPL=starter|reference|DIR] [SEED=N]; make sanitize; make help"
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, arch, default_seed, impl, lab_list, seed
+from ..base.files import display_path
 from . import tour
 
 
@@ -130,13 +131,29 @@ def cmd_record_check(args) -> int:
 
 
 def cmd_figures(args) -> int:
-    from . import figures
+    """The measured figures (figures.py) and, unless FILES were named, the handouts' diagrams
+    (diagrams/): --check compares both with what the recordings and the labs' constants give."""
+    from . import diagrams, figures
 
     result = figures.run(args.files or None, args.data or figures.DATA_DIR)
     status, text = figures.report(result, args.check)
     if not args.check and status == EXIT_FULL:
         figures.write(result)
-    print(text, file=sys.stdout if status == EXIT_FULL else sys.stderr)
+    lines = [text]
+    if not args.files:
+        try:
+            if args.check:
+                drawn = diagrams.differences()
+                lines += [f"error: {d}" for d in drawn]
+                lines.append(f"{len(drawn)} difference(s) in the {len(diagrams.DIAGRAMS)} diagrams and their handouts"
+                             if drawn else f"all {len(diagrams.DIAGRAMS)} diagrams match what the code draws")
+                status = max(status, 1 if drawn else EXIT_FULL)
+            elif status == EXIT_FULL:
+                lines += [f"wrote {display_path(p)}" for p in diagrams.write()]
+        except diagrams.DiagramError as err:
+            lines.append(f"error: {err}")
+            status = max(status, 1)
+    print("\n".join(lines), file=sys.stdout if status == EXIT_FULL else sys.stderr)
     return status
 
 
