@@ -369,3 +369,20 @@ def test_png_decoder_on_a_known_image(tmp_path):
     (tmp_path / "t.png").write_bytes(png)
     _, _, rows = png_pixels(tmp_path / "t.png")
     assert rows == [bytes([10, 20, 30, 15, 25, 35]), bytes([11, 21, 31, 15, 25, 35])]
+
+
+def test_the_index_screenshot_shows_todays_targets_and_the_recorded_points():
+    """handouts/img/report-page.png (grade.py pictures --report-page) is the recorded grading with the
+    targets lab.json holds now, so that it agrees with the handouts; never with points it did not get."""
+    from stencil_grader.tools import pictures
+    entry = json.loads((KIT_ROOT / "labs" / "02-shared-tiling" / "lab.json").read_text())["targets"][
+        "NVIDIA H100 80GB HBM3"]
+    shown = pictures.retarget(report())
+    t = shown["performance"]["target"]
+    assert (t["floor"], t["target"], t["reference_ratio"]) == (entry["floor"], entry["target"], entry["reference_ratio"])
+    assert f"(floor {entry['floor']:g}, target {entry['target']:g}, " in shown["performance"]["message"]
+    assert shown["points"] == report()["points"] and report()["performance"]["target"]["floor"] == 0.49
+    r = report()
+    r["performance"]["ratio"] = entry["target"]           # would now earn full performance points
+    with pytest.raises(pictures.PictureError, match="would earn 40.00 performance points"):
+        pictures.retarget(r)

@@ -43,6 +43,15 @@ def register(sub) -> None:
                    help="the Markdown files (default README.md, handouts/*.md, reference/*/ANSWERS.md)")
     p.set_defaults(func=cmd_figures)
 
+    p = sub.add_parser("pictures", help="redraw the handouts' PNG pictures from the recorded runs "
+                                        "(matplotlib; the report page: Chromium)")
+    p.add_argument("--slug", action="append", default=None, metavar="SLUG",
+                   help="the recorded tour to draw, handouts/data/SLUG/tour.json (repeatable; default: every "
+                        "recorded tour)")
+    p.add_argument("--report-page", action="store_true",
+                   help="only handouts/img/report-page.png, from the recorded grading of tests/python/data/html")
+    p.set_defaults(func=cmd_pictures)
+
     p = sub.add_parser("solve", help="lab 7: run a build's Jacobi solver on the model Poisson problem")
     p.add_argument("build_dir", metavar="BUILD_DIR", type=Path, help="a lab 7 build (holding bench)")
     p.add_argument("--n", type=int, default=33, help="grid of N x N cells, h = 1/(N-1) (default 33)")
@@ -155,6 +164,22 @@ def cmd_figures(args) -> int:
             status = max(status, 1)
     print("\n".join(lines), file=sys.stdout if status == EXIT_FULL else sys.stderr)
     return status
+
+
+def cmd_pictures(args) -> int:
+    from . import figures, pictures
+
+    try:
+        if args.report_page:
+            print(pictures.report_page())
+            return EXIT_FULL
+        slugs = args.slug or sorted({s for s, n in figures.load_recordings().records if n == "tour"})
+        for slug in slugs:
+            print("\n".join(pictures.draw_tour(slug)))
+    except (pictures.PictureError, figures.FiguresError) as err:
+        print(f"grade.py pictures: {err}", file=sys.stderr)
+        return EXIT_NOT_FULL
+    return EXIT_FULL
 
 
 def cmd_solve(args) -> int:
