@@ -34,6 +34,13 @@ def register(sub) -> None:
     p.add_argument("--impl", default="reference", help="whose reports: the impl make check graded (default reference)")
     p.set_defaults(func=cmd_record_check)
 
+    p = sub.add_parser("record-profile", help="analyse recorded profile inputs (make profile's "
+                                              "profile-inputs.json) into one recorded run")
+    p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/profile.json")
+    p.add_argument("inputs", nargs="+", type=Path, metavar="INPUTS.json",
+                   help="the recorded inputs, e.g. tests/python/data/ncu/*.json")
+    p.set_defaults(func=cmd_record_profile)
+
     p = sub.add_parser("figures", help="rewrite the measured figures of README.md and the handouts from "
                                        "the recorded runs in handouts/data")
     p.add_argument("--check", action="store_true",
@@ -136,6 +143,19 @@ def cmd_record_check(args) -> int:
         return EXIT_NOT_FULL
     path = tour.write_record(record, args.out)
     print(f"wrote {path}: {len(record['rows'])} labs on {record['device']['name']}, {record['date']}")
+    return EXIT_FULL
+
+
+def cmd_record_profile(args) -> int:
+    from .profilerecord import record_profile
+
+    try:
+        record = record_profile(args.inputs)
+    except tour.TourError as err:
+        print(f"grade.py record-profile: {err}", file=sys.stderr)
+        return EXIT_NOT_FULL
+    path = tour.write_record(record, args.out)
+    print(f"wrote {path}: {len(record['rows'])} profiled runs on {record['device']['name']}, {record['date']}")
     return EXIT_FULL
 
 

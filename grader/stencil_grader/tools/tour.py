@@ -73,6 +73,8 @@ from ..grading import bench, build, plot, score
 #:                     ratio, gbps, copy_gbps, ms_median, steps, seconds, target {table, floor, target},
 #:                     launchers {name: {ms_median, gbps, ratio}} (lab 7 has two), generated_at
 #:   calibrate         runs; rows: lab, ratios (one per run), median, floor, target, written, policy
+#:   profile           ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings
+#:                     (tools/profilerecord.py: make profile's analysis of recorded profile inputs)
 #: A field that was not measured is null.  Times are milliseconds, bandwidths GB/s (1 GB = 1e9 B),
 #: ratios fractions of the copy bandwidth of the same bench run.
 RECORD_FORMAT = 1
