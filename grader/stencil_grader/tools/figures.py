@@ -130,9 +130,12 @@ def format_value(value, path: str, ops: str = "", fmt: str | None = None, over: 
     """A figure as text: numbers as `over / value` when over is given ("66908/copy_gbps": a ridge
     point; over is a number, or the value of another field as text), then through the operations in
     ops, applied in order ("*9/8", "-1*100"), then the format (or DEFAULT_FORMATS by the path's last
-    name, else "g"); strings as they are."""
+    name, else "g"); a list of numbers as "a, b and c", each so; strings as they are."""
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+        parts = [format_value(v, path, ops, fmt, over) for v in value]      # "0.942, 0.947 and 0.937"
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     if isinstance(value, (int, float)):
         if over is not None:
             if value == 0:
