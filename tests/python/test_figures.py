@@ -375,3 +375,21 @@ def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp
     assert figures.validate_record(record, tmp_path / "profile.json") == []
     committed = figures.load_recordings().get("h100", "profile").data
     assert {r["id"] for r in record["rows"]} <= {r["id"] for r in committed["rows"]}
+
+
+def test_kernel_comments_teach_and_quote_no_timing():
+    """Measured figures live in handouts/data and the tuning files, quoted through markers: a kernel's comments
+    (the starters, the references, the tour's textbook kernels) say why, and quote no bandwidth, ratio of copy
+    or time that would drift from the recordings (issue 26; STYLE.md: development logs belong elsewhere)."""
+    import re
+    from stencil_grader.grading.source import strip_source
+    timing = re.compile(r"\d[\d,]*(\.\d+)?\s*(GB/s|TB/s|ms per)|\b[0-4]\.\d{2,3}\b[^\n]{0,30}\b(of (the )?copy|x the copy)"
+                        r"|\b\d\.\d+ x the copy|\b(measured|reached)\b[^\n.]{0,40}\b[0-4]\.\d\d\b")
+    found = []
+    for path in sorted(KIT_ROOT.glob("reference/**/kernel.cu")) + sorted(KIT_ROOT.glob("starter/*/kernel.cu")):
+        text = path.read_text()
+        code = strip_source(text)[0]
+        comments = "".join(c if c != k else " " for c, k in zip(text, code))    # the comments alone
+        for m in timing.finditer(comments):
+            found.append(f"{path.relative_to(KIT_ROOT)}: {comments[max(0, m.start() - 30):m.end() + 10]!r}")
+    assert not found, "\n".join(found)
