@@ -135,28 +135,26 @@ def cmd_calibrate(args) -> int:
     return EXIT_FULL
 
 
-def cmd_record_check(args) -> int:
+def _record(command: str, make, out: Path, rows_are: str) -> int:
+    """Write the record make() returns to out and say so; a TourError is the command's one-line refusal."""
     try:
-        record = tour.record_check(tour.collect_reports(args.impl))
+        record = make()
     except tour.TourError as err:
-        print(f"grade.py record-check: {err}", file=sys.stderr)
+        print(f"grade.py {command}: {err}", file=sys.stderr)
         return EXIT_NOT_FULL
-    path = tour.write_record(record, args.out)
-    print(f"wrote {path}: {len(record['rows'])} labs on {record['device']['name']}, {record['date']}")
+    path = tour.write_record(record, out)
+    print(f"wrote {path}: {len(record['rows'])} {rows_are} on {record['device']['name']}, {record['date']}")
     return EXIT_FULL
+
+
+def cmd_record_check(args) -> int:
+    return _record("record-check", lambda: tour.record_check(tour.collect_reports(args.impl)), args.out, "labs")
 
 
 def cmd_record_profile(args) -> int:
     from .profilerecord import record_profile
 
-    try:
-        record = record_profile(args.inputs)
-    except tour.TourError as err:
-        print(f"grade.py record-profile: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
-    path = tour.write_record(record, args.out)
-    print(f"wrote {path}: {len(record['rows'])} profiled runs on {record['device']['name']}, {record['date']}")
-    return EXIT_FULL
+    return _record("record-profile", lambda: record_profile(args.inputs), args.out, "profiled runs")
 
 
 def cmd_figures(args) -> int:

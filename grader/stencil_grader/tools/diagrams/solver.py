@@ -38,8 +38,7 @@ def reduction_tree(kit: Path) -> Canvas:
            f"lane 0 holds the warp's sum; the {warps} warps' sums of a {threads}-thread block go through "
            f"shared memory to warp 0, which adds them the same way; each block writes one partial; the block "
            f"that takes the last ticket from an integer counter adds all the partials in index order.")
-    c = Canvas(880, 740, alt)
-    c.text(24, 26, "Lab 7: a reduction whose order of additions never depends on timing", size=15, weight="bold")
+    c = Canvas.titled(740, alt, "Lab 7: a reduction whose order of additions never depends on timing")
     lane_w, x0, y0, level_h = 22, 100, 72, 44
     c.text(24, y0 - 18, "1. per thread: its own cells, added in a fixed order (a grid-stride loop)", size=12)
     for k in range(len(offsets) + 1):
@@ -125,9 +124,7 @@ def overlapped_tile(kit: Path) -> Canvas:
            f"region shrinks by one cell per sweep; a cell d cells inside the edge is computed d times and then "
            f"left behind: {r:.2f} updates per useful one. The neighbouring tile loads a region that overlaps "
            f"this one by {2 * k} columns.")
-    c = Canvas(880, 510, alt)
-    c.text(24, 26, f"Lab 8, design 1: an overlapped tile of K = {k} sweeps, and its redundant halo work", size=15,
-           weight="bold")
+    c = Canvas.titled(510, alt, f"Lab 8, design 1: an overlapped tile of K = {k} sweeps, and its redundant halo work")
     cell, ox, oy = 3.0, 40, 76
     for d in range(k):                                   # ring d: d cells inside the loaded region's edge
         shade = tint(ORANGE, 0.85 - 0.7 * d / max(1, k - 1))
@@ -182,9 +179,7 @@ def pipeline_ring(kit: Path) -> Canvas:
            f"Rows arrive by cp.async {ahead} rows ahead into a ring of {ring} slots per thread; each of the {k} "
            f"stages keeps its north and mid rows in registers and hands the row it computes to the next stage "
            f"as its south row; a segment of {seg} stored rows computes {seg + 2 * k}.")
-    c = Canvas(880, 470, alt)
-    c.text(24, 26, f"Lab 8, the reference: K = {k} stages in registers, rows arriving by cp.async", size=15,
-           weight="bold")
+    c = Canvas.titled(470, alt, f"Lab 8, the reference: K = {k} stages in registers, rows arriving by cp.async")
     # The strip and the columns each sweep spoils.
     cw, ox, oy = 4.2, 60, 62
     c.text(24, oy - 6, f"one warp's strip: {warp} lanes x {vec} columns; rows below: the columns still right "

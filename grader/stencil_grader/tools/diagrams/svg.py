@@ -149,6 +149,13 @@ class Canvas:
             y += swatch + gap
         return y
 
+    @classmethod
+    def titled(cls, height: float, alt: str, heading: str, width: float = 880) -> "Canvas":
+        """A picture whose title (the alt text) is alt, with heading written across its top."""
+        c = cls(width, height, alt)
+        c.text(24, 26, heading, size=15, weight="bold")
+        return c
+
     def svg(self) -> str:
         """The picture as an SVG document (UTF-8 text ending in a newline)."""
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{num(self.width)}" height="{num(self.height)}" '

@@ -39,9 +39,7 @@ def three_planes(kit: Path) -> Canvas:
            f"plane the three slot indices rotate and nothing is copied. A shared plane is {plane_x} x {in_y} "
            f"floats: the tile, a float4 of padding on each side holding the x-halo cells, and a halo row "
            f"above and below.")
-    c = Canvas(880, 650, alt)
-    c.text(24, 26, "Lab 5: three shared planes march along z; their roles rotate, no plane is copied", size=15,
-           weight="bold")
+    c = Canvas.titled(650, alt, "Lab 5: three shared planes march along z; their roles rotate, no plane is copied")
     # The march, seen from the side: the block's planes zb-1 .. zb+P along z.
     sx, sy, bar = 40, 64, 5.2
     c.text(sx, sy, f"one block's column of {planes} planes", size=12, fill=MUTED)
@@ -139,8 +137,7 @@ def register_window(kit: Path) -> Canvas:
            f"shared plane of the block ({tile_x} x {rows} cells), for the x-y neighbours. At the start of each "
            f"step the slot of plane z-2, which nobody needs any more, receives the request for plane "
            f"z+{ring - 2}, so the ring turns without moving a register.")
-    c = Canvas(880, 510, alt)
-    c.text(24, 26, "Lab 6: z neighbours in registers, one shared plane", size=15, weight="bold")
+    c = Canvas.titled(510, alt, "Lab 6: z neighbours in registers, one shared plane")
     c.text(24, 46, f"one thread's ring of {ring} float4 registers: AHEAD = {ahead} planes of loads in flight "
                    f"beyond z+1 (the starter's AHEAD: {starter_ahead})", size=12, fill=MUTED)
 

@@ -135,9 +135,7 @@ def tile_halo(kit: Path) -> Canvas:
            f"thread row {by - 1} the halo row below; the four corners are never read and not loaded.")
     cell = 10
     ox, oy = 62, 62
-    c = Canvas(880, oy + in_y * cell + 200, alt)
-    c.text(24, 26, f"Lab 2's tile: who loads which cell ({wx} x {by} threads, {rows} rows each)", size=15,
-           weight="bold")
+    c = Canvas.titled(oy + in_y * cell + 200, alt, f"Lab 2's tile: who loads which cell ({wx} x {by} threads, {rows} rows each)")
     c.text(24, 45, f"tile[r][s] holds cell (x0 - {order} + s, y0 - {order} + r); the dashed box is the "
                    f"{wx} x {wy} output tile", size=12, fill=MUTED)
     for r in range(in_y):
@@ -207,8 +205,7 @@ def periodic_wrap(kit: Path) -> Canvas:
            f"wraps along both axes. The reference's threads each own {vec} cells of {rows} rows; only those "
            "that touch an edge take the copy of the kernel with the wrapping selects. On a grid one cell "
            "wide a cell is its own x neighbour; on a grid two cells wide both x neighbours are one cell.")
-    c = Canvas(880, 450, alt)
-    c.text(24, 26, "Periodic: every neighbour exists, some wrap around", size=15, weight="bold")
+    c = Canvas.titled(450, alt, "Periodic: every neighbour exists, some wrap around")
     # Panel A: an 8 x 6 grid and its frame of ghost cells, each naming the cell it wraps to.
     cell, gx, gy = 30, 40, 84
     c.text(24, 46, f"an {nx} x {ny} grid; the grey frame shows where a missing neighbour comes from", size=12,
@@ -293,9 +290,7 @@ def bytes_in_flight(kit: Path) -> Canvas:
            f"flight, against lab 1's 4; the x neighbours come from a row buffer of 2 x {row_buf} floats in "
            "shared memory, the y neighbours from registers; the sweeps alternate between two buffers on the "
            "GPU, and the host only swaps the pointers.")
-    c = Canvas(880, 545, alt)
-    c.text(24, 26, f"Lab 4: a block's strip of {strip} cells, and the rows each thread requests at once", size=15,
-           weight="bold")
+    c = Canvas.titled(545, alt, f"Lab 4: a block's strip of {strip} cells, and the rows each thread requests at once")
     # The strip: one column per thread, the window's rows.
     col, rh, ox, oy = 4.5, 20, 70, 70
     for j in range(window):
