@@ -83,7 +83,8 @@ from .. import KIT_ROOT
 from .figtables import provenance, tour_table  # noqa: F401  (provenance: part of this module's interface)
 from .tune import tuning_path
 from .recordings import (DATA_DIR, MISSING_TEXT, RECORD_KINDS, FiguresError, Record, Recordings,  # noqa: F401
-                         load_recordings, shown as _shown, validate_record)
+                         consistency, lab_json as _lab_json, load_recordings, shown as _shown,
+                         validate_record)
 
 #: Default format by a field's last name (format() specifications).
 DEFAULT_FORMATS = {"ratio": ".2f", "median": ".3f", "ms_median": ".3f", "ms_per_sweep": ".3f",
@@ -183,17 +184,6 @@ def _dividend(obj, over: str | None, what: str) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise KeyError(f"{what} {over} is not a number, so it cannot divide")
     return repr(float(value))
-
-
-def _lab_json(number: str, kit_root: Path) -> tuple[Path, dict]:
-    found = sorted((Path(kit_root) / "labs").glob(f"{number}-*/lab.json"))
-    if not re.fullmatch(r"\d\d", number) or not found:
-        raise FiguresError(f"lab/{number}: no labs/{number}-*/lab.json")
-    path = found[0]
-    try:
-        return path, json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise FiguresError(f"{_shown(path)}: cannot read: {err}") from None
 
 
 def _tuning_value(source: str, row: str | None, path: str, over: str | None, recs: Recordings, kit_root: Path):
@@ -409,32 +399,6 @@ def default_files(kit_root: Path = KIT_ROOT) -> list[Path]:
     files = [root / "README.md"] + sorted((root / "handouts").glob("*.md")) \
         + sorted((root / "reference").glob("*/ANSWERS.md"))
     return [f for f in files if f.is_file()]
-
-
-def consistency(recs: Recordings, kit_root: Path = KIT_ROOT) -> list[str]:
-    """Errors where a calibrate record's written targets no longer match lab.json."""
-    errors = []
-    for (slug, name), record in sorted(recs.records.items()):
-        if name != "calibrate":
-            continue
-        device = record.data["device"]["name"]
-        for row in record.data["rows"]:
-            if not row.get("written") or row.get("policy"):
-                continue
-            try:
-                path, raw = _lab_json(row["id"][:2], kit_root)
-            except FiguresError as err:
-                errors.append(f"{record.shown}: row {row['id']}: {err}")
-                continue
-            if "targets_policy" in raw:
-                continue
-            entry = raw.get("targets", {}).get(device)
-            got = (entry or {}).get("floor"), (entry or {}).get("target")
-            if got != (row.get("floor"), row.get("target")):
-                errors.append(f"{_shown(path)}: the targets for {device} are floor {got[0]}, target {got[1]}, "
-                              f"but {record.shown} recorded floor {row.get('floor')}, target {row.get('target')}: "
-                              f"record the calibration you ran (grade.py calibrate --json {record.shown})")
-    return errors
 
 
 def run(files: list[Path] | None = None, data_dir: Path = DATA_DIR, kit_root: Path = KIT_ROOT) -> Result:

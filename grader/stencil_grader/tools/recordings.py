@@ -4,6 +4,8 @@ instructor's guide).
 
     load_recordings(root) -> Recordings     every record, by (slug, kind); FiguresError on any problem
     validate_record(data, path) -> [str]    the problems of one record
+    lab_json(number) -> (path, dict)        labs/NN-*/lab.json, read
+    consistency(recs) -> [str]              calibrations whose written targets lab.json no longer holds
 """
 
 from __future__ import annotations
@@ -150,3 +152,40 @@ def load_recordings(root: Path = DATA_DIR) -> Recordings:
     if problems:
         raise FiguresError("\n".join(problems))
     return recs
+
+
+def lab_json(number: str, kit_root: Path) -> tuple[Path, dict]:
+    found = sorted((Path(kit_root) / "labs").glob(f"{number}-*/lab.json"))
+    if not re.fullmatch(r"\d\d", number) or not found:
+        raise FiguresError(f"lab/{number}: no labs/{number}-*/lab.json")
+    path = found[0]
+    try:
+        return path, json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise FiguresError(f"{shown(path)}: cannot read: {err}") from None
+
+
+def consistency(recs: Recordings, kit_root: Path = KIT_ROOT) -> list[str]:
+    """Errors where a calibrate record's written targets no longer match lab.json."""
+    errors = []
+    for (slug, name), record in sorted(recs.records.items()):
+        if name != "calibrate":
+            continue
+        device = record.data["device"]["name"]
+        for row in record.data["rows"]:
+            if not row.get("written") or row.get("policy"):
+                continue
+            try:
+                path, raw = lab_json(row["id"][:2], kit_root)
+            except FiguresError as err:
+                errors.append(f"{record.shown}: row {row['id']}: {err}")
+                continue
+            if "targets_policy" in raw:
+                continue
+            entry = raw.get("targets", {}).get(device)
+            got = (entry or {}).get("floor"), (entry or {}).get("target")
+            if got != (row.get("floor"), row.get("target")):
+                errors.append(f"{shown(path)}: the targets for {device} are floor {got[0]}, target {got[1]}, "
+                              f"but {record.shown} recorded floor {row.get('floor')}, target {row.get('target')}: "
+                              f"record the calibration you ran (grade.py calibrate --json {record.shown})")
+    return errors
