@@ -9,7 +9,9 @@
 #                            (and build/tour/path.png, path-roofline.png with matplotlib)
 #   make calibrate           re-derive the performance targets on this GPU
 #   make record SLUG=h100    make tour and make check, recorded in handouts/data/SLUG/ for the figures
-#   make figures             rewrite the handouts' measured figures from handouts/data/ (no GPU)
+#   make figures             rewrite the handouts' measured figures from handouts/data/ and draw
+#                            their diagrams from the labs' constants (no GPU)
+#   make pictures            redraw the handouts' PNG plots from handouts/data/ (matplotlib)
 #   make tune [LAB=NN]       sweep the references' parameters on this GPU; the best goes to
 #                            labs/NN-slug/tuning/<gpu>.json, which the references' builds use
 #   make dist                the student kit (no reference/), as dist/stencil-lab-kit.tar.gz
@@ -25,10 +27,10 @@ IMPL ?= $(if $(wildcard reference/.),reference,starter)
 SUBMISSIONS ?=
 OUT ?= grades
 
-.PHONY: help test test-build test-unit test-python grade bench-class tour calibrate record figures dist clean
+.PHONY: help test test-build test-unit test-python grade bench-class tour calibrate record figures pictures dist clean
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^#//'
+	@sed -n '3,18p' Makefile | sed 's/^#//'
 	@echo "  labs: $(LABS)"
 	@echo "  in a lab directory: make check [IMPL=starter|reference|DIR] [SEED=N]; make sanitize; make help"
 
@@ -97,12 +99,15 @@ record:
 	@$(GRADE) tour --json handouts/data/$(SLUG)/tour.json --plot build/tour/path.png
 	@$(MAKE) --no-print-directory check IMPL=reference || true
 	@$(GRADE) record-check handouts/data/$(SLUG)/check.json --impl reference
-	@if [ -f build/tour/path.png ]; then cp build/tour/path.png handouts/img/path-$(SLUG).png; fi
-	@if [ -f build/tour/path-roofline.png ]; then cp build/tour/path-roofline.png handouts/img/roofline-$(SLUG).png; fi
+	@$(GRADE) pictures --slug $(SLUG) || true
 	@echo "recorded handouts/data/$(SLUG)/: now run make figures"
 
 figures:
 	@$(GRADE) figures
+
+# The PNG pictures of the handouts, redrawn from the recorded runs (matplotlib; no GPU).
+pictures:
+	@$(GRADE) pictures
 
 # MAKEFLAGS emptied: LAB=NN must not reach the labs' own builds (lab.mk's LAB) through it.
 tune:

@@ -38,6 +38,16 @@ ifeq ($(origin CUDA_ARCH),undefined)
 CUDA_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null \
                      | head -n 1 | tr -d ' .')
 endif
+# CUDA_ARCH is written as digits (90, "80 90"; 90a, 100f for arch-specific features): sm_90 or 9.0
+# would reach nvcc as sm_sm_90 and read as a compile error of the student's file.
+_ARCH_STEM = $(patsubst %a,%,$(patsubst %f,%,$(1)))
+_NO_DIGITS = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst 7,,$(subst 8,,$(subst 9,,$(1)))))))))))
+_ARCH_OK = $(if $(call _ARCH_STEM,$(1)),$(if $(call _NO_DIGITS,$(call _ARCH_STEM,$(1))),,1))
+BAD_ARCH := $(firstword $(foreach a,$(CUDA_ARCH),$(if $(call _ARCH_OK,$(a)),,$(a))))
+ifneq ($(BAD_ARCH),)
+_ARCH_HINT := $(subst .,,$(subst compute_,,$(subst sm_,,$(BAD_ARCH))))
+$(error CUDA_ARCH=$(CUDA_ARCH): write the compute capability as digits, CUDA_ARCH=$(if $(call _ARCH_OK,$(_ARCH_HINT)),$(_ARCH_HINT),90) (not sm_90, compute_90 or 9.0))
+endif
 ifeq ($(strip $(CUDA_ARCH)),)
 # No GPU here: machine code for Turing, Ampere and Hopper, plus PTX that later GPUs compile
 # when they load the program.

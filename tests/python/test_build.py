@@ -423,3 +423,54 @@ def test_an_empty_kernel_cu_of_lab_1_is_told_what_to_define(tmp_path):
     assert result.message.startswith('kernel.cu must define extern "C" void stencil2d_sweep(const float *d_in, ')
     assert_for_the_student(result.message, tmp_path)
     assert "undefined reference to `stencil2d_sweep'" in (tmp_path / "b" / build.BUILD_LOG).read_text()
+
+
+# ---------------------------------------------------------------- common mistakes get a hint (issue 26)
+
+PRINTF_KERNEL = '__global__ void k(const float *a) { printf("a[0] = %f\\n", a[0]); }\n'
+
+
+@needs_make
+def test_printf_without_its_header_gets_a_hint(tmp_path):
+    lab = make_lab(tmp_path, "@echo 'kernel.cu(1): error: identifier \"printf\" is undefined' >&2; exit 1")
+    result = build.build(lab, "starter", tmp_path / "b")
+    assert result.outcome == "compile_error"
+    assert result.message.splitlines()[-1] == build.PRINTF_HINT
+    assert "#include <cstdio>" in build.PRINTF_HINT and "GPU is allowed" in build.PRINTF_HINT
+    assert build.compiler_hints('kernel.cu(2): error: identifier "oops" is undefined') == []
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_the_printf_hint_matches_what_this_nvcc_says(tmp_path):
+    (tmp_path / "kernel.cu").write_text(PRINTF_KERNEL)
+    done = subprocess.run([NVCC, "-c", "kernel.cu", "-o", "kernel.o"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode != 0
+    assert build.compiler_hints(done.stdout + done.stderr) == [build.PRINTF_HINT]
+    (tmp_path / "kernel.cu").write_text("#include <cstdio>\n" + PRINTF_KERNEL)
+    done = subprocess.run([NVCC, "-c", "kernel.cu", "-o", "kernel.o"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr                   # with the header, a kernel's printf builds
+
+
+@needs_make
+@pytest.mark.parametrize("given, digits", [("sm_90", "90"), ("9.0", "90"), ("compute_80", "80"), ("x", "90")])
+def test_cuda_arch_written_as_sm_is_refused_naming_the_digits(given, digits):
+    """make check CUDA_ARCH=sm_90 stops before anything is built, saying what to write (it used to
+    reach nvcc and read as the student's compile error)."""
+    done = subprocess.run(["make", "-s", "print-build-dir", f"CUDA_ARCH={given}"], cwd=KIT_ROOT / "labs" / "01-naive-5pt",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and not done.stdout
+    assert f"write the compute capability as digits, CUDA_ARCH={digits} " in done.stderr
+    for good in ("90", "80 90", "90a"):
+        ok = subprocess.run(["make", "-s", "print-build-dir", f"CUDA_ARCH={good}"],
+                            cwd=KIT_ROOT / "labs" / "01-naive-5pt", capture_output=True, text=True, timeout=60)
+        assert ok.returncode == 0, ok.stderr
+
+
+def test_grade_py_arch_takes_digits_only():
+    from stencil_grader.base import cliargs
+    assert cliargs.arch("90") == "90" and cliargs.arch("80 90") == "80 90" and cliargs.arch("90a") == "90a"
+    for bad, hint in (("sm_90", "--arch 90 "), ("8.6", "--arch 86 "), ("gpu", "--arch 90 ")):
+        with pytest.raises(Exception, match=hint):
+            cliargs.arch(bad)

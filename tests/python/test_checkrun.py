@@ -102,17 +102,25 @@ def test_first_missing_case_gets_its_own_outcome():
 
 
 def test_stream_reads_seed_and_results_across_chunk_boundaries():
-    seeds = []
-    stream = checkrun.CheckStream(10, on_seed=seeds.append)
-    text = ("seed: 99\n" + (DATA / "check_log.xml").read_text() + "Running suite(s): x\n100%: Checks: 10\n")
+    started = []
+    stream = checkrun.CheckStream(10, on_start=lambda seed, device: started.append((seed, device)), nofork=True)
+    text = ('seed: 99\ndevice: {"name": "G"}\n' + (DATA / "check_log.xml").read_text()
+            + "Running suite(s): x\n100%: Checks: 10\n")
     data = text.encode()
     for i in range(0, len(data), 7):                          # 7-byte chunks
         stream.feed(data[i:i + 7])
-    assert seeds == [99] and stream.seed == 99
+    assert started == [(99, {"name": "G"})] and stream.seed == 99     # once, when the GPU is found
     assert [t.test_id for t in stream.tests][:4] == ["t_pass", "t_fail", "t_segv", "t_hang"]
     assert stream.stop_kind == "case_timeout" and "crashes #0 timed out" in stream.stop_reason
     assert stream.poll(0.0) == stream.stop_reason
     assert checkrun.parse_check_xml(stream.xml_log())[0].test_id == "t_pass"
+
+
+def test_stream_without_a_gpu_announces_no_cases():
+    started = []
+    stream = checkrun.CheckStream(10, on_start=lambda *a: started.append(a), nofork=True)
+    stream.feed(b"seed: 5\n")
+    assert stream.seed == 5 and started == []                 # no device line: no case will run
 
 
 def test_stream_stall_watchdog():

@@ -23,14 +23,18 @@ import pytest
 
 from conftest import DATA, KIT_ROOT
 from stencil_grader.classes import classhtml
-from stencil_grader.grading import html
+from stencil_grader.grading import html, nextstep
 
 HTML_DATA = DATA / "html"
 REPORT = HTML_DATA / "report-02-shared-tiling--diag_bank_conflicts.json"
 PROFILE = HTML_DATA / "profile-02-shared-tiling--diag_bank_conflicts.json"
 LABS = ["01-naive-5pt", "02-shared-tiling"]
-LAB_IDS = ("summary", "score", "cases", "bandwidth", "roofline", "roofline-svg", "bandwidth-svg", "diagnosis",
-           "findings", "build")
+LAB_IDS = ("summary", "next", "score", "cases", "bandwidth", "roofline", "roofline-svg", "bandwidth-svg",
+           "diagnosis", "findings", "build")
+#: Reports of runs that measured nothing, recorded here (no GPU) by `make check` of lab 1: the starter
+#: without a GPU, and a submission that does not compile (nvcc 13.0's message, carets and all).
+NOT_MEASURED = HTML_DATA / "report-01-naive-5pt--no_gpu.json"
+COMPILE_ERROR = HTML_DATA / "report-01-naive-5pt--compile_error.json"
 CLASS_IDS = ("overview", "lab-01-naive-5pt", "lab-02-shared-tiling", "points-01-naive-5pt",
              "ratios-02-shared-tiling", "students", "student-table")
 #: An H100 SXM's estimated fp32 peak (132 SMs x 128 lanes x 2 x 1980 MHz), for a drawn compute roof.
@@ -55,7 +59,8 @@ def test_the_lab_page_has_every_section_and_nothing_external():
     assert "bank-conflict replays" in page and "How much shared memory you can use" in page
     assert "60 x clamp" not in page                       # the formula is the performance one below
     assert "40 x clamp((ratio 0.113 - floor 0.49) / (target 0.94 - floor 0.49), 0, 1)" in page
-    assert "reference (0.991 of copy)" in page            # parsed from the calibrated text
+    assert f"reference ({lab_reference_ratio('02-shared-tiling', 'NVIDIA H100 80GB HBM3'):.3f} of copy)" in page
+    assert page.index('id="next"') < page.index('id="build"') < page.index('id="score"') < page.index('id="cases"')
 
 
 def test_escapes_everything_a_student_controls():
@@ -93,10 +98,21 @@ def test_svgs_are_well_formed():
         html.roofline_svg([("k", 1.125, -1.0, "#000")], 3000.0, None)
 
 
-def test_reference_ratio_prefers_the_key_then_the_text():
-    assert html.reference_ratio({"reference_ratio": 0.7, "calibrated": "reference at 0.5 of copy"}) == 0.7
-    assert html.reference_ratio({"calibrated": "2026-11-22: reference at 0.696 of copy bandwidth"}) == 0.696
-    assert html.reference_ratio({"calibrated": None}) is None and html.reference_ratio(None) is None
+def lab_reference_ratio(lab: str, table: str) -> float:
+    return json.loads((KIT_ROOT / "labs" / lab / "lab.json").read_text())["targets"][table]["reference_ratio"]
+
+
+def test_reference_ratio_is_lab_jsons_never_the_free_text():
+    """lab.json's reference_ratio, as the report recorded it, else as lab.json holds it (issue 28:
+    the free-text "calibrated" note is never parsed)."""
+    def rep(**target):
+        return {"lab": "02-shared-tiling", "performance": {"target": target}}
+    assert html.reference_ratio(rep(table="NVIDIA H100 80GB HBM3", reference_ratio=0.7,
+                                    calibrated="reference at 0.5 of copy")) == 0.7
+    assert html.reference_ratio(rep(table="NVIDIA H100 80GB HBM3", calibrated="reference at 0.5 of copy")) \
+        == lab_reference_ratio("02-shared-tiling", "NVIDIA H100 80GB HBM3")
+    assert html.reference_ratio(rep(table="Some GPU", calibrated="reference at 0.696 of copy bandwidth")) is None
+    assert html.reference_ratio(rep(table="generic")) is None and html.reference_ratio({}) is None
 
 
 def test_a_profile_of_another_source_is_not_shown(tmp_path):
@@ -119,10 +135,65 @@ def test_placeholders_and_build_failures_render():
                      "messages": ["no submission"]},
                     {"lab": "01-naive-5pt", "verdict": "compile_error", "points": 0.0, "max_points": 100,
                      "build": {"outcome": "compile_error", "seconds": 1.0, "message": "error: x undeclared"},
-                     "correctness": {"verdict": "not_run"}, "performance": {"verdict": "not_run"}}):
+                     "correctness": {"verdict": "not_run"}, "performance": {"verdict": "not_run"}},
+                    {"lab": "01-naive-5pt", "verdict": "grader_error", "points": 0.0, "max_points": 100,
+                     "messages": ["the grading process died"]}):
         page = html.render_lab_html(minimal)
-        for ident in ("summary", "score", "cases", "bandwidth", "roofline", "diagnosis", "build"):
+        for ident in ("summary", "next", "score", "cases", "build"):
             assert f'id="{ident}"' in page
+
+
+def page_text(page: str) -> str:
+    """The words of a page (tags and the style sheet removed, entities decoded)."""
+    import html as std_html
+    return std_html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<style>.*?</style>", "", page, flags=re.S)))
+
+
+def test_a_page_of_nothing_measured_says_why_once_and_what_to_do():
+    """No GPU: no "not measured: not measured: ...", no 0.00 / 100 in large type for what is no
+    grade, no make profile for a kernel that never ran; the next step comes first."""
+    r = json.loads(NOT_MEASURED.read_text())
+    assert r["verdict"] == "not_measured" and r["gpu"]["status"] == "no_gpu"
+    page = html.render_lab_html(r)
+    text = page_text(page)
+    reason = "no NVIDIA GPU or driver found on this machine"
+    assert text.count(reason) == 1, text.count(reason)
+    assert "not measured: not measured" not in text.lower()
+    assert '<span class="big">0.00</span>' not in page and '<span class="big">No grade</span>' in page
+    assert "make profile" not in text and 'id="diagnosis"' not in page
+    assert "run make check on a machine with an nvidia gpu" in text.lower()
+    assert page.index('id="next"') < page.index('id="build"') < page.index('id="score"') < page.index('id="cases"')
+    assert 'id="bandwidth"' not in page and 'id="roofline"' not in page     # one section says it for all three
+
+
+def test_a_compile_error_keeps_its_lines_and_carets():
+    r = json.loads(COMPILE_ERROR.read_text())
+    message = r["build"]["message"]
+    assert r["verdict"] == "compile_error" and "\n" in message and "^" in message
+    page = html.render_lab_html(r)
+    block = re.search(r'<pre class="compiler">(.*?)</pre>', page, re.S).group(1)
+    import html as std_html
+    assert std_html.unescape(block) == message              # every line, the caret under its column
+    assert page.count('class="compiler"') == 1               # once, in the build section
+    assert "make profile" not in page_text(page) and '<span class="big">0.00</span>' in page
+    assert "fix the first error the compiler names" in page_text(page)
+
+
+@pytest.mark.parametrize("verdict", ["pass", "slow", "not_measured", "constraint", "implausible", "incorrect",
+                                     "crash", "timeout", "forbidden", "compile_error", "kit_error", "pending",
+                                     "missing", "grader_error"])
+def test_every_verdict_has_a_next_step(verdict):
+    r = dict(report(), verdict=verdict)
+    tone, headline, detail = nextstep.next_step(r)
+    assert tone in ("good", "warn", "bad") and headline.strip() and detail.strip()
+    assert ".." not in detail
+
+
+def test_the_targets_table_is_shown_with_any_field_the_grader_adds():
+    r = report()
+    r["performance"]["target"]["chosen_by"] = "the GPU's name"          # a field a later grader may add
+    text = page_text(html.render_lab_html(r))
+    assert "table NVIDIA H100 80GB HBM3" in text and "chosen_by: the GPU's name" in text
 
 
 def make_class(tmp_path: Path) -> Path:
@@ -260,7 +331,12 @@ def rendered_pages(tmp_path: Path) -> list[tuple[Path, tuple[str, ...]]]:
     lab_page = tmp_path / "report.html"
     lab_page.write_text(html.render_lab_html(report(), profile(), peak_gflops=H100_PEAK_GFLOPS))
     class_page = classhtml.write_class_html(make_class(tmp_path), LABS)
-    return [(lab_page, LAB_IDS), (class_page, CLASS_IDS)]
+    pages = [(lab_page, LAB_IDS), (class_page, CLASS_IDS)]
+    for path in (NOT_MEASURED, COMPILE_ERROR):
+        page = tmp_path / (path.stem + ".html")
+        page.write_text(html.render_lab_html(json.loads(path.read_text())))
+        pages.append((page, ("summary", "next", "build", "score", "cases")))
+    return pages
 
 
 def test_pages_render_in_headless_chromium(need_chromium, tmp_path):
@@ -293,3 +369,20 @@ def test_png_decoder_on_a_known_image(tmp_path):
     (tmp_path / "t.png").write_bytes(png)
     _, _, rows = png_pixels(tmp_path / "t.png")
     assert rows == [bytes([10, 20, 30, 15, 25, 35]), bytes([11, 21, 31, 15, 25, 35])]
+
+
+def test_the_index_screenshot_shows_todays_targets_and_the_recorded_points():
+    """handouts/img/report-page.png (grade.py pictures --report-page) is the recorded grading with the
+    targets lab.json holds now, so that it agrees with the handouts; never with points it did not get."""
+    from stencil_grader.tools import pictures
+    entry = json.loads((KIT_ROOT / "labs" / "02-shared-tiling" / "lab.json").read_text())["targets"][
+        "NVIDIA H100 80GB HBM3"]
+    shown = pictures.retarget(report())
+    t = shown["performance"]["target"]
+    assert (t["floor"], t["target"], t["reference_ratio"]) == (entry["floor"], entry["target"], entry["reference_ratio"])
+    assert f"(floor {entry['floor']:g}, target {entry['target']:g}, " in shown["performance"]["message"]
+    assert shown["points"] == report()["points"] and report()["performance"]["target"]["floor"] == 0.49
+    r = report()
+    r["performance"]["ratio"] = entry["target"]           # would now earn full performance points
+    with pytest.raises(pictures.PictureError, match="would earn 40.00 performance points"):
+        pictures.retarget(r)

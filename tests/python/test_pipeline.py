@@ -45,8 +45,11 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     out = done.stdout
     assert "verdict      pass" in out and "100.00/100 points" in out
     assert "2550.0 GB/s effective, copy 3000.0 GB/s, ratio 0.850" in out
-    assert "seed: 777\n" in out                      # printed as soon as check says it ...
-    assert out.index("seed: 777 (replay: cd ") < out.index("Lab 01-fake-5pt")     # ... and first in the report
+    # Once the GPU is found, with the seed (a run stopped by hand can still be replayed) ...
+    assert "running the correctness cases on Fake GPU 80GB (seed 777) ...\n" in out
+    assert out.count("seed: 777") == 1                           # ... and the seed line once, first in the report
+    assert out.index("seed: 777 (replay: cd ") < out.index("Lab 01-fake-5pt")
+    assert "building " in out and "kernel.cu in " in out          # which file is graded
     assert f"make check SEED=777 IMPL={tmp_path}" in out
     assert "sandbox" in out
     assert f"report: {build_dir / 'report.json'}" in out
@@ -62,6 +65,20 @@ def test_no_gpu_build_and_static_run_then_not_measured_exit_1(grade):
            "no CUDA-capable device is detected))" in done.stdout
     assert "performance: not measured" in done.stdout
     assert report["correctness"]["total"] is None and report["performance"]["bench"] is None
+    # No GPU, no case: nothing announces cases that cannot run, and the seed is said once.
+    assert "correctness cases" not in done.stdout and done.stdout.count("seed: ") == 1
+
+
+def test_a_kernel_cu_in_the_lab_folder_is_named_as_not_graded(grade, fake_kit):
+    """Saved where make check runs (labs/NN-slug/kernel.cu), a student's file would be ignored
+    without a word; the run says which file it grades and that this one is not it."""
+    (fake_kit.lab_dir / "kernel.cu").write_text("// my work, saved in the wrong folder\n")
+    done, report, _ = grade(GOOD_KERNEL)
+    note = [n for n in report["notes"] if "kernel.cu is not graded" in n]
+    assert len(note) == 1 and "make check IMPL=." in note[0], report["notes"]
+    assert note[0].startswith(str(fake_kit.lab_dir / "kernel.cu")) or "labs/" in note[0]
+    assert done.stdout.index("note: ") < done.stdout.index("building ")        # said before anything runs
+    assert pipeline.stray_sources(fake_kit.lab_dir, fake_kit.lab_dir / "kernel.cu") == []
 
 
 def test_compile_error(grade):

@@ -77,7 +77,7 @@ class Constraints:
     shared_memory: bool              # the kernel must declare shared memory
     no_div_rem: bool                 # no integer div/rem instruction in the PTX
     max_shared_planes: int | None    # at most N planes of shared memory per block (lab 6;
-                                     # static.check_shared_planes derives the bytes per plane)
+                                     # judged on the audited launches: launches.planes_check)
     forbidden_calls: tuple[str, ...]  # identifiers forbidden on top of the default list
 
 

@@ -188,6 +188,7 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
         header = kit / API_HEADER if (kit / API_HEADER).is_file() else KIT_ROOT / API_HEADER
         result.message = failure_message(log, where, lab_launchers(lab_dir), header,
                                          fresh_since=started) or f"make {run.describe()}"
+        result.message = "\n".join([result.message] + compiler_hints(result.message))
     else:
         ptxas = build_dir / "ptxas.log"
         if ptxas.is_file():
@@ -226,6 +227,17 @@ def text_problem(source: Path) -> str | None:
                 "save it as UTF-8 (or plain ASCII) and submit it again")
     return (f"{source.name} is not a text file: it holds NUL bytes (the first at byte {offset}), "
             "as a compiled or other binary file does; submit the CUDA C++ source of your kernel")
+
+
+_PRINTF_UNDECLARED = re.compile(r'identifier "(?:std::)?printf" is undefined|namespace "std" has no member "printf"')
+PRINTF_HINT = ("hint: printf in a kernel needs #include <cstdio> at the top of kernel.cu; printf on the GPU is "
+               "allowed (the report shows what it prints), printf in host code is not")
+
+
+def compiler_hints(message: str) -> list[str]:
+    """Lines that add what nvcc's own words leave out, for the mistakes students make most (a
+    kernel's printf without its header: nvcc says only that printf is undefined); [] when none."""
+    return [PRINTF_HINT] if _PRINTF_UNDECLARED.search(message) else []
 
 
 def lab_launchers(lab_dir: Path) -> tuple[str, ...]:

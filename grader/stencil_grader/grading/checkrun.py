@@ -258,7 +258,7 @@ class CheckStream:
         timeout plus NOFORK_SLACK_S (Check times nothing there).
     """
 
-    def __init__(self, case_timeout_s: float | None, on_seed: Callable[[int], None] | None = None,
+    def __init__(self, case_timeout_s: float | None, on_start: Callable[[int, dict], None] | None = None,
                  nofork: bool = False):
         if not case_timeout_s:
             self.stall_s = None
@@ -267,7 +267,7 @@ class CheckStream:
         else:
             self.stall_s = STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
         self.nofork = nofork
-        self.on_seed = on_seed
+        self.on_start = on_start             # called once with (seed, device) when the GPU is found
         self.seed: int | None = None
         self.device: dict | None = None
         self.tests: list[XmlTest] = []
@@ -287,14 +287,14 @@ class CheckStream:
                 self._head += text
                 if self.seed is None and (m := _SEED_LINE.search(self._head)):
                     self.seed = int(m.group(1))
-                    if self.on_seed:
-                        self.on_seed(self.seed)
                 if self.device is None and (m := _DEVICE_LINE.search(self._head)):
                     try:
                         self.device = json.loads(m.group(1))
                     except json.JSONDecodeError:
-                        self.device = None
+                        self.device = {}
                     self._last = time.monotonic()          # the cases start after the GPU is found
+                    if self.on_start and self.seed is not None:
+                        self.on_start(self.seed, self.device if isinstance(self.device, dict) else {})
             self._pending += text
             last = 0
             for m in _TEST_ELEMENT.finditer(self._pending):
@@ -426,14 +426,15 @@ def _cut_output(parts: list[str]) -> str:
 
 def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
               case_timeout_s: float | None = None,
-              on_seed: Callable[[int], None] | None = None,
+              on_start: Callable[[int, dict], None] | None = None,
               env: dict[str, str] | None = None) -> CheckRun:
     """List and run BUILD_DIR/check in a sandbox, in the two phases of the module docstring;
     the XML log of the results used is kept as BUILD_DIR/check.xml.
 
     suite_timeout_s: seconds each check process may take (lab.json check.suite_timeout_s);
     case_timeout_s: Check's per-case timeout (lab.json check.case_timeout_s), for the
-    watchdogs; on_seed: called with the seed as soon as check prints it; env: added to the
+    watchdogs; on_start: called with the seed and the device (check's `device:` line, a dict) once
+    the one-process run has found its GPU, before the first case (never without a GPU); env: added to the
     sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out).
     Never raises for the program's behaviour; see CheckRun.status.
     """
@@ -447,7 +448,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
         listed, list_error = list_cases(check, jail)
         start = time.monotonic()
         first = _run_one(jail, box, suite_timeout_s, {**extra, **check_env(seed, nofork=True)},
-                         CheckStream(case_timeout_s, on_seed, nofork=True))
+                         CheckStream(case_timeout_s, on_start, nofork=True))
         phases["one_process"] = time.monotonic() - start
         seed_used = first.stream.seed if first.stream.seed is not None else seed
         if first.run.returncode == protocol.EXIT_NO_GPU:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import gpus, labspec, locks, protocol
-from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, default_seed, impl, seed
+from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, arch, default_seed, impl, seed
 from . import build, html, pipeline, plot, report
 
 
@@ -19,7 +19,7 @@ def add_run_options(p: argparse.ArgumentParser, default_impl: str) -> None:
                         f"(DIR/<lab>/kernel.cu, else DIR/kernel.cu); default {default_impl}")
     p.add_argument("--seed", type=seed, default=None,
                    help="replay this input seed (default: $SEED, else a fresh one)")
-    p.add_argument("--arch", help="CUDA architecture to build for, e.g. 90 (default: detected)")
+    p.add_argument("--arch", type=arch, help="CUDA architecture to build for, e.g. 90 (default: detected)")
     p.add_argument("--skip-bench", action="store_true",
                    help="do not time the kernel (performance: not measured)")
 

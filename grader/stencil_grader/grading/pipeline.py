@@ -118,6 +118,20 @@ def kit_error(message: str) -> str | None:
     return None
 
 
+def stray_sources(lab_dir: Path, graded: Path) -> list[str]:
+    """A note for each CUDA file in the lab's own folder (labs/NN-slug/*.cu) that is not the file
+    being graded: a student who saves kernel.cu where `make check` runs would otherwise see their
+    work ignored without a word.  The lab folder ships no .cu file, so any there is the student's."""
+    notes = []
+    for path in sorted(Path(lab_dir).glob("*.cu")):
+        if path.resolve() == Path(graded).resolve():
+            continue
+        notes.append(f"{labspec.display_path(path)} is not graded: make check grades "
+                     f"{labspec.display_path(graded)}; move your work there (or grade this folder's "
+                     f"kernel.cu with make check IMPL=.)")
+    return notes
+
+
 def default_build_dir(lab: str, impl: str, kit_root: Path = KIT_ROOT) -> Path:
     """KIT/build/<lab>/<impl-tag>."""
     return Path(kit_root) / "build" / lab / impl_tag(impl)
@@ -223,7 +237,10 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
     if stage == "gpu":
         _load_state(run)
     else:
-        say(f"building {spec.lab} ({impl}) in {labspec.display_path(build_dir)} ...")
+        run.notes += stray_sources(spec.lab_dir, run.source)
+        for note in run.notes:
+            say(f"note: {note}")
+        say(f"building {labspec.display_path(run.source)} in {labspec.display_path(build_dir)} ...")
         (build_dir / STATE_FILE).unlink(missing_ok=True)
         with run.timed("build"):
             run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s)
@@ -261,11 +278,13 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
             run.build.message = why
             run.score = score.score_lab(spec, run.build, run.static)
             return
-        say("running the correctness cases ...")
         with run.timed("cases"):
+            # Said once the check program has found a GPU: without one, no case runs (the report says why).
             run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed,
-                                           spec.check.case_timeout_s, on_seed=lambda n: say(f"seed: {n}"),
-                                           env=env)
+                                           spec.check.case_timeout_s, env=env,
+                                           on_start=lambda n, device: say(
+                                               f"running the correctness cases on {device.get('name', 'the GPU')} "
+                                               f"(seed {n}) ..."))
         run.seed = run.check.seed if run.check.seed is not None else seed
         run.sandbox = run.check.sandbox
         run.device = run.check.device

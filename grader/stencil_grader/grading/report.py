@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import __version__
 from ..base.labspec import display_path
 from .build import BUILD_LOG
+from .nextstep import next_step
 from .pipeline import LabRun
 
 FIRST_FAILURES = 3
@@ -95,7 +96,7 @@ def to_dict(run: LabRun) -> dict:
         t = s.target
         report["performance"]["target"] = {"table": t.table, "floor": t.target.floor,
                                            "target": t.target.target, "calibrated": t.target.calibrated,
-                                           "note": t.note}
+                                           "reference_ratio": t.target.reference_ratio, "note": t.note}
     if run.bench:
         report["performance"].update(bench=run.bench.data, bench_status=run.bench.status,
                                      bench_message=run.bench.message, stderr_tail=run.bench.stderr_tail)
@@ -230,8 +231,8 @@ def render_text(report: dict, colour: bool = False) -> str:
         out.append(f"  note: {line}")
     out += ["", _row("verdict", report["verdict"], f"{report['points']:.2f}/{report['max_points']:g} points",
                      colour)]
-    if report["verdict"] == "kit_error":
-        out.append("  the machine or the kit is at fault, not the submission: fix it and grade again")
+    _, headline, detail = next_step(report)
+    out.append(f"  next: {headline} {detail}")
     return "\n".join(out) + "\n"
 
 

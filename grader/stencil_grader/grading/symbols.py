@@ -123,6 +123,8 @@ _WHY_ALLOC = ("allocation: a launcher allocates nothing (on a hot path it would 
               "sweep); every buffer comes from the harness, and scratch space can be a static "
               "__device__ array")
 _WHY_FILE = "file, stream or terminal I/O: a kernel file reads and writes nothing outside the GPU"
+_WHY_PRINTF = ("printf in host code: file, stream or terminal output from the launcher is not allowed; printf "
+               "inside a kernel (__global__ or __device__ code) is fine, and the report shows what it prints")
 _WHY_PROCESS = "process control: a kernel file starts, signals and ends no process"
 _WHY_ENV = "the environment: the grader's settings are not the kernel's business"
 _WHY_DL = "dynamic loading: a kernel file uses only what the build links"
@@ -157,6 +159,8 @@ _CATEGORIES: list[tuple[re.Pattern, str]] = [(re.compile(p), why) for p, why in 
      r"ofstream|ifstream|fstream|stringbuf|ostringstream|istringstream)|std::ios_base|std::__basic_file|"
      r"std::cout|std::cerr|std::clog|std::cin|std::__ostream_insert|std::endl|std::locale|"
      r"(VTT|vtable|typeinfo) for std::basic_|std::filesystem|std::__fs)", _WHY_FILE),
+    (r"^(printf|vprintf|puts|putchar|fprintf|vfprintf|fputs|__printf_chk|__fprintf_chk|__vfprintf_chk)$",
+     _WHY_PRINTF),
     (r"^(f?open|open64|openat|openat2|creat|fopen64|freopen|fdopen|f?close|read|write|pread|pwrite|"
      r"readv|writev|f?read|f?write|fputs|fputc|fgets|fgetc|getc|putc|putchar|puts|printf|fprintf|"
      r"dprintf|vprintf|vfprintf|vdprintf|fflush|fseek|ftell|rewind|unlink|unlinkat|rename|renameat|"
