@@ -214,9 +214,9 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
         folder = outdir.student_dir(out, student)
         for lab, report in labs.items():
             lab_html.write_lab_html(report, folder / f"{lab}.html")
-        links = "".join(f'<li><a href="{_href(lab + ".html")}">{_e(lab)}</a>: {_e(labs[lab].get("verdict"))}'
-                        + (f', {float(labs[lab].get("points") or 0.0):.2f} points' if outdir.is_grade(labs[lab]) else "")
-                        + "</li>" for lab in lab_order if lab in labs)
+        links = "".join(f'<li><a href="{_href(lab + ".html")}">{_e(lab)}</a>: {_e(r.get("verdict"))}'
+                        + (f', {float(r.get("points") or 0.0):.2f} points' if outdir.is_grade(r) else "") + "</li>"
+                        for lab in lab_order if (r := labs.get(lab)) is not None)
         _write(folder / "index.html",
                _page(f"{student}: lab reports", f'<header id="summary"><h1>{_e(student)}</h1><ul>{links}</ul>'
                      f'<p><a href="../../class.html">the class</a></p></header>'))

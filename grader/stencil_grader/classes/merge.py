@@ -117,7 +117,7 @@ def write_csv(out: Path, table: dict[str, dict[str, dict]], lab_order: list[str]
     """OUT/class.csv: a row per student of OUT, a cell per lab (cell), the total (outdir.total)."""
     labs = graded_labs(table, lab_order)
     text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
+    writer = csv.writer(text)           # RFC 4180: CRLF, and a name holding CR or LF quoted
     writer.writerow(["student"] + labs + ["total"])
     for student, found in table.items():
         sum_ = outdir.total(list(found.values()))
@@ -135,7 +135,7 @@ def write_gradings_csv(out: Path, table: dict[str, dict[str, dict]]) -> Path:
     index on its host, UUID, name) and host graded it, by which back end, and the seconds of
     each stage (report["seconds"]: build, static, gpu_wait, cases, bench, total)."""
     text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
+    writer = csv.writer(text)           # RFC 4180: CRLF, and a name holding CR or LF quoted
     writer.writerow(GRADINGS_COLUMNS)
     for student, found in table.items():
         for lab, data in found.items():

@@ -280,8 +280,8 @@ def stage_source(source: Path, build_dir: Path, lab: str) -> Path:
 def text_problem(source: Path) -> str | None:
     """Why `source` is not source text the compiler can read, in one line, or None.
 
-    A file over MAX_SOURCE_BYTES is refused (size_problem).  A NUL byte makes a file binary (git's test, xdiff-interface.c buffer_is_binary, applied
-    to the whole file): a compiled object, an archive, or text saved as UTF-16 (which starts
+    A file over MAX_SOURCE_BYTES is refused (size_problem).  A NUL byte makes a file binary
+    (git's test, xdiff-interface.c buffer_is_binary, applied to the whole file): a compiled object, an archive, or text saved as UTF-16 (which starts
     with a byte-order mark, FF FE or FE FF, and is named so).  nvcc would answer such a file
     with a hundred errors full of control bytes.  A file that cannot be read gives None:
     make's own check names what is missing.
