@@ -31,7 +31,7 @@ def read_csv(path):
 def grade(subs, out, kit, **kw):
     kw.setdefault("progress", lambda line: None)
     kw.setdefault("gpu_set", gpupool.GpuSet([]))
-    return backend.grade_class(subs, out, root=kit.root, **kw)
+    return backend.grade_class(subs, out, kit_root=kit.root, **kw)
 
 
 def report(out, student, lab=FAKE_LAB):
@@ -580,3 +580,35 @@ def test_make_grade_passes_paths_whole_and_names_the_graders_status(tmp_path):
     assert f"{odd} holds no student folder" in done.stderr
     assert "grade.py class exited with status 2" in done.stderr
     assert not (tmp_path / "o u t").exists()
+
+
+def test_the_class_layer_has_no_import_circle_and_no_module_over_500_lines():
+    """Issue 28: classes/backend.py <-> classgrade.py was an import circle, hidden by a function-local
+    import.  Every import between the modules of classes/ (function-local ones too): no circle."""
+    import ast
+    package = KIT / "grader" / "stencil_grader" / "classes"
+    modules = {p.stem: p for p in package.glob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        text = path.read_text()
+        assert len(text.splitlines()) <= 500, f"{path.name}: {len(text.splitlines())} lines"
+        deps = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                deps |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        graph[name] = deps & set(modules) - {name}
+    done, path = set(), []
+
+    def visit(name):
+        assert name not in path, "import circle: " + " -> ".join(path[path.index(name):] + [name])
+        if name in done:
+            return
+        path.append(name)
+        for dep in sorted(graph[name]):
+            visit(dep)
+        path.pop()
+        done.add(name)
+    for name in sorted(graph):
+        visit(name)
+    # one class grading: plan -> the gradings (backend, worker) -> merge; none of them imports a later step
+    assert "backend" not in graph["plan"] | graph["merge"] and "merge" not in graph["plan"] | graph["worker"]

@@ -174,7 +174,7 @@ def check_no_batch_run(out: Path) -> None:
 
 def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | None = None,
                 student: str | None = None, jobs: int | None = None,
-                progress: Callable[[str], None] = print, root: Path | None = None,
+                progress: Callable[[str], None] = print, kit_root: Path | None = None,
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
                 regrade: bool = False) -> merge.ClassResult:
     """Grade a class on this host: plan (plan.make_plan: what to grade, what is kept), run the
@@ -188,7 +188,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
     regrade: grade every selected lab again (a grade is still never replaced by no grade).
     Raises ClassError (usage) or labspec.LabSpecError (a broken lab.json) before grading anything.
     """
-    the_plan = plan.make_plan(submissions_dir, out, labs, student, root, missing_as_zero, regrade)
+    the_plan = plan.make_plan(submissions_dir, out, labs, student, kit_root, missing_as_zero, regrade)
     check_no_batch_run(the_plan.out)
     backend = LocalBackend(jobs or os.cpu_count() or 1, gpus=gpus, gpu_set=gpu_set, say=progress)
     saved: list[outdir.Saved] = []

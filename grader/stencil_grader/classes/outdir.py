@@ -189,11 +189,16 @@ def _move_earlier_layout(out: Path) -> None:
     os.replace(moving, out / STUDENTS)
 
 
+def students_dir(out: Path) -> Path:
+    """OUT/students: a folder per student, and nothing else."""
+    return Path(out) / STUDENTS
+
+
 def student_dir(out: Path, student: str) -> Path:
     """OUT/students/<student>; ValueError for a name that is no single folder name."""
     if student in ("", ".", "..") or "/" in student or "\0" in student:
         raise ValueError(f"{student!r} is not a student folder's name")
-    return Path(out) / STUDENTS / student
+    return students_dir(out) / student
 
 
 def report_path(out: Path, student: str, lab: str) -> Path:
@@ -217,7 +222,7 @@ def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
     sorted, labs in the order given.  A report that cannot be read is a grader_error saying so
     (never a gap)."""
     found: dict[str, dict[str, dict]] = {}
-    folder = Path(out) / STUDENTS
+    folder = students_dir(out)
     if not folder.is_dir():
         return found
     for student in sorted(p.name for p in folder.iterdir() if p.is_dir()):

@@ -88,7 +88,7 @@ def select_labs(names: list[str] | None, root: Path | None = None) -> list[labsp
 
 
 def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | None = None,
-              student: str | None = None, root: Path | None = None, missing_as_zero: bool = False,
+              student: str | None = None, kit: Path | None = None, missing_as_zero: bool = False,
               regrade: bool = False) -> ClassPlan:
     """Check the input and make the plan; ClassError (usage) or labspec.LabSpecError (a broken
     lab.json) before anything is written.
@@ -100,7 +100,7 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
     """
     subs, out = Path(submissions_dir).resolve(), Path(out).resolve()
     outdir.check_out(out, subs)
-    kit = Path(root or kit_root()).resolve()
+    kit = Path(kit or kit_root()).resolve()
     if why := build.make_path_problem(kit):
         raise ClassError(f"the kit lies in {str(kit)!r}, a path that {why}, which make cannot take: move the kit "
                          "(or a copy of it) to a path without it")
