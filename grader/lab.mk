@@ -58,6 +58,9 @@ ARCH_TAG := sm$(subst $(eval) ,-,$(strip $(CUDA_ARCH)))
 endif
 
 # ---- whose kernel.cu ---------------------------------------------------------------
+# IMPL=DIR and BUILD_DIR reach recipes and $(shell ...) as they are: they are yours on your own
+# command line, and the grader's own folders when it builds a student's file (grading/build.py
+# copies that kernel.cu into BUILD_DIR/src/<lab>/ first): no student's folder name reaches make.
 IMPL ?= starter
 # The student kit (`make dist`) has no reference/: there IMPL=reference is refused by
 # require-src, and its tuning (KERNEL_DEFINES, below) is not looked up.

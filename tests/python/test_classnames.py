@@ -284,3 +284,12 @@ def test_a_hostile_name_builds_lab_1_for_real(tmp_path, private_tmp):
     assert [(c["name"], c["status"]) for c in got["static"]] == [(c["name"], c["status"]) for c in want["static"]]
     assert pwned(tmp_path, KIT_ROOT) == [] and list(private_tmp.iterdir()) == []
     assert {k for k in snapshot(KIT_ROOT) if not k.startswith(("build/", "build", ".git"))} == kit_before
+
+
+def test_student_by_name_in_another_unicode_form_is_pointed_at(fake_kit, tmp_path):
+    subs = tmp_path / "subs"
+    nfd = unicodedata.normalize("NFD", "José")
+    put(subs, nfd, GOOD_KERNEL)
+    with pytest.raises(plan.ClassError, match="is that name in another Unicode form"):
+        backend.grade_class(subs, tmp_path / "out", student="José", kit_root=fake_kit.root,
+                            progress=lambda line: None, gpu_set=gpupool.GpuSet([]))

@@ -23,6 +23,7 @@ directly in the student's folder, a lab folder spelled with other capitals.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,8 +95,11 @@ def read_roster(submissions: Path, only: str | None = None) -> Roster:
         names.append(entry.name)
     if only is not None:
         if only not in names:
+            same = [n for n in names if unicodedata.normalize("NFC", n) == unicodedata.normalize("NFC", only)]
+            hint = (f"; the folder {shown(same[0])!r} is that name in another Unicode form: give it as it is written "
+                    "there" if same else "")
             raise ClassError(f"no submissions for student {shown(only)!r} in {submissions} (a name of one of "
-                             f"its student folders, as written)")
+                             f"its student folders, as written){hint}")
         return Roster(submissions, [only], notes)
     if not names:
         raise ClassError(f"{submissions} holds no student folder (expected {submissions}/<student>/<lab>/"
