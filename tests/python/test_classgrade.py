@@ -12,6 +12,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -313,12 +314,13 @@ def test_stray_folders_are_skipped_and_near_misses_named(fake_kit, tmp_path):
     (subs / "cho" / FAKE_LAB / "kernel.cu").mkdir(parents=True)
     put(subs / "dan", "dan", FAKE_LAB)                 # the archive's own top folder
     put(subs, "eve", FAKE_LAB, name="kernel.cu.txt")
+    (subs / "roster.csv").write_text("folder,site,id,name\nann,moodle,12,Ann\n")   # an importer's: no student
     out = tmp_path / "out"
     result = grade(subs, out, fake_kit)
     assert [g.student for g in result.gradings] == ["ann", "ben", "cho", "dan", "eve"]
     notes = "\n".join(result.summary)
     assert "skipped __MACOSX: an archive tool's folder" in notes
-    assert "skipped .git: hidden" in notes and "skipped notes.txt: a file" in notes
+    assert "skipped .git: hidden" in notes and "skipped notes.txt: a file" in notes and "roster.csv" not in notes
     messages = {g.student: g.message for g in result.gradings}
     assert "found Kernel.cu: the file must be named kernel.cu" in messages["ben"]
     assert f"cho/{FAKE_LAB}/kernel.cu is a folder, not a file" in messages["cho"]
@@ -612,3 +614,23 @@ def test_the_class_layer_has_no_import_circle_and_no_module_over_500_lines():
         visit(name)
     # one class grading: plan -> the gradings (backend, worker) -> merge; none of them imports a later step
     assert "backend" not in graph["plan"] | graph["merge"] and "merge" not in graph["plan"] | graph["worker"]
+
+
+def test_instructor_paths_with_a_space(fake_kit, tmp_path, monkeypatch):
+    """Issue 23: a parent folder with a space ("/tmp/spring class/") gave every student compile_error.
+    The submissions and --out may have one (the build is in a temporary folder of the grader's);
+    a kit in such a path is refused in one line, since make cannot build there; a TMPDIR with a
+    space is passed over for /tmp."""
+    subs = tmp_path / "spring class" / "subs"
+    put(subs, "ann", FAKE_LAB)
+    result = grade(subs, tmp_path / "spring class" / "grades", fake_kit)
+    assert [g.verdict for g in result.gradings] == ["pass"]
+    moved = tmp_path / "my kit"
+    shutil.copytree(fake_kit.root / "labs", moved / "labs")
+    with pytest.raises(ClassError, match=r"the kit lies in .*my kit', a path that holds a space, which make "
+                                         r"cannot take: move the kit"):
+        backend.grade_class(subs, tmp_path / "o", kit_root=moved, progress=lambda line: None)
+    odd = tmp_path / "t m p"
+    odd.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(odd))
+    assert worker.temp_root() in ("/tmp", "/var/tmp")

@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -262,8 +261,8 @@ def size_problem(source: Path) -> str | None:
 
 def stage_source(source: Path, build_dir: Path, lab: str) -> Path:
     """Copy `source` to BUILD_DIR/src/<lab>/kernel.cu (the path make is given; module docstring)
-    and return that path.  An identical copy is left as it is, and a copy keeps the source's
-    modification time, so that make rebuilds only what changed."""
+    and return that path.  An identical copy is left as it is, so that make rebuilds exactly
+    when the file's content changed (a new copy is newer than the build)."""
     target = Path(build_dir) / STAGED / lab / "kernel.cu"
     data = Path(source).read_bytes()
     try:
@@ -273,7 +272,6 @@ def stage_source(source: Path, build_dir: Path, lab: str) -> Path:
     if not same:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        shutil.copystat(source, target)
     return target
 
 
