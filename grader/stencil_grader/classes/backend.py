@@ -53,12 +53,14 @@ class Backend(ABC):
 
 
 def progress_line(saved: outdir.Saved, show_gpu: bool = False) -> str:
-    """One console row of a grading: student, lab, verdict, points, seconds (and the GPU, with
-    several), and the grade that stays when this grading measured nothing."""
+    """One console row of a grading: student, lab, verdict, points ("-" when the verdict is no
+    grade), seconds (and the GPU, with several), and the grade that stays when this grading
+    measured nothing."""
     r = saved.report
     gpu = ((r.get("gpu") or {}).get("assigned") or {}).get("index")
+    points = f"{float(r.get('points') or 0.0):6.2f}" if outdir.is_grade(r) else "     -"     # no grade: no 0
     line = (f"{shown(saved.student):<20} {saved.lab:<24} {r.get('verdict'):<14} "
-            f"{float(r.get('points') or 0.0):6.2f}/{float(r.get('max_points') or 0.0):g}"
+            f"{points}/{float(r.get('max_points') or 0.0):g}"
             f"  ({float((r.get('seconds') or {}).get('total', 0.0)):.0f} s)"
             + (f"  GPU {gpu}" if show_gpu and gpu is not None else ""))
     if saved.kept:

@@ -131,9 +131,10 @@ GRADINGS_COLUMNS = ("student", "lab", "verdict", "points", "max_points", "gpu_in
 
 
 def write_gradings_csv(out: Path, table: dict[str, dict[str, dict]]) -> Path:
-    """OUT/gradings.csv, one row per report in OUT (GRADINGS_COLUMNS): which GPU (nvidia-smi
-    index on its host, UUID, name) and host graded it, by which back end, and the seconds of
-    each stage (report["seconds"]: build, static, gpu_wait, cases, bench, total)."""
+    """OUT/gradings.csv, one row per report in OUT (GRADINGS_COLUMNS): its verdict and points
+    (empty when the verdict is no grade), which GPU (nvidia-smi index on its host, UUID, name)
+    and host graded it, by which back end, and the seconds of each stage (report["seconds"]:
+    build, static, gpu_wait, cases, bench, total)."""
     text = io.StringIO()
     writer = csv.writer(text)           # RFC 4180: CRLF, and a name holding CR or LF quoted
     writer.writerow(GRADINGS_COLUMNS)
@@ -142,7 +143,7 @@ def write_gradings_csv(out: Path, table: dict[str, dict[str, dict]]) -> Path:
             gpu = gpu_of(data) or {}
             mark = data.get("class") or {}
             secs = data.get("seconds") or {}
-            writer.writerow([student, lab, data["verdict"], f"{float(data.get('points') or 0):.2f}",
+            writer.writerow([student, lab, data["verdict"], cell(data) if outdir.is_grade(data) else "",
                              f"{float(data.get('max_points') or 0):g}",
                              "" if gpu.get("index") is None else gpu["index"], gpu.get("uuid", ""),
                              gpu.get("name", ""), mark.get("host", ""), mark.get("backend", ""), mark.get("run", ""),
