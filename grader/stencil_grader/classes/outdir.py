@@ -83,13 +83,13 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def write_atomic(path: Path, text: str) -> Path:
-    """Write text (UTF-8; a name's bytes that are not UTF-8 as they were) to path through a
-    temporary file in the same folder and a rename."""
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write data (bytes, or text as UTF-8: a name's bytes that are not UTF-8 as they were) to path
+    through a temporary file in the same folder and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
+    tmp.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
     os.replace(tmp, path)
     return path
 
