@@ -2,8 +2,8 @@
 
 A class folder's names are the students' (or their course site's): spaces, quotes of both kinds,
 backticks, `$(...)`, `;`, `&`, `|`, `*`, a newline, a leading `-`, `..`, one accented name in NFC
-and in NFD, CJK, a 255-byte name, Moodle's and Canvas's export patterns, and the names of the
-kit's own output folders.  Each must grade exactly as the same kernel under a plain name (verdict,
+and in NFD, CJK, a 255-byte name, Moodle's and Canvas's export patterns, the folders `grade.py
+import` makes (`<name> (<site id>)`), and the names of the kit's own output folders.  Each must grade exactly as the same kernel under a plain name (verdict,
 points, static findings, messages), show as written in class.csv and class.html (and in
 summary.txt, with control characters escaped: submissions.shown), and nothing may be created
 outside --out and the temporary folders: no name runs a command (the `touch PWNED` payloads).
@@ -58,6 +58,7 @@ CORPUS = PAYLOADS + [
     "red\x1b[31mX", "a" * 255, "é" * 127 + "a",                         # 255 bytes each
     "Full Name_123_assignsubmission_file_",                              # Moodle's export
     "Jane Doe_12345_67890_kernel.cu", "doejane_12345_67890",             # Canvas's file names, as folders
+    "José García (12345)", "Ann O'Neil (u-77)",                          # grade.py import's folders
     "gradescope", "slurm", "students", "class.csv", "class.json", "class.html", "summary.txt",
     "gradings.csv", "index.html", "results.json",                      # the kit's own names
 ]
