@@ -71,9 +71,16 @@ test-python:
 # ---- grading ----------------------------------------------------------------------------
 include grader/check.mk
 
+# The two folders reach the grader through the environment, so that the shell never parses them
+# (a space or a quote in an instructor's path is taken as it is).  GNU make exits 2 whenever a
+# recipe fails (its manual, "Running make": only 0, 1 with -q, and 2): the grader's own status
+# (1: a lab without a grade; 2: a refusal) is printed on the last line.
+grade: export STENCIL_SUBMISSIONS := $(value SUBMISSIONS)
+grade: export STENCIL_OUT := $(value OUT)
 grade:
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]  (DIR/<student>/<lab>/kernel.cu)"; exit 2; }
-	@$(GRADE) class $(SUBMISSIONS) --out $(OUT)
+	@test -n "$$STENCIL_SUBMISSIONS" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]  (DIR/<student>/<lab>/kernel.cu)"; exit 2; }
+	@$(GRADE) class "$$STENCIL_SUBMISSIONS" --out "$$STENCIL_OUT" || { status=$$?; \
+	  echo "make grade: grade.py class exited with status $$status (1: some lab has no grade, see summary.txt; 2: refused, see above)" >&2; exit $$status; }
 
 # Class-grading throughput: STUDENTS students made of the known submissions, graded by grade.py class
 # on this host's GPUs (GPUS=all or 0,2); prints builds per CPU core-minute and submission-labs per

@@ -18,6 +18,11 @@
 #   N=33  REDUCTION=1e-5        lab 7's `make solve`: the grid (N x N) and the residual reduction
 
 SHELL := /bin/bash
+# make splits paths at spaces: the kit must lie in a path without one (the grader refuses such a
+# kit as well, and copies a student's kernel.cu into its own build folder before calling make).
+ifneq ($(words $(CURDIR)),1)
+$(error this lab folder, "$(CURDIR)", has a space in its path, which make cannot take: move the kit to a path without spaces)
+endif
 KIT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 LAB_DIR := $(KIT)/labs/$(LAB)
 LAB_NUMBER := $(firstword $(subst -, ,$(LAB)))
@@ -63,6 +68,9 @@ ARCH_TAG := sm$(subst $(eval) ,-,$(strip $(CUDA_ARCH)))
 endif
 
 # ---- whose kernel.cu ---------------------------------------------------------------
+# IMPL=DIR and BUILD_DIR reach recipes and $(shell ...) as they are: they are yours on your own
+# command line, and the grader's own folders when it builds a student's file (grading/build.py
+# copies that kernel.cu into BUILD_DIR/src/<lab>/ first): no student's folder name reaches make.
 IMPL ?= starter
 # The student kit (`make dist`) has no reference/: there IMPL=reference is refused by
 # require-src, and its tuning (KERNEL_DEFINES, below) is not looked up.

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -350,6 +351,50 @@ def test_a_binary_kernel_is_refused_in_one_line_before_make(tmp_path, content, s
     assert said in result.message and len(result.message.splitlines()) == 1
     assert not (tmp_path / "b" / "make-ran").exists()
     assert "make was not run" in (tmp_path / "b" / build.BUILD_LOG).read_text()
+
+
+@needs_make
+def test_make_gets_only_the_graders_paths(tmp_path):
+    """Issue 23: a student's folder (a space, quotes, `$(...)`, backticks) reached make as IMPL=, and
+    lab.mk's shell ran what its name said.  Now its kernel.cu is copied to BUILD_DIR/src/<lab>/
+    and make is given that folder."""
+    lab = make_lab(tmp_path, '@echo "$(IMPL)" > $(BUILD_DIR)/impl; test -f $(IMPL)/lab/kernel.cu')
+    sub = tmp_path / "o'brien \"x\" $(touch PWNED) `touch PWNED`; -rf"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text(GOOD_KERNEL)
+    result = build.build(lab, str(sub), tmp_path / "b")
+    assert result.ok, result.message
+    staged = tmp_path / "b" / "src" / "lab" / "kernel.cu"
+    assert staged.read_text() == GOOD_KERNEL
+    assert result.command[5] == f"IMPL={(tmp_path / 'b' / 'src').resolve()}"
+    assert not any("brien" in word for word in result.command) and not list(tmp_path.rglob("PWNED"))
+    mtime = staged.stat().st_mtime_ns                      # the same file again: no new copy, no rebuild
+    assert build.build(lab, str(sub), tmp_path / "b").ok and staged.stat().st_mtime_ns == mtime
+
+
+@needs_make
+def test_a_folder_make_cannot_take_is_a_kit_error_not_a_grade(tmp_path):
+    lab = make_lab(tmp_path, "@touch $(BUILD_DIR)/make-ran")
+    result = build.build(lab, "starter", tmp_path / "build dir")
+    assert result.outcome == "kit_error" and result.message.startswith("kit error: the build directory ")
+    assert "holds a space, which make cannot take" in result.message
+    assert not (tmp_path / "build dir" / "make-ran").exists()
+    assert build.make_path_problem(Path("/tmp/a b")) == "holds a space"
+    assert build.make_path_problem(Path("/tmp/x$y")) == "holds the character '$'"
+    assert build.make_path_problem(Path("/tmp/x,y")) == "holds the character ','"
+    assert build.make_path_problem(Path("/tmp/Jos\u00e9_\u738b/ok-1.2+x@y")) is None
+
+
+@needs_make
+def test_a_kernel_over_1_mib_is_refused_before_make(tmp_path):
+    lab = make_lab(tmp_path, "@touch $(BUILD_DIR)/make-ran")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text("//" + "x" * build.MAX_SOURCE_BYTES)
+    result = build.build(lab, str(sub), tmp_path / "b")
+    assert result.outcome == "compile_error" and len(result.message.splitlines()) == 1
+    assert "kernel.cu is 1.0 MB, over the 1 MiB a kernel.cu may have" in result.message
+    assert not (tmp_path / "b" / "make-ran").exists()
 
 
 @needs_make

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, KIT_ROOT
-from stencil_grader.classes import classhtml
+from stencil_grader.classes import classhtml, outdir
 from stencil_grader.grading import html, nextstep
 
 HTML_DATA = DATA / "html"
@@ -37,6 +37,8 @@ NOT_MEASURED = HTML_DATA / "report-01-naive-5pt--no_gpu.json"
 COMPILE_ERROR = HTML_DATA / "report-01-naive-5pt--compile_error.json"
 CLASS_IDS = ("overview", "lab-01-naive-5pt", "lab-02-shared-tiling", "points-01-naive-5pt",
              "ratios-02-shared-tiling", "students", "student-table")
+#: class.html with a lab not measured: the banner first.
+BANNER_IDS = ("overview", "not-measured", "students", "student-table")
 #: An H100 SXM's estimated fp32 peak (132 SMs x 128 lanes x 2 x 1980 MHz), for a drawn compute roof.
 H100_PEAK_GFLOPS = 132 * 128 * 2 * 1980 / 1e3
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -209,12 +211,62 @@ def test_class_page_counts_links_and_outliers(tmp_path):
     for ident in CLASS_IDS:
         assert f'id="{ident}"' in page, ident
     for student in ("alice", "bob", "carol", "dave", "erin", "frank"):
-        assert (out / student / "index.html").is_file()
+        assert (out / "students" / student / "index.html").is_file()
     for href in re.findall(r'href="([^"]+)"', page):
         assert (out / href).is_file(), f"broken link {href}"
     assert "<th>missing</th>" in page and "<th>incorrect</th>" in page
-    assert (out / "frank" / "02-shared-tiling.html").read_text().count('id="summary"') == 1
+    assert (out / "students" / "frank" / "02-shared-tiling.html").read_text().count('id="summary"') == 1
     assert "<script" not in page
+    index = (out / "students" / "frank" / "index.html").read_text()
+    for href in re.findall(r'href="([^"]+)"', index):
+        assert (out / "students" / "frank" / href).resolve().is_file(), f"broken link {href}"
+
+
+def class_with_ungraded_labs(tmp_path: Path) -> Path:
+    """The recorded class, with dave's lab 2 not measured and erin's lab 2 a grader_error (frank's
+    lab 2 is missing already)."""
+    out = make_class(tmp_path)
+    for student, verdict in (("dave", "not_measured"), ("erin", "grader_error")):
+        path = outdir.report_path(out, student, "02-shared-tiling")
+        data = json.loads(path.read_text())
+        data.update(verdict=verdict, points=0.0, final=False, messages=[f"{verdict}: why, in one line"])
+        data["performance"]["ratio"] = None
+        path.write_text(json.dumps(data))
+    return out
+
+
+def test_class_page_leads_with_the_students_and_counts_grades_only(tmp_path):
+    """Issue 23, item 5: class.html showed missing and not_measured as 0.00, counted them in each
+    lab's median and histogram ("10 graded" when 2 were), totalled 0.00 where class.csv left the
+    total blank, had no banner when nothing was measured, and put the students table last
+    without the verdict's reason in its cells."""
+    out = class_with_ungraded_labs(tmp_path)
+    table = outdir.read_reports(out, LABS)
+    page = classhtml.write_class_html(out, LABS).read_text()
+    assert page.index('id="not-measured"') < page.index('id="student-table"') < page.index('id="lab-01-naive-5pt"')
+    assert "Nothing was measured for 2 of 12 lab(s)" in page
+    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr><td><a href="students/(\w+)/index.html">.*?</tr>', page)}
+    assert set(rows) == {"alice", "bob", "carol", "dave", "erin", "frank"}
+    dave = re.findall(r'<td class="cell (\w+)" data-verdict="(\w+)"><a [^>]*>([^<]*)</a>', rows["dave"])
+    assert dave[1] == ("ungraded", "not_measured", "not_measured")
+    assert "not_measured: why, in one line" in rows["dave"]
+    for student in ("dave", "erin"):
+        assert rows[student].endswith('<td class="total"></td></tr>')
+    frank = table["frank"]
+    assert frank["02-shared-tiling"]["verdict"] == "missing"
+    assert re.findall(r'data-verdict="missing"><a [^>]*>([^<]*)</a>', rows["frank"]) == ["missing"]
+    assert f'<td class="total">{frank["01-naive-5pt"]["points"]:.2f}</td>' in rows["frank"]
+    for student, row in rows.items():
+        if student not in ("dave", "erin"):
+            assert f'<td class="total">{outdir.total(list(table[student].values())):.2f}</td>' in row
+    graded = [r["02-shared-tiling"] for r in table.values() if outdir.is_grade(r["02-shared-tiling"])]
+    assert len(graded) == 3
+    lab2 = page[page.index('id="lab-02-shared-tiling"'):]
+    assert "3 graded</span> (3 without a grade: grader_error, missing, not_measured)" in lab2
+    median = sorted(r["points"] for r in graded)[1]
+    assert f"points: median {median:.1f} of 100" in lab2
+    bars = re.search(r'<svg id="points-02-shared-tiling".*?</svg>', lab2).group(0)
+    assert sum(int(n) for n in re.findall(r'text-anchor="middle">(\d+)</text>', bars)) == 3
 
 
 def test_outliers_and_quartiles():
@@ -230,17 +282,17 @@ def test_outliers_and_quartiles():
 def test_class_page_escapes_student_names(tmp_path):
     out = make_class(tmp_path)
     odd = '<b>eve&"x'
-    shutil.copytree(out / "alice", out / odd)
+    shutil.copytree(out / "students" / "alice", out / "students" / odd)
     page = classhtml.write_class_html(out, LABS).read_text()
     assert odd not in page and "&lt;b&gt;eve&amp;&quot;x" in page
-    assert "%3Cb%3Eeve%26%22x/index.html" in page
-    assert (out / odd / "index.html").is_file()
+    assert "students/%3Cb%3Eeve%26%22x/index.html" in page
+    assert (out / "students" / odd / "index.html").is_file()
 
 
 def test_an_unreadable_report_is_a_grader_error_not_a_gap(tmp_path):
     out = make_class(tmp_path)
-    (out / "bob" / "01-naive-5pt.json").write_text("{ not json")
-    reports = classhtml.load_reports(out, LABS)
+    (out / "students" / "bob" / "01-naive-5pt.json").write_text("{ not json")
+    reports = outdir.read_reports(out, LABS)
     assert reports["bob"]["01-naive-5pt"]["verdict"] == "grader_error"
 
 
@@ -337,6 +389,22 @@ def rendered_pages(tmp_path: Path) -> list[tuple[Path, tuple[str, ...]]]:
         page.write_text(html.render_lab_html(json.loads(path.read_text())))
         pages.append((page, ("summary", "next", "build", "score", "cases")))
     return pages
+
+
+def test_the_class_page_in_chromium_shows_verdicts_not_zeros(need_chromium, tmp_path):
+    """The banner, then the students: what a browser shows of a lab without a grade is its verdict."""
+    page = classhtml.write_class_html(class_with_ungraded_labs(tmp_path), LABS)
+    dom = run_chromium(["--dump-dom"], page)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for ident in BANNER_IDS:
+        assert f'id="{ident}"' in dom.stdout, ident
+    text = dom.stdout
+    assert text.index('id="not-measured"') < text.index('id="student-table"') < text.index('id="lab-01-naive-5pt"')
+    dave = re.search(r'<tr><td><a href="students/dave/index.html">.*?</tr>', text, re.S).group(0)
+    assert ">not_measured</a>" in dave and ">0.00</a>" not in dave.split("01-naive-5pt.html")[-1]
+    shot = page.with_suffix(".png")
+    run_chromium([f"--screenshot={shot}", "--window-size=1100,1500"], page)
+    assert_not_blank(shot)
 
 
 def test_pages_render_in_headless_chromium(need_chromium, tmp_path):

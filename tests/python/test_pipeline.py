@@ -4,11 +4,12 @@ import json
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, run_grade
-from stencil_grader.grading import pipeline
+from stencil_grader.grading import build, pipeline
 
 
 @pytest.fixture
@@ -235,6 +236,17 @@ def test_default_build_dir_and_impl_tags(tmp_path):
     assert pipeline.default_build_dir("01-naive-5pt", "starter") == KIT_ROOT / "build" / "01-naive-5pt" / "starter"
     assert pipeline.resolve_lab_dir("01-naive-5pt") == KIT_ROOT / "labs" / "01-naive-5pt"
     assert FAKE_LAB != "01-naive-5pt"
+
+
+def test_impl_tags_are_paths_make_can_take(tmp_path):
+    """Issue 23: `grade.py lab --impl DIR` without --build-dir built in KIT/build/<lab>/dir-<DIR>, the
+    student's folder name in make's BUILD_DIR."""
+    tags = set()
+    for name in ("Jos\u00e9 Garc\u00eda", "x`id`y", "$(id)", "a b", "a_b", "a" * 300):
+        tag = pipeline.impl_tag(str(tmp_path / name))
+        assert build.make_path_problem(Path("/") / tag) is None and len(tag.encode()) <= pipeline.TAG_BYTES
+        tags.add(tag)
+    assert len(tags) == 6
 
 
 def test_build_dir_rule_is_lab_mks(tmp_path):

@@ -9,16 +9,22 @@ import sys
 from pathlib import Path
 
 from ..base.cliargs import UsageError, lab_list
-from . import batch, classgrade, importers, slurm
+from . import backend, batch, importers, merge, slurm
 from .submissions import ClassError
 
 
 def _class_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("submissions", metavar="SUBMISSIONS_DIR", type=Path,
                    help="one folder per student, mirroring starter/: SUBMISSIONS_DIR/<student>/<lab>/kernel.cu")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where reports go")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="where reports go (outside SUBMISSIONS_DIR); run again into the same DIR to grade only "
+                        "what has no final grade there")
     p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
-    p.add_argument("--student", help="(re)grade this student only")
+    p.add_argument("--student", help="(re)grade this student only (the folder's name, as written), whatever "
+                                     "grades it has")
+    p.add_argument("--regrade", action="store_true",
+                   help="grade every selected lab again, final grades too (a grade is still never replaced "
+                        "by one that measured nothing)")
     p.add_argument("--missing-as-zero", action="store_true",
                    help="count a lab never submitted as 0 in the Gradescope files (default: leave it out; "
                         "class.csv says 'missing' either way)")
@@ -67,7 +73,7 @@ def _progress(line: str) -> None:
     print(line, flush=True)
 
 
-def print_result(result: classgrade.ClassResult) -> int:
+def print_result(result: merge.ClassResult) -> int:
     """Print a class summary (the alarm on stderr) and return its exit status."""
     print()
     for line in result.summary:
@@ -89,8 +95,9 @@ def cmd_class(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     try:
-        result = classgrade.grade_class(args.submissions, args.out, lab_list(args.labs), args.student, args.jobs,
-                                        progress=_progress, gpus=args.gpus, missing_as_zero=args.missing_as_zero)
+        result = backend.grade_class(args.submissions, args.out, lab_list(args.labs), args.student, args.jobs,
+                                     progress=_progress, gpus=args.gpus, missing_as_zero=args.missing_as_zero,
+                                     regrade=args.regrade)
     except ClassError as err:
         raise UsageError(str(err)) from None
     return print_result(result)

@@ -25,8 +25,16 @@ commands, the grader's temporary and kit paths):
 
 `kit error: ` lines (lab.mk's checks of the machine) are always kept: the
 pipeline reads them.  A kernel.cu that is not text (NUL bytes: a binary file,
-or UTF-16) is refused before make runs, in one line.  Every line of a message
-has its control characters escaped and is cut at LINE_WIDTH characters.
+or UTF-16) or is over MAX_SOURCE_BYTES is refused before make runs, in one line.
+Every line of a message has its control characters escaped and is cut at
+LINE_WIDTH characters.
+
+No path that someone else named reaches make: the kernel.cu of IMPL=DIR (a student's
+folder, whatever its name: spaces, quotes, `$(...)`) is copied to
+BUILD_DIR/src/<lab>/kernel.cu (stage_source) and make is given IMPL=BUILD_DIR/src.
+make splits its variables at spaces and expands `$`, and lab.mk's recipes hand them
+to the shell, so the kit's folder and BUILD_DIR themselves must be plain paths
+(make_path_problem); a build where one is not is a kit error (no grade), never a 0.
 """
 
 from __future__ import annotations
@@ -53,6 +61,11 @@ LINE_WIDTH = 200
 BUILD_LOG = "build.log"
 #: The student API: the launchers' declarations (relative to the kit's root).
 API_HEADER = Path("grader") / "include" / "stencil_lab.h"
+#: The largest kernel.cu graded, in bytes (1 MiB: the references are under 20 KiB; a larger
+#: file is not a kernel, and its static checks alone would take minutes).
+MAX_SOURCE_BYTES = 1 << 20
+#: Where a build keeps its copy of the kernel.cu of IMPL=DIR: BUILD_DIR/src/<lab>/kernel.cu.
+STAGED = "src"
 
 
 @dataclass
@@ -157,28 +170,39 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
           timeout_s: float = DEFAULT_TIMEOUT_S, defines: dict[str, int | str] | None = None) -> BuildResult:
     """Run the build; never raises for a failing build (see BuildResult.outcome).
 
-    defines: see make_command (ValueError for a malformed one).  make's whole output
-    (standard output and error, in the order written) goes to BUILD_DIR/build.log;
-    a failed build's message is failure_message's (module docstring).
+    impl: starter, reference, or a directory whose kernel.cu (impl_source) is built from
+    the copy stage_source makes.  defines: see make_command (ValueError for a malformed
+    one).  make's whole output (standard output and error, in the order written) goes to
+    BUILD_DIR/build.log; a failed build's message is failure_message's (module docstring).
     """
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
-    command = make_command(lab_dir, impl, build_dir, arch, defines)
-    result = BuildResult("ok", command, build_dir)
     kit = Path(lab_dir).absolute().parents[1]
-    source = impl_source(Path(lab_dir).name, impl, kit)
-    log_path = build_dir / BUILD_LOG
+    lab = Path(lab_dir).name
+    source = impl_source(lab, impl, kit)
+    result = BuildResult("ok", [], build_dir)
+    for what, path in (("the kit's folder", kit), ("the build directory", build_dir)):
+        if why := make_path_problem(path):
+            return _not_run(result, "kit_error", f"kit error: {what} {str(path)!r} {why}, which make cannot "
+                            "take in a path: grade from a path without it")
     if why := text_problem(source):
-        result.outcome, result.message = "compile_error", why
-        log_path.write_text(f"make was not run: {why}\n", encoding="utf-8")
-        return result
+        return _not_run(result, "compile_error", why)
+    staged = None
+    if impl not in ("starter", "reference"):
+        if not source.is_file():
+            return _not_run(result, "compile_error", f"no kernel.cu found in {impl}")
+        staged = stage_source(source, build_dir, lab)
+    command = make_command(lab_dir, str(staged.parents[1]) if staged else impl, build_dir, arch, defines)
+    result.command = command
     started = time.time()
-    # One pipe for both streams keeps the log in the order make wrote it.
+    # One pipe for both streams keeps the log in the order make wrote it.  The shell only runs
+    # its arguments ("$@", never parsed): the command is an argument list of paths the grader
+    # made (above), as every command of the grader is; no string of a student reaches it.
     run = process.run(["sh", "-c", 'exec "$@" 2>&1', "sh", *command], timeout_s)
     result.seconds = run.seconds
     log = (run.stdout + run.stderr).strip("\n")
-    log_path.write_text(log + "\n", encoding="utf-8")
-    where = Paths(source, build_dir, kit)
+    (build_dir / BUILD_LOG).write_text(log + "\n", encoding="utf-8")
+    where = Paths(staged or source, build_dir, kit)
     if run.timed_out:
         result.outcome = "timeout"
         result.message = "\n".join([f"the build did not finish: make {run.describe()}; its last lines:"]
@@ -199,18 +223,71 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
     return result
 
 
+def _not_run(result: BuildResult, outcome: str, message: str) -> BuildResult:
+    """result, failed with outcome and message before make ran (build.log says so)."""
+    result.outcome, result.message = outcome, message
+    (result.build_dir / BUILD_LOG).write_text(f"make was not run: {message}\n", encoding="utf-8")
+    return result
+
+
 # ---------------------------------------------------------------- what a failed build means
+
+_MAKE_SAFE = re.compile(r"[\w./+@-]+")
+
+
+def make_path_problem(path: Path) -> str | None:
+    """Why make cannot be given `path` (absolute), e.g. "holds a space", or None.
+
+    make splits variables at white space, expands `$`, reads `#`, `%`, `:`, `=` and `,`
+    in its own syntax, and its recipes pass paths to the shell: a path is taken only when
+    it holds nothing but letters and digits (any script), `_ . / + @ -`."""
+    text = os.path.abspath(path)
+    if _MAKE_SAFE.fullmatch(text):
+        return None
+    bad = next(c for c in text if not _MAKE_SAFE.fullmatch(c))
+    return "holds a space" if bad == " " else f"holds the character {bad!r}"
+
+
+def size_problem(source: Path) -> str | None:
+    """Why `source` is too large to grade (over MAX_SOURCE_BYTES), in one line, or None."""
+    try:
+        size = Path(source).stat().st_size
+    except OSError:
+        return None
+    if size <= MAX_SOURCE_BYTES:
+        return None
+    return (f"{Path(source).name} is {size / 1e6:.1f} MB, over the {MAX_SOURCE_BYTES >> 20} MiB a kernel.cu may "
+            "have: submit the CUDA C++ source of your kernel only")
+
+
+def stage_source(source: Path, build_dir: Path, lab: str) -> Path:
+    """Copy `source` to BUILD_DIR/src/<lab>/kernel.cu (the path make is given; module docstring)
+    and return that path.  An identical copy is left as it is, so that make rebuilds exactly
+    when the file's content changed (a new copy is newer than the build)."""
+    target = Path(build_dir) / STAGED / lab / "kernel.cu"
+    data = Path(source).read_bytes()
+    try:
+        same = target.read_bytes() == data
+    except OSError:
+        same = False
+    if not same:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return target
+
 
 def text_problem(source: Path) -> str | None:
     """Why `source` is not source text the compiler can read, in one line, or None.
 
-    A NUL byte makes a file binary (git's test, xdiff-interface.c buffer_is_binary, applied
-    to the whole file): a compiled object, an archive, or text saved as UTF-16 (which starts
+    A file over MAX_SOURCE_BYTES is refused (size_problem).  A NUL byte makes a file binary
+    (git's test, xdiff-interface.c buffer_is_binary, applied to the whole file): a compiled object, an archive, or text saved as UTF-16 (which starts
     with a byte-order mark, FF FE or FE FF, and is named so).  nvcc would answer such a file
     with a hundred errors full of control bytes.  A file that cannot be read gives None:
     make's own check names what is missing.
     """
     source = Path(source)
+    if why := size_problem(source):
+        return why
     offset, nul, head = 0, -1, b""
     try:
         with source.open("rb") as f:

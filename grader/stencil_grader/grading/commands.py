@@ -103,6 +103,8 @@ def cmd_lab(args) -> int:
     source = build.impl_source(spec.lab, args.impl)
     if not source.is_file():
         raise UsageError(f"no kernel.cu for {spec.lab}: {source} does not exist")
+    if why := build.size_problem(source):
+        raise UsageError(f"{source}: {why}")
     try:
         run = pipeline.grade_lab(lab_dir, args.impl, args.build_dir, chosen, args.arch, args.skip_bench,
                                  gpu_pool=gpu_pool(args.gpu_locks, args.gpus), stage=args.stage,

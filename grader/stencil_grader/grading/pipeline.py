@@ -40,6 +40,8 @@ from ..base import gpus, labspec, locks
 from . import bench, build, checkrun, launches, score, static
 from .checks import StaticCheck
 
+#: The longest build directory name impl_tag gives, in bytes (a file name holds at most 255).
+TAG_BYTES = 160
 #: Where stage="build" leaves what stage="gpu" needs.
 STATE_FILE = "stages.json"
 STAGES = ("all", "build", "gpu")
@@ -100,12 +102,31 @@ def resolve_lab_dir(arg: str | Path, kit_root: Path = KIT_ROOT) -> Path:
 def impl_tag(impl: str) -> str:
     """starter, reference, or dir-<the directory's absolute path, slashes as underscores>.
 
-    The same rule as lab.mk's IMPL_TAG, applied to the path the build passes to
-    make (build.make_command resolves it): one name for one directory.
+    The same rule as lab.mk's IMPL_TAG for a path make can take (build.make_path_problem):
+    one name for one directory.  Any other path (a space, a quote, `$`: a folder named
+    by a student), or one whose tag would pass TAG_BYTES, has each such character as "_",
+    is cut at TAG_BYTES and ends in its sha256's first 12 hex digits, so that the build
+    directory is a path make can take and a file name the file system can hold.
     """
     if impl in ("starter", "reference"):
         return impl
-    return "dir-" + str(Path(impl).resolve()).lstrip(os.sep).replace(os.sep, "_")
+    path = str(Path(impl).resolve())
+    tag = "dir-" + path.lstrip(os.sep).replace(os.sep, "_")
+    if build.make_path_problem(Path(os.sep) / tag) is None and len(tag.encode("utf-8", "replace")) <= TAG_BYTES:
+        return tag
+    plain = "".join(c if c.isascii() and build.make_path_problem(Path(os.sep) / c) is None else "_" for c in tag)
+    return f"{plain[:TAG_BYTES - 13]}-{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+
+
+def stage_seconds(spec: labspec.LabSpec, stage: str = "all") -> float:
+    """Seconds the stages of one grading of `spec` may take at most, each stage at its own
+    limit: "build" (the build; the static checks are bounded by it), "gpu" (finding the GPU,
+    listing and running the cases, the bench), "all" (both, in that order)."""
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+    build_s = build.DEFAULT_TIMEOUT_S
+    gpu_s = bench.PROBE_TIMEOUT_S + checkrun.LIST_TIMEOUT_S + spec.check.suite_timeout_s + spec.bench.timeout_s
+    return {"build": build_s, "gpu": gpu_s, "all": build_s + gpu_s}[stage]
 
 
 def kit_error(message: str) -> str | None:

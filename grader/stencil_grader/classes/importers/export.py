@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ...grading import build
+
 #: Bytes a kernel.cu may have (1 MiB), the limit the class grader holds a submission to.
-MAX_KERNEL_BYTES = 1 << 20
+MAX_KERNEL_BYTES = build.MAX_SOURCE_BYTES
 #: Bytes Gradescope's submission_metadata.yml may have (64 MiB: it carries autograder output).
 MAX_METADATA_BYTES = 64 << 20
 #: Folders and files that archive tools leave beside the submissions (ignored, counted).

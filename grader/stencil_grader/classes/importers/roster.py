@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import outdir
+from ..submissions import ROSTER  # noqa: F401  (the file's name, read by submissions.py too)
 
-ROSTER = "roster.csv"
 BASE_COLUMNS = ("folder", "site", "site_id", "name", "email")
 LAB_FIELDS = ("late", "file", "note")
 #: Longest file name most file systems take (NAME_MAX), in bytes of UTF-8.
