@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from stencil_grader.grading import symbols
+from stencil_grader.grading import names, symbols
 
 
 @pytest.mark.parametrize("name", [
@@ -128,9 +128,9 @@ Disassembly of section .text:
 
 
 def test_simplify():
-    assert symbols.simplify("std::basic_filebuf<char, std::char_traits<char> >::open(char const*, "
+    assert names.simplify("std::basic_filebuf<char, std::char_traits<char> >::open(char const*, "
                             "std::_Ios_Openmode)") == "std::basic_filebuf::open"
-    assert symbols.simplify("vtable for std::basic_ofstream<char, std::char_traits<char> >") == \
+    assert names.simplify("vtable for std::basic_ofstream<char, std::char_traits<char> >") == \
         "vtable for std::basic_ofstream"
 
 

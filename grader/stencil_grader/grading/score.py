@@ -12,8 +12,9 @@ Rules, in order:
    case did not pass, the verdict is the worst outcome seen:
    timeout > crash > incorrect (cases not run after a timeout count as the
    timeout).  Performance is not measured (0 points).
-4. A failed PTX constraint (no div/rem, shared memory) keeps the correctness
-   points and gives performance 0: "constraint".
+4. A failed static constraint (no div/rem) keeps the correctness points and
+   gives performance 0: "constraint".  A "signal" (the PTX's first look at
+   shared memory) costs nothing: the launch audit judges that rule (6).
 5. With no GPU nothing is measured: 0 points and the reason, verdict
    "not_measured", even when rule 4's PTX constraint already failed (its
    message says so): a grade needs the correctness that was not measured.
@@ -23,8 +24,9 @@ Rules, in order:
      - ratio > 1.05 (faster than copying):    "implausible", performance 0
        (K x 1.05 for a lab that fuses K sweeps per pass: bench.max_fused_sweeps);
      - the launch audit (launches.py) found an operation on another stream
-       than the launcher's, or more shared memory per block than the lab's
-       planes allow, as launched:             "constraint", performance 0;
+       than the launcher's, a launched kernel without its tile in shared
+       memory (or more than the lab's planes allow), or grids stored narrower
+       than fp32:                             "constraint", performance 0;
        a lab whose constraint needs the audit, where it could not run:
                                               "not_measured", performance 0;
      - else points.performance * clamp((ratio - floor) / (target - floor), 0, 1)

@@ -44,11 +44,9 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import kinds, process
-from .checks import StaticCheck
+from .checks import MAX_REPORTED, StaticCheck
+from .names import TOOL_TIMEOUT_S, demangle, simplify
 from .source import strip_source
-from .checks import MAX_REPORTED
-
-TOOL_TIMEOUT_S = 60.0
 
 # ---------------------------------------------------------------- the whitelist
 
@@ -288,45 +286,8 @@ def parse_objdump(text: str) -> tuple[dict[str, set[str]], list[tuple[str, str]]
     return users, syscalls
 
 
-def simplify(demangled: str) -> str:
-    """A demangled name without template arguments and parameter lists, for messages:
-    'std::basic_filebuf::open' for 'std::basic_filebuf<char, ...>::open(char const*, ...)'."""
-    out, depth = [], 0
-    for ch in demangled:
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    text = "".join(out).strip()
-    for suffix in (" const", " volatile", " &", " &&"):
-        text = text.removesuffix(suffix)
-    if text.endswith(")") and not text.startswith(("vtable", "VTT", "typeinfo")):
-        depth = 0
-        for i in range(len(text) - 1, -1, -1):        # the parameter list: the last (...) group
-            depth += {")": 1, "(": -1}.get(text[i], 0)
-            if depth == 0:
-                text = text[:i] if i > 0 and not text[:i].endswith("operator") else text
-                break
-    return text.strip()
-
-
 def _tool(name: str) -> str | None:
     return shutil.which(name)
-
-
-def demangle(names: list[str]) -> dict[str, str]:
-    """Mangled -> demangled names (c++filt, one call); names c++filt leaves alone map to themselves."""
-    mangled = [n for n in names if n.startswith("_Z")]
-    result = {n: n for n in names}
-    if not mangled or not _tool("c++filt"):
-        return result
-    run = process.run(["c++filt"], TOOL_TIMEOUT_S, stdin_text="\n".join(mangled) + "\n")
-    lines = run.stdout.splitlines()
-    if run.returncode == 0 and len(lines) == len(mangled):
-        result.update(zip(mangled, lines))
-    return result
 
 
 def read_object(obj: Path) -> ObjectListing:
