@@ -11,7 +11,8 @@ Rules, in order:
 3. Correctness points = points.correctness * passed / total cases.  When any
    case did not pass, the verdict is the worst outcome seen:
    timeout > crash > incorrect (cases not run after a timeout count as the
-   timeout).  Performance is not measured (0 points).
+   timeout; a case whose launch the runtime refused is incorrect, and the
+   message counts it apart).  Performance is not measured (0 points).
 4. A failed static constraint (no div/rem) keeps the correctness points and
    gives performance 0: "constraint".  A "signal" (the PTX's first look at
    shared memory) costs nothing: the launch audit judges that rule (6).
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..base import protocol
 from .bench import BenchRun
 from .build import BuildResult
 from .checkrun import CheckRun
@@ -146,9 +148,8 @@ def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
     if check.passed < check.total:
         worst = next(o for o in ("timeout", "crash", "fail", "not_run")
                      if any(c.outcome == o for c in check.cases))
-        failed = check.total - check.passed
         return StageScore(_CASE_VERDICT[worst], points, total_points,
-                          f"{check.passed}/{check.total} cases passed; {failed} did not "
+                          f"{check.passed}/{check.total} cases passed; {_failures(check)} "
                           f"(worst: {_CASE_VERDICT[worst]})")
     if check.status != "ok" or check.exit_status != 0:
         # Every case reported success, but the run itself did not end cleanly.
@@ -156,6 +157,20 @@ def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
         how = check.message or f"check exited with status {check.exit_status}"
         return StageScore(verdict, points, total_points, f"every case reported success, but {how}")
     return StageScore("pass", points, total_points, f"{check.passed}/{check.total} cases passed")
+
+
+def _failures(check: CheckRun) -> str:
+    """How the cases that did not pass ended, counted: '26 wrong and 3 failed to launch'.  A case
+    whose launch the runtime refused (protocol.LAUNCH_REFUSED: a grid or block beyond the GPU's
+    limits) is the student's failure like a wrong answer, and counted apart from it."""
+    refused = sum(c.outcome == "fail" and c.message.startswith(protocol.LAUNCH_REFUSED) for c in check.cases)
+    counts = [(sum(c.outcome == "fail" for c in check.cases) - refused, "wrong"),
+              (refused, "failed to launch (the runtime refused the configuration the launcher asked for)"),
+              (sum(c.outcome == "crash" for c in check.cases), "crashed"),
+              (sum(c.outcome == "timeout" for c in check.cases), "timed out"),
+              (sum(c.outcome == "not_run" for c in check.cases), "not run")]
+    parts = [f"{n} {what}" for n, what in counts if n]
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
 
 def _performance(spec: LabSpec, bench: BenchRun, choice: TargetChoice) -> tuple[StageScore, float | None]:
