@@ -31,6 +31,7 @@ storage rule reads every kernel of the PTX instead of the launched ones.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.labspec import LabSpec
@@ -151,8 +152,27 @@ def plane_bound(planes: int, factor: float, nx: int, ny: int, grid: list[int], t
     return allowed, how
 
 
-def _fn(module: ptx.PtxModule | None, name: str) -> ptx.PtxFunction | None:
-    return module.function(name) if module is not None else None
+@dataclass
+class _Kernel:
+    """One launched kernel as the rules read it: its audit record, shape and PTX."""
+
+    record: dict
+    grid: list[int]
+    threads: int
+    used: int                           # bytes of shared memory per block, static plus dynamic
+    fn: ptx.PtxFunction | None          # its PTX (None: not in kernel.ptx)
+    load_bytes: int                     # its widest global load (4 when its PTX is missing)
+    shown: str                          # its readable name
+
+
+def _launched(data: dict, module: ptx.PtxModule | None) -> list[_Kernel]:
+    kernels = []
+    for x in _kernels(data):
+        grid, _, threads, used = _shape(x)
+        fn = module.function(x["name"]) if module is not None else None
+        kernels.append(_Kernel(x, grid, threads, used, fn, (ptx.widest_global_load(fn, module) if fn else 4) or 4,
+                               kernel_label(x["name"])))
+    return kernels
 
 
 def tile_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> StaticCheck | None:
@@ -165,20 +185,17 @@ def tile_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> Stati
         return skipped
     nx, ny = int(data["nx"]), int(data["ny"])
     failures, details = [], []
-    for x in _kernels(data):
-        grid, block, threads, used = _shape(x)
-        fn = _fn(module, x["name"])
-        needed, how = tile_bound(tile.halo, nx, ny, grid, threads, ptx.widest_global_load(fn, module) if fn else 4)
-        shown = kernel_label(x["name"])
-        if used < needed:
-            failures.append(f"kernel {shown} uses {used} bytes of shared memory per block, less than the {needed} "
-                            "bytes of its block's input tile")
-        elif fn is None:
-            failures.append(f"kernel {shown} is not in kernel.ptx: whether it reads its tile cannot be told")
-        elif not ptx.reads_shared(fn, module):
-            failures.append(f"kernel {shown} never reads shared memory (no ld.shared in its PTX): a tile that "
+    for k in _launched(data, module):
+        needed, how = tile_bound(tile.halo, nx, ny, k.grid, k.threads, k.load_bytes)
+        if k.used < needed:
+            failures.append(f"kernel {k.shown} uses {k.used} bytes of shared memory per block, less than the "
+                            f"{needed} bytes of its block's input tile")
+        elif k.fn is None:
+            failures.append(f"kernel {k.shown} is not in kernel.ptx: whether it reads its tile cannot be told")
+        elif not ptx.reads_shared(k.fn, module):
+            failures.append(f"kernel {k.shown} never reads shared memory (no ld.shared in its PTX): a tile that "
                             "is only declared, or only written, is no tile")
-        details.append(f"kernel {shown}: {_configuration(x)}; its input tile needs at least {needed} = {how}")
+        details.append(f"kernel {k.shown}: {_configuration(k.record)}; its input tile needs at least {needed} = {how}")
     if not details:
         failures.append("the launcher started no kernel")
     if failures:
@@ -214,18 +231,14 @@ def planes_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> Sta
     factor = spec.constraints.shared_tile.plane_factor
     nx, ny = int(data["nx"]), int(data["ny"])
     failures, details = [], []
-    for x in _kernels(data):
-        grid, block, threads, used = _shape(x)
-        if used == 0:
+    for k in _launched(data, module):
+        if k.used == 0:
             continue
-        fn = _fn(module, x["name"])
-        allowed, how = plane_bound(planes, factor, nx, ny, grid, threads,
-                                   (ptx.widest_global_load(fn, module) if fn else 4) or 4)
-        shown = kernel_label(x["name"])
-        if used > allowed:
-            failures.append(f"kernel {shown} uses {used} bytes of shared memory per block, more than the "
+        allowed, how = plane_bound(planes, factor, nx, ny, k.grid, k.threads, k.load_bytes)
+        if k.used > allowed:
+            failures.append(f"kernel {k.shown} uses {k.used} bytes of shared memory per block, more than the "
                             f"{allowed} bytes that {planes} plane(s) of its tile need")
-        details.append(f"kernel {shown}: launched with {_configuration(x)}; at most {allowed} allowed = {how}")
+        details.append(f"kernel {k.shown}: launched with {_configuration(k.record)}; at most {allowed} allowed = {how}")
     if failures:
         return StaticCheck(name, "fail", "constraint",
                            failures[0] + (f" (and {len(failures) - 1} more finding(s))" if len(failures) > 1

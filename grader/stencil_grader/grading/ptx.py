@@ -247,29 +247,33 @@ def _spaces(parts: list[str]) -> list[str]:
     return [p.split("::")[0] for p in parts if p.split("::")[0] in _OTHER_SPACES | {"global"}]
 
 
+def _instructions(fn: PtxFunction, module: PtxModule):
+    """(function name, PTX line, opcode, its dot-separated parts, its state spaces) of every
+    instruction of kernel fn and of the device functions it calls."""
+    by_name = {f.name: f for f in module.functions}
+    for f in _callees(fn, by_name):
+        for number, text in f.lines:
+            if m := _OPCODE.match(text):
+                parts = m.group(1).split(".")
+                yield f.name, number, m.group(1), parts, _spaces(parts)
+
+
 def reads_shared(fn: PtxFunction, module: PtxModule) -> bool:
     """Whether kernel fn (or a device function it calls) reads shared memory: a load, matrix
     load, atomic or reduction on the .shared state space, a copy out of shared memory
     (cp.async.bulk ... .global.shared), or a generic load in a function that takes the
     generic address of shared memory (cvta.shared)."""
-    by_name = {f.name: f for f in module.functions}
-    for f in _callees(fn, by_name):
-        generic_shared = generic_load = False
-        for _, text in f.lines:
-            m = _OPCODE.match(text)
-            if not m:
-                continue
-            parts = m.group(1).split(".")
-            spaces = _spaces(parts)
-            if parts[0] in ("ld", "ldu", "ldmatrix", "atom", "red") and "shared" in spaces:
-                return True
-            if parts[0] == "cp" and spaces[-1:] == ["shared"] and len(spaces) == 2:
-                return True                     # destination first: the source is shared memory
-            generic_shared |= parts[0] == "cvta" and "shared" in spaces
-            generic_load |= parts[0] in ("ld", "ldu") and not spaces
-        if generic_shared and generic_load:
+    generic_shared, generic_load = set(), set()
+    for name, _, _, parts, spaces in _instructions(fn, module):
+        if parts[0] in ("ld", "ldu", "ldmatrix", "atom", "red") and "shared" in spaces:
             return True
-    return False
+        if parts[0] == "cp" and len(spaces) == 2 and spaces[1] == "shared":
+            return True                         # destination first: the source is shared memory
+        if parts[0] == "cvta" and "shared" in spaces:
+            generic_shared.add(name)
+        if parts[0] in ("ld", "ldu") and not spaces:
+            generic_load.add(name)
+    return bool(generic_shared & generic_load)
 
 
 def narrow_accesses(fn: PtxFunction, module: PtxModule) -> list[tuple[str, str, int]]:
@@ -279,20 +283,12 @@ def narrow_accesses(fn: PtxFunction, module: PtxModule) -> list[tuple[str, str, 
     global memory or through a generic address, and a conversion to a half or 8-bit float
     format (cvt.rn.f16.f32, cvt.rn.bf16x2.f32).  Grids kept in such a format between sweeps
     move fewer bytes than the fp32 the lab asks for."""
-    by_name = {f.name: f for f in module.functions}
     found = []
-    for f in _callees(fn, by_name):
-        for number, text in f.lines:
-            m = _OPCODE.match(text)
-            if not m:
-                continue
-            parts = m.group(1).split(".")
-            spaces = _spaces(parts)
-            narrow = _NARROW_TYPES & set(parts)
-            if parts[0] in ("ld", "ldu", "st", "atom", "red") and narrow and not (set(spaces) & _OTHER_SPACES):
-                found.append((m.group(1), f.name, number))
-            elif parts[0] == "cvt" and len(parts) >= 3 and parts[-2] in _NARROW_FLOATS:
-                found.append((m.group(1), f.name, number))
+    for name, number, opcode, parts, spaces in _instructions(fn, module):
+        memory = parts[0] in ("ld", "ldu", "st", "atom", "red") and _NARROW_TYPES & set(parts) \
+            and not set(spaces) & _OTHER_SPACES
+        if memory or parts[0] == "cvt" and len(parts) >= 3 and parts[-2] in _NARROW_FLOATS:
+            found.append((opcode, name, number))
     return found
 
 
