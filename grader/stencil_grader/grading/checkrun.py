@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import process, protocol, sandbox
-from .checkstream import (STALL_CASE_TIMEOUTS, CheckStream, ListedCase, XmlTest, classify,  # noqa: F401
+from .checkstream import (STALL_CASE_TIMEOUTS, CheckStream, ListedCase, XmlTest, classify,
                           parse_list, xml_log)
 
 LIST_TIMEOUT_S = 30.0

@@ -17,8 +17,6 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Callable
 
-from ..base import protocol
-
 CHECK_NS = "http://check.sourceforge.net/ns"
 #: How Check 0.15 words the errors it makes itself (check_run.c and check_msg.c of its source);
 #: tests/python/test_checkrun.py runs the real library to prove these are its words.

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..base.labspec import LabSpec
 from .checks import MAX_REPORTED, StaticCheck
-from .names import kernel_label, kernel_labels
+from .names import kernel_labels
 
 INT_TYPES = {".s16", ".u16", ".s32", ".u32", ".s64", ".u64"}
 # ---------------------------------------------------------------- PTX
