@@ -6,7 +6,7 @@ import shutil
 
 from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
 from stencil_grader.base import labspec
-from stencil_grader.grading import ptx as ptxmod, source, static
+from stencil_grader.grading import names, ptx as ptxmod, source, static
 
 
 def found(src):
@@ -236,8 +236,8 @@ def test_run_static_combines_object_source_and_ptx(tmp_path):
 
 
 def test_kernel_label_shows_integer_template_arguments():
-    assert ptxmod.kernel_label("_Z24stencil3d_regtile_kernelILi4EEvPKfPfiiiii16stencil3d_coeffs") \
+    assert names.kernel_label("_Z24stencil3d_regtile_kernelILi4EEvPKfPfiiiii16stencil3d_coeffs") \
         == "stencil3d_regtile_kernel<4>"
-    assert ptxmod.kernel_label("_Z3kA2ILi32ELi4ELb0EEvPKf") == "kA2<32, 4, 0>"
-    assert ptxmod.kernel_label("_Z5tiledPKfPfi") == "tiled"
-    assert ptxmod.kernel_label("stencil2d_kernel") == "stencil2d_kernel"
+    assert names.kernel_label("_Z3kA2ILi32ELi4ELb0EEvPKf") == "kA2<32, 4, 0>"
+    assert names.kernel_label("_Z5tiledPKfPfi") == "tiled"
+    assert names.kernel_label("stencil2d_kernel") == "stencil2d_kernel"
