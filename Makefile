@@ -61,7 +61,7 @@ $(UNIT_BIN): tests/unit/check_harness.c grader/harness/*.c grader/include/*.h bu
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -fopenmp -Igrader/include -Ibuild/tests -I$${CUDA_HOME:-/usr/local/cuda}/include \
 	  $$(pkg-config --cflags check) tests/unit/check_harness.c \
-	  $(addprefix grader/harness/,errors.c random.c stats.c compare.c cpu_reference.c) \
+	  $(addprefix grader/harness/,errors.c random.c stats.c compare.c cpu_reference.c launch_guard.c) \
 	  -o $@ $$(pkg-config --libs check) -L$${CUDA_HOME:-/usr/local/cuda}/lib64 -lcudart -lm
 
 test-python:

@@ -235,16 +235,20 @@ $(BUILD_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.cu $(BUILD_DIR)/lab_config.
 
 KIND_OBJS := $(foreach f,$(KIND_SOURCES),$(BUILD_DIR)/kind_$(basename $(f)).o)
 
+# Every <<<...>>> launch's configuration passes through the harness on its way to the runtime
+# (harness/launch_guard.c), so that a refused launch names the student's launcher and what it asked for.
+LAUNCH_WRAP := -Xlinker --wrap=__cudaPushCallConfiguration
+
 $(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
-	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
+	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
 
 $(BUILD_DIR)/bench: $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
-	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
+	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
 
 # ---- the harness library, once per architecture -------------------------------------
 # The lab-independent part: inputs, CPU references, comparison, the device side, the private
-# channel and its JSON, and the launch audit (CUPTI; only the bench links it).
-HARNESS_C := errors random stats compare cpu_reference channel audit
+# channel and its JSON, the launch audit (CUPTI; only the bench links it) and the launch guard.
+HARNESS_C := errors random stats compare cpu_reference channel audit launch_guard
 HARNESS_OBJS := $(HARNESS_C:%=$(HARNESS_DIR)/%.o) $(HARNESS_DIR)/device.o
 
 # What check, bench and the grader agree on (exit statuses, JSON keys), from protocol.py.

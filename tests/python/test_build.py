@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GOOD_KERNEL, KIT_ROOT
-from stencil_grader.grading import build, pipeline, report
+from stencil_grader.grading import build, names, pipeline, report
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
@@ -64,9 +64,9 @@ def test_ptxas_log_older_format_without_barriers():
 
 
 def test_short_names():
-    assert build.short_name("_Z5tiledPKfPfi") == "tiled"
-    assert build.short_name("_ZN3foo3barEv") == "_ZN3foo3barEv"
-    assert build.short_name("_Z99x") == "_Z99x"
+    assert names.short_name("_Z5tiledPKfPfi") == "tiled"
+    assert names.short_name("_ZN3foo3barEv") == "_ZN3foo3barEv"
+    assert names.short_name("_Z99x") == "_Z99x"
 
 
 def test_make_command(tmp_path):
@@ -415,16 +415,16 @@ def test_template_kernels_are_told_apart():
     log = "".join(f"ptxas info    : Compiling entry function '{name}' for 'sm_90'\n"
                   f"ptxas info    : Used 40 registers, used 1 barriers, 6144 bytes smem\n" for name in TEMPLATES)
     kernels = build.parse_ptxas_log(log)
-    labels = build.kernel_labels([k.name for k in kernels])
+    labels = names.kernel_labels([k.name for k in kernels])
     assert len(set(labels.values())) == 2
     if shutil.which("c++filt"):
         assert [labels[n] for n in TEMPLATES] == ["stencil3d_zmarch_kernel<false>", "stencil3d_zmarch_kernel<true>"]
-    assert build.kernel_labels(["_Z5tiledPKfPfi", "plain"]) == {"_Z5tiledPKfPfi": "tiled", "plain": "plain"}
+    assert names.kernel_labels(["_Z5tiledPKfPfi", "plain"]) == {"_Z5tiledPKfPfi": "tiled", "plain": "plain"}
 
 
 @pytest.mark.skipif(not shutil.which("c++filt"), reason="c++filt (binutils) not installed")
 def test_overloads_keep_their_parameters():
-    assert build.kernel_labels(["_Z1kPf", "_Z1kPd", "_Z1gPf"]) == {"_Z1kPf": "k(float*)", "_Z1kPd": "k(double*)",
+    assert names.kernel_labels(["_Z1kPf", "_Z1kPd", "_Z1gPf"]) == {"_Z1kPf": "k(float*)", "_Z1kPd": "k(double*)",
                                                                    "_Z1gPf": "g"}
 
 

@@ -172,16 +172,23 @@ def test_div_rem_constraint(grade, fake_kit):
     done, report, build_dir = grade(GOOD_KERNEL + "// DIVREM\n")
     assert done.returncode == 1 and report["verdict"] == "constraint"
     assert report["correctness"]["points"] == 60 and report["performance"]["points"] == 0
-    assert "div.s32 in _Z6helperii" in done.stdout
+    assert "kernels_div.cu line 1 (kernel.ptx line 26): div.s32 in helper" in done.stdout
     assert report["performance"]["bench"] is None
     done, report, _ = grade(GOOD_KERNEL, name="clean")
     assert report["verdict"] == "pass"
 
 
 def test_shared_memory_constraint(grade, fake_kit):
+    """The tile rule is judged on the audited launch: a kernel declared with a tile but launched
+    without shared memory fails; the PTX's signal alone decides nothing."""
     fake_kit.set_lab_json(constraints={"shared_memory": True, "no_div_rem": False, "forbidden_calls": []})
-    assert grade(GOOD_KERNEL)[1]["verdict"] == "constraint"
-    assert grade(GOOD_KERNEL + "// SHARED\n", name="tiled")[1]["verdict"] == "pass"
+    done, report, _ = grade(GOOD_KERNEL)
+    assert report["verdict"] == "constraint" and "uses 0 bytes of shared memory" in done.stdout
+    tiled = GOOD_KERNEL + "// SHARED SMEM=4096 KERNEL=_Z5tiledPKfPfi\n"
+    assert grade(tiled, name="tiled")[1]["verdict"] == "pass"
+    decoy = GOOD_KERNEL + "// SHARED SMEM=0 KERNEL=_Z5plainPKfPfi\n"        # the tile's kernel never ran
+    assert grade(decoy, name="decoy")[1]["verdict"] == "constraint"
+    assert grade(tiled + "// NO_AUDIT\n", name="unaudited")[1]["verdict"] == "not_measured"
 
 
 @pytest.mark.parametrize("marker, verdict, perf", [
@@ -333,12 +340,15 @@ def test_work_on_another_stream_costs_the_performance_points(grade):
     assert stream["status"] == "fail" and "ran on stream 14" in stream["details"][0]
 
 
+LAB6_CONSTRAINTS = {"shared_memory": True, "no_div_rem": False, "forbidden_calls": [], "max_shared_planes": 1,
+                    "shared_tile": {"halo": 1, "smallest_tile": [32, 6], "row_padding": 4, "rule": "One plane."}}
+
+
 def test_without_the_audit_the_stream_rule_is_a_note_and_planes_are_not_measured(grade, fake_kit):
     done, report, _ = grade(GOOD_KERNEL + "// NO_AUDIT\n", name="a")
     assert report["verdict"] == "pass"                        # the timer covers every stream anyway
     assert report["launches"][0]["status"] == "skipped" and "not verified" in report["launches"][0]["message"]
-    fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False, "forbidden_calls": [],
-                                       "max_shared_planes": 1})
+    fake_kit.set_lab_json(constraints=LAB6_CONSTRAINTS)
     done, report, _ = grade(GOOD_KERNEL + "// NO_AUDIT\n", name="b")
     assert report["verdict"] == "not_measured" and report["performance"]["points"] == 0
     assert "needs the launch audit" in report["performance"]["message"]
@@ -346,11 +356,10 @@ def test_without_the_audit_the_stream_rule_is_a_note_and_planes_are_not_measured
 
 def test_shared_planes_are_judged_as_launched(grade, fake_kit):
     """Lab 6's rule on the audited launch: 4 x 37 blocks of 512 threads on a 1024 x 512 plane."""
-    fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False, "forbidden_calls": [],
-                                       "max_shared_planes": 1})
-    _, report, _ = grade(GOOD_KERNEL + "// SMEM=4096\n", name="one")
+    fake_kit.set_lab_json(constraints=LAB6_CONSTRAINTS)
+    _, report, _ = grade(GOOD_KERNEL + "// SHARED SMEM=4096 KERNEL=_Z5tiledPKfPfi\n", name="one")
     assert report["verdict"] == "pass", report["launches"]
-    _, report, _ = grade(GOOD_KERNEL + "// SMEM=32768\n", name="three")
+    _, report, _ = grade(GOOD_KERNEL + "// SHARED SMEM=32768 KERNEL=_Z5tiledPKfPfi\n", name="three")
     assert report["verdict"] == "constraint"
     (planes,) = [c for c in report["launches"] if c["name"] == "max shared planes"]
     assert planes["status"] == "fail" and "32768 bytes of shared memory per block" in planes["message"]

@@ -5,7 +5,7 @@
 A non-zero exit of make is a compile error.  After a good build BUILD_DIR holds
 check, bench, kernel.o, kernel.ptx and ptxas.log (grader/README.md, section
 Build); the kernels of ptxas.log get readable labels that tell template
-instances apart (kernel_labels).
+instances apart (names.kernel_labels).
 
 make's whole output, harness commands included, is kept for instructors as
 BUILD_DIR/build.log.  What a student reads (BuildResult.message, on the
@@ -49,7 +49,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import kinds, process
-from . import symbols
+from . import names, symbols
 from .source import strip_source
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -77,7 +77,7 @@ class KernelResources:
     smem_bytes: static shared memory per block, in bytes (dynamic shared memory
         is sized at launch and not in the report).
     spill_stores, spill_loads, stack_bytes: bytes per thread.
-    label: the name shown to people (kernel_labels): 'tiled', or
+    label: the name shown to people (names.kernel_labels): 'tiled', or
         'stencil3d_zmarch_kernel<true>' for one instance of a kernel template;
         "" until build() sets it.
     """
@@ -94,7 +94,7 @@ class KernelResources:
 
     @property
     def short_name(self) -> str:
-        return short_name(self.name)
+        return names.short_name(self.name)
 
 
 @dataclass
@@ -217,7 +217,7 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
         ptxas = build_dir / "ptxas.log"
         if ptxas.is_file():
             result.kernels = parse_ptxas_log(ptxas.read_text(errors="replace"))
-            labels = kernel_labels([k.name for k in result.kernels])
+            labels = names.kernel_labels([k.name for k in result.kernels])
             for k in result.kernels:
                 k.label = labels[k.name]
     return result
@@ -496,20 +496,20 @@ def link_lines(log: str, where: Paths, launchers: tuple[str, ...], header: Path)
     return out + rest
 
 
-def cxx_definitions(obj: Path, names: list[str]) -> dict[str, list[str]]:
+def cxx_definitions(obj: Path, launchers: list[str]) -> dict[str, list[str]]:
     """name -> the C++ functions of that name the object defines, demangled ('stencil2d_sweep(float
     const*, float*, int, int, CUstream_st*)'): a launcher written with other parameters or
     without extern "C".  {} when the object or nm is missing."""
     if not Path(obj).is_file():
         return {}
-    run = process.run(["nm", "-P", str(obj)], symbols.TOOL_TIMEOUT_S)
+    run = process.run(["nm", "-P", str(obj)], names.TOOL_TIMEOUT_S)
     if run.returncode != 0:
         return {}
     _, defined = symbols.parse_nm(run.stdout)
     mangled = [s.name for s in defined if s.name.startswith("_Z")]
-    table = symbols.demangle(mangled)
+    table = names.demangle(mangled)
     found: dict[str, list[str]] = {}
-    for name in names:
+    for name in launchers:
         found[name] = sorted({table[m] for m in mangled if table[m].startswith(name + "(")})
     return found
 
@@ -573,79 +573,3 @@ def parse_ptxas_log(text: str) -> list[KernelResources]:
             smem = _SMEM.search(line)
             current.smem_bytes = int(smem.group(1)) if smem else 0
     return list(found.values())
-
-
-_MANGLED = re.compile(r"^_Z(\d+)")
-
-
-def short_name(mangled: str) -> str:
-    """'tiled' for '_Z5tiledPKfPfi'; other names (extern "C", nested) unchanged."""
-    m = _MANGLED.match(mangled)
-    if m:
-        length = int(m.group(1))
-        name = mangled[m.end():m.end() + length]
-        if len(name) == length:
-            return name
-    return mangled
-
-
-def kernel_labels(names: list[str]) -> dict[str, str]:
-    """Readable labels of functions named in ptxas's report: mangled name -> label.
-
-    The demangled name (c++filt, through symbols.demangle) without its return type and
-    parameters, template arguments kept, so that instances of one kernel template differ:
-    'stencil3d_zmarch_kernel<false>' and '<true>' for _Z23stencil3d_zmarch_kernelILb0EE...
-    and ...ILb1EE....  Overloads that would share a label keep their parameters as well.
-    Without c++filt: ptx.kernel_label (integer and bool template arguments as numbers).
-    Names that are not mangled (extern "C") stay as they are.
-    """
-    from .ptx import kernel_label           # here: ptx imports this module
-
-    table = symbols.demangle(sorted(set(names)))
-    labels, full = {}, {}
-    for name in names:
-        demangled = table.get(name, name)
-        if demangled == name:
-            labels[name] = full[name] = kernel_label(name) if name.startswith("_Z") else name
-        else:
-            full[name] = _without_return_type(demangled)
-            labels[name] = _without_return_type(_without_parameters(demangled))
-    clashes = {label for label in labels.values()
-               if len({n for n in labels if labels[n] == label}) > 1}
-    return {name: full[name] if labels[name] in clashes else labels[name] for name in names}
-
-
-def _split_top(text: str, stop: str, from_end: bool) -> int:
-    """Index of the first (or last) `stop` character outside <...> and (...) in text, or -1."""
-    depth = 0
-    indices = range(len(text) - 1, -1, -1) if from_end else range(len(text))
-    for i in indices:
-        ch = text[i]
-        if ch in "<(":
-            depth += -1 if from_end else 1
-        elif ch in ">)":
-            depth += 1 if from_end else -1
-        elif ch == stop and depth == 0:
-            return i
-    return -1
-
-
-def _without_parameters(demangled: str) -> str:
-    """'k<4>' for 'void k<4>(float*, int)' (the last top-level (...) group dropped)."""
-    text = demangled.rstrip()
-    if not text.endswith(")"):
-        return text
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[:i].rstrip() if i > 0 else text
-    return text
-
-
-def _without_return_type(demangled: str) -> str:
-    """'k<4>(float*)' for 'void k<4>(float*)': a template instance's name starts with its
-    return type; what follows the last space outside <...> and (...) is the name."""
-    i = _split_top(demangled, " ", from_end=True)
-    return demangled[i + 1:] if i >= 0 else demangled
-

@@ -87,7 +87,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import labspec, process
 from ..grading import build as grading_build
-from ..grading import ptx
+from ..grading import names, ptx
 
 #: The rule table: the one place where thresholds, messages and handout sections live.
 RULES_PATH = KIT_ROOT / "grader" / "profile_rules.json"
@@ -217,7 +217,7 @@ def static_facts(build_dir: Path) -> dict[str, dict]:
     facts: dict[str, dict] = {}
     for k in resources:
         if k.entry:
-            facts[k.name] = {"label": ptx.kernel_label(k.name), "arch": k.arch, "registers": k.registers,
+            facts[k.name] = {"label": names.kernel_label(k.name), "arch": k.arch, "registers": k.registers,
                              "smem_bytes": k.smem_bytes, "spill_stores": k.spill_stores,
                              "spill_loads": k.spill_loads, "stack_bytes": k.stack_bytes,
                              "div_rem": 0, "div_rem_in_loop": 0, "widest_load": 0, "widest_store": 0}
@@ -711,7 +711,7 @@ def analyse(inputs: dict, table: RuleTable) -> dict:
     for r in rows:
         mangled = r["name"] if r["name"] in static else by_label.get(r["name"], r["name"])
         fact = static.get(mangled, {})
-        kernels.append({"name": mangled, "label": fact.get("label", ptx.kernel_label(mangled)),
+        kernels.append({"name": mangled, "label": fact.get("label", names.kernel_label(mangled)),
                         "block": r["block"], "grid": r["grid"], "static": fact,
                         "figures": derive(r, fact, inputs, total_ms)})
     bench = inputs["bench"]
