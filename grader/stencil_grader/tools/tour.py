@@ -185,13 +185,13 @@ def reference_parameters(lab: str, device: str | None) -> dict | None:
     """The TUNE_ parameters a reference build on `device` uses: its source's defaults, overridden
     by the GPU's tuning file (tools/tune.py, what lab.mk passes); None when they cannot be told (no
     reference, a broken or stale tuning file)."""
-    from . import tune
+    from . import tuning
 
     lab_dir = KIT_ROOT / "labs" / lab
     try:
-        params = tune.source_defaults(tune.reference_source(lab_dir))
-        params.update(tune.tuned_parameters(lab_dir, device))
-    except (tune.TuneError, OSError):
+        params = tuning.source_defaults(tuning.reference_source(lab_dir))
+        params.update(tuning.tuned_parameters(lab_dir, device))
+    except (tuning.TuneError, OSError):
         return None
     return params
 
