@@ -109,8 +109,10 @@ def cmd_tour(args) -> int:
 def cmd_calibrate(args) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
+    from .calibrate import calibrate
+
     try:
-        for line in tour.calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
+        for line in calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
             print(line)
     except tour.TourError as err:
         print(f"grade.py calibrate: {err}", file=sys.stderr)
@@ -119,12 +121,14 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_record_check(args) -> int:
+    from . import records
+
     try:
-        record = tour.record_check(tour.collect_reports(args.impl))
-    except tour.TourError as err:
+        record = records.record_check(records.collect_reports(args.impl))
+    except records.RecordError as err:
         print(f"grade.py record-check: {err}", file=sys.stderr)
         return EXIT_NOT_FULL
-    path = tour.write_record(record, args.out)
+    path = records.write_record(record, args.out)
     print(f"wrote {path}: {len(record['rows'])} labs on {record['device']['name']}, {record['date']}")
     return EXIT_FULL
 
