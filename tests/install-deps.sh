@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh -- make sure `make test` has what it needs: the Check library
-# (libcheck, found through pkg-config) and a Python 3 with pytest (and Hypothesis, which
-# the class-grading tests use for generated student names).
+# (libcheck, found through pkg-config), GNU patch and a Python 3 with pytest (and Hypothesis,
+# which the class-grading tests use for generated student names).
 #
-# Installs Debian's packages `check`, `python3-pytest` and `python3-hypothesis` when
+# Installs Debian's packages `check`, `patch`, `python3-pytest` and `python3-hypothesis` when
 # they are missing and we are root on a Debian-like system; otherwise says exactly what
 # to install and exits 1 (Hypothesis alone is optional: without it the tests that need
 # it are skipped, with the reason).  Also installs, when root on Debian, what the Slurm
@@ -14,6 +14,8 @@ set -euo pipefail
 
 missing=()
 pkg-config --exists check 2>/dev/null || missing+=(check)
+# GNU patch makes the known submissions kept as patches (tests/submissions/*/*/kernel.patch).
+command -v patch >/dev/null 2>&1 || missing+=(patch)
 
 python_with_pytest() {
     for py in python3 /usr/bin/python3; do
@@ -43,7 +45,7 @@ if ((${#missing[@]})); then
     else
         echo "make test needs: ${missing[*]}" >&2
         echo "  Debian/Ubuntu: sudo apt-get install ${missing[*]}" >&2
-        echo "  Fedora:        sudo dnf install check-devel python3-pytest" >&2
+        echo "  Fedora:        sudo dnf install check-devel patch python3-pytest" >&2
         echo "  macOS:         brew install check && python3 -m pip install pytest" >&2
         echo "  (or pip:       python3 -m pip install --user pytest)" >&2
         exit 1
@@ -77,4 +79,5 @@ if ! command -v chromium >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v ap
 fi
 
 pkg-config --exists check || { echo "Check is still not found by pkg-config" >&2; exit 1; }
+command -v patch >/dev/null 2>&1 || { echo "GNU patch is still not installed" >&2; exit 1; }
 python_with_pytest || { echo "no python3 with pytest found after installing python3-pytest" >&2; exit 1; }

@@ -28,7 +28,7 @@ struct lab_problem {
     size_t n;
     stencil2d_coeffs c2;
     stencil3d_coeffs c3;
-    float w[HARNESS_MAX_WEIGHTS];   /* weights for a kind with a stencil of its own (harness_weights) */
+    float *w;                   /* ops->weights weights drawn by harness_weights; NULL when none */
     uint64_t input_seed;        /* the seed the current input values were drawn from */
     float *h_in, *h_want, *h_got;   /* LAB_FOR_CASES only; NULL in the bench */
     float *d_in, *d_out;        /* multi-step kinds: d_a and d_b */
@@ -42,6 +42,9 @@ struct grid_ops {
     /* One sweep in -> out: on the CPU (cpu_reference.c) and with the harness's GPU kernel. */
     void (*cpu_sweep)(const lab_problem *p, const float *in, float *out);
     void (*gpu_sweep)(const lab_problem *p, const float *d_in, float *d_out, cudaStream_t s);
+    /* How many weights of its own the kind's stencil takes (lab_problem.w; at most
+     * HARNESS_MAX_WEIGHTS), 0 for a kind that uses c2 or c3 alone. */
+    int weights;
 };
 
 lab_problem *grid_create(const grid_ops *ops, const lab_case *c, uint64_t seed, int for_bench);

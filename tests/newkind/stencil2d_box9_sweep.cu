@@ -16,7 +16,7 @@ static stencil2d_box9_coeffs coeffs(const lab_problem *p)
 {
     stencil2d_box9_coeffs c;
     for (int k = 0; k < 9; k++)
-        c.w[k] = p->w[k];         /* distinct weights drawn from the case's seed (grid.c) */
+        c.w[k] = p->w[k];         /* the nine weights OPS declares, drawn from the case's seed (grid.c) */
     return c;
 }
 
@@ -71,7 +71,8 @@ static void gpu_sweep(const lab_problem *p, const float *d_in, float *d_out, cud
     CUDA_CHECK_LAUNCH(s, 0);
 }
 
-static const grid_ops OPS = { launch, cpu_sweep, gpu_sweep };
+/* The weights: nine of its own (lab_problem.w), drawn distinct from the case's seed by grid.c. */
+static const grid_ops OPS = { launch, cpu_sweep, gpu_sweep, 9 };
 
 /* The kind's facts (its launcher, boundary, sweeps per call) are grader/kinds.json's. */
 GRID_KIND(OPS);

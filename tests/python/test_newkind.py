@@ -1,7 +1,9 @@
 """The worked example of a new problem kind (tests/newkind/, grader/README.md "A new problem kind"):
 a lab of a kind the kit does not have, added to a copy of the kit with its own files and edits to
-two shared files only, builds and grades on its CPU side.  The count of shared files is checked,
-so the README's claim stays true."""
+two shared files only, builds its starter and its reference as `make test` builds every lab (the
+copy's own `make test-build`), and grades both: on its CPU side without a GPU, end to end on one
+(the reference correct, the starter not).  The count of shared files is checked, so the README's
+claim stays true."""
 
 import json
 import shutil
@@ -39,8 +41,9 @@ def add_the_example(kit) -> None:
     """What a maintainer does, file by file (tests/newkind/README.md)."""
     shutil.copy(EXAMPLE / "stencil2d_box9_sweep.cu", kit / "grader" / "harness" / "kinds")
     shutil.copytree(EXAMPLE / "lab", kit / "labs" / LAB)
-    (kit / "starter" / LAB).mkdir(parents=True)
-    shutil.copy(EXAMPLE / "kernel.cu", kit / "starter" / LAB / "kernel.cu")
+    for impl in ("starter", "reference"):
+        (kit / impl / LAB).mkdir(parents=True)
+        shutil.copy(EXAMPLE / f"{impl}.cu", kit / impl / LAB / "kernel.cu")
     # shared file 1: the kind's entry
     table = json.loads((kit / "grader" / "kinds.json").read_text())
     table.update(json.loads((EXAMPLE / "kind.json").read_text()))
@@ -66,28 +69,33 @@ def test_a_new_kind_is_its_own_files_and_two_shared_edits(tmp_path):
     changed = {name for name in before if after.get(name) != before[name]}
     assert changed == SHARED_EDITS, "a new kind should edit only grader/kinds.json and stencil_lab.h"
 
-    built = subprocess.run(["make", "-s", "-C", str(kit / "labs" / LAB), "build", "IMPL=starter"],
+    # make test's build step, for this lab only: its starter and its reference
+    built = subprocess.run(["make", "-s", "-C", str(kit), "test-build", f"LABS={LAB}"],
                            capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stdout + built.stderr
-    build_dir = kit / "build" / LAB / "starter"
-    described = json.loads(subprocess.run([build_dir / "bench", "--describe"], capture_output=True,
-                                          text=True, timeout=30, check=True).stdout)
-    assert described["api"] == "stencil2d_box9_sweep" and not described["solver"]
-    called = subprocess.run(["nm", "-u", *map(str, build_dir.glob("kind_*.o"))], capture_output=True,
-                            text=True, timeout=30, check=True).stdout.split()
-    assert "stencil2d_box9_sweep" in called          # the module calls the new launcher
-    listed = subprocess.run([build_dir / "check", "--list"], capture_output=True, text=True, timeout=30,
-                            check=True).stdout.splitlines()
-    assert listed[0] == "degenerate\t0\tnx=1 ny=1" and len(listed) == 6
+    assert built.stdout.count(f"== build {LAB}") == 2, built.stdout
+    for impl in ("starter", "reference"):
+        build_dir = kit / "build" / LAB / impl
+        described = json.loads(subprocess.run([build_dir / "bench", "--describe"], capture_output=True,
+                                              text=True, timeout=30, check=True).stdout)
+        assert described["api"] == "stencil2d_box9_sweep" and not described["solver"]
+        called = subprocess.run(["nm", "-u", *map(str, build_dir.glob("kind_*.o"))], capture_output=True,
+                                text=True, timeout=30, check=True).stdout.split()
+        assert "stencil2d_box9_sweep" in called          # the module calls the new launcher
+        listed = subprocess.run([build_dir / "check", "--list"], capture_output=True, text=True, timeout=30,
+                                check=True).stdout.splitlines()
+        assert listed[0] == "degenerate\t0\tnx=1 ny=1" and len(listed) == 6
 
-    graded = subprocess.run([sys.executable, kit / "grader" / "grade.py", "lab", LAB, "--impl", "starter",
-                             "--json", tmp_path / "report.json"], capture_output=True, text=True, timeout=900,
-                            env={"PATH": "/usr/bin:/bin:/usr/local/cuda/bin", "NO_COLOR": "1",
-                                 "HOME": str(tmp_path)})
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert report["build"]["outcome"] == "ok", graded.stdout + graded.stderr
-    assert all(c["status"] == "pass" for c in report["static"]), report["static"]
-    if report["verdict"] == "not_measured":            # no GPU here: the CPU side is all there is
-        assert "no GPU" in report["correctness"]["message"]
-    else:                                              # on a GPU machine: the kind works end to end
-        assert report["verdict"] in ("pass", "slow"), graded.stdout
+    for impl, on_a_gpu in (("reference", ("pass", "slow")), ("starter", ("incorrect",))):
+        report_path = tmp_path / f"{impl}.json"
+        graded = subprocess.run([sys.executable, kit / "grader" / "grade.py", "lab", LAB, "--impl", impl,
+                                 "--json", report_path], capture_output=True, text=True, timeout=900,
+                                env={"PATH": "/usr/bin:/bin:/usr/local/cuda/bin", "NO_COLOR": "1",
+                                     "HOME": str(tmp_path)})
+        report = json.loads(report_path.read_text())
+        assert report["build"]["outcome"] == "ok", graded.stdout + graded.stderr
+        assert all(c["status"] == "pass" for c in report["static"]), report["static"]
+        if report["verdict"] == "not_measured":        # no GPU here: the CPU side is all there is
+            assert "no GPU" in report["correctness"]["message"]
+        else:                                          # on a GPU machine: the kind works end to end
+            assert report["verdict"] in on_a_gpu, (impl, graded.stdout)

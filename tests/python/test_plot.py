@@ -7,8 +7,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from stencil_grader.base import kinds
 from stencil_grader.grading import plot
 
+#: What one cell update is worth, as grader/kinds.json declares it: 9 FLOP (2D 5-point) or 13 (3D
+#: 7-point) over 8 compulsory bytes.
+FIVE = kinds.get("stencil2d_sweep").launchers[0]
+SEVEN = kinds.get("stencil3d_sweep").launchers[0]
 H100_COPY = 2959.1      # GB/s, what lab 8's bench measured on an H100 (2026-11-23)
 
 
@@ -19,13 +24,13 @@ def test_peak_estimate_matches_the_h100_datasheet():
 
 
 def test_intensity_of_one_sweep_and_of_fused_sweeps():
-    assert plot.intensity() == 9 / 8
-    assert plot.intensity(sweeps_per_pass=8) == 9.0
-    assert plot.intensity(plot.FLOP_PER_CELL_3D) == 13 / 8
+    assert plot.intensity(FIVE) == 9 / 8
+    assert plot.intensity(FIVE, sweeps_per_pass=8) == 9.0
+    assert plot.intensity(SEVEN) == 13 / 8
 
 
 def test_point_from_gbps_is_effective_bandwidth_times_flop_per_byte():
-    p = plot.point_from_gbps("lab 8", 7390.7, sweeps_per_pass=8)
+    p = plot.point_from_gbps("lab 8", 7390.7, FIVE, sweeps_per_pass=8)
     assert p.intensity == 9.0
     assert p.gflops == pytest.approx(7390.7 * 9 / 8)
 
@@ -33,17 +38,17 @@ def test_point_from_gbps_is_effective_bandwidth_times_flop_per_byte():
 def test_point_from_bench_counts_every_sweep_of_the_call():
     # 16 sweeps of a 16384 x 8192 grid in 2.325 ms: the compulsory bytes are 16 x 8 B per cell
     data = {"nx": 16384, "ny": 8192, "nz": 1, "steps": 16, "ms_median": 2.325}
-    p = plot.point_from_bench("lab 8 reference", data, sweeps_per_pass=8)
+    p = plot.point_from_bench("lab 8 reference", data, FIVE, sweeps_per_pass=8)
     cells = 16384 * 8192
     assert p.gflops == pytest.approx(9 * cells * 16 / 2.325e-3 / 1e9)
     gbps = 16 * 8 * cells / (2.325 * 1e6)          # the grader's effective bandwidth
     assert p.gflops == pytest.approx(gbps * 9 / 8)
-    one = plot.point_from_bench("lab 1", {"nx": 4, "ny": 4, "ms_median": 1.0})
+    one = plot.point_from_bench("lab 1", {"nx": 4, "ny": 4, "ms_median": 1.0}, FIVE)
     assert one.intensity == 1.125 and one.gflops == pytest.approx(9 * 16 / 1e-3 / 1e9)
 
 
 def test_roofline_places_points_under_the_roof():
-    pts = [plot.point_from_gbps("lab 4", 2991.0), plot.point_from_gbps("lab 8", 7390.7, sweeps_per_pass=8),
+    pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE), plot.point_from_gbps("lab 8", 7390.7, FIVE, sweeps_per_pass=8),
            plot.RooflinePoint("made-up compute-bound kernel", 100.0, 50000.0)]
     d = plot.roofline_data(pts, H100_COPY, 66908.16)
     assert d.ridge == pytest.approx(66908.16 / H100_COPY)          # about 22.6 FLOP/B
@@ -87,7 +92,7 @@ def test_bars_accept_pairs_and_tour_rows():
 def test_without_matplotlib_nothing_is_drawn(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)          # import matplotlib -> ImportError
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    pts = [plot.point_from_gbps("lab 4", 2991.0)]
+    pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE)]
     assert plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png") is False
     assert plot.path_bars([("lab 4", 1.01)], "GPU", tmp_path / "b.png") is False
     assert list(tmp_path.iterdir()) == []
@@ -97,8 +102,8 @@ def test_without_matplotlib_nothing_is_drawn(tmp_path, monkeypatch):
 
 def test_pictures_are_png_files(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed: the pictures are optional")
-    pts = [plot.point_from_gbps("lab 1", 2064.0), plot.point_from_gbps("lab 4", 2991.0),
-           plot.point_from_gbps("lab 8", 7390.7, sweeps_per_pass=8)]
+    pts = [plot.point_from_gbps("lab 1", 2064.0, FIVE), plot.point_from_gbps("lab 4", 2991.0, FIVE),
+           plot.point_from_gbps("lab 8", 7390.7, FIVE, sweeps_per_pass=8)]
     assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png") is True
     assert plot.path_bars([("lab 1", 0.69), ("lab 4", 1.01), ("lab 8", 2.50)], "NVIDIA H100 80GB HBM3",
                           tmp_path / "b.png") is True
@@ -109,16 +114,16 @@ def test_pictures_are_png_files(tmp_path):
 def test_lab_roofline_draws_only_what_it_can_place(monkeypatch, tmp_path):
     bench = {"output_ok": True, "gbps": 2900.0, "copy_gbps": 2970.0, "sm_count": 132, "device": "Test GPU"}
     monkeypatch.setattr(plot, "max_sm_clock_mhz", lambda: 1980.0)
-    assert plot.lab_roofline("jacobi_residual", bench, tmp_path / "r.png") is None    # lab 7: two kernels
-    assert plot.lab_roofline("stencil2d_sweep", dict(bench, output_ok=False), tmp_path / "r.png") is None
-    assert plot.lab_roofline("stencil2d_sweep", None, tmp_path / "r.png") is None
+    assert plot.lab_roofline(kinds.get("jacobi_residual"), bench, tmp_path / "r.png") is None    # lab 7: two kernels
+    assert plot.lab_roofline(kinds.get("stencil2d_sweep"), dict(bench, output_ok=False), tmp_path / "r.png") is None
+    assert plot.lab_roofline(kinds.get("stencil2d_sweep"), None, tmp_path / "r.png") is None
     monkeypatch.setattr(plot, "max_sm_clock_mhz", lambda: None)
-    assert plot.lab_roofline("stencil3d_sweep", bench, tmp_path / "r.png") is None
+    assert plot.lab_roofline(kinds.get("stencil3d_sweep"), bench, tmp_path / "r.png") is None
     monkeypatch.setattr(plot, "max_sm_clock_mhz", lambda: 1980.0)
     if plot._pyplot() is None:
-        assert plot.lab_roofline("stencil3d_sweep", bench, tmp_path / "r.png") is None
+        assert plot.lab_roofline(kinds.get("stencil3d_sweep"), bench, tmp_path / "r.png") is None
     else:
-        assert plot.lab_roofline("stencil3d_sweep", bench, tmp_path / "r.png") == str(tmp_path / "r.png")
+        assert plot.lab_roofline(kinds.get("stencil3d_sweep"), bench, tmp_path / "r.png") == str(tmp_path / "r.png")
         assert (tmp_path / "r.png").stat().st_size > 0
 
 
@@ -133,34 +138,34 @@ def test_peak_without_fma_is_half_the_fma_peak():
 def test_rate_ceiling_is_sms_times_rate_times_clock_over_cost_per_useful_update():
     # issue: 132 SMs x 128 thread instructions per clock x 1.98 GHz = 3.345e13 instructions/s;
     # 9 instructions per useful update (every one a useful FLOP, no FMA) gives the no-FMA peak
-    issue = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 9.0)
+    issue = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 9.0, FIVE.flop_per_cell)
     assert issue == pytest.approx(plot.peak_fp32_no_fma_gflops(132, 1980))
     # 14.7 instructions per useful update: 9/14.7 of it, 18.2 TB/s of effective bandwidth
-    lab8 = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 14.7)
+    lab8 = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 14.7, FIVE.flop_per_cell)
     assert lab8 == pytest.approx(132 * 128 * 1.98e9 / 14.7 * 9 / 1e9)
     assert lab8 * 8 / 9 == pytest.approx(18205, rel=1e-3)
     # shared memory: 32 four-byte accesses per clock, 6 per update, R = 1.173: 9.5 TB/s effective
-    tile = plot.rate_ceiling_gflops(132, 1980, plot.SHARED_ACCESSES_PER_SM_PER_CLOCK, 6 * 1.173)
+    tile = plot.rate_ceiling_gflops(132, 1980, plot.SHARED_ACCESSES_PER_SM_PER_CLOCK, 6 * 1.173, FIVE.flop_per_cell)
     assert tile * 8 / 9 == pytest.approx(132 * 32 * 1.98e9 / (6 * 1.173) * 8 / 1e9)
-    assert plot.rate_ceiling_gflops(132, 1980, 128, 9.0, flop_per_cell=13) == pytest.approx(issue * 13 / 9)
+    assert plot.rate_ceiling_gflops(132, 1980, 128, 9.0, SEVEN.flop_per_cell) == pytest.approx(issue * 13 / 9)
     with pytest.raises(ValueError, match="per_useful_update"):
-        plot.rate_ceiling_gflops(132, 1980, 128, 0)
+        plot.rate_ceiling_gflops(132, 1980, 128, 0, 9)
     with pytest.raises(ValueError, match="clock_mhz"):
-        plot.rate_ceiling_gflops(132, float("nan"), 128, 9)
+        plot.rate_ceiling_gflops(132, float("nan"), 128, 9, 9)
 
 
 def test_ceiling_from_gbps_converts_as_a_point_does():
-    c = plot.ceiling_from_gbps("issue", 18205.0, "derived")
+    c = plot.ceiling_from_gbps("issue", 18205.0, "derived", FIVE)
     assert c == plot.Ceiling("issue", 18205.0 * 9 / 8, "derived")
-    assert c.gflops == pytest.approx(plot.point_from_gbps("x", 18205.0).gflops)
+    assert c.gflops == pytest.approx(plot.point_from_gbps("x", 18205.0, FIVE).gflops)
     with pytest.raises(ValueError, match="effective_gbps of 'bad'"):
-        plot.ceiling_from_gbps("bad", -1.0, "derived")
+        plot.ceiling_from_gbps("bad", -1.0, "derived", FIVE)
 
 
 def test_roofline_data_keeps_ceilings_and_places_points_under_them():
     no_fma = plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")
-    issue = plot.ceiling_from_gbps("issue, lab 8", 18205.0, "SMs x 128 x clock / 14.7")
-    lab8 = plot.point_from_gbps("lab 8", 13631.0, sweeps_per_pass=8)
+    issue = plot.ceiling_from_gbps("issue, lab 8", 18205.0, "SMs x 128 x clock / 14.7", FIVE)
+    lab8 = plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)
     d = plot.roofline_data([lab8], H100_COPY, 66908.16, [no_fma, issue])
     assert d.ceilings == (no_fma, issue)                           # the caller's order, unchanged
     (placed,) = d.points
@@ -194,7 +199,7 @@ def test_a_ceiling_given_twice_is_refused():
 def test_without_matplotlib_ceilings_are_still_checked(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    pts = [plot.point_from_gbps("lab 8", 13631.0, sweeps_per_pass=8)]
+    pts = [plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)]
     good = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")]
     assert plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", good) is False
     with pytest.raises(ValueError, match="above the compute roof"):
@@ -204,10 +209,10 @@ def test_without_matplotlib_ceilings_are_still_checked(tmp_path, monkeypatch):
 
 def test_picture_with_ceilings_is_a_png_file(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed: the pictures are optional")
-    pts = [plot.point_from_gbps("lab 4", 2991.0), plot.point_from_gbps("lab 8", 13631.0, sweeps_per_pass=8)]
+    pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE), plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)]
     ceilings = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak: no FMA in lab 8"),
                 plot.ceiling_from_gbps("issue, lab 8 reference", 18205.0,
-                                       "132 SMs x 128 instructions per clock x 1.98 GHz / 14.7 per useful update")]
+                                       "132 SMs x 128 instructions per clock x 1.98 GHz / 14.7 per useful update", FIVE)]
     assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png", ceilings) is True
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -216,12 +221,12 @@ def test_picture_with_ceilings_is_a_png_file(tmp_path):
 
 def recorded_roofline(slug: str):
     """The roofline data of a recorded tour (handouts/data/SLUG/tour.json), as the handouts' picture draws it."""
-    from stencil_grader.tools import figures, pictures, tour
+    from stencil_grader.tools import figures, pictures, roofs, tour
     record = figures.load_recordings().get(slug, "tour").data
     rows = pictures.tour_rows(record)
     device = record["device"]
     sm, clock = device["sm_count"], device["sm_clock_max_mhz"]
-    ceilings, _ = tour.roofline_ceilings(rows, sm, clock, device["name"])
+    ceilings, _ = roofs.roofline_ceilings(rows, sm, clock, pictures.recorded_parameters(device["name"]))
     points = tour.roofline_points(rows)
     copy = record["copy_gbps"]
     return rows, plot.roofline_data(points, copy, plot.peak_fp32_gflops(sm, clock), ceilings)

@@ -1,6 +1,8 @@
-"""The optimisation tour's arithmetic, its recorded runs, and the calibration rule (no GPU needed)."""
+"""The optimisation tour's rows (declared by the labs), its arithmetic, its recorded runs, and the
+calibration rule (no GPU needed)."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -8,7 +10,7 @@ import pytest
 from conftest import KIT_ROOT
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
-from stencil_grader.tools import figures, tour
+from stencil_grader.tools import calibrate, figures, records, roofs, tour, tuning
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):
@@ -55,33 +57,95 @@ def test_each_part_has_its_own_speedups_and_table():
 def test_row_ids_name_the_lab_and_the_implementation_folder():
     assert tour.row_id("05-z-coarsening", "reference/tour/05-z-coarsening/naive_3d") == "05/naive_3d"
     assert tour.row_id("03-boundary-neat", "starter") == "03/starter"
-    ids = [tour.row_id(lab, impl) for _, _, rows in tour.TOUR_PARTS for lab, impl, _ in rows]
+    ids = [tour.row_id(r.lab, r.impl) for part in tour.tour_parts() for r in part.rows]
     assert len(ids) == len(set(ids)), "two rows of the tour share an id: the handouts could not address them"
 
 
-def _fake_tour(monkeypatch, missing=()):
+def test_the_labs_declare_the_tour_rows_and_their_parts():
+    parts = tour.tour_parts()
+    assert [(p.id, p.dims) for p in parts] == [("2d", "2D"), ("3d", "3D"), ("lab8", "2D, lab 8's designs")]
+    ids = {p.id: [tour.row_id(r.lab, r.impl) for r in p.rows] for p in parts}
+    assert ids == {"2d": ["01/reference", "02/reference", "03/starter", "03/reference", "04/reference", "08/reference"],
+                   "3d": ["05/naive_3d", "05/book_shared_tile_t8", "05/book_z_coarsening_t32", "05/reference",
+                          "06/book_register_tiling_t32", "06/reference"],
+                   "lab8": ["08/starter", "08/good_overlapped_tile"]}
+    for part in parts:
+        for row in part.rows:                       # every label and sweep count resolves on the defaults
+            defaults = tuning.source_defaults(KIT_ROOT / row.impl / "kernel.cu") if "/" in row.impl else \
+                tuning.source_defaults(KIT_ROOT / row.impl / row.lab / "kernel.cu")
+            assert "{" not in row.label(defaults) and row.fused(defaults) >= 1
+    lab8 = next(r for r in parts[0].rows if r.lab.startswith("08"))
+    assert lab8.fused({"K": 4}) == 4 and lab8.label({"K": 4}).endswith("4 sweeps per pass")
+    with pytest.raises(tour.TourError, match="names K, which its build does not declare"):
+        lab8.fused({})
+
+
+def _tour_kit(tmp_path, text):
+    """A kit with lab 1's lab.json and a reference/tour/01-naive-5pt/tour.json holding `text`."""
+    lab = tmp_path / "labs" / "01-naive-5pt"
+    lab.mkdir(parents=True)
+    shutil.copy(KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json", lab / "lab.json")
+    (tmp_path / "reference" / "tour" / "01-naive-5pt").mkdir(parents=True)
+    (tmp_path / "reference" / "tour" / "01-naive-5pt" / "tour.json").write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("text, words", [
+    ("{", "not valid JSON"),
+    ('{"rows": {}}', "with \"rows\" (a list)"),
+    ('{"rows": [], "colour": 1}', "with \"rows\" (a list)"),
+    ('{"rows": [{"impl": "reference"}]}', "rows[0] must be"),
+    ('{"rows": [{"impl": "../../etc", "kernel": "x"}]}', "a folder beside tour.json"),
+    ('{"rows": [{"impl": "reference", "kernel": "x", "part": "4d"}]}', "part '4d' is not a part"),
+    ('{"rows": [{"impl": "reference", "kernel": "x", "sweeps_per_pass": 0}]}', "an integer >= 1"),
+    ('{"parts": ["x"], "rows": []}', "\"parts\" must be an object"),
+])
+def test_a_malformed_tour_file_is_refused_with_its_key(tmp_path, text, words):
+    kit = _tour_kit(tmp_path, text)
+    with pytest.raises(tour.TourError, match=re.escape(words)):
+        tour.tour_parts(kit)
+
+
+def test_a_lab_adds_a_part_and_a_folder_row(tmp_path):
+    kit = _tour_kit(tmp_path, json.dumps({"parts": {"own": "2D, mine"}, "rows": [
+        {"impl": "mine", "kernel": "mine: {B} blocks", "part": "own", "sweeps_per_pass": "B"},
+        {"impl": "reference", "kernel": "lab 1"}]}))
+    two_d, own = tour.tour_parts(kit)
+    assert (two_d.id, [r.impl for r in two_d.rows]) == ("2d", ["reference"])
+    (row,) = own.rows
+    assert (own.id, own.dims, row.impl) == ("own", "2D, mine", "reference/tour/01-naive-5pt/mine")
+    assert (row.label({"B": 3}), row.fused({"B": 3})) == ("mine: 3 blocks", 3)
+
+
+def _fake_tour(monkeypatch, missing=(), k=8):
     timed = []
 
     def fake_measure(lab, impl, seed=None):
         timed.append((lab, impl))
         three_d = lab[:2] in ("05", "06")
-        return dict(_bench(1.0, steps=16 if lab.startswith("08") else 1), nx=8, ny=8, nz=8 if three_d else 1,
+        data = dict(_bench(1.0, steps=16 if lab.startswith("08") else 1), nx=8, ny=8, nz=8 if three_d else 1,
                     scaled_down=False)
+        src = KIT_ROOT / impl / "kernel.cu" if "/" in impl else KIT_ROOT / impl / lab / "kernel.cu"
+        params = tuning.source_defaults(src)
+        if "K" in params:
+            params["K"] = k                          # what a tuning file may have chosen
+        return data, params
 
     monkeypatch.setattr(tour, "measure", fake_measure)
     monkeypatch.setattr(tour, "available", lambda lab, impl: (lab, impl) not in missing)
-    monkeypatch.setattr(tour, "nvidia_smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": 1980.0})
-    monkeypatch.setattr(tour, "cuda_release", lambda: "13.0")
+    monkeypatch.setattr(records, "nvidia_smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": 1980.0})
+    monkeypatch.setattr(records, "cuda_release", lambda: "13.0")
     return timed
 
 
 def test_run_tour_skips_rows_this_kit_lacks(monkeypatch):
-    missing = tour.TOUR_ROWS_3D[-1][:2]
+    last_3d = tour.tour_parts()[1].rows[-1]
+    missing = (last_3d.lab, last_3d.impl)
     timed = _fake_tour(monkeypatch, {missing})
     text = tour.run_tour()
-    every = [r[:2] for _, _, rows in tour.TOUR_PARTS for r in rows]
+    every = [(r.lab, r.impl) for part in tour.tour_parts() for r in part.rows]
     assert timed == [r for r in every if r != missing]
-    assert "3D, 8 x 8 x 8 grid:" in text and tour.TOUR_ROWS_3D[-1][2] not in text
+    assert "3D, 8 x 8 x 8 grid:" in text and "lab 6 reference" not in text
     assert "2D, lab 8's designs, 8 x 8 grid:" in text
 
 
@@ -98,9 +162,10 @@ def test_run_tour_writes_a_self_describing_record(monkeypatch, tmp_path):
     assert record["kit"]["version"] and len(record["date"]) == 10 and record["copy_gbps"] == 2000.0
     assert [p["id"] for p in record["parts"]] == ["2d", "3d", "lab8"]
     rows = {r["id"]: r for r in record["rows"]}
-    assert set(rows) == {tour.row_id(lab, impl) for _, _, part in tour.TOUR_PARTS for lab, impl, _ in part}
+    assert set(rows) == {tour.row_id(r.lab, r.impl) for part in tour.tour_parts() for r in part.rows}
     lab8 = rows["08/reference"]
     assert (lab8["part"], lab8["steps"], lab8["sweeps_per_pass"], lab8["ms_median"]) == ("2d", 16, 8, 1.0)
+    assert lab8["kernel"] == "lab 8 reference: temporal blocking, 8 sweeps per pass"
     assert lab8["ms_per_sweep"] == pytest.approx(1.0 / 16)
     for key in ("lab", "impl", "kernel", "gbps", "copy_gbps", "ratio", "step_speedup", "cumulative_speedup",
                 "repetitions"):
@@ -112,12 +177,33 @@ def test_run_tour_writes_a_self_describing_record(monkeypatch, tmp_path):
     assert figures.figure("h100/tour 05/reference ratio", recs).text == "0.50"
 
 
+def test_the_sweeps_per_pass_follow_the_build_that_was_timed(monkeypatch, tmp_path):
+    """A tuning file that chose K = 4 for lab 8's reference moves it on the roofline to 9 x 4 / 8."""
+    _fake_tour(monkeypatch, k=4)
+    out = tmp_path / "tour.json"
+    tour.run_tour(out_json=out)
+    lab8 = next(r for r in json.loads(out.read_text())["rows"] if r["id"] == "08/reference")
+    assert lab8["sweeps_per_pass"] == 4 and lab8["kernel"].endswith("4 sweeps per pass")
+    row = tour.tour_rows([("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=16), 4)], "2D", "2d")
+    assert tour.roofline_points(row)[0].intensity == pytest.approx(9 * 4 / 8)
+
+
+def test_built_parameters_are_read_from_the_tour_build(monkeypatch, tmp_path):
+    monkeypatch.setattr(tour, "_build_dir", lambda lab, impl: tmp_path)
+    with pytest.raises(tour.TourError, match="flags.stamp is missing"):
+        tour.built_parameters("08-temporal-blocking", "reference")
+    (tmp_path / "flags.stamp").write_text("-O3 -DTUNE_K=4 -DTUNE_SEG=64\n")
+    params = tour.built_parameters("08-temporal-blocking", "reference")
+    assert (params["K"], params["SEG"], params["VEC"]) == (4, 64, 4)       # VEC: the source's default
+
+
 def test_3d_rows_build_in_the_tour_directory():
-    lab, impl, _ = tour.TOUR_ROWS_3D[0]
+    row = tour.tour_parts()[1].rows[0]
+    lab, impl = row.lab, row.impl
     assert tour.available(lab, impl) and tour.available("05-z-coarsening", "reference")
     assert not tour.available("05-z-coarsening", "tests/submissions/05-z-coarsening/no_such_submission")
     assert tour._build_dir(lab, impl) == tour.KIT_ROOT / "build" / "tour" / lab / "naive_3d"
-    assert all(tour.available(lab, impl) for lab, impl, _ in tour.TOUR_ROWS_LAB8)
+    assert all(tour.available(r.lab, r.impl) for r in tour.tour_parts()[2].rows)
 
 
 @pytest.mark.parametrize("ratio, floor, target", [(0.719, 0.35, 0.68), (1.0, 0.5, 0.95), (0.2, 0.1, 0.19)])
@@ -129,7 +215,7 @@ def test_calibrated_target_rounds_down(ratio, floor, target):
 
 def test_roofline_places_each_row_at_its_intensity():
     rows = tour.tour_rows([("04-max-smem", "reference", "lab 4", _bench(8.0, steps=8, gbps=3000.0)),
-                           ("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=8, gbps=7200.0))],
+                           ("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=8, gbps=7200.0), 8)],
                           "2D, 4 x 4 grid", "2d")
     rows += tour.tour_rows([("05-z-coarsening", "reference", "lab 5", _bench(1.0, gbps=2800.0))],
                            "3D, 4 x 4 x 4 grid", "3d")
@@ -146,8 +232,8 @@ def test_roofline_ceilings_of_the_2d_part():
                           "2D, 4 x 4 grid", "2d")
     rows += tour.tour_rows([("08-temporal-blocking", "reference/tour/08-temporal-blocking/good_overlapped_tile",
                              "tile", _bench(4.0, steps=16, gbps=4000.0))], "2D, lab 8's designs", "lab8")
-    counted = next(c for c in tour.DESIGN_COUNTS if c.row == "08/reference").params
-    ceilings, notes = tour.roofline_ceilings(rows, 132, 1980, params_of=lambda lab, device: dict(counted))
+    counted = next(c for c in roofs.DESIGN_COUNTS if c.row == "08/reference").params
+    ceilings, notes = roofs.roofline_ceilings(rows, 132, 1980, params_of=lambda lab, impl: dict(counted))
     got = {c.label: c for c in ceilings}
     assert notes == [] and list(got) == ["fp32 without FMA (2D)", "instruction issue, lab 8 reference",
                                          "shared memory, overlapped tile"]
@@ -163,22 +249,22 @@ def test_roofline_ceilings_of_the_2d_part():
 
 def test_roofline_ceilings_left_out_say_why():
     three_d = tour.tour_rows([("05-z-coarsening", "reference", "lab 5", _bench(1.0))], "3D, 4 x 4 x 4 grid", "3d")
-    assert tour.roofline_ceilings(three_d, 132, 1980) == ([], [])        # 9 FLOP per update is 2D's
+    assert roofs.roofline_ceilings(three_d, 132, 1980) == ([], [])        # 9 FLOP per update is 2D's
     lab8 = tour.tour_rows([("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=16))], "2D", "2d")
     other = {"K": 4, "VEC": 4, "SEG": 64, "WARPS": 2, "OCC": 8, "AHEAD": 3}   # a tuning file chose these
-    ceilings, notes = tour.roofline_ceilings(lab8, 132, 1980, params_of=lambda lab, device: other)
+    ceilings, notes = roofs.roofline_ceilings(lab8, 132, 1980, params_of=lambda lab, impl: other)
     assert [c.label for c in ceilings] == ["fp32 without FMA (2D)"]
     assert len(notes) == 1 and "instruction issue" in notes[0] and "K=4" in notes[0]
-    ceilings, notes = tour.roofline_ceilings(lab8, 132, 1980, params_of=lambda lab, device: None)
+    ceilings, notes = roofs.roofline_ceilings(lab8, 132, 1980, params_of=lambda lab, impl: None)
     assert "unknown parameters" in notes[0]
 
 
 def test_design_counts_match_the_reference_they_were_taken_from():
     # a count taken for parameters the reference no longer has as defaults would never be drawn
-    count = next(c for c in tour.DESIGN_COUNTS if c.row == "08/reference")
-    assert tour.reference_parameters("08-temporal-blocking", None) == count.params
-    assert tour.strip_redundancy(**count.params) == pytest.approx(128 / 112 * 144 / 128)
-    assert tour.tile_redundancy(8, 128, 64) == pytest.approx(1.1726, abs=1e-4)    # the handout's table: 1.17
+    count = next(c for c in roofs.DESIGN_COUNTS if c.row == "08/reference")
+    assert tuning.source_defaults(KIT_ROOT / "reference" / "08-temporal-blocking" / "kernel.cu") == count.params
+    assert roofs.strip_redundancy(**count.params) == pytest.approx(128 / 112 * 144 / 128)
+    assert roofs.tile_redundancy(8, 128, 64) == pytest.approx(1.1726, abs=1e-4)    # the handout's table: 1.17
 
 
 def test_draw_says_why_nothing_was_drawn(monkeypatch, tmp_path):
@@ -201,26 +287,26 @@ def test_run_tour_with_nothing_to_time_is_an_error(monkeypatch):
 
 def test_nvidia_smi_facts_pick_the_named_gpu(monkeypatch):
     out = "NVIDIA A100, 550.1, 1410\nNVIDIA H100 80GB HBM3, 580.159.04, 1980\n"
-    monkeypatch.setattr(tour, "_run_text", lambda argv, timeout_s=30: out)
-    assert tour.nvidia_smi_facts("NVIDIA H100 80GB HBM3") == {"driver": "580.159.04", "sm_clock_max_mhz": 1980.0}
-    assert tour.nvidia_smi_facts("Other")["driver"] == "550.1"          # none matches: the first GPU
-    monkeypatch.setattr(tour, "_run_text", lambda argv, timeout_s=30: None)
-    assert tour.nvidia_smi_facts("x") == {"driver": None, "sm_clock_max_mhz": None}   # no nvidia-smi
+    monkeypatch.setattr(records, "_run_text", lambda argv, timeout_s=30: out)
+    assert records.nvidia_smi_facts("NVIDIA H100 80GB HBM3") == {"driver": "580.159.04", "sm_clock_max_mhz": 1980.0}
+    assert records.nvidia_smi_facts("Other")["driver"] == "550.1"          # none matches: the first GPU
+    monkeypatch.setattr(records, "_run_text", lambda argv, timeout_s=30: None)
+    assert records.nvidia_smi_facts("x") == {"driver": None, "sm_clock_max_mhz": None}   # no nvidia-smi
 
 
 def test_cuda_release_reads_nvcc(monkeypatch):
     import stencil_grader.grading.symbols as symbols
     monkeypatch.setattr(symbols, "find_nvcc", lambda: "/opt/nvcc")
-    monkeypatch.setattr(tour, "_run_text", lambda argv, timeout_s=30:
+    monkeypatch.setattr(records, "_run_text", lambda argv, timeout_s=30:
                         "Cuda compilation tools, release 13.0, V13.0.88\n")
-    assert tour.cuda_release() == "13.0"
+    assert records.cuda_release() == "13.0"
     monkeypatch.setattr(symbols, "find_nvcc", lambda: None)
-    assert tour.cuda_release() is None
+    assert records.cuda_release() is None
 
 
 def test_kit_facts_name_the_version():
-    facts = tour.kit_facts()
-    assert facts["version"] == tour.__version__ and set(facts) == {"version", "commit", "modified"}
+    facts = records.kit_facts()
+    assert facts["version"] == records.__version__ and set(facts) == {"version", "commit", "modified"}
 
 
 # ------------------------------------------------------------------ make check, recorded
@@ -239,11 +325,11 @@ def _report(lab, ratio, device=None, launchers=()):
 
 
 def test_record_check_collects_every_lab(monkeypatch):
-    monkeypatch.setattr(tour, "nvidia_smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": None})
-    monkeypatch.setattr(tour, "cuda_release", lambda: "13.0")
+    monkeypatch.setattr(records, "nvidia_smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": None})
+    monkeypatch.setattr(records, "cuda_release", lambda: "13.0")
     reports = [_report("01-naive-5pt", 0.697),
                _report("07-reduction-residual", 1.003, launchers=[("residual_norm2", 0.969), ("jacobi_sweep", 1.04)])]
-    record = tour.record_check(reports)
+    record = records.record_check(reports)
     assert figures.validate_record(record, KIT_ROOT / "x" / "check.json") == []
     assert record["date"] == "2026-11-23" and record["impl"] == "reference" and record["copy_gbps"] == 3000.0
     assert record["device"]["name"] == "Test GPU" and record["device"]["driver"] == "999.1"
@@ -255,17 +341,17 @@ def test_record_check_collects_every_lab(monkeypatch):
 
 
 def test_record_check_refuses_what_it_cannot_record():
-    with pytest.raises(tour.TourError, match="no report"):
-        tour.record_check([])
+    with pytest.raises(records.RecordError, match="no report"):
+        records.record_check([])
     other = _report("02-shared-tiling", 1.0, device={"name": "Other GPU"})
-    with pytest.raises(tour.TourError, match="different GPUs"):
-        tour.record_check([_report("01-naive-5pt", 0.7), other])
+    with pytest.raises(records.RecordError, match="different GPUs"):
+        records.record_check([_report("01-naive-5pt", 0.7), other])
     no_gpu = dict(_report("01-naive-5pt", 0.0), gpu={"status": "no_gpu", "device": None})
-    with pytest.raises(tour.TourError, match="no GPU measured 01-naive-5pt"):
-        tour.record_check([no_gpu])
+    with pytest.raises(records.RecordError, match="no GPU measured 01-naive-5pt"):
+        records.record_check([no_gpu])
     old = dict(_report("02-shared-tiling", 1.0), generated_at="2026-11-20T10:00:00+00:00")
-    with pytest.raises(tour.TourError, match="not by one make check"):
-        tour.record_check([_report("01-naive-5pt", 0.7), old])
+    with pytest.raises(records.RecordError, match="not by one make check"):
+        records.record_check([_report("01-naive-5pt", 0.7), old])
 
 
 def test_collect_reports_reads_make_checks_build_folders(tmp_path):
@@ -275,10 +361,10 @@ def test_collect_reports_reads_make_checks_build_folders(tmp_path):
     build = tmp_path / "build" / "01-naive-5pt" / "reference"
     build.mkdir(parents=True)
     (build / "report.json").write_text(json.dumps(_report("01-naive-5pt", 0.7)))
-    assert [r["lab"] for r in tour.collect_reports("reference", tmp_path)] == ["01-naive-5pt"]
+    assert [r["lab"] for r in records.collect_reports("reference", tmp_path)] == ["01-naive-5pt"]
     (build / "report.json").write_text("{not json")
-    with pytest.raises(tour.TourError, match="not JSON"):
-        tour.collect_reports("reference", tmp_path)
+    with pytest.raises(records.RecordError, match="not JSON"):
+        records.collect_reports("reference", tmp_path)
 
 
 # ------------------------------------------------------------------ calibration and a targets policy
@@ -297,11 +383,11 @@ def test_calibrate_leaves_a_lab_with_a_targets_policy_alone(monkeypatch, tmp_pat
     lab1, lab8 = _labs_in(tmp_path, ["01-naive-5pt", "08-temporal-blocking"])
     before = (lab8 / "lab.json").read_text()
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab1, lab8])
-    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: dict(
-        _bench(1.0, gbps=7500.0 if lab.startswith("08") else 2100.0, copy=3000.0), device="Test GPU"))
-    monkeypatch.setattr(tour, "device_facts", lambda data: {"name": data["device"]})
+    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(
+        _bench(1.0, gbps=7500.0 if lab.startswith("08") else 2100.0, copy=3000.0), device="Test GPU"), {}))
+    monkeypatch.setattr(calibrate, "device_facts", lambda data: {"name": data["device"]})
     out = tmp_path / "data" / "test" / "calibrate.json"
-    lines = tour.calibrate(runs=2, out_json=out)
+    lines = calibrate.calibrate(runs=2, out_json=out)
     assert (lab8 / "lab.json").read_text() == before                       # untouched
     assert "08-temporal-blocking" in lines[1] and "targets kept" in lines[1] and "reaches" in lines[1]
     entry = json.loads((lab1 / "lab.json").read_text())["targets"]["Test GPU"]
@@ -317,6 +403,6 @@ def test_calibrate_leaves_a_lab_with_a_targets_policy_alone(monkeypatch, tmp_pat
 def test_calibrate_says_when_the_reference_misses_the_policy(monkeypatch, tmp_path):
     (lab8,) = _labs_in(tmp_path, ["08-temporal-blocking"])
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab8])
-    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: dict(_bench(1.0, gbps=3000.0, copy=3000.0)))
-    (line,) = tour.calibrate(runs=1)
+    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(_bench(1.0, gbps=3000.0, copy=3000.0)), {}))
+    (line,) = calibrate.calibrate(runs=1)
     assert "falls SHORT of the targets_policy's target" in line

@@ -1,6 +1,7 @@
-"""grade.py tune (grader/stencil_grader/tools/tune.py): the sweep's bounds, the candidates,
-the tuning files and what lab.mk reads from them, the choice of the best, and the sweep's
-orchestration with the build, Check and bench stages replaced by fakes (no GPU needed).
+"""grade.py tune (grader/stencil_grader/tools/tune.py, tuning.py, tuneplot.py): the sweep's bounds,
+the candidates, the tuning files and what lab.mk reads from them, the choice of the best, and the
+sweep graded through the pipeline with the build, static, Check and bench stages replaced by fakes
+(no GPU needed).
 The real kit's references and tune.json files are checked too: every declared parameter
 has a default in its reference."""
 
@@ -10,7 +11,6 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,9 @@ import pytest
 KIT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(KIT_ROOT / "grader"))
 
-from stencil_grader.grading import build  # noqa: E402
-from stencil_grader.tools import tune  # noqa: E402
+from stencil_grader.grading import bench, build, checkrun, static  # noqa: E402
+from stencil_grader.grading.checks import StaticCheck  # noqa: E402
+from stencil_grader.tools import tune, tuneplot, tuning  # noqa: E402
 
 SOURCE = """/* a reference */
 #ifndef TUNE_K
@@ -54,19 +55,19 @@ SPACE = {"parameters": {"K": [4, 8], "VEC": [2, 4, 8]},
 def test_space_loads_and_candidates_put_the_defaults_first(tmp_path):
     kit = make_kit(tmp_path, SPACE)
     lab = kit / "labs" / "08-fake"
-    space = tune.load_space(lab)
+    space = tuning.load_space(lab)
     assert space.parameters == {"K": [4, 8], "VEC": [2, 4, 8]}
     assert (space.plot_x, space.plot_y) == ("K", "VEC")
-    found = tune.candidates(space, tune.source_defaults(kit / "reference" / "08-fake" / "kernel.cu"))
+    found = tuning.candidates(space, tuning.source_defaults(kit / "reference" / "08-fake" / "kernel.cu"))
     assert found[0] == {"K": 8, "VEC": 4}                      # the defaults, even past a constraint
     assert {"K": 8, "VEC": 8} not in found                     # 2*8*8 = 128 > 64
     assert {"K": 4, "VEC": 8} in found and {"K": 8, "VEC": 2} in found
-    assert len(found) == len({tune.variant_name(c) for c in found})
+    assert len(found) == len({tuning.variant_name(c) for c in found})
 
 
 def test_no_tune_json_is_none(tmp_path):
     kit = make_kit(tmp_path, None)
-    assert tune.load_space(kit / "labs" / "08-fake") is None
+    assert tuning.load_space(kit / "labs" / "08-fake") is None
 
 
 @pytest.mark.parametrize("space, words", [
@@ -84,16 +85,16 @@ def test_no_tune_json_is_none(tmp_path):
 ])
 def test_bad_tune_json_names_what_is_wrong(tmp_path, space, words):
     kit = make_kit(tmp_path, space)
-    with pytest.raises(tune.TuneError, match="tune.json") as err:
-        tune.load_space(kit / "labs" / "08-fake")
+    with pytest.raises(tuning.TuneError, match="tune.json") as err:
+        tuning.load_space(kit / "labs" / "08-fake")
     assert words in str(err.value)
 
 
 def test_a_parameter_without_a_default_in_the_source_is_an_error(tmp_path):
     kit = make_kit(tmp_path, {"parameters": {"K": [4], "SEG": [64]}})
-    space = tune.load_space(kit / "labs" / "08-fake")
-    with pytest.raises(tune.TuneError, match="no default for TUNE_SEG"):
-        tune.candidates(space, tune.source_defaults(kit / "reference" / "08-fake" / "kernel.cu"))
+    space = tuning.load_space(kit / "labs" / "08-fake")
+    with pytest.raises(tuning.TuneError, match="no default for TUNE_SEG"):
+        tuning.candidates(space, tuning.source_defaults(kit / "reference" / "08-fake" / "kernel.cu"))
 
 
 @pytest.mark.parametrize("text, values, expected", [
@@ -106,36 +107,36 @@ def test_a_parameter_without_a_default_in_the_source_is_an_error(tmp_path):
     ("-K + 8 == 0", {"K": 8}, True),
 ])
 def test_evaluate(text, values, expected):
-    assert tune.evaluate(text, values) is expected
+    assert tuning.evaluate(text, values) is expected
 
 
 def test_evaluate_refuses_a_missing_name_and_division_by_zero():
     with pytest.raises(ValueError, match="VEC has no value"):
-        tune.evaluate("VEC > 1", {})
+        tuning.evaluate("VEC > 1", {})
     with pytest.raises(ValueError, match="division by zero"):
-        tune.evaluate("K // VEC > 1", {"K": 1, "VEC": 0})
+        tuning.evaluate("K // VEC > 1", {"K": 1, "VEC": 0})
 
 
 # ---- the real kit ------------------------------------------------------------------------
 
 def test_every_tune_json_of_the_kit_is_valid_and_its_reference_declares_the_defaults():
-    labs = tune.tunable_labs()
+    labs = tuning.tunable_labs()
     assert labs, "the kit's labs have tune.json files"
     for lab_dir in labs:
-        space = tune.load_space(lab_dir)
-        src = tune.reference_source(lab_dir)
+        space = tuning.load_space(lab_dir)
+        src = tuning.reference_source(lab_dir)
         if not src.is_file():                      # a student kit: no reference/
             continue
-        found = tune.candidates(space, tune.source_defaults(src))
+        found = tuning.candidates(space, tuning.source_defaults(src))
         assert 2 <= len(found) <= 32, f"{lab_dir.name}: {len(found)} variants (make tune has 10 minutes)"
 
 
 def test_the_kit_tuning_files_name_declared_parameters():
-    for lab_dir in tune.tunable_labs():
-        for path in sorted((lab_dir / tune.TUNING_DIR).glob("*.json")):
+    for lab_dir in tuning.tunable_labs():
+        for path in sorted((lab_dir / tuning.TUNING_DIR).glob("*.json")):
             data = json.loads(path.read_text())
-            assert path.name == tune.device_slug(data["device"]) + ".json"
-            assert tune.tuned_parameters(lab_dir, data["device"]) == data["best"]
+            assert path.name == tuning.device_slug(data["device"]) + ".json"
+            assert tuning.tuned_parameters(lab_dir, data["device"]) == data["best"]
             ok = [v for v in data["variants"] if v["status"] == "ok"]
             assert data["best_ratio"] == max(v["ratio"] for v in ok) or data["best"] == data["default"]
 
@@ -143,14 +144,14 @@ def test_the_kit_tuning_files_name_declared_parameters():
 # ---- tuning files ------------------------------------------------------------------------
 
 def test_device_slug():
-    assert tune.device_slug("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
-    assert tune.device_slug("NVIDIA H200") == "nvidia-h200"
-    with pytest.raises(tune.TuneError):
-        tune.device_slug("!!!")
+    assert tuning.device_slug("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
+    assert tuning.device_slug("NVIDIA H200") == "nvidia-h200"
+    with pytest.raises(tuning.TuneError):
+        tuning.device_slug("!!!")
 
 
 def write_tuning(lab: Path, device: str, best: dict) -> Path:
-    path = tune.tuning_path(lab, device)
+    path = tuning.tuning_path(lab, device)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"device": device, "best": best, "variants": []}))
     return path
@@ -160,30 +161,30 @@ def test_print_defines_follows_the_local_gpu(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
     lab = kit / "labs" / "08-fake"
     write_tuning(lab, "Fake GPU 1", {"K": 4, "VEC": 8})
-    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU 1")
-    assert tune.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
-    assert tune.print_defines("8", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
-    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU 2")     # no file: the defaults
-    assert tune.print_defines("08-fake", kit) == ""
-    monkeypatch.setattr(tune, "local_device", lambda: None)             # no GPU
-    assert tune.print_defines("08-fake", kit) == ""
-    with pytest.raises(tune.TuneError, match="no lab '09'"):
-        tune.print_defines("09", kit)
+    monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU 1")
+    assert tuning.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
+    assert tuning.print_defines("8", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
+    monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU 2")     # no file: the defaults
+    assert tuning.print_defines("08-fake", kit) == ""
+    monkeypatch.setattr(tuning, "local_device", lambda: None)             # no GPU
+    assert tuning.print_defines("08-fake", kit) == ""
+    with pytest.raises(tuning.TuneError, match="no lab '09'"):
+        tuning.print_defines("09", kit)
 
 
 def test_a_stale_or_broken_tuning_file_is_an_error(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
     lab = kit / "labs" / "08-fake"
-    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU")
+    monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU")
     path = write_tuning(lab, "Fake GPU", {"K": 4, "SEG": 64})
-    with pytest.raises(tune.TuneError, match="TUNE_SEG no longer declared"):
-        tune.print_defines("08", kit)
+    with pytest.raises(tuning.TuneError, match="TUNE_SEG no longer declared"):
+        tuning.print_defines("08", kit)
     path.write_text('{"best": {"K": "4"}}')
-    with pytest.raises(tune.TuneError, match="NAME: integer"):
-        tune.print_defines("08", kit)
+    with pytest.raises(tuning.TuneError, match="NAME: integer"):
+        tuning.print_defines("08", kit)
     path.write_text("{")
-    with pytest.raises(tune.TuneError, match="not valid JSON"):
-        tune.print_defines("08", kit)
+    with pytest.raises(tuning.TuneError, match="not valid JSON"):
+        tuning.print_defines("08", kit)
 
 
 def test_kernel_defines_in_the_make_command(tmp_path):
@@ -212,6 +213,21 @@ def test_lab_mk_passes_kernel_defines_to_the_kernel_only(tmp_path):
     assert any(" -ptx " in line for line in with_define)
     assert all("kernel.cu" in line for line in with_define)
     assert "-DTUNE_PROBE=7" in (build_dir / "flags.stamp").read_text()
+    # what a build was compiled with is read back from that stamp (the tour's sweeps per pass)
+    src = tmp_path / "kernel.cu"
+    src.write_text(SOURCE)
+    assert tuning.built_parameters(build_dir, src) == {"K": 8, "VEC": 4, "PROBE": 7}
+
+
+def test_built_parameters_are_the_defaults_replaced_by_the_builds_defines(tmp_path):
+    src = tmp_path / "kernel.cu"
+    src.write_text(SOURCE)
+    with pytest.raises(tuning.TuneError, match="flags.stamp is missing"):
+        tuning.built_parameters(tmp_path, src)
+    (tmp_path / "flags.stamp").write_text("-std=c++17 -O3 -DSTENCIL_DEBUG_BUILD -gencode arch=compute_90,code=sm_90\n")
+    assert tuning.built_parameters(tmp_path, src) == {"K": 8, "VEC": 4}           # no KERNEL_DEFINES
+    (tmp_path / "flags.stamp").write_text("-std=c++17 -O3 -Wall -DTUNE_K=4 -DTUNE_VEC=8\n")
+    assert tuning.built_parameters(tmp_path, src) == {"K": 4, "VEC": 8}
 
 
 # ---- choosing and sweeping ------------------------------------------------------------------
@@ -233,114 +249,103 @@ def test_choose_best_needs_min_gain_over_the_defaults():
     assert tune.choose_best([failed_default, small], 0.02) == (small, failed_default)
 
 
-@dataclass
-class FakeBuild:
-    outcome: str
-    seconds: float = 1.0
-    message: str = ""
-    kernels: list = field(default_factory=list)
-
-    @property
-    def ok(self):
-        return self.outcome == "ok"
+LAB_JSON = {"lab": "08-fake", "number": 8, "title": "Fake", "api": "stencil2d_sweep",
+            "tolerance": {"rtol": 1e-5, "atol": 1e-6}, "check": {"case_timeout_s": 2, "suite_timeout_s": 3},
+            "bench": {"nx": 64, "ny": 64, "nz": 1, "steps": 1, "repetitions": 20, "timeout_s": 10},
+            "constraints": {"shared_memory": False, "no_div_rem": False, "forbidden_calls": []},
+            "points": {"correctness": 60, "performance": 40}, "targets": {"generic": {"floor": 0.3, "target": 0.6}}}
 
 
-@dataclass
-class FakeCase:
-    tcase: str
-    label: str
-    outcome: str
-    message: str = ""
-
-
-@dataclass
-class FakeCheck:
-    cases: list
-    status: str = "ok"
-    message: str = ""
-
-    @property
-    def passed(self):
-        return sum(c.outcome == "pass" for c in self.cases)
-
-    @property
-    def total(self):
-        return len(self.cases)
-
-
-@dataclass
-class FakeBench:
-    status: str
-    data: dict | None = None
-    message: str = ""
-
-
-def test_tune_lab_builds_checks_times_and_writes_the_best(tmp_path, monkeypatch):
-    """K4-VEC2 does not compile, K4-VEC4 fails a case, K4-VEC8 is fastest: it is written;
-    only variants that passed every case reach the bench; the defaults are built with
-    KERNEL_DEFINES= (empty), the others with their macros."""
-    kit = make_kit(tmp_path, SPACE)
+def test_tune_lab_grades_each_variant_through_the_pipeline(tmp_path, monkeypatch):
+    """Each variant is graded by pipeline.grade_lab, stage "build" (in parallel) then "gpu", with
+    the build, static, Check and bench stages replaced by fakes: K4-VEC2 does not compile, K8-VEC2
+    calls a forbidden function, K4-VEC4 fails a case, K2-VEC8 runs on another stream (the launch
+    audit: constraint), K4-VEC8 is fastest and is written; only variants that passed every case
+    reach the bench; the defaults are built with KERNEL_DEFINES= (empty), the others with their
+    macros."""
+    space = {"parameters": {"K": [2, 4, 8], "VEC": [2, 4, 8]}, "constraints": ["2 * VEC * K <= 64"]}
+    kit = make_kit(tmp_path, space)
     lab = kit / "labs" / "08-fake"
+    (lab / "lab.json").write_text(json.dumps(LAB_JSON))
     monkeypatch.setattr(tune, "KIT_ROOT", kit)
-    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU")
-    monkeypatch.setattr(tune.labspec, "load", lambda path: type("Spec", (), {
-        "check": type("C", (), {"suite_timeout_s": 10, "case_timeout_s": 1})(),
-        "bench": type("B", (), {"timeout_s": 10})(), "max_plausible_ratio": 16.8})())
-    monkeypatch.setattr(tune, "reference_source", lambda d: kit / "reference" / "08-fake" / "kernel.cu")
+    monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU")
     built, benched = {}, []
+    order = []                                    # (variant, stage) in the order the stages ran
 
-    def fake_build(lab_dir, impl, build_dir, timeout_s=None, defines=None):
-        built[Path(build_dir).name] = defines
-        return FakeBuild("compile_error" if defines == {"TUNE_K": 4, "TUNE_VEC": 2} else "ok",
-                         message="error: static_assert failed")
+    def fake_build(lab_dir, impl, build_dir, arch=None, timeout_s=None, defines=None):
+        name = Path(build_dir).name
+        built[name] = defines
+        order.append((name, "build"))
+        Path(build_dir).mkdir(parents=True, exist_ok=True)
+        bad = defines == {"TUNE_K": 4, "TUNE_VEC": 2}
+        return build.BuildResult("compile_error" if bad else "ok", [], Path(build_dir),
+                                 message="kernel.cu(3): error: static_assert failed" if bad else "")
 
-    def fake_check(build_dir, suite_timeout_s, seed, case_timeout_s):
-        bad = Path(build_dir).name == "K4-VEC4"
-        return FakeCheck([FakeCase("passes", "nx=1000", "pass"),
-                          FakeCase("seams", "nx=496", "fail" if bad else "pass", "cell (3, 4)")])
+    def fake_static(spec, src, build_dir):
+        name = Path(build_dir).name
+        order.append((name, "static"))
+        forbidden = name == "K8-VEC2"
+        return static.StaticResult([StaticCheck("symbols", "fail" if forbidden else "pass", "forbidden",
+                                                "fopen: file access is forbidden" if forbidden else "ok")])
 
-    ratios = {"default": 3.0, "K4-VEC8": 3.6, "K8-VEC2": 2.0}
+    def fake_check(build_dir, suite_timeout_s, seed, case_timeout_s, on_start=None, env=None):
+        name = Path(build_dir).name
+        order.append((name, "cases"))
+        bad = name == "K4-VEC4"
+        cases = [checkrun.CaseResult("passes", 0, "nx=1000", "pass"),
+                 checkrun.CaseResult("seams", 1, "nx=496", "fail" if bad else "pass", "cell (3, 4)")]
+        return checkrun.CheckRun(cases, seed, "ok", exit_status=1 if bad else 0)
 
-    def fake_bench(build_dir, timeout_s, seed):
-        benched.append(Path(build_dir).name)
-        r = ratios[Path(build_dir).name]
-        return FakeBench("ok", {"device": "Fake GPU", "gbps": r * 3000, "copy_gbps": 3000.0, "ms_median": 1.0,
-                                "ratio": r, "output_ok": True})
+    ratios = {"default": 0.5, "K4-VEC8": 0.6, "K2-VEC8": 0.9, "K2-VEC2": 0.3, "K2-VEC4": 0.4}
 
-    monkeypatch.setattr(tune.build, "build", fake_build)
-    monkeypatch.setattr(tune.checkrun, "run_check", fake_check)
-    monkeypatch.setattr(tune.bench, "run_bench", fake_bench)
-    monkeypatch.setattr(tune.static, "run_static", lambda spec, src, d: type("S", (), {"failed": lambda self, s: []})())
+    def fake_bench(build_dir, timeout_s, seed, env=None):
+        name = Path(build_dir).name
+        order.append((name, "bench"))
+        benched.append(name)
+        r = ratios[name]
+        audit = {"status": "ok", "calls": 3, "launches": [{"launcher": "stencil2d_sweep", "kind": "kernel",
+                                                           "name": "k", "on_launcher_stream": name != "K2-VEC8"}]}
+        return bench.BenchRun("ok", {"device": "Fake GPU", "gbps": r * 3000, "copy_gbps": 3000.0, "ms_median": 1.0,
+                                     "ratio": r, "output_ok": True, "audit": audit})
+
+    monkeypatch.setattr(build, "build", fake_build)
+    monkeypatch.setattr(static, "run_static", fake_static)
+    monkeypatch.setattr(checkrun, "run_check", fake_check)
+    monkeypatch.setattr(bench, "run_bench", fake_bench)
     sweep = tune.tune_lab(lab, seed=5, jobs=2, log=lambda *a: None)
     assert built["default"] == {}
     assert built["K4-VEC8"] == {"TUNE_K": 4, "TUNE_VEC": 8}
-    assert sorted(benched) == ["K4-VEC8", "K8-VEC2", "default"]
+    for name in built:                                # the pipeline's order, for every variant
+        mine = [stage for n, stage in order if n == name]
+        assert mine in (["build"], ["build", "static"], ["build", "static", "cases"],
+                        ["build", "static", "cases", "bench"]), (name, mine)
+    assert sorted(benched) == ["K2-VEC2", "K2-VEC4", "K2-VEC8", "K4-VEC8", "default"]
     by_name = {v.name: v for v in sweep.variants}
-    assert by_name["K4-VEC2"].status == "compile_error"
+    assert by_name["K4-VEC2"].status == "compile_error" and "static_assert" in by_name["K4-VEC2"].message
+    assert by_name["K8-VEC2"].status == "forbidden" and "fopen" in by_name["K8-VEC2"].message
     assert by_name["K4-VEC4"].status == "incorrect" and "seams" in by_name["K4-VEC4"].message
+    assert by_name["K2-VEC8"].status == "constraint" and "another stream" in by_name["K2-VEC8"].message
     assert sweep.best.name == "K4-VEC8" and sweep.default.name == "default"
     data = json.loads((lab / "tuning" / "fake-gpu.json").read_text())
     assert data["best"] == {"K": 4, "VEC": 8} and data["default"] == {"K": 8, "VEC": 4}
-    assert data["best_ratio"] == 3.6 and data["seed"] == 5
-    assert {v["status"] for v in data["variants"]} == {"ok", "compile_error", "incorrect"}
+    assert data["best_ratio"] == 0.6 and data["seed"] == 5
+    assert {v["status"] for v in data["variants"]} == {"ok", "compile_error", "forbidden", "incorrect",
+                                                        "constraint"}
     text = tune.render(sweep)
-    assert "best: K4-VEC8 at 3.600 of copy, 1.20x the defaults K8-VEC4 (3.000)" in text
+    assert "best: K4-VEC8 at 0.600 of copy, 1.20x the defaults K8-VEC4 (0.500)" in text
     assert "wrote " in text
-    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU")
-    assert tune.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
+    assert tuning.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
 
 
 def test_tune_lab_without_a_gpu_refuses_before_building(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
-    monkeypatch.setattr(tune, "local_device", lambda: None)
-    monkeypatch.setattr(tune.labspec, "load", lambda path: None)
-    monkeypatch.setattr(tune, "reference_source", lambda d: kit / "reference" / "08-fake" / "kernel.cu")
-    monkeypatch.setattr(tune.build, "build", lambda *a, **k: pytest.fail("built without a GPU"))
-    with pytest.raises(tune.TuneError, match="no GPU"):
+    monkeypatch.setattr(tuning, "local_device", lambda: None)
+    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("built without a GPU"))
+    with pytest.raises(tuning.TuneError, match="no GPU"):
         tune.tune_lab(kit / "labs" / "08-fake", log=lambda *a: None)
 
 
 def test_draw_devices_needs_the_tuning_files(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
-    with pytest.raises(tune.TuneError, match="no tuning file"):
-        tune.draw_devices("08", ["Fake GPU"], tmp_path / "x.png", kit)
+    with pytest.raises(tuning.TuneError, match="no tuning file"):
+        tuneplot.draw_devices("08", ["Fake GPU"], tmp_path / "x.png", kit)

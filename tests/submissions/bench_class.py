@@ -44,7 +44,7 @@ KIT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(KIT_ROOT / "grader"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from check_verdicts import META_VERDICTS, collect  # noqa: E402  (needs the paths above)
+from check_verdicts import META_VERDICTS, SOURCE, collect, source_bytes  # noqa: E402  (needs the paths above)
 from stencil_grader.base import gpus as gpulist  # noqa: E402
 
 GPU_STAGES = ("cases", "bench")
@@ -53,8 +53,9 @@ PROJECTION = {"students": 1000, "labs": 8, "gpus": 8}
 
 
 def make_class(folder: Path, students: int, labs: list[str] | None, only_correct: bool) -> int:
-    """Lay out `students` students, each with one known submission per lab; returns the
-    number of submission-labs."""
+    """Lay out `students` students, each with one known submission per lab (its kernel.cu whole:
+    check_verdicts.source_bytes); returns the number of submission-labs.  Raises
+    check_verdicts.PatchError for a mutant's patch that no longer applies."""
     by_lab: dict[str, list] = {}
     for entry in collect(KIT_ROOT):
         if labs and entry.lab not in labs:
@@ -64,13 +65,14 @@ def make_class(folder: Path, students: int, labs: list[str] | None, only_correct
         by_lab.setdefault(entry.lab, []).append(entry)
     if not by_lab:
         raise SystemExit("bench_class.py: no known submission matches (--labs, --only-correct)")
+    sources = {entry.id: source_bytes(entry.path, KIT_ROOT) for entries in by_lab.values() for entry in entries}
     count = 0
     for s in range(students):
         for lab, entries in sorted(by_lab.items()):
             entry = entries[s % len(entries)]
             target = folder / f"student{s:04d}" / lab
             target.mkdir(parents=True, exist_ok=True)
-            (target / "kernel.cu").write_bytes((entry.path / "kernel.cu").read_bytes())
+            (target / SOURCE).write_bytes(sources[entry.id])      # a mutant's patch applied (check_verdicts)
             count += 1
     return count
 

@@ -8,11 +8,32 @@ For every tests/submissions/<lab>/expected.json, of the form
 
     {"<submission folder>": {"verdict": "pass", "needs_gpu": true, "why": "..."}, ...}
 
-the folder tests/submissions/<lab>/<submission folder>/ (holding kernel.cu) is
-graded by the lab pipeline in a temporary build directory.  "verdict" is one of
-the grader's verdicts (stencil_grader/score.py), or "correct": every case
-passes, and the timing may give "pass" or "slow".  One line per
-submission, then `N passed, N failed, N skipped`; exit status 1 on any failure.
+the folder tests/submissions/<lab>/<submission folder>/ is graded by the lab
+pipeline in a temporary build directory.  "verdict" is one of the grader's
+verdicts (stencil_grader/score.py), or "correct": every case passes, and the
+timing may give "pass" or "slow".  One line per submission, then
+`N passed, N failed, N skipped`; exit status 1 on any failure.
+
+A submission folder holds the submission's kernel.cu (one written from scratch)
+or, for a mutant (another kernel of the kit with a bug put in on purpose),
+kernel.patch instead: a unified diff whose `---` line names the kernel it
+changes, relative to the kit's root (reference/<lab>/kernel.cu,
+starter/<lab>/kernel.cu, or a known submission's whole kernel.cu), so that a fix
+to that kernel reaches its mutants.  Wherever a known submission is graded,
+profiled or laid out (here, --make-class, bench_class.py,
+tests/slurm/gpu_check.py), its kernel.cu is the base with the patch applied by
+GNU patch, exactly (every context line must match; a hunk may move with the
+lines above it), in a temporary folder: source_bytes() and materialised().  A
+patch that no longer applies is a failure naming the submission and its base,
+never a skip (tests/python/test_submissions.py applies every patch without a
+GPU).  After a change to the base inside a hunk, remake the patch from the
+kernel.cu the mutant should now be, the new base with the bug put in again
+(`patch -o kernel.cu BASE kernel.patch`, with patch's own fuzz, places what it
+can and leaves the rest in kernel.cu.rej):
+
+    cd tests/submissions/<lab>/<name>
+    diff -u --label reference/<lab>/kernel.cu --label tests/submissions/<lab>/<name>/kernel.cu \
+        ../../../../reference/<lab>/kernel.cu kernel.cu > kernel.patch; rm kernel.cu
 
 An entry may name "path": a folder of the kit (relative to its root) that holds
 its kernel.cu, instead of tests/submissions/<lab>/<name>/: the textbook's kernels
@@ -56,8 +77,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(KIT_ROOT / "grader"))
@@ -109,6 +132,97 @@ class Outcome:
 
 class ExpectedError(ValueError):
     """An expected.json that is not JSON or does not follow the format above."""
+
+
+#: A known submission's file, whole, or as a patch against the kernel it mutates (module docstring).
+SOURCE = "kernel.cu"
+PATCH = "kernel.patch"
+#: Seconds GNU patch may take for one submission.
+PATCH_TIMEOUT_S = 60
+
+
+class PatchError(RuntimeError):
+    """A known submission's kernel.patch that names no usable base or no longer applies to it;
+    the message names the submission and its base."""
+
+
+def patch_base(patch: Path, kit_root: Path = KIT_ROOT) -> Path:
+    """The kernel a kernel.patch changes: its `--- PATH` line, PATH relative to the kit's root
+    (a whole file inside the kit).  Raises PatchError naming the patch and what is wrong."""
+    shown = _shown(patch, kit_root)
+    try:
+        lines = Path(patch).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise PatchError(f"{shown}: cannot be read ({err})") from None
+    named = next((line[4:].split("\t")[0].strip() for line in lines if line.startswith("--- ")), None)
+    if not named:
+        raise PatchError(f"{shown}: no '--- reference/<lab>/kernel.cu' line naming the kernel it changes")
+    root = Path(kit_root).resolve()
+    base = (root / named).resolve()
+    if Path(named).is_absolute() or root not in base.parents:
+        raise PatchError(f"{shown}: its base {named!r} must be a path inside the kit, relative to its root")
+    if not base.is_file():
+        raise PatchError(f"{shown}: its base {named} does not exist (a base is a whole kernel.cu, "
+                         "never another submission's patch)")
+    return base
+
+
+def source_bytes(folder: Path, kit_root: Path = KIT_ROOT) -> bytes:
+    """The kernel.cu of the known submission in FOLDER: the file, or its kernel.patch applied to
+    the patch's base with GNU patch (exact context, offsets allowed).  Raises PatchError when the
+    folder holds both or neither, or the patch does not apply; OSError when kernel.cu cannot be read."""
+    folder = Path(folder)
+    whole, patch = folder / SOURCE, folder / PATCH
+    if whole.is_file() and patch.is_file():
+        raise PatchError(f"{_shown(folder, kit_root)} holds both {SOURCE} and {PATCH}: keep one")
+    if not patch.is_file():
+        if not whole.is_file():
+            raise PatchError(f"{_shown(folder, kit_root)} holds neither {SOURCE} nor {PATCH}")
+        return whole.read_bytes()
+    base = patch_base(patch, kit_root)
+    shown = f"{_shown(patch, kit_root)} (against {_shown(base, kit_root)})"
+    if not shutil.which("patch"):
+        raise PatchError(f"{shown}: GNU patch is not installed (Debian: apt-get install patch; "
+                         "tests/install-deps.sh installs it)")
+    with tempfile.TemporaryDirectory(prefix="known-patch-") as tmp:
+        out, rejects = Path(tmp) / SOURCE, Path(tmp) / "rejects"
+        # -f: never ask (nor take the patch for a reversed one); -F 0: every context line must
+        # match (a hunk may still move with the lines above it); -o: the base stays as it is.
+        argv = ["patch", "-f", "-s", "-F", "0", "-o", str(out), "-r", str(rejects), str(base), str(patch)]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=PATCH_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise PatchError(f"{shown}: GNU patch did not run: {err}") from None
+        if done.returncode != 0 or not out.is_file():
+            said = " ".join((done.stdout + done.stderr).split()).split(" -- saving rejects")[0]
+            failed = [line for line in (rejects.read_text(errors="replace") if rejects.is_file() else "")
+                      .splitlines() if line.startswith("@@ ")]
+            raise PatchError(f"{shown} no longer applies ({said[:300]}"
+                             + (f"; the hunks at {', '.join(failed[:4])}" if failed else "")
+                             + "): remake it from the mutant it should be (tests/submissions/check_verdicts.py)")
+        return out.read_bytes()
+
+
+@contextmanager
+def materialised(entry: "Entry", kit_root: Path = KIT_ROOT) -> Iterator[Path]:
+    """A folder holding the entry's kernel.cu for a build: the entry's own folder when the file is
+    whole, else a temporary folder with the patched file (removed afterwards).  Raises PatchError."""
+    if not (Path(entry.path) / PATCH).is_file():
+        source_bytes(entry.path, kit_root)            # refuses a folder holding both, or neither
+        yield Path(entry.path)
+        return
+    data = source_bytes(entry.path, kit_root)
+    with tempfile.TemporaryDirectory(prefix=f"known-{entry.lab}-") as tmp:
+        (Path(tmp) / SOURCE).write_bytes(data)
+        yield Path(tmp)
+
+
+def _shown(path: Path, kit_root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path(kit_root).resolve()))
+    except ValueError:
+        return str(path)
 
 
 def collect(kit_root: Path = KIT_ROOT, lab: str | None = None) -> list[Entry]:
@@ -165,16 +279,19 @@ def check_entry(entry: Entry, kit_root: Path = KIT_ROOT, check_tooling: bool = T
 
     check_tooling: skip (with the reason) when tooling_missing() says real builds cannot run.
     """
+    try:
+        source_bytes(entry.path, kit_root)        # a patch that no longer applies fails, tooling or not
+    except (PatchError, OSError) as err:
+        return Outcome("failed", None, str(err))
     missing = tooling_missing(kit_root) if check_tooling else None
     if missing:
         return Outcome("skipped", None, f"build tooling missing: {missing}")
     lab_dir = Path(kit_root) / "labs" / entry.lab
     if not (lab_dir / "lab.json").is_file():
         return Outcome("failed", None, f"no lab {entry.lab} (labs/{entry.lab}/lab.json)")
-    if not (entry.path / "kernel.cu").is_file():
-        return Outcome("failed", None, f"{entry.path}/kernel.cu does not exist")
-    with tempfile.TemporaryDirectory(prefix=f"verdict-{entry.lab}-") as tmp:
-        run = pipeline.grade_lab(lab_dir, str(entry.path), Path(tmp) / "build")
+    with tempfile.TemporaryDirectory(prefix=f"verdict-{entry.lab}-") as tmp, \
+            materialised(entry, kit_root) as folder:
+        run = pipeline.grade_lab(lab_dir, str(folder), Path(tmp) / "build")
     got = run.score.verdict
     points, ratio = run.score.points, run.score.ratio
     matched = got in META_VERDICTS.get(entry.verdict, (entry.verdict,))
@@ -196,8 +313,12 @@ def check_profile(entry: Entry, kit_root: Path = KIT_ROOT) -> Outcome:
     nothing can be profiled (no ncu, no GPU, counters not permitted)."""
     from stencil_grader.tools import profile
 
-    with tempfile.TemporaryDirectory(prefix=f"profile-{entry.lab}-") as tmp:
-        run = profile.profile_lab(Path(kit_root) / "labs" / entry.lab, str(entry.path), Path(tmp) / "build")
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"profile-{entry.lab}-") as tmp, \
+                materialised(entry, kit_root) as folder:
+            run = profile.profile_lab(Path(kit_root) / "labs" / entry.lab, str(folder), Path(tmp) / "build")
+    except PatchError as err:
+        return Outcome("failed", None, str(err))
     if run.exit_code == profile.EXIT_CANNOT:
         return Outcome("skipped", None, "not profiled: " + " ".join(run.text.split())[:300])
     findings = (run.result or {}).get("findings") or []
@@ -235,14 +356,16 @@ def student_name(entry: Entry, copy: int = 0) -> str:
     return f"{entry.lab}__{entry.name}" + (f"__{copy}" if copy else "")
 
 
-def make_class(entries: list[Entry], folder: Path, copies: int = 1) -> int:
-    """Lay the entries out as a class of students; returns how many submission-labs."""
+def make_class(entries: list[Entry], folder: Path, copies: int = 1, kit_root: Path = KIT_ROOT) -> int:
+    """Lay the entries out as a class of students, each kernel.cu whole (patches applied);
+    returns how many submission-labs.  Raises PatchError."""
     count = 0
     for entry in entries:
+        data = source_bytes(entry.path, kit_root)
         for copy in range(copies):
             target = Path(folder) / student_name(entry, copy) / entry.lab
             target.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(entry.path / "kernel.cu", target / "kernel.cu")
+            (target / SOURCE).write_bytes(data)
             count += 1
     return count
 
@@ -288,7 +411,11 @@ def main(argv: list[str] | None = None, kit_root: Path = KIT_ROOT, check_tooling
     chosen = [e for e in entries if not args.names or e.name in args.names or
               any(e.name == x.twin for x in entries if x.name in args.names and x.lab == e.lab)]
     if args.make_class:
-        count = make_class(chosen, args.make_class, max(1, args.copies))
+        try:
+            count = make_class(chosen, args.make_class, max(1, args.copies), kit_root)
+        except PatchError as err:
+            print(f"check_verdicts.py: {err}", file=sys.stderr)
+            return 1
         print(f"{count} submission-lab(s) laid out as a class in {args.make_class}")
         return 0
     if args.from_class:

@@ -30,7 +30,10 @@ lab_problem *grid_create(const grid_ops *ops, const lab_case *c, uint64_t seed, 
     p->n = (size_t)p->nx * (size_t)p->ny * (size_t)p->nz;
     p->c2 = harness_coeffs2d(harness_mix_seed(seed, 1));
     p->c3 = harness_coeffs3d(harness_mix_seed(seed, 1));
-    harness_weights(p->w, HARNESS_MAX_WEIGHTS, 0.02, 0.0095, harness_mix_seed(seed, 3));
+    if (ops->weights > 0) {
+        p->w = xmalloc((size_t)ops->weights * sizeof *p->w);
+        harness_weights(p->w, ops->weights, 0.02, 0.0095, harness_mix_seed(seed, 3));
+    }
     p->input_seed = harness_mix_seed(seed, 2);
     p->d_in = harness_grid_alloc(p->n);
     p->d_out = harness_grid_alloc(p->n);
@@ -59,6 +62,7 @@ void grid_destroy(lab_problem *p)
         if (p->d_scratch[i])
             CUDA_CHECK(cudaFree(p->d_scratch[i]));
     free(p->h_in); free(p->h_want); free(p->h_got);
+    free(p->w);
     free(p);
 }
 

@@ -44,12 +44,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from .protocol import CHANNEL_FD_ENV
-
-if TYPE_CHECKING:
-    from .sandbox import Sandbox
 
 RUN_MARK = "STENCIL_GRADER_RUN"
 HEAD_BYTES = 64 * 1024
@@ -132,6 +129,21 @@ class Watch(Protocol):
     def feed(self, chunk: bytes) -> None: ...
 
     def poll(self, now: float) -> str | None: ...
+
+
+class Confinement(Protocol):
+    """What `run(sandbox=...)` applies to the program (sandbox.Sandbox is one; it imports
+    RUN_MARK from here, so this module names only what it uses of it).
+
+    uid, gid: the account the program runs as (None: the grader's own), which then owns the
+    private channel's pipe; enter(): the confinement's layers, called in the child between
+    fork and exec (an exception aborts the start).
+    """
+
+    uid: int | None
+    gid: int | None
+
+    def enter(self) -> None: ...
 
 
 class _Capture(threading.Thread):
@@ -229,12 +241,12 @@ def kill_started(sid: int, mark: str) -> None:
 
 def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
         cwd: str | Path | None = None, stdin_text: str | None = None,
-        sandbox: "Sandbox | None" = None, watch: Watch | None = None,
+        sandbox: Confinement | None = None, watch: Watch | None = None,
         channel: bool = False) -> Completed:
     """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.
 
-    sandbox: confine the program (sandbox.Sandbox; its layers are applied between
-        fork and exec).  watch: see Watch; fed from the channel when there is one,
+    sandbox: confine the program (a Confinement: sandbox.Sandbox; its layers are applied
+        between fork and exec).  watch: see Watch; fed from the channel when there is one,
         else from stdout.  channel: give the program the private channel (module
         docstring); what it wrote there is Completed.channel.
     Never raises for the program's behaviour: a missing program gives

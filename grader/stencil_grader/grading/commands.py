@@ -64,7 +64,7 @@ def print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | N
     written = report.write_json(data, Path(run.build_dir) / "report.json")
     print(f"  report: {written}")
     print(f"  page: {html.write_lab_html(data, Path(run.build_dir) / 'report.html')}")
-    drawn = plot.lab_roofline(run.spec.api, data["performance"].get("bench"), Path(run.build_dir) / "roofline.png")
+    drawn = plot.lab_roofline(run.spec.kind, data["performance"].get("bench"), Path(run.build_dir) / "roofline.png")
     if drawn:
         print(f"  roofline: {drawn}")
     if json_path:

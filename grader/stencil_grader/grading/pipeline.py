@@ -233,7 +233,8 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
               seed: int | None = None, arch: str | None = None, skip_bench: bool = False,
               gpu_pool: locks.GpuPool | None = None, stage: str = "all",
               build_timeout_s: float = build.DEFAULT_TIMEOUT_S,
-              progress: Callable[[str], None] | None = None) -> LabRun:
+              progress: Callable[[str], None] | None = None,
+              defines: dict[str, int | str] | None = None) -> LabRun:
     """Grade one lab.
 
     impl: "starter", "reference" or a directory of submissions (see build.impl_source).
@@ -242,6 +243,8 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
         mode runs several gradings at once); None: the GPUs CUDA shows, unlocked.
     stage: "all", "build" or "gpu" (module docstring).
     progress: called with a short line as each stage starts.
+    defines: -D macros for the kernel.cu alone (build.make_command; the parameter sweeps of
+        tools/tune.py build each variant of a reference with its own).
     Raises labspec.LabSpecError when lab.json is wrong and StageError when stage="gpu"
     finds no matching build; everything the student's code does ends up in the
     returned LabRun instead.
@@ -264,7 +267,7 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
         say(f"building {labspec.display_path(run.source)} in {labspec.display_path(build_dir)} ...")
         (build_dir / STATE_FILE).unlink(missing_ok=True)
         with run.timed("build"):
-            run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s)
+            run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s, defines)
         if not run.build.ok and kit_error(run.build.message):
             run.build.outcome = "kit_error"
         if run.build.ok:

@@ -42,7 +42,9 @@ API (the tour wires it in):
     roofline(points, device, copy_gbps, peak_gflops, path, ceilings=()) -> bool
     path_bars(rows, device, path) -> bool
 with points from point_from_gbps() or point_from_bench(), and rows of (label, ratio) pairs or objects
-with `kernel` and `ratio` attributes (tour.TourRow).
+with `kernel` and `ratio` attributes (tour.TourRow).  What a cell update is worth comes from the
+caller, as the problem kind declares it (grader/kinds.json: a launcher's flop_per_cell and
+bytes_per_cell, kinds.Launcher): this module names no kind.
 """
 
 from __future__ import annotations
@@ -51,15 +53,11 @@ import math
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable, Protocol
 
-from ..base import kinds
+if TYPE_CHECKING:
+    from ..base.kinds import Kind
 
-#: FLOP of one 2D 5-point update (5 multiplies and 4 adds) and of one 3D 7-point update (7 and 6),
-#: and the compulsory bytes per cell and pass (one float read, one written): grader/kinds.json's.
-FLOP_PER_CELL_2D = kinds.get("stencil2d_sweep").launchers[0].flop_per_cell
-FLOP_PER_CELL_3D = kinds.get("stencil3d_sweep").launchers[0].flop_per_cell
-BYTES_PER_CELL = kinds.get("stencil2d_sweep").launchers[0].bytes_per_cell
 #: fp32 lanes (FMA units) per SM: 64 on Volta, Turing and the A100 (GA100), 128 on GA10x, Ada and
 #: Hopper.  An FMA counts 2 FLOP.
 FP32_LANES_PER_SM = 128
@@ -70,6 +68,15 @@ ISSUE_PER_SM_PER_CLOCK = 4 * 32
 #: Four-byte shared-memory accesses an SM serves per clock without bank conflicts: 32 banks of 4 bytes
 #: (CUDA C++ Programming Guide, compute capabilities 5.x and later, "Shared Memory").
 SHARED_ACCESSES_PER_SM_PER_CLOCK = 32
+
+
+class CellWork(Protocol):
+    """What one cell update of a launcher is worth (kinds.Launcher is one): its useful FLOP
+    (2D 5-point: 9, 5 multiplies and 4 adds; 3D 7-point: 13) and the compulsory bytes per cell and
+    pass over memory (one float read and one written: 8)."""
+
+    flop_per_cell: float
+    bytes_per_cell: float
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,7 @@ def peak_fp32_no_fma_gflops(sm_count: int, clock_mhz: float, lanes_per_sm: int =
 
 
 def rate_ceiling_gflops(sm_count: int, clock_mhz: float, per_sm_per_clock: float, per_useful_update: float,
-                        flop_per_cell: float = FLOP_PER_CELL_2D) -> float:
+                        flop_per_cell: float) -> float:
     """Useful GFLOP/s allowed by a resource every SM serves at a fixed rate, when each useful cell
     update costs `per_useful_update` of it (redundant updates included: a design's count per update
     times its updates per useful one):
@@ -174,44 +181,41 @@ def rate_ceiling_gflops(sm_count: int, clock_mhz: float, per_sm_per_clock: float
     return sm_count * per_sm_per_clock * clock_mhz * 1e6 / per_useful_update * flop_per_cell / 1e9
 
 
-def ceiling_from_gbps(label: str, effective_gbps: float, how: str, flop_per_cell: float = FLOP_PER_CELL_2D,
-                      bytes_per_cell: float = BYTES_PER_CELL) -> Ceiling:
+def ceiling_from_gbps(label: str, effective_gbps: float, how: str, work: CellWork) -> Ceiling:
     """A ceiling stated as an effective bandwidth (the grader's GB/s: compulsory bytes of every
     sweep / time), in useful GFLOP/s as point_from_gbps converts a point: gbps x flop_per_cell /
-    bytes_per_cell."""
+    bytes_per_cell of `work`."""
     _positive(f"effective_gbps of {label!r}", effective_gbps)
-    return Ceiling(label, effective_gbps * _positive("flop_per_cell", flop_per_cell)
-                   / _positive("bytes_per_cell", bytes_per_cell), how)
+    return Ceiling(label, effective_gbps * _positive("flop_per_cell", work.flop_per_cell)
+                   / _positive("bytes_per_cell", work.bytes_per_cell), how)
 
 
-def intensity(flop_per_cell: float = FLOP_PER_CELL_2D, sweeps_per_pass: float = 1,
-              bytes_per_cell: float = BYTES_PER_CELL) -> float:
-    """Useful FLOP per compulsory DRAM byte of a design that applies sweeps_per_pass sweeps per pass."""
-    return (_positive("flop_per_cell", flop_per_cell) * _positive("sweeps_per_pass", sweeps_per_pass)
-            / _positive("bytes_per_cell", bytes_per_cell))
+def intensity(work: CellWork, sweeps_per_pass: float = 1) -> float:
+    """Useful FLOP per compulsory DRAM byte of a design that applies sweeps_per_pass sweeps of
+    `work` per pass."""
+    return (_positive("flop_per_cell", work.flop_per_cell) * _positive("sweeps_per_pass", sweeps_per_pass)
+            / _positive("bytes_per_cell", work.bytes_per_cell))
 
 
-def point_from_gbps(label: str, gbps: float, flop_per_cell: float = FLOP_PER_CELL_2D,
-                    sweeps_per_pass: float = 1, bytes_per_cell: float = BYTES_PER_CELL,
+def point_from_gbps(label: str, gbps: float, work: CellWork, sweeps_per_pass: float = 1,
                     ratio: float | None = None) -> RooflinePoint:
     """A point from an effective bandwidth as the grader computes it (compulsory bytes of every sweep
-    / time): the useful GFLOP/s are gbps x flop_per_cell / bytes_per_cell.  ratio: gbps over the
-    copy bandwidth of the same run, when known (RooflinePoint)."""
+    / time): the useful GFLOP/s are gbps x flop_per_cell / bytes_per_cell of `work`.  ratio: gbps over
+    the copy bandwidth of the same run, when known (RooflinePoint)."""
     _positive("gbps", gbps)
-    return RooflinePoint(label, intensity(flop_per_cell, sweeps_per_pass, bytes_per_cell),
-                         gbps * flop_per_cell / bytes_per_cell, ratio, int(sweeps_per_pass))
+    return RooflinePoint(label, intensity(work, sweeps_per_pass),
+                         gbps * work.flop_per_cell / work.bytes_per_cell, ratio, int(sweeps_per_pass))
 
 
-def point_from_bench(label: str, data: dict, flop_per_cell: float = FLOP_PER_CELL_2D,
-                     sweeps_per_pass: float = 1) -> RooflinePoint:
+def point_from_bench(label: str, data: dict, work: CellWork, sweeps_per_pass: float = 1) -> RooflinePoint:
     """A point from a bench JSON (grader/README.md): cells nx*ny*nz, `steps` sweeps per call,
     ms_median per call.  sweeps_per_pass: how many of the sweeps the kernel fuses per pass over
-    memory (1 for labs 1 to 4; lab 8's reference: 8)."""
+    memory (1 for labs 1 to 4; lab 8's reference: its K)."""
     cells = int(data["nx"]) * int(data["ny"]) * int(data.get("nz", 1))
     steps = int(data.get("steps", 1))
     seconds = _positive("ms_median", data["ms_median"]) / 1e3
-    gflops = flop_per_cell * cells * steps / seconds / 1e9
-    return RooflinePoint(label, intensity(flop_per_cell, sweeps_per_pass), gflops)
+    gflops = work.flop_per_cell * cells * steps / seconds / 1e9
+    return RooflinePoint(label, intensity(work, sweeps_per_pass), gflops)
 
 
 def _check_ceilings(ceilings: Iterable[Ceiling], peak_gflops: float) -> tuple[Ceiling, ...]:
@@ -432,12 +436,6 @@ def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
 
 # ---------------------------------------------------------------- a student's own kernel
 
-#: Useful FLOP per cell of each problem kind's update (lab.json "api", grader/kinds.json); a kind
-#: with several launchers doing different work (lab 7) or none stated is not placed.
-FLOP_PER_CELL = {k.api: k.launchers[0].flop_per_cell for k in kinds.load().values()
-                 if len(k.launchers) == 1 and k.launchers[0].flop_per_cell}
-
-
 def max_sm_clock_mhz() -> float | None:
     """The GPU's maximum SM clock from nvidia-smi, or None when it cannot be read."""
     import subprocess
@@ -449,17 +447,20 @@ def max_sm_clock_mhz() -> float | None:
         return None
 
 
-def lab_roofline(api: str, bench: dict | None, path: str | Path) -> str | None:
-    """A student's kernel on the roofline of the GPU it ran on, from the lab's bench JSON: placed
-    at one sweep per pass (a kernel that fuses sweeps, lab 8, shows up above the memory roof there,
-    which is the point: it moves fewer bytes than one pass per sweep).  Returns what was written,
-    or None when there is nothing to draw (no figures, lab 7, no matplotlib, unknown clock)."""
-    if not bench or not bench.get("output_ok") or api not in FLOP_PER_CELL or not bench.get("sm_count"):
+def lab_roofline(kind: "Kind", bench: dict | None, path: str | Path) -> str | None:
+    """A student's kernel on the roofline of the GPU it ran on, from the lab's bench JSON and its
+    problem kind (labspec.LabSpec.kind): placed at one sweep per pass (a kernel that fuses sweeps,
+    lab 8, shows up above the memory roof there, which is the point: it moves fewer bytes than one
+    pass per sweep).  Returns what was written, or None when there is nothing to draw (no figures,
+    a kind with several launchers doing different work (lab 7) or no FLOP stated, no matplotlib,
+    unknown clock)."""
+    single = kind.launchers[0] if len(kind.launchers) == 1 and kind.launchers[0].flop_per_cell else None
+    if not bench or not bench.get("output_ok") or single is None or not bench.get("sm_count"):
         return None
     clock = max_sm_clock_mhz()
     if not clock or _pyplot() is None:
         return None
-    point = point_from_gbps("your kernel", bench["gbps"], FLOP_PER_CELL[api])
+    point = point_from_gbps("your kernel", bench["gbps"], single)
     peak = peak_fp32_gflops(int(bench["sm_count"]), clock)
     roofline([point], bench.get("device", "GPU"), bench["copy_gbps"], peak, path)
     return str(path)

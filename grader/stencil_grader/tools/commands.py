@@ -126,8 +126,10 @@ def cmd_tour(args) -> int:
 def cmd_calibrate(args) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
+    from .calibrate import calibrate
+
     try:
-        for line in tour.calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
+        for line in calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
             print(line)
     except tour.TourError as err:
         print(f"grade.py calibrate: {err}", file=sys.stderr)
@@ -136,19 +138,24 @@ def cmd_calibrate(args) -> int:
 
 
 def _record(command: str, make, out: Path, rows_are: str) -> int:
-    """Write the record make() returns to out and say so; a TourError is the command's one-line refusal."""
+    """Write the record make() returns to out and say so; a RecordError is the command's one-line refusal."""
+    from . import records
+
     try:
         record = make()
-    except tour.TourError as err:
+    except records.RecordError as err:
         print(f"grade.py {command}: {err}", file=sys.stderr)
         return EXIT_NOT_FULL
-    path = tour.write_record(record, out)
+    path = records.write_record(record, out)
     print(f"wrote {path}: {len(record['rows'])} {rows_are} on {record['device']['name']}, {record['date']}")
     return EXIT_FULL
 
 
 def cmd_record_check(args) -> int:
-    return _record("record-check", lambda: tour.record_check(tour.collect_reports(args.impl)), args.out, "labs")
+    from . import records
+
+    return _record("record-check", lambda: records.record_check(records.collect_reports(args.impl)), args.out,
+                   "labs")
 
 
 def cmd_record_profile(args) -> int:
@@ -213,18 +220,20 @@ def cmd_solve(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from . import tune
+    from . import tuning             # what lab.mk asks on every build of a reference: kept light
 
     try:
         if args.print_defines:
-            print(tune.print_defines(args.print_defines))
+            print(tuning.print_defines(args.print_defines))
             return EXIT_FULL
         if args.draw:
+            from .tuneplot import draw_devices
             if not args.devices or not args.out:
                 raise UsageError("--draw needs --devices 'GPU A;GPU B' and --out PNG")
             devices = [d.strip() for d in args.devices.split(";") if d.strip()]
-            print(f"wrote {tune.draw_devices(args.draw, devices, args.out)}")
+            print(f"wrote {draw_devices(args.draw, devices, args.out)}")
             return EXIT_FULL
+        from . import tune
         if args.jobs is not None and args.jobs < 1:
             raise UsageError("--jobs must be at least 1")
         min_gain = tune.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
@@ -235,9 +244,9 @@ def cmd_tune(args) -> int:
         if args.space:
             if not labs or len(labs) != 1:
                 raise UsageError("--space needs exactly one --lab")
-            space = tune.load_space_file(args.space, tune.find_lab(labs[0]))
+            space = tuning.load_space_file(args.space, tuning.find_lab(labs[0]))
         plot_dir = args.plot_dir or (tune.KIT_ROOT / "build" / "tune")
-        chosen = [tune.find_lab(n) for n in labs] if labs else tune.tunable_labs()
+        chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
         if not chosen:
             raise UsageError("no lab has a tune.json")
         sweeps = [tune.prepare_lab(d, args.seed, min_gain, space) for d in chosen]
@@ -249,6 +258,6 @@ def cmd_tune(args) -> int:
             if sweep.best is None:
                 status = EXIT_NOT_FULL
         return status
-    except tune.TuneError as err:
+    except tuning.TuneError as err:
         print(f"grade.py tune: {err}", file=sys.stderr)
         return EXIT_NOT_FULL

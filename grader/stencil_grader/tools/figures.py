@@ -11,7 +11,7 @@ handouts/data/SLUG/ (SLUG names a GPU, e.g. h100, h200) written by the kit itsel
     handouts/data/SLUG/check.json      grade.py record-check FILE       (after make check)
     handouts/data/SLUG/calibrate.json  grade.py calibrate --json FILE   (make calibrate)
 
-tools/tour.py (RECORD_FORMAT) documents what a record holds.  `make record SLUG=h100` on a GPU
+tools/records.py (RECORD_FORMAT) documents what a record holds.  `make record SLUG=h100` on a GPU
 writes the first two (calibrate.json only comes from a calibration), then `grade.py figures`
 rewrites the text.  handouts/data/README.md is the instructor's guide to all this.
 
@@ -49,7 +49,7 @@ A single figure in prose or in a hand-made table:
                                                                         variants of every lab
 
 SOURCE is SLUG/RECORD (handouts/data/SLUG/RECORD.json), lab/NN or tune/NN.  ROW is a row's id ("NN/impl",
-tour.row_id); without ROW the field is the record's own (device.name, date, copy_gbps, ...).
+records.row_id); without ROW the field is the record's own (device.name, date, copy_gbps, ...).
 FIELD is a dotted path, optionally preceded by `N/` (N divided by the figure) and followed by
 factors `*N` or `/N` applied in order.  FORMAT is a Python format specification (`.3f`, `,.0f`,
 `d`); without one, DEFAULT_FORMATS decides by the field's last name, and strings are written as
@@ -81,7 +81,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from .figtables import provenance, tour_table  # noqa: F401  (provenance: part of this module's interface)
-from .tune import tuning_path
+from .tuning import tuning_path
 from .recordings import (DATA_DIR, MISSING_TEXT, RECORD_KINDS, FiguresError, Record, Recordings,  # noqa: F401
                          consistency, lab_json as _lab_json, load_recordings, shown as _shown,
                          validate_record)

@@ -26,6 +26,7 @@ from .. import KIT_ROOT
 from ..base import labspec
 from ..grading import html, plot
 from .figures import DATA_DIR, load_recordings
+from . import tuning
 from .tour import TourRow, draw
 
 IMG_DIR = KIT_ROOT / "handouts" / "img"
@@ -41,7 +42,7 @@ class PictureError(RuntimeError):
 
 
 def tour_rows(record: dict) -> list[TourRow]:
-    """The rows of a recorded tour (tools/tour.py RECORD_FORMAT) as the tour timed them."""
+    """The rows of a recorded tour (tools/records.py RECORD_FORMAT) as the tour timed them."""
     parts = {p["id"]: p.get("title", p["id"]) for p in record.get("parts") or []}
     return [TourRow(r["lab"], r["impl"], r["kernel"], r["ms_per_sweep"], r["gbps"], r["copy_gbps"], r["ratio"],
                     r.get("step_speedup"), r.get("cumulative_speedup"), parts.get(r.get("part"), ""),
@@ -63,7 +64,24 @@ def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> 
     title = f"{device['name']}: make tour of {record['date']}"
     return draw(tour_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
                 clock_mhz=float(device["sm_clock_max_mhz"]), roofline_path=Path(img_dir) / f"roofline-{slug}.png",
-                title=title)
+                title=title, params_of=recorded_parameters(device["name"]))
+
+
+def recorded_parameters(device: str):
+    """params_of(lab, impl) for a recorded tour (tour.draw): a reference's TUNE_ parameters as a build
+    on `device` takes them (its source's defaults, replaced by that GPU's tuning file, as lab.mk
+    passes them); None (unknown) for any other row or where they cannot be read."""
+    def params_of(lab: str, impl: str) -> dict | None:
+        if impl != "reference":
+            return None
+        lab_dir = KIT_ROOT / "labs" / lab
+        try:
+            params = tuning.source_defaults(tuning.reference_source(lab_dir))
+            params.update(tuning.tuned_parameters(lab_dir, device))
+        except (tuning.TuneError, OSError):
+            return None
+        return params
+    return params_of
 
 
 def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:

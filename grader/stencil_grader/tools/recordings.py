@@ -1,5 +1,5 @@
 """The recorded runs the handouts' figures come from: handouts/data/SLUG/KIND.json, read and
-validated (tools/tour.py RECORD_FORMAT says what a record holds; handouts/data/README.md is the
+validated (tools/records.py RECORD_FORMAT says what a record holds; handouts/data/README.md is the
 instructor's guide).
 
     load_recordings(root) -> Recordings     every record, by (slug, kind); FiguresError on any problem
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base.files import display_path as shown
-from .tour import RECORD_FORMAT
+from .records import RECORD_FORMAT
 
 #: Where the recorded runs live: one folder per GPU (its slug), one file per record kind.
 DATA_DIR = KIT_ROOT / "handouts" / "data"

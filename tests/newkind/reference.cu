@@ -1,4 +1,4 @@
-/* The worked example's student file (tests/newkind/): one thread per cell, straight from
+/* The worked example's reference (tests/newkind/): one thread per cell, straight from
  * global memory, the products summed in stencil_lab.h's order. */
 #include <cuda_runtime.h>
 

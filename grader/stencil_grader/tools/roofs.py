@@ -1,0 +1,127 @@
+"""The ceilings that the tour's roofline draws under its roof (tools/tour.py, grading/plot.py): the
+fp32 peak without fused multiply-adds, which bounds lab 8's update (every product and sum rounded on
+its own), and the rate ceilings of DESIGN_COUNTS, what one design's hot loop costs per cell update
+of one resource (instruction issue, shared-memory accesses), counted once by hand.  A count holds
+for the build it was made from, so its ceiling is drawn only where the tour timed that build (the
+TUNE_ parameters the build was compiled with, tour.built_parameters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import KIT_ROOT
+from ..base import labspec
+from ..grading import plot
+
+
+def strip_redundancy(K: int, VEC: int, SEG: int, **_ignored) -> float:
+    """Cell updates per useful one of lab 8's reference (its kernel's header): a warp's strip is
+    32 VEC columns with H = VEC x ceil(K / VEC) halo columns on each side, so it stores 32 VEC - 2H;
+    a segment of SEG stored rows computes SEG + 2K.  R = 32 VEC / (32 VEC - 2H) x (SEG + 2K) / SEG
+    (K = 8, VEC = 4, SEG = 128: 128/112 x 144/128 = 1.29)."""
+    strip = 32 * VEC
+    halo = -(-K // VEC) * VEC
+    if strip <= 2 * halo or SEG < 1:
+        raise ValueError(f"K={K}, VEC={VEC}, SEG={SEG}: a strip of {strip} columns stores none")
+    return strip / (strip - 2 * halo) * (SEG + 2 * K) / SEG
+
+
+def tile_redundancy(K: int, tx: int, ty: int) -> float:
+    """Cell updates per useful one of an overlapped tile (handouts/08-temporal-blocking.md, "Design 1"):
+    sweep s of K computes (tx + 2(K-s)) x (ty + 2(K-s)) cells for tx x ty useful ones, so
+    R = 1 + (K-1)(tx + ty)/(tx ty) + 2(K-1)(2K-1)/(3 tx ty)  (128 x 64 at K = 8: 1.173)."""
+    return 1 + (K - 1) * (tx + ty) / (tx * ty) + 2 * (K - 1) * (2 * K - 1) / (3 * tx * ty)
+
+
+@dataclass(frozen=True)
+class DesignCount:
+    """What one design's hot loop costs per cell update of one resource, counted once, and the
+    ceiling that sets on the roofline (plot.rate_ceiling_gflops):
+
+        SMs x per_sm_per_clock x clock / (per_update x redundancy) useful updates per second
+
+    row: the tour row (records.row_id) of the kernel counted; params: the TUNE_ parameters of the
+    build that was counted (the build the tour timed must have been compiled with them for the
+    ceiling to be drawn), None for a kernel without parameters."""
+
+    row: str
+    label: str
+    unit: str                   # what is counted: "instructions", "shared-memory accesses"
+    per_update: float
+    per_sm_per_clock: int
+    redundancy: float
+    params: dict | None
+    source: str
+
+
+#: The one place of the design counts that the tour's roofline draws as ceilings (2D, 9 FLOP per
+#: update).  Lab 8's handout ("The roofs") and answer key derive them; the counts are development
+#: notes, made once by hand, and must be made again when the kernel changes.
+DESIGN_COUNTS = (
+    DesignCount(
+        "08/reference", "instruction issue, lab 8 reference", "instructions",
+        per_update=732 / 64, per_sm_per_clock=plot.ISSUE_PER_SM_PER_CLOCK,
+        redundancy=strip_redundancy(K=8, VEC=4, SEG=128),
+        params={"K": 8, "VEC": 4, "SEG": 128, "WARPS": 2, "OCC": 16, "AHEAD": 3},
+        source="nvdisasm of the sm_90 build (CUDA 13.0) of reference/08-temporal-blocking/kernel.cu with "
+               "these parameters (an H100, 2026-11-25, a development note): the interior loop issues 732 "
+               "instructions per two rows of a thread, 64 cell updates (576 FMUL and FADD, 32 SHFL, 31 MOV, "
+               "8 LDS, loop and addresses), 11.4 per update; times 1.29 updates per useful one "
+               "(strip_redundancy)"),
+    DesignCount(
+        "08/good_overlapped_tile", "shared memory, overlapped tile", "shared-memory accesses",
+        per_update=6, per_sm_per_clock=plot.SHARED_ACCESSES_PER_SM_PER_CLOCK,
+        redundancy=tile_redundancy(8, 128, 64), params=None,
+        source="its source: 5 operand loads and 1 store of 4 bytes in shared memory per update, a 128 x 64 "
+               "tile at K = 8 (tile_redundancy: 1.17 updates per useful one); conflict-free at best"),
+)
+
+
+def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
+                      params_of=None) -> tuple[list[plot.Ceiling], list[str]]:
+    """The dashed ceilings of the tour's roofline, and a note for each one left out:
+
+    - with any 2D row (2D 5-point, 9 FLOP per update): the fp32 peak without fused multiply-adds
+      (plot.peak_fp32_no_fma_gflops), lab 8's roof: its update rounds every product and sum;
+    - for each DESIGN_COUNTS entry whose row is in the tour: its rate ceiling, when the build timed
+      is the one counted (params_of(lab, impl) equals the count's params; a tuning file that
+      chose others leaves it out, with a note).
+    rows: the tour's rows (tour.TourRow: id, lab, part, part_id).  Each ceiling is in useful GFLOP/s
+    (plot.Ceiling), its `how` the arithmetic that gave it; sm_count and clock_mhz (the maximum SM
+    clock, MHz) as for plot.peak_fp32_gflops.  params_of(lab, impl): the TUNE_ parameters of the
+    build the tour timed (tour.built_parameters; None, or no params_of: unknown)."""
+    ceilings: list[plot.Ceiling] = []
+    notes: list[str] = []
+    two_d = [r for r in rows if r.part_id != "3d" and not r.part.startswith("3D")]
+    if not two_d:
+        return ceilings, notes
+    ceilings.append(plot.Ceiling(
+        "fp32 without FMA (2D)", plot.peak_fp32_no_fma_gflops(sm_count, clock_mhz),
+        f"half the FMA peak: {sm_count} SMs x {plot.FP32_LANES_PER_SM} lanes x 1 FLOP x {clock_mhz:.0f} MHz; "
+        "lab 8 rounds every product and sum (__fmul_rn, __fadd_rn)"))
+    timed = {r.id: r for r in two_d}
+    for count in DESIGN_COUNTS:
+        row = timed.get(count.row)
+        if row is None:
+            continue
+        if count.params is not None:
+            used = params_of(row.lab, row.impl) if params_of else None
+            if used != count.params:
+                notes.append(f"(no {count.label} ceiling: its count holds for the build "
+                             f"{_params_text(count.params)}, this tour built "
+                             f"{_params_text(used) if used else 'unknown parameters'})")
+                continue
+        per_useful = count.per_update * count.redundancy
+        work = labspec.load(KIT_ROOT / "labs" / row.lab / "lab.json").kind.launchers[0]
+        gflops = plot.rate_ceiling_gflops(sm_count, clock_mhz, count.per_sm_per_clock, per_useful, work.flop_per_cell)
+        ceilings.append(plot.Ceiling(
+            count.label, gflops,
+            f"{sm_count} SMs x {count.per_sm_per_clock} {count.unit} per clock x {clock_mhz:.0f} MHz / "
+            f"({count.per_update:.1f} per update x {count.redundancy:.2f} updates per useful one); "
+            f"{gflops * work.bytes_per_cell / work.flop_per_cell:,.0f} GB/s effective"))
+    return ceilings, notes
+
+
+def _params_text(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())

@@ -1,0 +1,381 @@
+"""A lab's tuning: the bounds of its parameter sweep (labs/NN-slug/tune.json), the results kept per
+GPU (labs/NN-slug/tuning/<device-slug>.json) and what a reference's build takes from them.
+
+Each reference declares its compile-time parameters with defaults, one block each:
+
+    #ifndef TUNE_K
+    #define TUNE_K 8          /* sweeps per pass at most */
+    #endif
+
+and each lab that can be tuned states the bounds of its sweep in labs/NN-slug/tune.json:
+
+    {
+      "about": "what the sweep varies, and why these values",
+      "parameters": {"K": [4, 8], "VEC": [4, 8], "SEG": [64, 128, 256]},
+      "constraints": ["(2 * VEC * K + 64) * OCC <= 2048"],
+      "plot": {"x": "SEG", "y": "VEC"}
+    }
+
+A parameter NAME is the macro TUNE_NAME of the lab's reference/NN-slug/kernel.cu; its
+values are integers.  The candidates are every combination of the values for which every
+constraint holds (integer arithmetic: + - * // % ( ), comparisons, and, or, not, min,
+max), plus the file's own defaults.  "plot" names the two parameters of the heat map
+(x and y; each cell shows the best variant over the other parameters); without it the
+sweep is drawn as bars, one per variant.
+
+A sweep (tools/tune.py) writes its best variant, with every variant's figures, to
+
+    labs/NN-slug/tuning/<device-slug>.json     (device_slug("NVIDIA H100 80GB HBM3") =
+                                                "nvidia-h100-80gb-hbm3")
+
+which the reference's builds then use on that GPU: lab.mk asks `grade.py tune
+--print-defines LAB` for KERNEL_DEFINES whenever IMPL=reference and KERNEL_DEFINES is not
+given (make check of the reference, make tour, make calibrate).  A GPU without a tuning
+file gets the defaults of the source.  What a build was compiled with is recorded in its
+BUILD_DIR/flags.stamp (lab.mk): built_parameters reads it back.
+
+The tuning file:
+
+    {"lab": ..., "device": ..., "date": "YYYY-MM-DD", "seed": N, "nvcc": "release ...",
+     # (the figures below are an example)
+     "best": {"K": 8, ...},                    # what the reference's builds use
+     "default": {"K": 8, ...},                 # the source's defaults when measured
+     "best_ratio": 3.6, "default_ratio": 3.4,  # fractions of the copy bandwidth
+     "min_gain": 0.02,
+     "variants": [{"params": {...}, "status": "ok", "ratio": ..., "gbps": ..., "ms": ...,
+                   "copy_gbps": ..., "registers": ..., "spill_bytes": ..., "message": ""}, ...]}
+
+registers and spill_bytes: the most of any kernel of the build (ptxas), per thread.
+
+Units: gbps and copy_gbps in GB/s (1 GB = 1e9 bytes, the bench's), ms the bench's median
+milliseconds per call, ratio = gbps / copy_gbps.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+
+from .. import KIT_ROOT
+from ..base import gpus, labspec
+from ..base.files import read_json
+from ..grading import build
+
+TUNE_FILE = "tune.json"
+TUNING_DIR = "tuning"
+DEFINE_PREFIX = "TUNE_"
+
+_DEFAULT_RE = re.compile(r"^[ \t]*#[ \t]*ifndef[ \t]+(" + DEFINE_PREFIX + r"\w+)[ \t]*\n"
+                         r"[ \t]*#[ \t]*define[ \t]+\1[ \t]+(-?\d+)\b", re.MULTILINE)
+#: A -DTUNE_NAME=VALUE word of the KERNEL_DEFINES that lab.mk records in BUILD_DIR/flags.stamp.
+_BUILT_RE = re.compile(r"(?<!\S)-D" + DEFINE_PREFIX + r"([A-Z][A-Z0-9_]*)=(-?\d+)(?!\S)")
+
+
+class TuneError(RuntimeError):
+    """A sweep could not be set up or measured: a malformed tune.json or tuning file, a
+    reference without the declared defaults, no GPU, or defaults that fail their own lab."""
+
+
+# ---- the sweep's bounds: tune.json --------------------------------------------------------
+
+
+@dataclass
+class TuneSpace:
+    """A lab's tune.json: parameter names (macro TUNE_<name>) with candidate values, the
+    constraints between them (expressions, see module docstring), the heat map's axes."""
+
+    lab_dir: Path
+    parameters: dict[str, list[int]]
+    constraints: list[str] = field(default_factory=list)
+    plot_x: str | None = None
+    plot_y: str | None = None
+    about: str = ""
+
+    @property
+    def lab(self) -> str:
+        return self.lab_dir.name
+
+
+def load_space(lab_dir: Path) -> TuneSpace | None:
+    """LAB_DIR/tune.json as a TuneSpace, None when the lab has none (load_space_file)."""
+    path = Path(lab_dir) / TUNE_FILE
+    return load_space_file(path, lab_dir) if path.is_file() else None
+
+
+def load_space_file(path: Path, lab_dir: Path) -> TuneSpace:
+    """A tune.json (the lab's, or another with --space) as LAB_DIR's TuneSpace.
+
+    Raises TuneError naming the file and the key that is wrong (unknown keys, a parameter
+    name that is not an identifier, values that are not distinct integers, a constraint
+    that does not parse or names an unknown parameter, plot axes that are not parameters).
+    """
+    path = Path(path)
+    shown = labspec.display_path(path)
+    raw = read_json(path, TuneError)
+    if not isinstance(raw, dict):
+        raise TuneError(f"{shown}: the file holds {type(raw).__name__}; expected an object")
+    unknown = set(raw) - {"about", "parameters", "constraints", "plot"}
+    if unknown:
+        raise TuneError(f"{shown}: unknown keys {sorted(unknown)}; allowed: about, parameters, "
+                        "constraints, plot")
+    params = raw.get("parameters")
+    if not isinstance(params, dict) or not params:
+        raise TuneError(f"{shown}: \"parameters\" must be an object of NAME: [values], not empty")
+    parameters: dict[str, list[int]] = {}
+    for name, values in params.items():
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            raise TuneError(f"{shown}: parameter {name!r}: a name is upper case, digits and _ "
+                            f"(the macro is {DEFINE_PREFIX}<name>)")
+        if (not isinstance(values, list) or not values
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+                or len(set(values)) != len(values)):
+            raise TuneError(f"{shown}: parameters.{name}: expected a list of distinct integers, "
+                            f"got {values!r}")
+        parameters[name] = list(values)
+    constraints = raw.get("constraints", [])
+    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
+        raise TuneError(f"{shown}: \"constraints\" must be a list of strings")
+    for text in constraints:
+        try:
+            names = _names(_parse(text))
+        except (SyntaxError, ValueError) as err:
+            raise TuneError(f"{shown}: constraint {text!r}: {err}") from None
+        unknown_names = names - set(parameters) - set(_FUNCTIONS)
+        if unknown_names:
+            raise TuneError(f"{shown}: constraint {text!r} names {sorted(unknown_names)}, "
+                            f"which are not parameters ({', '.join(parameters)})")
+    plot = raw.get("plot", {})
+    if not isinstance(plot, dict) or set(plot) - {"x", "y"}:
+        raise TuneError(f"{shown}: \"plot\" must be an object with keys x and y")
+    for axis in ("x", "y"):
+        if axis in plot and plot[axis] not in parameters:
+            raise TuneError(f"{shown}: plot.{axis} = {plot[axis]!r} is not a parameter "
+                            f"({', '.join(parameters)})")
+    about = raw.get("about", "")
+    if not isinstance(about, str):
+        raise TuneError(f"{shown}: \"about\" must be a string")
+    return TuneSpace(Path(lab_dir), parameters, list(constraints), plot.get("x"), plot.get("y"), about)
+
+
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd, ast.Not,
+              ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_FUNCTIONS = {"min": min, "max": max}
+
+
+def _parse(text: str) -> ast.Expression:
+    """The constraint as a checked AST: only integers, parameter names, min/max and the
+    operators of _OPERATORS.  Raises SyntaxError or ValueError naming what is not allowed."""
+    tree = ast.parse(text, mode="eval")
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare,
+                             ast.Name, ast.Load, ast.Call)):
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                                   and node.func.id in _FUNCTIONS and not node.keywords):
+                raise ValueError("the only calls allowed are min(...) and max(...)")
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            continue
+        if isinstance(node, _OPERATORS):
+            continue
+        raise ValueError(f"{type(node).__name__} is not allowed (integers, parameter names, "
+                         "+ - * // % ( ), comparisons, and, or, not, min, max)")
+    return tree
+
+
+def _names(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def evaluate(text: str, values: dict[str, int]) -> bool:
+    """Whether constraint `text` holds for `values` (parameter name -> integer).
+
+    >>> evaluate("2 * VEC * K <= 128 and K % 2 == 0", {"VEC": 4, "K": 8})
+    True
+    Raises ValueError for a name without a value or a division by zero.
+    """
+    def ev(node):
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in values:
+                raise ValueError(f"{node.id} has no value")
+            return values[node.id]
+        if isinstance(node, ast.BoolOp):
+            results = (ev(v) for v in node.values)
+            return all(results) if isinstance(node.op, ast.And) else any(results)
+        if isinstance(node, ast.UnaryOp):
+            x = ev(node.operand)
+            return not x if isinstance(node.op, ast.Not) else (-x if isinstance(node.op, ast.USub) else +x)
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0:
+                raise ValueError(f"division by zero in {text!r}")
+            return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                    ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b}[type(node.op)]()
+        if isinstance(node, ast.Compare):
+            left = ev(node.left)
+            for op, right_node in zip(node.ops, node.comparators):
+                right = ev(right_node)
+                ok = {ast.Eq: left == right, ast.NotEq: left != right, ast.Lt: left < right,
+                      ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}[type(op)]
+                if not ok:
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.Call):
+            return _FUNCTIONS[node.func.id](*(ev(a) for a in node.args))
+        raise ValueError(f"cannot evaluate {type(node).__name__}")
+
+    return bool(ev(_parse(text)))
+
+
+def source_defaults(src: Path) -> dict[str, int]:
+    """The TUNE_ defaults a kernel.cu declares: {"K": 8, ...} from each
+    `#ifndef TUNE_K` directly followed by `#define TUNE_K 8` (integer values only)."""
+    text = Path(src).read_text(errors="replace")
+    return {m.group(1)[len(DEFINE_PREFIX):]: int(m.group(2)) for m in _DEFAULT_RE.finditer(text)}
+
+
+def reference_source(lab_dir: Path) -> Path:
+    return build.impl_source(Path(lab_dir).name, "reference", Path(lab_dir).parents[1])
+
+
+def candidates(space: TuneSpace, defaults: dict[str, int]) -> list[dict[str, int]]:
+    """Every combination of the values that satisfies every constraint, the defaults first
+    (whether or not they satisfy the constraints: they are the baseline).  Raises TuneError
+    when the source lacks a default for a parameter of tune.json."""
+    missing = [p for p in space.parameters if p not in defaults]
+    if missing:
+        raise TuneError(f"{labspec.display_path(reference_source(space.lab_dir))} declares no default "
+                        f"for {', '.join(DEFINE_PREFIX + p for p in missing)} (an `#ifndef "
+                        f"{DEFINE_PREFIX}{missing[0]}` / `#define {DEFINE_PREFIX}{missing[0]} <value>` block)")
+    base = {p: defaults[p] for p in space.parameters}
+    found = [base]
+    names = list(space.parameters)
+    for combo in product(*(space.parameters[p] for p in names)):
+        values = dict(zip(names, combo))
+        if values != base and all(evaluate(c, values) for c in space.constraints):
+            found.append(values)
+    return found
+
+
+# ---- where the results go: tuning/<device>.json ------------------------------------------
+
+
+def device_slug(device: str) -> str:
+    """A file name for a GPU: lower case, runs of other characters as one '-'.
+    'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3'."""
+    slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
+    if not slug:
+        raise TuneError(f"the device name {device!r} gives no file name")
+    return slug
+
+
+def tuning_path(lab_dir: Path, device: str) -> Path:
+    return Path(lab_dir) / TUNING_DIR / f"{device_slug(device)}.json"
+
+
+def load_tuning(lab_dir: Path, device: str) -> dict | None:
+    """The tuning file of this lab and GPU, None when there is none.  Raises TuneError
+    for a file that is not JSON or whose "best" is not an object of integers."""
+    path = tuning_path(lab_dir, device)
+    if not path.is_file():
+        return None
+    shown = labspec.display_path(path)
+    data = read_json(path, TuneError)
+    best = data.get("best") if isinstance(data, dict) else None
+    if not isinstance(best, dict) or not all(
+            isinstance(k, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", k) and isinstance(v, int)
+            and not isinstance(v, bool) for k, v in best.items()):
+        raise TuneError(f"{shown}: \"best\" must be an object of NAME: integer")
+    return data
+
+
+def tuned_parameters(lab_dir: Path, device: str | None) -> dict[str, int]:
+    """The parameters the reference of LAB_DIR is built with on `device`: the tuning file's
+    "best", checked against the source's defaults (a name the source no longer declares
+    raises TuneError: the file is stale); {} without a device or a tuning file."""
+    if not device:
+        return {}
+    data = load_tuning(lab_dir, device)
+    if data is None:
+        return {}
+    declared = source_defaults(reference_source(lab_dir))
+    stale = [k for k in data["best"] if k not in declared]
+    if stale:
+        raise TuneError(f"{labspec.display_path(tuning_path(lab_dir, device))}: "
+                        f"{', '.join(DEFINE_PREFIX + k for k in stale)} no longer declared in "
+                        f"{labspec.display_path(reference_source(lab_dir))}: run make tune again, "
+                        "or delete the file")
+    return dict(data["best"])
+
+
+def as_defines(params: dict[str, int]) -> dict[str, int]:
+    """{"K": 8} -> {"TUNE_K": 8}: the macros of build.build(defines=...)."""
+    return {DEFINE_PREFIX + k: v for k, v in params.items()}
+
+
+def local_device() -> str | None:
+    """The name of the GPU this process would use (nvidia-smi's name of the first GPU that
+    CUDA_VISIBLE_DEVICES lets through, by index or UUID), None without one.  nvidia-smi
+    and the CUDA runtime (the bench's "device") give the same name to the same GPU."""
+    found, _why = gpus.list_gpus()
+    if not found:
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return found[0].name
+    first = visible.split(",")[0].strip()
+    for g in found:
+        if first == str(g.index) or (first and g.uuid.startswith(first)):
+            return g.name
+    return None                                   # "" or "-1": no GPU visible
+
+
+def print_defines(lab: str, kit_root: Path = KIT_ROOT) -> str:
+    """What lab.mk puts in KERNEL_DEFINES for IMPL=reference: '-DTUNE_K=8 ...' from this
+    GPU's tuning file of LAB (a lab directory name, or its number), '' when there is none.
+    Raises TuneError for a lab that does not exist or a broken or stale tuning file."""
+    lab_dir = find_lab(lab, kit_root)
+    return build.kernel_defines(as_defines(tuned_parameters(lab_dir, local_device())))
+
+
+def find_lab(name: str, kit_root: Path = KIT_ROOT) -> Path:
+    """A lab directory from its name ('08-temporal-blocking') or number ('08', '8')."""
+    labs = labspec.discover_labs(kit_root)
+    for lab_dir in labs:
+        number = lab_dir.name.split("-")[0]
+        if name in (lab_dir.name, number) or (name.isdigit() and number.isdigit() and int(name) == int(number)):
+            return lab_dir
+    raise TuneError(f"no lab {name!r} (labs: {', '.join(d.name for d in labs)})")
+
+
+def built_parameters(build_dir: Path, src: Path) -> dict[str, int]:
+    """The TUNE_ parameters the build in BUILD_DIR compiled SRC (its kernel.cu) with: the source's
+    defaults, replaced by the -DTUNE_NAME=VALUE words lab.mk recorded in BUILD_DIR/flags.stamp (the
+    build's KERNEL_DEFINES: a tuning file's, or a sweep variant's).  {} for a source that declares
+    none.  Raises TuneError when the build left no flags.stamp (it did not run)."""
+    stamp = Path(build_dir) / "flags.stamp"
+    try:
+        text = stamp.read_text()
+    except OSError:
+        raise TuneError(f"{labspec.display_path(stamp)} is missing: build first") from None
+    params = source_defaults(src)
+    params.update({name: int(value) for name, value in _BUILT_RE.findall(text)})
+    return params
+
+
+def variant_name(params: dict[str, int], is_default: bool = False) -> str:
+    """'default', or the build folder's name of a variant: 'K8-VEC4-SEG128'."""
+    return "default" if is_default else "-".join(f"{k}{v}" for k, v in params.items())
+
+
+def tunable_labs(kit_root: Path = KIT_ROOT) -> list[Path]:
+    """Every lab directory with a tune.json, in lab order."""
+    return [d for d in labspec.discover_labs(kit_root) if (d / TUNE_FILE).is_file()]
