@@ -208,13 +208,14 @@ def test_nvidia_smi_facts_pick_the_named_gpu(monkeypatch):
     assert tour.nvidia_smi_facts("x") == {"driver": None, "sm_clock_max_mhz": None}   # no nvidia-smi
 
 
-def test_cuda_release_reads_nvcc(monkeypatch):
-    import stencil_grader.grading.symbols as symbols
-    monkeypatch.setattr(symbols, "find_nvcc", lambda: "/opt/nvcc")
-    monkeypatch.setattr(tour, "_run_text", lambda argv, timeout_s=30:
-                        "Cuda compilation tools, release 13.0, V13.0.88\n")
+def test_cuda_release_reads_nvcc(monkeypatch, tmp_path):
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text('#!/bin/sh\necho "Cuda compilation tools, release 13.0, V13.0.88"\n')
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     assert tour.cuda_release() == "13.0"
-    monkeypatch.setattr(symbols, "find_nvcc", lambda: None)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "none"))
     assert tour.cuda_release() is None
 
 
