@@ -40,7 +40,7 @@ test:
 
 # CUDA 12.9 from PyPI's wheels, in a virtual environment under build/cuda12/, for the build matrix
 # (tests/python/test_toolkits.py builds every lab with each toolkit for each architecture of
-# grader/architectures.mk).  Without network the matrix's CUDA 12 tests are skipped, saying why.
+# grader/toolkits.mk).  Without network the matrix's CUDA 12 tests are skipped, saying why.
 cuda12:
 	@bash tests/cuda12-toolkit.sh build/cuda12
 

@@ -43,7 +43,7 @@ CUPTI_LIB := $(patsubst %/libcupti.so,%,$(firstword $(wildcard $(CUDA_HOME)/extr
                $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/lib/libcupti.so $(CUDA_HOME)/targets/*/lib/libcupti.so)))
 
 # The architectures each toolkit supports (ARCHS_CUDA12, ARCHS_CUDA13, ARCHS_NO_GPU).
-include $(KIT)/grader/architectures.mk
+include $(KIT)/grader/toolkits.mk
 
 ifeq ($(origin CUDA_ARCH),undefined)
 CUDA_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null \

@@ -1,7 +1,7 @@
 """The CUDA toolkits and GPU architectures the kit supports (issues 25 and 28).
 
 The build matrix: every lab's starter and reference, the harness and the Check suite, built with
-each CUDA toolkit at hand for every architecture it supports, as grader/architectures.mk lists
+each CUDA toolkit at hand for every architecture it supports, as grader/toolkits.mk lists
 them (the one list; these tests are generated from it).  One nvcc call per file compiles all the
 architectures of a toolkit.  The toolkits:
 
@@ -95,7 +95,7 @@ def _need(tk: Toolkit, nvcc: bool = True):
 
 
 def test_the_list_is_what_the_toolkit_builds():
-    """architectures.mk's list for the machine's toolkit is every sm_ code its nvcc knows, from
+    """toolkits.mk's list for the machine's toolkit is every sm_ code its nvcc knows, from
     the list's first up to 12.0."""
     tested = [tk for tk in TOOLKITS.values() if tk.nvcc]
     if not tested:

@@ -15,8 +15,8 @@ comes from `nvcc --version`, or, for a toolkit folder without nvcc (the CUDA 12 
 CUPTI wheels of PyPI that `make test` installs under build/), from CUDART_VERSION in its
 include/cuda_runtime_api.h.
 
-The architectures: grader/architectures.mk, the one list (lab.mk includes it; architectures()
-reads it here), compute capabilities without the dot (75 = 7.5), per CUDA major release.
+The architectures and drivers: grader/toolkits.mk, the one list (lab.mk includes it;
+architectures() and minimum_driver() read it here), compute capabilities without the dot (75 = 7.5), per CUDA major release.
 
 Standard library only, no import of the kit: this file also runs as a script, before anything
 is built.
@@ -31,8 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: grader/architectures.mk
-ARCHITECTURES_FILE = Path(__file__).resolve().parents[2] / "architectures.mk"
+#: grader/toolkits.mk
+TOOLKITS_FILE = Path(__file__).resolve().parents[2] / "toolkits.mk"
 DEFAULT_HOME = Path("/usr/local/cuda")
 VERSION_TIMEOUT_S = 30.0
 
@@ -102,8 +102,8 @@ def release(nvcc: str | None = None, home: Path | None = None) -> str | None:
     return None
 
 
-def read_architectures(path: Path = ARCHITECTURES_FILE) -> dict[str, list[str]]:
-    """The variables of architectures.mk: {"ARCHS_CUDA12": ["70", ...], ...} (make's `NAME := words`
+def read_architectures(path: Path = TOOLKITS_FILE) -> dict[str, list[str]]:
+    """The variables of toolkits.mk: {"ARCHS_CUDA12": ["70", ...], ...} (make's `NAME := words`
     lines; comments and other lines ignored).  Raises OSError when the file cannot be read."""
     found = {}
     for line in Path(path).read_text().splitlines():
@@ -112,19 +112,30 @@ def read_architectures(path: Path = ARCHITECTURES_FILE) -> dict[str, list[str]]:
     return found
 
 
-def architectures(major: int | str, path: Path = ARCHITECTURES_FILE) -> list[int]:
+def architectures(major: int | str, path: Path = TOOLKITS_FILE) -> list[int]:
     """The compute capabilities (75 = 7.5) the kit supports with CUDA `major`, oldest first;
     [] for a release the file does not list."""
     return [int(a) for a in read_architectures(path).get(f"ARCHS_CUDA{major}", [])]
 
 
-def toolkit_majors(path: Path = ARCHITECTURES_FILE) -> list[int]:
+def toolkit_majors(path: Path = TOOLKITS_FILE) -> list[int]:
     """The CUDA major releases the file lists (12, 13)."""
     return sorted(int(k.removeprefix("ARCHS_CUDA")) for k in read_architectures(path)
                   if re.fullmatch(r"ARCHS_CUDA\d+", k))
 
 
-def minimum_cc(major: int | str, path: Path = ARCHITECTURES_FILE) -> int | None:
+def minimum_driver(major: int | str, path: Path = TOOLKITS_FILE) -> str | None:
+    """The oldest Linux driver that runs what CUDA `major` builds ("580.65.06"), or None."""
+    words = read_architectures(path).get(f"DRIVER_CUDA{major}")
+    return words[0] if words else None
+
+
+def below_note(major: int | str, path: Path = TOOLKITS_FILE) -> str:
+    """Why architectures below CUDA `major`'s oldest are not built (ARCHS_CUDA13_BELOW), or ""."""
+    return " ".join(read_architectures(path).get(f"ARCHS_CUDA{major}_BELOW", []))
+
+
+def minimum_cc(major: int | str, path: Path = TOOLKITS_FILE) -> int | None:
     """The oldest compute capability CUDA `major` builds for (75 for CUDA 13), or None."""
     archs = architectures(major, path)
     return archs[0] if archs else None
