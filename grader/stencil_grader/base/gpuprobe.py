@@ -16,13 +16,13 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Seconds one probe may take (driver initialisation on a large machine takes a few).
 PROBE_TIMEOUT_S = 90.0
 
 #: The probe: a Python program using the CUDA driver API through ctypes.  It prints one JSON
-#: object: {"status": "ok", "uuid", "name", "cc", "driver", "memory_total", "l2_bytes"}, or {"status":
+#: object: {"status": "ok", "uuid", "name", "cc", "driver", "memory_total", "l2_bytes", "limits"}, or {"status":
 #: "no_gpu" | "failed", "message"}.  "no_gpu": no driver, or the driver sees no GPU; "failed": a
 #: GPU is there and a step failed (the message names the call and CUDA's error).  driver: the
 #: CUDA release the driver supports, as cuDriverGetVersion gives it (13000 = 13.0).  Given the
@@ -45,6 +45,9 @@ PTX = b"""
     ret;
 }
 """
+# What the occupancy of a launch depends on (cuda.h's CUdevice_attribute numbers).
+LIMITS = {"sm_count": 16, "threads_per_sm": 39, "smem_per_sm": 81, "registers_per_sm": 82,
+          "blocks_per_sm": 106, "smem_reserved_per_block": 111}
 NO_GPU = {100: "CUDA_ERROR_NO_DEVICE", 34: "CUDA_ERROR_STUB_LIBRARY", 35: "CUDA_ERROR_INSUFFICIENT_DRIVER"}
 
 
@@ -93,9 +96,14 @@ def main():
         total, l2 = ctypes.c_size_t(), ctypes.c_int()
         call("cuDeviceTotalMem_v2", ctypes.byref(total), dev)
         call("cuDeviceGetAttribute", ctypes.byref(l2), 38, dev)         # L2_CACHE_SIZE
+        limits = {}
+        for key, attribute in LIMITS.items():
+            value = ctypes.c_int()
+            call("cuDeviceGetAttribute", ctypes.byref(value), attribute, dev)
+            limits[key] = value.value
         found = {"status": "ok", "uuid": f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}",
                  "name": raw.value.decode(errors="replace"), "cc": f"{cc[0].value}.{cc[1].value}",
-                 "driver": driver.value, "memory_total": total.value, "l2_bytes": l2.value}
+                 "driver": driver.value, "memory_total": total.value, "l2_bytes": l2.value, "limits": limits}
         if sys.argv[1:] == ["quick"]:
             return found
         ctx = ctypes.c_void_p()
@@ -129,7 +137,9 @@ class ProbeResult:
     """What the probe saw.  status: "ok", "no_gpu" (no driver, or no GPU visible) or "failed"
     (a GPU is there and could not be used; message says which call failed).  With "ok":
     the GPU's uuid, name and compute capability cc ("9.0"), driver (the CUDA release the
-    driver supports, 13000 = 13.0), memory_total and l2_bytes (bytes)."""
+    driver supports, 13000 = 13.0), memory_total and l2_bytes (bytes), and limits: what an SM
+    holds (sm_count, threads_per_sm, smem_per_sm and smem_reserved_per_block in bytes,
+    registers_per_sm, blocks_per_sm)."""
 
     status: str
     message: str = ""
@@ -139,6 +149,7 @@ class ProbeResult:
     driver: int = 0
     memory_total: int = 0
     l2_bytes: int = 0
+    limits: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -171,4 +182,5 @@ def probe(uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, quick: bo
         return ProbeResult("failed", f"the probe crashed: {why}")
     return ProbeResult(data.get("status", "failed"), data.get("message", ""), data.get("uuid", ""),
                        data.get("name", ""), data.get("cc", ""), int(data.get("driver") or 0),
-                       int(data.get("memory_total") or 0), int(data.get("l2_bytes") or 0))
+                       int(data.get("memory_total") or 0), int(data.get("l2_bytes") or 0),
+                       dict(data.get("limits") or {}))

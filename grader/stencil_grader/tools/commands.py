@@ -82,6 +82,9 @@ def register(sub) -> None:
     p.add_argument("--from-inputs", type=Path, metavar="FILE",
                    help="analyse a recorded BUILD_DIR/profile-inputs.json again (no GPU, no build)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the diagnosis (profile.json) here")
+    p.add_argument("--no-counters", action="store_true",
+                   help="diagnose without Nsight Compute's counters, from the PTX and the launch audit (what "
+                        "happens anyway where the counters are locked; also STENCIL_PROFILE_COUNTERS=off)")
     p.set_defaults(func=cmd_profile)
 
 
@@ -90,7 +93,7 @@ def cmd_profile(args) -> int:
 
     chosen = args.seed if args.seed is not None else default_seed()
     result = profile.profile_lab(args.lab_dir, args.impl, args.build_dir, chosen, args.arch,
-                                 from_inputs=args.from_inputs)
+                                 from_inputs=args.from_inputs, counters_wanted=not args.no_counters)
     print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
     if args.json and result.result is not None:
         profile.write_json(result.result, args.json)
