@@ -33,6 +33,12 @@ def register(sub) -> None:
     p.add_argument("--impl", default="reference", help="whose reports: the impl make check graded (default reference)")
     p.set_defaults(func=cmd_record_check)
 
+    p = sub.add_parser("record-archs", help="put the check records of builds for other architectures (make check "
+                                            "CUDA_ARCH=compute_75 ...) together as one recorded run")
+    p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/archs.json")
+    p.add_argument("runs", nargs="+", metavar="LABEL=FILE", help="a build's label and its check record")
+    p.set_defaults(func=cmd_record_archs)
+
     p = sub.add_parser("figures", help="rewrite the measured figures of README.md and the handouts from "
                                        "the recorded runs in handouts/data")
     p.add_argument("--check", action="store_true",
@@ -98,6 +104,17 @@ def cmd_profile(args) -> int:
     if args.json and result.result is not None:
         profile.write_json(result.result, args.json)
     return result.exit_code
+
+
+def cmd_record_archs(args) -> int:
+    from . import archs
+
+    try:
+        record = archs.record_archs(archs.read_runs(args.runs))
+    except archs.ArchsError as err:
+        raise UsageError(str(err)) from None
+    print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {tour.write_record(record, args.out)}")
+    return EXIT_FULL
 
 
 def cmd_tour(args) -> int:

@@ -76,7 +76,7 @@ from .tour import RECORD_FORMAT
 
 #: Where the recorded runs live: one folder per GPU (its slug), one file per record kind.
 DATA_DIR = KIT_ROOT / "handouts" / "data"
-RECORD_KINDS = ("tour", "check", "calibrate")
+RECORD_KINDS = ("tour", "check", "calibrate", "archs")
 #: What a figure the provisional recording lacks is rendered as.
 MISSING_TEXT = "not measured"
 
