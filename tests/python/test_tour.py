@@ -321,3 +321,16 @@ def test_calibrate_says_when_the_reference_misses_the_policy(monkeypatch, tmp_pa
     monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: dict(_bench(1.0, gbps=3000.0, copy=3000.0)))
     (line,) = tour.calibrate(runs=1)
     assert "falls SHORT of the targets_policy's target" in line
+
+
+def test_calibrate_lowers_the_generic_table_below_a_new_gpu_s(monkeypatch, tmp_path):
+    """A GPU whose reference reaches less than the generic target brings generic down with it."""
+    (lab1,) = _labs_in(tmp_path, ["01-naive-5pt"])
+    monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab1])
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: dict(
+        _bench(1.0, gbps=900.0, copy=3000.0), device="Slow GPU"))              # ratio 0.3
+    lines = tour.calibrate(runs=1)
+    targets = json.loads((lab1 / "lab.json").read_text())["targets"]
+    assert (targets["Slow GPU"]["floor"], targets["Slow GPU"]["target"]) == (0.15, 0.28)
+    assert (targets["generic"]["floor"], targets["generic"]["target"]) == (0.15, 0.28)
+    assert any("generic lowered to floor 0.15, target 0.28" in line for line in lines)
