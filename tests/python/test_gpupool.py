@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, FAKE_LAB, GOOD_KERNEL, write_script
+from conftest import FAKE_LAB, GOOD_KERNEL, build_fake_libcuda, write_script
 from stencil_grader.base.gpus import Gpu
 from stencil_grader.classes import classgrade, gpupool, worker
 
@@ -264,19 +264,10 @@ def test_gpus_option_picks_by_index_and_refuses_an_unknown_one(gpu_host, monkeyp
 
 # ---------------------------------------------------------------- the probe program, on a fake driver
 
-#: The fake driver, shared with test_preflight.py.
-FAKE_LIBCUDA = (DATA / "fake_libcuda.c").read_text()
-
-
 @pytest.fixture(scope="module")
 def fake_libcuda(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler to build the fake libcuda.so.1")
-    folder = tmp_path_factory.mktemp("fakecuda")
-    (folder / "cuda.c").write_text(FAKE_LIBCUDA)
-    subprocess.run([cc, "-shared", "-fPIC", "-o", folder / "libcuda.so.1", folder / "cuda.c"], check=True)
-    return folder
+    """The fake driver (data/fake_libcuda.c, shared with test_preflight.py)."""
+    return build_fake_libcuda(tmp_path_factory.mktemp("fakecuda"))
 
 
 @pytest.mark.parametrize("mode,status,message", [

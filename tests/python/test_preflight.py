@@ -8,13 +8,12 @@ grade.py itself: exit 2, one line naming what is wrong and the fix, and no build
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import DATA, GRADE_PY, KIT_ROOT, write_script
+from conftest import GRADE_PY, KIT_ROOT, build_fake_libcuda, write_script
 from stencil_grader.base import gpuprobe, gpus, labspec, preflight, toolkit
 
 UUID = "GPU-00112233-4455-6677-8899-aabbccddeeff"       # the fake driver's UUID
@@ -39,11 +38,7 @@ else:
 
 @pytest.fixture(scope="module")
 def fake_driver(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler to build the fake libcuda.so.1")
-    folder = tmp_path_factory.mktemp("fakecuda")
-    subprocess.run([cc, "-shared", "-fPIC", "-o", folder / "libcuda.so.1", DATA / "fake_libcuda.c"], check=True)
+    folder = build_fake_libcuda(tmp_path_factory.mktemp("fakecuda"))
     write_script(folder / "bin" / "nvidia-smi", FAKE_SMI)
     return folder
 

@@ -29,7 +29,6 @@ from ...grading import ptx
 
 Poly = dict  # {(atom, ...): coefficient}: a sum of products of atoms, () the constant term
 
-THREAD_AXES = ("x", "y")
 _SPECIAL = re.compile(r"^%(tid|ntid|ctaid|nctaid)\.([xyz])$")
 _INSTR = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.]*)\s+(.*?);?\s*$")
 _REG = re.compile(r"^%[\w$]+$")

@@ -1,11 +1,5 @@
-"""Nsight Compute: finding ncu, running the lab's bench under it, reading its report back.
-
-The profiled run (grader/README.md, section 8):
-
-    ncu --clock-control none --kernel-name-base mangled --kernel-name regex:^(K1|K2)$
-        --filter-mode per-launch-config --launch-count 1 --section ... --metrics ...
-        --export BUILD_DIR/profile BUILD_DIR/bench --json BUILD_DIR/profile-bench.json
-        --seed N --reps 5 [--no-audit]
+"""Nsight Compute: finding ncu, running the lab's bench under it (the command line is in the
+package docstring), reading its report back.
 
 Only the student's kernels are profiled (named from ptxas.log, so the harness's own kernels,
 fill_random, l2_read, ref_*, count_*, copy_float4, never are), and each distinct launch
