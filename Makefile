@@ -9,7 +9,9 @@
 #                            (and build/tour/path.png, path-roofline.png with matplotlib)
 #   make calibrate           re-derive the performance targets on this GPU
 #   make record SLUG=h100    make tour and make check, recorded in handouts/data/SLUG/ for the figures
-#   make figures             rewrite the handouts' measured figures from handouts/data/ (no GPU)
+#   make figures             rewrite the handouts' measured figures from handouts/data/ and draw
+#                            their diagrams from the labs' constants (no GPU)
+#   make pictures            redraw the handouts' PNG plots from handouts/data/ (matplotlib)
 #   make tune [LAB=NN]       sweep the references' parameters on this GPU; the best goes to
 #                            labs/NN-slug/tuning/<gpu>.json, which the references' builds use
 #   make dist                the student kit (no reference/), as dist/stencil-lab-kit.tar.gz
@@ -25,10 +27,10 @@ IMPL ?= $(if $(wildcard reference/.),reference,starter)
 SUBMISSIONS ?=
 OUT ?= grades
 
-.PHONY: help test test-build test-unit test-python cuda12 grade bench-class tour calibrate record figures dist clean
+.PHONY: help test test-build test-unit test-python cuda12 grade bench-class tour calibrate record figures pictures dist clean
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^#//'
+	@sed -n '3,18p' Makefile | sed 's/^#//'
 	@echo "  labs: $(LABS)"
 	@echo "  in a lab directory: make check [IMPL=starter|reference|DIR] [SEED=N]; make sanitize; make help"
 
@@ -71,7 +73,7 @@ $(UNIT_BIN): tests/unit/check_harness.c grader/harness/*.c grader/include/*.h bu
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -fopenmp -Igrader/include -Ibuild/tests -I$(CUDA_HOME)/include \
 	  $$(pkg-config --cflags check) tests/unit/check_harness.c \
-	  $(addprefix grader/harness/,errors.c random.c stats.c compare.c cpu_reference.c) \
+	  $(addprefix grader/harness/,errors.c random.c stats.c compare.c cpu_reference.c launch_guard.c) \
 	  -o $@ $$(pkg-config --libs check) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(abspath $(CUDA_HOME))/lib64 -lcudart -lm
 
 test-python:
@@ -81,9 +83,16 @@ test-python:
 # ---- grading ----------------------------------------------------------------------------
 include grader/check.mk
 
+# The two folders reach the grader through the environment, so that the shell never parses them
+# (a space or a quote in an instructor's path is taken as it is).  GNU make exits 2 whenever a
+# recipe fails (its manual, "Running make": only 0, 1 with -q, and 2): the grader's own status
+# (1: a lab without a grade; 2: a refusal) is printed on the last line.
+grade: export STENCIL_SUBMISSIONS := $(value SUBMISSIONS)
+grade: export STENCIL_OUT := $(value OUT)
 grade:
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]  (DIR/<student>/<lab>/kernel.cu)"; exit 2; }
-	@$(GRADE) class $(SUBMISSIONS) --out $(OUT)
+	@test -n "$$STENCIL_SUBMISSIONS" || { echo "usage: make grade SUBMISSIONS=DIR [OUT=DIR]  (DIR/<student>/<lab>/kernel.cu)"; exit 2; }
+	@$(GRADE) class "$$STENCIL_SUBMISSIONS" --out "$$STENCIL_OUT" || { status=$$?; \
+	  echo "make grade: grade.py class exited with status $$status (1: some lab has no grade, see summary.txt; 2: refused, see above)" >&2; exit $$status; }
 
 # Class-grading throughput: STUDENTS students made of the known submissions, graded by grade.py class
 # on this host's GPUs (GPUS=all or 0,2); prints builds per CPU core-minute and submission-labs per
@@ -109,12 +118,15 @@ record:
 	@$(GRADE) tour --json handouts/data/$(SLUG)/tour.json --plot build/tour/path.png
 	@$(MAKE) --no-print-directory check IMPL=reference || true
 	@$(GRADE) record-check handouts/data/$(SLUG)/check.json --impl reference
-	@if [ -f build/tour/path.png ]; then cp build/tour/path.png handouts/img/path-$(SLUG).png; fi
-	@if [ -f build/tour/path-roofline.png ]; then cp build/tour/path-roofline.png handouts/img/roofline-$(SLUG).png; fi
+	@$(GRADE) pictures --slug $(SLUG) || true
 	@echo "recorded handouts/data/$(SLUG)/: now run make figures"
 
 figures:
 	@$(GRADE) figures
+
+# The PNG pictures of the handouts, redrawn from the recorded runs (matplotlib; no GPU).
+pictures:
+	@$(GRADE) pictures
 
 # MAKEFLAGS emptied: LAB=NN must not reach the labs' own builds (lab.mk's LAB) through it.
 tune:

@@ -21,6 +21,11 @@
 
 SHELL := /bin/bash
 , := ,
+# make splits paths at spaces: the kit must lie in a path without one (the grader refuses such a
+# kit as well, and copies a student's kernel.cu into its own build folder before calling make).
+ifneq ($(words $(CURDIR)),1)
+$(error this lab folder, "$(CURDIR)", has a space in its path, which make cannot take: move the kit to a path without spaces)
+endif
 KIT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 LAB_DIR := $(KIT)/labs/$(LAB)
 LAB_NUMBER := $(firstword $(subst -, ,$(LAB)))
@@ -49,6 +54,16 @@ ifeq ($(origin CUDA_ARCH),undefined)
 CUDA_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null \
                      | head -n 1 | tr -d ' .')
 endif
+# CUDA_ARCH is written as digits (90, "80 90"; 90a, 100f for arch-specific features; compute_75 for
+# PTX alone): sm_90 or 9.0 would reach nvcc as sm_sm_90 and read as a compile error of the student's file.
+_ARCH_STEM = $(patsubst %a,%,$(patsubst %f,%,$(patsubst compute_%,%,$(1))))
+_NO_DIGITS = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst 7,,$(subst 8,,$(subst 9,,$(1)))))))))))
+_ARCH_OK = $(if $(call _ARCH_STEM,$(1)),$(if $(call _NO_DIGITS,$(call _ARCH_STEM,$(1))),,1))
+BAD_ARCH := $(firstword $(foreach a,$(CUDA_ARCH),$(if $(call _ARCH_OK,$(a)),,$(a))))
+ifneq ($(BAD_ARCH),)
+_ARCH_HINT := $(subst .,,$(subst sm_,,$(BAD_ARCH)))
+$(error CUDA_ARCH=$(CUDA_ARCH): write the compute capability as digits, CUDA_ARCH=$(if $(call _ARCH_OK,$(_ARCH_HINT)),$(_ARCH_HINT),90) (not sm_90 or 9.0; compute_90 is PTX alone))
+endif
 # CUDA_ARCH words: 90 is machine code (SASS) for sm_90; compute_90 is PTX alone, which the
 # driver compiles when the program loads (on any GPU of 9.0 or later).  Without a compute_
 # word, PTX of the last architecture is added.  Architectures below the toolkit's oldest are
@@ -56,7 +71,7 @@ endif
 TOOLKIT_ARCHS := $(ARCHS_CUDA$(CUDA_MAJOR))
 ifneq ($(strip $(CUDA_ARCH)),)
 ifneq ($(TOOLKIT_ARCHS),)
-ARCH_TOO_OLD := $(foreach a,$(CUDA_ARCH),$(if $(shell test $(patsubst compute_%,%,$(a)) -lt $(firstword $(TOOLKIT_ARCHS)) && echo x),$(a)))
+ARCH_TOO_OLD := $(foreach a,$(CUDA_ARCH),$(if $(shell test $(call _ARCH_STEM,$(a)) -lt $(firstword $(TOOLKIT_ARCHS)) && echo x),$(a)))
 ifneq ($(ARCH_TOO_OLD),)
 ifndef MAKE_RESTARTS
 $(info lab.mk: $(strip $(addprefix sm_,$(patsubst compute_%,%,$(ARCH_TOO_OLD)))) left out: CUDA $(CUDA_MAJOR) builds for compute capability $(firstword $(TOOLKIT_ARCHS)) and later ($(ARCHS_CUDA$(CUDA_MAJOR)_BELOW)))
@@ -84,6 +99,9 @@ ARCH_TAG := sm$(subst compute_,ptx,$(subst $(eval) ,-,$(strip $(BUILD_ARCHS))))
 endif
 
 # ---- whose kernel.cu ---------------------------------------------------------------
+# IMPL=DIR and BUILD_DIR reach recipes and $(shell ...) as they are: they are yours on your own
+# command line, and the grader's own folders when it builds a student's file (grading/build.py
+# copies that kernel.cu into BUILD_DIR/src/<lab>/ first): no student's folder name reaches make.
 IMPL ?= starter
 # The student kit (`make dist`) has no reference/: there IMPL=reference is refused by
 # require-src, and its tuning (KERNEL_DEFINES, below) is not looked up.
@@ -175,7 +193,7 @@ sanitize: build
 	  exit $$status
 
 # Nsight Compute (ncu) on the bench grid, the student's kernels only: figures and a ranked
-# diagnosis from grader/profile_rules.json (grader/stencil_grader/tools/profile.py).  Never a grade.
+# diagnosis from grader/profile_rules.json (grader/stencil_grader/tools/profile/).  Never a grade.
 .PHONY: profile
 profile: require-src
 	@$(GRADE) profile $(LAB_DIR) --impl $(IMPL) --build-dir $(BUILD_DIR) $(if $(SEED),--seed $(SEED))
@@ -255,16 +273,20 @@ $(BUILD_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.cu $(BUILD_DIR)/lab_config.
 
 KIND_OBJS := $(foreach f,$(KIND_SOURCES),$(BUILD_DIR)/kind_$(basename $(f)).o)
 
+# Every <<<...>>> launch's configuration passes through the harness on its way to the runtime
+# (harness/launch_guard.c), so that a refused launch names the student's launcher and what it asked for.
+LAUNCH_WRAP := -Xlinker --wrap=__cudaPushCallConfiguration
+
 $(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
-	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
+	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
 
 $(BUILD_DIR)/bench: $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
-	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
+	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
 
 # ---- the harness library, once per architecture -------------------------------------
 # The lab-independent part: inputs, CPU references, comparison, the device side, the private
-# channel and its JSON, and the launch audit (CUPTI; only the bench links it).
-HARNESS_C := errors random stats compare cpu_reference channel audit
+# channel and its JSON, the launch audit (CUPTI; only the bench links it) and the launch guard.
+HARNESS_C := errors random stats compare cpu_reference channel audit launch_guard
 HARNESS_OBJS := $(HARNESS_C:%=$(HARNESS_DIR)/%.o) $(HARNESS_DIR)/device.o
 
 # What check, bench and the grader agree on (exit statuses, JSON keys), from protocol.py.

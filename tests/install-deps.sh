@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # install-deps.sh -- make sure `make test` has what it needs: the Check library
-# (libcheck, found through pkg-config) and a Python 3 with pytest.
+# (libcheck, found through pkg-config) and a Python 3 with pytest (and Hypothesis, which
+# the class-grading tests use for generated student names).
 #
-# Installs Debian's packages `check` and `python3-pytest` when they are
-# missing and we are root on a Debian-like system; otherwise says exactly what
-# to install and exits 1.  Also installs, when root on Debian, what the Slurm
+# Installs Debian's packages `check`, `python3-pytest` and `python3-hypothesis` when
+# they are missing and we are root on a Debian-like system; otherwise says exactly what
+# to install and exits 1 (Hypothesis alone is optional: without it the tests that need
+# it are skipped, with the reason).  Also installs, when root on Debian, what the Slurm
 # test needs (slurmctld, slurmd, slurm-client, munge); without them that one
 # test is skipped; and Debian's nbclient and ipykernel for the notebook test.  On success
 # prints, as its last line, the Python
@@ -24,6 +26,14 @@ python_with_pytest() {
     return 1
 }
 python_with_pytest >/dev/null || missing+=(python3-pytest)
+hypothesis_missing=
+py=$(python_with_pytest || true)
+if [[ -n $py ]] && ! "$py" -c 'import hypothesis' 2>/dev/null; then hypothesis_missing=python3-hypothesis; fi
+[[ -n $py ]] || hypothesis_missing=python3-hypothesis
+
+if [[ -n $hypothesis_missing && $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    missing+=("$hypothesis_missing")
+fi
 
 if ((${#missing[@]})); then
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then

@@ -9,6 +9,7 @@
 
 #include "audit.h"
 #include "harness.h"
+#include "protocol.h"
 
 /* The newest record layouts of this CUPTI; the fields read here are in all of them. */
 #if CUPTI_API_VERSION >= 130000
@@ -149,4 +150,85 @@ int audit_end(audit_record *out, int max, unsigned *stream_id)
     nrecords = overflow = 0;
     pthread_mutex_unlock(&lock);
     return total;
+}
+
+/* ------------------------------------------------- the bench's log of audited calls */
+
+static void log_add(audit_log *log, int launcher, const audit_record *r, unsigned harness_stream)
+{
+    const int on_stream = r->stream == harness_stream;
+    for (int i = 0; i < log->nlaunches; i++) {
+        audited_launch *a = &log->launches[i];
+        if (a->launcher == launcher && a->on_stream == on_stream && a->r.kind == r->kind &&
+            !strcmp(a->r.name, r->name) && !memcmp(a->r.grid, r->grid, sizeof r->grid) &&
+            !memcmp(a->r.block, r->block, sizeof r->block) && a->r.static_smem == r->static_smem &&
+            a->r.dynamic_smem == r->dynamic_smem && a->r.bytes == r->bytes) {
+            a->count++;
+            return;
+        }
+    }
+    if (log->nlaunches == AUDIT_MAX_LAUNCHES) {
+        log->lost++;
+        return;
+    }
+    audited_launch *a = &log->launches[log->nlaunches++];
+    a->r = *r;
+    a->launcher = launcher;
+    a->on_stream = on_stream;
+    a->count = 1;
+}
+
+void audit_end_into(audit_log *log, int launcher)
+{
+    static audit_record window[AUDIT_MAX_LAUNCHES];
+    unsigned harness_stream = 0;
+    const int n = audit_end(window, AUDIT_MAX_LAUNCHES, &harness_stream);
+    if (n < 0) {
+        log->lost++;
+    } else {
+        for (int i = 0; i < n && i < AUDIT_MAX_LAUNCHES; i++)
+            log_add(log, launcher, &window[i], harness_stream);
+        log->lost += n > AUDIT_MAX_LAUNCHES ? n - AUDIT_MAX_LAUNCHES : 0;
+    }
+    log->calls++;
+}
+
+void audit_write(json_writer *w, const audit_log *log, const char *const *launcher_names)
+{
+    json_open_object(w, KEY_audit);
+    json_string(w, KEY_audit_status, log->available ? "ok" : "unavailable");
+    json_string(w, KEY_audit_message, log->message);
+    json_integer(w, KEY_audit_calls, log->calls);
+    json_integer(w, KEY_audit_lost, log->lost);
+    json_open_array(w, KEY_audit_launches);
+    for (int i = 0; i < log->nlaunches; i++) {
+        const audited_launch *a = &log->launches[i];
+        const audit_record *r = &a->r;
+        json_open_object(w, NULL);
+        json_string(w, KEY_launch_launcher, launcher_names[a->launcher]);
+        json_string(w, KEY_launch_kind, r->kind == 'k' ? "kernel" : r->kind == 'c' ? "memcpy" : "memset");
+        json_string(w, KEY_launch_name, r->name);
+        json_bool(w, KEY_launch_on_launcher_stream, a->on_stream);
+        json_integer(w, KEY_launch_stream, r->stream);
+        json_integer(w, KEY_launch_count, a->count);
+        if (r->kind == 'k') {
+            json_open_array(w, KEY_launch_grid);
+            for (int d = 0; d < 3; d++)
+                json_integer(w, NULL, r->grid[d]);
+            json_close(w);
+            json_open_array(w, KEY_launch_block);
+            for (int d = 0; d < 3; d++)
+                json_integer(w, NULL, r->block[d]);
+            json_close(w);
+            json_integer(w, KEY_launch_static_smem, r->static_smem);
+            json_integer(w, KEY_launch_dynamic_smem, r->dynamic_smem);
+            json_integer(w, KEY_launch_registers, r->registers);
+        } else {
+            json_integer(w, KEY_launch_bytes, (long long)r->bytes);
+        }
+        json_number(w, KEY_launch_ms, r->ms);
+        json_close(w);
+    }
+    json_close(w);
+    json_close(w);
 }

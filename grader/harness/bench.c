@@ -24,7 +24,12 @@
  *      against the harness's own GPU reference of that call's input;
  *   4. the launch audit (audit.h): both warm-up calls, and after each timed
  *      call one more untimed call with probability AUDIT_PROBABILITY, drawn
- *      so that the launcher cannot tell which calls are audited.
+ *      so that the launcher cannot tell which calls are audited;
+ *   5. for a kind that asks for bitwise determinism (lab 7), REPEAT_CALLS
+ *      untimed calls on the first timed call's input, compared bit for bit.
+ * Every call of a launcher is bracketed by harness_launcher_begin/end
+ * (launch_guard.c): a launch the runtime refuses names the launcher and what
+ * it asked for.
  * The timer covers every stream a launcher can reach (device.cu).
  */
 #include <math.h>
@@ -38,7 +43,11 @@
 #include "lab_kind.h"
 #include "protocol.h"
 
-enum { WARMUP_CALLS = 2, MAX_AUDIT_RECORDS = 256 };
+enum { WARMUP_CALLS = 2 };
+/* Untimed repeats of the first timed call's input for a kind that asks for determinism: a sum
+ * whose order depends on timing differs between two runs nearly always; three make an escape by
+ * chance rarer still, for well under a millisecond each on the bench's grid. */
+enum { REPEAT_CALLS = 3 };
 /* Chance that a timed call is followed by an audited one. */
 static const double AUDIT_PROBABILITY = 0.25;
 
@@ -92,7 +101,7 @@ static void device_fields(json_writer *w, const harness_device *dev)
 {
     char cc[16];
     snprintf(cc, sizeof cc, "%d.%d", dev->cc_major, dev->cc_minor);
-    json_string(w, KEY_device, dev->name);
+    json_string(w, KEY_device, dev->name);        /* the same keys as KEY_probe_device, ... */
     json_string(w, KEY_cc, cc);
     json_integer(w, KEY_sm_count, dev->sm_count);
 }
@@ -105,43 +114,39 @@ static int probe_main(const char *path)
     json_writer w;
     json_begin(&w, output(path));
     device_fields(&w, &dev);
-    json_integer(&w, "l2_bytes", (long long)dev.l2_bytes);
-    json_integer(&w, "global_mem_bytes", (long long)dev.global_mem_bytes);
-    json_integer(&w, "mem_free_bytes", (long long)dev.mem_free_bytes);
+    json_integer(&w, KEY_probe_l2_bytes, (long long)dev.l2_bytes);
+    json_integer(&w, KEY_probe_global_mem_bytes, (long long)dev.global_mem_bytes);
+    json_integer(&w, KEY_probe_mem_free_bytes, (long long)dev.mem_free_bytes);
     json_end(&w);
     return EXIT_OK;
 }
 
-/* The kind as compiled into this build: tests compare it with grader/kinds.json. */
+/* What the kind module linked into this build states itself (its function table);
+ * tests/python/test_kinds.py compares it with grader/kinds.json and the lab's cases. */
 static int describe_main(void)
 {
-    static const double per_cell[KIND_NLAUNCHERS] = KIND_BYTES_PER_CELL;
-    static const double fixed[KIND_NLAUNCHERS] = KIND_BYTES_FIXED;
     json_writer w;
     json_begin(&w, stdout);
-    json_string(&w, "lab", LAB_NAME);
-    json_string(&w, "api", KIND_API);
-    json_integer(&w, "dims", KIND_DIMS);
-    json_integer(&w, "dirichlet_dims", KIND_DIRICHLET_DIMS);
-    json_bool(&w, "multi_step", KIND_MULTI_STEP);
-    json_bool(&w, "solver", LAB_KIND.solve != NULL);
-    json_open_array(&w, "launchers");
-    for (int i = 0; i < KIND_NLAUNCHERS; i++) {
-        json_open_object(&w, NULL);
-        json_string(&w, "name", KIND_LAUNCHERS[i]);
-        json_number(&w, "bytes_per_cell", per_cell[i]);
-        json_number(&w, "bytes_fixed", fixed[i]);
-        json_close(&w);
-    }
+    json_string(&w, KEY_describe_lab, LAB_NAME);
+    json_string(&w, KEY_describe_api, KIND_API);
+    json_bool(&w, KEY_describe_solver, LAB_KIND.solve != NULL);
+    json_bool(&w, KEY_describe_case_modes, LAB_KIND.run_case != NULL);
+    json_bool(&w, KEY_describe_deterministic, LAB_KIND.digest != NULL);
+    json_integer(&w, KEY_describe_bench_arrays, LAB_KIND.bench_arrays);
     json_end(&w);
     return EXIT_OK;
 }
+
+/* Device memory the bench leaves free besides the kind's grids and the L2 flusher (2 x L2):
+ * the CUDA context's own allocations (the kernels' local memory, the printf buffer, the module
+ * images), CUPTI's activity buffers and the allocator's rounding of each grid. */
+static const size_t HEADROOM_BYTES = (size_t)512 << 20;
 
 /* Halves the grid along its slowest dimension until the kind's device
  * arrays fit beside the L2 flusher; returns 1 when it had to. */
 static int fit_grid(lab_case *g, const harness_device *dev, char *note, size_t n)
 {
-    const size_t reserve = 2 * dev->l2_bytes + ((size_t)512 << 20);
+    const size_t reserve = 2 * dev->l2_bytes + HEADROOM_BYTES;
     int halved = 0;
     const int nx0 = g->nx, ny0 = g->ny, nz0 = g->nz;
     for (;;) {
@@ -168,53 +173,13 @@ static double copy_bandwidth(size_t n, cudaStream_t stream, double *memcpy_gbps,
     return *memcpy_gbps > *kernel_gbps ? *memcpy_gbps : *kernel_gbps;
 }
 
-/* ---------------------------------------------------------------- the audit */
-
-/* What the audited calls of one launcher started: each distinct launch, with a count. */
-typedef struct {
-    audit_record r;
-    int launcher, on_stream, count;
-} audited_launch;
-
-typedef struct {
-    int available;              /* CUPTI works here (and --no-audit was not given) */
-    char message[512];          /* why not */
-    int calls;                  /* calls audited */
-    int lost;                   /* records beyond MAX_AUDIT_RECORDS, or a window without its marker */
-    int nlaunches;
-    audited_launch launches[MAX_AUDIT_RECORDS];
-} audit_log;
-
-static void audit_add(audit_log *log, int launcher, const audit_record *r, unsigned harness_stream)
-{
-    const int on_stream = r->stream == harness_stream;
-    for (int i = 0; i < log->nlaunches; i++) {
-        audited_launch *a = &log->launches[i];
-        if (a->launcher == launcher && a->on_stream == on_stream && a->r.kind == r->kind &&
-            !strcmp(a->r.name, r->name) && !memcmp(a->r.grid, r->grid, sizeof r->grid) &&
-            !memcmp(a->r.block, r->block, sizeof r->block) && a->r.static_smem == r->static_smem &&
-            a->r.dynamic_smem == r->dynamic_smem && a->r.bytes == r->bytes) {
-            a->count++;
-            return;
-        }
-    }
-    if (log->nlaunches == MAX_AUDIT_RECORDS) {
-        log->lost++;
-        return;
-    }
-    audited_launch *a = &log->launches[log->nlaunches++];
-    a->r = *r;
-    a->launcher = launcher;
-    a->on_stream = on_stream;
-    a->count = 1;
-}
-
 /* ------------------------------------------------------------ timed calls */
 
 /* What the calls of one launcher gave. */
 typedef struct {
     double ms_median, ms_min, ms_max, precision, bytes;
     int reps, checked, ok;
+    int repeats, repeats_identical;     /* untimed repeats of the first timed call (repeat_calls) */
     char message[2048];
 } timing;
 
@@ -225,6 +190,7 @@ typedef struct {
     harness_timer timer;
     audit_log *audit;
     uint64_t seed, audit_state;     /* input seeds; the audit's own draws */
+    uint64_t call_seed;             /* the input seed of the latest call */
     int calls;                      /* every call so far, for fresh seeds */
 } bench_state;
 
@@ -238,47 +204,67 @@ static double audit_coin(bench_state *b)
 }
 
 /*
- * One call of launcher `which` on fresh input, checked on the GPU afterwards.
+ * One call of launcher `which`, checked on the GPU afterwards: on fresh input, or, with
+ * `input` not NULL, on the input drawn from that seed again (a repeat).
  * mode 'T': timed (returns the milliseconds); 'A': audited; 'W': neither.
  */
-static double one_call(bench_state *b, int which, char mode, timing *t)
+static double one_call(bench_state *b, int which, char mode, timing *t, const uint64_t *input)
 {
     const int call = b->calls++;
-    LAB_KIND.refill(b->p, harness_mix_seed(b->seed, 1000 + 1000 * (uint64_t)which + (uint64_t)call),
-                    b->stream);
+    b->call_seed = input ? *input : harness_mix_seed(b->seed, 1000 + 1000 * (uint64_t)which + (uint64_t)call);
+    LAB_KIND.refill(b->p, b->call_seed, b->stream);
     harness_l2_flush(b->flusher, b->stream);
     double ms = 0.0;
+    harness_launcher_begin(KIND_LAUNCHERS[which]);
     if (mode == 'T') {
         harness_timer_start(&b->timer);
         LAB_KIND.launch(b->p, which, b->stream);
         ms = harness_timer_stop_ms(&b->timer);
     } else if (mode == 'A' && b->audit->available) {
-        audit_record records[MAX_AUDIT_RECORDS];
-        unsigned harness_stream = 0;
         audit_begin(b->stream);
         LAB_KIND.launch(b->p, which, b->stream);
-        const int n = audit_end(records, MAX_AUDIT_RECORDS, &harness_stream);
-        if (n < 0) {
-            b->audit->lost++;
-        } else {
-            for (int i = 0; i < n && i < MAX_AUDIT_RECORDS; i++)
-                audit_add(b->audit, which, &records[i], harness_stream);
-            b->audit->lost += n > MAX_AUDIT_RECORDS ? n - MAX_AUDIT_RECORDS : 0;
-        }
-        b->audit->calls++;
+        audit_end_into(b->audit, which);
     } else {
         LAB_KIND.launch(b->p, which, b->stream);
     }
-    CUDA_CHECK_LAUNCH(b->stream, 1);
+    harness_launcher_end(b->stream, 1);
     CUDA_CHECK(cudaDeviceSynchronize());      /* whatever stream the launcher used */
     char why[512] = "";
     t->checked++;
     if (LAB_KIND.gpu_check(b->p, which, b->stream, why, sizeof why) && t->ok) {
         t->ok = 0;
-        snprintf(t->message, sizeof t->message, "%s, call %d (fresh input each call): %s",
-                 KIND_LAUNCHERS[which], t->checked, why);
+        snprintf(t->message, sizeof t->message, "%s, call %d (%s): %s", KIND_LAUNCHERS[which], t->checked,
+                 input ? "a repeat of the first timed call's input" : "fresh input each call", why);
     }
     return ms;
+}
+
+/*
+ * A kind whose launcher must give the same bits on every run (LAB_KIND.digest: lab 7's
+ * residual and Jacobi sweep) gets REPEAT_CALLS untimed calls on the first timed call's
+ * input after its timed calls, on the bench's grid: each call's output digest must equal
+ * the first timed call's.  (The Check suite's determinism cases see only small grids; a
+ * sum that turns to floating-point atomics on large ones would pass them.)
+ */
+static void repeat_calls(bench_state *b, int which, uint64_t first_seed, uint64_t first_digest, timing *t)
+{
+    for (int r = 0; r < REPEAT_CALLS; r++) {
+        one_call(b, which, 'W', t, &first_seed);
+        const uint64_t digest = LAB_KIND.digest(b->p, which, b->stream);
+        t->repeats++;
+        if (digest != first_digest && t->repeats_identical) {
+            t->repeats_identical = 0;
+            if (t->ok) {
+                t->ok = 0;
+                snprintf(t->message, sizeof t->message,
+                         "%s is not deterministic on the bench's grid: repeat %d of the first timed call, on "
+                         "the same input, gave other bits (digest %016llx, first %016llx); the API asks for "
+                         "the same bits on every run, so the order of floating-point additions must not "
+                         "depend on timing (no floating-point atomics)", KIND_LAUNCHERS[which], r + 1,
+                         (unsigned long long)digest, (unsigned long long)first_digest);
+            }
+        }
+    }
 }
 
 static void time_launcher(bench_state *b, int which, int max_reps, double cells, int steps, timing *t)
@@ -287,16 +273,21 @@ static void time_launcher(bench_state *b, int which, int max_reps, double cells,
     if (!ms || !sorted)
         harness_fail("out of host memory");
     memset(t, 0, sizeof *t);
-    t->ok = 1;
+    t->ok = t->repeats_identical = 1;
     for (int w = 0; w < WARMUP_CALLS; w++)
-        one_call(b, which, 'A', t);
+        one_call(b, which, 'A', t, NULL);
     const int min_reps = LAB_BENCH_MIN_REPS < max_reps ? LAB_BENCH_MIN_REPS : max_reps;
     int n = 0;
     double lo = 0, hi = 0;
+    uint64_t first_seed = 0, first_digest = 0;
     while (n < max_reps) {
-        ms[n++] = one_call(b, which, 'T', t);
+        ms[n++] = one_call(b, which, 'T', t, NULL);
+        if (n == 1 && LAB_KIND.digest) {       /* before any other call overwrites its output */
+            first_seed = b->call_seed;
+            first_digest = LAB_KIND.digest(b->p, which, b->stream);
+        }
         if (audit_coin(b) < AUDIT_PROBABILITY)
-            one_call(b, which, 'A', t);
+            one_call(b, which, 'A', t, NULL);
         if (n >= min_reps) {
             memcpy(sorted, ms, sizeof(double) * (size_t)n);
             const double median = harness_median_ci(sorted, n, &lo, &hi);
@@ -305,6 +296,8 @@ static void time_launcher(bench_state *b, int which, int max_reps, double cells,
                 break;
         }
     }
+    if (LAB_KIND.digest)
+        repeat_calls(b, which, first_seed, first_digest, t);
     if (t->ok)
         snprintf(t->message, sizeof t->message, "every call matches the harness's GPU reference");
     t->reps = n;
@@ -316,46 +309,6 @@ static void time_launcher(bench_state *b, int which, int max_reps, double cells,
     t->bytes = lab_compulsory_bytes(which, cells, steps);
     free(ms);
     free(sorted);
-}
-
-static void write_audit(json_writer *w, const audit_log *log)
-{
-    json_open_object(w, KEY_audit);
-    json_string(w, "status", log->available ? "ok" : "unavailable");
-    json_string(w, "message", log->message);
-    json_integer(w, "calls", log->calls);
-    json_integer(w, "lost", log->lost);
-    json_open_array(w, "launches");
-    for (int i = 0; i < log->nlaunches; i++) {
-        const audited_launch *a = &log->launches[i];
-        const audit_record *r = &a->r;
-        json_open_object(w, NULL);
-        json_string(w, "launcher", KIND_LAUNCHERS[a->launcher]);
-        json_string(w, "kind", r->kind == 'k' ? "kernel" : r->kind == 'c' ? "memcpy" : "memset");
-        json_string(w, "name", r->name);
-        json_bool(w, "on_launcher_stream", a->on_stream);
-        json_integer(w, "stream", r->stream);
-        json_integer(w, "count", a->count);
-        if (r->kind == 'k') {
-            json_open_array(w, "grid");
-            for (int d = 0; d < 3; d++)
-                json_integer(w, NULL, r->grid[d]);
-            json_close(w);
-            json_open_array(w, "block");
-            for (int d = 0; d < 3; d++)
-                json_integer(w, NULL, r->block[d]);
-            json_close(w);
-            json_integer(w, "static_smem", r->static_smem);
-            json_integer(w, "dynamic_smem", r->dynamic_smem);
-            json_integer(w, "registers", r->registers);
-        } else {
-            json_integer(w, "bytes", (long long)r->bytes);
-        }
-        json_number(w, "ms", r->ms);
-        json_close(w);
-    }
-    json_close(w);
-    json_close(w);
 }
 
 static int timed_main(const char *path, uint64_t seed, int have_seed, int max_reps, int audit_wanted)
@@ -447,23 +400,25 @@ static int timed_main(const char *path, uint64_t seed, int have_seed, int max_re
     for (int w = 0; w < KIND_NLAUNCHERS; w++) {
         const double g = t[w].ok ? harness_gbps(t[w].bytes, t[w].ms_median) : 0.0;
         json_open_object(&jw, NULL);
-        json_string(&jw, "name", KIND_LAUNCHERS[w]);
-        json_integer(&jw, "repetitions", t[w].reps);
-        json_number(&jw, "ms_median", t[w].ms_median);
-        json_number(&jw, "precision", t[w].precision);
-        json_number(&jw, "bytes_compulsory", t[w].bytes);
-        json_number(&jw, "gbps", g);
-        json_number(&jw, "ratio", g / copy_gbps);
-        json_bool(&jw, "output_ok", t[w].ok);
+        json_string(&jw, KEY_launcher_name, KIND_LAUNCHERS[w]);
+        json_integer(&jw, KEY_launcher_repetitions, t[w].reps);
+        json_number(&jw, KEY_launcher_ms_median, t[w].ms_median);
+        json_number(&jw, KEY_launcher_precision, t[w].precision);
+        json_number(&jw, KEY_launcher_bytes_compulsory, t[w].bytes);
+        json_number(&jw, KEY_launcher_gbps, g);
+        json_number(&jw, KEY_launcher_ratio, g / copy_gbps);
+        json_bool(&jw, KEY_launcher_output_ok, t[w].ok);
+        json_integer(&jw, KEY_launcher_repeats, t[w].repeats);
+        json_bool(&jw, KEY_launcher_repeats_identical, t[w].repeats_identical);
         json_close(&jw);
     }
     json_close(&jw);
-    write_audit(&jw, &audit);
+    audit_write(&jw, &audit, KIND_LAUNCHERS);
     json_open_object(&jw, KEY_seconds);
-    json_number(&jw, "context", t_context - t0);
-    json_number(&jw, "copy_probe", t_copy - t_context);
-    json_number(&jw, "calls", t_timed - t_copy);
-    json_number(&jw, "total", now_s() - t0);
+    json_number(&jw, KEY_seconds_context, t_context - t0);
+    json_number(&jw, KEY_seconds_copy_probe, t_copy - t_context);
+    json_number(&jw, KEY_seconds_calls, t_timed - t_copy);
+    json_number(&jw, KEY_seconds_total, now_s() - t0);
     json_close(&jw);
     json_integer(&jw, KEY_seed, (long long)seed);
     json_end(&jw);

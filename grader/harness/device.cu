@@ -483,3 +483,40 @@ extern "C" size_t harness_count_mismatches(const float *d_got, const float *d_wa
     CUDA_CHECK(cudaStreamSynchronize(stream));
     return (size_t)count;
 }
+
+/* splitmix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
+ * generators", OOPSLA 2014): every bit of x moves about half the bits of the result. */
+static __device__ unsigned long long mix64(unsigned long long x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Sum over the words of mix(word, index): integer additions, so the order in which threads
+ * add up changes nothing, and the digest is the same on every run for the same bits. */
+static __global__ void digest_kernel(const uint32_t *__restrict__ words, size_t n, unsigned long long *sum)
+{
+    unsigned long long mine = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        mine += mix64(((unsigned long long)i << 32) ^ words[i] ^ 0x9e3779b97f4a7c15ull);
+    atomicAdd(sum, mine);
+}
+
+extern "C" uint64_t harness_digest(const void *d_data, size_t bytes, cudaStream_t stream)
+{
+    static unsigned long long *d_sum = NULL; /* allocated once, reused */
+    unsigned long long sum = 0;
+    if (bytes % 4 != 0)
+        harness_fail("kit error: harness_digest needs whole 32-bit words, got %zu bytes", bytes);
+    if (!d_sum)
+        CUDA_CHECK(cudaMalloc((void **)&d_sum, sizeof *d_sum));
+    CUDA_CHECK(cudaMemsetAsync(d_sum, 0, sizeof *d_sum, stream));
+    digest_kernel<<<2048, 256, 0, stream>>>((const uint32_t *)d_data, bytes / 4, d_sum);
+    CUDA_CHECK_LAUNCH(stream, 0);
+    CUDA_CHECK(cudaMemcpyAsync(&sum, d_sum, sizeof sum, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return (uint64_t)sum;
+}

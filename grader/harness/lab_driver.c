@@ -36,7 +36,10 @@ void lab_case_label(const lab_case *c, char *buf, size_t n)
 }
 
 /*
- * After each launcher the whole device is synchronised, not only `stream`: a
+ * Each launcher's launches are checked by harness_launcher_end, which names the
+ * launcher and the configuration of a launch the runtime refused (a failure of
+ * the case, LAUNCH_REFUSED, not a crash).  After each launcher the whole device is
+ * synchronised, not only `stream`: a
  * launcher that (against the API) started work on another stream has it
  * finished before anything is compared.  The bench's audit is what reports
  * such a launcher (grader/README.md, section 6).
@@ -56,8 +59,9 @@ void lab_verify(const lab_case *c, uint64_t seed, harness_report *r)
     CUDA_CHECK(cudaStreamCreate(&stream));
     lab_problem *p = LAB_KIND.create(c, seed, LAB_FOR_CASES);
     for (int w = 0; w < KIND_NLAUNCHERS; w++) {
+        harness_launcher_begin(KIND_LAUNCHERS[w]);
         LAB_KIND.launch(p, w, stream);
-        CUDA_CHECK_LAUNCH(stream, 1);
+        harness_launcher_end(stream, 1);
         CUDA_CHECK(cudaDeviceSynchronize());
         LAB_KIND.verify(p, w, r);
     }

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <cuda_runtime_api.h>
 
+#include "channel.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,6 +61,33 @@ int audit_end(audit_record *out, int max, unsigned *stream_id);
 
 /* The harness's marker kernel, launched by audit_begin (device.cu). */
 void harness_audit_marker(cudaStream_t stream);
+
+/* ------------------------------------------------- the bench's log of audited calls */
+
+enum { AUDIT_MAX_LAUNCHES = 256 };
+
+/* What the audited calls of one launcher started: each distinct operation, with a count. */
+typedef struct {
+    audit_record r;
+    int launcher, on_stream, count;
+} audited_launch;
+
+typedef struct {
+    int available;              /* CUPTI works here (and --no-audit was not given) */
+    char message[512];          /* why not */
+    int calls;                  /* calls audited */
+    int lost;                   /* records beyond AUDIT_MAX_LAUNCHES, or a window without its marker */
+    int nlaunches;
+    audited_launch launches[AUDIT_MAX_LAUNCHES];
+} audit_log;
+
+/* One audited call of launcher `launcher`: audit_begin(stream), the call, then
+ * audit_end_into(log, launcher), which ends the window and adds what the call started. */
+void audit_end_into(audit_log *log, int launcher);
+
+/* The log as the bench JSON's "audit" object (protocol.h's KEY_audit_* and KEY_launch_*);
+ * launcher_names[i] names launcher i. */
+void audit_write(json_writer *w, const audit_log *log, const char *const *launcher_names);
 
 #ifdef __cplusplus
 }

@@ -60,8 +60,13 @@ size_t grid_gpu_check(lab_problem *p, int which, cudaStream_t s, char *why, size
     const lab_kind LAB_KIND = {                                                        \
         .create = grid_kind_create, .destroy = grid_destroy, .refill = grid_refill,    \
         .launch = grid_launch, .verify = grid_verify, .gpu_check = grid_gpu_check,     \
-        .bench_arrays = 4,                                                             \
+        .bench_arrays = GRID_BENCH_ARRAYS,                                             \
     }
+
+/* Grids a stencil kind keeps on the GPU in the bench: d_in and d_out (d_a and d_b), and the GPU
+ * reference's two scratch grids (d_scratch: the input drawn again from the seed and the output,
+ * which swap roles sweep after sweep). */
+enum { GRID_BENCH_ARRAYS = 4 };
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,28 @@ void harness_fail(const char *fmt, ...)
 typedef void (*harness_error_handler)(const char *message);
 void harness_set_error_handler(harness_error_handler handler);
 
+/* ---------------------------------------------------- the student's launches */
+
+/* A call of a student's launcher, bracketed (launch_guard.c): harness_launcher_begin(name)
+ * before it notes every launch configuration the call pushes (<<<grid, block, shared,
+ * stream>>>); harness_launcher_end(stream, sync) after it checks the launches like
+ * CUDA_CHECK_LAUNCH, naming the launcher.  A launch the runtime refused fails with a message
+ * that starts with LAUNCH_REFUSED (protocol.h): the configuration the launcher asked for and
+ * the limit of this GPU it broke.  Other CUDA errors start with "CUDA error:". */
+void harness_launcher_begin(const char *launcher);
+void harness_launcher_end(cudaStream_t stream, int sync);
+
+/* A GPU's launch limits (cudaDeviceGetAttribute): gridDim and blockDim per axis, threads per
+ * block, dynamic shared memory per block by default and at most (opt-in). */
+typedef struct {
+    int grid[3], block[3], threads, smem_default, smem_optin;
+} harness_launch_limits;
+
+/* 1, with one sentence saying which limit into why[0..n), when a launch of `grid` blocks of
+ * `block` threads with `smem` bytes of dynamic shared memory breaks one of lim; else 0. */
+int harness_launch_breaks(const harness_launch_limits *lim, const unsigned grid[3], const unsigned block[3],
+                          size_t smem, char *why, size_t n);
+
 /* Tolerance of a comparison: |got - want| <= atol + rtol * |want|. */
 typedef struct { double rtol, atol; } harness_tolerance;
 
@@ -232,6 +254,11 @@ void harness_gpu_jacobi_sweep(const float *d_u, float *d_unew, const float *d_f,
  * got is NaN (the rule of harness_compare); synchronises `stream`. */
 size_t harness_count_mismatches(const float *d_got, const float *d_want, size_t n,
                                 harness_tolerance tol, cudaStream_t stream);
+
+/* A 64-bit digest of `bytes` (a multiple of 4) of device memory: equal bits give an equal
+ * digest on every run; any change of bits changes it but with a chance of 2^-64.  Synchronises
+ * `stream`.  (The bench's determinism repeats compare outputs by it.) */
+uint64_t harness_digest(const void *d_data, size_t bytes, cudaStream_t stream);
 
 /* Evicts the L2 cache by reading a buffer of twice its size, so each timed
  * repetition starts from DRAM with no dirty lines left to write back during

@@ -69,6 +69,12 @@ typedef struct {
      * (the bench scales the grid down until they fit). */
     int bench_arrays;
 
+    /* Optional (NULL when the kind asks no determinism): a digest of launcher `which`'s
+     * output after a call (harness_digest), synchronising s.  With it, the bench calls each
+     * launcher again on the first timed call's input and compares the digests: the API's
+     * "the same bits on every run", checked on the bench's grid (lab 7). */
+    uint64_t (*digest)(lab_problem *p, int which, cudaStream_t s);
+
     /* Optional (NULL when the kind has none): a case whose mode is not
      * LAB_MODE_CELLS, run whole (lab 7: determinism, convergence). */
     void (*run_case)(const lab_case *c, uint64_t seed, harness_report *r);

@@ -23,7 +23,10 @@ grading uses base, base uses nothing of the kit):
 
 from pathlib import Path
 
-__version__ = "2.0"
+#: The kit's version, part of every class report's stamp: a class graded by another version is graded
+#: again (classes/outdir.py is_final).  2.1: student folders of any name grade right (issue 23), so
+#: the finals of 2.0, some of them wrong 0s, are not kept.
+__version__ = "2.1"
 
 #: Root of the lab kit (the directory holding grader/, labs/, starter/ ...).
 KIT_ROOT = Path(__file__).resolve().parents[2]

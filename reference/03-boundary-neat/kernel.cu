@@ -22,15 +22,14 @@
  *     above and below each output row are in the thread's own registers;
  *     the cells left and right of the float4 come from two extra 4-byte
  *     loads per row, which the L1 cache serves (the neighbouring threads
- *     load the same lines).  One thread per cell tops out near 0.69 of the
- *     copy bandwidth.  Measured on an H100 during development, with 128-thread
- *     blocks, this layout reached 0.99 of it with ROWS = 2, 0.97 with 4 and
- *     0.95 with 8 (`make tour` on 2026-11-22: 1.00 with ROWS = 2):
- *     more rows per thread means more registers, fewer resident threads and
- *     longer stretches where a thread only waits, and the rows above and
- *     below a thread's run, read twice, are already cheap L2 hits.  (`make tour`
- *     measured the modulo baseline at 0.52; split kernels with one thread
- *     per cell reached about 0.69 during development.)
+ *     load the same lines).  One thread per cell stops well short of the
+ *     copy bandwidth; two rows per thread are enough to reach it on an H100
+ *     (the handout's table; `make tune` records 1, 2 and 4 rows on each
+ *     GPU in labs/03-boundary-neat/tuning/): more rows per thread means more
+ *     registers, fewer resident threads and longer stretches where a thread
+ *     only waits, and the rows above and below a thread's run, read twice,
+ *     are already cheap L2 hits, while a GPU with faster memory may want
+ *     more rows in flight.
  *
  * Three ways to keep boundaries out of the hot path
  * -------------------------------------------------

@@ -9,7 +9,7 @@
  *    roles: d_a -> d_b -> d_a ...  Kernels on one stream run in order, so
  *    step s+1 starts after step s has written its output; the host never
  *    waits and nothing crosses the PCIe bus (the seeds' "Data2GPU" step,
- *    which made their solver 3 to 10 times faster).
+ *    the largest step of their table).
  * 2. Wide strips, rows loaded contiguously (the seeds' "Max SMEM usage").
  *    A block of 128 threads owns a strip 512 cells wide and ROWS rows tall:
  *    each thread owns a float4 of 4 consecutive cells in each row, so one
@@ -26,14 +26,13 @@
  *    brought that to about 2.
  * 3. Every load of the block is in flight before it computes anything: the
  *    window holds all ROWS + 2 rows and is requested at the top of the
- *    kernel.  This matters most for speed.  Measured on an H100 during
- *    development: blocks
- *    marching 8 to 64 rows with only the next 1 to 5 rows in flight (the
- *    textbook's register sliding window, one row requested per row
- *    computed) reached 0.86 to 0.91 of the copy bandwidth; short marches
- *    with every row requested first reached 0.99 to 1.00 for ROWS = 2 to 8,
- *    and 0.98 for ROWS = 16, where about 100 registers per thread cut the
- *    number of resident threads.  (`make tour`, 2026-11-22: 1.01 with ROWS = 4.)  ROWS = 4 needs 40 registers: 12 blocks per SM.
+ *    kernel.  This matters most for speed: the textbook's register sliding
+ *    window (a long march, one row requested per row computed) keeps only
+ *    one or two rows in flight and stays short of the copy bandwidth, where
+ *    a short march with every row requested first reaches it (the handout's
+ *    table; `make tune` records ROWS = 2, 4 and 8 in labs/04-max-smem/tuning/).
+ *    Many more rows cost registers and resident threads.  ROWS = 4 needs 40
+ *    registers: 12 blocks per SM.
  * 4. The row buffer is double-buffered: consecutive rows alternate between
  *    two buffers, so a thread overwrites a buffer (two rows later) only after
  *    the barrier of the row in between, which every thread reaches only

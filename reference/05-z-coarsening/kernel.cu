@@ -10,7 +10,7 @@
  * a halo of 58 % and 1.37 OP/B.  Its z-coarsened kernel gives a 32 x 32
  * block a 30 x 30 output tile and marches it through 30 planes: 2.68 OP/B,
  * and only three planes of shared memory.  On an H100 both are slower than
- * the one-thread-per-cell kernel (measured figures below): L1 and L2 already
+ * the one-thread-per-cell kernel (the handout's table): L1 and L2 already
  * catch the reuse the tiles make explicit, and what is missing is bytes in
  * flight.  A thread of the textbook's z-march loads one 4-byte cell per
  * plane, then waits at two barriers, so each SM has a few KB in flight where
@@ -36,14 +36,11 @@
  * two z-halo planes, none extra), so a 512^3 grid gives 4 x 32 x 16 = 2048
  * blocks, several waves on any GPU.
  *
- * Measured by `make tour` on an NVIDIA H100 80GB HBM3 (2026-11-23, 512^3
- * grid, copy bandwidth 2967 to 2983 GB/s in the same run), as a fraction of
- * the copy bandwidth: this kernel 0.93 (2774 GB/s, 0.387 ms per sweep); the
- * one-thread-per-cell kernel 0.57; the textbook's 8^3 shared tile 0.27; the
- * textbook's z-coarsening with T = 32 0.43 (tests/submissions/05-z-coarsening).
- * During development a scratch benchmark of this design on the same GPU gave
- * 0.88 without the plane loaded ahead, 0.88 with one row per thread instead
- * of two, and 0.90 to 0.93 for 16, 32 or 64 planes per block.
+ * The textbook's kernels are kept beside the references in reference/tour/
+ * (naive_3d, book_shared_tile_t8, book_z_coarsening_t32); the handout's table
+ * gives what `make tour` recorded for them and for this kernel, and
+ * `make tune` records this kernel with one and two rows per thread and 16, 32
+ * and 64 planes per block (labs/05-z-coarsening/tuning/).
  *
  * Preconditions
  * -------------

@@ -19,9 +19,9 @@
  * That alone does not make the sweep faster on an H100: the textbook's
  * register-tiled kernel (32 x 32 threads, one 4-byte load per thread and
  * plane; reference/tour/06-register-tiling/book_register_tiling_t32) is
- * still slower than one thread per cell (0.54 against 0.57 of the copy
- * bandwidth), because what limits it is the number of bytes each thread has
- * in flight, not the shared-memory traffic.
+ * still slower than one thread per cell (the handout's table), because what
+ * limits it is the number of bytes each thread has in flight, not the
+ * shared-memory traffic.
  * The registers freed from shared memory are what this kernel spends on
  * bytes in flight:
  *   - 16-byte loads: each thread owns four consecutive cells of a row, loaded
@@ -32,22 +32,20 @@
  *     thread already has its loads of planes z+2 .. z+AHEAD+1 in flight
  *     (AHEAD = 3), issued AHEAD steps before their first use.  Per thread
  *     that is 4 x 16 = 64 bytes in flight, sixteen times the textbook's 4.
- * Measured by the kit on an NVIDIA H100 80GB HBM3 (2026-11-23, 512^3 grid,
- * fraction of the copy bandwidth measured in the same run): this kernel
- * 0.955 in `make check` (2820 GB/s) and 0.949 as the median of the three
- * runs of `make calibrate`; the textbook's register tiling 0.544; lab 5's
- * reference, three shared planes, 0.931 (lab 5's handout).  During
- * development, with a scratch benchmark on the same GPU: 1 plane ahead
- * 0.86, 2 planes 0.92 to 0.935, 3 planes 0.94 to 0.945; the x-halo cells
- * loaded only one plane ahead 0.85 (the whole block waits at the barrier
- * for two lanes); variants that needed more than 64 registers per thread
- * dropped to one block per SM and to 0.78.
+ * What each plane of loads ahead is worth is in `make tune`'s records
+ * (AHEAD = 1, 2, 3 with 6, 14 and 30 output rows, labs/06-register-tiling/
+ * tuning/) and the handout's table.  Two more lessons of the development
+ * runs (the handout's development notes): the x-halo cells must be requested
+ * as early as the body, or the whole block waits at the barrier for two
+ * lanes; and a variant needing more than 64 registers per thread drops to
+ * one block per SM, which costs more than any plane ahead gains.
  *
  * Preconditions
  * -------------
  *   blockDim = (BLOCK_X, ROWS) = (32, 16): 512 threads; __launch_bounds__
- *   declares them (lab 6's plane check reads it from the PTX) and asks for
- *   registers enough for two blocks per SM (at most 64 per thread).
+ *   declares them and asks for registers enough for two blocks per SM (at
+ *   most 64 per thread).  (Lab 6's plane check reads the block as launched,
+ *   from the bench's launch audit, never from this declaration.)
  *   Static shared memory, one plane: ROWS x PITCH x 4 B, PITCH = TILE_X + 2 PAD:
  *     fast path (VEC = 4): 16 x 136 x 4 = 8704 bytes;
  *     fallback  (VEC = 1): 16 x  34 x 4 = 2176 bytes.
@@ -280,14 +278,13 @@ static int resident_blocks()
  * about waves x (z_len + 2) plane-steps: choose the count that minimises it
  * (more stretches fill the GPU; longer ones re-read fewer halo planes).
  * At most 65535 (gridDim.z).  A block's speed is bounded by its own latency,
- * so a last wave that is nearly empty costs almost as much as a full one:
- * on the bench grid (148 tiles, 264 resident blocks on an H100) the
- * development benchmark measured 0.68 of the copy bandwidth with 2
- * stretches (1.12 waves), 0.83 with 4 (2.24), 0.94 with 7 (3.92, the
- * count chosen here), 0.89 with 9 (5.05) and 0.93 with 16 (8.97).
- * The grid's order (x fastest, then y, then the stretch) keeps the blocks
- * that run at one time within a few planes of each other; ordering the
- * stretches of a column next to each other instead measured 0.88. */
+ * so a last wave that is nearly empty costs almost as much as a full one
+ * (on the bench grid, 148 tiles and 264 resident blocks on an H100, the
+ * count chosen is 7 stretches, 3.92 waves; the handout's development notes
+ * give what 2 to 16 stretches measured).  The grid's order (x fastest, then
+ * y, then the stretch) keeps the blocks that run at one time within a few
+ * planes of each other, which measured faster than ordering the stretches
+ * of a column next to each other. */
 static int z_stretches(int nz, long long tiles, long long resident)
 {
     long long best = 1, best_cost = -1;

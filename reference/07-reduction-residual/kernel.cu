@@ -39,9 +39,8 @@
  *      order, with the same in-block tree, writes *d_result and resets the
  *      counter.  Which block comes last varies from run to run; the order in
  *      which it adds the partials does not.  (The alternative is a second,
- *      one-block kernel launched after the first: one more launch, the same
- *      speed on the bench grid, 0.852 against 0.840 of the copy bandwidth for
- *      an earlier version of this file; tests/submissions/07-reduction-residual/
+ *      one-block kernel launched after the first: one more launch, and no
+ *      faster on the bench grid; tests/submissions/07-reduction-residual/
  *      good_two_kernels does it that way.)
  * No floating-point atomics anywhere: atomicAdd(double *) would add the
  * blocks' sums in the order in which they happen to finish, and floating-point
@@ -68,41 +67,28 @@
  * -----------------------------------------
  *   Compulsory bytes: u and f read once, 8 bytes per cell; nothing is written
  *   but one double.  A kernel that only reads has no stores to overlap its
- *   loads with, so everything rests on keeping loads in flight.  Measured on
- *   an NVIDIA H100 80GB HBM3 with the kit's bench (16384 x 8192 grid, fraction
- *   of the copy bandwidth measured in the same run, 2026-11-23):
- *     the design above, one work item at a time (first version)      0.84
- *       the same with r evaluated in float instead of double          0.86
- *       the same with f loaded by streaming loads (__ldcs)            0.89
- *       the same with a software pipeline (next item's loads first)   0.89
- *       with both, and x neighbours from the lanes (this file)        0.94
- *       this file with RES_ROWS = 4 (120 registers, fewer threads)    0.89
- *     CUB's DeviceReduce::TransformReduce of the same r^2 (one cell
- *     per item, six 4-byte loads per cell)                            0.67
- *     CUB's DeviceReduce of the 2 x 512 MiB inputs alone, no stencil  1.00
- *   (0.94 is the median of three runs: 0.942, 0.947, 0.937; single runs
- *   vary by about 0.01.)
+ *   loads with, so everything rests on keeping loads in flight.  What each
+ *   measure below was worth on an H100 is in the answer key (Question 9),
+ *   from the development notes in handouts/data/h100/notes.json.
  *   - Streaming loads of f: f is read exactly once; marked "evict first", it
  *     leaves L2 to the rows of u that the next strip reads again (each u row
  *     is read by two work items: as a strip's own row and as the halo row of
  *     the strip next to it).
  *   - Software pipeline: a thread requests the next item's window before it
  *     adds up the current one, so its loads are in flight while it computes.
- *     This costs a second window of registers (72 per thread, 3 blocks of 256
- *     threads per SM) and buys a thread that is never without loads.
+ *     This costs a second window of registers (3 blocks of 256 threads per
+ *     SM instead of 5) and buys a thread that is never without loads.
  *   - The cells left and right of a thread's float4 come from the
  *     neighbouring lanes of its warp (__shfl_up_sync / __shfl_down_sync);
  *     only lanes 0 and 31 load one.  That saves 4 of the 10 load
- *     instructions of a work item, but measured no faster than loading them
- *     through L1 (0.953 in the same run): L1 was not the bottleneck.
+ *     instructions of a work item; L1 was not the bottleneck, so it buys
+ *     fewer instructions rather than speed.
  *   - r is computed in double, as the CPU reference computes it (the float
  *     inputs are exact in double): a few conversions and double operations
- *     per cell, which the memory time hides (float r was no faster).  In
- *     float, a small r would lose most of its digits: the Laplacian's terms
- *     are up to 2 in magnitude before the division by h^2.
+ *     per cell, which the memory time hides.  In float, a small r would lose
+ *     most of its digits: the Laplacian's terms are up to 2 in magnitude
+ *     before the division by h^2.
  *   - The final pass reads at most MAX_BLOCKS doubles: microseconds.
- *   The Jacobi sweep measured 1.02 in the same runs (it stores as well as
- *   loads, and the L2 absorbs its reuse); both launchers together 0.99.
  *
  * Preconditions
  * -------------

@@ -9,15 +9,13 @@
  * times: a block of 128 threads owned a strip of 512 columns, every thread a
  * float4 of each row, and the K stages of the pipeline exchanged the two end
  * cells of each thread's float4 through shared memory, behind one
- * __syncthreads() per row.  It reached 2.50 x the copy bandwidth on an H100
- * and, by the kit's calibration of 2026-11-23, 1.78 x on an H200: the same
- * 7.4 TB/s effective on both GPUs, although the H200 has 1.4 x the memory
- * bandwidth, so DRAM was no longer its limit; the work on the chip was.  Its
- * loop issued 614 instructions per row and thread (nvdisasm of its sm_90
- * build, CUDA 13.0), 19.2 per cell update, for the 9 floating-point ones of
- * the update: 133 register moves, 105 branch and reconvergence instructions
- * (BRA, BSSY, BSYNC), 32 shared-memory accesses, and its share of the
- * barrier.
+ * __syncthreads() per row.  It reached the same effective bandwidth on an
+ * H100 and on an H200, although the H200 has 1.4 x the memory bandwidth, so
+ * DRAM was no longer its limit; the work on the chip was.  Its loop issued
+ * 614 instructions per row and thread (nvdisasm of its sm_90 build, CUDA
+ * 13.0), 19.2 per cell update, for the 9 floating-point ones of the update:
+ * 133 register moves, 105 branch and reconvergence instructions (BRA, BSSY,
+ * BSYNC), 32 shared-memory accesses, and its share of the barrier.
  *
  * This design keeps the pipeline (the time steps stay in registers: AN5D's
  * register streaming, CGO 2020) and removes everything else it could:
@@ -85,31 +83,18 @@
  * single rounding, and lab 8's tolerance is zero (lab.json).  Boundary cells
  * keep their value at every time, bit for bit.
  *
- * Measured steps (the kit's bench: 16384 x 8192 grid, 16 sweeps per call, L2
- * flushed before every call and every call's output checked; figures are
- * multiples of the copy bandwidth measured in the same run; NVIDIA H100 80GB
- * HBM3, CUDA 13.0, driver 580.159.04, 2026-11-25, `make tune` and `make check`):
- *
- *   the first design (block strips, shared-memory ends, a barrier per row)  2.50
- *   this design, first parameters (VEC = 8, SEG = 128, 255 registers)       4.01
- *   ... with VEC = 4 (112 of 128 columns stored, but 128 registers:
- *       twice the resident warps)                                           4.46
- *   ... the defaults (VEC = 4, SEG = 128, OCC = 16, AHEAD = 3)         4.51, 4.61
- *   ... the defaults without the interior march (every warp on the
- *       EDGE path)                                                          3.29
- *   segments of 64 / 128 / 256 rows                             4.39 / 4.61 / 4.20
- *   K = 4 (four passes: 9.3 TB/s effective is 2.3 TB/s of DRAM at least)   3.19
- *
- * OCC (8 or 16) and AHEAD (2 or 3) moved the result by less than the 2 %
- * that two runs of the same build differ by.  `make check` gave 4.625 x the
- * copy bandwidth (13,633 GB/s effective, 1.260 ms per call) and 100 of 100
- * points; on an NVIDIA H200 (same day) 3.26 x (13.5 TB/s): the same
- * effective bandwidth on both GPUs, so the chip's issue rate, not DRAM, is
- * again the limit, 1.8 times higher than before.  The interior loop issues
- * 732 instructions per two rows of a thread (64 cell updates): 576 FMUL and
- * FADD, 32 SHFL, 31 MOV, 8 LDS and loop and address arithmetic, 11.4 per
- * update against the first design's 19.2 (nvdisasm, same build); the EDGE
- * loop 1109.
+ * What each step was worth on an H100 and an H200 is in the handout
+ * ("Where it stops paying", "Development notes"): make tune's records of
+ * every parameter (labs/08-temporal-blocking/tuning/), the full grading runs,
+ * and the development notes of the rewrite (handouts/data/h100/notes.json).
+ * In short: the interior loop, twice the resident warps at VEC = 4, and
+ * K = 8 each pay; OCC and AHEAD move the result by less than two runs of one
+ * build differ.  The interior loop issues 732 instructions per two rows of a
+ * thread (64 cell updates): 576 FMUL and FADD, 32 SHFL, 31 MOV, 8 LDS and
+ * loop and address arithmetic, 11.4 per update against the first design's
+ * 19.2 (nvdisasm, same build); the EDGE loop 1109.  The effective bandwidth
+ * is the same on both GPUs, so the chip's issue rate, not DRAM, is again the
+ * limit, at a higher level than the first design's.
  *
  * Passes and the returned buffer
  * ------------------------------

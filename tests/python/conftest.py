@@ -28,6 +28,7 @@ the symbol check.  Markers in the submission's kernel.cu:
     OTHER_STREAM    bench: the audit saw the kernel on another stream than the launcher's
     NO_AUDIT        bench: the launch audit could not run (no CUPTI)
     SMEM=N          bench: the audited kernel had N bytes of static shared memory per block
+    KERNEL=NAME     bench: the audited kernel's (mangled) name, else _Z8stencil5PKfPfii
     BENCH_BAD_OUTPUT bench: output_ok false
     BENCH_CUDA      bench: exits 3 (CUDA error)
     RATIO=0.45      bench: ratio (default 0.85: full points) with copy bandwidth 3000 GB/s
@@ -144,7 +145,8 @@ m = re.search(r"RATIO=([0-9.]+)", src)
 ratio = float(m.group(1)) if m else 0.85
 out = sys.argv[sys.argv.index("--json") + 1]
 seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 1
-launches = [{"launcher": "stencil2d_sweep", "kind": "kernel", "name": "_Z8stencil5PKfPfii",
+launches = [{"launcher": "stencil2d_sweep", "kind": "kernel",
+             "name": re.search(r"KERNEL=(\S+)", src).group(1) if "KERNEL=" in src else "_Z8stencil5PKfPfii",
              "on_launcher_stream": "OTHER_STREAM" not in src, "stream": 14 if "OTHER_STREAM" in src else 13,
              "count": 3, "grid": [4, 37, 1], "block": [32, 16, 1],
              "static_smem": int(re.search(r"SMEM=(\d+)", src).group(1)) if "SMEM=" in src else 0,

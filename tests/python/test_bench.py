@@ -2,10 +2,12 @@
 the student's code cannot reach; stdout is the student's program output)."""
 
 import json
+import re
 
 import pytest
 
 from conftest import write_script
+from stencil_grader.base import process
 from stencil_grader.grading import bench
 
 GOOD = {"device": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "nx": 16384, "ny": 8192, "nz": 1,
@@ -98,7 +100,7 @@ def test_a_kernels_printf_is_the_students_output_not_an_error(tmp_path):
 def test_a_flood_of_printf_is_capped(tmp_path):
     fake_bench(tmp_path, "print('spam ' * 20000, flush=True)\n" + writes_json(GOOD))
     run = bench.run_bench(tmp_path, 30)
-    assert run.status == "ok" and len(run.output) < bench.OUTPUT_MAX_BYTES + 200
+    assert run.status == "ok" and len(run.output) < process.OUTPUT_MAX_BYTES + 200
     assert "more bytes not shown" in run.output
 
 
@@ -150,15 +152,51 @@ def test_stale_json_is_never_reused(tmp_path):
 
 
 @pytest.mark.parametrize("change, words", [
-    ({"ratio": None}, "key 'ratio' must be a finite number"),
+    ({"ratio": None}, "key 'ratio' must be float"),
+    ({"ratio": float("nan")}, "key 'ratio' must be a finite number"),
+    ({"launchers": [{"name": "residual_norm2"}]}, "bench JSON.launchers[0] lacks key 'repetitions'"),
+    ({"audit": {"status": "ok", "message": "", "calls": 2, "lost": 0, "launches": [{"launcher": "s"}]}},
+     "bench JSON.audit.launches[0] lacks key 'kind'"),
+    ({"seconds": {"context": "0.3"}}, "bench JSON.seconds: key 'context' must be float"),
     ({"gbps": -1.0}, "key 'gbps' must be a finite number >= 0"),
     ({"copy_gbps": 0}, "copy_gbps must be > 0"),
     ({"output_ok": 1}, "key 'output_ok' must be bool"),
     ({"device": 5}, "key 'device' must be str"),
 ])
 def test_bad_json_values(change, words):
-    with pytest.raises(bench.BenchFormatError, match=words.replace("(", r"\(")):
+    with pytest.raises(bench.BenchFormatError, match=re.escape(words)):
         bench.validate(dict(GOOD, **change))
+
+
+def test_the_schema_is_what_protocol_h_declares():
+    """One declaration for both sides: every key of every object is a KEY_ macro of protocol.h."""
+    from stencil_grader.base import protocol
+    header = protocol.c_header()
+    for prefix, schema in (("", protocol.BENCH_KEYS), ("launcher_", protocol.LAUNCHER_KEYS),
+                           ("audit_", protocol.AUDIT_KEYS), ("launch_", protocol.AUDIT_LAUNCH_KEYS),
+                           ("seconds_", protocol.SECONDS_KEYS), ("probe_", protocol.PROBE_KEYS)):
+        for key in schema:
+            assert f'#define KEY_{prefix}{key} "{key}"' in header
+
+
+def test_the_c_side_names_keys_only_through_protocol_h():
+    """bench.c writes no key as a literal: every json_* call names a KEY_ macro (or NULL inside
+    an array), so a key cannot differ between the two sides."""
+    import re
+    from conftest import KIT_ROOT
+    source = (KIT_ROOT / "grader" / "harness" / "bench.c").read_text()
+    calls = re.findall(r"json_(?:string|number|integer|bool|open_object|open_array)\(&?\w+,\s*([^,)]+)", source)
+    assert calls and all(c.startswith("KEY_") or c == "NULL" for c in calls), calls
+
+
+def test_launches_py_reads_only_declared_keys():
+    import re
+    from conftest import KIT_ROOT
+    from stencil_grader.base import protocol
+    source = (KIT_ROOT / "grader" / "stencil_grader" / "grading" / "launches.py").read_text()
+    read = set(re.findall(r"""(?:\[|\.get\()["'](\w+)["']""", source))
+    declared = set(protocol.BENCH_KEYS) | set(protocol.AUDIT_KEYS) | set(protocol.AUDIT_LAUNCH_KEYS)
+    assert read and read <= declared, read - declared
 
 
 def test_missing_key_and_bad_file(tmp_path):

@@ -7,11 +7,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import DATA, GOOD_KERNEL, KIT_ROOT
-from stencil_grader.grading import build, pipeline, report
+from stencil_grader.grading import build, names, pipeline, report
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
@@ -63,9 +64,9 @@ def test_ptxas_log_older_format_without_barriers():
 
 
 def test_short_names():
-    assert build.short_name("_Z5tiledPKfPfi") == "tiled"
-    assert build.short_name("_ZN3foo3barEv") == "_ZN3foo3barEv"
-    assert build.short_name("_Z99x") == "_Z99x"
+    assert names.short_name("_Z5tiledPKfPfi") == "tiled"
+    assert names.short_name("_ZN3foo3barEv") == "_ZN3foo3barEv"
+    assert names.short_name("_Z99x") == "_Z99x"
 
 
 def test_make_command(tmp_path):
@@ -371,6 +372,50 @@ def test_a_binary_kernel_is_refused_in_one_line_before_make(tmp_path, content, s
 
 
 @needs_make
+def test_make_gets_only_the_graders_paths(tmp_path):
+    """Issue 23: a student's folder (a space, quotes, `$(...)`, backticks) reached make as IMPL=, and
+    lab.mk's shell ran what its name said.  Now its kernel.cu is copied to BUILD_DIR/src/<lab>/
+    and make is given that folder."""
+    lab = make_lab(tmp_path, '@echo "$(IMPL)" > $(BUILD_DIR)/impl; test -f $(IMPL)/lab/kernel.cu')
+    sub = tmp_path / "o'brien \"x\" $(touch PWNED) `touch PWNED`; -rf"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text(GOOD_KERNEL)
+    result = build.build(lab, str(sub), tmp_path / "b")
+    assert result.ok, result.message
+    staged = tmp_path / "b" / "src" / "lab" / "kernel.cu"
+    assert staged.read_text() == GOOD_KERNEL
+    assert result.command[5] == f"IMPL={(tmp_path / 'b' / 'src').resolve()}"
+    assert not any("brien" in word for word in result.command) and not list(tmp_path.rglob("PWNED"))
+    mtime = staged.stat().st_mtime_ns                      # the same file again: no new copy, no rebuild
+    assert build.build(lab, str(sub), tmp_path / "b").ok and staged.stat().st_mtime_ns == mtime
+
+
+@needs_make
+def test_a_folder_make_cannot_take_is_a_kit_error_not_a_grade(tmp_path):
+    lab = make_lab(tmp_path, "@touch $(BUILD_DIR)/make-ran")
+    result = build.build(lab, "starter", tmp_path / "build dir")
+    assert result.outcome == "kit_error" and result.message.startswith("kit error: the build directory ")
+    assert "holds a space, which make cannot take" in result.message
+    assert not (tmp_path / "build dir" / "make-ran").exists()
+    assert build.make_path_problem(Path("/tmp/a b")) == "holds a space"
+    assert build.make_path_problem(Path("/tmp/x$y")) == "holds the character '$'"
+    assert build.make_path_problem(Path("/tmp/x,y")) == "holds the character ','"
+    assert build.make_path_problem(Path("/tmp/Jos\u00e9_\u738b/ok-1.2+x@y")) is None
+
+
+@needs_make
+def test_a_kernel_over_1_mib_is_refused_before_make(tmp_path):
+    lab = make_lab(tmp_path, "@touch $(BUILD_DIR)/make-ran")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text("//" + "x" * build.MAX_SOURCE_BYTES)
+    result = build.build(lab, str(sub), tmp_path / "b")
+    assert result.outcome == "compile_error" and len(result.message.splitlines()) == 1
+    assert "kernel.cu is 1.0 MB, over the 1 MiB a kernel.cu may have" in result.message
+    assert not (tmp_path / "b" / "make-ran").exists()
+
+
+@needs_make
 def test_the_whole_make_output_is_kept_in_build_log(tmp_path):
     lab = make_lab(tmp_path, "cc -c harness.c -o harness.o || true\n@echo 'kernel.cu(1): error: bad' >&2; exit 1")
     sub = tmp_path / "sub"
@@ -388,16 +433,16 @@ def test_template_kernels_are_told_apart():
     log = "".join(f"ptxas info    : Compiling entry function '{name}' for 'sm_90'\n"
                   f"ptxas info    : Used 40 registers, used 1 barriers, 6144 bytes smem\n" for name in TEMPLATES)
     kernels = build.parse_ptxas_log(log)
-    labels = build.kernel_labels([k.name for k in kernels])
+    labels = names.kernel_labels([k.name for k in kernels])
     assert len(set(labels.values())) == 2
     if shutil.which("c++filt"):
         assert [labels[n] for n in TEMPLATES] == ["stencil3d_zmarch_kernel<false>", "stencil3d_zmarch_kernel<true>"]
-    assert build.kernel_labels(["_Z5tiledPKfPfi", "plain"]) == {"_Z5tiledPKfPfi": "tiled", "plain": "plain"}
+    assert names.kernel_labels(["_Z5tiledPKfPfi", "plain"]) == {"_Z5tiledPKfPfi": "tiled", "plain": "plain"}
 
 
 @pytest.mark.skipif(not shutil.which("c++filt"), reason="c++filt (binutils) not installed")
 def test_overloads_keep_their_parameters():
-    assert build.kernel_labels(["_Z1kPf", "_Z1kPd", "_Z1gPf"]) == {"_Z1kPf": "k(float*)", "_Z1kPd": "k(double*)",
+    assert names.kernel_labels(["_Z1kPf", "_Z1kPd", "_Z1gPf"]) == {"_Z1kPf": "k(float*)", "_Z1kPd": "k(double*)",
                                                                    "_Z1gPf": "g"}
 
 
@@ -441,3 +486,55 @@ def test_an_empty_kernel_cu_of_lab_1_is_told_what_to_define(tmp_path):
     assert result.message.startswith('kernel.cu must define extern "C" void stencil2d_sweep(const float *d_in, ')
     assert_for_the_student(result.message, tmp_path)
     assert "undefined reference to `stencil2d_sweep'" in (tmp_path / "b" / build.BUILD_LOG).read_text()
+
+
+# ---------------------------------------------------------------- common mistakes get a hint (issue 26)
+
+PRINTF_KERNEL = '__global__ void k(const float *a) { printf("a[0] = %f\\n", a[0]); }\n'
+
+
+@needs_make
+def test_printf_without_its_header_gets_a_hint(tmp_path):
+    lab = make_lab(tmp_path, "@echo 'kernel.cu(1): error: identifier \"printf\" is undefined' >&2; exit 1")
+    result = build.build(lab, "starter", tmp_path / "b")
+    assert result.outcome == "compile_error"
+    assert result.message.splitlines()[-1] == build.PRINTF_HINT
+    assert "#include <cstdio>" in build.PRINTF_HINT and "GPU is allowed" in build.PRINTF_HINT
+    assert build.compiler_hints('kernel.cu(2): error: identifier "oops" is undefined') == []
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_the_printf_hint_matches_what_this_nvcc_says(tmp_path):
+    (tmp_path / "kernel.cu").write_text(PRINTF_KERNEL)
+    done = subprocess.run([NVCC, "-c", "kernel.cu", "-o", "kernel.o"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode != 0
+    assert build.compiler_hints(done.stdout + done.stderr) == [build.PRINTF_HINT]
+    (tmp_path / "kernel.cu").write_text("#include <cstdio>\n" + PRINTF_KERNEL)
+    done = subprocess.run([NVCC, "-c", "kernel.cu", "-o", "kernel.o"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr                   # with the header, a kernel's printf builds
+
+
+@needs_make
+@pytest.mark.parametrize("given, digits", [("sm_90", "90"), ("9.0", "90"), ("compute_8.0", "compute_80"), ("x", "90")])
+def test_cuda_arch_written_as_sm_is_refused_naming_the_digits(given, digits):
+    """make check CUDA_ARCH=sm_90 stops before anything is built, saying what to write (it used to
+    reach nvcc and read as the student's compile error)."""
+    done = subprocess.run(["make", "-s", "print-build-dir", f"CUDA_ARCH={given}"], cwd=KIT_ROOT / "labs" / "01-naive-5pt",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and not done.stdout
+    assert f"write the compute capability as digits, CUDA_ARCH={digits} " in done.stderr
+    for good in ("90", "80 90", "90a", "compute_80"):                  # compute_80: PTX alone
+        ok = subprocess.run(["make", "-s", "print-build-dir", f"CUDA_ARCH={good}"],
+                            cwd=KIT_ROOT / "labs" / "01-naive-5pt", capture_output=True, text=True, timeout=60)
+        assert ok.returncode == 0, ok.stderr
+
+
+def test_grade_py_arch_takes_digits_only():
+    from stencil_grader.base import cliargs
+    assert cliargs.arch("90") == "90" and cliargs.arch("80 90") == "80 90" and cliargs.arch("90a") == "90a"
+    assert cliargs.arch("compute_75") == "compute_75"                    # PTX alone
+    for bad, hint in (("sm_90", "--arch 90 "), ("8.6", "--arch 86 "), ("gpu", "--arch 90 ")):
+        with pytest.raises(Exception, match=hint):
+            cliargs.arch(bad)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import DATA, write_script
-from stencil_grader.grading import checkrun
+from stencil_grader.grading import checkrun, checkstream
 
 
 def alive(pid: int) -> bool:
@@ -21,8 +21,8 @@ def alive(pid: int) -> bool:
 
 
 def test_real_xml_log_outcomes():
-    tests = checkrun.parse_check_xml((DATA / "check_log.xml").read_text())
-    got = [(t.tcase, t.iteration, t.test_id, checkrun.classify(t.result, t.message)) for t in tests]
+    tests = checkstream.parse_check_xml((DATA / "check_log.xml").read_text())
+    got = [(t.tcase, t.iteration, t.test_id, checkstream.classify(t.result, t.message)) for t in tests]
     assert got == [("basic", 0, "t_pass", "pass"), ("basic", 0, "t_fail", "fail"),
                    ("crashes", 0, "t_segv", "crash"), ("crashes", 0, "t_hang", "timeout"),
                    ("crashes", 0, "t_exit", "crash"), ("crashes", 0, "t_cuda", "crash"),
@@ -48,31 +48,31 @@ def test_real_xml_log_outcomes():
     ("error", "something Check has not said before", "crash"),
 ])
 def test_classify(result, message, outcome):
-    assert checkrun.classify(result, message) == outcome
+    assert checkstream.classify(result, message) == outcome
 
 
 def test_truncated_log_keeps_complete_tests():
     text = (DATA / "check_log.xml").read_text()
     cut = text.index("<id>t_hang</id>")                      # killed while writing the 4th test
-    tests = checkrun.parse_check_xml(text[:cut])
+    tests = checkstream.parse_check_xml(text[:cut])
     assert [t.test_id for t in tests] == ["t_pass", "t_fail", "t_segv"]
-    assert checkrun.parse_check_xml("") == []
-    assert checkrun.parse_check_xml("<?xml version='1.0'?>\n<testsuites xmlns=") == []
+    assert checkstream.parse_check_xml("") == []
+    assert checkstream.parse_check_xml("<?xml version='1.0'?>\n<testsuites xmlns=") == []
 
 
 def test_list_and_seed_parsing():
-    listed = checkrun.parse_list("basic\t0\tnx=1 ny=1\nnoise\nedges\t3\tnx=33 ny=9\n\n")
+    listed = checkstream.parse_list("basic\t0\tnx=1 ny=1\nnoise\nedges\t3\tnx=33 ny=9\n\n")
     assert [(c.tcase, c.iteration, c.label) for c in listed] == [("basic", 0, "nx=1 ny=1"),
                                                                   ("edges", 3, "nx=33 ny=9")]
-    assert checkrun.parse_seed("Running suite\nseed: 123456\nseed: 9\n") == 123456
-    assert checkrun.parse_seed("no seed here") is None
+    assert checkstream.parse_seed("Running suite\nseed: 123456\nseed: 9\n") == 123456
+    assert checkstream.parse_seed("no seed here") is None
 
 
 def test_merge_fills_unreported_cases_and_ignores_unlisted_results():
-    listed = checkrun.parse_list("a\t0\tfirst\na\t0\tsecond\nb\t0\tthird\n")
-    tests = [checkrun.XmlTest("a", 0, "success", "Passed", 0.1),
-             checkrun.XmlTest("a", 0, "failure", "second: wrong", 0.1),
-             checkrun.XmlTest("z", 5, "success", "Passed", 0.1)]
+    listed = checkstream.parse_list("a\t0\tfirst\na\t0\tsecond\nb\t0\tthird\n")
+    tests = [checkstream.XmlTest("a", 0, "success", "Passed", 0.1),
+             checkstream.XmlTest("a", 0, "failure", "second: wrong", 0.1),
+             checkstream.XmlTest("z", 5, "success", "Passed", 0.1)]
     cases, notes = checkrun.merge(listed, tests, "timeout", "no result: killed")
     assert [(c.label, c.outcome, c.message) for c in cases] == [
         ("first", "pass", "Passed"), ("second", "fail", "second: wrong"),
@@ -84,43 +84,51 @@ def test_merge_fills_unreported_cases_and_ignores_unlisted_results():
 
 def test_a_case_reported_twice_is_a_crash_never_a_pass():
     """A forged success printed into the stream ahead of Check's own result is caught."""
-    listed = checkrun.parse_list("a\t0\tfirst\nb\t1\tsecond\n")
-    tests = [checkrun.XmlTest("b", 1, "success", "Passed", 0.1),            # forged, early
-             checkrun.XmlTest("a", 0, "success", "Passed", 0.1),
-             checkrun.XmlTest("b", 1, "failure", "second: wrong", 0.1)]     # Check's own
+    listed = checkstream.parse_list("a\t0\tfirst\nb\t1\tsecond\n")
+    tests = [checkstream.XmlTest("b", 1, "success", "Passed", 0.1),            # forged, early
+             checkstream.XmlTest("a", 0, "success", "Passed", 0.1),
+             checkstream.XmlTest("b", 1, "failure", "second: wrong", 0.1)]     # Check's own
     cases, _ = checkrun.merge(listed, tests, "crash", "none")
     assert [c.outcome for c in cases] == ["pass", "crash"]
     assert "reported 2 times for 1 listed" in cases[1].message
 
 
 def test_first_missing_case_gets_its_own_outcome():
-    listed = checkrun.parse_list("a\t0\tfirst\na\t1\tsecond\na\t2\tthird\n")
-    cases, _ = checkrun.merge(listed, [checkrun.XmlTest("a", 0, "success", "Passed", 0.1)], "not_run",
+    listed = checkstream.parse_list("a\t0\tfirst\na\t1\tsecond\na\t2\tthird\n")
+    cases, _ = checkrun.merge(listed, [checkstream.XmlTest("a", 0, "success", "Passed", 0.1)], "not_run",
                               checkrun.NOT_RUN, ("timeout", "stuck"))
     assert [(c.outcome, c.message) for c in cases] == [("pass", "Passed"), ("timeout", "stuck"),
                                                        ("not_run", "not run: an earlier case timed out")]
 
 
 def test_stream_reads_seed_and_results_across_chunk_boundaries():
-    seeds = []
-    stream = checkrun.CheckStream(10, on_seed=seeds.append)
-    text = ("seed: 99\n" + (DATA / "check_log.xml").read_text() + "Running suite(s): x\n100%: Checks: 10\n")
+    started = []
+    stream = checkstream.CheckStream(10, on_start=lambda seed, device: started.append((seed, device)), nofork=True)
+    text = ('seed: 99\ndevice: {"name": "G"}\n' + (DATA / "check_log.xml").read_text()
+            + "Running suite(s): x\n100%: Checks: 10\n")
     data = text.encode()
     for i in range(0, len(data), 7):                          # 7-byte chunks
         stream.feed(data[i:i + 7])
-    assert seeds == [99] and stream.seed == 99
+    assert started == [(99, {"name": "G"})] and stream.seed == 99     # once, when the GPU is found
     assert [t.test_id for t in stream.tests][:4] == ["t_pass", "t_fail", "t_segv", "t_hang"]
     assert stream.stop_kind == "case_timeout" and "crashes #0 timed out" in stream.stop_reason
     assert stream.poll(0.0) == stream.stop_reason
-    assert checkrun.parse_check_xml(stream.xml_log())[0].test_id == "t_pass"
+    assert checkstream.parse_check_xml(stream.xml_log())[0].test_id == "t_pass"
+
+
+def test_stream_without_a_gpu_announces_no_cases():
+    started = []
+    stream = checkstream.CheckStream(10, on_start=lambda *a: started.append(a), nofork=True)
+    stream.feed(b"seed: 5\n")
+    assert stream.seed == 5 and started == []                 # no device line: no case will run
 
 
 def test_stream_stall_watchdog():
-    stream = checkrun.CheckStream(2)
+    stream = checkstream.CheckStream(2)
     assert stream.poll(time.monotonic()) is None
     assert "no result for 14 s" in stream.poll(time.monotonic() + 15)
     assert stream.stop_kind == "stall"
-    assert checkrun.CheckStream(None).poll(time.monotonic() + 1e6) is None
+    assert checkstream.CheckStream(None).poll(time.monotonic() + 1e6) is None
 
 
 # ---------------------------------------------------------------- fake check programs
@@ -156,7 +164,7 @@ log.write("</suite></testsuites>\\n")
     assert (run.status, run.exit_status, run.seed, run.passed, run.total) == ("ok", 0, 31, 3, 3)
     assert [c.label for c in run.cases] == ["nx=1 ny=1", "nx=2 ny=2", "nx=3 ny=3"]
     assert (tmp_path / "check.xml").is_file() and run.xml_log == tmp_path / "check.xml"
-    assert len(checkrun.parse_check_xml((tmp_path / "check.xml").read_text())) == 3
+    assert len(checkstream.parse_check_xml((tmp_path / "check.xml").read_text())) == 3
     assert run.sandbox["directory"].startswith("on")
 
 
@@ -206,7 +214,7 @@ time.sleep(3600)
 
 
 def test_a_stuck_run_is_stopped_after_two_case_timeouts(tmp_path, monkeypatch):
-    monkeypatch.setattr(checkrun, "STALL_SLACK_S", 0.5)
+    monkeypatch.setattr(checkstream, "STALL_SLACK_S", 0.5)
     fake_check(tmp_path, f"""log.write("seed: 5\\n"); log.flush()
 log.write("{HEADER}{PASS0}")
 log.flush()
@@ -340,9 +348,9 @@ def test_real_check_suite_end_to_end(tmp_path):
         ("cuda", "not_run"), ("nx=1 ny=9", "not_run"), ("nx=2 ny=9", "not_run"), ("nx=33 ny=9", "not_run"),
         ("nx=64 ny=9", "not_run")]
     messages = {c.label: c.message for c in run.cases}
-    assert messages["segv"].startswith(checkrun.SIGNAL_MESSAGE + " 11")
-    assert messages["hang"] == checkrun.TIMEOUT_MESSAGE
+    assert messages["segv"].startswith(checkstream.SIGNAL_MESSAGE + " 11")
+    assert messages["hang"] == checkstream.TIMEOUT_MESSAGE
     assert run.reruns == list(range(1, 10)) and run.device["name"].startswith("no GPU")
     assert list(run.by_tcase()) == ["basic", "crashes", "edges"]
     assert (tmp_path / "check.xml").is_file()
-    assert len(checkrun.parse_check_xml((tmp_path / "check.xml").read_text())) >= 4   # what Check sent
+    assert len(checkstream.parse_check_xml((tmp_path / "check.xml").read_text())) >= 4   # what Check sent

@@ -1,7 +1,8 @@
 """Instructor mode: a class of submissions, one process per (student, lab), on this host.
 
-Also the class-directory defects of issue 20 (items 1, 2, 12, 13, 14), each with a test
-that failed before its fix.
+Also the class-directory defects of issue 20 (items 1, 2, 12, 13, 14) and issue 23 (a grade
+never lost, the class files rebuilt from every report, clear refusals), each with a test that
+failed before its fix.  Student names of every kind: test_classnames.py.
 """
 
 import csv
@@ -11,13 +12,15 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, run_grade
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT as KIT, run_grade
 from stencil_grader.base import locks
-from stencil_grader.classes import classgrade, gpupool, outdir, submissions, worker
+from stencil_grader.classes import backend, gpupool, outdir, plan, submissions, worker
+from stencil_grader.classes.submissions import ClassError
 from test_checkrun import alive
 
 
@@ -29,7 +32,11 @@ def read_csv(path):
 def grade(subs, out, kit, **kw):
     kw.setdefault("progress", lambda line: None)
     kw.setdefault("gpu_set", gpupool.GpuSet([]))
-    return classgrade.grade_class(subs, out, kit_root=kit.root, **kw)
+    return backend.grade_class(subs, out, kit_root=kit.root, **kw)
+
+
+def report(out, student, lab=FAKE_LAB):
+    return json.loads(outdir.report_path(out, student, lab).read_text())
 
 
 def add_lab(fake_kit, name, number):
@@ -75,12 +82,12 @@ def test_whole_class(fake_kit, klass, tmp_path):
     assert rows["alice"][FAKE_LAB] == "100.00" and rows["alice"]["total"] == "100.00"
     assert rows["carol"][FAKE_LAB] == "20.00" and rows["bob"]["total"] == "0.00"
     assert rows["dave"][FAKE_LAB] == "missing" and rows["dave"]["total"] == "0.00"
-    alice = json.loads((out / "alice" / f"{FAKE_LAB}.json").read_text())
+    alice = report(out, "alice")
     assert alice["verdict"] == "pass" and alice["student"] == "alice" and alice["seed"] == 777
     assert alice["class"]["source_sha256"] == outdir.digest(klass / "alice" / FAKE_LAB / "kernel.cu")
-    assert (out / "alice" / f"{FAKE_LAB}.log").is_file()
-    dave = json.loads((out / "dave" / f"{FAKE_LAB}.json").read_text())
-    assert "not found" in dave["messages"][0]
+    assert (out / "students" / "alice" / f"{FAKE_LAB}.log").is_file()
+    dave = report(out, "dave")
+    assert "not found" in dave["messages"][0] and dave["final"] is False
     for student in ("alice", "bob", "carol", "erin"):
         results = json.loads((out / "gradescope" / student / "results.json").read_text())
         assert results["max_score"] == 100
@@ -92,6 +99,8 @@ def test_whole_class(fake_kit, klass, tmp_path):
     assert gradings_csv[("alice", FAKE_LAB)]["verdict"] == "pass"
     assert float(gradings_csv[("alice", FAKE_LAB)]["total_s"]) > 0
     assert "grading(s)" in (out / "summary.txt").read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["class.csv", "class.html", "class.json", "gradescope",
+                                                     "gradings.csv", "students", "summary.txt"]
     # the temporary build dirs are gone; nothing was written into the submissions
     assert sorted(p.name for p in (klass / "alice" / FAKE_LAB).iterdir()) == ["kernel.cu"]
 
@@ -99,12 +108,13 @@ def test_whole_class(fake_kit, klass, tmp_path):
 def test_regrade_one_student_leaves_the_others_alone(fake_kit, klass, tmp_path):
     out = tmp_path / "out"
     grade(klass, out, fake_kit, jobs=2)
-    (out / "zoe").mkdir()                                        # an earlier class member
-    (out / "zoe" / "notes.txt").write_text("keep me")
-    with open(out / "class.csv", "a", newline="") as f:
-        csv.writer(f).writerow(["zoe", "55.00", "55.00"])
-    bob_json = out / "bob" / f"{FAKE_LAB}.json"
+    zoe = dict(report(out, "alice"), student="zoe", points=55.0, verdict="slow")   # an earlier class member
+    outdir.write_json(outdir.report_path(out, "zoe", FAKE_LAB), zoe)
+    (out / "students" / "zoe" / "notes.txt").write_text("keep me")
+    grade(klass, out, fake_kit)                                  # nothing to grade: the files rebuilt
+    bob_json = outdir.report_path(out, "bob", FAKE_LAB)
     before = (bob_json.stat().st_mtime_ns, read_csv(out / "class.csv"))
+    assert before[1]["zoe"][FAKE_LAB] == "55.00"
 
     fake_kit.submission("alice", GOOD_KERNEL + "// WRONG\n", nested=True)
     result = grade(klass, out, fake_kit, student="alice")
@@ -114,7 +124,10 @@ def test_regrade_one_student_leaves_the_others_alone(fake_kit, klass, tmp_path):
     for student in ("bob", "carol", "dave", "erin", "zoe"):
         assert rows[student] == before[1][student]
     assert bob_json.stat().st_mtime_ns == before[0]
-    assert (out / "zoe" / "notes.txt").read_text() == "keep me"
+    assert (out / "students" / "zoe" / "notes.txt").read_text() == "keep me"
+    summary = (out / "summary.txt").read_text()                 # still the whole class, not alice alone
+    assert "the class in" in summary and "5 student(s)" not in summary and "6 student(s)" in summary
+    assert f"bob/{FAKE_LAB}: compile_error: " in summary and f"carol/{FAKE_LAB}: timeout: " in summary
 
 
 def test_a_grading_process_past_its_limit_is_no_grade(fake_kit, tmp_path, monkeypatch):
@@ -132,8 +145,8 @@ def test_a_grading_process_past_its_limit_is_no_grade(fake_kit, tmp_path, monkey
     (g,) = result.gradings
     assert g.verdict == "grader_error" and g.points == 0 and not g.graded
     assert result.exit_status == 1
-    data = json.loads((out / "carol" / f"{lab}.json").read_text())
-    assert "timed out" in data["messages"][0]
+    data = report(out, "carol", lab)
+    assert "timed out" in data["messages"][0] and data["final"] is False
     assert read_csv(out / "class.csv")["carol"][lab] == "grader_error"
     assert read_csv(out / "class.csv")["carol"]["total"] == ""
     assert not (out / "gradescope" / "carol").exists()
@@ -154,19 +167,21 @@ def _proc(pid: str, what: str) -> bytes:
 
 
 def test_usage_errors(fake_kit, klass, tmp_path):
-    with pytest.raises(classgrade.ClassError, match="no submissions for student 'nobody'"):
+    with pytest.raises(ClassError, match="no submissions for student 'nobody'"):
         grade(klass, tmp_path / "o", fake_kit, student="nobody")
-    with pytest.raises(classgrade.ClassError, match="unknown lab"):
+    with pytest.raises(ClassError, match="unknown lab"):
         grade(klass, tmp_path / "o", fake_kit, labs=["99-none"])
-    with pytest.raises(classgrade.ClassError, match="no submissions for student '../klass'"):
+    with pytest.raises(ClassError, match="no submissions for student '../klass'"):
         grade(klass, tmp_path / "o", fake_kit, student="../klass")
-    with pytest.raises(classgrade.ClassError, match="no such directory"):
+    with pytest.raises(ClassError, match="no submissions for student '..'"):
+        grade(klass, tmp_path / "o", fake_kit, student="..")
+    with pytest.raises(ClassError, match="no such directory"):
         grade(tmp_path / "nothing", tmp_path / "o", fake_kit)
-    with pytest.raises(classgrade.ClassError, match="nothing to grade: no kernel.cu"):
+    with pytest.raises(ClassError, match="nothing to grade: no kernel.cu"):
         grade(klass, tmp_path / "o", fake_kit, student="dave")
     empty = tmp_path / "empty"
     (empty / "__MACOSX").mkdir(parents=True)
-    with pytest.raises(classgrade.ClassError, match="holds no student folder.*skipped __MACOSX"):
+    with pytest.raises(ClassError, match="holds no student folder.*skipped __MACOSX"):
         grade(empty, tmp_path / "o", fake_kit)
     assert not (tmp_path / "o").exists()                        # nothing written on a usage error
 
@@ -177,27 +192,27 @@ def test_an_output_folder_of_another_class_is_refused_and_kept(fake_kit, klass, 
     other = tmp_path / "other"
     put(other, "yann", FAKE_LAB)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    with pytest.raises(classgrade.ClassError, match="holds the results of another class"):
+    with pytest.raises(ClassError, match="holds the results of another class"):
         grade(other, out, fake_kit)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     stranger = tmp_path / "stranger"
     stranger.mkdir()
     (stranger / "thesis.tex").write_text("mine")
-    with pytest.raises(classgrade.ClassError, match="holds other files and no class grading"):
+    with pytest.raises(ClassError, match="holds other files and no class grading"):
         grade(other, stranger, fake_kit)
 
 
 def test_clean_environment_and_limits(monkeypatch, fake_kit):
     monkeypatch.setenv("CK_FORK", "no")
     monkeypatch.setenv("NVCC_APPEND_FLAGS", "-DCHEAT")
-    env = classgrade.clean_env()
+    env = worker.clean_env()
     assert "CK_FORK" not in env and "NVCC_APPEND_FLAGS" not in env
     assert env["NO_COLOR"] == "1" and "PATH" in env
-    spec = classgrade.select_labs(None, fake_kit.root)[0]
-    assert classgrade.time_limit_s(spec, 1) < classgrade.time_limit_s(spec, 4)
+    spec = plan.select_labs(None, fake_kit.root)[0]
+    assert worker.time_limit_s(spec, 1) < worker.time_limit_s(spec, 4)
     # four gradings at once on four GPUs wait for nobody's GPU stages
-    assert classgrade.time_limit_s(spec, 4, gpus=4) == classgrade.time_limit_s(spec, 1)
-    assert classgrade.time_limit_s(spec, 1, stage="gpu") < classgrade.time_limit_s(spec, 1)
+    assert worker.time_limit_s(spec, 4, gpus=4) == worker.time_limit_s(spec, 1)
+    assert worker.time_limit_s(spec, 1, stage="gpu") < worker.time_limit_s(spec, 1)
 
 
 def test_gpu_lock_excludes_other_processes(tmp_path):
@@ -213,24 +228,25 @@ def test_gpu_lock_excludes_other_processes(tmp_path):
 
 
 def test_no_gpu_is_no_grade_and_says_so(fake_kit, tmp_path):
-    """Without a GPU nothing is measured: no 0.00 in class.csv, no Gradescope file, exit 1, loudly."""
+    """Without a GPU nothing is measured: no 0.00 in class.csv, no Gradescope file written, exit 1,
+    loudly; a Gradescope file written before (from grades) is not deleted either."""
     subs = tmp_path / "subs"
     put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
     out = tmp_path / "out"
-    stale = out / "gradescope" / "ann" / "results.json"
-    stale.parent.mkdir(parents=True)
-    stale.write_text("{}")
+    earlier = out / "gradescope" / "ann" / "results.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text('{"score": 40}')
     result = grade(subs, out, fake_kit)
     assert [(g.verdict, g.graded) for g in result.gradings] == [("not_measured", False)]
     assert result.exit_status == 1 and "NOTHING WAS MEASURED" in result.alarm[0]
     row = read_csv(out / "class.csv")["ann"]
     assert row[FAKE_LAB] == "not_measured" and row["total"] == ""
-    assert not stale.exists()
-    assert json.loads((out / "ann" / f"{FAKE_LAB}.json").read_text())["verdict"] == "not_measured"
+    assert earlier.read_text() == '{"score": 40}'
+    assert report(out, "ann")["verdict"] == "not_measured" and report(out, "ann")["final"] is False
 
 
 def test_class_command_exits_1_and_shouts_when_nothing_was_measured(fake_kit, tmp_path, monkeypatch):
-    monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
     monkeypatch.setattr(gpupool, "choose", lambda spec: ([], "nvidia-smi not found (test)"))
     subs = tmp_path / "subs"
     put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
@@ -248,16 +264,16 @@ def test_static_constraint_without_gpu_is_not_measured(fake_kit, tmp_path, monke
     subs = tmp_path / "subs"
     put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
     out = tmp_path / "out"
-    monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
     monkeypatch.setattr(gpupool, "choose", lambda spec: ([], "nvidia-smi not found (test)"))
     from stencil_grader import cli
     assert cli.main(["class", str(subs), "--out", str(out)]) == 1
     row = read_csv(out / "class.csv")["ann"]
     assert row[FAKE_LAB] == "not_measured" and row["total"] == ""
     assert not (out / "gradescope" / "ann").exists()
-    report = json.loads((out / "ann" / f"{FAKE_LAB}.json").read_text())
-    assert report["verdict"] == "not_measured"
-    assert any(c["status"] == "fail" for c in report["static"])   # the constraint is still reported
+    data = report(out, "ann")
+    assert data["verdict"] == "not_measured"
+    assert any(c["status"] == "fail" for c in data["static"])   # the constraint is still reported
     assert "NOTHING WAS MEASURED for 1 of 1" in capsys.readouterr().err
 
 
@@ -298,19 +314,20 @@ def test_stray_folders_are_skipped_and_near_misses_named(fake_kit, tmp_path):
     (subs / "cho" / FAKE_LAB / "kernel.cu").mkdir(parents=True)
     put(subs / "dan", "dan", FAKE_LAB)                 # the archive's own top folder
     put(subs, "eve", FAKE_LAB, name="kernel.cu.txt")
+    (subs / "roster.csv").write_text("folder,site,id,name\nann,moodle,12,Ann\n")   # an importer's: no student
     out = tmp_path / "out"
     result = grade(subs, out, fake_kit)
     assert [g.student for g in result.gradings] == ["ann", "ben", "cho", "dan", "eve"]
     notes = "\n".join(result.summary)
     assert "skipped __MACOSX: an archive tool's folder" in notes
-    assert "skipped .git: hidden" in notes and "skipped notes.txt: a file" in notes
+    assert "skipped .git: hidden" in notes and "skipped notes.txt: a file" in notes and "roster.csv" not in notes
     messages = {g.student: g.message for g in result.gradings}
     assert "found Kernel.cu: the file must be named kernel.cu" in messages["ben"]
     assert f"cho/{FAKE_LAB}/kernel.cu is a folder, not a file" in messages["cho"]
     assert f"found dan/dan/{FAKE_LAB}/kernel.cu: it must be dan/{FAKE_LAB}/kernel.cu" in messages["dan"]
     assert "found kernel.cu.txt" in messages["eve"]
     assert sorted(read_csv(out / "class.csv")) == ["ann", "ben", "cho", "dan", "eve"]
-    assert not (out / "gradescope" / "__MACOSX").exists() and not (out / "__MACOSX").exists()
+    assert not (out / "gradescope" / "__MACOSX").exists() and not (out / "students" / "__MACOSX").exists()
 
 
 def test_bad_paths_get_clear_messages_and_exit_2(fake_kit, tmp_path):
@@ -340,9 +357,9 @@ def test_rows_come_in_lab_order_and_no_hidden_file_is_left(fake_kit, tmp_path):
     put(subs, "ann", FAKE_LAB)
     put(subs, "ann", "02-fake-two")                            # lab 2 is done long before
     out = tmp_path / "out"
-    (out / "ann").mkdir(parents=True)
+    (out / "students" / "ann").mkdir(parents=True)
     (out / "class.csv").write_text("student,total\n")
-    (out / "ann" / f".{FAKE_LAB}.json.999999999.tmp").write_text("{")      # a writer killed mid-write
+    (out / "students" / "ann" / f".{FAKE_LAB}.json.999999999.tmp").write_text("{")      # a writer killed
     lines = []
     grade(subs, out, fake_kit, jobs=2, progress=lines.append)
     rows = [line.split()[1] for line in lines if line.startswith("ann ")]
@@ -365,3 +382,255 @@ def test_submissions_reader_unit(tmp_path):
     (subs / "cy").mkdir()
     (subs / "cy" / "kernel.cu").write_text("x")
     assert "put it in the lab's folder" in submissions.find_source(subs, "cy", "02-y")[1]
+
+
+# ---------------------------------------------------------------- issue 23: no grade lost, files rebuilt, refusals
+
+def gpu_gone(fake_kit):
+    """From now on the fake check and bench find no GPU, whatever the kernel: a machine or a run
+    without one (the same kernel.cu as before)."""
+    from conftest import FAKE_BENCH, FAKE_CHECK, write_script
+    write_script(fake_kit.fake / "check", FAKE_CHECK.replace('if "NO_GPU" in src:', "if True:"))
+    write_script(fake_kit.fake / "bench", FAKE_BENCH.replace('if "NO_GPU" in src:', "if True:"))
+
+
+def test_a_measured_grade_is_never_lost(fake_kit, tmp_path):
+    """Item 3: grading again into the same --out regraded everything and replaced a measured grade
+    with not_measured (no GPU in that run), deleting the Gradescope file, without a word."""
+    subs = tmp_path / "subs"
+    put(subs, "ann", FAKE_LAB)
+    put(subs, "ben", FAKE_LAB, GOOD_KERNEL + "// WRONG\n")
+    out = tmp_path / "out"
+    first = grade(subs, out, fake_kit)
+    assert [(g.student, g.verdict) for g in first.gradings] == [("ann", "pass"), ("ben", "incorrect")]
+    ann_json, ann_gs = outdir.report_path(out, "ann", FAKE_LAB), out / "gradescope" / "ann" / "results.json"
+    kept = (ann_json.read_bytes(), ann_gs.read_bytes(), (out / "gradescope" / "ben" / "results.json").read_bytes())
+    gpu_gone(fake_kit)
+
+    # the same command again: both are final for the same kernel.cu: nothing is graded, exit 0
+    lines = []
+    again = grade(subs, out, fake_kit, progress=lines.append)
+    assert again.gradings == [] and again.exit_status == 0
+    assert any("2 lab(s) kept" in line for line in lines)
+    assert (ann_json.read_bytes(), ann_gs.read_bytes()) == kept[:2]
+
+    # --regrade, and --student: graded again, measured nothing: the grades stay, and it says so
+    for asked in ({"regrade": True}, {"student": "ann"}):
+        result = grade(subs, out, fake_kit, **asked)
+        assert {g.verdict for g in result.gradings} == {"not_measured"} and result.exit_status == 1
+        assert (ann_json.read_bytes(), ann_gs.read_bytes()) == kept[:2]
+        attempt = json.loads(outdir.attempt_path(out, "ann", FAKE_LAB).read_text())
+        assert attempt["verdict"] == "not_measured" and attempt["final"] is False
+        assert read_csv(out / "class.csv")["ann"] == {"student": "ann", FAKE_LAB: "100.00", "total": "100.00"}
+        assert "measured nothing, and the earlier grade stays" in "\n".join(result.summary)
+    assert (out / "gradescope" / "ben" / "results.json").read_bytes() == kept[2]
+
+    # a changed kernel.cu is graded again without being asked; measured nothing: the grade stays
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// resubmitted\n")
+    result = grade(subs, out, fake_kit)
+    assert [(g.student, g.verdict) for g in result.gradings] == [("ann", "not_measured")]
+    assert ann_json.read_bytes() == kept[0] and result.exit_status == 1
+
+    # a kernel.cu gone from the submissions: the grade stays, unless asked
+    (subs / "ben" / FAKE_LAB / "kernel.cu").unlink()
+    result = grade(subs, out, fake_kit, labs=[FAKE_LAB])
+    assert report(out, "ben")["verdict"] == "incorrect"
+    assert any("ben/" + FAKE_LAB + ": kernel.cu is no longer in the submissions" in line for line in result.summary)
+    grade(subs, out, fake_kit, regrade=True)
+    assert report(out, "ben")["verdict"] == "missing" and report(out, "ann")["verdict"] == "pass"
+
+    # a grade measured later replaces the attempt (and the attempt files go)
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// WRONG\n")
+    from conftest import FAKE_BENCH, FAKE_CHECK, write_script
+    write_script(fake_kit.fake / "check", FAKE_CHECK)
+    write_script(fake_kit.fake / "bench", FAKE_BENCH)
+    result = grade(subs, out, fake_kit)
+    assert report(out, "ann")["verdict"] == "incorrect" and not outdir.attempt_path(out, "ann", FAKE_LAB).exists()
+
+
+def test_the_local_runner_resumes_by_the_plan_of_every_back_end(fake_kit, klass, tmp_path, monkeypatch):
+    """Item 3: `grade.py slurm` kept final grades and `grade.py class` did not.  Both plan with
+    plan.make_plan now, whose rule is outdir.is_final."""
+    out = tmp_path / "out"
+    grade(klass, out, fake_kit)
+    mtimes = {s: outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns for s in ("alice", "bob", "dave", "erin")}
+    asked = []
+    real = outdir.is_final
+    monkeypatch.setattr(outdir, "is_final", lambda r, s, spec: asked.append(r.get("student")) or real(r, s, spec))
+    lines = []
+    result = grade(klass, out, fake_kit, progress=lines.append)
+    # carol timed out (a grade, final): nothing left to grade; dave's missing lab is recorded again
+    assert [(g.student, g.verdict) for g in result.gradings] == [("dave", "missing")]
+    assert sorted(asked) == ["alice", "bob", "carol", "erin"]
+    for s in ("alice", "bob", "erin"):
+        assert outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns == mtimes[s]
+    plans = []
+    monkeypatch.setattr(plan, "make_plan", lambda *a, **k: plans.append(a) or (_ for _ in ()).throw(ClassError("x")))
+    from stencil_grader.classes import slurm
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
+    from stencil_grader import cli
+    assert cli.main(["slurm", str(klass), "--out", str(out), "--arch", "90", "--dry-run"]) == 2
+    assert cli.main(["class", str(klass), "--out", str(out)]) == 2
+    assert len(plans) == 2 and slurm.planning is plan
+
+
+def test_final_is_false_for_what_is_no_grade(fake_kit, tmp_path):
+    """Item 7: missing and not_measured reports carried "final": true."""
+    subs = tmp_path / "subs"
+    add_lab(fake_kit, "02-fake-two", 2)
+    put(subs, "ann", FAKE_LAB)
+    put(subs, "ben", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
+    put(subs, "cy", FAKE_LAB, GOOD_KERNEL + "COMPILE_ERROR\n")
+    out = tmp_path / "out"
+    grade(subs, out, fake_kit)
+    finals = {(s, lab): report(out, s, lab)["final"] for s in ("ann", "ben", "cy") for lab in (FAKE_LAB, "02-fake-two")}
+    assert finals == {("ann", FAKE_LAB): True, ("ben", FAKE_LAB): False, ("cy", FAKE_LAB): True,
+                      ("ann", "02-fake-two"): False, ("ben", "02-fake-two"): False, ("cy", "02-fake-two"): False}
+
+
+def test_the_summary_lists_every_failure_and_agrees_with_the_files(fake_kit, klass, tmp_path, capsys, monkeypatch):
+    """Item 4: summary.txt gave no reason for compile_error or forbidden, shrank to one student
+    after --student, lost the final failures after a resume, and put the not-measured labs
+    under the heading of the failed gradings."""
+    put(klass, "fay", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
+    out = tmp_path / "out"
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
+    monkeypatch.setattr(gpupool, "choose", lambda spec: ([], "nvidia-smi not found (test)"))
+    from stencil_grader import cli
+    assert cli.main(["class", str(klass), "--out", str(out)]) == 1
+    for run in ("first", "resumed", "one student"):
+        text = (out / "summary.txt").read_text()
+        lines = text.splitlines()
+        failed = lines.index("3 lab(s) failed, with the reason:")
+        assert lines[failed + 1].startswith(f"  bob/{FAKE_LAB}: compile_error: kernel.cu(3): error: identifier")
+        assert lines[failed + 2].startswith(f"  carol/{FAKE_LAB}: timeout: ")
+        assert lines[failed + 3].startswith(f"  erin/{FAKE_LAB}: forbidden: ") and "system" in lines[failed + 3]
+        assert lines[failed + 2] == f"  carol/{FAKE_LAB}: timeout: 1/3 cases passed; 2 did not (worst: timeout)"
+        missing = lines.index("1 lab(s) never submitted, shown as 'missing' in class.csv and left out of the "
+                              "Gradescope files (--missing-as-zero counts them as 0):")
+        assert lines[missing + 1].startswith(f"  dave/{FAKE_LAB}: no submission")
+        unmeasured = lines.index("1 lab(s) not measured (not_measured): no grade, shown as such in class.csv:")
+        assert lines[unmeasured + 1].startswith(f"  fay/{FAKE_LAB}: not_measured: not measured: no GPU")
+        assert "NOTHING WAS MEASURED for 1 of 6 lab(s)" in text
+        out_err = capsys.readouterr()
+        if run != "first":
+            assert "NOTHING WAS MEASURED" in out_err.err
+        # the console printed what summary.txt holds
+        printed = out_err.out.splitlines() + out_err.err.splitlines()
+        for line in lines:
+            assert line in printed, (run, line)
+        if run == "first":
+            assert cli.main(["class", str(klass), "--out", str(out)]) == 1           # resumed: fay again
+        elif run == "resumed":
+            assert cli.main(["class", str(klass), "--out", str(out), "--student", "alice"]) == 1
+    # class.csv is rebuilt from the reports: the same from nothing
+    before = (out / "class.csv").read_text()
+    (out / "class.csv").unlink()
+    grade(klass, out, fake_kit, labs=[FAKE_LAB])
+    assert (out / "class.csv").read_text() == before
+    assert read_csv(out / "class.csv")["fay"] == {"student": "fay", FAKE_LAB: "not_measured", "total": ""}
+
+
+def test_refusals_exit_2_in_one_line(fake_kit, klass, tmp_path, monkeypatch, capsys):
+    """Items 6 and 7: --out inside the submissions was accepted (a later run graded it as a
+    student); a local run rewrote the class files of an --out whose Slurm run was queued; a 62 MB
+    kernel.cu was taken (57 s of static checks)."""
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
+    from stencil_grader import cli
+
+    def refused(*argv):
+        status = cli.main([str(a) for a in argv])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert status == 2 and len(err) == 1, err
+        return err[0]
+
+    inside = klass / "grades"
+    assert "lies inside the submissions folder" in refused("class", klass, "--out", inside)
+    assert "choose an --out outside it" in refused("slurm", klass, "--out", klass, "--arch", "90", "--dry-run")
+    assert not inside.exists()
+    # an --out that a batch run owns: its jobs submitted, its merge not run (as run.json records it)
+    out = tmp_path / "out"
+    grade(klass, out, fake_kit, student="alice")
+    run = out / "slurm" / "run-1"
+    outdir.write_json(run / "run.json", {"jobs": {"build": "101", "gpu": "102", "merge": "103"}, "items": []})
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    line = refused("class", klass, "--out", out)
+    assert "belongs to the batch run" in line and "101, 102, 103" in line and f"class-task merge {run}" in line
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    outdir.write_json(run / "run.json", {"jobs": {"build": "101"}, "items": [], "merged": "2026-01-01"})
+    assert cli.main(["class", str(klass), "--out", str(out)]) == 0
+    # a kernel.cu over 1 MiB: refused by grade.py lab; in a class, that lab's grade, in one line
+    huge = tmp_path / "huge"
+    put(huge, "hal", FAKE_LAB, GOOD_KERNEL + "//" + "x" * (1 << 20) + "\n")
+    capsys.readouterr()
+    line = refused("lab", fake_kit.lab_dir, "--impl", huge / "hal", "--build-dir", tmp_path / "b")
+    assert "kernel.cu is 1.0 MB, over the 1 MiB a kernel.cu may have" in line
+    result = grade(huge, tmp_path / "hout", fake_kit)
+    (g,) = result.gradings
+    assert (g.verdict, g.points) == ("compile_error", 0.0) and "over the 1 MiB" in g.message
+    assert report(tmp_path / "hout", "hal")["final"] is True
+
+
+def test_make_grade_passes_paths_whole_and_names_the_graders_status(tmp_path):
+    """Item 7: make turned the grader's status 1 into 2 without a word; a folder with a space
+    reached the grader in pieces."""
+    odd = tmp_path / "spring class" / "it's \"here\" $(x)"
+    odd.mkdir(parents=True)
+    done = subprocess.run(["make", "-s", "-C", str(KIT), "grade", f"SUBMISSIONS={odd}", f"OUT={tmp_path / 'o u t'}"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"{odd} holds no student folder" in done.stderr
+    assert "grade.py class exited with status 2" in done.stderr
+    assert not (tmp_path / "o u t").exists()
+
+
+def test_the_class_layer_has_no_import_circle_and_no_module_over_500_lines():
+    """Issue 28: classes/backend.py <-> classgrade.py was an import circle, hidden by a function-local
+    import.  Every import between the modules of classes/ (function-local ones too): no circle."""
+    import ast
+    package = KIT / "grader" / "stencil_grader" / "classes"
+    modules = {p.stem: p for p in package.glob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        text = path.read_text()
+        assert len(text.splitlines()) <= 500, f"{path.name}: {len(text.splitlines())} lines"
+        deps = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                deps |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        graph[name] = deps & set(modules) - {name}
+    done, path = set(), []
+
+    def visit(name):
+        assert name not in path, "import circle: " + " -> ".join(path[path.index(name):] + [name])
+        if name in done:
+            return
+        path.append(name)
+        for dep in sorted(graph[name]):
+            visit(dep)
+        path.pop()
+        done.add(name)
+    for name in sorted(graph):
+        visit(name)
+    # one class grading: plan -> the gradings (backend, worker) -> merge; none of them imports a later step
+    assert "backend" not in graph["plan"] | graph["merge"] and "merge" not in graph["plan"] | graph["worker"]
+
+
+def test_instructor_paths_with_a_space(fake_kit, tmp_path, monkeypatch):
+    """Issue 23: a parent folder with a space ("/tmp/spring class/") gave every student compile_error.
+    The submissions and --out may have one (the build is in a temporary folder of the grader's);
+    a kit in such a path is refused in one line, since make cannot build there; a TMPDIR with a
+    space is passed over for /tmp."""
+    subs = tmp_path / "spring class" / "subs"
+    put(subs, "ann", FAKE_LAB)
+    result = grade(subs, tmp_path / "spring class" / "grades", fake_kit)
+    assert [g.verdict for g in result.gradings] == ["pass"]
+    moved = tmp_path / "my kit"
+    shutil.copytree(fake_kit.root / "labs", moved / "labs")
+    with pytest.raises(ClassError, match=r"the kit lies in .*my kit', a path that holds a space, which make "
+                                         r"cannot take: move the kit"):
+        backend.grade_class(subs, tmp_path / "o", kit_root=moved, progress=lambda line: None)
+    odd = tmp_path / "t m p"
+    odd.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(odd))
+    assert worker.temp_root() in ("/tmp", "/var/tmp")

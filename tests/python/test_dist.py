@@ -100,6 +100,22 @@ def test_student_kit_help_lists_only_what_works_there(packed):
     assert "IMPL=starter|DIR" in lab.stdout and "reference" not in lab.stdout
 
 
+def test_make_check_works_from_the_folder_of_the_file_a_student_edits(packed):
+    """starter/NN-slug/ holds the file a student edits; make check there grades it, through the same
+    lab.mk as labs/NN-slug/ (a Makefile of a few lines that includes it, no rule of its own)."""
+    _, kit = packed
+    for lab in sorted(p.name for p in (kit / "labs").iterdir()):
+        folder = kit / "starter" / lab
+        lines = [x for x in (folder / "Makefile").read_text().splitlines() if x and not x.startswith("#")]
+        assert lines == [f"LAB := {lab}", "include ../../grader/lab.mk"], lab
+        here = run(["make", "-s", "print-build-dir"], folder)
+        there = run(["make", "-s", "print-build-dir"], kit / "labs" / lab)
+        assert here.returncode == 0 and here.stdout == there.stdout, here.stderr
+    dry = run(["make", "-n", "check"], kit / "starter" / "01-naive-5pt")
+    assert dry.returncode == 0 and "No rule to make target" not in dry.stderr, dry.stderr
+    assert "grade.py lab" in dry.stdout and "labs/01-naive-5pt --impl starter" in dry.stdout
+
+
 def test_the_full_kit_help_still_offers_the_reference():
     lab = run(["make", "-s", "help"], KIT_ROOT / "labs" / "01-naive-5pt")
     assert lab.returncode == 0 and "IMPL=starter|reference|DIR" in lab.stdout
@@ -142,6 +158,28 @@ def test_shipped_documents_name_nothing_the_kit_does_not_ship(packed):
     assert "check_verdicts.py" in full_grader                              # written once, in the full kit
     for md in kit.rglob("*.md"):
         assert "instructor-only" not in md.read_text(), md
+
+
+def test_shipped_handouts_cite_no_file_of_the_kits_tests(packed):
+    """The handouts ship; tests/ (the known submissions) does not: the instructor-only marks leave
+    those citations out of the student kit, and what the top-level make check grades is the kit's."""
+    _, kit = packed
+    for md in sorted((kit / "handouts").glob("*.md")):
+        found = [line for line in md.read_text().splitlines() if "tests/" in line]
+        assert not found, (md.name, found[:3])
+    index = (kit / "handouts" / "README.md").read_text()
+    assert "IMPL=reference` by default" not in index and "your starter files in the student kit" in index
+    assert re.search(r"^IMPL \?= starter$", (kit / "Makefile").read_text(), re.MULTILINE)
+    full = (KIT_ROOT / "handouts" / "05-z-coarsening.md").read_text()
+    assert "make check IMPL=../../reference/tour/" in full and "`tests/` is not in the student kit" not in full
+
+
+def test_starter_01_names_the_grid_limit_its_tallest_case_tests():
+    """Lab 1's 4 x 600001 case needs more than 65535 rows of blocks: the starter's TODO says so."""
+    assert "4, 600001" in (KIT_ROOT / "labs" / "01-naive-5pt" / "check_01.c").read_text()
+    starter = (KIT_ROOT / "starter" / "01-naive-5pt" / "kernel.cu").read_text()
+    todo = starter[starter.index("TODO(lab01): choose a block shape"):]
+    assert "65535" in todo and "600001" in todo and "gridDim.y" in todo
 
 
 def test_both_makefiles_grade_with_the_one_check_rule(packed):

@@ -134,7 +134,7 @@ def test_fields_arithmetic_and_formats(tmp_path, spec, text):
     ("t100/tour 01/reference kernel :.2f", r"kernel is text"),
     ("t100 ratio", r"'t100' is not a source"),
     ("t100/tour a b c", r"an inline marker is <!-- fig SOURCE \[ROW\] FIELD \[:FORMAT\] -->"),
-    ("t100/tour 01/reference ratio+1", r"'ratio\+1' is not a field"),
+    ("t100/tour 01/reference ratio^2", r"'ratio\^2' is not a field"),
 ])
 def test_bad_markers_say_what_is_wrong(tmp_path, spec, message):
     recs = figures.load_recordings(_data(tmp_path, t100_tour=_tour_record()))
@@ -309,3 +309,87 @@ def test_the_command_checks_and_rewrites(tmp_path, capsys):
     assert commands.cmd_figures(argparse.Namespace(files=[doc], data=data, check=False)) == 0
     assert "0.67" in doc.read_text() and "rewrote" in capsys.readouterr().out
     assert commands.cmd_figures(args) == 0
+
+
+# ------------------------------------------------------------------ issue 26: sources, arithmetic, one copy figure
+
+def test_a_recorded_run_quotes_one_copy_bandwidth_and_says_what_it_is_the_median_of():
+    """Every table of one recorded tour names the same copy bandwidth (the record's), whichever rows it shows."""
+    import re
+    recs = figures.load_recordings()
+    tour_copy = recs.get("h100", "tour").data["copy_gbps"]
+    found = {}
+    for path in figures.default_files():
+        for m in re.finditer(r"recorded in `(handouts/data/[^`]+)`; copy bandwidth (\d+) GB/s, the median of its "
+                             r"(\d+) bench runs", path.read_text()):
+            found.setdefault(m.group(1), set()).add((m.group(2), m.group(3)))
+    assert found["handouts/data/h100/tour.json"] == {(f"{tour_copy:.0f}", "14")}
+    assert all(len(v) == 1 for v in found.values()), found
+
+
+def test_tuning_files_are_a_source(tmp_path):
+    recs = figures.load_recordings()
+    tuned = json.loads((KIT_ROOT / "labs" / "05-z-coarsening" / "tuning" / "nvidia-h100-80gb-hbm3.json").read_text())
+    one = next(v for v in tuned["variants"] if v["params"] == {"ROWS_PER_THREAD": 1, "PLANES_PER_BLOCK": 32})
+    assert figures.figure("tune/05 h100:ROWS_PER_THREAD=1,PLANES_PER_BLOCK=32 ratio :.3f", recs).text \
+        == f"{one['ratio']:.3f}"
+    assert figures.figure("tune/05 h100 variants", recs).text == str(len(tuned["variants"]))
+    total = sum(len(json.loads(p.read_text())["variants"])
+                for p in KIT_ROOT.glob("labs/*/tuning/nvidia-h100-80gb-hbm3.json"))
+    assert figures.figure("tune/all h100 variants", recs).text == str(total)
+    for spec, message in (("tune/05 h100:ROWS_PER_THREAD=3 ratio", "0 variants have"),
+                          ("tune/05 h100:ROWS_PER_THREAD=2 ratio", "3 variants have"),
+                          ("tune/05 ratio", "name the GPU"),
+                          ("tune/99 h100 ratio", "no labs/99-")):
+        with pytest.raises(figures.FiguresError, match=message):
+            figures.figure(spec, recs)
+
+
+def test_a_field_may_divide_another_and_be_offset(tmp_path):
+    assert figures.format_value(3.29, "ratio", "-1*100", ".0f", repr(4.51)) == "37"
+    recs = figures.load_recordings()
+    assert figures.figure("h100/notes 08/edge_only defaults_ratio/ratio-1*100 :.0f", recs).text == "37"
+    with pytest.raises(figures.FiguresError, match="has no field"):
+        figures.figure("h100/notes 08/edge_only nothing/ratio", recs)
+
+
+def test_development_notes_are_always_provisional_and_counted(tmp_path):
+    rec = {"record": "notes", "format": tour.RECORD_FORMAT, "provisional": False, "source": "typed",
+           "date": "2026-11-25", "device": {"name": "G"}, "rows": []}
+    assert any("provisional" in p for p in figures.validate_record(rec, tmp_path / "notes.json"))
+    rec["provisional"] = True
+    assert figures.validate_record(rec, tmp_path / "notes.json") == []
+    said = "\n".join(figures.run().warnings())
+    assert "notes.json: " in said and "development notes" in said
+
+
+def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp_path):
+    from stencil_grader.tools import profile, profilerecord
+    inputs = sorted((KIT_ROOT / "tests" / "python" / "data" / "ncu").glob("0[12]-*.json"))
+    record = profilerecord.record_profile(inputs)
+    assert record["record"] == "profile" and record["date"] == "2026-11-25" and len(record["rows"]) == len(inputs)
+    row = next(r for r in record["rows"] if r["id"] == "01/diag_uncoalesced")
+    again = profile.analyse(json.loads(inputs[[p.name for p in inputs].index("01-naive-5pt--diag_uncoalesced.json")]
+                                       .read_text()), profile.load_rules())
+    assert row["figures"]["gld_sectors_per_request"] == again["kernels"][0]["figures"]["gld_sectors_per_request"]
+    assert figures.validate_record(record, tmp_path / "profile.json") == []
+    committed = figures.load_recordings().get("h100", "profile").data
+    assert {r["id"] for r in record["rows"]} <= {r["id"] for r in committed["rows"]}
+
+
+def test_kernel_comments_teach_and_quote_no_timing():
+    """Measured figures live in handouts/data and the tuning files, quoted through markers: a kernel's comments
+    (the starters, the references, the tour's textbook kernels) say why, and quote no bandwidth, ratio of copy
+    or time that would drift from the recordings (issue 26; STYLE.md: development logs belong elsewhere)."""
+    import re
+    from stencil_grader.grading.source import strip_source
+    timing = re.compile(r"\d[\d,]*(\.\d+)?\s*(GB/s|TB/s|ms per)|\b[0-4]\.\d{2,3}\b[^\n]{0,30}\b(of (the )?copy|x the copy)"
+                        r"|\b\d\.\d+ x the copy|\b(measured|reached)\b[^\n.]{0,40}\b[0-4]\.\d\d\b")
+    found = []
+    for path in sorted(KIT_ROOT.glob("reference/**/kernel.cu")) + sorted(KIT_ROOT.glob("starter/*/kernel.cu")):
+        text = path.read_text()
+        code = strip_source(text)[0]
+        comments = "".join(c if c != k else " " for c, k in zip(text, code))    # the comments alone
+        for m in timing.finditer(comments):
+            found.append(f"{path.relative_to(KIT_ROOT)}: {comments[max(0, m.start() - 30):m.end() + 10]!r}")
+    assert not found, "\n".join(found)

@@ -22,7 +22,8 @@ import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, build_fake_libcuda, write_script
 from stencil_grader.base.gpus import Gpu
-from stencil_grader.classes import classgrade, gpupool, worker
+from stencil_grader.classes import backend, gpupool, outdir, worker
+from stencil_grader.classes.submissions import ClassError
 
 H100 = "Fake GPU 80GB"
 
@@ -104,7 +105,7 @@ def overlaps(intervals):
 def test_no_two_processes_hold_one_gpu_at_once(tmp_path, n_gpus, workers):
     gpus = fake_gpus(n_gpus)
     arg = json.dumps([g.as_dict() for g in gpus])
-    grader = str(Path(classgrade.__file__).resolve().parents[2])
+    grader = str(Path(backend.__file__).resolve().parents[2])
     procs = [subprocess.Popen([sys.executable, "-c", HOLDER, grader, str(tmp_path / "locks"), arg],
                               stdout=subprocess.PIPE, text=True) for _ in range(workers)]
     held = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
@@ -173,8 +174,8 @@ def gpu_host(fake_kit, tmp_path, monkeypatch):
 
 def _grade(host, listed, jobs, probe=None, tmp=None):
     pool = gpupool.GpuSet(listed, probe or prober(), say=lambda line: None)
-    return classgrade.grade_class(host.subs, tmp / "out", jobs=jobs, progress=lambda line: None,
-                                  kit_root=host.kit.root, gpu_set=pool)
+    return backend.grade_class(host.subs, tmp / "out", jobs=jobs, progress=lambda line: None,
+                               kit_root=host.kit.root, gpu_set=pool)
 
 
 def test_a_class_on_three_gpus_one_failing_its_probe(gpu_host, tmp_path):
@@ -194,7 +195,7 @@ def test_a_class_on_three_gpus_one_failing_its_probe(gpu_host, tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "out" / "gradings.csv")))
     assert len(rows) == 8
     for row in rows:
-        report = json.loads((tmp_path / "out" / row["student"] / f"{FAKE_LAB}.json").read_text())
+        report = json.loads(outdir.report_path(tmp_path / "out", row["student"], FAKE_LAB).read_text())
         assert report["gpu"]["assigned"]["uuid"] == row["gpu_uuid"]
         assert row["gpu_index"] in ("0", "2") and row["gpu_name"] == H100 and row["host"]
     assert result.alarm == []                                          # one model: no warning
@@ -239,8 +240,8 @@ def test_a_gpu_that_breaks_mid_run_is_taken_out_and_its_lab_graded_again(gpu_hos
             pool._probe = prober(bad={0})        # and GPU 0 fails its probe from now on
         return report, log
     monkeypatch.setattr(worker, "grade", breaks_once)
-    result = classgrade.grade_class(gpu_host.subs, tmp_path / "out", jobs=1, progress=lambda line: None,
-                                    kit_root=gpu_host.kit.root, gpu_set=pool)
+    result = backend.grade_class(gpu_host.subs, tmp_path / "out", jobs=1, progress=lambda line: None,
+                                 kit_root=gpu_host.kit.root, gpu_set=pool)
     assert calls == ["0,1", "1"]
     assert [g.verdict for g in result.gradings] == ["pass"]
     assert any("GPU 0" in n and "taken out" in n for n in result.summary)
@@ -249,7 +250,7 @@ def test_a_gpu_that_breaks_mid_run_is_taken_out_and_its_lab_graded_again(gpu_hos
 def test_every_gpu_failing_refuses_the_class(gpu_host, tmp_path):
     listed = gpu_host.gpus(fake_gpus(2))
     gpu_host.students(1)
-    with pytest.raises(classgrade.ClassError, match="no usable GPU: GPU 0 .*GPU 1 "):
+    with pytest.raises(ClassError, match="no usable GPU: GPU 0 .*GPU 1 "):
         _grade(gpu_host, listed, jobs=1, probe=prober(bad={0, 1}), tmp=tmp_path)
     assert not (tmp_path / "out").exists()
 
@@ -312,8 +313,8 @@ def test_when_the_last_gpu_breaks_the_rest_is_not_measured(gpu_host, tmp_path, m
         pool._probe = prober(bad={0})
         return report, log
     monkeypatch.setattr(worker, "grade", breaks)
-    result = classgrade.grade_class(gpu_host.subs, tmp_path / "out", jobs=1, progress=lambda line: None,
-                                    kit_root=gpu_host.kit.root, gpu_set=pool)
+    result = backend.grade_class(gpu_host.subs, tmp_path / "out", jobs=1, progress=lambda line: None,
+                                 kit_root=gpu_host.kit.root, gpu_set=pool)
     assert [g.verdict for g in result.gradings] == ["not_measured", "not_measured"]
     assert all("no usable GPU left" in g.message for g in result.gradings)
     assert result.exit_status == 1

@@ -22,17 +22,23 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, KIT_ROOT
-from stencil_grader.classes import classhtml
-from stencil_grader.grading import html
+from stencil_grader.classes import classhtml, outdir
+from stencil_grader.grading import html, nextstep
 
 HTML_DATA = DATA / "html"
 REPORT = HTML_DATA / "report-02-shared-tiling--diag_bank_conflicts.json"
 PROFILE = HTML_DATA / "profile-02-shared-tiling--diag_bank_conflicts.json"
 LABS = ["01-naive-5pt", "02-shared-tiling"]
-LAB_IDS = ("summary", "score", "cases", "bandwidth", "roofline", "roofline-svg", "bandwidth-svg", "diagnosis",
-           "findings", "build")
+LAB_IDS = ("summary", "next", "score", "cases", "bandwidth", "roofline", "roofline-svg", "bandwidth-svg",
+           "diagnosis", "findings", "build")
+#: Reports of runs that measured nothing, recorded here (no GPU) by `make check` of lab 1: the starter
+#: without a GPU, and a submission that does not compile (nvcc 13.0's message, carets and all).
+NOT_MEASURED = HTML_DATA / "report-01-naive-5pt--no_gpu.json"
+COMPILE_ERROR = HTML_DATA / "report-01-naive-5pt--compile_error.json"
 CLASS_IDS = ("overview", "lab-01-naive-5pt", "lab-02-shared-tiling", "points-01-naive-5pt",
              "ratios-02-shared-tiling", "students", "student-table")
+#: class.html with a lab not measured: the banner first.
+BANNER_IDS = ("overview", "not-measured", "students", "student-table")
 #: An H100 SXM's estimated fp32 peak (132 SMs x 128 lanes x 2 x 1980 MHz), for a drawn compute roof.
 H100_PEAK_GFLOPS = 132 * 128 * 2 * 1980 / 1e3
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -55,7 +61,8 @@ def test_the_lab_page_has_every_section_and_nothing_external():
     assert "bank-conflict replays" in page and "How much shared memory you can use" in page
     assert "60 x clamp" not in page                       # the formula is the performance one below
     assert "40 x clamp((ratio 0.113 - floor 0.49) / (target 0.94 - floor 0.49), 0, 1)" in page
-    assert "reference (0.991 of copy)" in page            # parsed from the calibrated text
+    assert f"reference ({lab_reference_ratio('02-shared-tiling', 'NVIDIA H100 80GB HBM3'):.3f} of copy)" in page
+    assert page.index('id="next"') < page.index('id="build"') < page.index('id="score"') < page.index('id="cases"')
 
 
 def test_escapes_everything_a_student_controls():
@@ -93,10 +100,21 @@ def test_svgs_are_well_formed():
         html.roofline_svg([("k", 1.125, -1.0, "#000")], 3000.0, None)
 
 
-def test_reference_ratio_prefers_the_key_then_the_text():
-    assert html.reference_ratio({"reference_ratio": 0.7, "calibrated": "reference at 0.5 of copy"}) == 0.7
-    assert html.reference_ratio({"calibrated": "2026-11-22: reference at 0.696 of copy bandwidth"}) == 0.696
-    assert html.reference_ratio({"calibrated": None}) is None and html.reference_ratio(None) is None
+def lab_reference_ratio(lab: str, table: str) -> float:
+    return json.loads((KIT_ROOT / "labs" / lab / "lab.json").read_text())["targets"][table]["reference_ratio"]
+
+
+def test_reference_ratio_is_lab_jsons_never_the_free_text():
+    """lab.json's reference_ratio, as the report recorded it, else as lab.json holds it (issue 28:
+    the free-text "calibrated" note is never parsed)."""
+    def rep(**target):
+        return {"lab": "02-shared-tiling", "performance": {"target": target}}
+    assert html.reference_ratio(rep(table="NVIDIA H100 80GB HBM3", reference_ratio=0.7,
+                                    calibrated="reference at 0.5 of copy")) == 0.7
+    assert html.reference_ratio(rep(table="NVIDIA H100 80GB HBM3", calibrated="reference at 0.5 of copy")) \
+        == lab_reference_ratio("02-shared-tiling", "NVIDIA H100 80GB HBM3")
+    assert html.reference_ratio(rep(table="Some GPU", calibrated="reference at 0.696 of copy bandwidth")) is None
+    assert html.reference_ratio(rep(table="generic")) is None and html.reference_ratio({}) is None
 
 
 def test_a_profile_of_another_source_is_not_shown(tmp_path):
@@ -119,10 +137,65 @@ def test_placeholders_and_build_failures_render():
                      "messages": ["no submission"]},
                     {"lab": "01-naive-5pt", "verdict": "compile_error", "points": 0.0, "max_points": 100,
                      "build": {"outcome": "compile_error", "seconds": 1.0, "message": "error: x undeclared"},
-                     "correctness": {"verdict": "not_run"}, "performance": {"verdict": "not_run"}}):
+                     "correctness": {"verdict": "not_run"}, "performance": {"verdict": "not_run"}},
+                    {"lab": "01-naive-5pt", "verdict": "grader_error", "points": 0.0, "max_points": 100,
+                     "messages": ["the grading process died"]}):
         page = html.render_lab_html(minimal)
-        for ident in ("summary", "score", "cases", "bandwidth", "roofline", "diagnosis", "build"):
+        for ident in ("summary", "next", "score", "cases", "build"):
             assert f'id="{ident}"' in page
+
+
+def page_text(page: str) -> str:
+    """The words of a page (tags and the style sheet removed, entities decoded)."""
+    import html as std_html
+    return std_html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<style>.*?</style>", "", page, flags=re.S)))
+
+
+def test_a_page_of_nothing_measured_says_why_once_and_what_to_do():
+    """No GPU: no "not measured: not measured: ...", no 0.00 / 100 in large type for what is no
+    grade, no make profile for a kernel that never ran; the next step comes first."""
+    r = json.loads(NOT_MEASURED.read_text())
+    assert r["verdict"] == "not_measured" and r["gpu"]["status"] == "no_gpu"
+    page = html.render_lab_html(r)
+    text = page_text(page)
+    reason = "no NVIDIA GPU or driver found on this machine"
+    assert text.count(reason) == 1, text.count(reason)
+    assert "not measured: not measured" not in text.lower()
+    assert '<span class="big">0.00</span>' not in page and '<span class="big">No grade</span>' in page
+    assert "make profile" not in text and 'id="diagnosis"' not in page
+    assert "run make check on a machine with an nvidia gpu" in text.lower()
+    assert page.index('id="next"') < page.index('id="build"') < page.index('id="score"') < page.index('id="cases"')
+    assert 'id="bandwidth"' not in page and 'id="roofline"' not in page     # one section says it for all three
+
+
+def test_a_compile_error_keeps_its_lines_and_carets():
+    r = json.loads(COMPILE_ERROR.read_text())
+    message = r["build"]["message"]
+    assert r["verdict"] == "compile_error" and "\n" in message and "^" in message
+    page = html.render_lab_html(r)
+    block = re.search(r'<pre class="compiler">(.*?)</pre>', page, re.S).group(1)
+    import html as std_html
+    assert std_html.unescape(block) == message              # every line, the caret under its column
+    assert page.count('class="compiler"') == 1               # once, in the build section
+    assert "make profile" not in page_text(page) and '<span class="big">0.00</span>' in page
+    assert "fix the first error the compiler names" in page_text(page)
+
+
+@pytest.mark.parametrize("verdict", ["pass", "slow", "not_measured", "constraint", "implausible", "incorrect",
+                                     "crash", "timeout", "forbidden", "compile_error", "kit_error", "pending",
+                                     "missing", "grader_error"])
+def test_every_verdict_has_a_next_step(verdict):
+    r = dict(report(), verdict=verdict)
+    tone, headline, detail = nextstep.next_step(r)
+    assert tone in ("good", "warn", "bad") and headline.strip() and detail.strip()
+    assert ".." not in detail
+
+
+def test_the_targets_table_is_shown_with_any_field_the_grader_adds():
+    r = report()
+    r["performance"]["target"]["chosen_by"] = "the GPU's name"          # a field a later grader may add
+    text = page_text(html.render_lab_html(r))
+    assert "table NVIDIA H100 80GB HBM3" in text and "chosen_by: the GPU's name" in text
 
 
 def make_class(tmp_path: Path) -> Path:
@@ -138,12 +211,62 @@ def test_class_page_counts_links_and_outliers(tmp_path):
     for ident in CLASS_IDS:
         assert f'id="{ident}"' in page, ident
     for student in ("alice", "bob", "carol", "dave", "erin", "frank"):
-        assert (out / student / "index.html").is_file()
+        assert (out / "students" / student / "index.html").is_file()
     for href in re.findall(r'href="([^"]+)"', page):
         assert (out / href).is_file(), f"broken link {href}"
     assert "<th>missing</th>" in page and "<th>incorrect</th>" in page
-    assert (out / "frank" / "02-shared-tiling.html").read_text().count('id="summary"') == 1
+    assert (out / "students" / "frank" / "02-shared-tiling.html").read_text().count('id="summary"') == 1
     assert "<script" not in page
+    index = (out / "students" / "frank" / "index.html").read_text()
+    for href in re.findall(r'href="([^"]+)"', index):
+        assert (out / "students" / "frank" / href).resolve().is_file(), f"broken link {href}"
+
+
+def class_with_ungraded_labs(tmp_path: Path) -> Path:
+    """The recorded class, with dave's lab 2 not measured and erin's lab 2 a grader_error (frank's
+    lab 2 is missing already)."""
+    out = make_class(tmp_path)
+    for student, verdict in (("dave", "not_measured"), ("erin", "grader_error")):
+        path = outdir.report_path(out, student, "02-shared-tiling")
+        data = json.loads(path.read_text())
+        data.update(verdict=verdict, points=0.0, final=False, messages=[f"{verdict}: why, in one line"])
+        data["performance"]["ratio"] = None
+        path.write_text(json.dumps(data))
+    return out
+
+
+def test_class_page_leads_with_the_students_and_counts_grades_only(tmp_path):
+    """Issue 23, item 5: class.html showed missing and not_measured as 0.00, counted them in each
+    lab's median and histogram ("10 graded" when 2 were), totalled 0.00 where class.csv left the
+    total blank, had no banner when nothing was measured, and put the students table last
+    without the verdict's reason in its cells."""
+    out = class_with_ungraded_labs(tmp_path)
+    table = outdir.read_reports(out, LABS)
+    page = classhtml.write_class_html(out, LABS).read_text()
+    assert page.index('id="not-measured"') < page.index('id="student-table"') < page.index('id="lab-01-naive-5pt"')
+    assert "Nothing was measured for 2 of 12 lab(s)" in page
+    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr><td><a href="students/(\w+)/index.html">.*?</tr>', page)}
+    assert set(rows) == {"alice", "bob", "carol", "dave", "erin", "frank"}
+    dave = re.findall(r'<td class="cell (\w+)" data-verdict="(\w+)"><a [^>]*>([^<]*)</a>', rows["dave"])
+    assert dave[1] == ("ungraded", "not_measured", "not_measured")
+    assert "not_measured: why, in one line" in rows["dave"]
+    for student in ("dave", "erin"):
+        assert rows[student].endswith('<td class="total"></td></tr>')
+    frank = table["frank"]
+    assert frank["02-shared-tiling"]["verdict"] == "missing"
+    assert re.findall(r'data-verdict="missing"><a [^>]*>([^<]*)</a>', rows["frank"]) == ["missing"]
+    assert f'<td class="total">{frank["01-naive-5pt"]["points"]:.2f}</td>' in rows["frank"]
+    for student, row in rows.items():
+        if student not in ("dave", "erin"):
+            assert f'<td class="total">{outdir.total(list(table[student].values())):.2f}</td>' in row
+    graded = [r["02-shared-tiling"] for r in table.values() if outdir.is_grade(r["02-shared-tiling"])]
+    assert len(graded) == 3
+    lab2 = page[page.index('id="lab-02-shared-tiling"'):]
+    assert "3 graded</span> (3 without a grade: grader_error, missing, not_measured)" in lab2
+    median = sorted(r["points"] for r in graded)[1]
+    assert f"points: median {median:.1f} of 100" in lab2
+    bars = re.search(r'<svg id="points-02-shared-tiling".*?</svg>', lab2).group(0)
+    assert sum(int(n) for n in re.findall(r'text-anchor="middle">(\d+)</text>', bars)) == 3
 
 
 def test_outliers_and_quartiles():
@@ -159,17 +282,17 @@ def test_outliers_and_quartiles():
 def test_class_page_escapes_student_names(tmp_path):
     out = make_class(tmp_path)
     odd = '<b>eve&"x'
-    shutil.copytree(out / "alice", out / odd)
+    shutil.copytree(out / "students" / "alice", out / "students" / odd)
     page = classhtml.write_class_html(out, LABS).read_text()
     assert odd not in page and "&lt;b&gt;eve&amp;&quot;x" in page
-    assert "%3Cb%3Eeve%26%22x/index.html" in page
-    assert (out / odd / "index.html").is_file()
+    assert "students/%3Cb%3Eeve%26%22x/index.html" in page
+    assert (out / "students" / odd / "index.html").is_file()
 
 
 def test_an_unreadable_report_is_a_grader_error_not_a_gap(tmp_path):
     out = make_class(tmp_path)
-    (out / "bob" / "01-naive-5pt.json").write_text("{ not json")
-    reports = classhtml.load_reports(out, LABS)
+    (out / "students" / "bob" / "01-naive-5pt.json").write_text("{ not json")
+    reports = outdir.read_reports(out, LABS)
     assert reports["bob"]["01-naive-5pt"]["verdict"] == "grader_error"
 
 
@@ -260,7 +383,28 @@ def rendered_pages(tmp_path: Path) -> list[tuple[Path, tuple[str, ...]]]:
     lab_page = tmp_path / "report.html"
     lab_page.write_text(html.render_lab_html(report(), profile(), peak_gflops=H100_PEAK_GFLOPS))
     class_page = classhtml.write_class_html(make_class(tmp_path), LABS)
-    return [(lab_page, LAB_IDS), (class_page, CLASS_IDS)]
+    pages = [(lab_page, LAB_IDS), (class_page, CLASS_IDS)]
+    for path in (NOT_MEASURED, COMPILE_ERROR):
+        page = tmp_path / (path.stem + ".html")
+        page.write_text(html.render_lab_html(json.loads(path.read_text())))
+        pages.append((page, ("summary", "next", "build", "score", "cases")))
+    return pages
+
+
+def test_the_class_page_in_chromium_shows_verdicts_not_zeros(need_chromium, tmp_path):
+    """The banner, then the students: what a browser shows of a lab without a grade is its verdict."""
+    page = classhtml.write_class_html(class_with_ungraded_labs(tmp_path), LABS)
+    dom = run_chromium(["--dump-dom"], page)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for ident in BANNER_IDS:
+        assert f'id="{ident}"' in dom.stdout, ident
+    text = dom.stdout
+    assert text.index('id="not-measured"') < text.index('id="student-table"') < text.index('id="lab-01-naive-5pt"')
+    dave = re.search(r'<tr><td><a href="students/dave/index.html">.*?</tr>', text, re.S).group(0)
+    assert ">not_measured</a>" in dave and ">0.00</a>" not in dave.split("01-naive-5pt.html")[-1]
+    shot = page.with_suffix(".png")
+    run_chromium([f"--screenshot={shot}", "--window-size=1100,1500"], page)
+    assert_not_blank(shot)
 
 
 def test_pages_render_in_headless_chromium(need_chromium, tmp_path):
@@ -293,3 +437,20 @@ def test_png_decoder_on_a_known_image(tmp_path):
     (tmp_path / "t.png").write_bytes(png)
     _, _, rows = png_pixels(tmp_path / "t.png")
     assert rows == [bytes([10, 20, 30, 15, 25, 35]), bytes([11, 21, 31, 15, 25, 35])]
+
+
+def test_the_index_screenshot_shows_todays_targets_and_the_recorded_points():
+    """handouts/img/report-page.png (grade.py pictures --report-page) is the recorded grading with the
+    targets lab.json holds now, so that it agrees with the handouts; never with points it did not get."""
+    from stencil_grader.tools import pictures
+    entry = json.loads((KIT_ROOT / "labs" / "02-shared-tiling" / "lab.json").read_text())["targets"][
+        "NVIDIA H100 80GB HBM3"]
+    shown = pictures.retarget(report())
+    t = shown["performance"]["target"]
+    assert (t["floor"], t["target"], t["reference_ratio"]) == (entry["floor"], entry["target"], entry["reference_ratio"])
+    assert f"(floor {entry['floor']:g}, target {entry['target']:g}, " in shown["performance"]["message"]
+    assert shown["points"] == report()["points"] and report()["performance"]["target"]["floor"] == 0.49
+    r = report()
+    r["performance"]["ratio"] = entry["target"]           # would now earn full performance points
+    with pytest.raises(pictures.PictureError, match="would earn 40.00 performance points"):
+        pictures.retarget(r)

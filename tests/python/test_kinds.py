@@ -1,21 +1,25 @@
-"""grader/kinds.json, the one place for the facts of each problem kind, against the C side:
-the student API header declares exactly its launchers, and every lab build compiles in exactly
-the kind the table describes (`bench --describe`)."""
+"""grader/kinds.json, the one place for the facts of each problem kind, against what the C side
+states itself: the student API header declares exactly its launchers; each kind module (its
+compiled objects in a lab build) calls exactly the table's launchers and a CPU reference of the
+table's dimensions and boundary; and its function table (`bench --describe`: a solver, case
+modes of its own, determinism) matches the table and the lab's case table.  (lab_config.h's
+KIND_* macros come from kinds.json itself: comparing them with it would prove nothing.)"""
 
 import json
+import re
 import subprocess
 
 import pytest
 
 from conftest import KIT_ROOT
 from stencil_grader.base import kinds, labspec
-from stencil_grader.grading import symbols
+from stencil_grader.grading import whitelist
 
 HEADER = KIT_ROOT / "grader" / "include" / "stencil_lab.h"
 
 
 def test_the_student_api_declares_exactly_the_launchers_of_the_kinds():
-    assert symbols.api_names(HEADER) == kinds.launcher_names()
+    assert whitelist.api_names(HEADER) == kinds.launcher_names()
 
 
 def test_every_lab_names_a_kind():
@@ -24,31 +28,57 @@ def test_every_lab_names_a_kind():
         assert spec.kind.api == spec.api
 
 
-def built_benches():
-    """(lab, bench program) of every lab built by `make test-build` (or `make check`)."""
+def built_labs():
+    """(lab, build directory) of every lab built by `make test-build` (or `make check`)."""
     found = []
     for lab_dir in labspec.discover_labs():
         for impl in ("starter", "reference"):
-            bench = KIT_ROOT / "build" / lab_dir.name / impl / "bench"
-            if bench.is_file():
-                found.append((lab_dir.name, bench))
+            build = KIT_ROOT / "build" / lab_dir.name / impl
+            if (build / "bench").is_file() and list(build.glob("kind_*.o")):
+                found.append((lab_dir.name, build))
                 break
     return found
 
 
-@pytest.mark.skipif(not built_benches(), reason="no lab built here: `make test` builds them first (make test-build)")
-@pytest.mark.parametrize("lab, bench", built_benches(), ids=lambda x: getattr(x, "name", x))
-def test_each_build_compiled_in_the_kind_of_kinds_json(lab, bench):
-    """The C side reads the table through lab_config.h; a module that restated a fact (a
-    launcher name, the boundary, the bytes per cell) would show here."""
-    described = json.loads(subprocess.run([bench, "--describe"], capture_output=True, text=True,
+def undefined_symbols(objects):
+    out = subprocess.run(["nm", "-u", *map(str, objects)], capture_output=True, text=True, timeout=30,
+                         check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip() and not line.endswith(":")}
+
+
+NOT_BUILT = "no lab built here: `make test` builds them first (make test-build)"
+
+
+@pytest.mark.skipif(not built_labs(), reason=NOT_BUILT)
+@pytest.mark.parametrize("lab, build", built_labs(), ids=lambda x: getattr(x, "name", x))
+def test_each_kind_module_calls_the_launchers_and_reference_of_its_table_entry(lab, build):
+    """What the module's code names (nm of its objects): the student's launchers it calls and the
+    CPU reference it checks them with, against the kind's launchers, dims and boundary."""
+    kind = labspec.load(KIT_ROOT / "labs" / lab / "lab.json").kind
+    used = undefined_symbols(sorted(build.glob("kind_*.o")))
+    assert used & kinds.launcher_names() == {l.name for l in kind.launchers}
+    references = {name for name in used if name.startswith("cpu_")}
+    assert references, f"{lab}: the kind module calls no CPU reference"
+    assert all(("3d" in name) == (kind.dims == 3) for name in references), references
+    assert all(("periodic" in name) == (kind.boundary == "periodic") for name in references), references
+
+
+@pytest.mark.skipif(not built_labs(), reason=NOT_BUILT)
+@pytest.mark.parametrize("lab, build", built_labs(), ids=lambda x: getattr(x, "name", x))
+def test_each_kind_modules_function_table_matches_the_table_and_the_cases(lab, build):
+    """`bench --describe` prints the module's own function table: a solver exactly when
+    kinds.json says so, and case modes of its own (and determinism) when the lab's case table
+    (`check --list`, no GPU needed) holds such cases."""
+    described = json.loads(subprocess.run([build / "bench", "--describe"], capture_output=True, text=True,
                                           timeout=30, check=True).stdout)
     kind = labspec.load(KIT_ROOT / "labs" / lab / "lab.json").kind
-    assert described["api"] == kind.api and described["dims"] == kind.dims
-    assert described["dirichlet_dims"] == kind.dirichlet_dims
-    assert described["multi_step"] == kind.multi_step and described["solver"] == kind.solver
-    assert [(l["name"], l["bytes_per_cell"], l["bytes_fixed"]) for l in described["launchers"]] == \
-        [(l.name, l.bytes_per_cell, l.bytes_fixed) for l in kind.launchers]
+    assert described["api"] == kind.api and described["solver"] == kind.solver
+    listed = subprocess.run([build / "check", "--list"], capture_output=True, text=True, timeout=30,
+                            check=True).stdout
+    modes = set(re.findall(r"\((determinism|convergence)\)", listed))
+    assert described["case_modes"] == bool(modes)
+    assert described["deterministic"] == ("determinism" in modes)
+    assert described["bench_arrays"] >= 2 * len(kind.launchers)
 
 
 @pytest.mark.parametrize("broken, words", [

@@ -147,7 +147,37 @@ def test_api_specific_rules(tmp_path):
     three_d = changed(api="stencil3d_sweep", bench__nz=256)
     assert labspec.load(write(tmp_path, three_d)).bench.nz == 256
     planes = changed(constraints__max_shared_planes=1)
-    assert labspec.load(write(tmp_path, planes)).constraints.max_shared_planes == 1
+    with pytest.raises(labspec.LabSpecError, match=r"max_shared_planes needs the smallest tile"):
+        labspec.load(write(tmp_path, planes))
+    planes = changed(constraints__max_shared_planes=1, constraints__shared_memory=True,
+                     constraints__shared_tile={"halo": 1, "smallest_tile": [32, 6], "row_padding": 4,
+                                               "rule": "One plane."})
+    constraints = labspec.load(write(tmp_path, planes)).constraints
+    assert constraints.max_shared_planes == 1
+    assert constraints.shared_tile.plane_factor == (32 + 2 + 8) * (6 + 2) / (32 * 6) == 1.75
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"constraints__shared_tile": {"halo": 1, "rule": "x"}}, r"shared_memory must be true when shared_tile"),
+    ({"constraints__shared_memory": True, "constraints__shared_tile": {"halo": -1, "rule": "x"}},
+     r"shared_tile\.halo must be an integer >= 0"),
+    ({"constraints__shared_memory": True, "constraints__shared_tile": {"halo": 1, "rule": " "}},
+     r"shared_tile\.rule must be a sentence"),
+    ({"constraints__shared_memory": True, "constraints__shared_tile": {"halo": 1, "rule": "x",
+                                                                       "smallest_tile": [32]}},
+     r"smallest_tile must be \[width, height\]"),
+    ({"constraints__grid_storage": {"type": "fp16", "rule": "x"}}, r"grid_storage\.type must be one of fp32"),
+    ({"constraints__grid_storage": {"type": "fp32"}}, r"grid_storage\.rule is missing"),
+])
+def test_constraint_objects_are_validated(tmp_path, change, words):
+    with pytest.raises(labspec.LabSpecError, match=words):
+        labspec.load(write(tmp_path, changed(**change)))
+
+
+def test_a_lab_that_teaches_shared_memory_gets_the_default_tile():
+    spec = labspec.load(KIT_ROOT / "labs" / "02-shared-tiling" / "lab.json")
+    assert spec.constraints.shared_tile.halo == 1 and "input tile" in spec.constraints.shared_tile.rule
+    assert spec.constraints.grid_storage.type == "fp32"
 
 
 def test_kit_paths_are_shown_relative_to_the_kit():

@@ -4,11 +4,12 @@ import json
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, run_grade
-from stencil_grader.grading import pipeline
+from stencil_grader.grading import build, pipeline
 
 
 @pytest.fixture
@@ -45,8 +46,11 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     out = done.stdout
     assert "verdict      pass" in out and "100.00/100 points" in out
     assert "2550.0 GB/s effective, copy 3000.0 GB/s, ratio 0.850" in out
-    assert "seed: 777\n" in out                      # printed as soon as check says it ...
-    assert out.index("seed: 777 (replay: cd ") < out.index("Lab 01-fake-5pt")     # ... and first in the report
+    # Once the GPU is found, with the seed (a run stopped by hand can still be replayed) ...
+    assert "running the correctness cases on Fake GPU 80GB (seed 777) ...\n" in out
+    assert out.count("seed: 777") == 1                           # ... and the seed line once, first in the report
+    assert out.index("seed: 777 (replay: cd ") < out.index("Lab 01-fake-5pt")
+    assert "building " in out and "kernel.cu in " in out          # which file is graded
     assert f"make check SEED=777 IMPL={tmp_path}" in out
     assert "sandbox" in out
     assert f"report: {build_dir / 'report.json'}" in out
@@ -62,6 +66,20 @@ def test_no_gpu_build_and_static_run_then_not_measured_exit_1(grade):
            "no CUDA-capable device is detected))" in done.stdout
     assert "performance: not measured" in done.stdout
     assert report["correctness"]["total"] is None and report["performance"]["bench"] is None
+    # No GPU, no case: nothing announces cases that cannot run, and the seed is said once.
+    assert "correctness cases" not in done.stdout and done.stdout.count("seed: ") == 1
+
+
+def test_a_kernel_cu_in_the_lab_folder_is_named_as_not_graded(grade, fake_kit):
+    """Saved where make check runs (labs/NN-slug/kernel.cu), a student's file would be ignored
+    without a word; the run says which file it grades and that this one is not it."""
+    (fake_kit.lab_dir / "kernel.cu").write_text("// my work, saved in the wrong folder\n")
+    done, report, _ = grade(GOOD_KERNEL)
+    note = [n for n in report["notes"] if "kernel.cu is not graded" in n]
+    assert len(note) == 1 and "make check IMPL=." in note[0], report["notes"]
+    assert note[0].startswith(str(fake_kit.lab_dir / "kernel.cu")) or "labs/" in note[0]
+    assert done.stdout.index("note: ") < done.stdout.index("building ")        # said before anything runs
+    assert pipeline.stray_sources(fake_kit.lab_dir, fake_kit.lab_dir / "kernel.cu") == []
 
 
 def test_compile_error(grade):
@@ -154,16 +172,23 @@ def test_div_rem_constraint(grade, fake_kit):
     done, report, build_dir = grade(GOOD_KERNEL + "// DIVREM\n")
     assert done.returncode == 1 and report["verdict"] == "constraint"
     assert report["correctness"]["points"] == 60 and report["performance"]["points"] == 0
-    assert "div.s32 in _Z6helperii" in done.stdout
+    assert "kernels_div.cu line 1 (kernel.ptx line 26): div.s32 in helper" in done.stdout
     assert report["performance"]["bench"] is None
     done, report, _ = grade(GOOD_KERNEL, name="clean")
     assert report["verdict"] == "pass"
 
 
 def test_shared_memory_constraint(grade, fake_kit):
+    """The tile rule is judged on the audited launch: a kernel declared with a tile but launched
+    without shared memory fails; the PTX's signal alone decides nothing."""
     fake_kit.set_lab_json(constraints={"shared_memory": True, "no_div_rem": False, "forbidden_calls": []})
-    assert grade(GOOD_KERNEL)[1]["verdict"] == "constraint"
-    assert grade(GOOD_KERNEL + "// SHARED\n", name="tiled")[1]["verdict"] == "pass"
+    done, report, _ = grade(GOOD_KERNEL)
+    assert report["verdict"] == "constraint" and "uses 0 bytes of shared memory" in done.stdout
+    tiled = GOOD_KERNEL + "// SHARED SMEM=4096 KERNEL=_Z5tiledPKfPfi\n"
+    assert grade(tiled, name="tiled")[1]["verdict"] == "pass"
+    decoy = GOOD_KERNEL + "// SHARED SMEM=0 KERNEL=_Z5plainPKfPfi\n"        # the tile's kernel never ran
+    assert grade(decoy, name="decoy")[1]["verdict"] == "constraint"
+    assert grade(tiled + "// NO_AUDIT\n", name="unaudited")[1]["verdict"] == "not_measured"
 
 
 @pytest.mark.parametrize("marker, verdict, perf", [
@@ -218,6 +243,17 @@ def test_default_build_dir_and_impl_tags(tmp_path):
     assert pipeline.default_build_dir("01-naive-5pt", "starter") == KIT_ROOT / "build" / "01-naive-5pt" / "starter"
     assert pipeline.resolve_lab_dir("01-naive-5pt") == KIT_ROOT / "labs" / "01-naive-5pt"
     assert FAKE_LAB != "01-naive-5pt"
+
+
+def test_impl_tags_are_paths_make_can_take(tmp_path):
+    """Issue 23: `grade.py lab --impl DIR` without --build-dir built in KIT/build/<lab>/dir-<DIR>, the
+    student's folder name in make's BUILD_DIR."""
+    tags = set()
+    for name in ("Jos\u00e9 Garc\u00eda", "x`id`y", "$(id)", "a b", "a_b", "a" * 300):
+        tag = pipeline.impl_tag(str(tmp_path / name))
+        assert build.make_path_problem(Path("/") / tag) is None and len(tag.encode()) <= pipeline.TAG_BYTES
+        tags.add(tag)
+    assert len(tags) == 6
 
 
 def test_build_dir_rule_is_lab_mks(tmp_path):
@@ -304,12 +340,15 @@ def test_work_on_another_stream_costs_the_performance_points(grade):
     assert stream["status"] == "fail" and "ran on stream 14" in stream["details"][0]
 
 
+LAB6_CONSTRAINTS = {"shared_memory": True, "no_div_rem": False, "forbidden_calls": [], "max_shared_planes": 1,
+                    "shared_tile": {"halo": 1, "smallest_tile": [32, 6], "row_padding": 4, "rule": "One plane."}}
+
+
 def test_without_the_audit_the_stream_rule_is_a_note_and_planes_are_not_measured(grade, fake_kit):
     done, report, _ = grade(GOOD_KERNEL + "// NO_AUDIT\n", name="a")
     assert report["verdict"] == "pass"                        # the timer covers every stream anyway
     assert report["launches"][0]["status"] == "skipped" and "not verified" in report["launches"][0]["message"]
-    fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False, "forbidden_calls": [],
-                                       "max_shared_planes": 1})
+    fake_kit.set_lab_json(constraints=LAB6_CONSTRAINTS)
     done, report, _ = grade(GOOD_KERNEL + "// NO_AUDIT\n", name="b")
     assert report["verdict"] == "not_measured" and report["performance"]["points"] == 0
     assert "needs the launch audit" in report["performance"]["message"]
@@ -317,11 +356,10 @@ def test_without_the_audit_the_stream_rule_is_a_note_and_planes_are_not_measured
 
 def test_shared_planes_are_judged_as_launched(grade, fake_kit):
     """Lab 6's rule on the audited launch: 4 x 37 blocks of 512 threads on a 1024 x 512 plane."""
-    fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False, "forbidden_calls": [],
-                                       "max_shared_planes": 1})
-    _, report, _ = grade(GOOD_KERNEL + "// SMEM=4096\n", name="one")
+    fake_kit.set_lab_json(constraints=LAB6_CONSTRAINTS)
+    _, report, _ = grade(GOOD_KERNEL + "// SHARED SMEM=4096 KERNEL=_Z5tiledPKfPfi\n", name="one")
     assert report["verdict"] == "pass", report["launches"]
-    _, report, _ = grade(GOOD_KERNEL + "// SMEM=32768\n", name="three")
+    _, report, _ = grade(GOOD_KERNEL + "// SHARED SMEM=32768 KERNEL=_Z5tiledPKfPfi\n", name="three")
     assert report["verdict"] == "constraint"
     (planes,) = [c for c in report["launches"] if c["name"] == "max shared planes"]
     assert planes["status"] == "fail" and "32768 bytes of shared memory per block" in planes["message"]

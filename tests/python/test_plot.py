@@ -210,3 +210,66 @@ def test_picture_with_ceilings_is_a_png_file(tmp_path):
                                        "132 SMs x 128 instructions per clock x 1.98 GHz / 14.7 per useful update")]
     assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png", ceilings) is True
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------- the recorded tours' pictures (issue 26)
+
+def recorded_roofline(slug: str):
+    """The roofline data of a recorded tour (handouts/data/SLUG/tour.json), as the handouts' picture draws it."""
+    from stencil_grader.tools import figures, pictures, tour
+    record = figures.load_recordings().get(slug, "tour").data
+    rows = pictures.tour_rows(record)
+    device = record["device"]
+    sm, clock = device["sm_count"], device["sm_clock_max_mhz"]
+    ceilings, _ = tour.roofline_ceilings(rows, sm, clock, device["name"])
+    points = tour.roofline_points(rows)
+    copy = record["copy_gbps"]
+    return rows, plot.roofline_data(points, copy, plot.peak_fp32_gflops(sm, clock), ceilings)
+
+
+def test_the_roofline_legend_quotes_the_tables_ratios():
+    """Each point's legend says the ratio its table row says (lab 5's reference: the tour's 0.96),
+    not a fraction recomputed against the roof's median copy bandwidth."""
+    from stencil_grader.tools import figures
+    rows, data = recorded_roofline("h100")
+    recs = figures.load_recordings()
+    for number, (row, placed) in enumerate(zip(rows, data.points), 1):
+        table = figures.figure(f"h100/tour {row.id} ratio", recs).text
+        assert f"{number}. {row.kernel}: {table} of copy" in plot._legend_text(number, placed)
+    lab5 = next(p for r, p in zip(rows, data.points) if r.id == "05/reference")
+    assert plot._legend_text(10, lab5).endswith(": 0.96 of copy")
+
+
+@pytest.mark.parametrize("slug", ["h100", "h200"])
+def test_recorded_roofline_has_distinct_points_and_labels_that_do_not_collide(slug):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed: the label-overlap check needs it")
+    rows, data = recorded_roofline(slug)
+    fig, ax, labels = plot.roofline_figure(data, f"test {slug}")
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        lines = [line for line in ax.get_lines() if line.get_marker() not in (None, "None", "")]
+        looks = [(line.get_color(), line.get_marker()) for line in lines]
+        assert len(lines) == len(rows) and len(set(line.get_color() for line in lines)) == len(rows), looks
+        from matplotlib.text import Text
+        words = lambda t: Text.get_window_extent(t, renderer)      # the text alone, not the leader line  # noqa
+        boxes = [words(t) for t in labels]
+        others = [words(t) for t in ax.texts if t not in labels]
+        frame = ax.get_window_extent(renderer)
+        for i, a in enumerate(boxes):
+            assert frame.x0 <= a.x0 and a.x1 <= frame.x1 and frame.y0 <= a.y0 and a.y1 <= frame.y1, labels[i]
+            for b in boxes[i + 1:] + others:
+                assert not a.overlaps(b), (labels[i].get_text(), a, b)
+        for i, a in enumerate(others):
+            for b in others[i + 1:]:
+                assert not a.overlaps(b)
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+
+
+def test_label_spreading_keeps_order_and_gaps():
+    assert plot._spread([10, 10, 10], 5, 0, 100) == [10, 15, 20]
+    out = plot._spread([99, 98, 97], 5, 0, 100)
+    assert sorted(out) == out[::-1] and min(abs(a - b) for a in out for b in out if a != b) >= 5
+    assert max(out) <= 100

@@ -2,6 +2,7 @@
 
 import io
 import json
+import shlex
 
 import pytest
 
@@ -87,6 +88,18 @@ def test_replay_command_mentions_impl_only_when_not_starter():
     base = {"lab_dir": "labs/01-naive-5pt", "seed": 12, "impl": "starter"}
     assert report.replay_command(base) == "cd labs/01-naive-5pt && make check SEED=12"
     assert report.replay_command(dict(base, impl="reference")).endswith("SEED=12 IMPL=reference")
+
+
+def test_replay_commands_are_quoted_for_the_shell():
+    """Issue 23: the replay command named a student's folder unquoted."""
+    base = {"lab_dir": "labs/01-naive-5pt", "seed": 12}
+    odd = "/class/o'brien $(touch PWNED) `id`"
+    assert shlex.split(report.replay_command(dict(base, impl=odd))) == [
+        "python3", "grader/grade.py", "lab", "labs/01-naive-5pt", "--impl", odd, "--seed", "12"]
+    assert report.replay_command(dict(base, impl="/class/ann")) == \
+        "cd labs/01-naive-5pt && make check SEED=12 IMPL=/class/ann"
+    assert shlex.split(report.replay_command(dict(base, lab_dir="/my kit/labs/01", impl="starter"))) == [
+        "cd", "/my kit/labs/01", "&&", "make", "check", "SEED=12"]
 
 
 def test_all_grades_every_lab_and_summarises(fake_kit, tmp_path, monkeypatch, capsys):

@@ -196,6 +196,27 @@ def test_fused_sweeps_move_the_plausibility_bound(fused_spec, ratio, perf, verdi
         assert "ratio 8.410 > 8.4: faster than 8 x the copy bandwidth" in s.performance.message
 
 
+def test_a_refused_launch_is_a_failure_counted_apart_not_a_crash(spec):
+    """Issue 27, item 5: a textbook kernel that leaves the boundary unwritten and asks for
+    gridDim.y above 65535 on the tall grids: 29 cases wrong, 3 refused at launch.  Incorrect,
+    and the message says both counts (it used to read `crash`)."""
+    from stencil_grader.base import protocol
+    cases = [CaseResult("t", i, f"case {i}", "fail", f"case {i}: 12 mismatches") for i in range(29)]
+    cases += [CaseResult("large", 29 + i, "nx=4 ny=1100001", "fail",
+                         f"{protocol.LAUNCH_REFUSED} stencil3d_sweep asked for a kernel launch of 1 x 137501 x 1 "
+                         "blocks ...: gridDim.y = 137501 is more than the 65535 this GPU allows") for i in range(3)]
+    s = score.score_lab(spec, OK_BUILD, CLEAN, CheckRun(cases, seed=1, status="ok", exit_status=1))
+    assert s.verdict == "incorrect"
+    assert s.correctness.message == ("0/32 cases passed; 29 wrong and 3 failed to launch (the runtime refused "
+                                     "the configuration the launcher asked for) (worst: incorrect)")
+
+
+def test_every_way_a_case_ends_is_counted(spec):
+    s = score.score_lab(spec, OK_BUILD, CLEAN, checked("pass", "fail", "crash", "timeout", "not_run"))
+    assert s.verdict == "timeout"
+    assert s.correctness.message == "1/5 cases passed; 1 wrong, 1 crashed, 1 timed out and 1 not run (worst: timeout)"
+
+
 # ---------------------------------------------------------------- the generic table (issue 25)
 
 def test_every_lab_s_generic_table_is_at_most_its_calibrated_gpus():

@@ -31,7 +31,7 @@ import pytest
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, write_script
 from stencil_grader import cli
 from stencil_grader.base.gpus import Gpu
-from stencil_grader.classes import batch, classgrade, outdir
+from stencil_grader.classes import batch, outdir, plan
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "slurm"))
 import minislurm  # noqa: E402
@@ -45,7 +45,7 @@ def read_csv(path):
 
 
 def report(out, student, lab=FAKE_LAB):
-    return json.loads((Path(out) / student / f"{lab}.json").read_text())
+    return json.loads(outdir.report_path(Path(out), student, lab).read_text())
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +64,7 @@ def task_tmpdir(monkeypatch):
 def klass(fake_kit, monkeypatch):
     """The fake kit as the kit (grade.py slurm lists its labs), and four students: one whose GPU
     stages find no GPU, a compile error, a good one, and a slow one (to be killed)."""
-    monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
     subs = fake_kit.root / "submissions"
     fake_kit.submission("ann", GOOD_KERNEL + "// NO_GPU\n", nested=True)
     fake_kit.submission("bob", GOOD_KERNEL + "COMPILE_ERROR\n", nested=True)
@@ -182,7 +182,7 @@ def test_bad_input_exits_2_and_loses_nothing(klass, fake_kit, tmp_path, capsys, 
     status, _, err = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
     assert status == 2 and "sbatch not found on PATH" in err and not out.exists()
     monkeypatch.undo()
-    monkeypatch.setattr(classgrade, "KIT_ROOT", fake_kit.root)
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
     monkeypatch.setenv("PATH", f"{tmp_path / 'fakeslurm'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_SLURM_LOG", str(tmp_path / "slurm-calls.json"))
     # an unknown partition (sinfo lists debug and gpu)
@@ -243,7 +243,8 @@ def test_tasks_run_by_hand_one_never_started_one_killed_then_resumed(klass, tmp_
     for i in range(4):                                           # the CPU array
         assert run_script(run.path, "build", i)[0] == 0
     assert report(out, "bob")["verdict"] == "compile_error"      # final at the build stage
-    assert run.pending_path(run.items[0]).is_file()
+    assert run.pending_path(0).is_file()
+    assert sorted(p.name for p in (run.path / "builds").iterdir()) == ["0", "2", "3"]      # no student's name
     assert run_script(run.path, "gpu", 0, job="102")[0] == 0     # ann: no GPU
     assert run_script(run.path, "gpu", 1, job="102")[0] == 0     # bob: settled already
     # cat's task never starts (cancelled while pending); dan's is killed mid-grading (SIGKILL: a node failure)
@@ -267,7 +268,7 @@ def test_tasks_run_by_hand_one_never_started_one_killed_then_resumed(klass, tmp_
     assert not (run.path / "builds").exists() and not (run.path / "pending").exists()
 
     # the same command again: only what has no final grade (cat, dan; ann was not measured)
-    bob_mtime = (out / "bob" / f"{FAKE_LAB}.json").stat().st_mtime_ns
+    bob_mtime = outdir.report_path(out, "bob", FAKE_LAB).stat().st_mtime_ns
     status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
     assert status == 0 and "3 to grade, 1 already graded" in stdout
     run2 = batch.RunDir(out / "slurm" / "run-2")
@@ -289,7 +290,7 @@ def test_tasks_run_by_hand_one_never_started_one_killed_then_resumed(klass, tmp_
     run_script(run2.path, "merge", job="106")
     assert "ended by SIGTERM" in report(out, "dan")["messages"][0]
     assert read_csv(out / "class.csv")["cat"][FAKE_LAB] == "100.00"
-    assert (out / "bob" / f"{FAKE_LAB}.json").stat().st_mtime_ns == bob_mtime
+    assert outdir.report_path(out, "bob", FAKE_LAB).stat().st_mtime_ns == bob_mtime
     # a third time: dan only (and ann); --student regrades one student whatever is there
     status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--student", "cat", capsys=capsys)
     assert status == 0 and "1 to grade, 0 already graded" in stdout
@@ -321,6 +322,35 @@ def test_a_gpu_task_whose_gpu_fails_its_probe_grades_nothing(klass, tmp_path, ca
     message = report(out, "cat")["messages"][0]
     assert "gpu task 0" in message and "(CUDA_VISIBLE_DEVICES=0)" in message
     assert "failed its probe: cuCtxSynchronize: CUDA_ERROR_ECC_UNCORRECTABLE" in message
+
+
+def test_hostile_names_grade_as_plain_ones_through_the_batch_tasks(fake_kit, tmp_path, capsys, monkeypatch,
+                                                                  fake_slurm):
+    """Issue 23: no student's name reaches a path of the run folder, make or a batch script; each
+    grades as the same kernel under a plain name.  An --out make cannot take is refused."""
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
+    subs = tmp_path / "subs"
+    names = ["plain", "o'brien \"$(touch PWNED)\" `touch PWNED`; x", "gradescope", "-rf"]
+    for name in names:
+        (subs / name / FAKE_LAB).mkdir(parents=True)
+        (subs / name / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL)
+    status, _, err = slurm(subs, "--out", tmp_path / "o u t", "--arch", "90", capsys=capsys)
+    assert status == 2 and "holds a space, which make cannot take" in err
+    out = tmp_path / "out"
+    assert slurm(subs, "--out", out, "--arch", "90", capsys=capsys)[0] == 0
+    run = batch.RunDir(out / "slurm" / "run-1")
+    for stage in ("build", "gpu"):
+        for i in range(run.data["tasks"]):
+            assert run_script(run.path, stage, i, job="101")[0] == 0
+    assert run_script(run.path, "merge", job="103")[0] == 0
+    plain = report(out, "plain")
+    for name in names:
+        data = report(out, name)
+        assert (data["verdict"], data["points"], data["static"]) == (plain["verdict"], plain["points"], plain["static"])
+    assert sorted(read_csv(out / "class.csv")) == sorted(names)
+    assert not list(tmp_path.rglob("PWNED")) and not list(fake_kit.root.rglob("PWNED"))
+    for script in ("build", "gpu", "merge"):
+        assert "brien" not in (run.path / f"{script}.sbatch").read_text()
 
 
 def test_a_second_submission_while_the_first_is_queued_is_refused(klass, tmp_path, capsys, monkeypatch,
@@ -417,7 +447,7 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
     assert max(s.get("ended_epoch", 0) for s in gpus) <= status_of["merge-0"]["started_epoch"]
     # Slurm gave every GPU task the node's declared GPU
     assert {s["cuda_visible_devices"] for s in gpus} == {"0"}
-    cat_mtime = (out / "cat" / f"{FAKE_LAB}.json").stat().st_mtime_ns
+    cat_mtime = outdir.report_path(out, "cat", FAKE_LAB).stat().st_mtime_ns
 
     # the same command again: dan (and the not measured ones) only
     status, stdout, err = slurm(klass, "--out", out, "--arch", "90", "--partition", minislurm.PARTITION,
@@ -428,4 +458,4 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
     cluster.wait_idle(300)
     assert report(out, "dan")["verdict"] == "timeout"
     assert read_csv(out / "class.csv")["dan"][FAKE_LAB] == "20.00"
-    assert (out / "cat" / f"{FAKE_LAB}.json").stat().st_mtime_ns == cat_mtime
+    assert outdir.report_path(out, "cat", FAKE_LAB).stat().st_mtime_ns == cat_mtime

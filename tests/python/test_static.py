@@ -6,7 +6,7 @@ import shutil
 
 from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
 from stencil_grader.base import labspec
-from stencil_grader.grading import ptx as ptxmod, source, static
+from stencil_grader.grading import names, ptx as ptxmod, source, static
 
 
 def found(src):
@@ -158,18 +158,23 @@ def test_no_div_rem_constraint(tmp_path):
     spec = spec_with(tmp_path, no_div_rem=True)
     (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
     assert (check.name, check.status, check.severity) == ("no div/rem", "fail", "constraint")
-    assert any("div.s32 in _Z6helperii" in d for d in check.details)
+    # the source line from the PTX's .loc lines, and the readable name (issue 26)
+    assert "kernels_div.cu line 1 (kernel.ptx line 26): div.s32 in helper" in check.details
+    assert "kernels_div.cu line 5 (kernel.ptx line 69): div.s64 in divk" in check.details
     (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
     assert check.status == "pass"
 
 
-def test_shared_memory_constraint(tmp_path):
+def test_shared_memory_is_a_first_signal_never_the_verdict(tmp_path):
+    """The PTX says early whether anything declares shared memory; the verdict is the launch
+    audit's (launches.tile_check): a failing signal costs nothing (score.py reads constraints)."""
     spec = spec_with(tmp_path, shared_memory=True)
     (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
     assert check.status == "pass" and len(check.details) == 2
     (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
-    assert (check.status, check.severity) == ("fail", "constraint")
-    assert "no kernel declares shared memory" in check.message
+    assert (check.status, check.severity) == ("fail", "signal")
+    assert "no function declares shared memory" in check.message and "launch audit" in check.message
+    assert not static.StaticResult([check]).constraint_failed
 
 
 def test_missing_ptx_fails_the_constraint_it_cannot_verify(tmp_path):
@@ -231,8 +236,8 @@ def test_run_static_combines_object_source_and_ptx(tmp_path):
 
 
 def test_kernel_label_shows_integer_template_arguments():
-    assert ptxmod.kernel_label("_Z24stencil3d_regtile_kernelILi4EEvPKfPfiiiii16stencil3d_coeffs") \
+    assert names.kernel_label("_Z24stencil3d_regtile_kernelILi4EEvPKfPfiiiii16stencil3d_coeffs") \
         == "stencil3d_regtile_kernel<4>"
-    assert ptxmod.kernel_label("_Z3kA2ILi32ELi4ELb0EEvPKf") == "kA2<32, 4, 0>"
-    assert ptxmod.kernel_label("_Z5tiledPKfPfi") == "tiled"
-    assert ptxmod.kernel_label("stencil2d_kernel") == "stencil2d_kernel"
+    assert names.kernel_label("_Z3kA2ILi32ELi4ELb0EEvPKf") == "kA2<32, 4, 0>"
+    assert names.kernel_label("_Z5tiledPKfPfi") == "tiled"
+    assert names.kernel_label("stencil2d_kernel") == "stencil2d_kernel"

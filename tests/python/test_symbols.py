@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from stencil_grader.grading import symbols
+from stencil_grader.grading import linkage, names, symbols, whitelist
 
 
 @pytest.mark.parametrize("name", [
@@ -18,7 +18,7 @@ from stencil_grader.grading import symbols
     "atexit", "__cxa_atexit", "__dso_handle", "memcpy", "_ZSt9terminatev", "__assert_fail", "exit",
 ])
 def test_allowed(name):
-    assert symbols.forbidden_reason(name) is None
+    assert whitelist.forbidden_reason(name) is None
 
 
 @pytest.mark.parametrize("name, demangled, words", [
@@ -30,6 +30,9 @@ def test_allowed(name):
     ("open", None, "file"),
     ("write", None, "file"),
     ("printf", None, "file"),
+    ("printf", None, "printf inside a kernel (__global__ or __device__ code) is fine"),
+    ("__printf_chk", None, "printf in host code"),
+    ("puts", None, "printf in host code"),
     ("stdout", None, "file"),
     ("_ZNSt14basic_ofstreamIcSt11char_traitsIcEEC1EPKcSt13_Ios_Openmode",
      "std::basic_ofstream<char, std::char_traits<char> >::basic_ofstream(char const*, std::_Ios_Openmode)",
@@ -64,13 +67,13 @@ def test_allowed(name):
     ("strlen", None, "not on the list"),
 ])
 def test_forbidden_with_a_reason(name, demangled, words):
-    why = symbols.forbidden_reason(name, demangled)
+    why = whitelist.forbidden_reason(name, demangled)
     assert why is not None and words in why
 
 
 def test_a_lab_can_forbid_a_whitelisted_call():
-    assert "lab.json" in symbols.forbidden_reason("cudaMemcpyAsync", extra=("cudaMemcpyAsync",))
-    assert "lab.json" in symbols.forbidden_reason("cudaMemcpyAsync_ptsz", extra=("cudaMemcpyAsync",))
+    assert "lab.json" in whitelist.forbidden_reason("cudaMemcpyAsync", extra=("cudaMemcpyAsync",))
+    assert "lab.json" in whitelist.forbidden_reason("cudaMemcpyAsync_ptsz", extra=("cudaMemcpyAsync",))
 
 
 @pytest.mark.parametrize("name, ok", [
@@ -81,17 +84,74 @@ def test_a_lab_can_forbid_a_whitelisted_call():
     ("_ZdlPv", False), ("_ZSt4cout", False),
 ])
 def test_what_the_object_may_define(name, ok):
-    assert (symbols.defined_reason(name, symbols.api_names()) is None) == ok
+    """Without the libraries' symbol tables (taken=None) no C name but a launcher is cleared."""
+    assert (whitelist.defined_reason(name, whitelist.api_names()) is None) == ok
+
+
+needs_toolchain = pytest.mark.skipif(not (shutil.which("cc") and shutil.which("nm") and shutil.which("readelf")
+                                          and shutil.which("pkg-config") and symbols.find_nvcc()),
+                                     reason="cc, binutils, pkg-config or nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory):
+    """A build directory as lab.mk leaves it, made of real parts: a `check` program linked with
+    Check and the C library, its main in an object of its own (check_runner.o), and a harness
+    object; linkage.taken_names reads their symbol tables, and those of the libraries."""
+    build = tmp_path_factory.mktemp("linked")
+    (build / "runner.c").write_text(
+        '#include <check.h>\n#include <stdio.h>\n'
+        'int main(void) { SRunner *r = srunner_create(suite_create("s")); srunner_run_all(r, CK_SILENT);\n'
+        '  fprintf(stderr, "%d\\n", srunner_ntests_failed(r)); srunner_free(r); return 0; }\n')
+    (build / "harness.c").write_text("int harness_compare(void) { return 1; }\n"
+                                     "void cpu_stencil2d_sweep(void) {}\nint lab_verify(int x) { return x; }\n")
+    cflags = subprocess.run(["pkg-config", "--cflags", "check"], capture_output=True, text=True).stdout.split()
+    libs = subprocess.run(["pkg-config", "--libs", "check"], capture_output=True, text=True).stdout.split()
+    for name in ("runner", "harness"):
+        subprocess.run(["cc", *cflags, "-c", str(build / f"{name}.c"), "-o", str(build / f"{name}.o")], check=True)
+    (build / "runner.o").rename(build / "check_runner.o")
+    subprocess.run(["cc", "-o", str(build / "check"), str(build / "check_runner.o"), str(build / "harness.o"),
+                    *libs], check=True)
+    return linkage.taken_names(build, symbols.find_nvcc())
+
+
+@needs_toolchain
+@pytest.mark.parametrize("name, where", [
+    ("step", "libc.so.6"),                  # a kernel named like regexp.h's step()
+    ("fprintf", "libc.so.6"), ("index", "libc.so.6"), ("srunner_create", ""), ("main", "check_runner.o"),
+    ("harness_compare", "harness.o"), ("cpu_stencil2d_sweep", "harness.o"), ("lab_verify", "harness.o"),
+    ("cudaEventElapsedTime", "libcudart"),
+])
+def test_a_c_linkage_name_of_a_real_library_is_refused_naming_it(linked, name, where):
+    assert not linked.error, linked.error
+    why = whitelist.defined_reason(name, whitelist.api_names(), "T", linked)
+    assert why is not None and f"defines {name} with C linkage" in why and where in why
+
+
+@needs_toolchain
+@pytest.mark.parametrize("name", ["stencil_kernel", "jacobi_step_kernel", "sweep5", "stencil2d_sweep"])
+def test_a_c_linkage_kernel_no_library_defines_passes(linked, name):
+    """extern "C" __global__ kernels (the driver API's, CuPy's and PyCUDA's style) replace nothing."""
+    assert whitelist.defined_reason(name, whitelist.api_names(), "T", linked) is None
+
+
+@needs_toolchain
+def test_reserved_and_unchecked_names_are_refused(linked):
+    assert "reserved" in whitelist.defined_reason("__gmon_start__", frozenset(), "T", linked)
+    assert "reserved" in whitelist.defined_reason("_Exit_hook", frozenset(), "T", linked)
+    unread = linkage.Taken(error="readelf is not installed")
+    assert "could not be read (readelf is not installed)" in whitelist.defined_reason("stencil_kernel",
+                                                                                      frozenset(), "T", unread)
 
 
 def test_inline_library_functions_the_compiler_instantiates_are_fine():
-    assert symbols.defined_reason("_ZNKSt5ctypeIcE8do_widenEc", frozenset(), "W") is None
-    assert symbols.defined_reason("_ZNKSt5ctypeIcE8do_widenEc", frozenset(), "T") is not None
-    assert symbols.defined_reason("_Znwm", frozenset(), "W") is not None
+    assert whitelist.defined_reason("_ZNKSt5ctypeIcE8do_widenEc", frozenset(), "W") is None
+    assert whitelist.defined_reason("_ZNKSt5ctypeIcE8do_widenEc", frozenset(), "T") is not None
+    assert whitelist.defined_reason("_Znwm", frozenset(), "W") is not None
 
 
 def test_api_names_come_from_the_header():
-    names = symbols.api_names()
+    names = whitelist.api_names()
     assert {"stencil2d_sweep", "stencil2d_periodic_sweep", "stencil2d_run", "stencil3d_sweep",
             "residual_norm2", "jacobi_sweep"} <= names
     assert "stencil2d_coeffs" not in names and "extern" not in names
@@ -128,9 +188,9 @@ Disassembly of section .text:
 
 
 def test_simplify():
-    assert symbols.simplify("std::basic_filebuf<char, std::char_traits<char> >::open(char const*, "
+    assert names.simplify("std::basic_filebuf<char, std::char_traits<char> >::open(char const*, "
                             "std::_Ios_Openmode)") == "std::basic_filebuf::open"
-    assert symbols.simplify("vtable for std::basic_ofstream<char, std::char_traits<char> >") == \
+    assert names.simplify("vtable for std::basic_ofstream<char, std::char_traits<char> >") == \
         "vtable for std::basic_ofstream"
 
 
@@ -176,7 +236,7 @@ def findings(tmp_path, code):
     obj, src = compiled(tmp_path, code)
     listing = symbols.read_object(obj)
     assert listing.error is None
-    return [f.describe() for f in symbols.symbol_findings(listing, src.read_text(), symbols.api_names())]
+    return [f.describe() for f in symbols.symbol_findings(listing, src.read_text(), whitelist.api_names())]
 
 
 needs_gxx = pytest.mark.skipif(GXX is None or not shutil.which("nm") or not shutil.which("objdump"),

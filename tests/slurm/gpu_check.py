@@ -46,6 +46,7 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 
 import minislurm  # noqa: E402
 from check_verdicts import META_VERDICTS, collect, from_report, make_class, student_name  # noqa: E402
+from stencil_grader.classes import outdir  # noqa: E402
 
 DEFAULT_LABS = "03-boundary-neat,04-max-smem,05-z-coarsening,07-reduction-residual"
 SAME = [set(META_VERDICTS["correct"])]
@@ -70,15 +71,10 @@ def same(a: str | None, b: str | None) -> bool:
 
 
 def read_reports(out: Path) -> dict[str, dict]:
-    found = {}
-    for path in out.glob("*/*.json"):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(data, dict) and "verdict" in data and "lab" in data:
-            found[f"{path.parent.name}/{data['lab']}"] = data
-    return found
+    """{"student/lab": report} of a class grading's OUT (outdir.read_reports)."""
+    labs = [d.name for d in (KIT_ROOT / "labs").iterdir() if (d / "lab.json").is_file()]
+    return {f"{student}/{lab}": data for student, found in outdir.read_reports(out, labs).items()
+            for lab, data in found.items()}
 
 
 def run(argv: list, env: dict, timeout_s: float, log: Path) -> tuple[int | None, float]:

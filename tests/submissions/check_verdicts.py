@@ -32,7 +32,7 @@ Class mode, where the GPU time is spent as an instructor spends it:
 --make-class DIR lays the entries out as a class (DIR/<lab>__<name>/<lab>/
 kernel.cu, one student per known submission, copies N times with --copies N)
 for `grade.py class DIR --out OUT`; --from-class OUT then checks the verdicts
-of that grading's reports (OUT/<student>/<lab>.json) instead of grading.
+of that grading's reports (OUT/students/<student>/<lab>.json) instead of grading.
 
 Diagnostic submissions (diag_*) name the finding `make profile` must rank first:
 "profile": "<rule id of grader/profile_rules.json>".  --profile also profiles each such entry
@@ -65,6 +65,7 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 from stencil_grader.base import labspec
 from stencil_grader.base.files import read_json  # noqa: E402
 from stencil_grader.base import toolkit  # noqa: E402
+from stencil_grader.classes import outdir  # noqa: E402
 from stencil_grader.grading import pipeline, score  # noqa: E402  (needs the path above)
 
 #: Verdicts a build and static checks settle without a GPU.
@@ -331,18 +332,19 @@ def _check_class(entries: list[Entry], out: Path, json_path: Path | None) -> int
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     words = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}
     record = []
-    students = sorted(p.name for p in Path(out).iterdir() if p.is_dir() and "__" in p.name)
+    folder = outdir.students_dir(Path(out))
+    students = sorted(p.name for p in folder.iterdir() if p.is_dir() and "__" in p.name) if folder.is_dir() else []
     for entry in sorted(entries, key=lambda e: (e.lab, e.twin is not None, e.name)):
         base = student_name(entry)
         for student in [s for s in students if s == base or s.startswith(base + "__") and s[len(base) + 2:].isdigit()]:
-            path = Path(out) / student / f"{entry.lab}.json"
+            path = outdir.report_path(Path(out), student, entry.lab)
             if not path.is_file():
                 outcome = Outcome("failed", None, f"no report {path}")
             else:
                 outcome = from_report(entry, json.loads(path.read_text()))
                 if entry.twin:
                     copy = student[len(base):]
-                    twin_path = Path(out) / (f"{entry.lab}__{entry.twin}" + copy) / f"{entry.lab}.json"
+                    twin_path = outdir.report_path(Path(out), f"{entry.lab}__{entry.twin}" + copy, entry.lab)
                     if twin_path.is_file():
                         twin = next(e for e in entries + collect() if e.lab == entry.lab and e.name == entry.twin)
                         outcome = against_twin(entry, outcome, from_report(twin, json.loads(twin_path.read_text())))

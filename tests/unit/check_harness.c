@@ -381,6 +381,31 @@ START_TEST(model_problem_rate_and_error)
 }
 END_TEST
 
+/* An H100's launch limits (cudaDeviceGetAttribute), for harness_launch_breaks. */
+static const harness_launch_limits H100 = { { 2147483647, 65535, 65535 }, { 1024, 1024, 64 }, 1024,
+                                            49152, 232448 };
+
+START_TEST(launch_limits_name_the_broken_one)
+{
+    char why[256];
+    const unsigned tall[3] = { 1, 137501, 1 }, deep[3] = { 1, 1, 275001 }, ok_grid[3] = { 1024, 65535, 1 };
+    const unsigned block[3] = { 16, 16, 1 }, wide[3] = { 64, 32, 1 }, empty[3] = { 16, 0, 1 };
+    ck_assert(!harness_launch_breaks(&H100, ok_grid, block, 0, why, sizeof why));
+    ck_assert(harness_launch_breaks(&H100, tall, block, 0, why, sizeof why));
+    ck_assert_str_eq(why, "gridDim.y = 137501 is more than the 65535 this GPU allows");
+    ck_assert(harness_launch_breaks(&H100, deep, block, 0, why, sizeof why));
+    ck_assert_str_eq(why, "gridDim.z = 275001 is more than the 65535 this GPU allows");
+    ck_assert(harness_launch_breaks(&H100, ok_grid, wide, 0, why, sizeof why));
+    ck_assert_str_eq(why, "2048 threads per block are more than the 1024 this GPU allows");
+    ck_assert(harness_launch_breaks(&H100, ok_grid, empty, 0, why, sizeof why));
+    ck_assert_str_eq(why, "blockDim.y is 0");
+    ck_assert(harness_launch_breaks(&H100, ok_grid, block, 65536, why, sizeof why));
+    ck_assert(strstr(why, "65536 bytes of dynamic shared memory per block are more than the 49152") != NULL);
+    ck_assert(harness_launch_breaks(&H100, ok_grid, block, 300000, why, sizeof why));
+    ck_assert(strstr(why, "more than the 232448 this GPU has for a block") != NULL);
+}
+END_TEST
+
 static Suite *harness_suite(void)
 {
     Suite *s = suite_create("harness");
@@ -416,6 +441,10 @@ static Suite *harness_suite(void)
     tcase_add_test(st, min_max_gbps);
     tcase_add_test(st, median_confidence_interval);
     suite_add_tcase(s, st);
+
+    TCase *launch = tcase_create("launch-guard");
+    tcase_add_test(launch, launch_limits_name_the_broken_one);
+    suite_add_tcase(s, launch);
 
     TCase *rnd = tcase_create("seeding");
     tcase_add_test(rnd, random_is_reproducible_and_in_range);

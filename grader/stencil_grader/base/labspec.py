@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from . import kinds
+from .constraints import Constraints, parse as parse_constraints  # noqa: F401  (labspec.Constraints)
 from .files import display_path, read_json  # noqa: F401  (display_path: labspec.display_path is its public name too)
 
 #: The bench's repetitions: at least MIN_REPETITIONS timed calls, then more until the 95%
@@ -35,7 +36,6 @@ MAX_PLAUSIBLE_RATIO = 1.05
 GENERIC_TARGET = "generic"
 
 _LAB_NAME = re.compile(r"^(\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*$")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class LabSpecError(ValueError):
@@ -70,15 +70,6 @@ class BenchGrid:
     # 1 when absent).  K sweeps per pass move the grid once for K sweeps of compulsory bytes, so the
     # plausibility bound is K x copy bandwidth (x 1.05): LabSpec.max_plausible_ratio.
     max_fused_sweeps: int = 1
-
-
-@dataclass(frozen=True)
-class Constraints:
-    shared_memory: bool              # the kernel must declare shared memory
-    no_div_rem: bool                 # no integer div/rem instruction in the PTX
-    max_shared_planes: int | None    # at most N planes of shared memory per block (lab 6;
-                                     # static.check_shared_planes derives the bytes per plane)
-    forbidden_calls: tuple[str, ...]  # identifiers forbidden on top of the default list
 
 
 @dataclass(frozen=True)
@@ -248,7 +239,8 @@ _TOP_KEYS = {
     "tolerance": "an object with keys rtol, atol",
     "check": "an object with keys case_timeout_s, suite_timeout_s",
     "bench": "an object with keys nx, ny, nz, steps, repetitions, timeout_s (max_fused_sweeps optional)",
-    "constraints": "an object with keys shared_memory, no_div_rem, forbidden_calls (max_shared_planes optional)",
+    "constraints": "an object with keys shared_memory, no_div_rem, forbidden_calls (max_shared_planes, "
+                   "shared_tile, grid_storage optional: base/constraints.py)",
     "points": "an object with keys correctness, performance",
     "targets": 'an object of GPU name (or "generic") -> {floor, target}',
 }
@@ -316,23 +308,7 @@ def parse(data, path: Path) -> LabSpec:
         bench = BenchGrid(bench.nx, bench.ny, bench.nz, bench.steps, bench.repetitions, bench.timeout_s,
                           fused)
 
-    c = v.obj(data, "constraints", "", ("shared_memory", "no_div_rem", "forbidden_calls"),
-              optional=("max_shared_planes",))
-    planes = c.get("max_shared_planes")
-    if planes is not None:
-        planes = v.integer(c, "max_shared_planes", "constraints.", "an integer >= 1 (or absent)",
-                           lambda n: n >= 1)
-    calls = c["forbidden_calls"]
-    if not isinstance(calls, list):
-        v.fail("constraints.forbidden_calls", "a list of C identifiers", calls)
-    for i, name in enumerate(calls):
-        if not isinstance(name, str) or not _IDENTIFIER.match(name):
-            v.fail(f"constraints.forbidden_calls[{i}]", "a C identifier", name)
-    constraints = Constraints(
-        shared_memory=v.boolean(c, "shared_memory", "constraints."),
-        no_div_rem=v.boolean(c, "no_div_rem", "constraints."),
-        max_shared_planes=planes,
-        forbidden_calls=tuple(calls))
+    constraints = parse_constraints(v, data)
 
     p = v.obj(data, "points", "", ("correctness", "performance"))
     points = Points(

@@ -34,7 +34,7 @@ from . import gpuprobe, gpus, toolkit
 #: bench.c's fit_grid: the room it leaves beside the grids: twice the L2 cache (the flusher) and
 #: this many bytes (512 MiB: the CUDA context, the copy probe's kernel, the reference's work).
 BENCH_RESERVE_BYTES = 512 << 20
-#: Device arrays the bench holds per problem kind (grid_kind.h's .bench_arrays: input, output
+#: Device arrays the bench holds per problem kind (grid_kind.h's GRID_BENCH_ARRAYS: input, output
 #: and the harness's two for checking; lab 7's kind six: u, f, unew and their references).
 BENCH_ARRAYS = {"jacobi_residual": 6}
 BENCH_ARRAYS_DEFAULT = 4

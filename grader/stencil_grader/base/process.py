@@ -103,6 +103,18 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+#: What the student's code printed (a program's stdout: a kernel's printf) kept for the report.
+OUTPUT_MAX_BYTES = 16 * 1024
+
+
+def program_output(text: str) -> str:
+    """The student's output as the report keeps it: at most OUTPUT_MAX_BYTES, and a line saying
+    how much more there was."""
+    if len(text) <= OUTPUT_MAX_BYTES:
+        return text
+    return text[:OUTPUT_MAX_BYTES] + f"\n[... {len(text) - OUTPUT_MAX_BYTES} more bytes not shown ...]\n"
+
+
 def tail_lines(text: str, n: int) -> str:
     """The last n lines of text (all of it when shorter)."""
     lines = text.rstrip("\n").splitlines()

@@ -9,10 +9,14 @@ of each is in grader/README.md, section "How the pieces talk".
   which a program reports to the grader (base/process.py), apart from stdout
   and stderr, which belong to the student's code (a kernel's printf).
 - Exit statuses of check and bench.
-- The keys of the bench's JSON object, with their types.
+- The bench's JSON, every key of every nested object with its type and meaning
+  (the schema), which bench.c writes through the KEY_* macros, grading/bench.py
+  checks with check_object, and grading/launches.py reads.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 #: Environment variable holding the number of the channel's file descriptor (process.run(channel=True)).
 CHANNEL_FD_ENV = "STENCIL_CHANNEL_FD"
@@ -36,50 +40,174 @@ EXIT_DEBUG_BUILD = EXIT["DEBUG_BUILD"]
 EXIT_USAGE = EXIT["USAGE"]
 EXIT_EARLY_EXIT = EXIT["EARLY_EXIT"]
 
-#: The bench's JSON object (`bench --json`): key -> (type, meaning).  float keys are finite
-#: numbers >= 0; times in milliseconds, bandwidths in GB/s with 1 GB = 1e9 bytes.
-BENCH_KEYS = {
-    "device": (str, "the GPU's name, as the CUDA runtime reports it"),
-    "cc": (str, "its compute capability, e.g. 9.0"),
-    "sm_count": (int, "its multiprocessors"),
-    "nx": (int, "the timed grid"),
-    "ny": (int, "the timed grid"),
-    "nz": (int, "the timed grid (1 in 2D)"),
-    "steps": (int, "sweeps per call (multi-step kinds), else 1"),
-    "scaled_down": (bool, "the lab.json grid did not fit in GPU memory"),
-    "note": (str, "why it was scaled down, or empty"),
-    "array_bytes": (int, "bytes of one grid"),
-    "repetitions": (int, "timed calls of each launcher"),
-    "precision": (float, "half-width of the median's 95% confidence interval over the median"),
-    "ms_median": (float, "median time of one call (of each launcher, added up)"),
-    "ms_min": (float, "fastest call"),
-    "ms_max": (float, "slowest call"),
-    "bytes_compulsory": (float, "bytes one call must move"),
-    "gbps": (float, "effective bandwidth: bytes_compulsory / ms_median; 0 when output_ok is false"),
-    "copy_gbps": (float, "copy bandwidth: the larger of copy_memcpy_gbps and copy_kernel_gbps"),
-    "copy_memcpy_gbps": (float, "cudaMemcpyAsync device to device, bytes read plus written"),
-    "copy_kernel_gbps": (float, "a float4 copy kernel, bytes read plus written"),
-    "ratio": (float, "gbps / copy_gbps; 0 when output_ok is false"),
-    "output_ok": (bool, "every call's output matched the harness's GPU reference"),
-    "output_message": (str, "what the first wrong call got wrong"),
-    "calls_checked_on_gpu": (int, "calls checked, untimed ones included"),
-    "launchers": (list, "per launcher: name, ms_median, bytes_compulsory, gbps, ratio, output_ok"),
-    "audit": (dict, "the launch audit: status, message, calls audited, and every kernel and memory "
-                    "operation the launcher started (grader/README.md, section Bench)"),
-    "seconds": (dict, "wall seconds of the bench's own phases"),
-    "seed": (int, "the input seed"),
+@dataclass(frozen=True)
+class Key:
+    """One key of a JSON object the bench writes: its type (str, int, float, bool, list, dict),
+    what it means, whether every object holds it, and for an object or a list of objects the
+    schema of those (a dict of Key)."""
+
+    type: type
+    meaning: str
+    required: bool = True
+    schema: dict | None = None
+
+
+#: Per launcher of the kind (bench JSON "launchers").  Units as the top level's.
+LAUNCHER_KEYS = {
+    "name": Key(str, "the launcher, as kinds.json names it"),
+    "repetitions": Key(int, "its timed calls"),
+    "ms_median": Key(float, "median time of one call"),
+    "precision": Key(float, "half-width of the median's 95% confidence interval over the median"),
+    "bytes_compulsory": Key(float, "bytes one call must move"),
+    "gbps": Key(float, "its effective bandwidth; 0 when output_ok is false"),
+    "ratio": Key(float, "gbps / copy_gbps"),
+    "output_ok": Key(bool, "every call's output matched the harness's GPU reference (and the repeats)"),
+    "repeats": Key(int, "untimed calls on the first timed call's input, compared bit for bit with it "
+                        "(0: the kind asks no determinism of this launcher)"),
+    "repeats_identical": Key(bool, "every repeat gave the first timed call's bits"),
 }
+#: One operation the audited calls started (bench JSON "audit"."launches"), with a count.
+AUDIT_LAUNCH_KEYS = {
+    "launcher": Key(str, "the launcher whose call started it"),
+    "kind": Key(str, "kernel, memcpy or memset"),
+    "name": Key(str, "the kernel's mangled name; memcpy or memset"),
+    "on_launcher_stream": Key(bool, "it ran on the stream the launcher was given"),
+    "stream": Key(int, "CUPTI's stream id"),
+    "count": Key(int, "how many times the audited calls started it"),
+    "grid": Key(list, "gridDim x, y, z (kernels)", required=False),
+    "block": Key(list, "blockDim x, y, z (kernels)", required=False),
+    "static_smem": Key(int, "bytes of static shared memory per block (kernels)", required=False),
+    "dynamic_smem": Key(int, "bytes of dynamic shared memory per block (kernels)", required=False),
+    "registers": Key(int, "registers per thread (kernels)", required=False),
+    "bytes": Key(int, "bytes copied or set (memcpy, memset)", required=False),
+    "ms": Key(float, "its time on the GPU, milliseconds"),
+}
+#: The launch audit (bench JSON "audit"): grader/harness/audit.c, grading/launches.py.
+AUDIT_KEYS = {
+    "status": Key(str, "ok, or unavailable (no CUPTI, or --no-audit)"),
+    "message": Key(str, "why it is unavailable"),
+    "calls": Key(int, "calls audited"),
+    "lost": Key(int, "records lost (more than the bench keeps, or a window without its marker)"),
+    "launches": Key(list, "every distinct operation of the audited calls", schema=AUDIT_LAUNCH_KEYS),
+}
+#: The bench's own phases (bench JSON "seconds"), wall seconds.
+SECONDS_KEYS = {
+    "context": Key(float, "finding the GPU and making its context"),
+    "copy_probe": Key(float, "measuring the copy bandwidth"),
+    "calls": Key(float, "the launchers' calls: warm-up, timed, audited, repeated"),
+    "total": Key(float, "the whole run"),
+}
+#: The bench's JSON object (`bench --json`).  float keys are finite numbers >= 0; times in
+#: milliseconds, bandwidths in GB/s with 1 GB = 1e9 bytes.
+BENCH_KEYS = {
+    "device": Key(str, "the GPU's name, as the CUDA runtime reports it"),
+    "cc": Key(str, "its compute capability, e.g. 9.0"),
+    "sm_count": Key(int, "its multiprocessors"),
+    "nx": Key(int, "the timed grid"),
+    "ny": Key(int, "the timed grid"),
+    "nz": Key(int, "the timed grid (1 in 2D)"),
+    "steps": Key(int, "sweeps per call (multi-step kinds), else 1"),
+    "scaled_down": Key(bool, "the lab.json grid did not fit in GPU memory"),
+    "note": Key(str, "why it was scaled down, or empty"),
+    "array_bytes": Key(int, "bytes of one grid"),
+    "repetitions": Key(int, "timed calls of each launcher (the fewest)"),
+    "precision": Key(float, "half-width of the median's 95% confidence interval over the median (the largest)",
+                     required=False),
+    "ms_median": Key(float, "median time of one call (of each launcher, added up)"),
+    "ms_min": Key(float, "fastest call"),
+    "ms_max": Key(float, "slowest call"),
+    "bytes_compulsory": Key(float, "bytes one call must move"),
+    "gbps": Key(float, "effective bandwidth: bytes_compulsory / ms_median; 0 when output_ok is false"),
+    "copy_gbps": Key(float, "copy bandwidth: the larger of copy_memcpy_gbps and copy_kernel_gbps"),
+    "copy_memcpy_gbps": Key(float, "cudaMemcpyAsync device to device, bytes read plus written", required=False),
+    "copy_kernel_gbps": Key(float, "a float4 copy kernel, bytes read plus written", required=False),
+    "ratio": Key(float, "gbps / copy_gbps; 0 when output_ok is false"),
+    "output_ok": Key(bool, "every call's output matched the harness's GPU reference, every repeat its "
+                           "first timed call"),
+    "output_message": Key(str, "what the first wrong call got wrong"),
+    "calls_checked_on_gpu": Key(int, "calls checked, untimed ones included", required=False),
+    "launchers": Key(list, "one object per launcher", required=False, schema=LAUNCHER_KEYS),
+    "audit": Key(dict, "the launch audit: every kernel and memory operation the launcher started "
+                       "(without it, every rule that needs the audit is not verified)", required=False,
+                 schema=AUDIT_KEYS),
+    "seconds": Key(dict, "wall seconds of the bench's own phases", required=False, schema=SECONDS_KEYS),
+    "seed": Key(int, "the input seed"),
+}
+#: `bench --probe`: the GPU.
+PROBE_KEYS = {
+    "device": Key(str, "the GPU's name"),
+    "cc": Key(str, "its compute capability"),
+    "sm_count": Key(int, "its multiprocessors"),
+    "l2_bytes": Key(int, "its L2 cache"),
+    "global_mem_bytes": Key(int, "its memory"),
+    "mem_free_bytes": Key(int, "its memory free when probed"),
+}
+#: `bench --describe`: what the kind module linked into the build states itself (its function
+#: table), which tests/python/test_kinds.py compares with grader/kinds.json.
+DESCRIBE_KEYS = {
+    "lab": Key(str, "the lab the build is for"),
+    "api": Key(str, "the kind, as lab.json names it"),
+    "solver": Key(bool, "the module has a solver (`bench --solve`)"),
+    "case_modes": Key(bool, "the module runs cases of its own modes (determinism, convergence)"),
+    "deterministic": Key(bool, "the module asks its launchers for the same bits on every run (digest)"),
+    "bench_arrays": Key(int, "grids of the bench's size the module keeps on the GPU"),
+}
+
+#: How a Check case's message starts when the CUDA runtime refused a launch of the student's
+#: launcher (a grid or block beyond the GPU's limits, too much shared memory): the case failed,
+#: the program did not crash (grading/checkrun.py counts such cases apart).
+LAUNCH_REFUSED = "launch refused:"
+
+#: The objects of the C header, as KEY_<prefix><key>: the top level as KEY_<key>.
+_C_OBJECTS = (("", BENCH_KEYS), ("launcher_", LAUNCHER_KEYS), ("audit_", AUDIT_KEYS),
+              ("launch_", AUDIT_LAUNCH_KEYS), ("seconds_", SECONDS_KEYS), ("probe_", PROBE_KEYS),
+              ("describe_", DESCRIBE_KEYS))
+
+
+class SchemaError(ValueError):
+    """A JSON object that does not follow its schema; the message names the key and what it must be."""
+
+
+def _type_ok(kind: type, value) -> bool:
+    if kind is float:
+        return not isinstance(value, bool) and isinstance(value, (int, float))
+    if kind is int:
+        return not isinstance(value, bool) and isinstance(value, int)
+    return isinstance(value, kind)
+
+
+def check_object(data, schema: dict, where: str = "bench JSON") -> dict:
+    """data, after checking that it is an object holding every required key of schema with its
+    type, nested objects and lists of objects included (keys the schema does not know are left
+    alone); raises SchemaError naming the key."""
+    if not isinstance(data, dict):
+        raise SchemaError(f"{where} is not an object")
+    for name, key in schema.items():
+        if name not in data:
+            if key.required:
+                raise SchemaError(f"{where} lacks key {name!r}")
+            continue
+        value, path = data[name], f"{where}: key {name!r}"
+        if not _type_ok(key.type, value):
+            raise SchemaError(f"{path} must be {key.type.__name__}, got {value!r}")
+        if key.schema is not None:
+            for i, item in enumerate(value if key.type is list else [value]):
+                check_object(item, key.schema, f"{where}.{name}" + (f"[{i}]" if key.type is list else ""))
+    return data
 
 
 def c_header() -> str:
-    """The text of protocol.h: EXIT_<NAME> statuses, KEY_<key> strings, CHANNEL_FD_ENV."""
+    """The text of protocol.h: EXIT_<NAME> statuses, KEY_[<object>_]<key> strings, CHANNEL_FD_ENV."""
     lines = ["/* protocol.h: generated by grader/grade.py protocol from",
              " * grader/stencil_grader/base/protocol.py.  Do not edit. */",
              "#ifndef STENCIL_PROTOCOL_H", "#define STENCIL_PROTOCOL_H", "",
              "/* the environment variable naming the private channel's file descriptor */",
              f'#define CHANNEL_FD_ENV "{CHANNEL_FD_ENV}"', "", "/* exit statuses of check and bench */"]
     lines += [f"#define EXIT_{name} {value} /* {meaning} */" for name, value, meaning in EXIT_STATUSES]
-    lines += ["", "/* the keys of the bench's JSON object */"]
-    lines += [f'#define KEY_{key} "{key}"' for key in BENCH_KEYS]
+    lines += ["", "/* how a case's message starts when the runtime refused a launch of the student's launcher */",
+              f'#define LAUNCH_REFUSED "{LAUNCH_REFUSED}"']
+    for prefix, schema in _C_OBJECTS:
+        lines += ["", f"/* the keys of the bench's JSON: {prefix.rstrip('_') or 'the top level'} */"]
+        lines += [f'#define KEY_{prefix}{key} "{key}"' for key in schema]
     lines += ["", "#endif /* STENCIL_PROTOCOL_H */"]
     return "\n".join(lines) + "\n"

@@ -1,14 +1,24 @@
 """Grading a class: every (student, lab) of a submissions directory, its back ends (the GPUs of one
 host; Slurm on a cluster) and the class files (class.csv, gradings.csv, Gradescope results).
 
+One class grading is plan -> run the gradings -> merge, a module each, entered in that order:
+
+    plan          the plan: what this run grades, what it keeps (final already: the resume rule)
+    backend       the back-end interface; LocalBackend (this host's CPUs and GPUs) and grade_class(),
+                  which runs each grading through worker
+    merge         the class files, rebuilt from every report in the output folder
+
+and beside them:
+
+    importers     `grade.py import`: a course site's export (Canvas, Moodle, Gradescope) laid out as
+                  a class folder, with CLASS/roster.csv (who each folder is); before any grading
     submissions   the roster: student folders, each lab's kernel.cu or why it is missing
-    worker        one grading in a process of its own (`grade.py lab`, optionally one stage of it)
-    outdir        the output folder: which class it holds, files written by rename, the resume stamp
-    classgrade    the plan and the class files; grade_class() on this host
-    backend       the back-end interface, and LocalBackend (this host's CPUs and GPUs)
+    worker        one grading in a process of its own (`grade.py lab`, optionally one half of it)
+    outdir        the output folder: its layout, files written by rename, the resume stamp, and
+                  the rule that keeps a grade
     gpupool       the GPUs of a class, each probed by a tiny CUDA program
     batch         a batch system's run folder, its build and GPU tasks, the merge
     slurm         `grade.py slurm`: Slurm job arrays
     classhtml     the class as web pages (optional: used when present)
-    commands      grade.py's `class`, `slurm` and `class-task`
+    commands      grade.py's `import`, `class`, `slurm` and `class-task`
 """

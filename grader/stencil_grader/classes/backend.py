@@ -1,9 +1,10 @@
-"""Who runs a class's gradings, and where: the back ends, behind one small interface.
+"""Who runs a class's gradings, and where: the back ends, behind one small interface; and
+grade_class(), a class graded on this host from start to end.
 
-    backend.check()                     refuse early (ClassError) what this engine cannot do
-    gradings = backend.run(plan, say)   grade plan.tasks; the gradings, or None when they
-                                        finish later (a batch system: its merge job writes
-                                        the class files)
+    backend.check()                   refuse early (ClassError) what this engine cannot do
+    saved = backend.run(plan, say)    grade plan.tasks and save each report (outdir.save);
+                                      what was saved, or None when the gradings end later
+                                      (a batch system: its merge job writes the class files)
 
 Every back end runs the same worker (worker.grade: one `grade.py lab` process per
 grading) and leaves the same files (outdir.py); only the scheduling differs:
@@ -22,17 +23,17 @@ submits batch.py's tasks to it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
-import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from . import gpupool, outdir, worker
-from .classgrade import ClassPlan, Grading
-from .submissions import ClassError
+from . import gpupool, merge, outdir, plan, worker
+from .plan import ClassPlan, Task
+from .submissions import ClassError, shown
 
 
 class Backend(ABC):
@@ -47,17 +48,24 @@ class Backend(ABC):
         """Raise ClassError for what makes this engine unusable here, before anything is written."""
 
     @abstractmethod
-    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> list[Grading] | None:
-        """Grade plan.tasks (or submit them); the gradings in plan order, or None when they end later."""
+    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> list[outdir.Saved] | None:
+        """Grade plan.tasks (or submit them); what was saved, in plan order, or None when they end later."""
 
 
-def progress_line(g: Grading, show_gpu: bool = False) -> str:
-    """One console row: student, lab, verdict, points, seconds (and the GPU, with several)."""
-    gpu = ""
-    if show_gpu and g.gpu and g.gpu.get("index") is not None:
-        gpu = f"  GPU {g.gpu['index']}"
-    return (f"{g.student:<20} {g.lab:<24} {g.verdict:<14} {g.points:6.2f}/{g.max_points:g}"
-            f"  ({g.seconds:.0f} s){gpu}")
+def progress_line(saved: outdir.Saved, show_gpu: bool = False) -> str:
+    """One console row of a grading: student, lab, verdict, points ("-" when the verdict is no
+    grade), seconds (and the GPU, with several), and the grade that stays when this grading
+    measured nothing."""
+    r = saved.report
+    gpu = ((r.get("gpu") or {}).get("assigned") or {}).get("index")
+    points = f"{float(r.get('points') or 0.0):6.2f}" if outdir.is_grade(r) else "     -"     # no grade: no 0
+    line = (f"{shown(saved.student):<20} {saved.lab:<24} {r.get('verdict'):<14} "
+            f"{points}/{float(r.get('max_points') or 0.0):g}"
+            f"  ({float((r.get('seconds') or {}).get('total', 0.0)):.0f} s)"
+            + (f"  GPU {gpu}" if show_gpu and gpu is not None else ""))
+    if saved.kept:
+        line += f"  (the earlier grade stays: {saved.kept.get('verdict')}, {float(saved.kept.get('points') or 0):.2f})"
+    return line
 
 
 def _unusable_gpu(report: dict) -> int | None:
@@ -92,7 +100,9 @@ class LocalBackend(Backend):
         self.say = say
 
     def check(self) -> None:
-        """Choose the GPUs (--gpus) and probe each; ClassError when GPUs were there but none works."""
+        """A temporary folder make can build in; the GPUs (--gpus), each probed; ClassError when
+        GPUs were there but none works."""
+        worker.temp_root()
         if self.gpus is None:
             try:
                 chosen, why = gpupool.choose(self.spec)
@@ -110,7 +120,7 @@ class LocalBackend(Backend):
             self.notes.append(f"the GPUs of this host are of {len(models)} models ({', '.join(models)}): "
                               "scores compare within one model; --gpus picks one")
 
-    def _grade(self, task: worker.Task, plan: ClassPlan, lock_dir: Path) -> Grading:
+    def _grade(self, task: Task, plan: ClassPlan, lock_dir: Path) -> outdir.Saved:
         report, log = None, ""
         if task.source is None:
             report, _ = worker.grade(task, plan.submissions, 0)
@@ -127,12 +137,11 @@ class LocalBackend(Backend):
             if bad is not None and self.gpus.suspect(bad):
                 report = None                  # that GPU is out of the pool now: grade again elsewhere
         report["class"] = outdir.stamp(task.source, task.spec, "local", "local")
-        outdir.save(plan.out, task.student, task.lab, report, log)
-        return Grading.from_report(task.student, report)
+        return outdir.save(plan.out, task.student, task.lab, report, log, plan.asked)
 
-    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> list[Grading]:
+    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> list[outdir.Saved]:
         gpus = len(self.gpus.usable)
-        say(f"grading {len(plan.students)} student(s) x {len(plan.specs)} lab(s), {self.jobs} at a time, "
+        say(f"grading {len(plan.tasks)} lab(s) of {len(plan.students)} student(s), {self.jobs} at a time, "
             + (f"on {gpus} GPU(s): " + ", ".join(gpupool.describe(g) for g in self.gpus.usable) if gpus
                else "without a GPU"))
         first = next((t for t in plan.tasks if t.source is not None), None)
@@ -142,16 +151,56 @@ class LocalBackend(Backend):
                 self.notes.append(note)
         # The GPU locks of this run's gradings: a temporary folder, never the output folder.
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))
-        lock = threading.Lock()
-        gradings: list[Grading] = []
+        saved: list[outdir.Saved] = []
         try:
             with ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 # map() yields in the plan's order: the rows come out by student and lab.
-                for g in pool.map(lambda t: self._grade(t, plan, lock_dir), plan.tasks):
-                    with lock:
-                        gradings.append(g)
-                    say(progress_line(g, show_gpu=gpus > 1))
+                for done in pool.map(lambda t: self._grade(t, plan, lock_dir), plan.tasks):
+                    saved.append(done)
+                    say(progress_line(done, show_gpu=gpus > 1))
         finally:
             shutil.rmtree(lock_dir, ignore_errors=True)
         self.notes += [n for n in self.gpus.notes if n not in self.notes]
-        return gradings
+        return saved
+
+
+def check_no_batch_run(out: Path) -> None:
+    """ClassError when a batch run (grade.py slurm) owns OUT: its jobs were submitted and its
+    merge, which rewrites the class files, has not run (outdir.unmerged_runs)."""
+    for path, data in outdir.unmerged_runs(out):
+        jobs = ", ".join(str(j) for j in (data.get("jobs") or {}).values())
+        raise ClassError(f"--out {out} belongs to the batch run {path} (jobs {jobs}), whose merge has not run: "
+                         f"wait for it, or, if those jobs are gone, close it with "
+                         f"grade.py class-task merge {path}; then grade here")
+
+
+def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | None = None,
+                student: str | None = None, jobs: int | None = None,
+                progress: Callable[[str], None] = print, kit_root: Path | None = None,
+                gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
+                regrade: bool = False) -> merge.ClassResult:
+    """Grade a class on this host: plan (plan.make_plan: what to grade, what is kept), run the
+    gradings (LocalBackend), merge (merge.class_files: the class files from every report).
+
+    gpus: "all" (default: every GPU nvidia-smi lists) or indices "0,2"; each is probed first
+        and a GPU that fails is left out with a message.  gpu_set: a ready gpupool.GpuSet
+        (tests give fake GPUs and probes).  Nothing to grade (every lab kept): no GPU is
+        probed and the class files are rewritten.
+    progress: called with one line per grading, in the plan's order (students, then labs).
+    regrade: grade every selected lab again (a grade is still never replaced by no grade).
+    Raises ClassError (usage) or labspec.LabSpecError (a broken lab.json) before grading anything.
+    """
+    the_plan = plan.make_plan(submissions_dir, out, labs, student, kit_root, missing_as_zero, regrade)
+    check_no_batch_run(the_plan.out)
+    backend = LocalBackend(jobs or os.cpu_count() or 1, gpus=gpus, gpu_set=gpu_set, say=progress)
+    saved: list[outdir.Saved] = []
+    if the_plan.tasks:
+        backend.check()
+    outdir.claim(the_plan.out, the_plan.submissions)
+    if the_plan.kept:
+        progress(f"{len(the_plan.kept)} lab(s) kept: final for the same kernel.cu, kit version and lab.json "
+                 "(--regrade grades them again)")
+    if the_plan.tasks:
+        saved = backend.run(the_plan, progress)
+    return merge.class_files(the_plan.out, the_plan.lab_order, the_plan.missing_as_zero,
+                             the_plan.notes + backend.notes, saved, len(the_plan.kept))

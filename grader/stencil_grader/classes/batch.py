@@ -11,21 +11,26 @@ that every node sees (as must the submissions and the kit):
         logs/               the engine's output files, one per task
         tasks/<stage>-<i>.json   what each task did: started, node, the grading it is on,
                             "done" at the end ("terminated" when the engine signalled it)
-        pending/<student>/<lab>.json, .log   a build waiting for its GPU stages
-        builds/<student>/<lab>/              that build (removed once graded)
+        pending/<i>.json, .log   a build waiting for its GPU stages (i: the grading's place in
+                            run.json's items: no student's name is part of a path here)
+        builds/<i>/              that build, and the copy of its kernel.cu it was built from
+                            (removed once graded)
+
+Since make builds in the run folder, OUT must be a path make can take (check_out).
 
 1. build task i (no GPU): `grade.py lab --stage build --arch ARCH` for each item of shard
    i.  A final verdict there (compile_error, forbidden, kit_error) goes straight to
-   OUT/<student>/<lab>.json; a build that needs its GPU stages goes to pending/.
+   OUT (outdir.save); a build that needs its GPU stages goes to pending/.
 2. gpu task i (one GPU): probes its GPU first (gpupool.py: a GPU the node lists that
    fails the probe ends the task, with a message, before any lab is sent to it; a node
    without any GPU grades on and every GPU stage ends not_measured), then runs
-   `grade.py lab --stage gpu` for each pending item of shard i on that GPU and writes
-   OUT/<student>/<lab>.json.
+   `grade.py lab --stage gpu` for each pending item of shard i on that GPU and saves its
+   report in OUT (outdir.save: a grade there is never replaced by what is not one).
 3. merge: every item of run.json whose report this run did not write becomes a
    "grader_error" naming the task that should have written it (never started, or ended
    while grading it: a time limit, preemption, a node failure, scancel), then the class
-   files (classgrade.finish): class.csv, gradings.csv, Gradescope files, summary.txt.
+   files from every report in OUT (merge.class_files): class.csv, gradings.csv, Gradescope
+   files, class.html, summary.txt.
 
 Every file is written by rename (outdir.py), so a task killed at any moment leaves no
 half-written result, and the same command run again grades only what has no final
@@ -48,13 +53,14 @@ from typing import Callable
 from .. import __version__
 from ..base import gpus as gpulist
 from ..base import labspec
-from . import classgrade, gpupool, outdir, worker
-from .classgrade import ClassPlan, ClassResult, Grading
-from .submissions import ClassError
+from ..grading import build
+from . import gpupool, merge as classfiles, outdir, worker
+from .plan import ClassPlan, Task
+from .submissions import ClassError, shown
 
 TASK_STAGES = ("build", "gpu", "merge")
 RUN_FILE = "run.json"
-RUNS = "slurm"
+RUNS = outdir.RUNS
 #: Exit status of a gpu task whose GPU failed its probe (nothing graded; the merge says so).
 EXIT_GPU_FAILED = 3
 
@@ -68,12 +74,13 @@ class Item:
     lab_dir: str
     source: str
 
+    def task(self) -> Task:
+        return Task(self.student, labspec.load(Path(self.lab_dir) / "lab.json"), Path(self.source))
+
     @property
     def key(self) -> str:
-        return f"{self.student}/{self.lab}"
-
-    def task(self) -> worker.Task:
-        return worker.Task(self.student, labspec.load(Path(self.lab_dir) / "lab.json"), Path(self.source))
+        """student/lab, as printed (submissions.shown)."""
+        return f"{shown(self.student)}/{self.lab}"
 
 
 def shards(count: int, array_max: int) -> tuple[int, int]:
@@ -86,6 +93,14 @@ def shards(count: int, array_max: int) -> tuple[int, int]:
 
 def runs_dir(out: Path) -> Path:
     return out / RUNS
+
+
+def check_out(out: Path) -> None:
+    """ClassError when OUT is a path make cannot take (a space: build.make_path_problem): a batch
+    run builds in OUT/slurm/run-N/builds/, which every node sees."""
+    if why := build.make_path_problem(out):
+        raise ClassError(f"--out {out} {why}, which make cannot take, and the batch jobs build under --out "
+                         "(a folder every node sees): choose an --out without it")
 
 
 def next_run_dir(out: Path) -> Path:
@@ -133,11 +148,13 @@ class RunDir:
     def status_path(self, stage: str, index: int) -> Path:
         return self.path / "tasks" / f"{stage}-{index}.json"
 
-    def pending_path(self, item: Item) -> Path:
-        return self.path / "pending" / item.student / f"{item.lab}.json"
+    def pending_path(self, position: int) -> Path:
+        """pending/<i>.json of the grading at `position` in run.json's items."""
+        return self.path / "pending" / f"{position}.json"
 
-    def build_dir(self, item: Item) -> Path:
-        return self.path / "builds" / item.student / item.lab
+    def build_dir(self, position: int) -> Path:
+        """builds/<i>/ of the grading at `position` in run.json's items."""
+        return self.path / "builds" / str(position)
 
     def job(self, stage: str) -> str | None:
         return (self.data.get("jobs") or {}).get(stage)
@@ -146,10 +163,20 @@ class RunDir:
         pattern = self.data.get("log_pattern", "logs/{stage}-{job}_{task}.out")
         return str(self.path / pattern.format(stage=stage, job=job or "JOB", task=index if index is not None else 0))
 
-    def done_here(self, item: Item) -> dict | None:
-        """This run's report of item in OUT, when this run wrote one."""
-        data = outdir.read_json(outdir.report_path(self.out, item.student, item.lab))
-        return data if data and (data.get("class") or {}).get("run") == self.name else None
+    def done_here(self, item: Item) -> outdir.Saved | None:
+        """What this run saved of item in OUT (outdir.save: its report, or its attempt beside the
+        grade that stood), when this run saved it."""
+        report = outdir.read_json(outdir.report_path(self.out, item.student, item.lab))
+        if report and (report.get("class") or {}).get("run") == self.name:
+            return outdir.Saved(item.student, item.lab, report)
+        attempt = outdir.read_json(outdir.attempt_path(self.out, item.student, item.lab))
+        if attempt and (attempt.get("class") or {}).get("run") == self.name:
+            return outdir.Saved(item.student, item.lab, attempt, report)
+        return None
+
+    def save(self, item: Item, report: dict, log: str) -> outdir.Saved:
+        """Save item's report in OUT (outdir.save, with the run's --regrade or --student)."""
+        return outdir.save(self.out, item.student, item.lab, report, log, bool(self.data.get("asked")))
 
 
 def create_run(plan: ClassPlan, items: list[Item], missing: list[tuple[str, str]], arch: str | None,
@@ -164,7 +191,8 @@ def create_run(plan: ClassPlan, items: list[Item], missing: list[tuple[str, str]
             "created": outdir.now(), "submissions": str(plan.submissions), "out": str(plan.out), "arch": arch,
             "students": plan.students, "labs": {s.lab: str(s.lab_dir) for s in plan.specs},
             "lab_order": plan.lab_order,
-            "missing_as_zero": plan.missing_as_zero, "notes": notes,
+            "missing_as_zero": plan.missing_as_zero, "notes": notes, "asked": plan.asked,
+            "kept": len(plan.kept),
             "items": [vars(i) for i in items], "missing": [list(m) for m in missing],
             "shard_size": size, "tasks": count, "limits": limits, "log_pattern": log_pattern, "jobs": {}}
     outdir.write_json(path / RUN_FILE, data)
@@ -226,7 +254,7 @@ def _task_index(index: int | None) -> int:
     return int(env)
 
 
-def _limit(run: RunDir, stage: str, task: worker.Task) -> float:
+def _limit(run: RunDir, stage: str, task: Task) -> float:
     own = worker.time_limit_s(task.spec, 1, stage=stage)
     chosen = (run.data.get("limits") or {}).get("per_lab")
     return min(own, chosen) if chosen else own
@@ -244,18 +272,17 @@ def _gpu_for_task(say: Callable[[str], None]) -> tuple[gpulist.Gpu | None, str |
             say(f"GPU {found.name} ({found.uuid}) is not in nvidia-smi's list here: graded without the pool")
         return gpu, None
     if listed or found.status == "failed":
-        shown = os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")
-        return None, (f"the GPU of this task (CUDA_VISIBLE_DEVICES={shown}) on {socket.gethostname()} failed "
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")
+        return None, (f"the GPU of this task (CUDA_VISIBLE_DEVICES={visible}) on {socket.gethostname()} failed "
                       f"its probe: {found.message}")
     say(f"no GPU on {socket.gethostname()} ({why_none or found.message}): the GPU stages will be not_measured")
     return None, None
 
 
-def _stamp_and_save(run: RunDir, item: Item, task: worker.Task, report: dict, log: str, stage: str,
-                    status: _Status) -> None:
-    report["class"] = outdir.stamp(task.source, task.spec, run.data.get("engine", "batch"), run.name,
-                                   status.data.get("job_task"), stage=stage)
-    outdir.save(run.out, item.student, item.lab, report, log)
+def _stamp(run: RunDir, task: Task, report: dict, stage: str, job_task: str | None) -> dict:
+    report["class"] = outdir.stamp(task.source, task.spec, run.data.get("engine", "batch"), run.name, job_task,
+                                   stage=stage)
+    return report
 
 
 def run_task(run_dir: Path, stage: str, index: int | None = None, say: Callable[[str], None] = print) -> int:
@@ -269,9 +296,9 @@ def run_task(run_dir: Path, stage: str, index: int | None = None, say: Callable[
     say(f"{stage} task {index} of {run.path}: {len(shard)} grading(s) on {socket.gethostname()}")
     gpu, lock_dir = None, None
     if stage == "gpu":
-        shown = os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")
-        status.update(cuda_visible_devices=shown)
-        say(f"CUDA_VISIBLE_DEVICES={shown}")
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")
+        status.update(cuda_visible_devices=visible)
+        say(f"CUDA_VISIBLE_DEVICES={visible}")
         gpu, why = _gpu_for_task(say)
         if why:
             say(why)
@@ -289,35 +316,33 @@ def run_task(run_dir: Path, stage: str, index: int | None = None, say: Callable[
         for position, item in shard:
             status.update(current=item.key)
             task = item.task()
+            job_task = status.data.get("job_task")
+            pending, build_dir = run.pending_path(position), run.build_dir(position)
             if stage == "build":
-                build_dir = run.build_dir(item)
                 report, log = worker.grade(task, run.submissions, _limit(run, "build", task), "build", build_dir,
                                            arch=run.data.get("arch"))
+                _stamp(run, task, report, "build", job_task)
                 if report.get("verdict") == "pending":
-                    report["class"] = outdir.stamp(task.source, task.spec, run.data.get("engine", "batch"),
-                                                   run.name, status.data.get("job_task"), stage="build")
-                    outdir.write_atomic(run.pending_path(item).with_suffix(".log"), log)
-                    outdir.write_json(run.pending_path(item), report)
+                    outdir.write_atomic(pending.with_suffix(".log"), log)
+                    outdir.write_json(pending, report)
                 else:
-                    _stamp_and_save(run, item, task, report, log, "build", status)
+                    run.save(item, report, log)
                     shutil.rmtree(build_dir, ignore_errors=True)
             else:
                 settled = run.done_here(item)
                 if settled is not None:
-                    say(f"{item.key}: {settled.get('verdict')} (settled by its build stage)")
+                    say(f"{item.key}: {settled.report.get('verdict')} (settled by its build stage)")
                     continue
-                pending = run.pending_path(item)
                 if not pending.is_file():
                     say(f"{item.key}: no build (its build task did not finish it): left to the merge")
                     continue
                 build_log = pending.with_suffix(".log").read_text() if pending.with_suffix(".log").is_file() else ""
-                report, log = worker.grade(task, run.submissions, _limit(run, "gpu", task), "gpu",
-                                           run.build_dir(item), gpu_locks=lock_dir,
-                                           gpus=str(gpu.index) if lock_dir else None)
-                _stamp_and_save(run, item, task, report, build_log + log, "gpu", status)
+                report, log = worker.grade(task, run.submissions, _limit(run, "gpu", task), "gpu", build_dir,
+                                           gpu_locks=lock_dir, gpus=str(gpu.index) if lock_dir else None)
+                run.save(item, _stamp(run, task, report, "gpu", job_task), build_log + log)
                 pending.unlink(missing_ok=True)
                 pending.with_suffix(".log").unlink(missing_ok=True)
-                shutil.rmtree(run.build_dir(item), ignore_errors=True)
+                shutil.rmtree(build_dir, ignore_errors=True)
             status.update(graded=status.data["graded"] + 1)
             say(f"{item.key}: {report.get('verdict')}")
     finally:
@@ -331,7 +356,7 @@ def run_task(run_dir: Path, stage: str, index: int | None = None, say: Callable[
 
 def why_not_graded(run: RunDir, position: int, item: Item) -> str:
     """Which task should have graded item, and what is known of its end (its status file)."""
-    stage = "gpu" if run.pending_path(item).is_file() else "build"
+    stage = "gpu" if run.pending_path(position).is_file() else "build"
     index = position // run.data["shard_size"]
     status = outdir.read_json(run.status_path(stage, index)) or {}
     job = status.get("job") or run.job(stage)
@@ -350,47 +375,33 @@ def why_not_graded(run: RunDir, position: int, item: Item) -> str:
     return f"{name}{where} ended ({state}) without grading it; its log: {log}"
 
 
-def merge(run_dir: Path, say: Callable[[str], None] = print) -> ClassResult:
-    """The merge step (module docstring); returns the class result (its exit status: 0 when
-    every grading of the run produced a grade)."""
+def merge(run_dir: Path, say: Callable[[str], None] = print) -> classfiles.ClassResult:
+    """The merge step (module docstring); returns the class result (merge.class_files)."""
     run = RunDir(run_dir)
     status = _Status(run, "merge", 0)
     say(f"merging {run.path}: {len(run.items)} grading(s)")
-    gradings: dict[tuple[str, str], Grading] = {}
+    saved: list[outdir.Saved] = []
     for position, item in enumerate(run.items):
-        data = run.done_here(item)
-        if data is None:
+        done = run.done_here(item)
+        if done is None:
             task = item.task()
             data = outdir.placeholder(task.spec, item.student, outdir.GRADER_ERROR,
-                                      f"not graded: {why_not_graded(run, position, item)}", final=False)
-            data["class"] = outdir.stamp(task.source, task.spec, run.data.get("engine", "batch"), run.name,
-                                         None, stage="merge")
-            outdir.save(run.out, item.student, item.lab, data, data["messages"][0] + "\n")
-        gradings[(item.student, item.lab)] = Grading.from_report(item.student, data)
+                                      f"not graded: {why_not_graded(run, position, item)}")
+            done = run.save(item, _stamp(run, task, data, "merge", None), data["messages"][0] + "\n")
+        saved.append(done)
     for student, lab in run.data.get("missing", []):
         data = outdir.read_json(outdir.report_path(run.out, student, lab))
         if data is not None:
-            gradings[(student, lab)] = Grading.from_report(student, data)
+            saved.append(outdir.Saved(student, lab, data))
     order = {lab: i for i, lab in enumerate(run.data["lab_order"])}
-    ordered = [gradings[k] for k in sorted(gradings, key=lambda k: (k[0], order.get(k[1], 0)))]
-    specs = [labspec.load(Path(d) / "lab.json") for d in run.data["labs"].values()]
-    plan = ClassPlan(run.submissions, run.out, specs, run.data["students"], [], run.data["lab_order"],
-                     run.data.get("missing_as_zero", False), list(run.data.get("notes", [])))
-    result = classgrade.finish(plan, ordered, [f"run: {run.path} (jobs: " + ", ".join(
-        f"{k} {v}" for k, v in (run.data.get("jobs") or {}).items()) + ")"])
+    saved.sort(key=lambda s: (s.student, order.get(s.lab, 0)))
+    notes = list(run.data.get("notes", [])) + [f"run: {run.path} (jobs: " + ", ".join(
+        f"{k} {v}" for k, v in (run.data.get("jobs") or {}).items()) + ")"]
+    result = classfiles.class_files(run.out, run.data["lab_order"], run.data.get("missing_as_zero", False), notes,
+                                    saved, run.data.get("kept", 0))
     for leftover in ("pending", "builds"):
         shutil.rmtree(run.path / leftover, ignore_errors=True)
     run.data["merged"] = outdir.now()
     outdir.write_json(run.path / RUN_FILE, run.data)
     status.close("done")
     return result
-
-
-def gradings_of(out: Path, keys: list[tuple[str, str]]) -> list[Grading]:
-    """Gradings read back from OUT's reports for these (student, lab) keys, those that exist."""
-    found = []
-    for student, lab in keys:
-        data = outdir.read_json(outdir.report_path(out, student, lab))
-        if data is not None:
-            found.append(Grading.from_report(student, data))
-    return found

@@ -1,15 +1,21 @@
 """The class page of instructor mode: OUT/class.html, and a page per student and lab.
 
-    write_class_html(out, lab_order) -> Path
+    write_class_html(out, lab_order, table=None) -> Path
 
-reads every OUT/<student>/<lab>.json that classgrade.py wrote (report.to_dict()'s dict, or the
-placeholder of a "missing" or "grader_error" lab) and writes
+from every OUT/students/<student>/<lab>.json (outdir.read_reports; merge.py passes the table it
+read: report.to_dict()'s dict, or the placeholder of a "missing" or "grader_error" lab) writes
 
-    OUT/class.html                 per lab: verdict counts, the distribution of points and of the
-                                   bandwidth ratio, the outliers; then every student's row, each cell
-                                   a link to that student's page of that lab
-    OUT/<student>/<lab>.html       the lab's report page (grading/html.py), from its JSON
-    OUT/<student>/index.html       the student's labs, linked
+    OUT/class.html                       a banner when some lab was not measured; every student's
+                                         row, each cell the lab's verdict and why, and its points
+                                         when it is a grade, linked to that student's page of that
+                                         lab; then per lab: verdict counts, the distribution of the
+                                         graded labs' points and of the bandwidth ratio, the outliers
+    OUT/students/<student>/<lab>.html    the lab's report page (grading/html.py), from its JSON
+    OUT/students/<student>/index.html    the student's labs, linked
+
+Only grades count in the statistics (outdir.is_grade): a "missing" or "not_measured" lab is no
+0 in a median or a histogram, and its cell shows its verdict, never points; a student's total
+is blank when one of their labs is no grade, as in class.csv (outdir.total).
 
 Self-contained pages (inline CSS and SVG, no script, no network); student folder names, verdicts and
 every text of a report are escaped.  Outliers: a measured ratio outside Tukey's fences of its lab
@@ -21,7 +27,6 @@ limit never reaches the page: the grader rejects it).  Ratios: effective bandwid
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
 import statistics
@@ -29,11 +34,16 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..grading import html as lab_html
+from . import outdir
 
 #: Points are binned in tenths of a lab's maximum.
 BINS = 10
 #: Verdicts that want a look from the instructor, whatever the figures say.
 LOOK_AT = ("grader_error", "crash", "timeout", "forbidden")
+#: Characters of a reason shown in a cell (the whole one is its tooltip and on the lab's page).
+CELL_REASON = 120
+
+Table = dict[str, dict[str, dict]]
 
 
 def _e(value) -> str:
@@ -41,27 +51,7 @@ def _e(value) -> str:
 
 
 def _href(*parts: str) -> str:
-    return "/".join(quote(p, safe="") for p in parts)
-
-
-def load_reports(out: Path, lab_order: list[str]) -> dict[str, dict[str, dict]]:
-    """{student: {lab: report}} for every OUT/<student>/<lab>.json of the labs in lab_order (a
-    file that is not JSON is reported as a grader_error placeholder, never dropped)."""
-    reports: dict[str, dict[str, dict]] = {}
-    for folder in sorted(p for p in Path(out).iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for lab in lab_order:
-            path = folder / f"{lab}.json"
-            if not path.is_file():
-                continue
-            try:
-                data = json.loads(path.read_text())
-                if not isinstance(data, dict):
-                    raise ValueError("not an object")
-            except (OSError, ValueError) as err:
-                data = {"lab": lab, "verdict": "grader_error", "points": 0.0, "max_points": None,
-                        "messages": [f"{path.name} could not be read: {err}"]}
-            reports.setdefault(folder.name, {})[lab] = data
-    return reports
+    return "/".join(quote(p.encode("utf-8", "surrogateescape"), safe="") for p in parts)
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -70,11 +60,15 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return q1, q2, q3
 
 
-def outliers(reports: dict[str, dict[str, dict]], lab: str) -> list[tuple[str, str]]:
+def _ratio(report: dict) -> float | None:
+    perf = report.get("performance")
+    ratio = perf.get("ratio") if isinstance(perf, dict) else None
+    return ratio if isinstance(ratio, (int, float)) and outdir.is_grade(report) else None
+
+
+def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
     """(student, why) for the lab's outliers (module docstring), sorted by student."""
-    ratios = {s: r[lab]["performance"]["ratio"] for s, r in reports.items()
-              if lab in r and isinstance(r[lab].get("performance"), dict)
-              and isinstance(r[lab]["performance"].get("ratio"), (int, float))}
+    ratios = {s: _ratio(r[lab]) for s, r in reports.items() if lab in r and _ratio(r[lab]) is not None}
     found: dict[str, list[str]] = {}
     if len(ratios) >= 4:
         q1, _, q3 = quartiles(list(ratios.values()))
@@ -114,56 +108,84 @@ def histogram_svg(values: list[float], lo: float, hi: float, label: str, ident: 
     return "".join(out)
 
 
-def _lab_section(lab: str, reports: dict[str, dict[str, dict]]) -> str:
+def _lab_section(lab: str, reports: Table) -> str:
     rows = [r[lab] for r in reports.values() if lab in r]
+    graded = [r for r in rows if outdir.is_grade(r)]
     verdicts: dict[str, int] = {}
     for r in rows:
         verdicts[str(r.get("verdict"))] = verdicts.get(str(r.get("verdict")), 0) + 1
     maxima = [r.get("max_points") for r in rows if isinstance(r.get("max_points"), (int, float))]
     top = max(maxima) if maxima else 100.0
-    points = [float(r.get("points") or 0.0) for r in rows]
-    ratios = [r["performance"]["ratio"] for r in rows if isinstance(r.get("performance"), dict)
-              and isinstance(r["performance"].get("ratio"), (int, float))]
+    points = [float(r.get("points") or 0.0) for r in graded]
+    ratios = [x for x in (_ratio(r) for r in graded) if x is not None]
     stats = ""
     if ratios:
         stats = (f"ratio: median {statistics.median(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f} "
                  f"({len(ratios)} measured)")
+    median = f"points: median {statistics.median(points):.1f} of {top:g}." if points else "no points to show."
+    without = sorted({str(r.get("verdict")) for r in rows if not outdir.is_grade(r)})
     out_rows = outliers(reports, lab)
     ident = lab.replace(".", "_")
     return (f'<section id="lab-{_e(ident)}" class="lab"><h2>{_e(lab)}</h2>'
-            f"<p>{len(rows)} graded; points: median {statistics.median(points) if points else 0:.1f} of {top:g}. {stats}</p>"
+            f'<p><span class="graded-count">{len(graded)} graded</span>'
+            + (f" ({len(rows) - len(graded)} without a grade: {_e(', '.join(without))})" if without else "")
+            + f"; {median} {stats}</p>"
             '<table class="verdicts"><tr>' + "".join(f"<th>{_e(v)}</th>" for v in sorted(verdicts))
             + "</tr><tr>" + "".join(f"<td>{verdicts[v]}</td>" for v in sorted(verdicts)) + "</tr></table>"
             '<div class="grid">'
-            + histogram_svg(points, 0.0, float(top), "points", f"points-{ident}")
+            + (histogram_svg(points, 0.0, float(top), "points of the graded labs", f"points-{ident}") if points
+               else "<p>no graded lab</p>")
             + (histogram_svg(ratios, 0.0, max(1.1, max(ratios)), "ratio to copy bandwidth", f"ratios-{ident}")
                if ratios else "<p>no bandwidth measured</p>")
             + "</div><h3>Outliers</h3>"
-            + ("<ul>" + "".join(f'<li><a href="{_href(s, lab + ".html")}">{_e(s)}</a>: {_e(why)}</li>'
+            + ("<ul>" + "".join(f'<li><a href="{_href(outdir.STUDENTS, s, lab + ".html")}">{_e(s)}</a>: {_e(why)}</li>'
                                 for s, why in out_rows) + "</ul>" if out_rows else "<p>none</p>")
             + "</section>")
 
 
-def _student_table(reports: dict[str, dict[str, dict]], lab_order: list[str]) -> str:
+def _cell(student: str, lab: str, r: dict | None) -> str:
+    if r is None:
+        return "<td>\u2014</td>"
+    verdict = str(r.get("verdict"))
+    grade = outdir.is_grade(r)
+    cls = "good" if verdict == "pass" else "warn" if verdict == "slow" or not grade else "bad"
+    shown = f"{float(r.get('points') or 0.0):.2f}" if grade else verdict
+    why = outdir.reason(r) if verdict != "pass" else ""
+    cut = why if len(why) <= CELL_REASON else why[:CELL_REASON - 3] + "..."
+    return (f'<td class="cell {"graded" if grade else "ungraded"}" data-verdict="{_e(verdict)}">'
+            f'<a class="{cls}-text" href="{_href(outdir.STUDENTS, student, lab + ".html")}">{_e(shown)}</a>'
+            + (f' <span class="muted">{_e(verdict)}</span>' if grade else "")
+            + (f'<div class="reason" title="{_e(why)}">{_e(cut)}</div>' if cut else "") + "</td>")
+
+
+def _student_table(reports: Table, lab_order: list[str]) -> str:
     head = "<tr><th>student</th>" + "".join(f"<th>{_e(lab)}</th>" for lab in lab_order) + "<th>total</th></tr>"
     rows = []
     for student in sorted(reports):
-        cells, total = [], 0.0
-        for lab in lab_order:
-            r = reports[student].get(lab)
-            if r is None:
-                cells.append("<td>\u2014</td>")
-                continue
-            total += float(r.get("points") or 0.0)
-            cls = "good" if r.get("verdict") == "pass" else "warn" if r.get("verdict") in ("slow", "not_measured") else "bad"
-            cells.append(f'<td><a class="{cls}-text" href="{_href(student, lab + ".html")}">'
-                         f'{float(r.get("points") or 0.0):.2f}</a> <span class="muted">{_e(r.get("verdict"))}</span></td>')
-        rows.append(f'<tr><td><a href="{_href(student, "index.html")}">{_e(student)}</a></td>{"".join(cells)}'
-                    f"<td>{total:.2f}</td></tr>")
-    return '<section id="students"><h2>Students</h2><table id="student-table">' + head + "".join(rows) + "</table></section>"
+        total = outdir.total(list(reports[student].values()))
+        rows.append(f'<tr><td><a href="{_href(outdir.STUDENTS, student, "index.html")}">{_e(student)}</a></td>'
+                    + "".join(_cell(student, lab, reports[student].get(lab)) for lab in lab_order)
+                    + f'<td class="total">{"" if total is None else f"{total:.2f}"}</td></tr>')
+    return ('<section id="students"><h2>Students</h2><p class="muted">Each cell: the points of a graded lab '
+            "and its verdict, or the verdict of a lab without a grade, with why; it links to that student's "
+            'page of that lab. A total is blank when a lab of that student is no grade.</p>'
+            '<table id="student-table">' + head + "".join(rows) + "</table></section>")
 
 
-_CSS = lab_html.CSS + ".good-text{color:#1f8a4c}.warn-text{color:#b7791f}.bad-text{color:#c53030}.verdicts{width:auto}"
+def _banner(reports: Table) -> str:
+    rows = [r for found in reports.values() for r in found.values()]
+    ungraded = [r for r in rows if r.get("verdict") in outdir.NOT_A_GRADE]
+    if not ungraded:
+        return ""
+    verdicts = ", ".join(sorted({str(r.get("verdict")) for r in ungraded}))
+    return (f'<section id="not-measured" class="banner"><h2>Nothing was measured for {len(ungraded)} of '
+            f"{len(rows)} lab(s)</h2><p>{_e(verdicts)}: no GPU, a broken machine, or a grading that did not "
+            "finish. These cells show the verdict, not points; those students' totals are blank and no "
+            "Gradescope file was written for them. Grade again on a machine with a GPU.</p></section>")
+
+
+_CSS = (lab_html.CSS + ".good-text{color:#1f8a4c}.warn-text{color:#b7791f}.bad-text{color:#c53030}.verdicts{width:auto}"
+        ".reason{font-size:12px;color:#5f6b7a;max-width:22em}.banner{border-color:#c53030;background:#fff5f5}")
 
 
 def _page(title: str, body: str) -> str:
@@ -174,31 +196,34 @@ def _page(title: str, body: str) -> str:
 
 def _write(path: Path, text: str) -> Path:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
     os.replace(tmp, path)
     return path
 
 
-def write_class_html(out: Path, lab_order: list[str]) -> Path:
+def write_class_html(out: Path, lab_order: list[str], table: Table | None = None) -> Path:
     """Write OUT/class.html and every student's pages (module docstring); returns class.html's path.
 
-    lab_order: the labs, in the order of the columns (every lab of the kit, as classgrade.py
-    orders them).  Reports of other labs in OUT are left out.  Raises OSError when OUT cannot be
-    read or written.
+    lab_order: the labs, in the order of the columns.  table: {student: {lab: report}} as
+    outdir.read_reports gives it (None: read it here).  Reports of other labs are left out.
+    Raises OSError when OUT cannot be read or written.
     """
     out = Path(out)
-    reports = load_reports(out, lab_order)
+    reports = outdir.read_reports(out, lab_order) if table is None else table
     for student, labs in reports.items():
+        folder = outdir.student_dir(out, student)
         for lab, report in labs.items():
-            lab_html.write_lab_html(report, out / student / f"{lab}.html")
-        links = "".join(f'<li><a href="{_href(lab + ".html")}">{_e(lab)}</a>: {_e(labs[lab].get("verdict"))}, '
-                        f'{float(labs[lab].get("points") or 0.0):.2f} points</li>' for lab in lab_order if lab in labs)
-        _write(out / student / "index.html",
+            lab_html.write_lab_html(report, folder / f"{lab}.html")
+        links = "".join(f'<li><a href="{_href(lab + ".html")}">{_e(lab)}</a>: {_e(r.get("verdict"))}'
+                        + (f', {float(r.get("points") or 0.0):.2f} points' if outdir.is_grade(r) else "") + "</li>"
+                        for lab in lab_order if (r := labs.get(lab)) is not None)
+        _write(folder / "index.html",
                _page(f"{student}: lab reports", f'<header id="summary"><h1>{_e(student)}</h1><ul>{links}</ul>'
-                     f'<p><a href="../class.html">the class</a></p></header>'))
-    graded = sum(len(v) for v in reports.values())
+                     f'<p><a href="../../class.html">the class</a></p></header>'))
+    count = sum(len(v) for v in reports.values())
+    graded = sum(outdir.is_grade(r) for v in reports.values() for r in v.values())
     body = (f'<header id="overview"><h1>Class report</h1><p>{len(reports)} students, {len(lab_order)} labs, '
-            f"{graded} gradings. Each cell links to that student's report page of that lab.</p></header>"
-            + "".join(_lab_section(lab, reports) for lab in lab_order if any(lab in r for r in reports.values()))
-            + _student_table(reports, lab_order))
+            f"{count} lab reports, {graded} of them graded.</p></header>"
+            + _banner(reports) + _student_table(reports, lab_order)
+            + "".join(_lab_section(lab, reports) for lab in lab_order if any(lab in r for r in reports.values())))
     return _write(out / "class.html", _page("Class report", body))

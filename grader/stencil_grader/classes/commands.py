@@ -1,5 +1,6 @@
-"""grade.py's commands for a class: `class` (this host's GPUs), `slurm` (a cluster) and
-`class-task` (what a batch job runs: one task of a run folder, or its merge)."""
+"""grade.py's commands for a class: `import` (a course site's export laid out as a class folder),
+`class` (this host's GPUs), `slurm` (a cluster) and `class-task` (what a batch job runs: one task
+of a run folder, or its merge)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,22 @@ import sys
 from pathlib import Path
 
 from ..base.cliargs import UsageError, lab_list
-from . import batch, classgrade, slurm
+from . import backend, batch, importers, merge, slurm
 from .submissions import ClassError
 
 
 def _class_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("submissions", metavar="SUBMISSIONS_DIR", type=Path,
                    help="one folder per student, mirroring starter/: SUBMISSIONS_DIR/<student>/<lab>/kernel.cu")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where reports go")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="where reports go (outside SUBMISSIONS_DIR); run again into the same DIR to grade only "
+                        "what has no final grade there")
     p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
-    p.add_argument("--student", help="(re)grade this student only")
+    p.add_argument("--student", help="(re)grade this student only (the folder's name, as written), whatever "
+                                     "grades it has")
+    p.add_argument("--regrade", action="store_true",
+                   help="grade every selected lab again, final grades too (a grade is still never replaced "
+                        "by one that measured nothing)")
     p.add_argument("--missing-as-zero", action="store_true",
                    help="count a lab never submitted as 0 in the Gradescope files (default: leave it out; "
                         "class.csv says 'missing' either way)")
@@ -25,6 +32,22 @@ def _class_options(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     """Add this subpackage's commands to grade.py's subparsers."""
+    p = sub.add_parser("import", help="lay a course site's export of one lab out as a class folder: "
+                                      "CLASS/<student folder>/<lab>/kernel.cu and CLASS/roster.csv",
+                       epilog="Exit status: 0 every student's kernel.cu is in CLASS, 1 something was not "
+                              "taken (each said on its own line), 2 nothing done (usage, or an unreadable "
+                              "export or roster.csv).")
+    p.add_argument("--from", dest="site", required=True, choices=importers.SITES,
+                   help="the site that made the export")
+    p.add_argument("export", metavar="EXPORT", type=Path,
+                   help="the site's export: the .zip itself (read, never unpacked) or its unpacked folder")
+    p.add_argument("--lab", required=True, metavar="NN-slug", help="the lab the export holds, e.g. 01-naive-5pt")
+    p.add_argument("--into", required=True, type=Path, metavar="CLASS",
+                   help="the class folder (created if missing; the input of `grade.py class`)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a kernel.cu already in CLASS that differs from the export's")
+    p.set_defaults(func=cmd_import)
+
     p = sub.add_parser("class", help="instructor mode: grade a directory of submissions on this host's GPUs")
     _class_options(p)
     p.add_argument("--jobs", type=int, default=None, help="gradings at once (default: CPU count)")
@@ -50,7 +73,7 @@ def _progress(line: str) -> None:
     print(line, flush=True)
 
 
-def print_result(result: classgrade.ClassResult) -> int:
+def print_result(result: merge.ClassResult) -> int:
     """Print a class summary (the alarm on stderr) and return its exit status."""
     print()
     for line in result.summary:
@@ -60,12 +83,21 @@ def print_result(result: classgrade.ClassResult) -> int:
     return result.exit_status
 
 
+def cmd_import(args) -> int:
+    try:
+        return importers.import_export(args.site, args.export, args.lab, args.into, force=args.force,
+                                       say=_progress).exit_status
+    except ClassError as err:
+        raise UsageError(str(err)) from None
+
+
 def cmd_class(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     try:
-        result = classgrade.grade_class(args.submissions, args.out, lab_list(args.labs), args.student, args.jobs,
-                                        progress=_progress, gpus=args.gpus, missing_as_zero=args.missing_as_zero)
+        result = backend.grade_class(args.submissions, args.out, lab_list(args.labs), args.student, args.jobs,
+                                     progress=_progress, gpus=args.gpus, missing_as_zero=args.missing_as_zero,
+                                     regrade=args.regrade)
     except ClassError as err:
         raise UsageError(str(err)) from None
     return print_result(result)

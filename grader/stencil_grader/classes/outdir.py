@@ -1,10 +1,20 @@
-"""The output directory of a class grading, and the record that makes a grading resumable.
+"""The output directory of a class grading: its layout, the reports in it, and the rules that
+keep a grade (resume, never lost).
 
-    OUT/class.json                      which class this folder belongs to (MANIFEST)
-    OUT/<student>/<lab>.json            the lab's report, with a "class" stamp (below)
-    OUT/<student>/<lab>.log             what the grading printed
-    OUT/class.csv, gradings.csv, summary.txt, gradescope/<student>/results.json   (classgrade.py)
-    OUT/slurm/                          the batch back end's runs (batch.py)
+    OUT/class.json                          which class this folder belongs to (MANIFEST)
+    OUT/class.csv, gradings.csv, summary.txt, class.html      the class files (merge.py)
+    OUT/students/<student>/<lab>.json       the lab's report, with a "class" stamp (below)
+    OUT/students/<student>/<lab>.log        what the grading printed
+    OUT/students/<student>/<lab>.attempt.json, .attempt.log   a later grading that measured
+                                            nothing, kept beside the grade it did not replace
+    OUT/students/<student>/*.html           the pages of that student (classhtml.py)
+    OUT/gradescope/<student>/results.json   Gradescope's file of that student
+    OUT/slurm/run-N/                        a batch back end's run (batch.py)
+
+Students live only under students/ and gradescope/, each in a folder named as written, so
+that no name (`gradescope`, `class.csv`, `slurm`, a leading `-`, 255 bytes) reaches a file
+of the kit: the top level holds only the names above.  An OUT of the earlier layout
+(OUT/<student>/) is moved into students/ when it is claimed (claim).
 
 Every file is written under a temporary name and renamed into place, so a grading
 killed at any moment (a time limit, a preempted or failed node) leaves the old file
@@ -17,11 +27,12 @@ A report's "class" stamp says what was graded and by whom:
      "backend": "local" | "slurm", "run": "local" | "run-3",        who graded it
      "job": "1234_5" | null, "host": "node12", "graded_at": ...}
 
-A grading is final (not graded again by a resumed run) when its report says
-"final": true, its verdict is a grade (not "not_measured", "kit_error", "pending",
-"grader_error"), and the stamp's source, kit version and lab.json digests are
-those of now: a changed kernel.cu, a new kit or a recalibrated lab.json is graded
-again.
+A report is a grade when its verdict is one (is_grade): not "missing", "not_measured",
+"kit_error", "pending" or "grader_error", whose 0 points mean nothing.  A grading is
+final (not graded again by a resumed run) when its report is a grade, says "final":
+true, and the stamp's source, kit version and lab.json digests are those of now: a
+changed kernel.cu, a new kit or a recalibrated lab.json is graded again (is_final).
+A grade is never replaced by what is not one, and by "missing" only when asked (save).
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import json
 import os
 import re
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
@@ -40,13 +52,20 @@ from ..grading import score
 from .submissions import ClassError
 
 MANIFEST = "class.json"
+#: The layout this module writes (MANIFEST records it; claim moves an earlier one).
+LAYOUT = 2
+STUDENTS = "students"
+GRADESCOPE = "gradescope"
+#: A batch back end's runs (batch.py).
+RUNS = "slurm"
 #: What a class grading of an earlier kit version (without MANIFEST) left in its OUT.
-EARLIER_SIGNS = ("class.csv", "gradescope")
+EARLIER_SIGNS = ("class.csv", GRADESCOPE)
 #: Verdicts of class grading that are not grades (besides score.NOT_GRADED): the grading
 #: process failed, or Slurm ended its task.  Graded again by the next run.
 GRADER_ERROR = "grader_error"
 MISSING = "missing"
 NOT_A_GRADE = tuple(score.NOT_GRADED) + (GRADER_ERROR,)
+ATTEMPT = ".attempt"
 
 
 def digest(path: Path | None) -> str:
@@ -64,12 +83,13 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def write_atomic(path: Path, text: str) -> Path:
-    """Write text to path through a temporary file in the same folder and a rename."""
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write data (bytes, or text as UTF-8: a name's bytes that are not UTF-8 as they were) to path
+    through a temporary file in the same folder and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    tmp.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
     os.replace(tmp, path)
     return path
 
@@ -108,15 +128,21 @@ def read_json(path: Path) -> dict | None:
     cannot occur: every write renames)."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return None
     return data if isinstance(data, dict) else None
 
 
-def check_out(out: Path) -> None:
-    """ClassError when --out cannot be an output folder (an existing file)."""
+# ------------------------------------------------------------------------------- the folder
+
+def check_out(out: Path, submissions: Path | None = None) -> None:
+    """ClassError when --out cannot be this class's output folder: an existing file, or a
+    folder inside the submissions (a later run would take it for a student)."""
     if out.exists() and not out.is_dir():
         raise ClassError(f"--out {out} is a file; give a folder (new, or one this command wrote before)")
+    if submissions is not None and (out == submissions or submissions in out.parents):
+        raise ClassError(f"--out {out} lies inside the submissions folder {submissions}, where a later run would "
+                         "take it for a student; choose an --out outside it")
 
 
 def claim(out: Path, submissions: Path, write: bool = True) -> None:
@@ -125,7 +151,8 @@ def claim(out: Path, submissions: Path, write: bool = True) -> None:
     Raises ClassError, touching nothing: OUT is a file; OUT holds another class's results
     (its class.json names other submissions); OUT is a non-empty folder that no class
     grading wrote (no class.json, no class.csv, no gradescope/).  A folder with class.csv
-    or gradescope/ but no class.json (an earlier version of the kit) is taken over.
+    or gradescope/ but no class.json (an earlier version of the kit) is taken over, and an
+    earlier layout's student folders are moved into students/ (write=True).
     write=False checks only (--dry-run).
     """
     check_out(out)
@@ -138,19 +165,103 @@ def claim(out: Path, submissions: Path, write: bool = True) -> None:
         if theirs and Path(theirs) != submissions:
             raise ClassError(f"--out {out} holds the results of another class (graded from {theirs}, not "
                              f"{submissions}); choose another --out, or grade that class there")
-        return
-    if out.is_dir() and any(out.iterdir()) and not any((out / n).exists() for n in EARLIER_SIGNS):
+    elif out.is_dir() and any(out.iterdir()) and not any((out / n).exists() for n in EARLIER_SIGNS):
         raise ClassError(f"--out {out} is a folder that holds other files and no class grading "
                          f"({MANIFEST}); choose a new or empty folder")
-    if write:
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(manifest, {"what": "stencil lab kit class grading", "submissions": str(submissions),
-                              "created": now(), "kit_version": __version__})
+    if not write or (data or {}).get("layout") == LAYOUT:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    _move_earlier_layout(out)
+    write_json(manifest, dict(data or {"what": "stencil lab kit class grading", "submissions": str(submissions),
+                                       "created": now()}, kit_version=__version__, layout=LAYOUT))
+
+
+def _move_earlier_layout(out: Path) -> None:
+    """Move the student folders of the earlier layout (OUT/<student>/<lab>.json) into students/."""
+    earlier = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")
+               and p.name not in (GRADESCOPE, RUNS) and any(p.glob("*.json"))]
+    if not earlier:
+        return
+    moving = out / f".{STUDENTS}.moving"
+    moving.mkdir(exist_ok=True)
+    for folder in earlier:             # a student once named "students" is moved like the others
+        os.replace(folder, moving / folder.name)
+    os.replace(moving, out / STUDENTS)
+
+
+def students_dir(out: Path) -> Path:
+    """OUT/students: a folder per student, and nothing else."""
+    return Path(out) / STUDENTS
+
+
+def student_dir(out: Path, student: str) -> Path:
+    """OUT/students/<student>; ValueError for a name that is no single folder name."""
+    if student in ("", ".", "..") or "/" in student or "\0" in student:
+        raise ValueError(f"{student!r} is not a student folder's name")
+    return students_dir(out) / student
 
 
 def report_path(out: Path, student: str, lab: str) -> Path:
-    """OUT/<student>/<lab>.json."""
-    return out / student / f"{lab}.json"
+    """OUT/students/<student>/<lab>.json."""
+    return student_dir(out, student) / f"{lab}.json"
+
+
+def attempt_path(out: Path, student: str, lab: str) -> Path:
+    """OUT/students/<student>/<lab>.attempt.json: a grading that measured nothing, kept beside
+    the grade it did not replace (save)."""
+    return student_dir(out, student) / f"{lab}{ATTEMPT}.json"
+
+
+def gradescope_path(out: Path, student: str) -> Path:
+    """OUT/gradescope/<student>/results.json."""
+    return Path(out) / GRADESCOPE / student_dir(out, student).name / "results.json"
+
+
+def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
+    """{student: {lab: report}} of every OUT/students/<student>/<lab>.json of these labs, students
+    sorted, labs in the order given.  A report that cannot be read is a grader_error saying so
+    (never a gap)."""
+    found: dict[str, dict[str, dict]] = {}
+    folder = students_dir(out)
+    if not folder.is_dir():
+        return found
+    for student in sorted(p.name for p in folder.iterdir() if p.is_dir()):
+        for lab in labs:
+            path = folder / student / f"{lab}.json"
+            if not path.exists():
+                continue
+            data = read_json(path)
+            if data is None or "verdict" not in data:
+                data = {"lab": lab, "student": student, "verdict": GRADER_ERROR, "points": 0.0,
+                        "max_points": None, "final": False, "messages": [f"{path.name} could not be read"]}
+            found.setdefault(student, {})[lab] = data
+    return found
+
+
+# ------------------------------------------------------------------------------- what a report means
+
+def is_grade(report: dict | None) -> bool:
+    """True when report's verdict is a grade (module docstring): its points count."""
+    return bool(report) and report.get("verdict") not in NOT_A_GRADE + (MISSING,)
+
+
+def reason(report: dict) -> str:
+    """Why a report got its verdict, in one line: its first message, else the verdict's stage's."""
+    lines = [m for m in report.get("messages") or [] if isinstance(m, str) and m.strip()]
+    for stage in ("correctness", "performance"):
+        section = report.get(stage)
+        if isinstance(section, dict) and section.get("verdict") not in (None, "pass", "not_run") \
+                and section.get("message"):
+            lines.append(section["message"])
+    return lines[0].strip().splitlines()[0] if lines else ""
+
+
+def total(reports: list[dict]) -> float | None:
+    """The class total of one student's reports: their points ("missing" adds 0), or None when
+    one of them is no grade (then there is no total to upload)."""
+    if any(r.get("verdict") in NOT_A_GRADE for r in reports):
+        return None
+    return round(sum(float(r.get("points") or 0.0) for r in reports if is_grade(r)), 2)
 
 
 def stamp(source: Path | None, spec: labspec.LabSpec, backend: str, run: str, job: str | None = None,
@@ -165,23 +276,65 @@ def stamp(source: Path | None, spec: labspec.LabSpec, backend: str, run: str, jo
 
 def is_final(report: dict | None, source: Path | None, spec: labspec.LabSpec) -> bool:
     """True when `report` is a final grade of this very source, kit version and lab.json."""
-    if not report or not report.get("final", True) or report.get("verdict") in NOT_A_GRADE:
+    if not is_grade(report) or not report.get("final", True):
         return False
     mark = report.get("class") or {}
     return (mark.get("source_sha256") == digest(source) and mark.get("kit_version") == __version__
             and mark.get("lab_sha256") == digest(Path(spec.lab_dir) / "lab.json"))
 
 
-def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str, final: bool = True) -> dict:
-    """A report for a lab that no grading reported on: "missing", or "grader_error"."""
+def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str) -> dict:
+    """A report for a lab that no grading reported on ("missing", "grader_error"), or that was
+    refused before any ran (a kernel.cu over its size: "compile_error"); final when a grade."""
     return {"lab": spec.lab, "title": spec.title, "student": student, "verdict": verdict,
-            "points": 0.0, "max_points": spec.points.total, "full_points": False, "final": final,
-            "messages": [message], "seconds": {}, "gpu": None}
+            "points": 0.0, "max_points": spec.points.total, "full_points": False,
+            "final": verdict not in NOT_A_GRADE + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}
 
 
-def save(out: Path, student: str, lab: str, report: dict, log: str | None = None) -> Path:
-    """Write OUT/<student>/<lab>.json (and .log when given), each by rename."""
+@dataclass
+class Saved:
+    """What save() did with one grading: `report` is what this grading got; `kept` the grade
+    OUT keeps instead (this grading then went to the attempt files), or None."""
+
+    student: str
+    lab: str
+    report: dict
+    kept: dict | None = None
+
+    @property
+    def shown(self) -> dict:
+        """The report that stands in OUT now."""
+        return self.kept or self.report
+
+
+def save(out: Path, student: str, lab: str, report: dict, log: str | None = None, asked: bool = False) -> Saved:
+    """Write OUT/students/<student>/<lab>.json (and .log), each by rename, unless a grade stands
+    there that this report must not replace: a grade is never replaced by what is not one
+    (not_measured, grader_error, ...), nor by "missing" unless asked (--regrade, --student).
+    Such a report goes to <lab>.attempt.json (and .attempt.log) instead, beside the grade."""
     report["student"] = student
+    target = report_path(out, student, lab)
+    old = read_json(target) if target.exists() else None
+    new_is_grade = is_grade(report)
+    if is_grade(old) and not new_is_grade and (report.get("verdict") != MISSING or not asked):
+        write_json(attempt_path(out, student, lab), report)
+        if log is not None:
+            write_atomic(attempt_path(out, student, lab).with_suffix(".log"), log)
+        return Saved(student, lab, report, old)
     if log is not None:
-        write_atomic(out / student / f"{lab}.log", log)
-    return write_json(report_path(out, student, lab), report)
+        write_atomic(target.with_suffix(".log"), log)
+    write_json(target, report)
+    for stale in (attempt_path(out, student, lab), attempt_path(out, student, lab).with_suffix(".log")):
+        stale.unlink(missing_ok=True)
+    return Saved(student, lab, report)
+
+
+def unmerged_runs(out: Path) -> list[tuple[Path, dict]]:
+    """(run folder, its run.json) of every batch run in OUT/slurm/ (batch.py) whose jobs were
+    submitted and whose merge has not run: the run still owns OUT's class files."""
+    found = []
+    for path in sorted(Path(out, RUNS).glob("run-*")):
+        data = read_json(path / "run.json")
+        if data and data.get("jobs") and not data.get("merged"):
+            found.append((path, data))
+    return found

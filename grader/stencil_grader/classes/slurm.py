@@ -22,9 +22,10 @@ node warns when DIR is on a filesystem of its own (tmpfs, a local disk), and the
 names every task whose results it cannot see.
 
 Resumable: a (student, lab) whose report is final for the same kernel.cu, kit version and
-lab.json (outdir.is_final) is not graded again; --student NAME regrades that student
-whatever is there.  A second submission while an earlier run of DIR is still queued is
-refused (its gradings would be graded twice).
+lab.json (outdir.is_final) is not graded again (plan.py); --student NAME regrades that
+student whatever is there, --regrade every selected lab.  A second submission while an
+earlier run of DIR is still queued is refused (its gradings would be graded twice).
+DIR must be a path make can take (batch.check_out: the builds are made under it).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ from typing import Callable
 
 from ..base import gpus as gpulist
 from ..base.cliargs import lab_list
-from . import batch, classgrade, outdir, worker
+from . import batch, merge, outdir, plan as planning, worker
 from .backend import Backend
-from .classgrade import ClassPlan
+from .plan import ClassPlan
 from .submissions import ClassError
 
 DEFAULT_ARRAY_MAX = 1000          # Slurm's default MaxArraySize is 1001 (indices 0 to 1000)
@@ -213,6 +214,8 @@ class SlurmBackend(Backend):
                 "merge": "class.csv, gradings.csv, Gradescope files and summary.txt of the run"}[stage]
         lines += ["#", f"# {what}.", "# Written by grade.py slurm (stencil lab kit); the run folder must be on a "
                   "filesystem every node sees.", ""]
+        # A shell script: every word quoted (shlex), and only the kit's and OUT's paths in it,
+        # never a student's name (the tasks read their gradings from run.json).
         call = [o.python, str(worker.GRADE_PY), "class-task", stage, str(run_path)]
         command = " ".join(shlex.quote(a) for a in call)
         if stage != "merge":
@@ -292,10 +295,11 @@ class SlurmBackend(Backend):
 
 
 def submit(args, say: Callable[[str], None] = print, kit_root: Path | None = None) -> int:
-    """`grade.py slurm`: check, plan (resuming), then --dry-run or submit; the exit status."""
+    """`grade.py slurm`: check, plan (resuming: plan.py), then --dry-run or submit; the exit status."""
     options = SlurmOptions.from_args(args)
-    plan = classgrade.plan_class(args.submissions, args.out, lab_list(args.labs), args.student, kit_root,
-                                 args.missing_as_zero, claim=False)
+    plan = planning.make_plan(args.submissions, args.out, lab_list(args.labs), args.student, kit_root,
+                              args.missing_as_zero, args.regrade)
+    batch.check_out(plan.out)
     if options.arch is None:
         options.arch, why = detect_arch()
         if options.arch is None:
@@ -306,17 +310,9 @@ def submit(args, say: Callable[[str], None] = print, kit_root: Path | None = Non
     if not options.dry_run:
         backend.check()
         backend.check_earlier_runs(plan.out)
-    todo, settled = [], []
-    for task in plan.tasks:
-        forced = args.student is not None
-        if task.source is not None and not forced and outdir.is_final(
-                outdir.read_json(outdir.report_path(plan.out, task.student, task.lab)), task.source, task.spec):
-            settled.append(task)
-        else:
-            todo.append(task)
-    grading = [t for t in todo if t.source is not None]
-    missing = [t for t in todo if t.source is None]
-    say(f"{len(plan.students)} student(s) x {len(plan.specs)} lab(s): {len(grading)} to grade, {len(settled)} "
+    grading = [t for t in plan.tasks if t.source is not None]
+    missing = [t for t in plan.tasks if t.source is None]
+    say(f"{len(plan.students)} student(s) x {len(plan.specs)} lab(s): {len(grading)} to grade, {len(plan.kept)} "
         f"already graded (final for the same kernel.cu, kit version and lab.json), {len(missing)} missing")
     for note in plan.notes:
         say(note)
@@ -326,7 +322,6 @@ def submit(args, say: Callable[[str], None] = print, kit_root: Path | None = Non
                    "must be on a filesystem every node sees (unless the whole cluster is this one node)")
         backend.notes.append(warning)
         say(warning)
-    plan.tasks = todo
     if options.dry_run:
         items = [batch.Item(t.student, t.lab, str(t.spec.lab_dir), str(t.source)) for t in grading]
         backend.preview(plan, items, say)
@@ -335,11 +330,11 @@ def submit(args, say: Callable[[str], None] = print, kit_root: Path | None = Non
     for task in missing:
         report = outdir.placeholder(task.spec, task.student, outdir.MISSING, task.why_missing)
         report["class"] = outdir.stamp(None, task.spec, "slurm", "submit")
-        outdir.save(plan.out, task.student, task.lab, report, task.why_missing + "\n")
+        outdir.save(plan.out, task.student, task.lab, report, task.why_missing + "\n", plan.asked)
     if not grading:
         say("nothing to grade: every submitted lab already has a final grade; class files rewritten")
-        done = batch.gradings_of(plan.out, [(t.student, t.lab) for t in settled + missing])
-        result = classgrade.finish(plan, done, backend.notes)
+        result = merge.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + backend.notes,
+                                   [], len(plan.kept))
         for line in result.summary:
             say(line)
         return 0

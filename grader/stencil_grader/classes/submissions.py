@@ -2,10 +2,16 @@
 
     SUBMISSIONS/<student>/<lab>/kernel.cu      (one folder per student, mirroring starter/)
 
+A student folder may have any name a file system allows (spaces, quotes, `$(...)`,
+a newline, a leading `-`, 255 bytes): the grader only reads it, copies each
+kernel.cu to a folder of its own before building (grading/build.py), and prints
+it with control characters escaped (shown).
+
 What a course's upload tools leave beside the students is skipped, each with a
 note for the class summary: hidden entries (`.git`, `.DS_Store`), archive
-artefacts (`__MACOSX`, any name starting with `__`), loose files (`notes.txt`,
-an unpacked `alice.zip`), and the output folder when it lies inside.
+artefacts (`__MACOSX`, any name starting with `__`) and loose files (`notes.txt`,
+an unpacked `alice.zip`).  A top-level ROSTER (`roster.csv`, which a course-site
+importer writes: one row per student folder) is skipped without a note.
 
 A lab without its kernel.cu is "missing"; when something close was submitted
 instead, the message names it, so that the instructor (and the student) sees
@@ -16,10 +22,14 @@ directly in the student's folder, a lab folder spelled with other capitals.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 SOURCE = "kernel.cu"
+#: The roster a course-site importer writes at the top of a class folder (not a student).
+ROSTER = "roster.csv"
 #: How deep below a student's folder the search for a misplaced kernel.cu goes.
 SEARCH_DEPTH = 4
 
@@ -37,6 +47,19 @@ def stray(name: str) -> str | None:
     return None
 
 
+#: What a printed name shows escaped: control characters (a newline, ESC) and the
+#: bidirectional overrides and isolates, which could forge or reorder lines of a summary.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(name: str) -> str:
+    """A student's folder name as printed on a terminal or in summary.txt: as written, but for
+    _UNPRINTABLE characters, as \\xNN or \\uNNNN, and bytes that are not UTF-8 (which
+    os.listdir gives as surrogates) as \\xNN too."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 @dataclass
 class Roster:
     """The students of a submissions directory (sorted) and what was skipped there, and why."""
@@ -46,10 +69,9 @@ class Roster:
     notes: list[str] = field(default_factory=list)
 
 
-def read_roster(submissions: Path, only: str | None = None, skip: Path | None = None) -> Roster:
+def read_roster(submissions: Path, only: str | None = None) -> Roster:
     """The student folders of `submissions`, or [only] after checking it is one of them.
 
-    skip: a folder to leave out (the output folder, when it lies inside).
     Raises ClassError: no such directory; a file instead of a directory (an archive: unpack
     it first); no student folder at all; `only` not among the students.
     """
@@ -62,18 +84,22 @@ def read_roster(submissions: Path, only: str | None = None, skip: Path | None = 
                          f"student){hint}")
     names, notes = [], []
     for entry in sorted(submissions.iterdir(), key=lambda p: p.name):
-        if skip is not None and entry.resolve() == skip:
+        if entry.name == ROSTER and entry.is_file():
             continue
         why = stray(entry.name)
         if why is None and not entry.is_dir():
             why = "a file, not a student's folder"
         if why:
-            notes.append(f"skipped {entry.name}: {why}")
+            notes.append(f"skipped {shown(entry.name)}: {why}")
             continue
         names.append(entry.name)
     if only is not None:
         if only not in names:
-            raise ClassError(f"no submissions for student {only!r} in {submissions}")
+            same = [n for n in names if unicodedata.normalize("NFC", n) == unicodedata.normalize("NFC", only)]
+            hint = (f"; the folder {shown(same[0])!r} is that name in another Unicode form: give it as it is written "
+                    "there" if same else "")
+            raise ClassError(f"no submissions for student {shown(only)!r} in {submissions} (a name of one of "
+                             f"its student folders, as written){hint}")
         return Roster(submissions, [only], notes)
     if not names:
         raise ClassError(f"{submissions} holds no student folder (expected {submissions}/<student>/<lab>/"
@@ -107,28 +133,29 @@ def find_source(submissions: Path, student: str, lab: str) -> tuple[Path | None,
     expected = folder / lab / SOURCE
     if expected.is_file():
         return expected, ""
-    shown = f"{student}/{lab}/{SOURCE}"
+    who = shown(student)
+    want = f"{who}/{lab}/{SOURCE}"
     if expected.is_dir():
-        return None, f"{shown} is a folder, not a file"
+        return None, f"{want} is a folder, not a file"
     lab_folder = folder / lab
     if lab_folder.is_dir():
         near = [p for p in sorted(lab_folder.iterdir(), key=lambda p: p.name)
                 if p.is_file() and not stray(p.name)
                 and (p.name.lower() == SOURCE or p.name.lower().startswith(SOURCE + ".") or p.suffix == ".cu")]
         if near:
-            return None, f"{shown} not found; found {near[0].name}: the file must be named {SOURCE}"
-        return None, f"{shown} not found (the folder {student}/{lab} holds no {SOURCE})"
+            return None, f"{want} not found; found {shown(near[0].name)}: the file must be named {SOURCE}"
+        return None, f"{want} not found (the folder {who}/{lab} holds no {SOURCE})"
     entries = list(_walk(folder, SEARCH_DEPTH))
     for entry in entries:
         if entry.is_file() and entry.name.lower() == SOURCE and entry.parent.name.lower() == lab.lower():
-            rel = entry.relative_to(submissions).as_posix()
-            return None, f"{shown} not found; found {rel}: it must be {shown}"
+            rel = shown(entry.relative_to(submissions).as_posix())
+            return None, f"{want} not found; found {rel}: it must be {want}"
     for entry in entries:
         if entry.is_dir() and entry.name.lower() == lab.lower():
-            rel = entry.relative_to(submissions).as_posix()
-            return None, f"{shown} not found; found the folder {rel}: it must be {student}/{lab}"
+            rel = shown(entry.relative_to(submissions).as_posix())
+            return None, f"{want} not found; found the folder {rel}: it must be {who}/{lab}"
     loose = folder / SOURCE
     if loose.is_file():
-        return None, f"{shown} not found; found {student}/{SOURCE}: put it in the lab's folder, {shown}"
-    return None, f"no submission: {shown} not found"
+        return None, f"{want} not found; found {who}/{SOURCE}: put it in the lab's folder, {want}"
+    return None, f"no submission: {want} not found"
 

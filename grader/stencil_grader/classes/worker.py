@@ -5,11 +5,16 @@ A back end (the local pool, a Slurm task) never grades in its own process: it ru
     grade.py lab LABDIR --impl SUBMISSIONS/<student> --build-dir DIR --json FILE
                  [--stage build|gpu] [--arch ARCH] [--gpu-locks LOCKS --gpus 0,2]
 
-with a clean environment (clean_env), its own temporary folder (TMPDIR, so that
-the sandboxes of its runs go when it goes, even when it is killed) and a time
-limit (time_limit_s), and reads the report back.  A crash, a hang or a compile
-error therefore costs that lab only; a grading process that dies or runs past its
-limit becomes a "grader_error" report naming what happened.
+as an argument list (no shell), with a clean environment (clean_env), its own
+temporary folder (TMPDIR, so that the sandboxes of its runs go when it goes, even
+when it is killed; under temp_root, a path make can take) and a time limit
+(time_limit_s), and reads the report back.  The build copies the student's
+kernel.cu into DIR before make sees it (grading/build.py): the student's folder
+name reaches no make and no shell.  A crash, a hang or a compile error therefore
+costs that lab only; a grading process that dies or runs past its limit becomes a
+"grader_error" report naming what happened.  Which stages run, and in which order,
+is the pipeline's (grading/pipeline.py); this module only picks "all", or one of
+its halves.
 """
 
 from __future__ import annotations
@@ -19,13 +24,14 @@ import math
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec, process, sandbox
-from ..grading import bench, build, checkrun
+from ..grading import build, pipeline
 from . import outdir
+from .plan import Task
+from .submissions import ClassError
 
 GRADE_PY = KIT_ROOT / "grader" / "grade.py"
 #: Environment variables a grading process keeps; everything else is dropped.
@@ -34,25 +40,7 @@ ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "LD_L
             sandbox.SANDBOX_USER_ENV) + sandbox.CUDA_ENV_KEEP
 #: Seconds a grading process may take beyond its stages' own limits (Python start-up, the report).
 SLACK_S = 120.0
-STAGES = ("all", "build", "gpu")
-
-
-@dataclass
-class Task:
-    """One (student, lab) of a class: its lab spec, and its kernel.cu (None: missing, and why)."""
-
-    student: str
-    spec: labspec.LabSpec
-    source: Path | None
-    why_missing: str = ""
-
-    @property
-    def lab(self) -> str:
-        return self.spec.lab
-
-    @property
-    def key(self) -> str:
-        return f"{self.student}/{self.spec.lab}"
+STAGES = pipeline.STAGES
 
 
 def clean_env() -> dict[str, str]:
@@ -63,24 +51,31 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def gpu_stages_s(spec: labspec.LabSpec) -> float:
-    """Seconds the GPU stages of one lab may take at most (each stage has its own limit)."""
-    return bench.PROBE_TIMEOUT_S + checkrun.LIST_TIMEOUT_S + spec.check.suite_timeout_s + spec.bench.timeout_s
-
-
 def time_limit_s(spec: labspec.LabSpec, jobs: int, gpus: int = 1, stage: str = "all") -> float:
-    """Seconds one grading process may take.
+    """Seconds one grading process of `spec` may take.
 
-    stage "build": the build (and static checks); "gpu": the GPU stages; "all": the build,
-    then the GPU stages after waiting for a free GPU behind at most ceil(jobs / gpus) - 1
-    other gradings' GPU stages on each GPU (jobs gradings at once share `gpus` GPUs).
+    stage "build" or "gpu": that half of the pipeline's stages (pipeline.stage_seconds);
+    "all": the build, then the GPU stages after waiting for a free GPU behind at most
+    ceil(jobs / gpus) - 1 other gradings' GPU stages on each GPU (jobs gradings at once
+    share `gpus` GPUs).  SLACK_S more for the process itself.
     """
-    if stage == "build":
-        return build.DEFAULT_TIMEOUT_S + SLACK_S
-    if stage == "gpu":
-        return gpu_stages_s(spec) + SLACK_S
+    if stage != "all":
+        return pipeline.stage_seconds(spec, stage) + SLACK_S
     waits = math.ceil(max(1, jobs) / max(1, gpus)) - 1
-    return build.DEFAULT_TIMEOUT_S + gpu_stages_s(spec) * (1 + waits) + SLACK_S
+    return (pipeline.stage_seconds(spec, "build") + pipeline.stage_seconds(spec, "gpu") * (1 + waits)
+            + SLACK_S)
+
+
+def temp_root() -> str:
+    """The folder under which gradings make their temporary folders: the system's (TMPDIR), or
+    /tmp or /var/tmp when that one is a path make cannot take (a space); ClassError when
+    none is usable."""
+    for folder in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK) \
+                and build.make_path_problem(Path(folder)) is None:
+            return folder
+    raise ClassError(f"no temporary folder make can build in: TMPDIR {tempfile.gettempdir()!r} "
+                     f"{build.make_path_problem(Path(tempfile.gettempdir()))}; set TMPDIR to a folder without it")
 
 
 def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = None) -> str:
@@ -144,15 +139,19 @@ def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", bui
     env: extra environment variables for the grading process.
     The report is the process's JSON report, or a "grader_error" placeholder when it wrote
     none, died or ran past limit_s; a missing kernel.cu gives a "missing" placeholder and
-    runs nothing.  Never raises for what the student's code does.
+    runs nothing, and so does a kernel.cu over build.MAX_SOURCE_BYTES ("compile_error",
+    saying so).  Never raises for what the student's code does; ClassError when no
+    temporary folder is usable (temp_root).
     """
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
     if task.source is None:
         return outdir.placeholder(task.spec, task.student, outdir.MISSING, task.why_missing), ""
+    if why := build.size_problem(task.source):
+        return outdir.placeholder(task.spec, task.student, "compile_error", why), why + "\n"
     if stage != "all" and build_dir is None:
         raise ValueError(f"stage {stage!r} needs a build_dir shared by both halves")
-    with tempfile.TemporaryDirectory(prefix=f"grade-{task.lab}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"grade-{task.lab}-", dir=temp_root()) as tmp:
         # 0711: the sandbox user must reach its own directory inside (sandbox.SandboxDir).
         os.chmod(tmp, 0o711)
         json_path = Path(tmp) / "report.json"

@@ -30,12 +30,10 @@ EXIT_NO_GPU = protocol.EXIT_NO_GPU
 EXIT_CUDA_ERROR = protocol.EXIT_CUDA_ERROR
 EXIT_DEBUG_BUILD = protocol.EXIT_DEBUG_BUILD
 STDERR_TAIL_LINES = 20
-#: The student's own output (the bench's stdout) kept for the report.
-OUTPUT_MAX_BYTES = 16 * 1024
 
-#: Keys the timed run's JSON must hold (grader/README.md, section Bench), and their types.
-REQUIRED_KEYS = {"device": str, "ms_median": float, "gbps": float, "copy_gbps": float,
-                 "ratio": float, "output_ok": bool}
+#: Keys of the timed run's JSON that must be finite numbers >= 0 (their types and the rest of the
+#: schema, nested objects included: base/protocol.py BENCH_KEYS).
+FINITE_KEYS = ("ms_median", "gbps", "copy_gbps", "ratio")
 
 
 class BenchFormatError(ValueError):
@@ -99,27 +97,15 @@ def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S, env: dict[str, st
 
 
 def validate(data) -> dict:
-    """Check a timed run's JSON object; returns it, or raises BenchFormatError naming the key."""
-    if not isinstance(data, dict):
-        raise BenchFormatError("the bench JSON is not an object")
-    for key, kind in REQUIRED_KEYS.items():
-        if key not in data:
-            raise BenchFormatError(f"the bench JSON lacks key {key!r}")
-        value = data[key]
-        if kind is float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or value < 0:
-                raise BenchFormatError(f"bench JSON key {key!r} must be a finite number >= 0, got {value!r}")
-        elif not isinstance(value, kind):
-            raise BenchFormatError(f"bench JSON key {key!r} must be {kind.__name__}, got {value!r}")
-    for key, value in data.items():
-        kind = protocol.BENCH_KEYS.get(key, (None,))[0]
-        if key in REQUIRED_KEYS or kind is None:
-            continue
-        if (kind is float and (isinstance(value, bool) or not isinstance(value, (int, float)))) or \
-                (kind is int and (isinstance(value, bool) or not isinstance(value, int))) or \
-                (kind not in (int, float) and not isinstance(value, kind)):
-            raise BenchFormatError(f"bench JSON key {key!r} must be {kind.__name__}, got {value!r}")
+    """Check a timed run's JSON object against protocol.BENCH_KEYS (nested objects included);
+    returns it, or raises BenchFormatError naming the key."""
+    try:
+        protocol.check_object(data, protocol.BENCH_KEYS)
+    except protocol.SchemaError as err:
+        raise BenchFormatError(str(err)) from None
+    for key in FINITE_KEYS:
+        if not math.isfinite(data[key]) or data[key] < 0:
+            raise BenchFormatError(f"bench JSON key {key!r} must be a finite number >= 0, got {data[key]!r}")
     if data["copy_gbps"] <= 0:
         raise BenchFormatError(f"bench JSON copy_gbps must be > 0, got {data['copy_gbps']!r}")
     return data
@@ -156,10 +142,8 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
     if run.channel_overflow:
         notes.append("the bench wrote more than the channel keeps; the rest was ignored")
     tail = process.tail_lines(run.stderr, STDERR_TAIL_LINES)
-    output = run.stdout if len(run.stdout) <= OUTPUT_MAX_BYTES else \
-        run.stdout[:OUTPUT_MAX_BYTES] + f"\n[... {len(run.stdout) - OUTPUT_MAX_BYTES} more bytes not shown ...]\n"
     result = BenchRun("error", stderr_tail=tail, seconds=run.seconds, sandbox=dict(box.layers), notes=notes,
-                      output=output)
+                      output=process.program_output(run.stdout))
     reason = _last_line(run.stderr)
     if run.error:
         result.message = run.error

@@ -5,7 +5,7 @@
 A non-zero exit of make is a compile error.  After a good build BUILD_DIR holds
 check, bench, kernel.o, kernel.ptx and ptxas.log (grader/README.md, section
 Build); the kernels of ptxas.log get readable labels that tell template
-instances apart (kernel_labels).
+instances apart (names.kernel_labels).
 
 make's whole output, harness commands included, is kept for instructors as
 BUILD_DIR/build.log.  What a student reads (BuildResult.message, on the
@@ -25,8 +25,16 @@ commands, the grader's temporary and kit paths):
 
 `kit error: ` lines (lab.mk's checks of the machine) are always kept: the
 pipeline reads them.  A kernel.cu that is not text (NUL bytes: a binary file,
-or UTF-16) is refused before make runs, in one line.  Every line of a message
-has its control characters escaped and is cut at LINE_WIDTH characters.
+or UTF-16) or is over MAX_SOURCE_BYTES is refused before make runs, in one line.
+Every line of a message has its control characters escaped and is cut at
+LINE_WIDTH characters.
+
+No path that someone else named reaches make: the kernel.cu of IMPL=DIR (a student's
+folder, whatever its name: spaces, quotes, `$(...)`) is copied to
+BUILD_DIR/src/<lab>/kernel.cu (stage_source) and make is given IMPL=BUILD_DIR/src.
+make splits its variables at spaces and expands `$`, and lab.mk's recipes hand them
+to the shell, so the kit's folder and BUILD_DIR themselves must be plain paths
+(make_path_problem); a build where one is not is a kit error (no grade), never a 0.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import kinds, process
-from . import symbols
+from . import names, symbols
 from .source import strip_source
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -53,6 +61,11 @@ LINE_WIDTH = 200
 BUILD_LOG = "build.log"
 #: The student API: the launchers' declarations (relative to the kit's root).
 API_HEADER = Path("grader") / "include" / "stencil_lab.h"
+#: The largest kernel.cu graded, in bytes (1 MiB: the references are under 20 KiB; a larger
+#: file is not a kernel, and its static checks alone would take minutes).
+MAX_SOURCE_BYTES = 1 << 20
+#: Where a build keeps its copy of the kernel.cu of IMPL=DIR: BUILD_DIR/src/<lab>/kernel.cu.
+STAGED = "src"
 
 
 @dataclass
@@ -64,7 +77,7 @@ class KernelResources:
     smem_bytes: static shared memory per block, in bytes (dynamic shared memory
         is sized at launch and not in the report).
     spill_stores, spill_loads, stack_bytes: bytes per thread.
-    label: the name shown to people (kernel_labels): 'tiled', or
+    label: the name shown to people (names.kernel_labels): 'tiled', or
         'stencil3d_zmarch_kernel<true>' for one instance of a kernel template;
         "" until build() sets it.
     """
@@ -81,7 +94,7 @@ class KernelResources:
 
     @property
     def short_name(self) -> str:
-        return short_name(self.name)
+        return names.short_name(self.name)
 
 
 @dataclass
@@ -157,28 +170,39 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
           timeout_s: float = DEFAULT_TIMEOUT_S, defines: dict[str, int | str] | None = None) -> BuildResult:
     """Run the build; never raises for a failing build (see BuildResult.outcome).
 
-    defines: see make_command (ValueError for a malformed one).  make's whole output
-    (standard output and error, in the order written) goes to BUILD_DIR/build.log;
-    a failed build's message is failure_message's (module docstring).
+    impl: starter, reference, or a directory whose kernel.cu (impl_source) is built from
+    the copy stage_source makes.  defines: see make_command (ValueError for a malformed
+    one).  make's whole output (standard output and error, in the order written) goes to
+    BUILD_DIR/build.log; a failed build's message is failure_message's (module docstring).
     """
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
-    command = make_command(lab_dir, impl, build_dir, arch, defines)
-    result = BuildResult("ok", command, build_dir)
     kit = Path(lab_dir).absolute().parents[1]
-    source = impl_source(Path(lab_dir).name, impl, kit)
-    log_path = build_dir / BUILD_LOG
+    lab = Path(lab_dir).name
+    source = impl_source(lab, impl, kit)
+    result = BuildResult("ok", [], build_dir)
+    for what, path in (("the kit's folder", kit), ("the build directory", build_dir)):
+        if why := make_path_problem(path):
+            return _not_run(result, "kit_error", f"kit error: {what} {str(path)!r} {why}, which make cannot "
+                            "take in a path: grade from a path without it")
     if why := text_problem(source):
-        result.outcome, result.message = "compile_error", why
-        log_path.write_text(f"make was not run: {why}\n", encoding="utf-8")
-        return result
+        return _not_run(result, "compile_error", why)
+    staged = None
+    if impl not in ("starter", "reference"):
+        if not source.is_file():
+            return _not_run(result, "compile_error", f"no kernel.cu found in {impl}")
+        staged = stage_source(source, build_dir, lab)
+    command = make_command(lab_dir, str(staged.parents[1]) if staged else impl, build_dir, arch, defines)
+    result.command = command
     started = time.time()
-    # One pipe for both streams keeps the log in the order make wrote it.
+    # One pipe for both streams keeps the log in the order make wrote it.  The shell only runs
+    # its arguments ("$@", never parsed): the command is an argument list of paths the grader
+    # made (above), as every command of the grader is; no string of a student reaches it.
     run = process.run(["sh", "-c", 'exec "$@" 2>&1', "sh", *command], timeout_s)
     result.seconds = run.seconds
     log = (run.stdout + run.stderr).strip("\n")
-    log_path.write_text(log + "\n", encoding="utf-8")
-    where = Paths(source, build_dir, kit)
+    (build_dir / BUILD_LOG).write_text(log + "\n", encoding="utf-8")
+    where = Paths(staged or source, build_dir, kit)
     if run.timed_out:
         result.outcome = "timeout"
         result.message = "\n".join([f"the build did not finish: make {run.describe()}; its last lines:"]
@@ -188,28 +212,82 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
         header = kit / API_HEADER if (kit / API_HEADER).is_file() else KIT_ROOT / API_HEADER
         result.message = failure_message(log, where, lab_launchers(lab_dir), header,
                                          fresh_since=started) or f"make {run.describe()}"
+        result.message = "\n".join([result.message] + compiler_hints(result.message))
     else:
         ptxas = build_dir / "ptxas.log"
         if ptxas.is_file():
             result.kernels = parse_ptxas_log(ptxas.read_text(errors="replace"))
-            labels = kernel_labels([k.name for k in result.kernels])
+            labels = names.kernel_labels([k.name for k in result.kernels])
             for k in result.kernels:
                 k.label = labels[k.name]
     return result
 
 
+def _not_run(result: BuildResult, outcome: str, message: str) -> BuildResult:
+    """result, failed with outcome and message before make ran (build.log says so)."""
+    result.outcome, result.message = outcome, message
+    (result.build_dir / BUILD_LOG).write_text(f"make was not run: {message}\n", encoding="utf-8")
+    return result
+
+
 # ---------------------------------------------------------------- what a failed build means
+
+_MAKE_SAFE = re.compile(r"[\w./+@-]+")
+
+
+def make_path_problem(path: Path) -> str | None:
+    """Why make cannot be given `path` (absolute), e.g. "holds a space", or None.
+
+    make splits variables at white space, expands `$`, reads `#`, `%`, `:`, `=` and `,`
+    in its own syntax, and its recipes pass paths to the shell: a path is taken only when
+    it holds nothing but letters and digits (any script), `_ . / + @ -`."""
+    text = os.path.abspath(path)
+    if _MAKE_SAFE.fullmatch(text):
+        return None
+    bad = next(c for c in text if not _MAKE_SAFE.fullmatch(c))
+    return "holds a space" if bad == " " else f"holds the character {bad!r}"
+
+
+def size_problem(source: Path) -> str | None:
+    """Why `source` is too large to grade (over MAX_SOURCE_BYTES), in one line, or None."""
+    try:
+        size = Path(source).stat().st_size
+    except OSError:
+        return None
+    if size <= MAX_SOURCE_BYTES:
+        return None
+    return (f"{Path(source).name} is {size / 1e6:.1f} MB, over the {MAX_SOURCE_BYTES >> 20} MiB a kernel.cu may "
+            "have: submit the CUDA C++ source of your kernel only")
+
+
+def stage_source(source: Path, build_dir: Path, lab: str) -> Path:
+    """Copy `source` to BUILD_DIR/src/<lab>/kernel.cu (the path make is given; module docstring)
+    and return that path.  An identical copy is left as it is, so that make rebuilds exactly
+    when the file's content changed (a new copy is newer than the build)."""
+    target = Path(build_dir) / STAGED / lab / "kernel.cu"
+    data = Path(source).read_bytes()
+    try:
+        same = target.read_bytes() == data
+    except OSError:
+        same = False
+    if not same:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return target
+
 
 def text_problem(source: Path) -> str | None:
     """Why `source` is not source text the compiler can read, in one line, or None.
 
-    A NUL byte makes a file binary (git's test, xdiff-interface.c buffer_is_binary, applied
-    to the whole file): a compiled object, an archive, or text saved as UTF-16 (which starts
+    A file over MAX_SOURCE_BYTES is refused (size_problem).  A NUL byte makes a file binary
+    (git's test, xdiff-interface.c buffer_is_binary, applied to the whole file): a compiled object, an archive, or text saved as UTF-16 (which starts
     with a byte-order mark, FF FE or FE FF, and is named so).  nvcc would answer such a file
     with a hundred errors full of control bytes.  A file that cannot be read gives None:
     make's own check names what is missing.
     """
     source = Path(source)
+    if why := size_problem(source):
+        return why
     offset, nul, head = 0, -1, b""
     try:
         with source.open("rb") as f:
@@ -226,6 +304,17 @@ def text_problem(source: Path) -> str | None:
                 "save it as UTF-8 (or plain ASCII) and submit it again")
     return (f"{source.name} is not a text file: it holds NUL bytes (the first at byte {offset}), "
             "as a compiled or other binary file does; submit the CUDA C++ source of your kernel")
+
+
+_PRINTF_UNDECLARED = re.compile(r'identifier "(?:std::)?printf" is undefined|namespace "std" has no member "printf"')
+PRINTF_HINT = ("hint: printf in a kernel needs #include <cstdio> at the top of kernel.cu; printf on the GPU is "
+               "allowed (the report shows what it prints), printf in host code is not")
+
+
+def compiler_hints(message: str) -> list[str]:
+    """Lines that add what nvcc's own words leave out, for the mistakes students make most (a
+    kernel's printf without its header: nvcc says only that printf is undefined); [] when none."""
+    return [PRINTF_HINT] if _PRINTF_UNDECLARED.search(message) else []
 
 
 def lab_launchers(lab_dir: Path) -> tuple[str, ...]:
@@ -403,20 +492,20 @@ def link_lines(log: str, where: Paths, launchers: tuple[str, ...], header: Path)
     return out + rest
 
 
-def cxx_definitions(obj: Path, names: list[str]) -> dict[str, list[str]]:
+def cxx_definitions(obj: Path, launchers: list[str]) -> dict[str, list[str]]:
     """name -> the C++ functions of that name the object defines, demangled ('stencil2d_sweep(float
     const*, float*, int, int, CUstream_st*)'): a launcher written with other parameters or
     without extern "C".  {} when the object or nm is missing."""
     if not Path(obj).is_file():
         return {}
-    run = process.run(["nm", "-P", str(obj)], symbols.TOOL_TIMEOUT_S)
+    run = process.run(["nm", "-P", str(obj)], names.TOOL_TIMEOUT_S)
     if run.returncode != 0:
         return {}
     _, defined = symbols.parse_nm(run.stdout)
     mangled = [s.name for s in defined if s.name.startswith("_Z")]
-    table = symbols.demangle(mangled)
+    table = names.demangle(mangled)
     found: dict[str, list[str]] = {}
-    for name in names:
+    for name in launchers:
         found[name] = sorted({table[m] for m in mangled if table[m].startswith(name + "(")})
     return found
 
@@ -427,7 +516,7 @@ def failure_message(log: str, where: Paths, launchers: tuple[str, ...], header: 
 
     log: make's output; where: the student's file, the build directory and the kit;
     launchers: the lab's (lab_launchers); header: the student API (declarations);
-    fresh_since: when make started (time.time()), to tell this build's ptxas.log from an
+    fresh_since: when make started (time.time()), to tell this build's nvcc.log from an
     earlier one's.  "" when nothing is left to say (the caller then says how make ended).
     """
     kit_errors = [line for line in log.splitlines() if line.startswith("kit error: ")][:MESSAGE_LINES // 2]
@@ -480,79 +569,3 @@ def parse_ptxas_log(text: str) -> list[KernelResources]:
             smem = _SMEM.search(line)
             current.smem_bytes = int(smem.group(1)) if smem else 0
     return list(found.values())
-
-
-_MANGLED = re.compile(r"^_Z(\d+)")
-
-
-def short_name(mangled: str) -> str:
-    """'tiled' for '_Z5tiledPKfPfi'; other names (extern "C", nested) unchanged."""
-    m = _MANGLED.match(mangled)
-    if m:
-        length = int(m.group(1))
-        name = mangled[m.end():m.end() + length]
-        if len(name) == length:
-            return name
-    return mangled
-
-
-def kernel_labels(names: list[str]) -> dict[str, str]:
-    """Readable labels of functions named in ptxas's report: mangled name -> label.
-
-    The demangled name (c++filt, through symbols.demangle) without its return type and
-    parameters, template arguments kept, so that instances of one kernel template differ:
-    'stencil3d_zmarch_kernel<false>' and '<true>' for _Z23stencil3d_zmarch_kernelILb0EE...
-    and ...ILb1EE....  Overloads that would share a label keep their parameters as well.
-    Without c++filt: ptx.kernel_label (integer and bool template arguments as numbers).
-    Names that are not mangled (extern "C") stay as they are.
-    """
-    from .ptx import kernel_label           # here: ptx imports this module
-
-    table = symbols.demangle(sorted(set(names)))
-    labels, full = {}, {}
-    for name in names:
-        demangled = table.get(name, name)
-        if demangled == name:
-            labels[name] = full[name] = kernel_label(name) if name.startswith("_Z") else name
-        else:
-            full[name] = _without_return_type(demangled)
-            labels[name] = _without_return_type(_without_parameters(demangled))
-    clashes = {label for label in labels.values()
-               if len({n for n in labels if labels[n] == label}) > 1}
-    return {name: full[name] if labels[name] in clashes else labels[name] for name in names}
-
-
-def _split_top(text: str, stop: str, from_end: bool) -> int:
-    """Index of the first (or last) `stop` character outside <...> and (...) in text, or -1."""
-    depth = 0
-    indices = range(len(text) - 1, -1, -1) if from_end else range(len(text))
-    for i in indices:
-        ch = text[i]
-        if ch in "<(":
-            depth += -1 if from_end else 1
-        elif ch in ">)":
-            depth += 1 if from_end else -1
-        elif ch == stop and depth == 0:
-            return i
-    return -1
-
-
-def _without_parameters(demangled: str) -> str:
-    """'k<4>' for 'void k<4>(float*, int)' (the last top-level (...) group dropped)."""
-    text = demangled.rstrip()
-    if not text.endswith(")"):
-        return text
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[:i].rstrip() if i > 0 else text
-    return text
-
-
-def _without_return_type(demangled: str) -> str:
-    """'k<4>(float*)' for 'void k<4>(float*)': a template instance's name starts with its
-    return type; what follows the last space outside <...> and (...) is the name."""
-    i = _split_top(demangled, " ", from_end=True)
-    return demangled[i + 1:] if i >= 0 else demangled
-

@@ -13,7 +13,7 @@ per case, while every case that goes wrong is judged exactly as alone:
 1. one process (CK_FORK=no): every case in turn, CUDA initialised once.  It
    first looks for a GPU (exit status EXIT_NO_GPU: none, and nothing runs).
    Check has no timeouts in this mode, so the grader stops the run when a
-   case has gone on longer than the case timeout (plus NOFORK_SLACK_S).
+   case has gone on longer than the case timeout (plus checkstream.NOFORK_SLACK_S).
 2. fork mode, only when phase 1 did not pass every case: each case that did
    not pass (failed, crashed, timed out, or never reported because the process
    died or was stopped) runs again in a child process of its own, with Check's
@@ -42,66 +42,22 @@ base/sandbox.py.
 
 from __future__ import annotations
 
-import codecs
-import json
-import re
-import threading
 import time
-import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..base import process, sandbox
+from ..base import process, protocol, sandbox
+from .checkstream import (STALL_CASE_TIMEOUTS, CheckStream, ListedCase, XmlTest, classify,
+                          parse_list, xml_log)
 
-from ..base import protocol
-
-CHECK_NS = "http://check.sourceforge.net/ns"
 LIST_TIMEOUT_S = 30.0
-#: How Check 0.15 words the errors it makes itself (check_run.c and check_msg.c of its source);
-#: tests/python/test_checkrun.py runs the real library to prove these are its words.
-TIMEOUT_MESSAGE = "Test timeout expired"
-SIGNAL_MESSAGE = "Received signal"
-EARLY_EXIT_MESSAGE = "Early exit with return value"
-#: Phase 1: a case running this much longer than the case timeout is stopped (Check times
-#: nothing without fork); the rest of the run then happens in phase 2.
-NOFORK_SLACK_S = 2.0
 #: Phase 2: check processes at once, each forking its cases one at a time.
 RERUN_PROCESSES = 8
-#: The student's own output (stdout of the runs) kept for the report.
-OUTPUT_MAX_BYTES = 16 * 1024
 OUTCOMES = ("pass", "fail", "timeout", "crash", "not_run")
 STDERR_TAIL_LINES = 40
 NOT_RUN = "not run: an earlier case timed out"
-#: Without a new result for this many case timeouts (plus STALL_SLACK_S), the run is stopped.
-STALL_CASE_TIMEOUTS = 2
-STALL_SLACK_S = 10.0
-_MAX_PENDING = 1 << 20       # bytes of stream kept while waiting for a </test> (a printf flood is cut)
-
-_SEED = re.compile(r"^seed: (\d+)\s*$", re.MULTILINE)
-_SEED_LINE = re.compile(r"^seed: (\d+)[ \t\r]*\n", re.MULTILINE)     # a whole line: the stream comes in pieces
-_DEVICE_LINE = re.compile(r"^device: (\{.*\})[ \t\r]*\n", re.MULTILINE)
-_TEST_ELEMENT = re.compile(r"<test\b[^>]*>.*?</test>", re.DOTALL)
-
-
-@dataclass
-class ListedCase:
-    tcase: str
-    iteration: int
-    label: str
-
-
-@dataclass
-class XmlTest:
-    """One <test> element of Check's XML log."""
-
-    tcase: str          # <description>
-    iteration: int
-    result: str         # success, failure or error
-    message: str
-    duration_s: float | None   # Check writes -1 for a test that did not finish normally
-    test_id: str = ""   # <id>: the test function
 
 
 @dataclass
@@ -125,7 +81,7 @@ class CheckRun:
     device: the GPU phase 1 ran on (the `device:` line: name, cc, sm_count, ...).
     sandbox: the sandbox layers the runs had (sandbox.Sandbox.layers).
     exit_status: phase 1's exit status (None when killed or not started).
-    output: what the student's code printed (stdout of the runs), at most OUTPUT_MAX_BYTES.
+    output: what the student's code printed (stdout of the runs), at most process.OUTPUT_MAX_BYTES.
     reruns: the cases run again in fork mode (table indices); phases: wall seconds of each.
     """
 
@@ -163,19 +119,6 @@ class CheckRun:
         return groups
 
 
-def parse_list(text: str) -> list[ListedCase]:
-    """Cases from `check --list` output: one `<tcase>\\t<iteration>\\t<label>` per line.
-
-    Lines of any other shape are ignored.
-    """
-    cases = []
-    for line in text.splitlines():
-        parts = line.split("\t", 2)
-        if len(parts) == 3 and parts[1].strip().isdigit():
-            cases.append(ListedCase(parts[0], int(parts[1]), parts[2].strip()))
-    return cases
-
-
 def list_cases(check: Path, box: sandbox.SandboxDir | None = None) -> tuple[list[ListedCase], str | None]:
     """Run `check --list` (30 s at most; in box when given); returns (cases, None) or ([], why it failed)."""
     if box is None:
@@ -189,160 +132,6 @@ def list_cases(check: Path, box: sandbox.SandboxDir | None = None) -> tuple[list
     if not cases:
         return [], "`check --list` printed no case"
     return cases, None
-
-
-def parse_seed(stdout: str) -> int | None:
-    """N from the first `seed: N` line, or None."""
-    m = _SEED.search(stdout)
-    return int(m.group(1)) if m else None
-
-
-def parse_test_element(text: str) -> XmlTest | None:
-    """One `<test ...>...</test>` element of Check's XML log, or None when it does not parse.
-
-    Works on an element cut out of the log (no namespace declaration) as well
-    as on one inside it.
-    """
-    try:
-        node = ET.fromstring(text)
-    except ET.ParseError:
-        return None
-
-    def child(tag: str) -> str:
-        element = node.find(f"{{{CHECK_NS}}}{tag}")
-        if element is None:
-            element = node.find(tag)
-        return (element.text or "") if element is not None else ""
-    try:
-        iteration = int(child("iteration") or 0)
-    except ValueError:
-        iteration = 0
-    try:
-        duration = float(child("duration"))
-    except ValueError:
-        duration = None
-    return XmlTest(child("description"), iteration, node.get("result", ""), child("message"),
-                   duration if duration is None or duration >= 0 else None, child("id"))
-
-
-def parse_check_xml(text: str) -> list[XmlTest]:
-    """The <test> results of a Check XML log (or of a stream holding one), in order.
-
-    Every complete `<test>` element counts, whatever surrounds it: the seed line
-    and Check's own summary share the stream, and a run that was killed leaves
-    the log cut short.  Returns [] when there is none.
-    """
-    tests = []
-    for m in _TEST_ELEMENT.finditer(text):
-        test = parse_test_element(_qualified(m.group(0)))
-        if test is not None:
-            tests.append(test)
-    return tests
-
-
-def _qualified(element: str) -> str:
-    """The element with Check's namespace declared on it, so that it parses on its own."""
-    return element.replace("<test", f'<test xmlns="{CHECK_NS}"', 1) if "xmlns" not in element[:200] \
-        else element
-
-
-class CheckStream:
-    """Reads check's channel as it arrives (a process.Watch).
-
-    Keeps the seed, the device line, each complete <test> result and its raw
-    text (for the XML log kept in BUILD_DIR), and asks the run to stop:
-      - fork mode: at the first case that times out, or when no result arrived
-        for STALL_CASE_TIMEOUTS case timeouts plus STALL_SLACK_S (Check's own
-        timer did not fire: the run is stuck);
-      - one-process mode (nofork=True): when no result arrived for one case
-        timeout plus NOFORK_SLACK_S (Check times nothing there).
-    """
-
-    def __init__(self, case_timeout_s: float | None, on_seed: Callable[[int], None] | None = None,
-                 nofork: bool = False):
-        if not case_timeout_s:
-            self.stall_s = None
-        elif nofork:
-            self.stall_s = case_timeout_s + NOFORK_SLACK_S
-        else:
-            self.stall_s = STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
-        self.nofork = nofork
-        self.on_seed = on_seed
-        self.seed: int | None = None
-        self.device: dict | None = None
-        self.tests: list[XmlTest] = []
-        self.elements: list[str] = []
-        self.stop_kind: str | None = None      # "case_timeout" or "stall"
-        self.stop_reason: str | None = None
-        self._head = ""
-        self._pending = ""
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._lock = threading.Lock()
-        self._last = time.monotonic()
-
-    def feed(self, chunk: bytes) -> None:
-        text = self._decoder.decode(chunk)
-        with self._lock:
-            if (self.seed is None or (self.nofork and self.device is None)) and len(self._head) < 16384:
-                self._head += text
-                if self.seed is None and (m := _SEED_LINE.search(self._head)):
-                    self.seed = int(m.group(1))
-                    if self.on_seed:
-                        self.on_seed(self.seed)
-                if self.device is None and (m := _DEVICE_LINE.search(self._head)):
-                    try:
-                        self.device = json.loads(m.group(1))
-                    except json.JSONDecodeError:
-                        self.device = None
-                    self._last = time.monotonic()          # the cases start after the GPU is found
-            self._pending += text
-            last = 0
-            for m in _TEST_ELEMENT.finditer(self._pending):
-                last = m.end()
-                test = parse_test_element(_qualified(m.group(0)))
-                if test is None:
-                    continue
-                self.tests.append(test)
-                self.elements.append(m.group(0))
-                self._last = time.monotonic()
-                if self.stop_kind is None and classify(test.result, test.message) == "timeout":
-                    self.stop_kind = "case_timeout"
-                    self.stop_reason = f"case {test.tcase} #{test.iteration} timed out"
-            self._pending = self._pending[last:]
-            if len(self._pending) > _MAX_PENDING:
-                start = self._pending.rfind("<test", len(self._pending) - _MAX_PENDING // 4)
-                self._pending = self._pending[start:] if start >= 0 else self._pending[-256:]
-
-    def poll(self, now: float) -> str | None:
-        with self._lock:
-            if self.stop_kind is None and self.stall_s is not None and now - self._last > self.stall_s:
-                self.stop_kind = "stall"
-                self.stop_reason = f"no result for {self.stall_s:g} s"
-            return self.stop_reason
-
-    def xml_log(self) -> str:
-        """A well-formed Check XML log of the results received."""
-        return xml_log(self.elements)
-
-
-def xml_log(elements: list[str]) -> str:
-    """A well-formed Check XML log of these <test> elements."""
-    body = "".join(f"    {e}\n" for e in elements)
-    return (f'<?xml version="1.0"?>\n<testsuites xmlns="{CHECK_NS}">\n  <suite>\n'
-            f"    <title>check</title>\n{body}  </suite>\n</testsuites>\n")
-
-
-def classify(result: str, message: str) -> str:
-    """The outcome of one Check result (see the module docstring; never "not_run")."""
-    if result == "success":
-        return "pass"
-    if message.startswith("CUDA error:"):
-        return "crash"
-    if result == "failure":
-        return "fail"
-    if message.startswith(TIMEOUT_MESSAGE):
-        return "timeout"
-    return "crash"          # SIGNAL_MESSAGE, EARLY_EXIT_MESSAGE, anything else Check says
 
 
 def merge(listed: list[ListedCase], tests: list[XmlTest], missing_outcome: str,
@@ -417,23 +206,17 @@ def _run_one(jail, box, seconds: float, env: dict[str, str], stream: CheckStream
     return _Phase(run, stream, cases)
 
 
-def _cut_output(parts: list[str]) -> str:
-    text = "".join(parts)
-    if len(text) <= OUTPUT_MAX_BYTES:
-        return text
-    return text[:OUTPUT_MAX_BYTES] + f"\n[... {len(text) - OUTPUT_MAX_BYTES} more bytes not shown ...]\n"
-
-
 def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
               case_timeout_s: float | None = None,
-              on_seed: Callable[[int], None] | None = None,
+              on_start: Callable[[int, dict], None] | None = None,
               env: dict[str, str] | None = None) -> CheckRun:
     """List and run BUILD_DIR/check in a sandbox, in the two phases of the module docstring;
     the XML log of the results used is kept as BUILD_DIR/check.xml.
 
     suite_timeout_s: seconds each check process may take (lab.json check.suite_timeout_s);
     case_timeout_s: Check's per-case timeout (lab.json check.case_timeout_s), for the
-    watchdogs; on_seed: called with the seed as soon as check prints it; env: added to the
+    watchdogs; on_start: called with the seed and the device (check's `device:` line, a dict) once
+    the one-process run has found its GPU, before the first case (never without a GPU); env: added to the
     sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out).
     Never raises for the program's behaviour; see CheckRun.status.
     """
@@ -447,7 +230,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
         listed, list_error = list_cases(check, jail)
         start = time.monotonic()
         first = _run_one(jail, box, suite_timeout_s, {**extra, **check_env(seed, nofork=True)},
-                         CheckStream(case_timeout_s, on_seed, nofork=True))
+                         CheckStream(case_timeout_s, on_start, nofork=True))
         phases["one_process"] = time.monotonic() - start
         seed_used = first.stream.seed if first.stream.seed is not None else seed
         if first.run.returncode == protocol.EXIT_NO_GPU:
@@ -455,7 +238,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
             return CheckRun(cases=[], seed=seed_used, status="no_gpu", message=why, no_gpu=why,
                             exit_status=first.run.returncode, list_error=list_error,
                             seconds=first.run.seconds, sandbox=dict(box.layers), phases=phases,
-                            output=_cut_output([first.run.stdout]))
+                            output=process.program_output(first.run.stdout))
         good = {(t.tcase, t.iteration) for t in first.stream.tests if t.result == "success"}
         rerun = [c.iteration for c in listed if (c.tcase, c.iteration) not in good]
         if first.run.error:
@@ -532,7 +315,7 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
                     seconds=sum(p.run.seconds for p in runs),
                     xml_log=build_dir / "check.xml" if elements else None,
                     stopped_early=stopped or bool(timeouts and rerun), notes=notes, sandbox=dict(box.layers),
-                    device=first.stream.device, output=_cut_output([p.run.stdout for p in runs]),
+                    device=first.stream.device, output=process.program_output("".join(p.run.stdout for p in runs)),
                     reruns=sorted(rerun), phases=phases)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import gpus, labspec, locks, preflight, protocol
-from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, default_seed, impl, seed
+from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, arch, default_seed, impl, seed
 from . import build, html, pipeline, plot, report
 
 
@@ -19,7 +19,7 @@ def add_run_options(p: argparse.ArgumentParser, default_impl: str) -> None:
                         f"(DIR/<lab>/kernel.cu, else DIR/kernel.cu); default {default_impl}")
     p.add_argument("--seed", type=seed, default=None,
                    help="replay this input seed (default: $SEED, else a fresh one)")
-    p.add_argument("--arch", help="CUDA architecture to build for, e.g. 90 (default: detected)")
+    p.add_argument("--arch", type=arch, help="CUDA architecture to build for, e.g. 90 (default: detected)")
     p.add_argument("--skip-bench", action="store_true",
                    help="do not time the kernel (performance: not measured)")
     p.add_argument("--no-preflight", action="store_true",
@@ -124,6 +124,8 @@ def cmd_lab(args) -> int:
     source = build.impl_source(spec.lab, args.impl)
     if not source.is_file():
         raise UsageError(f"no kernel.cu for {spec.lab}: {source} does not exist")
+    if why := build.size_problem(source):
+        raise UsageError(f"{source}: {why}")
     if args.stage == "all" and args.gpu_locks is None and not args.no_preflight:
         run_preflight([spec])          # a student's make check; class gradings probe their GPUs themselves
     try:

@@ -4,22 +4,28 @@
     write_lab_html(report, path, profile=None) -> Path  written atomically; the profile, when not
                                                         given, is BUILD_DIR/profile.json if it
                                                         belongs to the graded source
-    roofline_svg(...) -> str                            the roofline as inline SVG
+    (what the student should do next is nextstep.py's, which the terminal table uses too)
 
-The page is self-contained: inline CSS, inline SVG, no script, no network asset, so it opens from
-a file, in a mail attachment or on a grading server alike, and reads the same without JavaScript.
-Everything that comes from the student (case messages, kernel names, program output, paths) is
-escaped with html.escape; nothing of the report is trusted as markup.
+The page is self-contained: inline CSS, inline SVG (charts.py), no script, no network asset, so it
+opens from a file, in a mail attachment or on a grading server alike, and reads the same without
+JavaScript.  Everything that comes from the student (case messages, kernel names, compiler output,
+program output, paths) is escaped with html.escape; nothing of the report is trusted as markup.
 
-What it shows, each in a section with a stable id (the tests look for them):
-    summary     lab, verdict, points, seed and the command that replays it, the device
+It leads with what the student must do next, then what stopped or scored the run, in the order the
+stages ran.  Each section has a stable id (the tests look for them):
+    summary     lab, the next step (id "next"), the points (or, for a run that is no grade, why
+                not), seed and the command that replays it, the device, the targets' table
+    build       the build (a failed one's compiler output as it was printed, carets in place),
+                kernels (registers, shared memory, spills), static checks, launches
     score       how the points were computed: the formulas with this run's figures in them
     cases       every correctness case, failures first, with the mismatch coordinates pulled out
     bandwidth   effective bandwidth against the copy bandwidth and the floor and target
     roofline    the student's kernel and the reference on the roofline of the GPU it ran on
-    diagnosis   `make profile`'s ranked findings, when one was profiled for this source
-    build       kernels (registers, shared memory, spills), static checks, launches
+    diagnosis   `make profile`'s ranked findings, when one was profiled for this source, or
+                the suggestion to run it, once the kernel was timed
     output      what the student's code printed, when it printed anything
+When the GPU stages did not run (no GPU, a failed build, a forbidden call), cases, bandwidth and
+roofline are one section (id "cases") saying so once.
 Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 FLOP, milliseconds.
 """
 
@@ -35,16 +41,20 @@ import re
 from pathlib import Path
 
 from .. import KIT_ROOT
+from ..base import labspec
 from . import plot
+from .charts import bandwidth_svg, roofline_svg  # noqa: F401  (part of this module's interface)
+from .nextstep import NO_GRADE, next_step, without_prefix as _why
 
 #: Failed cases listed in full (the rest are counted).
 MAX_FAILED_SHOWN = 50
 #: Characters of program output shown.
 MAX_OUTPUT_CHARS = 20000
 _COORD = re.compile(r"\(x=-?\d+, y=-?\d+(?:, z=-?\d+)?\)")
-_CALIBRATED = re.compile(r"reference at ([0-9]*\.?[0-9]+) of copy")
 _OK = ("pass", "ok")
 _SLOW = ("slow", "not_measured", "not_run", "skipped")
+#: Keys of report["performance"]["target"] the page shows by name; any other is listed as it is.
+_TARGET_KEYS = ("table", "note", "floor", "target", "calibrated", "reference_ratio")
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
@@ -54,9 +64,13 @@ section,header{background:#fff;border:1px solid #dde1e7;border-radius:8px;paddin
 table{border-collapse:collapse;width:100%;font-size:14px}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eceff3;vertical-align:top}
 th{background:#f0f2f5}code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px}
 pre{white-space:pre-wrap;word-break:break-word;margin:0;background:#f6f7f9;padding:6px 8px;border-radius:4px}
+pre.compiler{white-space:pre;overflow-x:auto;word-break:normal}
 .badge{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;color:#fff}
 .good{background:#1f8a4c}.warn{background:#b7791f}.bad{background:#c53030}.info{background:#4a5568}
 .muted{color:#5f6b7a}.big{font-size:28px;font-weight:700}.grid{display:flex;flex-wrap:wrap;gap:24px}
+.next{border-left:6px solid #4a5568;background:#f6f7f9;padding:10px 14px;margin:10px 0;border-radius:4px}
+.next.good{border-color:#1f8a4c;background:#eef8f2}.next.warn{border-color:#b7791f;background:#fdf6ea}
+.next.bad{border-color:#c53030;background:#fdf0f0}.next p{margin:4px 0 0}.next b{font-size:17px}
 .coord{font-family:ui-monospace,Menlo,Consolas,monospace;color:#c53030}
 ol.findings li{margin:0 0 10px}svg{max-width:100%;height:auto;background:#fff}
 """
@@ -79,27 +93,36 @@ def _badge(word: str | None) -> str:
     return f'<span class="badge {cls}">{_e(word)}</span>'
 
 
+def _text(value) -> str:
+    """A message as the page shows it: one line as text, several (a compiler's output, with its
+    carets under the column they point at) as a preformatted block."""
+    text = str(value or "").rstrip()
+    return f'<pre class="compiler">{_e(text)}</pre>' if "\n" in text else _e(text)
+
+
 # ---------------------------------------------------------------- the reference's ratio
 
-def reference_ratio(target: dict | None) -> float | None:
-    """The reference's ratio on this GPU: lab.json's targets entry "reference_ratio" when it has
-    one, else the figure in its "calibrated" text ("reference at 0.696 of copy bandwidth"), else
-    None (the generic table has neither)."""
-    if not target:
-        return None
+def reference_ratio(report: dict) -> float | None:
+    """The reference's ratio on the GPU of this run, from lab.json's `reference_ratio` of the
+    targets table that graded it: as the report recorded it, else as the lab's lab.json holds it
+    now (a report written before reports recorded it); None for the generic table, which has none."""
+    target = (report.get("performance") or {}).get("target") or {}
     value = target.get("reference_ratio")
+    if value is None and target.get("table"):
+        try:
+            entry = labspec.load(KIT_ROOT / "labs" / str(report.get("lab")) / "lab.json").targets.get(target["table"])
+            value = entry.reference_ratio if entry else None
+        except (labspec.LabSpecError, OSError):
+            value = None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return float(value)
-    m = _CALIBRATED.search(target.get("calibrated") or "")
-    return float(m.group(1)) if m else None
+    return None
 
 
 def _kind_facts(lab: str | None) -> tuple[float | None, float | None]:
     """(useful FLOP per cell, compulsory bytes per cell) of a lab's first launcher, from its
     lab.json and grader/kinds.json; (None, None) when unknown (lab 7 counts no FLOP)."""
     try:
-        from ..base import labspec
-
         spec = labspec.load(KIT_ROOT / "labs" / str(lab) / "lab.json")
         launchers = spec.kind.launchers
         if len(launchers) != 1:
@@ -115,131 +138,72 @@ def _sm_clock_mhz() -> float | None:
     return plot.max_sm_clock_mhz()
 
 
-# ---------------------------------------------------------------- SVG
-
-def _log_scale(lo: float, hi: float, a: float, b: float):
-    span = math.log10(hi) - math.log10(lo)
-    return lambda v: a + (math.log10(v) - math.log10(lo)) / span * (b - a)
-
-
-def roofline_svg(points: list[tuple[str, float, float, str]], copy_gbps: float, peak_gflops: float | None,
-                 device: str = "GPU") -> str:
-    """A log-log roofline as an inline SVG element.
-
-    points: (label, intensity in FLOP per compulsory byte, GFLOP/s, colour).  copy_gbps: the
-    memory roof (GB/s).  peak_gflops: the compute roof, or None when it is not known (then only
-    the memory roof is drawn, and the picture says so).  Raises ValueError on a non-positive figure
-    (plot.roofline_data checks them).
-    """
-    peak_known = peak_gflops is not None
-    # Without a compute roof, a stand-in peak just right of the points keeps the axes on them.
-    peak = peak_gflops if peak_known else copy_gbps * 4.0 * max(p[1] for p in points)
-    data = plot.roofline_data([plot.RooflinePoint(p[0], p[1], p[2]) for p in points], copy_gbps, peak)
-    w, h, left, right, top, bottom = 680, 380, 70, 20, 20, 50
-    lo, hi = data.x_range
-    ys = [p[2] for p in points] + [lo * copy_gbps, peak]
-    ylo = 10 ** math.floor(math.log10(min(ys) / 2))
-    yhi = 10 ** math.ceil(math.log10(max(ys) * 2))
-    sx = _log_scale(lo, hi, left, w - right)
-    sy = _log_scale(ylo, yhi, h - bottom, top)
-    out = [f'<svg id="roofline-svg" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" '
-           f'height="{h}" role="img" aria-label="roofline of {_e(device)}">',
-           f'<rect x="{left}" y="{top}" width="{w - left - right}" height="{h - top - bottom}" fill="#fbfcfd" '
-           'stroke="#c8ced6"/>']
-    for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1):          # decades
-        x = sx(10 ** e)
-        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{h - bottom}" stroke="#e3e7ec"/>'
-                   f'<text x="{x:.1f}" y="{h - bottom + 16}" font-size="11" text-anchor="middle">{10.0 ** e:g}</text>')
-    for e in range(round(math.log10(ylo)), round(math.log10(yhi)) + 1):
-        y = sy(10 ** e)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{w - right}" y2="{y:.1f}" stroke="#e3e7ec"/>'
-                   f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{10.0 ** e:g}</text>')
-    if peak_known:
-        roof = data.roof
-    else:
-        roof = ((lo, lo * copy_gbps), (hi, hi * copy_gbps))
-    clipped = [(x, min(y, yhi)) for x, y in roof]
-    path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in clipped)
-    out.append(f'<polyline points="{path}" fill="none" stroke="#1d2330" stroke-width="2"/>')
-    out.append(f'<text x="{left + 8}" y="{sy(lo * copy_gbps) - 8:.1f}" font-size="12">copy bandwidth '
-               f'{copy_gbps:.0f} GB/s</text>')
-    if peak_known:
-        out.append(f'<text x="{sx(data.ridge) + 6:.1f}" y="{sy(peak) - 6:.1f}" font-size="12">peak fp32 '
-                   f'{peak / 1e3:.1f} TFLOP/s (estimate)</text>')
-    else:
-        out.append(f'<text x="{w - right - 6}" y="{top + 16}" font-size="12" text-anchor="end">compute roof not '
-                   'known (no SM clock from nvidia-smi)</text>')
-    highest = max(p[2] for p in points)
-    for label, x, y, colour in points:
-        cx, cy = sx(x), sy(y)
-        dy = -10 if y == highest else 18          # points of one intensity: labels above and below
-        out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="{_e(colour)}" stroke="#fff"/>'
-                   f'<text x="{cx + 10:.1f}" y="{cy + dy:.1f}" font-size="12" fill="{_e(colour)}">{_e(label)}</text>')
-    out.append(f'<text x="{(left + w - right) / 2:.0f}" y="{h - 10}" font-size="12" text-anchor="middle">'
-               'arithmetic intensity (useful FLOP per compulsory DRAM byte)</text>'
-               f'<text x="14" y="{(top + h - bottom) / 2:.0f}" font-size="12" text-anchor="middle" '
-               f'transform="rotate(-90 14 {(top + h - bottom) / 2:.0f})">GFLOP/s (useful)</text></svg>')
-    return "".join(out)
-
-
-def bandwidth_svg(gbps: float, copy_gbps: float, floor: float | None, target: float | None) -> str:
-    """Horizontal bars of effective and copy bandwidth (GB/s), with the floor and target (fractions
-    of copy) marked, as an inline SVG element."""
-    w, h, left, right = 680, 130, 130, 30
-    top_value = max(gbps, copy_gbps) * 1.1
-    sx = lambda v: left + v / top_value * (w - left - right)         # noqa: E731
-    out = [f'<svg id="bandwidth-svg" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" '
-           f'height="{h}" role="img" aria-label="bandwidth against copy">']
-    for i, (label, value, colour) in enumerate((("your kernel", gbps, "#2b6cb0"), ("copy", copy_gbps, "#718096"))):
-        y = 14 + i * 38
-        out.append(f'<text x="{left - 8}" y="{y + 18}" font-size="13" text-anchor="end">{label}</text>'
-                   f'<rect x="{left}" y="{y}" width="{max(1.0, sx(value) - left):.1f}" height="26" fill="{colour}"/>'
-                   f'<text x="{sx(value) + 4:.1f}" y="{y + 18}" font-size="12">{value:.0f} GB/s</text>')
-    for name, frac, colour in (("floor", floor, "#b7791f"), ("target", target, "#1f8a4c")):
-        if frac is not None:
-            x = sx(frac * copy_gbps)
-            out.append(f'<line x1="{x:.1f}" y1="6" x2="{x:.1f}" y2="92" stroke="{colour}" stroke-width="2" '
-                       f'stroke-dasharray="5,3"/><text x="{x:.1f}" y="110" font-size="12" text-anchor="middle" '
-                       f'fill="{colour}">{name} {frac:g}</text>')
-    out.append("</svg>")
-    return "".join(out)
-
-
 # ---------------------------------------------------------------- sections
 
 def _summary(r: dict) -> str:
     gpu = (r.get("gpu") or {}).get("device") or {}
     device = gpu.get("name") if isinstance(gpu, dict) else None
+    t = (r.get("performance") or {}).get("target") or {}
+    targets = None
+    if t:
+        targets = f"table {_e(t.get('table'))}" + (f" ({_e(t.get('note'))})" if t.get("note") else "")
+        targets += "".join(f"; {_e(k)}: {_e(v)}" for k, v in t.items() if k not in _TARGET_KEYS)
     rows = [("source", f"<code>{_e(r.get('source'))}</code> (impl {_e(r.get('impl'))})"),
-            ("seed", f"{_e(r.get('seed'))}; replay: <code>{_e(r.get('replay'))}</code>"),
-            ("device", _e(device)),
+            ("seed", f"{_e(r.get('seed'))}; replay: <code>{_e(r.get('replay'))}</code>"
+             if r.get("seed") is not None else "none drawn: no case ran"),
+            ("device", _e(device)), ("targets", targets),
             ("graded", f"{_e(r.get('generated_at'))}, grader {_e(r.get('grader_version'))}")]
-    messages = "".join(f"<li>{_e(m)}</li>" for m in (r.get("messages") or []) + (r.get("notes") or []))
+    tone, headline, detail = next_step(r)
+    verdict = r.get("verdict")
+    if verdict in NO_GRADE:
+        points = f'<p><span class="big">No grade</span> &nbsp;{_badge(verdict)}</p>'
+    else:
+        points = (f'<p><span class="big">{_num(r.get("points"), ".2f")}</span> / {_num(r.get("max_points"), "g")} '
+                  f'points &nbsp;{_badge(verdict)}</p>')
+    # Messages the page shows elsewhere (a compiler's output under Build) are not repeated here.
+    shown = str((r.get("build") or {}).get("message") or "") + detail
+    messages = [m for m in (r.get("messages") or []) + (r.get("notes") or []) if _why(m) not in shown]
     return (f'<header id="summary"><h1>Lab {_e(r.get("lab"))}: {_e(r.get("title"))}</h1>'
-            f'<p><span class="big">{_num(r.get("points"), ".2f")}</span> / {_num(r.get("max_points"), "g")} '
-            f'points &nbsp;{_badge(r.get("verdict"))}</p><table>'
-            + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-            + (f"<ul>{messages}</ul>" if messages else "") + "</header>")
+            f'<div id="next" class="next {tone}"><b>{_e(headline)}</b><p>{_e(detail)}</p></div>{points}<table>'
+            + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows if v is not None) + "</table>"
+            + ("<ul>" + "".join(f"<li>{_text(m)}</li>" for m in messages) + "</ul>" if messages else "")
+            + "</header>")
+
+
+def _at_the_top(r: dict, message: str | None) -> str | None:
+    """"... for the reason at the top of the page" when the next step (the page's first box) already
+    gives message's reason, so that the page says it once; else None."""
+    why = _why(message)
+    return "the reason is at the top of the page" if why and why in next_step(r)[2] else None
 
 
 def _score(r: dict) -> str:
     c, p = r.get("correctness") or {}, r.get("performance") or {}
     t = p.get("target") or {}
     lines = ["<table><tr><th>stage</th><th>verdict</th><th>points</th><th>how</th></tr>"]
+
+    def row(name: str, stage: dict, how: str) -> str:
+        if stage.get("verdict") in ("not_run", "not_measured"):
+            how = _e(_at_the_top(r, stage.get("message")) or how)
+        why = _e(stage.get("message"))
+        said = not stage.get("message") or _e(_why(stage.get("message"))) in how or _at_the_top(r, stage.get("message"))
+        note = "" if said else f"<br><span class='muted'>{why}</span>"
+        return (f"<tr><td>{name}</td><td>{_badge(stage.get('verdict'))}</td><td>{_num(stage.get('points'), '.2f')} / "
+                f"{_num(stage.get('max_points'), 'g')}</td><td>{how}{note}</td></tr>")
+
     passed, total = c.get("passed"), c.get("total")
-    how_c = (f"{_num(c.get('max_points'), 'g')} x {passed} / {total} cases passed" if total else _e(c.get("message")))
-    lines.append(f"<tr><td>correctness</td><td>{_badge(c.get('verdict'))}</td><td>{_num(c.get('points'), '.2f')} / "
-                 f"{_num(c.get('max_points'), 'g')}</td><td>{how_c}<br><span class='muted'>{_e(c.get('message'))}</span></td></tr>")
+    how_c = (f"{_num(c.get('max_points'), 'g')} x {passed} / {total} cases passed" if total
+             else _e(_why(c.get("message"))))
     ratio, floor, target = p.get("ratio"), t.get("floor"), t.get("target")
     if ratio is not None and floor is not None and target is not None and target > floor:
         share = min(1.0, max(0.0, (ratio - floor) / (target - floor)))
         how_p = (f"{_num(p.get('max_points'), 'g')} x clamp((ratio {ratio:.3f} - floor {floor:g}) / "
                  f"(target {target:g} - floor {floor:g}), 0, 1) = {_num(p.get('max_points'), 'g')} x {share:.3f}")
+    elif p.get("verdict") in ("not_run", "not_measured"):
+        how_p = _e(_why(p.get("message")))
     else:
         how_p = "points only when every case passes and the timing is plausible"
-    lines.append(f"<tr><td>performance</td><td>{_badge(p.get('verdict'))}</td><td>{_num(p.get('points'), '.2f')} / "
-                 f"{_num(p.get('max_points'), 'g')}</td><td>{how_p}<br><span class='muted'>{_e(p.get('message'))}</span></td></tr>")
-    lines.append("</table>")
+    lines += [row("correctness", c, how_c), row("performance", p, how_p), "</table>"]
     lines.append("<p class='muted'>ratio = effective bandwidth / copy bandwidth measured in the same run; effective "
                  "bandwidth = compulsory bytes (each input cell read once, each output cell written once per sweep) "
                  "/ median time. Floor and target are fractions of copy bandwidth from lab.json"
@@ -247,11 +211,27 @@ def _score(r: dict) -> str:
     return '<section id="score"><h2>How the points were computed</h2>' + "".join(lines) + "</section>"
 
 
+def _measured(r: dict) -> bool:
+    """Whether the GPU stages ran: some case reported, or the bench ran."""
+    return bool((r.get("correctness") or {}).get("cases") or ((r.get("performance") or {}).get("bench")))
+
+
+def _not_measured(r: dict) -> str:
+    """The one section that stands for cases, bandwidth and roofline when none of them ran."""
+    c = r.get("correctness") or {}
+    message = c.get("message") or (r.get("performance") or {}).get("message")
+    why = _at_the_top(r, message) or _why(message) or "no case ran"
+    stage = "not measured" if r.get("verdict") in NO_GRADE else "not run"
+    return (f'<section id="cases"><h2>Correctness and bandwidth: {stage}</h2><p>No case ran and nothing was '
+            f'timed: {_e(why)}.</p>'
+            + (f"<pre>{_e(c.get('stderr_tail'))}</pre>" if c.get("stderr_tail") else "") + "</section>")
+
+
 def _cases(r: dict) -> str:
     c = r.get("correctness") or {}
     cases = c.get("cases") or []
     if not cases:
-        return (f'<section id="cases"><h2>Correctness cases</h2><p>{_e(c.get("message") or "no case ran")}</p>'
+        return (f'<section id="cases"><h2>Correctness cases</h2><p>{_e(_why(c.get("message")) or "no case ran")}</p>'
                 + (f"<pre>{_e(c.get('stderr_tail'))}</pre>" if c.get("stderr_tail") else "") + "</section>")
     failed = [x for x in cases if x.get("outcome") != "pass"]
     groups: dict[str, list[int]] = {}
@@ -282,7 +262,7 @@ def _bandwidth(r: dict) -> str:
     p = r.get("performance") or {}
     b, t = p.get("bench") or {}, p.get("target") or {}
     if not b or not b.get("copy_gbps"):
-        return (f'<section id="bandwidth"><h2>Bandwidth</h2><p>not measured: {_e(p.get("message"))}</p></section>')
+        return (f'<section id="bandwidth"><h2>Bandwidth</h2><p>Not timed: {_e(_why(p.get("message")))}</p></section>')
     rows = [("effective", f"{_num(b.get('gbps'), '.1f')} GB/s"), ("copy", f"{_num(b.get('copy_gbps'), '.1f')} GB/s"),
             ("ratio", _num(b.get("ratio"), ".3f")),
             ("median time", f"{_num(b.get('ms_median'), '.3f')} ms over {_e(b.get('repetitions'))} repetitions"),
@@ -306,7 +286,7 @@ def _roofline(r: dict, peak_gflops: float | None) -> str:
         return head + "<p>Not drawn: this lab's kernels have no single FLOP count per cell (lab 7).</p></section>"
     intensity = flop / nbytes
     points = [("your kernel", intensity, b["gbps"] * intensity, "#2b6cb0")]
-    ref = reference_ratio(p.get("target"))
+    ref = reference_ratio(r)
     if ref:
         points.append((f"reference ({ref:.3f} of copy)", intensity, ref * b["copy_gbps"] * intensity, "#1f8a4c"))
     if peak_gflops is None and b.get("sm_count"):
@@ -316,15 +296,17 @@ def _roofline(r: dict, peak_gflops: float | None) -> str:
         svg = roofline_svg(points, float(b["copy_gbps"]), peak_gflops, str(b.get("device", "GPU")))
     except ValueError as err:
         return head + f"<p>Not drawn: {_e(err)}</p></section>"
-    note = ("" if ref else "<p class='muted'>No reference point: lab.json has no calibrated ratio for this GPU.</p>")
+    note = ("" if ref else "<p class='muted'>No reference point: lab.json has no reference_ratio for this GPU.</p>")
     return (head + svg + f"<p class='muted'>Intensity {intensity:.3f} FLOP per compulsory byte ({flop:g} FLOP, "
             f"{nbytes:g} bytes per cell and sweep); a point at the roof moves its compulsory bytes at copy speed.</p>"
             + note + "</section>")
 
 
-def _diagnosis(profile: dict | None, stale: str | None) -> str:
+def _diagnosis(r: dict, profile: dict | None, stale: str | None) -> str:
     head = '<section id="diagnosis"><h2>Diagnosis (make profile)</h2>'
     if profile is None:
+        if not ((r.get("performance") or {}).get("bench") or {}).get("gbps"):
+            return ""                       # nothing was timed: make profile has nothing to explain yet
         return (head + "<p>No profile for this source. Run <code>make profile</code> in the lab directory: Nsight "
                 "Compute's counters, and a ranked list of what makes the kernel slow (not part of the grade).</p>"
                 + (f"<p class='muted'>{_e(stale)}</p>" if stale else "") + "</section>")
@@ -363,7 +345,7 @@ def _build(r: dict) -> str:
     out = ['<section id="build"><h2>Build and static checks</h2>',
            f"<p>build {_badge(b.get('outcome'))} in {_num(b.get('seconds'), '.1f')} s</p>"]
     if b.get("outcome") not in (None, "ok") and b.get("message"):
-        out.append(f"<pre>{_e(b.get('message'))}</pre>")
+        out.append(f'<pre class="compiler">{_e(b.get("message"))}</pre>')
     kernels = [k for k in b.get("kernels") or [] if k.get("entry")]
     if kernels:
         out.append("<table><tr><th>kernel</th><th>arch</th><th>registers</th><th>static shared memory</th>"
@@ -401,10 +383,16 @@ def render_lab_html(report: dict, profile: dict | None = None, stale_note: str |
                     peak_gflops: float | None = None) -> str:
     """The whole page of one lab report (a dict of report.to_dict(); every key read with a
     default, so a report of a build failure or a class placeholder renders too)."""
-    title = f"Lab {report.get('lab')}: {report.get('verdict')} {_num(report.get('points'), '.2f')}/" \
-            f"{_num(report.get('max_points'), 'g')}"
-    body = [_summary(report), _score(report), _cases(report), _bandwidth(report), _roofline(report, peak_gflops),
-            _diagnosis(profile, stale_note), _build(report), _output(report)]
+    verdict = report.get("verdict")
+    points = "no grade" if verdict in NO_GRADE else \
+        f"{_num(report.get('points'), '.2f')}/{_num(report.get('max_points'), 'g')}"
+    title = f"Lab {report.get('lab')}: {verdict} {points}"
+    if _measured(report):
+        gpu_side = [_cases(report), _bandwidth(report), _roofline(report, peak_gflops)]
+    else:
+        gpu_side = [_not_measured(report)]
+    body = [_summary(report), _build(report), _score(report), *gpu_side,
+            _diagnosis(report, profile, stale_note), _output(report)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"

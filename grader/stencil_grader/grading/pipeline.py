@@ -40,6 +40,8 @@ from ..base import gpus, labspec, locks
 from . import bench, build, checkrun, launches, score, static
 from .checks import StaticCheck
 
+#: The longest build directory name impl_tag gives, in bytes (a file name holds at most 255).
+TAG_BYTES = 160
 #: Where stage="build" leaves what stage="gpu" needs.
 STATE_FILE = "stages.json"
 STAGES = ("all", "build", "gpu")
@@ -100,12 +102,31 @@ def resolve_lab_dir(arg: str | Path, kit_root: Path = KIT_ROOT) -> Path:
 def impl_tag(impl: str) -> str:
     """starter, reference, or dir-<the directory's absolute path, slashes as underscores>.
 
-    The same rule as lab.mk's IMPL_TAG, applied to the path the build passes to
-    make (build.make_command resolves it): one name for one directory.
+    The same rule as lab.mk's IMPL_TAG for a path make can take (build.make_path_problem):
+    one name for one directory.  Any other path (a space, a quote, `$`: a folder named
+    by a student), or one whose tag would pass TAG_BYTES, has each such character as "_",
+    is cut at TAG_BYTES and ends in its sha256's first 12 hex digits, so that the build
+    directory is a path make can take and a file name the file system can hold.
     """
     if impl in ("starter", "reference"):
         return impl
-    return "dir-" + str(Path(impl).resolve()).lstrip(os.sep).replace(os.sep, "_")
+    path = str(Path(impl).resolve())
+    tag = "dir-" + path.lstrip(os.sep).replace(os.sep, "_")
+    if build.make_path_problem(Path(os.sep) / tag) is None and len(tag.encode("utf-8", "replace")) <= TAG_BYTES:
+        return tag
+    plain = "".join(c if c.isascii() and build.make_path_problem(Path(os.sep) / c) is None else "_" for c in tag)
+    return f"{plain[:TAG_BYTES - 13]}-{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+
+
+def stage_seconds(spec: labspec.LabSpec, stage: str = "all") -> float:
+    """Seconds the stages of one grading of `spec` may take at most, each stage at its own
+    limit: "build" (the build; the static checks are bounded by it), "gpu" (finding the GPU,
+    listing and running the cases, the bench), "all" (both, in that order)."""
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
+    build_s = build.DEFAULT_TIMEOUT_S
+    gpu_s = bench.PROBE_TIMEOUT_S + checkrun.LIST_TIMEOUT_S + spec.check.suite_timeout_s + spec.bench.timeout_s
+    return {"build": build_s, "gpu": gpu_s, "all": build_s + gpu_s}[stage]
 
 
 def kit_error(message: str) -> str | None:
@@ -116,6 +137,20 @@ def kit_error(message: str) -> str | None:
         if line.startswith("kit error: "):
             return line
     return None
+
+
+def stray_sources(lab_dir: Path, graded: Path) -> list[str]:
+    """A note for each CUDA file in the lab's own folder (labs/NN-slug/*.cu) that is not the file
+    being graded: a student who saves kernel.cu where `make check` runs would otherwise see their
+    work ignored without a word.  The lab folder ships no .cu file, so any there is the student's."""
+    notes = []
+    for path in sorted(Path(lab_dir).glob("*.cu")):
+        if path.resolve() == Path(graded).resolve():
+            continue
+        notes.append(f"{labspec.display_path(path)} is not graded: make check grades "
+                     f"{labspec.display_path(graded)}; move your work there (or grade this folder's "
+                     f"kernel.cu with make check IMPL=.)")
+    return notes
 
 
 def default_build_dir(lab: str, impl: str, kit_root: Path = KIT_ROOT) -> Path:
@@ -223,7 +258,10 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
     if stage == "gpu":
         _load_state(run)
     else:
-        say(f"building {spec.lab} ({impl}) in {labspec.display_path(build_dir)} ...")
+        run.notes += stray_sources(spec.lab_dir, run.source)
+        for note in run.notes:
+            say(f"note: {note}")
+        say(f"building {labspec.display_path(run.source)} in {labspec.display_path(build_dir)} ...")
         (build_dir / STATE_FILE).unlink(missing_ok=True)
         with run.timed("build"):
             run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s)
@@ -261,11 +299,13 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
             run.build.message = why
             run.score = score.score_lab(spec, run.build, run.static)
             return
-        say("running the correctness cases ...")
         with run.timed("cases"):
+            # Said once the check program has found a GPU: without one, no case runs (the report says why).
             run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed,
-                                           spec.check.case_timeout_s, on_seed=lambda n: say(f"seed: {n}"),
-                                           env=env)
+                                           spec.check.case_timeout_s, env=env,
+                                           on_start=lambda n, device: say(
+                                               f"running the correctness cases on {device.get('name', 'the GPU')} "
+                                               f"(seed {n}) ..."))
         run.seed = run.check.seed if run.check.seed is not None else seed
         run.sandbox = run.check.sandbox
         run.device = run.check.device

@@ -74,11 +74,18 @@ SHARED_ACCESSES_PER_SM_PER_CLOCK = 32
 
 @dataclass(frozen=True)
 class RooflinePoint:
-    """One kernel on the roofline: a label, its intensity (FLOP per compulsory byte) and GFLOP/s."""
+    """One kernel on the roofline: a label, its intensity (FLOP per compulsory byte) and GFLOP/s.
+
+    ratio, when known: the kernel's effective bandwidth over the copy bandwidth of its own run, the
+    figure the tables quote (the picture's legend shows it, not a fraction recomputed against the
+    roof's copy bandwidth, which is a median over several runs); sweeps_per_pass: the sweeps it fuses
+    per pass over memory (its roof at its intensity is that many times the copy bandwidth)."""
 
     label: str
     intensity: float
     gflops: float
+    ratio: float | None = None
+    sweeps_per_pass: int = 1
 
 
 @dataclass(frozen=True)
@@ -185,12 +192,14 @@ def intensity(flop_per_cell: float = FLOP_PER_CELL_2D, sweeps_per_pass: float = 
 
 
 def point_from_gbps(label: str, gbps: float, flop_per_cell: float = FLOP_PER_CELL_2D,
-                    sweeps_per_pass: float = 1, bytes_per_cell: float = BYTES_PER_CELL) -> RooflinePoint:
+                    sweeps_per_pass: float = 1, bytes_per_cell: float = BYTES_PER_CELL,
+                    ratio: float | None = None) -> RooflinePoint:
     """A point from an effective bandwidth as the grader computes it (compulsory bytes of every sweep
-    / time): the useful GFLOP/s are gbps x flop_per_cell / bytes_per_cell."""
+    / time): the useful GFLOP/s are gbps x flop_per_cell / bytes_per_cell.  ratio: gbps over the
+    copy bandwidth of the same run, when known (RooflinePoint)."""
     _positive("gbps", gbps)
     return RooflinePoint(label, intensity(flop_per_cell, sweeps_per_pass, bytes_per_cell),
-                         gbps * flop_per_cell / bytes_per_cell)
+                         gbps * flop_per_cell / bytes_per_cell, ratio, int(sweeps_per_pass))
 
 
 def point_from_bench(label: str, data: dict, flop_per_cell: float = FLOP_PER_CELL_2D,
@@ -277,74 +286,146 @@ def _pyplot():
     return plt
 
 
+#: One colour per point, all distinct (Tableau's ten, then six that differ from them), and one marker
+#: per intensity (a lab family), so that no two points of a picture look alike.
+POINT_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                 "#bcbd22", "#17becf", "#000000", "#6a3d9a", "#b15928", "#01665e", "#e31a1c", "#fdbf6f")
+POINT_MARKERS = ("o", "s", "^", "D", "v", "P")
+#: Smallest vertical distance between two point labels, in points (1/72 inch).
+LABEL_GAP_PT = 11.0
+
+
+def _legend_text(number: int, pp: PlacedPoint) -> str:
+    """"3. lab 3 starter: 0.52 of copy": the ratio the tables quote, and for a point that fuses
+    sweeps, its share of the roof at its intensity."""
+    p = pp.point
+    if p.ratio is None:
+        return f"{number}. {p.label} ({pp.fraction_of_roof:.0%} of roof)"
+    text = f"{number}. {p.label}: {p.ratio:.2f} of copy"
+    if p.sweeps_per_pass > 1:
+        text += f", {p.ratio / p.sweeps_per_pass:.0%} of its roof"
+    return text
+
+
+def _spread(ys: list[float], gap: float, low: float, high: float) -> list[float]:
+    """Positions for labels wanted at ys (display units, any order), at least gap apart, kept within
+    [low, high] where they fit, each as close to its wish as that allows (order kept)."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    placed = [ys[i] for i in order]
+    for k in range(1, len(placed)):                           # push up
+        placed[k] = max(placed[k], placed[k - 1] + gap)
+    overflow = placed[-1] - high if placed else 0.0
+    if overflow > 0:                                          # then down, as far as the bottom allows
+        placed = [y - min(overflow, placed[0] - low) for y in placed]
+    out = [0.0] * len(ys)
+    for k, i in enumerate(order):
+        out[i] = placed[k]
+    return out
+
+
+def roofline_figure(data: RooflineData, title: str):
+    """The roofline picture as a matplotlib figure (matplotlib must be installed): the roof, the
+    ceilings, every point with its own colour and its number beside it (labels of points at one
+    intensity spread apart, with a leader line), and the legend.  Returns (figure, axes, the
+    number labels)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(11, 6))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    xs, ys = zip(*data.roof)
+    ax.plot(xs, ys, color="black", linewidth=1.5)
+    lo, hi = data.x_range
+    ymin = min([pp.point.gflops / 3 for pp in data.points] + [lo * data.copy_gbps])
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(ymin, data.peak_gflops * 2)
+    ax.annotate(f"copy bandwidth {data.copy_gbps:.0f} GB/s", (lo * 3, lo * 3 * data.copy_gbps * 0.5), fontsize=9)
+    ax.annotate(f"peak fp32 (FMA) {data.peak_gflops / 1e3:.1f} TFLOP/s", (data.ridge * 1.1, data.peak_gflops * 1.12),
+                fontsize=9)
+    ax.axvline(data.ridge, color="grey", linestyle=":", linewidth=1)
+    for number, c in enumerate(data.ceilings):
+        colour = ("#8c564b", "#e377c2", "#7f7f7f", "#17becf")[number % 4]
+        ax.hlines(c.gflops, lo, hi, colors=colour, linestyles="--", linewidth=1.2,
+                  label=textwrap.fill(f"{c.label}, {c.gflops / 1e3:.1f} TFLOP/s: {c.how}", 70))
+        ax.annotate(f"{c.label} {c.gflops / 1e3:.1f} TFLOP/s", (lo * 1.3, c.gflops * 1.07), fontsize=8, color=colour)
+    markers = {x: POINT_MARKERS[i % len(POINT_MARKERS)]
+               for i, x in enumerate(sorted({round(pp.point.intensity, 9) for pp in data.points}))}
+    for number, pp in enumerate(data.points, 1):
+        p = pp.point
+        ax.plot([p.intensity], [p.gflops], marker=markers[round(p.intensity, 9)], markersize=7, linestyle="none",
+                color=POINT_COLOURS[(number - 1) % len(POINT_COLOURS)], label=_legend_text(number, pp))
+    # Number labels: right of each intensity's column, spread so that none covers another.
+    to_display, to_data = ax.transData, ax.transData.inverted()
+    gap = LABEL_GAP_PT * fig.dpi / 72
+    (_, bottom), (_, top) = to_display.transform([(lo, ymin), (hi, data.peak_gflops * 2)])
+    labels = []
+    for x in sorted({round(pp.point.intensity, 9) for pp in data.points}):
+        group = [(n, pp) for n, pp in enumerate(data.points, 1) if round(pp.point.intensity, 9) == x]
+        wanted = [to_display.transform((pp.point.intensity, pp.point.gflops))[1] for _, pp in group]
+        for (number, pp), y in zip(group, _spread(wanted, gap, bottom + gap, top - gap)):
+            px, _ = to_display.transform((pp.point.intensity, pp.point.gflops))
+            lx, ly = to_data.transform((px + 16, y))
+            labels.append(ax.annotate(str(number), (pp.point.intensity, pp.point.gflops), xytext=(lx, ly),
+                                      textcoords="data", fontsize=9, va="center",
+                                      color=POINT_COLOURS[(number - 1) % len(POINT_COLOURS)],
+                                      arrowprops=dict(arrowstyle="-", color="#9aa3ad", linewidth=0.6,
+                                                      shrinkA=0, shrinkB=3)))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.11), ncol=2, fontsize=8, frameon=False)
+    ax.set_xlabel("arithmetic intensity (useful FLOP per compulsory DRAM byte)")
+    ax.set_ylabel("GFLOP/s (useful)")
+    ax.set_title(title)
+    ax.grid(True, which="both", linewidth=0.3)
+    return fig, ax, labels
+
+
 def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, peak_gflops: float,
-             path: str | Path, ceilings: Iterable[Ceiling] = ()) -> bool:
-    """Draw the roofline with the points, and the ceilings as dashed lines, to `path` (PNG).
-    False, and no file, without matplotlib.
+             path: str | Path, ceilings: Iterable[Ceiling] = (), title: str | None = None) -> bool:
+    """Draw the roofline with the points, and the ceilings as dashed lines, to `path` (PNG; the
+    legend beside the plot is kept whole).  title: default "Roofline: <device>".  False, and no
+    file, without matplotlib.
 
     Raises ValueError on a bad figure or ceiling (checked before anything is drawn)."""
     data = roofline_data(points, copy_gbps, peak_gflops, ceilings)
     plt = _pyplot()
     if plt is None:
         return False
-    fig, ax = plt.subplots(figsize=(12, 5))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    xs, ys = zip(*data.roof)
-    ax.plot(xs, ys, color="black", linewidth=1.5)
-    lo, hi = data.x_range
-    ax.annotate(f"copy bandwidth {data.copy_gbps:.0f} GB/s", (lo * 1.2, lo * 1.2 * data.copy_gbps * 1.15),
-                rotation=0, fontsize=8)
-    ax.annotate(f"peak fp32 (FMA) {data.peak_gflops / 1e3:.1f} TFLOP/s", (data.ridge * 1.1, data.peak_gflops * 1.1),
-                fontsize=8)
-    ax.axvline(data.ridge, color="grey", linestyle=":", linewidth=1)
-    # Ceilings: dashed, named on the line, with their derivation in the legend.
-    for number, c in enumerate(data.ceilings):
-        colour = f"C{(number + 5) % 10}"          # away from the first points' colours
-        ax.hlines(c.gflops, lo, hi, colors=colour, linestyles="--", linewidth=1.2,
-                  label=textwrap.fill(f"{c.label}, {c.gflops / 1e3:.1f} TFLOP/s: {c.how}", 70))
-        ax.annotate(f"{c.label} {c.gflops / 1e3:.1f} TFLOP/s", (lo * 1.2, c.gflops * 1.06), fontsize=7,
-                    color=colour)
-    # Kernels of one lab family share an intensity, so their points sit on one vertical line:
-    # numbered markers, and the labels in a legend beside the plot rather than on top of each other.
-    for number, pp in enumerate(data.points, 1):
-        p = pp.point
-        ax.plot([p.intensity], [p.gflops], marker="o", linestyle="none",
-                label=f"{number}. {p.label} ({pp.fraction_of_roof:.0%} of roof)")
-        ax.annotate(str(number), (p.intensity, p.gflops), textcoords="offset points", xytext=(5, 2),
-                    fontsize=7)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(min([pp.point.gflops / 3 for pp in data.points] + [lo * data.copy_gbps]),
-                data.peak_gflops * 2)
-    ax.set_xlabel("arithmetic intensity (useful FLOP per compulsory DRAM byte)")
-    ax.set_ylabel("GFLOP/s (useful)")
-    ax.set_title(f"Roofline: {device}")
-    ax.grid(True, which="both", linewidth=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig, _, _ = roofline_figure(data, title or f"Roofline: {device}")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return True
 
 
+#: Bar colours of the tour's parts, in order (2D, 3D, lab 8's designs).
+PART_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd")
+
+
 def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
     """Draw the path as horizontal bars of effective bandwidth / copy bandwidth to `path` (PNG), first
-    row on top, with a line at the copy bandwidth (1.0).  False, and no file, without matplotlib."""
+    row on top, with a line at the copy bandwidth (1.0); rows with a `part` attribute (tour.TourRow)
+    are coloured by part, with a legend.  False, and no file, without matplotlib."""
+    rows = list(rows)
     data = bars_data(rows)
     plt = _pyplot()
     if plt is None:
         return False
+    parts = [getattr(r, "part", "") or "" for r in rows] if rows and hasattr(rows[0], "part") else [""] * len(data)
+    names = list(dict.fromkeys(parts))
+    colours = [PART_COLOURS[names.index(p) % len(PART_COLOURS)] for p in parts][::-1]
     labels = [label for label, _ in data][::-1]
     ratios = [ratio for _, ratio in data][::-1]
-    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.4 * max(1, len(data))))
-    ax.barh(labels, ratios)
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.4 * max(1, len(data))))
+    bars = ax.barh(range(len(labels)), ratios, color=colours)
+    ax.set_yticks(range(len(labels)), labels)
     for y, r in enumerate(ratios):
-        ax.annotate(f"{r:.2f}", (r, y), textcoords="offset points", xytext=(3, -3), fontsize=8)
-    ax.axvline(1.0, linestyle="--", linewidth=1, color="black")
+        ax.annotate(f"{r:.2f}", (r, y), textcoords="offset points", xytext=(4, 0), fontsize=8, va="center",
+                    bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none"), zorder=3)
+    ax.axvline(1.0, linestyle="--", linewidth=1, color="black", zorder=2)
+    ax.set_xlim(0, max(ratios + [1.0]) * 1.12)
+    if len(names) > 1 and all(names):
+        handles = [bars[len(bars) - 1 - parts.index(n)] for n in names]
+        ax.legend(handles, names, loc="lower right", fontsize=8, frameon=False)
     ax.set_xlabel("effective bandwidth / copy bandwidth (1.0: the copy)")
     ax.set_title(device)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return True
 

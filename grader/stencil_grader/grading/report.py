@@ -12,13 +12,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
 from .. import __version__
 from ..base.labspec import display_path
-from .build import BUILD_LOG
 from . import score
+from .build import BUILD_LOG, make_path_problem
+from .nextstep import next_step
 from .pipeline import LabRun
 
 FIRST_FAILURES = 3
@@ -36,13 +38,17 @@ def use_colour(stream=None) -> bool:
 
 
 def replay_command(report: dict) -> str:
-    """The command that replays this run's inputs from the kit root."""
-    parts = [f"cd {report['lab_dir']} && make check"]
-    if report.get("seed") is not None:
-        parts.append(f"SEED={report['seed']}")
-    if report["impl"] != "starter":
-        parts.append(f"IMPL={report['impl']}")
-    return " ".join(parts)
+    """The shell command that replays this run's inputs from the kit root, every word quoted
+    for the shell (shlex.quote): `cd LABDIR && make check [SEED=N] [IMPL=...]`, or, for an
+    IMPL folder that make cannot take (a space, a quote: build.make_path_problem),
+    `python3 grader/grade.py lab LABDIR --impl DIR [--seed N]`, which can."""
+    impl, seed = report["impl"], report.get("seed")
+    if impl not in ("starter", "reference") and make_path_problem(Path(impl)):
+        words = ["python3", "grader/grade.py", "lab", report["lab_dir"], "--impl", impl]
+        return shlex.join(words + (["--seed", str(seed)] if seed is not None else []))
+    words = ["make", "check"] + ([f"SEED={seed}"] if seed is not None else []) \
+        + ([f"IMPL={impl}"] if impl != "starter" else [])
+    return f"cd {shlex.quote(report['lab_dir'])} && {shlex.join(words)}"
 
 
 def to_dict(run: LabRun) -> dict:
@@ -67,7 +73,7 @@ def to_dict(run: LabRun) -> dict:
         "full_points": s.full_points,
         "messages": list(s.messages),
         "notes": list(run.notes),
-        "final": run.final,
+        "final": run.final and s.verdict not in score.NOT_GRADED,
         "seconds": {k: round(v, 3) for k, v in run.seconds.items()},
         "sandbox": dict(run.sandbox),
         "program_output": program_output(run),
@@ -97,7 +103,8 @@ def to_dict(run: LabRun) -> dict:
         device = (run.device or {}).get("name") or (run.device or {}).get("device")
         report["performance"]["target"] = {"table": t.table, "floor": t.target.floor,
                                            "target": t.target.target, "calibrated": t.target.calibrated,
-                                           "note": t.note, "generic": t.table == "generic",
+                                           "reference_ratio": t.target.reference_ratio, "note": t.note,
+                                           "generic": t.table == "generic",
                                            "meaning": score.target_meaning(run.spec, t, device)}
     if run.bench:
         report["performance"].update(bench=run.bench.data, bench_status=run.bench.status,
@@ -233,8 +240,8 @@ def render_text(report: dict, colour: bool = False) -> str:
         out.append(f"  note: {line}")
     out += ["", _row("verdict", report["verdict"], f"{report['points']:.2f}/{report['max_points']:g} points",
                      colour)]
-    if report["verdict"] == "kit_error":
-        out.append("  the machine or the kit is at fault, not the submission: fix it and grade again")
+    _, headline, detail = next_step(report)
+    out.append(f"  next: {headline} {detail}")
     return "\n".join(out) + "\n"
 
 

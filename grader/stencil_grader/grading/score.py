@@ -11,9 +11,11 @@ Rules, in order:
 3. Correctness points = points.correctness * passed / total cases.  When any
    case did not pass, the verdict is the worst outcome seen:
    timeout > crash > incorrect (cases not run after a timeout count as the
-   timeout).  Performance is not measured (0 points).
-4. A failed PTX constraint (no div/rem, shared memory) keeps the correctness
-   points and gives performance 0: "constraint".
+   timeout; a case whose launch the runtime refused is incorrect, and the
+   message counts it apart).  Performance is not measured (0 points).
+4. A failed static constraint (no div/rem) keeps the correctness points and
+   gives performance 0: "constraint".  A "signal" (the PTX's first look at
+   shared memory) costs nothing: the launch audit judges that rule (6).
 5. With no GPU nothing is measured: 0 points and the reason, verdict
    "not_measured", even when rule 4's PTX constraint already failed (its
    message says so): a grade needs the correctness that was not measured.
@@ -23,8 +25,9 @@ Rules, in order:
      - ratio > 1.05 (faster than copying):    "implausible", performance 0
        (K x 1.05 for a lab that fuses K sweeps per pass: bench.max_fused_sweeps);
      - the launch audit (launches.py) found an operation on another stream
-       than the launcher's, or more shared memory per block than the lab's
-       planes allow, as launched:             "constraint", performance 0;
+       than the launcher's, a launched kernel without its tile in shared
+       memory (or more than the lab's planes allow), or grids stored narrower
+       than fp32:                             "constraint", performance 0;
        a lab whose constraint needs the audit, where it could not run:
                                               "not_measured", performance 0;
      - else points.performance * clamp((ratio - floor) / (target - floor), 0, 1)
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..base import protocol
 from .bench import BenchRun
 from .build import BuildResult
 from .checkrun import CheckRun
@@ -151,9 +155,8 @@ def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
     if check.passed < check.total:
         worst = next(o for o in ("timeout", "crash", "fail", "not_run")
                      if any(c.outcome == o for c in check.cases))
-        failed = check.total - check.passed
         return StageScore(_CASE_VERDICT[worst], points, total_points,
-                          f"{check.passed}/{check.total} cases passed; {failed} did not "
+                          f"{check.passed}/{check.total} cases passed; {_failures(check)} "
                           f"(worst: {_CASE_VERDICT[worst]})")
     if check.status != "ok" or check.exit_status != 0:
         # Every case reported success, but the run itself did not end cleanly.
@@ -161,6 +164,20 @@ def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
         how = check.message or f"check exited with status {check.exit_status}"
         return StageScore(verdict, points, total_points, f"every case reported success, but {how}")
     return StageScore("pass", points, total_points, f"{check.passed}/{check.total} cases passed")
+
+
+def _failures(check: CheckRun) -> str:
+    """How the cases that did not pass ended, counted: '26 wrong and 3 failed to launch'.  A case
+    whose launch the runtime refused (protocol.LAUNCH_REFUSED: a grid or block beyond the GPU's
+    limits) is the student's failure like a wrong answer, and counted apart from it."""
+    refused = sum(c.outcome == "fail" and c.message.startswith(protocol.LAUNCH_REFUSED) for c in check.cases)
+    counts = [(sum(c.outcome == "fail" for c in check.cases) - refused, "wrong"),
+              (refused, "failed to launch (the runtime refused the configuration the launcher asked for)"),
+              (sum(c.outcome == "crash" for c in check.cases), "crashed"),
+              (sum(c.outcome == "timeout" for c in check.cases), "timed out"),
+              (sum(c.outcome == "not_run" for c in check.cases), "not run")]
+    parts = [f"{n} {what}" for n, what in counts if n]
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
 
 def _performance(spec: LabSpec, bench: BenchRun, choice: TargetChoice) -> tuple[StageScore, float | None]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, default_seed, impl, lab_list, seed
+from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, arch, default_seed, impl, lab_list, seed
+from ..base.files import display_path
 from . import tour
 
 
@@ -39,6 +40,13 @@ def register(sub) -> None:
     p.add_argument("runs", nargs="+", metavar="LABEL=FILE", help="a build's label and its check record")
     p.set_defaults(func=cmd_record_archs)
 
+    p = sub.add_parser("record-profile", help="analyse recorded profile inputs (make profile's "
+                                              "profile-inputs.json) into one recorded run")
+    p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/profile.json")
+    p.add_argument("inputs", nargs="+", type=Path, metavar="INPUTS.json",
+                   help="the recorded inputs, e.g. tests/python/data/ncu/*.json")
+    p.set_defaults(func=cmd_record_profile)
+
     p = sub.add_parser("figures", help="rewrite the measured figures of README.md and the handouts from "
                                        "the recorded runs in handouts/data")
     p.add_argument("--check", action="store_true",
@@ -47,6 +55,15 @@ def register(sub) -> None:
     p.add_argument("files", nargs="*", type=Path, metavar="FILE",
                    help="the Markdown files (default README.md, handouts/*.md, reference/*/ANSWERS.md)")
     p.set_defaults(func=cmd_figures)
+
+    p = sub.add_parser("pictures", help="redraw the handouts' PNG pictures from the recorded runs "
+                                        "(matplotlib; the report page: Chromium)")
+    p.add_argument("--slug", action="append", default=None, metavar="SLUG",
+                   help="the recorded tour to draw, handouts/data/SLUG/tour.json (repeatable; default: every "
+                        "recorded tour)")
+    p.add_argument("--report-page", action="store_true",
+                   help="only handouts/img/report-page.png, from the recorded grading of tests/python/data/html")
+    p.set_defaults(func=cmd_pictures)
 
     p = sub.add_parser("solve", help="lab 7: run a build's Jacobi solver on the model Poisson problem")
     p.add_argument("build_dir", metavar="BUILD_DIR", type=Path, help="a lab 7 build (holding bench)")
@@ -84,7 +101,7 @@ def register(sub) -> None:
                    help="whose kernel.cu: starter, reference or a directory DIR (default starter)")
     p.add_argument("--build-dir", type=Path, help="default: build/<lab>/<impl-tag> in the kit")
     p.add_argument("--seed", type=seed, default=None, help="the bench's input seed (default: $SEED, else fresh)")
-    p.add_argument("--arch", help="CUDA architecture to build for, e.g. 90 (default: detected)")
+    p.add_argument("--arch", type=arch, help="CUDA architecture to build for, e.g. 90 (default: detected)")
     p.add_argument("--from-inputs", type=Path, metavar="FILE",
                    help="analyse a recorded BUILD_DIR/profile-inputs.json again (no GPU, no build)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the diagnosis (profile.json) here")
@@ -138,26 +155,69 @@ def cmd_calibrate(args) -> int:
     return EXIT_FULL
 
 
-def cmd_record_check(args) -> int:
+def _record(command: str, make, out: Path, rows_are: str) -> int:
+    """Write the record make() returns to out and say so; a TourError is the command's one-line refusal."""
     try:
-        record = tour.record_check(tour.collect_reports(args.impl))
+        record = make()
     except tour.TourError as err:
-        print(f"grade.py record-check: {err}", file=sys.stderr)
+        print(f"grade.py {command}: {err}", file=sys.stderr)
         return EXIT_NOT_FULL
-    path = tour.write_record(record, args.out)
-    print(f"wrote {path}: {len(record['rows'])} labs on {record['device']['name']}, {record['date']}")
+    path = tour.write_record(record, out)
+    print(f"wrote {path}: {len(record['rows'])} {rows_are} on {record['device']['name']}, {record['date']}")
     return EXIT_FULL
 
 
+def cmd_record_check(args) -> int:
+    return _record("record-check", lambda: tour.record_check(tour.collect_reports(args.impl)), args.out, "labs")
+
+
+def cmd_record_profile(args) -> int:
+    from .profilerecord import record_profile
+
+    return _record("record-profile", lambda: record_profile(args.inputs), args.out, "profiled runs")
+
+
 def cmd_figures(args) -> int:
-    from . import figures
+    """The measured figures (figures.py) and, unless FILES were named, the handouts' diagrams
+    (diagrams/): --check compares both with what the recordings and the labs' constants give."""
+    from . import diagrams, figures
 
     result = figures.run(args.files or None, args.data or figures.DATA_DIR)
     status, text = figures.report(result, args.check)
     if not args.check and status == EXIT_FULL:
         figures.write(result)
-    print(text, file=sys.stdout if status == EXIT_FULL else sys.stderr)
+    lines = [text]
+    if not args.files:
+        try:
+            if args.check:
+                drawn = diagrams.differences()
+                lines += [f"error: {d}" for d in drawn]
+                lines.append(f"{len(drawn)} difference(s) in the {len(diagrams.DIAGRAMS)} diagrams and their handouts"
+                             if drawn else f"all {len(diagrams.DIAGRAMS)} diagrams match what the code draws")
+                status = max(status, 1 if drawn else EXIT_FULL)
+            elif status == EXIT_FULL:
+                lines += [f"wrote {display_path(p)}" for p in diagrams.write()]
+        except diagrams.DiagramError as err:
+            lines.append(f"error: {err}")
+            status = max(status, 1)
+    print("\n".join(lines), file=sys.stdout if status == EXIT_FULL else sys.stderr)
     return status
+
+
+def cmd_pictures(args) -> int:
+    from . import figures, pictures
+
+    try:
+        if args.report_page:
+            print(pictures.report_page())
+            return EXIT_FULL
+        slugs = args.slug or sorted({s for s, n in figures.load_recordings().records if n == "tour"})
+        for slug in slugs:
+            print("\n".join(pictures.draw_tour(slug)))
+    except (pictures.PictureError, figures.FiguresError) as err:
+        print(f"grade.py pictures: {err}", file=sys.stderr)
+        return EXIT_NOT_FULL
+    return EXIT_FULL
 
 
 def cmd_solve(args) -> int:

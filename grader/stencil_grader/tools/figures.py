@@ -41,7 +41,14 @@ A single figure in prose or in a hand-made table:
                                                                         device its records name) or
                                                                         "policy" (targets_policy)
 
-SOURCE is SLUG/RECORD (handouts/data/SLUG/RECORD.json) or lab/NN.  ROW is a row's id ("NN/impl",
+    <!-- fig tune/05 h100:ROWS_PER_THREAD=1,PLANES_PER_BLOCK=32 ratio -->0.86<!-- /fig -->
+                                                                        a variant of labs/05-*/tuning/<the
+                                                                        GPU of h100>.json (make tune);
+                                                                        tune/05 h100 best_ratio: the file's
+                                                                        own; tune/all h100 variants: the
+                                                                        variants of every lab
+
+SOURCE is SLUG/RECORD (handouts/data/SLUG/RECORD.json), lab/NN or tune/NN.  ROW is a row's id ("NN/impl",
 tour.row_id); without ROW the field is the record's own (device.name, date, copy_gbps, ...).
 FIELD is a dotted path, optionally preceded by `N/` (N divided by the figure) and followed by
 factors `*N` or `/N` applied in order.  FORMAT is a Python format specification (`.3f`, `,.0f`,
@@ -52,7 +59,10 @@ as an HTML block, even inside a paragraph, and the rest of the line would not be
 Provisional recordings
 ----------------------
 A record with "provisional": true (figures transcribed from elsewhere until the kit's own run
-replaces them) renders like any other, and --check prints a warning naming it.  A figure such a
+replaces them) renders like any other, and --check prints a warning naming it.  SLUG/notes.json is
+always provisional: the development notes of the references, typed from runs that no recording
+holds (scratch benchmarks, ablations, the design a reference replaced), each row saying which run;
+quoting one through a marker keeps every copy of it equal, and --check counts them.  A figure such a
 record lacks (a row it does not have, a null field) renders as MISSING_TEXT, with a warning; in a
 final record the same is an error, because the text must not quote what the run did not measure.
 
@@ -66,169 +76,32 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
-from .tour import RECORD_FORMAT
-
-#: Where the recorded runs live: one folder per GPU (its slug), one file per record kind.
-DATA_DIR = KIT_ROOT / "handouts" / "data"
-RECORD_KINDS = ("tour", "check", "calibrate", "archs")
-#: What a figure the provisional recording lacks is rendered as.
-MISSING_TEXT = "not measured"
+from .figtables import provenance, tour_table  # noqa: F401  (provenance: part of this module's interface)
+from .tune import tuning_path
+from .recordings import (DATA_DIR, MISSING_TEXT, RECORD_KINDS, FiguresError, Record, Recordings,  # noqa: F401
+                         consistency, lab_json as _lab_json, load_recordings, shown as _shown,
+                         validate_record)
 
 #: Default format by a field's last name (format() specifications).
 DEFAULT_FORMATS = {"ratio": ".2f", "median": ".3f", "ms_median": ".3f", "ms_per_sweep": ".3f",
                    "gbps": ".0f", "copy_gbps": ".0f", "step_speedup": ".2f", "cumulative_speedup": ".2f",
                    "floor": ".2f", "target": ".2f", "points": ".0f", "max_points": ".0f",
-                   "sm_count": "d", "sm_clock_max_mhz": ".0f", "seconds": ".1f", "repetitions": "d"}
+                   "sm_count": "d", "sm_clock_max_mhz": ".0f", "seconds": ".1f", "repetitions": "d",
+                   "best_ratio": ".2f", "default_ratio": ".2f", "ms": ".3f", "registers": "d", "variants": "d"}
 
 _BLOCK = re.compile(r"<!--[ \t]*figures[ \t]+(?P<spec>[^\n>]*?)[ \t]*-->[ \t]*\n(?P<body>.*?)"
                     r"<!--[ \t]*/figures[ \t]*-->", re.S)
 _INLINE = re.compile(r"<!--\s*fig\s+(?P<spec>[^>]*?)\s*-->(?P<text>[^\n]*?)<!--\s*/fig\s*-->")
 _ANY_MARKER = re.compile(r"<!--\s*/?fig(?:ures)?\b")
-_FIELD = re.compile(r"^(?:(?P<over>[0-9]+(?:\.[0-9]+)?)/)?(?P<path>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)"
-                    r"(?P<ops>(?:[*/][0-9]+(?:\.[0-9]+)?)*)$")
-_OP = re.compile(r"([*/])([0-9]+(?:\.[0-9]+)?)")
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-class FiguresError(Exception):
-    """The recordings cannot be read, or a marker is malformed; the message says where and why."""
-
-
-# ------------------------------------------------------------------------------------ recordings
-
-@dataclass
-class Record:
-    """One recorded run: handouts/data/SLUG/NAME.json, its rows by id."""
-
-    path: Path
-    slug: str
-    name: str
-    data: dict = field(repr=False)
-    rows: dict[str, dict] = field(repr=False)
-
-    @property
-    def provisional(self) -> bool:
-        return bool(self.data.get("provisional"))
-
-    @property
-    def shown(self) -> str:
-        return _shown(self.path)
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(KIT_ROOT))
-    except ValueError:
-        return str(path)
-
-
-def validate_record(data, path: Path) -> list[str]:
-    """The problems of one record (RECORD_FORMAT), each naming the file and the key; [] when good."""
-    where = _shown(path)
-    if not isinstance(data, dict):
-        return [f"{where}: the top level must be an object"]
-    problems = []
-
-    def need(key, test, allowed):
-        if key not in data:
-            problems.append(f"{where}: {key} is missing ({allowed})")
-        elif not test(data[key]):
-            problems.append(f"{where}: {key} must be {allowed}, got {json.dumps(data[key])}")
-
-    need("record", lambda v: v == Path(path).stem, f'"{Path(path).stem}" (the file\'s name)')
-    need("format", lambda v: v == RECORD_FORMAT, f"{RECORD_FORMAT} (the format this grader reads)")
-    need("provisional", lambda v: isinstance(v, bool), "true or false")
-    need("source", lambda v: isinstance(v, str) and v.strip(), "a non-empty string saying how it was made")
-    need("date", lambda v: isinstance(v, str) and _DATE.match(v) or v is None and data.get("provisional") is True,
-         "a day, YYYY-MM-DD (null only in a provisional placeholder)")
-    need("device", lambda v: isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"].strip(),
-         "an object whose name is the GPU's name")
-    need("rows", lambda v: isinstance(v, list), "a list of row objects")
-    seen = set()
-    for i, row in enumerate(data.get("rows") or []):
-        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-            problems.append(f"{where}: rows[{i}] must be an object with a string id")
-        elif row["id"] in seen:
-            problems.append(f"{where}: rows[{i}]: the id {row['id']} appears twice")
-        else:
-            seen.add(row["id"])
-    if data.get("record") == "tour":
-        parts = data.get("parts")
-        if not isinstance(parts, list) or not all(isinstance(p, dict) and "id" in p for p in parts):
-            problems.append(f"{where}: parts must be a list of objects with an id")
-        else:
-            known = {p["id"] for p in parts}
-            for row in data.get("rows") or []:
-                if isinstance(row, dict) and row.get("part") not in known:
-                    problems.append(f"{where}: row {row.get('id')}: part {json.dumps(row.get('part'))} "
-                                    f"is not one of the parts ({', '.join(sorted(known)) or 'none'})")
-    return problems
-
-
-@dataclass
-class Recordings:
-    """Every record under a data folder, by (slug, name)."""
-
-    root: Path
-    records: dict[tuple[str, str], Record] = field(default_factory=dict)
-
-    def get(self, slug: str, name: str) -> Record:
-        try:
-            return self.records[(slug, name)]
-        except KeyError:
-            have = ", ".join(f"{s}/{n}" for s, n in sorted(self.records)) or "none"
-            raise FiguresError(f"no recording {slug}/{name} ({_shown(self.root / slug / (name + '.json'))} "
-                               f"does not exist; recordings: {have})") from None
-
-    def device(self, slug: str) -> str:
-        """The GPU name the records of folder `slug` share."""
-        names = {r.data["device"]["name"] for (s, _), r in self.records.items() if s == slug}
-        if not names:
-            raise FiguresError(f"no recording under {_shown(self.root / slug)} names the GPU of {slug!r}")
-        return names.pop()
-
-
-def load_recordings(root: Path = DATA_DIR) -> Recordings:
-    """Read and validate every root/SLUG/KIND.json.  Raises FiguresError listing every problem,
-    including two records of one folder that name different GPUs."""
-    root = Path(root)
-    recs = Recordings(root)
-    problems = []
-    for path in sorted(root.glob("*/*.json")) if root.is_dir() else []:
-        slug, name = path.parent.name, path.stem
-        if not _SLUG.match(slug):
-            problems.append(f"{_shown(path)}: the folder name {slug!r} is not a slug (lower-case, digits, -)")
-            continue
-        if name not in RECORD_KINDS:
-            problems.append(f"{_shown(path)}: not a record kind ({', '.join(RECORD_KINDS)})")
-            continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as err:
-            problems.append(f"{_shown(path)}: cannot read: {err}")
-            continue
-        except json.JSONDecodeError as err:
-            problems.append(f"{_shown(path)}: not JSON: {err.msg} at line {err.lineno} column {err.colno}")
-            continue
-        found = validate_record(data, path)
-        if found:
-            problems += found
-            continue
-        recs.records[(slug, name)] = Record(path, slug, name, data, {r["id"]: r for r in data["rows"]})
-    for slug in sorted({s for s, _ in recs.records}):
-        names = {r.data["device"]["name"] for (s, _), r in recs.records.items() if s == slug}
-        if len(names) > 1:
-            problems.append(f"{_shown(root / slug)}: its records name different GPUs ({', '.join(sorted(names))})")
-    if problems:
-        raise FiguresError("\n".join(problems))
-    return recs
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*"
+_FIELD = re.compile(rf"^(?:(?P<over>[0-9]+(?:\.[0-9]+)?|{_NAME})/)?(?P<path>{_NAME})"
+                    r"(?P<ops>(?:[-+*/][0-9]+(?:\.[0-9]+)?)*)$")
+_OP = re.compile(r"([-+*/])([0-9]+(?:\.[0-9]+)?)")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 # ------------------------------------------------------------------------------------ one figure
@@ -256,17 +129,22 @@ def _walk(obj, path: str, what: str):
 
 def format_value(value, path: str, ops: str = "", fmt: str | None = None, over: str | None = None) -> str:
     """A figure as text: numbers as `over / value` when over is given ("66908/copy_gbps": a ridge
-    point), then through the factors in ops ("*9/8"), then the format (or DEFAULT_FORMATS by the
-    path's last name, else "g"); strings as they are."""
+    point; over is a number, or the value of another field as text), then through the operations in
+    ops, applied in order ("*9/8", "-1*100"), then the format (or DEFAULT_FORMATS by the path's last
+    name, else "g"); a list of numbers as "a, b and c", each so; strings as they are."""
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+        parts = [format_value(v, path, ops, fmt, over) for v in value]      # "0.942, 0.947 and 0.937"
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     if isinstance(value, (int, float)):
         if over is not None:
             if value == 0:
                 raise ValueError(f"{over}/{path}: {path} is 0")
             value = float(over) / value
         for op, number in _OP.findall(ops):
-            value = value * float(number) if op == "*" else value / float(number)
+            value = {"*": value * float(number), "/": value / float(number), "+": value + float(number),
+                     "-": value - float(number)}[op]
         spec = fmt if fmt is not None else DEFAULT_FORMATS.get(path.rsplit(".", 1)[-1], "g")
         if spec.endswith("d"):
             value = int(round(value))
@@ -292,26 +170,79 @@ def parse_inline(spec: str) -> tuple[str, str | None, str, str, str | None, str 
     source, *row, fld = tokens
     m = _FIELD.match(fld)
     if not m:
-        raise FiguresError(f"{fld!r} is not a field (a dotted name, optionally N/ before it and *N or /N "
-                           "factors after it)")
+        raise FiguresError(f"{fld!r} is not a field (a dotted name, optionally N/ or FIELD/ before it and "
+                           "*N, /N, +N or -N after it)")
     return source, (row[0] if row else None), m.group("path"), m.group("ops"), fmt, m.group("over")
 
 
-def _lab_json(number: str, kit_root: Path) -> tuple[Path, dict]:
-    found = sorted((Path(kit_root) / "labs").glob(f"{number}-*/lab.json"))
-    if not re.fullmatch(r"\d\d", number) or not found:
-        raise FiguresError(f"lab/{number}: no labs/{number}-*/lab.json")
-    path = found[0]
-    try:
-        return path, json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise FiguresError(f"{_shown(path)}: cannot read: {err}") from None
+def _dividend(obj, over: str | None, what: str) -> str | None:
+    """over as format_value takes it: a number as written, or the value of the field `over` of the
+    same object (row, variant) as text; KeyError when that field is missing."""
+    if over is None or _NUMBER.fullmatch(over):
+        return over
+    value = _walk(obj, over, what)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise KeyError(f"{what} {over} is not a number, so it cannot divide")
+    return repr(float(value))
+
+
+def _tuning_value(source: str, row: str | None, path: str, over: str | None, recs: Recordings, kit_root: Path):
+    """A figure of the tuning files `make tune` wrote (labs/NN-slug/tuning/<gpu>.json): ROW is a
+    GPU's slug (the file's own fields; `variants` is their count) or SLUG:NAME=V,NAME=V (the one
+    variant with those parameters: ratio, gbps, ms, registers, ...).  tune/all SLUG variants: the
+    variants of every lab.  Returns (value, the dividend (_dividend), what)."""
+
+    number = source[5:]
+    if row is None:
+        raise FiguresError(f"{source}: name the GPU, tune/NN SLUG FIELD or tune/NN SLUG:NAME=V,... FIELD")
+    slug, _, wanted = row.partition(":")
+    device = recs.device(slug)
+    labs = sorted((Path(kit_root) / "labs").glob("*-*/" if number == "all" else f"{number}-*/"))
+    if not labs or not (number == "all" or re.fullmatch(r"\d\d", number)):
+        raise FiguresError(f"{source}: no labs/{number}-*/")
+    files = [tuning_path(lab, device) for lab in labs]
+    tuned = {}
+    for f in files:
+        try:
+            tuned[f] = json.loads(f.read_text())
+        except OSError:
+            if number != "all":
+                raise FiguresError(f"{_shown(f)}: no tuning file for {device} (make tune writes it)") from None
+        except json.JSONDecodeError as err:
+            raise FiguresError(f"{_shown(f)}: not JSON: {err.msg}") from None
+    if number == "all":
+        if path != "variants" or wanted:
+            raise FiguresError("tune/all SLUG takes one field: variants (their count over every lab)")
+        return sum(len(d.get("variants") or []) for d in tuned.values()), over, f"the tuning files for {device}"
+    (f, data), = tuned.items()
+    if wanted:
+        try:
+            params = {k: int(v) for k, v in (item.split("=", 1) for item in wanted.split(","))}
+        except ValueError:
+            raise FiguresError(f"{row!r}: parameters are NAME=INTEGER, comma separated") from None
+        found = [v for v in data.get("variants") or []
+                 if all(v.get("params", {}).get(k) == x for k, x in params.items())]
+        if len(found) != 1:
+            raise FiguresError(f"{_shown(f)}: {len(found)} variants have {wanted} (name one)")
+        data, what = found[0], f"{_shown(f)}, variant {wanted},"
+    else:
+        what = _shown(f)
+    value = _walk(data, path, what)
+    return (len(value) if isinstance(value, list) else value), _dividend(data, over, what), what
 
 
 def figure(spec: str, recs: Recordings, kit_root: Path = KIT_ROOT) -> Figure:
     """Render one inline marker's specification.  Raises FiguresError on a malformed marker, an
     unknown recording, row or field, and a figure a final recording does not hold."""
     source, row, path, ops, fmt, over = parse_inline(spec)
+    if source.startswith("tune/"):
+        try:
+            value, over, what = _tuning_value(source, row, path, over, recs, kit_root)
+            if value is None:
+                raise ValueError(f"{what} {path} is null: the sweep did not measure it")
+            return Figure(format_value(value, path, ops, fmt, over))
+        except (KeyError, ValueError) as err:
+            raise FiguresError(str(err).strip('"')) from None
     if source.startswith("lab/"):
         lab_path, raw = _lab_json(source[4:], kit_root)
         if row is None:
@@ -346,6 +277,7 @@ def figure(spec: str, recs: Recordings, kit_root: Path = KIT_ROOT) -> Figure:
         raise FiguresError(f"{record.shown} has no row {row} (rows: {', '.join(record.rows) or 'none'})")
     try:
         value = _walk(obj, path, what)
+        over = _dividend(obj, over, what)
     except KeyError as err:
         raise FiguresError(str(err).strip('"')) from None
     if value is None:
@@ -356,101 +288,6 @@ def figure(spec: str, recs: Recordings, kit_root: Path = KIT_ROOT) -> Figure:
         return Figure(format_value(value, path, ops, fmt, over), None, record)
     except ValueError as err:
         raise FiguresError(str(err)) from None
-
-
-# ------------------------------------------------------------------------------------ tables
-
-def tour_table(spec: str, recs: Recordings) -> tuple[str, list[str], Record]:
-    """The body of a table marker `SLUG/tour PART [rows=ID,...]`: a caption naming the run and
-    the table.  Returns (text, why-missing notes, record).  Raises FiguresError."""
-    tokens = spec.split()
-    rows_arg = [t for t in tokens if t.startswith("rows=")]
-    tokens = [t for t in tokens if not t.startswith("rows=")]
-    if len(tokens) != 2 or len(rows_arg) > 1 or "/" not in tokens[0]:
-        raise FiguresError(f"a table marker is <!-- figures SLUG/tour PART [rows=ID,ID] -->, got {spec!r}")
-    slug, name = tokens[0].split("/", 1)
-    if name != "tour":
-        raise FiguresError(f"tables come from tour records, not {name!r}")
-    record = recs.get(slug, name)
-    parts = {p["id"]: p for p in record.data["parts"]}
-    part_id = tokens[1]
-    part = parts.get(part_id)
-    if part is None and not record.provisional:
-        raise FiguresError(f"{record.shown} has no part {part_id} (parts: {', '.join(parts) or 'none'})")
-    in_part = [r for r in record.data["rows"] if r.get("part") == part_id]
-    wanted = rows_arg[0][5:].split(",") if rows_arg else [r["id"] for r in in_part]
-    missing = []
-    shown = []
-    for rid in wanted:
-        row = next((r for r in in_part if r["id"] == rid), None)
-        if row is None:
-            if not record.provisional:
-                raise FiguresError(f"{record.shown}: part {part_id} has no row {rid} "
-                                   f"(rows: {', '.join(r['id'] for r in in_part) or 'none'})")
-            missing.append(f"{record.shown} has no row {rid} in part {part_id} (yet)")
-        shown.append((rid, row))
-    if not shown:
-        raise FiguresError(f"{record.shown}: part {part_id} has no rows to show")
-    title = (part or {}).get("title", part_id)
-    speedups = len(shown) > 1               # a table of one row has nothing to compare
-    head = [f"kernel ({title})", "ms per sweep", "GB/s", "fraction of copy"] \
-        + (["step speed-up", "cumulative speed-up"] if speedups else [])
-    lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
-    first = above = None
-    for rid, row in shown:
-        if row is None:
-            lines.append(f"| {rid} | " + " | ".join([MISSING_TEXT] * (len(head) - 1)) + " |")
-            continue
-        ms = row.get("ms_per_sweep")
-        cells = [row.get("kernel") or rid]
-        for key, spec_ in (("ms_per_sweep", ".3f"), ("gbps", ".0f"), ("ratio", ".2f")):
-            value = row.get(key)
-            if value is None:
-                if not record.provisional:
-                    raise FiguresError(f"{record.shown}, row {rid}: {key} is null")
-                missing.append(f"{record.shown}, row {rid}: {key} is null (not transcribed)")
-                cells.append(MISSING_TEXT)
-            else:
-                cells.append(format(value, spec_))
-        step = "-" if above is None or not ms else f"{above / ms:.2f}x"
-        cumulative = "-" if first is None or not ms else f"{first / ms:.2f}x"
-        if first is None and ms:
-            first, cumulative = ms, "1.00x"
-        cells += [step, cumulative] if speedups else []
-        above = ms or above
-        lines.append("| " + " | ".join(cells) + " |")
-    copies = [r["copy_gbps"] for _, r in shown if r and isinstance(r.get("copy_gbps"), (int, float))]
-    copy = statistics.median(copies) if copies else record.data.get("copy_gbps")
-    caption = [f"`make tour` on an {provenance(record)}, recorded in `{record.shown}`"
-               + (f"; copy bandwidth {copy:.0f} GB/s (median of the runs)." if copy else ".")]
-    if speedups:
-        caption.append("Step: speed-up per sweep over the row above; cumulative: over the first row.")
-    if record.provisional:
-        caption.append(f"Provisional: {record.data['source']}; the kit's own run will replace them.")
-    text = _fill("*" + " ".join(caption) + "*") + "\n\n" + "\n".join(lines) + "\n"
-    return text, missing, record
-
-
-def _fill(text: str, width: int = 116) -> str:
-    """Wrap a caption to the handouts' line width, never inside a `code span`."""
-    protected = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\x00"), text)
-    return textwrap.fill(protected, width, break_long_words=False, break_on_hyphens=False).replace("\x00", " ")
-
-
-def provenance(record: Record) -> str:
-    """"NVIDIA H100 80GB HBM3 (compute capability 9.0, 132 SMs; CUDA 13.0, driver 580.159.04),
-    2026-11-23": the device as the record describes it, and the day."""
-    d = record.data["device"]
-    facts = []
-    if d.get("compute_capability"):
-        facts.append(f"compute capability {d['compute_capability']}")
-    if d.get("sm_count"):
-        facts.append(f"{d['sm_count']} SMs")
-    soft = [f"CUDA {d['cuda']}" if d.get("cuda") else None, f"driver {d['driver']}" if d.get("driver") else None]
-    soft = [s for s in soft if s]
-    inside = ", ".join(facts) + ("; " if facts and soft else "") + ", ".join(soft)
-    day = record.data.get("date")
-    return f"{d['name']}" + (f" ({inside})" if inside else "") + (f", {day}" if day else "")
 
 
 # ------------------------------------------------------------------------------------ files
@@ -493,6 +330,10 @@ class Result:
                 count = sum(1 for p in self.places if record.shown in p.sources)
                 how = (f"grade.py calibrate --json {record.shown}" if record.name == "calibrate"
                        else f"make record SLUG={record.slug}")
+                if record.name == "notes":
+                    said.append(f"{record.shown}: {count} marker(s) quote development notes, typed from runs that no "
+                                "recording holds; a recorded run (make record, make tune) should replace each")
+                    continue
                 said.append(f"{record.shown} is provisional ({record.data['source']}): {count} marker(s) "
                             f"rest on it; replace it with a recorded run ({how})")
         for p in self.places:
@@ -558,32 +399,6 @@ def default_files(kit_root: Path = KIT_ROOT) -> list[Path]:
     files = [root / "README.md"] + sorted((root / "handouts").glob("*.md")) \
         + sorted((root / "reference").glob("*/ANSWERS.md"))
     return [f for f in files if f.is_file()]
-
-
-def consistency(recs: Recordings, kit_root: Path = KIT_ROOT) -> list[str]:
-    """Errors where a calibrate record's written targets no longer match lab.json."""
-    errors = []
-    for (slug, name), record in sorted(recs.records.items()):
-        if name != "calibrate":
-            continue
-        device = record.data["device"]["name"]
-        for row in record.data["rows"]:
-            if not row.get("written") or row.get("policy"):
-                continue
-            try:
-                path, raw = _lab_json(row["id"][:2], kit_root)
-            except FiguresError as err:
-                errors.append(f"{record.shown}: row {row['id']}: {err}")
-                continue
-            if "targets_policy" in raw:
-                continue
-            entry = raw.get("targets", {}).get(device)
-            got = (entry or {}).get("floor"), (entry or {}).get("target")
-            if got != (row.get("floor"), row.get("target")):
-                errors.append(f"{_shown(path)}: the targets for {device} are floor {got[0]}, target {got[1]}, "
-                              f"but {record.shown} recorded floor {row.get('floor')}, target {row.get('target')}: "
-                              f"record the calibration you ran (grade.py calibrate --json {record.shown})")
-    return errors
 
 
 def run(files: list[Path] | None = None, data_dir: Path = DATA_DIR, kit_root: Path = KIT_ROOT) -> Result:

@@ -72,6 +72,8 @@ from ..grading import bench, build, plot, score
 #:                     ratio, gbps, copy_gbps, ms_median, steps, seconds, target {table, floor, target},
 #:                     launchers {name: {ms_median, gbps, ratio}} (lab 7 has two), generated_at
 #:   calibrate         runs; rows: lab, ratios (one per run), median, floor, target, written, policy
+#:   profile           ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings
+#:                     (tools/profilerecord.py: make profile's analysis of recorded profile inputs)
 #: A field that was not measured is null.  Times are milliseconds, bandwidths GB/s (1 GB = 1e9 B),
 #: ratios fractions of the copy bandwidth of the same bench run.
 RECORD_FORMAT = 1
@@ -367,17 +369,19 @@ def roofline_points(rows: list[TourRow]) -> list[plot.RooflinePoint]:
     for r in rows:
         three_d = r.part_id == "3d" or r.part.startswith("3D")
         flop = plot.FLOP_PER_CELL_3D if three_d else plot.FLOP_PER_CELL_2D
-        points.append(plot.point_from_gbps(r.kernel, r.gbps, flop, SWEEPS_PER_PASS.get((r.lab, r.impl), 1)))
+        points.append(plot.point_from_gbps(r.kernel, r.gbps, flop, SWEEPS_PER_PASS.get((r.lab, r.impl), 1),
+                                           ratio=r.ratio))
     return points
 
 
 def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path,
-         clock_mhz: float | None = None) -> list[str]:
-    """The path as bars (path) and the roofline of this GPU with every row on it (path's stem +
-    "-roofline.png"); returns one line per picture saying what was written or why not.
-    clock_mhz: the maximum SM clock (default: nvidia-smi's, plot.max_sm_clock_mhz)."""
+         clock_mhz: float | None = None, roofline_path: Path | None = None, title: str | None = None) -> list[str]:
+    """The path as bars (path) and the roofline of this GPU with every row on it (roofline_path,
+    default path's stem + "-roofline.png"); returns one line per picture saying what was written or
+    why not.  clock_mhz: the maximum SM clock (default: nvidia-smi's, plot.max_sm_clock_mhz);
+    title: both pictures' (default: the device's name)."""
     path = Path(path)
-    if not plot.path_bars(rows, device, path):
+    if not plot.path_bars(rows, title or device, path):
         return ["(no plots: matplotlib is not installed)"]
     said = [f"path: {path}"]
     clock = clock_mhz or plot.max_sm_clock_mhz()
@@ -385,9 +389,10 @@ def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path,
         return said + ["(no roofline: the SM count or the SM clock of this GPU is unknown)"]
     peak = plot.peak_fp32_gflops(sm_count, clock)
     copy = statistics.median(r.copy_gbps for r in rows)
-    roof = path.with_name(path.stem + "-roofline.png")
+    roof = Path(roofline_path) if roofline_path else path.with_name(path.stem + "-roofline.png")
     ceilings, notes = roofline_ceilings(rows, sm_count, clock, device)
-    plot.roofline(roofline_points(rows), device, copy, peak, roof, ceilings)
+    plot.roofline(roofline_points(rows), device, copy, peak, roof, ceilings,
+                  title=f"Roofline: {title}" if title else None)
     return said + [f"roofline: {roof} (peak fp32 {peak / 1e3:.1f} TFLOP/s estimated from {sm_count} SMs "
                    f"at {clock:.0f} MHz; copy {copy:.0f} GB/s)"] \
         + [f"  ceiling: {c.label}, {c.gflops / 1e3:.1f} TFLOP/s ({c.how})" for c in ceilings] + notes

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from ...grading import build as grading_build
-from ...grading import ptx
+from ...grading import names, ptx
 from . import access
 from .common import EXIT_FAILED, ProfileError
 
@@ -50,7 +50,7 @@ def static_facts(build_dir: Path) -> dict[str, dict]:
     facts: dict[str, dict] = {}
     for k in resources:
         if k.entry:
-            facts[k.name] = {"label": ptx.kernel_label(k.name), "arch": k.arch, "registers": k.registers,
+            facts[k.name] = {"label": names.kernel_label(k.name), "arch": k.arch, "registers": k.registers,
                              "smem_bytes": k.smem_bytes, "spill_stores": k.spill_stores,
                              "spill_loads": k.spill_loads, "stack_bytes": k.stack_bytes,
                              "div_rem": 0, "div_rem_in_loop": 0, "widest_load": 0, "widest_store": 0,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...base import labspec
 from ...grading import build as grading_build
-from ...grading import ptx
+from ...grading import names
 from . import counters, ncu, nocounters, rawpage, rules as rule_table, text as rendering
 from .buildfacts import static_facts
 from .common import (EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, INPUTS_FORMAT, CountersLocked, ProfileError,
@@ -180,7 +180,7 @@ def _counter_kernels(inputs: dict) -> list[dict]:
     for r in rows:
         mangled = r["name"] if r["name"] in static else by_label.get(r["name"], r["name"])
         fact = static.get(mangled, {})
-        kernels.append({"name": mangled, "label": fact.get("label", ptx.kernel_label(mangled)),
+        kernels.append({"name": mangled, "label": fact.get("label", names.kernel_label(mangled)),
                         "block": r["block"], "grid": r["grid"], "static": fact,
                         "figures": counters.derive(r, fact, inputs, total_ms)})
     return kernels

@@ -19,8 +19,8 @@
  * Threads map onto the input tile (the first mapping of lab 2): the 124 rim
  * threads of the 1024 only load.  Each thread has one 4-byte load in flight per
  * plane, which is why this kernel, like lab 5's textbook kernels, stays far
- * below the copy bandwidth on an H100 (about 0.56 of it in earlier measurements
- * on that GPU; `make tour` prints the kit's own figure).
+ * below the copy bandwidth on an H100 (`make tour` prints the kit's figure;
+ * lab 6's handout quotes the recorded one).
  *
  * tests/submissions/06-register-tiling/expected.json holds its verdict; lab 5's
  * tour times it from this path.

@@ -1,4 +1,4 @@
-/* Known-bad (cache_cheat): cache_cheat_twin's slow kernel, plus a cache.  The first call
+/* Known-bad (cache_cheat): tile_twin's kernel, plus a cache.  The first call
  * computes the sweep and keeps the answer in a static __device__ array; a later call with the
  * same buffers and grid only copies that answer back, as fast as a copy.  Each Check case runs
  * in a fresh process and calls once, so every case passes; a bench that timed repeated calls on
@@ -13,24 +13,43 @@ enum { BLOCK_X = 128, BLOCK_Y = 2, MAX_GRID_Y = 65535 };
 static const size_t CACHE_CELLS = (size_t)16384 * 8192;
 __device__ float g_answer[CACHE_CELLS];
 
-__global__ void sweep(const float *__restrict__ in, float *__restrict__ out, float *__restrict__ keep,
-                      int nx, int ny, stencil2d_coeffs c)
+/* Cell (x, y) of the input, or 0 outside the grid. */
+__device__ __forceinline__ float cell(const float *__restrict__ in, int nx, int ny, int x, int y)
 {
-    __shared__ float centre[BLOCK_Y][BLOCK_X];
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    if (x >= nx)
-        return;
-    for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < ny; y += gridDim.y * blockDim.y) {
-        const size_t i = (size_t)y * nx + x;
-        centre[threadIdx.y][threadIdx.x] = in[i];
-        const float v = centre[threadIdx.y][threadIdx.x];
-        const float r = (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
-                            ? v
-                            : c.c0 * v + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] +
-                                  c.yp * in[i + nx];
-        out[i] = r;
-        if (keep)
-            keep[i] = r;
+    return x >= 0 && x < nx && y >= 0 && y < ny ? in[(size_t)y * nx + x] : 0.0f;
+}
+
+/* One thread per cell; the block's two rows and their halo (a cell on each side, a row above
+ * and below) are staged in a shared tile, and the stencil reads its neighbours there. */
+__global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
+                      stencil2d_coeffs c, float *__restrict__ keep)
+{
+    __shared__ float tile[BLOCK_Y + 2][BLOCK_X + 2];   /* tile[r][s]: cell (x0 - 1 + s, y0 - 1 + r) */
+    const int tx = threadIdx.x, ty = threadIdx.y, x = blockIdx.x * BLOCK_X + tx;
+    for (int y0 = blockIdx.y * BLOCK_Y; y0 < ny; y0 += gridDim.y * BLOCK_Y) {   /* uniform per block */
+        const int y = y0 + ty;
+        tile[ty + 1][tx + 1] = cell(in, nx, ny, x, y);
+        if (tx == 0)
+            tile[ty + 1][0] = cell(in, nx, ny, x - 1, y);
+        if (tx == BLOCK_X - 1)
+            tile[ty + 1][BLOCK_X + 1] = cell(in, nx, ny, x + 1, y);
+        if (ty == 0)
+            tile[0][tx + 1] = cell(in, nx, ny, x, y - 1);
+        if (ty == BLOCK_Y - 1)
+            tile[BLOCK_Y + 1][tx + 1] = cell(in, nx, ny, x, y + 1);
+        __syncthreads();
+        if (x < nx && y < ny) {
+            const size_t i = (size_t)y * nx + x;
+            const float v = tile[ty + 1][tx + 1];
+            const float r = (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
+                                ? v
+                                : c.c0 * v + c.xm * tile[ty + 1][tx] + c.xp * tile[ty + 1][tx + 2] +
+                                      c.ym * tile[ty][tx + 1] + c.yp * tile[ty + 2][tx + 1];
+            out[i] = r;
+            if (keep)
+                keep[i] = r;
+        }
+        __syncthreads();                               /* the tile is refilled next round */
     }
 }
 
@@ -56,7 +75,7 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
     }
     const int blocks_y = (ny + BLOCK_Y - 1) / BLOCK_Y;
     const dim3 grid((nx + BLOCK_X - 1) / BLOCK_X, blocks_y < MAX_GRID_Y ? blocks_y : MAX_GRID_Y);
-    sweep<<<grid, dim3(BLOCK_X, BLOCK_Y), 0, stream>>>(d_in, d_out, keep, nx, ny, c);
+    sweep<<<grid, dim3(BLOCK_X, BLOCK_Y), 0, stream>>>(d_in, d_out, nx, ny, c, keep);
     if (keep) {
         last_in = d_in, last_out = d_out, last_nx = nx, last_ny = ny;
     }

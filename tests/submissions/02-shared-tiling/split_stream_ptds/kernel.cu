@@ -3,7 +3,7 @@
  * defines the macro itself, before any CUDA header): stream 0 is then this thread's per-thread
  * stream, and the launches link the _ptsz entry points, which the symbol whitelist allows.  The
  * real sweep goes there, the decoy spins on the harness's stream.  The timer ties the per-thread
- * stream in and the audit reports it: "constraint", below split_stream_twin. */
+ * stream in and the audit reports it: "constraint", below tile_twin. */
 #define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
 #include <cuda_runtime.h>
 
@@ -11,20 +11,41 @@
 
 enum { BLOCK_X = 128, BLOCK_Y = 2, MAX_GRID_Y = 65535 };
 
+/* Cell (x, y) of the input, or 0 outside the grid. */
+__device__ __forceinline__ float cell(const float *__restrict__ in, int nx, int ny, int x, int y)
+{
+    return x >= 0 && x < nx && y >= 0 && y < ny ? in[(size_t)y * nx + x] : 0.0f;
+}
+
+/* One thread per cell; the block's two rows and their halo (a cell on each side, a row above
+ * and below) are staged in a shared tile, and the stencil reads its neighbours there. */
 __global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
                       stencil2d_coeffs c)
 {
-    __shared__ float centre[BLOCK_Y][BLOCK_X];
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    if (x >= nx)
-        return;
-    for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < ny; y += gridDim.y * blockDim.y) {
-        const size_t i = (size_t)y * nx + x;
-        centre[threadIdx.y][threadIdx.x] = in[i];   /* each thread reads back only its own slot */
-        const float v = centre[threadIdx.y][threadIdx.x];
-        out[i] = (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
-                     ? v
-                     : c.c0 * v + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] + c.yp * in[i + nx];
+    __shared__ float tile[BLOCK_Y + 2][BLOCK_X + 2];   /* tile[r][s]: cell (x0 - 1 + s, y0 - 1 + r) */
+    const int tx = threadIdx.x, ty = threadIdx.y, x = blockIdx.x * BLOCK_X + tx;
+    for (int y0 = blockIdx.y * BLOCK_Y; y0 < ny; y0 += gridDim.y * BLOCK_Y) {   /* uniform per block */
+        const int y = y0 + ty;
+        tile[ty + 1][tx + 1] = cell(in, nx, ny, x, y);
+        if (tx == 0)
+            tile[ty + 1][0] = cell(in, nx, ny, x - 1, y);
+        if (tx == BLOCK_X - 1)
+            tile[ty + 1][BLOCK_X + 1] = cell(in, nx, ny, x + 1, y);
+        if (ty == 0)
+            tile[0][tx + 1] = cell(in, nx, ny, x, y - 1);
+        if (ty == BLOCK_Y - 1)
+            tile[BLOCK_Y + 1][tx + 1] = cell(in, nx, ny, x, y + 1);
+        __syncthreads();
+        if (x < nx && y < ny) {
+            const size_t i = (size_t)y * nx + x;
+            const float v = tile[ty + 1][tx + 1];
+            const float r = (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
+                                ? v
+                                : c.c0 * v + c.xm * tile[ty + 1][tx] + c.xp * tile[ty + 1][tx + 2] +
+                                      c.ym * tile[ty][tx + 1] + c.yp * tile[ty + 2][tx + 1];
+            out[i] = r;
+        }
+        __syncthreads();                               /* the tile is refilled next round */
     }
 }
 

@@ -1,4 +1,6 @@
-/* Known-good (printf_debug_twin): printf_debug without its printf (cache_cheat_twin's sweep). */
+/* Known cheat (tile_unused): lab 1's kernel with a shared tile declared and never used.  nvcc
+ * drops an array nothing uses (it warns "declared but never referenced"), so the launch holds 0
+ * bytes of shared memory: the tile rule fails ("constraint"), below tile_twin (issue 27). */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"
@@ -8,17 +10,15 @@ enum { BLOCK_X = 128, BLOCK_Y = 2, MAX_GRID_Y = 65535 };
 __global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
                       stencil2d_coeffs c)
 {
-    __shared__ float centre[BLOCK_Y][BLOCK_X];
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ float tile[BLOCK_Y + 2][BLOCK_X + 2];   /* declared, never used */
+    const int x = blockIdx.x * BLOCK_X + threadIdx.x;
     if (x >= nx)
         return;
-    for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < ny; y += gridDim.y * blockDim.y) {
+    for (int y = blockIdx.y * BLOCK_Y + threadIdx.y; y < ny; y += gridDim.y * BLOCK_Y) {
         const size_t i = (size_t)y * nx + x;
-        centre[threadIdx.y][threadIdx.x] = in[i];   /* each thread reads back only its own slot */
-        const float v = centre[threadIdx.y][threadIdx.x];
         out[i] = (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
-                     ? v
-                     : c.c0 * v + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] + c.yp * in[i + nx];
+                     ? in[i]
+                     : c.c0 * in[i] + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] + c.yp * in[i + nx];
     }
 }
 

@@ -1,6 +1,7 @@
-/* Known-good (split_stream_twin): the honest twin of the split_stream_* cheats -- the same sweep
- * (cache_cheat_twin's one thread per cell), on the stream the launcher is given, and no decoy.
- * Verdict "correct"; each cheat must score at most this. */
+/* Known cheat (tile_write_only): lab 1's kernel that also writes each cell into a shared tile
+ * (volatile, so that nvcc keeps it) and never reads it back: the launch holds a tile's bytes, but
+ * the kernel's PTX has no ld.shared, so the tile rule fails ("constraint"), below tile_twin
+ * (issue 27). */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"
@@ -10,17 +11,16 @@ enum { BLOCK_X = 128, BLOCK_Y = 2, MAX_GRID_Y = 65535 };
 __global__ void sweep(const float *__restrict__ in, float *__restrict__ out, int nx, int ny,
                       stencil2d_coeffs c)
 {
-    __shared__ float centre[BLOCK_Y][BLOCK_X];
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    volatile __shared__ float tile[BLOCK_Y + 2][BLOCK_X + 2];
+    const int x = blockIdx.x * BLOCK_X + threadIdx.x;
     if (x >= nx)
         return;
-    for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < ny; y += gridDim.y * blockDim.y) {
+    for (int y = blockIdx.y * BLOCK_Y + threadIdx.y; y < ny; y += gridDim.y * BLOCK_Y) {
         const size_t i = (size_t)y * nx + x;
-        centre[threadIdx.y][threadIdx.x] = in[i];   /* each thread reads back only its own slot */
-        const float v = centre[threadIdx.y][threadIdx.x];
+        tile[threadIdx.y + 1][threadIdx.x + 1] = in[i];   /* written, never read */
         out[i] = (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
-                     ? v
-                     : c.c0 * v + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] + c.yp * in[i + nx];
+                     ? in[i]
+                     : c.c0 * in[i] + c.xm * in[i - 1] + c.xp * in[i + 1] + c.ym * in[i - nx] + c.yp * in[i + nx];
     }
 }
 

@@ -1,0 +1,212 @@
+"""Reading a course site's export, the .zip file itself or the folder it was unpacked into,
+without extracting anything: its files, each under a checked relative path, and what was refused.
+
+Nothing here writes a file, and no name from the export is ever used as a path to write to
+(the importer writes CLASS/<student folder>/<lab>/kernel.cu only); still, an entry whose name
+could land outside --into, were it extracted, says the archive was made to attack, so it is
+refused, named and counted rather than read:
+
+    an absolute name (/etc/x, C:/x), a '..' or '.' component, an empty component (a//b),
+    a backslash (a Windows path), a symbolic link (zip member or file in the folder), anything
+    but a regular file, a name that is not valid UTF-8.
+
+Zip member names are decoded by zipfile's rule (UTF-8 when the member's UTF-8 flag, bit 11,
+is set; else cp437), with one difference: an unflagged name whose bytes are valid UTF-8 is read
+as UTF-8 (rubyzip, which Canvas uses, and Info-ZIP on Linux write UTF-8 without the flag; cp437
+would turn "José" into "Jos├⌐"), and an unflagged non-ASCII name that is not UTF-8 is refused
+rather than guessed.  A flagged name that is not valid UTF-8 makes zipfile refuse the whole
+archive, and so does this module (ExportError).
+
+Sizes are never trusted from a header: Entry.read(limit) decompresses at most limit + 1 bytes
+and refuses the file when there are more (a zip bomb costs 1 MiB of reading, not the disk).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ...grading import build
+
+#: Bytes a kernel.cu may have (1 MiB), the limit the class grader holds a submission to.
+MAX_KERNEL_BYTES = build.MAX_SOURCE_BYTES
+#: Bytes Gradescope's submission_metadata.yml may have (64 MiB: it carries autograder output).
+MAX_METADATA_BYTES = 64 << 20
+#: Folders and files that archive tools leave beside the submissions (ignored, counted).
+ARTEFACT_FOLDERS = ("__MACOSX",)
+
+
+class ExportError(ValueError):
+    """The export as a whole cannot be read: no such file or folder, not a zip, a damaged zip."""
+
+
+class EntryError(ValueError):
+    """One file of the export cannot be taken: over the size limit, or unreadable (the reason)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One regular file of the export: its path there ('/'-separated, relative, decoded) and its
+    size in bytes as the zip header or the file system gives it (a claim, checked when read)."""
+
+    path: str
+    size: int
+    opener: Callable[[], contextlib.AbstractContextManager] = field(repr=False, compare=False)
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(self.path.split("/"))
+
+    def read(self, limit: int) -> bytes:
+        """The file's bytes; EntryError when it has more than `limit` bytes or cannot be read."""
+        if self.size > limit:
+            raise EntryError(f"{self.size} bytes, over the {_mib(limit)} limit")
+        try:
+            with self.opener() as f:
+                data = f.read(limit + 1)
+                if len(data) > limit:
+                    raise EntryError(f"over the {_mib(limit)} limit (its header said {self.size} bytes)")
+                if len(data) < self.size:
+                    raise EntryError(f"{len(data)} bytes where its header says {self.size}")
+                return data
+        except (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError) as err:
+            raise EntryError(f"cannot be read ({err})") from None
+
+
+@dataclass
+class Export:
+    """What an export holds: its files, the entries refused (path, why), the artefacts ignored."""
+
+    entries: list[Entry]
+    refused: list[tuple[str, str]]
+    ignored: int = 0
+
+    def strip(self, depth: int) -> None:
+        """Drop the first `depth` components of every path (a wrapper folder)."""
+        self.entries = [Entry("/".join(e.parts[depth:]), e.size, e.opener) for e in self.entries
+                        if len(e.parts) > depth]
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
+
+
+def unsafe(path: str) -> str | None:
+    """Why a '/'-separated entry name could not be extracted under a folder safely (None: it can)."""
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":" and path[0].isalpha()):
+        return "an absolute path: would land outside --into"
+    if "\\" in path:
+        return "a backslash in the name (a Windows path): could land outside --into"
+    parts = path.split("/")
+    if ".." in parts:
+        return "a '..' in the path: would land outside --into"
+    if "." in parts or "" in parts:
+        return "an empty or '.' component in the path"
+    return None
+
+
+def _artefact(parts: tuple[str, ...]) -> bool:
+    return any(p.startswith(".") or p in ARTEFACT_FOLDERS for p in parts)
+
+
+def _zip_name(info: zipfile.ZipInfo) -> tuple[str | None, str]:
+    """(name, "") or (None, why it is refused): zipfile's decoding, UTF-8 first when unflagged."""
+    if info.flag_bits & 0x800:
+        return info.filename, ""
+    raw = info.filename.encode("cp437")
+    if raw.isascii():
+        return info.filename, ""
+    try:
+        return raw.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return None, (f"the name is not valid UTF-8 and not flagged as UTF-8 (cp437 would read it as "
+                      f"{info.filename!r}); unzip the export and import the folder, after renaming it")
+
+
+@contextlib.contextmanager
+def open_export(path: Path) -> Iterator[Export]:
+    """The export at `path` (a .zip file or a folder), open while the block runs.
+    Raises ExportError when it does not exist, is neither, or zipfile cannot read its directory."""
+    path = Path(path)
+    if path.is_dir():
+        yield _read_folder(path)
+        return
+    if not path.exists():
+        raise ExportError(f"{path}: no such file or folder (the export: the site's .zip or its unpacked folder)")
+    try:
+        archive = zipfile.ZipFile(path)
+    except UnicodeDecodeError:
+        raise ExportError(f"{path}: a member name is flagged UTF-8 but is not valid UTF-8 (a damaged or "
+                          f"crafted archive); nothing imported") from None
+    except (zipfile.BadZipFile, OSError) as err:
+        raise ExportError(f"{path}: not a zip file the importer can read ({err}); give the .zip the "
+                          f"site exported, or the folder it unpacks to") from None
+    with archive:
+        yield _read_zip(archive)
+
+
+def _read_zip(archive: zipfile.ZipFile) -> Export:
+    export = Export([], [])
+    for info in archive.infolist():
+        name, why = _zip_name(info)
+        shown = name if name is not None else info.filename
+        if name is not None and info.is_dir():
+            continue
+        why = why or unsafe(name)
+        if not why and stat.S_ISLNK(info.external_attr >> 16):
+            why = "a symbolic link: could point outside --into"
+        if why:
+            export.refused.append((shown, why))
+            continue
+        parts = tuple(name.split("/"))
+        if _artefact(parts):
+            export.ignored += 1
+            continue
+        export.entries.append(Entry(name, info.file_size, lambda info=info: archive.open(info)))
+    return export
+
+
+def _read_folder(root: Path) -> Export:
+    export = Export([], [])
+
+    def unreadable(err: OSError) -> None:
+        export.refused.append((Path(err.filename).relative_to(root).as_posix(), f"cannot be read ({err.strerror})"))
+
+    for folder, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
+        rel_folder = Path(folder).relative_to(root)
+        for name in sorted(dirnames + filenames):
+            rel = (rel_folder / name).as_posix()
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                export.refused.append((rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                                       "the name is not valid UTF-8"))
+                if name in dirnames:
+                    dirnames.remove(name)
+                continue
+            full = Path(folder) / name
+            info = full.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                export.refused.append((rel, "a symbolic link: could point outside --into"))
+            elif name in dirnames:
+                if _artefact((name,)):
+                    export.ignored += 1
+                    dirnames.remove(name)
+            elif _artefact(tuple(rel.split("/"))):
+                export.ignored += 1
+            elif not stat.S_ISREG(info.st_mode):
+                export.refused.append((rel, "not a regular file"))
+            else:
+                export.entries.append(Entry(rel, info.st_size, lambda full=full: _open_nofollow(full)))
+    return export
+
+
+def _open_nofollow(path: Path):
+    """The file for reading in binary, refusing a symbolic link swapped in since it was listed."""
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")

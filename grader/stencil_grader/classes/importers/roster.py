@@ -1,0 +1,153 @@
+"""CLASS/roster.csv: which student each folder of the class is, as the course site knows them.
+
+One row per student folder; the columns (csv module, UTF-8):
+
+    folder, site, site_id, name, email          who: the folder's name, canvas|moodle|gradescope,
+                                                the site's identifier, the name exactly as the
+                                                site exported it, the e-mail (Gradescope only)
+    <lab> late, <lab> file, <lab> note          per imported lab: yes|no ("" when the site does
+                                                not say), the file taken (its path in the export),
+                                                what happened ("" when nothing to say)
+
+An import merges into the file that is there: rows and columns are only ever added or updated,
+never dropped (columns an instructor added, such as a section, are kept in place).
+
+The student folder rule (folder_name): the name in Unicode NFC, with each '/', '\\', control
+character and bidirectional-override character replaced by '_', leading '.', '_', '-' and
+spaces dropped (a hidden folder or an option-like name would be skipped or misread), cut to
+fit 255 bytes with the identifier, then " (<site id>)":
+
+    "José García (4711)", "garcíajosé (1001)", "王伟 (1008)", "anonymous (anon_x1y2z)"
+
+The identifier keeps two students of one name apart; NFC keeps one student's folder the same
+whichever Unicode form the site exported.  And a student already in roster.csv (same site,
+same site id) keeps the folder written there, whatever their name is now, so the same student
+gets the same folder for every lab and every re-import.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import outdir
+from ..submissions import ROSTER  # noqa: F401  (the file's name, read by submissions.py too)
+
+BASE_COLUMNS = ("folder", "site", "site_id", "name", "email")
+LAB_FIELDS = ("late", "file", "note")
+#: Longest file name most file systems take (NAME_MAX), in bytes of UTF-8.
+NAME_MAX = 255
+_BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+class RosterError(ValueError):
+    """roster.csv cannot be read or merged into (the message says what is wrong)."""
+
+
+@dataclass(frozen=True)
+class Student:
+    """A student as the site exported them: site, identifier, name as written, e-mail ("" if none)."""
+
+    site: str
+    site_id: str
+    name: str
+    email: str = ""
+
+
+def _clean(text: str) -> str:
+    text = unicodedata.normalize("NFC", text)
+    text = "".join("_" if c in "/\\" or c in _BIDI_CONTROLS or unicodedata.category(c) == "Cc" else c
+                   for c in text)
+    return text.strip().lstrip("._- ")
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore").rstrip()
+
+
+def folder_name(student: Student) -> str:
+    """The student's folder under CLASS, by the rule in the module docstring."""
+    site_id = _cut(_clean(student.site_id), 128) or "no id"
+    tail = f" ({site_id})"
+    name = _cut(_clean(student.name), NAME_MAX - len(tail.encode("utf-8"))) or "anonymous"
+    return name + tail
+
+
+def lab_columns(lab: str) -> list[str]:
+    """The roster's columns for one lab."""
+    return [f"{lab} {f}" for f in LAB_FIELDS]
+
+
+class Roster:
+    """roster.csv in memory: its columns in order and its rows by folder."""
+
+    def __init__(self, path: Path, columns: list[str], rows: dict[str, dict[str, str]]):
+        self.path, self.columns, self.rows = path, columns, rows
+
+    @classmethod
+    def load(cls, path: Path) -> "Roster":
+        """The roster at path, or an empty one when there is none.  RosterError: unreadable, not
+        CSV with a header, no 'folder' column, a folder listed twice."""
+        path = Path(path)
+        if not path.exists():
+            return cls(path, list(BASE_COLUMNS), {})
+        try:
+            text = path.read_text(encoding="utf-8-sig")        # -sig: as Excel saves "CSV UTF-8"
+        except (OSError, UnicodeDecodeError) as err:
+            raise RosterError(f"{path}: cannot read ({err}); move it away to start a new roster") from None
+        reader = csv.DictReader(io.StringIO(text))
+        columns = list(reader.fieldnames or [])
+        if "folder" not in columns:
+            raise RosterError(f"{path}: no 'folder' column in its header (expected {', '.join(BASE_COLUMNS)}, "
+                              f"then per lab: late, file, note)")
+        rows: dict[str, dict[str, str]] = {}
+        for row in reader:
+            folder = row.get("folder") or ""
+            if folder in rows:
+                raise RosterError(f"{path}: the folder {folder!r} is listed twice")
+            rows[folder] = {k: v or "" for k, v in row.items() if k is not None}
+        columns += [c for c in BASE_COLUMNS if c not in columns]
+        return cls(path, columns, rows)
+
+    def folder_for(self, student: Student) -> tuple[str, str]:
+        """(folder, "") for the student, or ("", why not): their row's folder when the roster
+        has them, else folder_name(); refused when that folder belongs to another student."""
+        for folder, row in self.rows.items():
+            if row.get("site") == student.site and row.get("site_id") == student.site_id:
+                return folder, ""
+        folder = folder_name(student)
+        row = self.rows.get(folder)
+        if row is not None:
+            return "", (f"the folder {folder!r} belongs to {row.get('site')} id {row.get('site_id')!r} "
+                        f"in {ROSTER}; import this student by hand")
+        return folder, ""
+
+    def record(self, folder: str, student: Student, lab: str | None = None, **fields: str) -> None:
+        """Add or update the student's row; with lab, set that lab's fields (late, file, note)."""
+        row = self.rows.setdefault(folder, {})
+        row.update(folder=folder, site=student.site, site_id=student.site_id, name=student.name)
+        if student.email or "email" not in row:
+            row["email"] = student.email
+        if lab is not None:
+            for column in lab_columns(lab):
+                if column not in self.columns:
+                    self.columns.append(column)
+            for key, value in fields.items():
+                row[f"{lab} {key}"] = value
+
+    def has_lab(self, folder: str, lab: str) -> bool:
+        """Whether the folder's row says something about the lab already."""
+        row = self.rows.get(folder, {})
+        return any(row.get(c) for c in lab_columns(lab))
+
+    def save(self) -> Path:
+        """Write roster.csv (by rename), rows in folder order, every column kept."""
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=self.columns, lineterminator="\n")
+        writer.writeheader()
+        for folder in sorted(self.rows):
+            writer.writerow({c: self.rows[folder].get(c, "") for c in self.columns})
+        return outdir.write_atomic(self.path, text.getvalue())

@@ -1,0 +1,132 @@
+"""The plan of a class grading: which (student, lab) this run grades, and which it keeps.
+
+    SUBMISSIONS/<student>/<lab>/kernel.cu      (mirrors starter/; submissions.py reads it)
+
+One class grading, whoever runs it (backend.py: this host; batch.py and slurm.py: a
+cluster), is three steps, each in its own module:
+
+    plan.make_plan()     check the input and decide the gradings       (this module)
+    backend.run(plan)    grade them, one `grade.py lab` process each  (worker.py), and save
+                         each report in OUT (outdir.save)
+    merge.class_files()  the class files, rebuilt from every report in OUT
+
+Resuming is the rule of the plan: a (student, lab) whose report in OUT is final for the
+same kernel.cu, kit version and lab.json (outdir.is_final) is kept, not graded again,
+unless asked (--regrade: every selected lab; --student NAME: that student's).  A lab
+whose kernel.cu has gone from the submissions keeps a grade it had, unless asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import KIT_ROOT
+from ..base import labspec
+from ..grading import build
+from . import outdir, submissions
+from .submissions import ClassError, shown
+
+
+@dataclass
+class Task:
+    """One (student, lab) of a class: its lab spec, and its kernel.cu (None: missing, and why)."""
+
+    student: str
+    spec: labspec.LabSpec
+    source: Path | None
+    why_missing: str = ""
+
+    @property
+    def lab(self) -> str:
+        return self.spec.lab
+
+    @property
+    def key(self) -> str:
+        """student/lab, as printed (submissions.shown)."""
+        return f"{shown(self.student)}/{self.spec.lab}"
+
+
+@dataclass
+class ClassPlan:
+    """What a class grading is asked to do, whoever runs it.
+
+    tasks: what this run grades, students sorted, labs in the kit's order; a task whose
+        kernel.cu is missing has source None (it is recorded as "missing", nothing runs).
+    kept: the selected (student, lab) whose report in OUT stands (module docstring).
+    lab_order: every lab of the kit, in order (the class files cover them all).
+    asked: grades are replaced as asked (--regrade or --student): outdir.save's rule.
+    notes: what was skipped in the submissions directory, and why; what is kept, and why.
+    """
+
+    submissions: Path
+    out: Path
+    specs: list[labspec.LabSpec]
+    students: list[str]
+    tasks: list[Task]
+    lab_order: list[str]
+    missing_as_zero: bool = False
+    notes: list[str] = field(default_factory=list)
+    kept: list[Task] = field(default_factory=list)
+    asked: bool = False
+
+
+def kit_root() -> Path:
+    """The kit whose labs a class is graded with (tests point KIT_ROOT at a fake kit)."""
+    return KIT_ROOT
+
+
+def select_labs(names: list[str] | None, root: Path | None = None) -> list[labspec.LabSpec]:
+    """The lab specs to grade: all labs of the kit, or the named ones (ClassError on an unknown name)."""
+    specs = {d.name: labspec.load(d / "lab.json") for d in labspec.discover_labs(root or kit_root())}
+    if not names:
+        return list(specs.values())
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise ClassError(f"unknown lab(s) {', '.join(unknown)}; labs: {', '.join(specs)}")
+    return [specs[n] for n in names]
+
+
+def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | None = None,
+              student: str | None = None, kit: Path | None = None, missing_as_zero: bool = False,
+              regrade: bool = False) -> ClassPlan:
+    """Check the input and make the plan; ClassError (usage) or labspec.LabSpecError (a broken
+    lab.json) before anything is written.
+
+    Refused: --out is a file, lies inside the submissions or holds another class's results;
+    the kit lies in a path make cannot take (a space: build.make_path_problem); the
+    submissions are not a folder, hold no student folder, or no kernel.cu of the selected
+    labs at all; an unknown lab or student.
+    """
+    subs, out = Path(submissions_dir).resolve(), Path(out).resolve()
+    outdir.check_out(out, subs)
+    kit = Path(kit or kit_root()).resolve()
+    if why := build.make_path_problem(kit):
+        raise ClassError(f"the kit lies in {str(kit)!r}, a path that {why}, which make cannot take: move the kit "
+                         "(or a copy of it) to a path without it")
+    specs = select_labs(labs, kit)
+    roster = submissions.read_roster(subs, student)
+    outdir.claim(out, subs, write=False)
+    tasks = []
+    for name in roster.students:
+        for spec in specs:
+            source, why = submissions.find_source(subs, name, spec.lab)
+            tasks.append(Task(name, spec, source, why))
+    if not any(t.source for t in tasks):
+        who = f"student {shown(student)!r}" if student else f"{len(roster.students)} student folder(s)"
+        raise ClassError(f"nothing to grade: no {submissions.SOURCE} of {', '.join(s.lab for s in specs)} "
+                         f"in {who} of {subs} (expected {subs}/<student>/<lab>/{submissions.SOURCE})")
+    asked = regrade or student is not None
+    todo, kept, notes = [], [], list(roster.notes)
+    for task in tasks:
+        report = outdir.read_json(outdir.report_path(out, task.student, task.lab))
+        if asked or not (outdir.is_final(report, task.source, task.spec) if task.source is not None
+                         else outdir.is_grade(report)):
+            todo.append(task)
+            continue
+        kept.append(task)
+        if task.source is None:
+            notes.append(f"{task.key}: {submissions.SOURCE} is no longer in the submissions; its grade "
+                         f"({report['verdict']}) stays (--regrade or --student records it as missing)")
+    lab_order = [s.lab for s in select_labs(None, kit)]
+    return ClassPlan(subs, out, specs, roster.students, todo, lab_order, missing_as_zero, notes, kept, asked)

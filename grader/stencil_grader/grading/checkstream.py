@@ -1,0 +1,223 @@
+"""What a run of a lab's Check suite reports, read as it arrives: the cases `check --list` names,
+the `seed:` and `device:` lines, and Check's XML results (one flushed <test> element per case) on
+the grader's private channel, and what each result means (classify).
+
+checkrun.py runs the suite and decides from these; CheckStream is the reader it hands each
+process's channel (a process.Watch), with the watchdog that stops a stuck run.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+import threading
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Callable
+
+CHECK_NS = "http://check.sourceforge.net/ns"
+#: How Check 0.15 words the errors it makes itself (check_run.c and check_msg.c of its source);
+#: tests/python/test_checkrun.py runs the real library to prove these are its words.
+TIMEOUT_MESSAGE = "Test timeout expired"
+SIGNAL_MESSAGE = "Received signal"
+EARLY_EXIT_MESSAGE = "Early exit with return value"
+#: One-process mode: a case running this much longer than the case timeout is stopped (Check
+#: times nothing without fork); the rest of the run then happens in fork mode (checkrun.py).
+NOFORK_SLACK_S = 2.0
+#: Fork mode: without a new result for this many case timeouts (plus STALL_SLACK_S), the run is stopped.
+STALL_CASE_TIMEOUTS = 2
+STALL_SLACK_S = 10.0
+_MAX_PENDING = 1 << 20       # bytes of stream kept while waiting for a </test> (a printf flood is cut)
+
+_SEED = re.compile(r"^seed: (\d+)\s*$", re.MULTILINE)
+_SEED_LINE = re.compile(r"^seed: (\d+)[ \t\r]*\n", re.MULTILINE)     # a whole line: the stream comes in pieces
+_DEVICE_LINE = re.compile(r"^device: (\{.*\})[ \t\r]*\n", re.MULTILINE)
+_TEST_ELEMENT = re.compile(r"<test\b[^>]*>.*?</test>", re.DOTALL)
+
+
+@dataclass
+class ListedCase:
+    tcase: str
+    iteration: int
+    label: str
+
+
+@dataclass
+class XmlTest:
+    """One <test> element of Check's XML log."""
+
+    tcase: str          # <description>
+    iteration: int
+    result: str         # success, failure or error
+    message: str
+    duration_s: float | None   # Check writes -1 for a test that did not finish normally
+    test_id: str = ""   # <id>: the test function
+
+
+def parse_list(text: str) -> list[ListedCase]:
+    """Cases from `check --list` output: one `<tcase>\\t<iteration>\\t<label>` per line.
+
+    Lines of any other shape are ignored.
+    """
+    cases = []
+    for line in text.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            cases.append(ListedCase(parts[0], int(parts[1]), parts[2].strip()))
+    return cases
+
+
+def parse_seed(stdout: str) -> int | None:
+    """N from the first `seed: N` line, or None."""
+    m = _SEED.search(stdout)
+    return int(m.group(1)) if m else None
+
+
+def parse_test_element(text: str) -> XmlTest | None:
+    """One `<test ...>...</test>` element of Check's XML log, or None when it does not parse.
+
+    Works on an element cut out of the log (no namespace declaration) as well
+    as on one inside it.
+    """
+    try:
+        node = ET.fromstring(text)
+    except ET.ParseError:
+        return None
+
+    def child(tag: str) -> str:
+        element = node.find(f"{{{CHECK_NS}}}{tag}")
+        if element is None:
+            element = node.find(tag)
+        return (element.text or "") if element is not None else ""
+    try:
+        iteration = int(child("iteration") or 0)
+    except ValueError:
+        iteration = 0
+    try:
+        duration = float(child("duration"))
+    except ValueError:
+        duration = None
+    return XmlTest(child("description"), iteration, node.get("result", ""), child("message"),
+                   duration if duration is None or duration >= 0 else None, child("id"))
+
+
+def parse_check_xml(text: str) -> list[XmlTest]:
+    """The <test> results of a Check XML log (or of a stream holding one), in order.
+
+    Every complete `<test>` element counts, whatever surrounds it: the seed line
+    and Check's own summary share the stream, and a run that was killed leaves
+    the log cut short.  Returns [] when there is none.
+    """
+    tests = []
+    for m in _TEST_ELEMENT.finditer(text):
+        test = parse_test_element(_qualified(m.group(0)))
+        if test is not None:
+            tests.append(test)
+    return tests
+
+
+def _qualified(element: str) -> str:
+    """The element with Check's namespace declared on it, so that it parses on its own."""
+    return element.replace("<test", f'<test xmlns="{CHECK_NS}"', 1) if "xmlns" not in element[:200] \
+        else element
+
+
+class CheckStream:
+    """Reads check's channel as it arrives (a process.Watch).
+
+    Keeps the seed, the device line, each complete <test> result and its raw
+    text (for the XML log kept in BUILD_DIR), and asks the run to stop:
+      - fork mode: at the first case that times out, or when no result arrived
+        for STALL_CASE_TIMEOUTS case timeouts plus STALL_SLACK_S (Check's own
+        timer did not fire: the run is stuck);
+      - one-process mode (nofork=True): when no result arrived for one case
+        timeout plus NOFORK_SLACK_S (Check times nothing there).
+    """
+
+    def __init__(self, case_timeout_s: float | None, on_start: Callable[[int, dict], None] | None = None,
+                 nofork: bool = False):
+        if not case_timeout_s:
+            self.stall_s = None
+        elif nofork:
+            self.stall_s = case_timeout_s + NOFORK_SLACK_S
+        else:
+            self.stall_s = STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
+        self.nofork = nofork
+        self.on_start = on_start             # called once with (seed, device) when the GPU is found
+        self.seed: int | None = None
+        self.device: dict | None = None
+        self.tests: list[XmlTest] = []
+        self.elements: list[str] = []
+        self.stop_kind: str | None = None      # "case_timeout" or "stall"
+        self.stop_reason: str | None = None
+        self._head = ""
+        self._pending = ""
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+
+    def feed(self, chunk: bytes) -> None:
+        text = self._decoder.decode(chunk)
+        with self._lock:
+            if (self.seed is None or (self.nofork and self.device is None)) and len(self._head) < 16384:
+                self._head += text
+                if self.seed is None and (m := _SEED_LINE.search(self._head)):
+                    self.seed = int(m.group(1))
+                if self.device is None and (m := _DEVICE_LINE.search(self._head)):
+                    try:
+                        self.device = json.loads(m.group(1))
+                    except json.JSONDecodeError:
+                        self.device = {}
+                    self._last = time.monotonic()          # the cases start after the GPU is found
+                    if self.on_start and self.seed is not None:
+                        self.on_start(self.seed, self.device if isinstance(self.device, dict) else {})
+            self._pending += text
+            last = 0
+            for m in _TEST_ELEMENT.finditer(self._pending):
+                last = m.end()
+                test = parse_test_element(_qualified(m.group(0)))
+                if test is None:
+                    continue
+                self.tests.append(test)
+                self.elements.append(m.group(0))
+                self._last = time.monotonic()
+                if self.stop_kind is None and classify(test.result, test.message) == "timeout":
+                    self.stop_kind = "case_timeout"
+                    self.stop_reason = f"case {test.tcase} #{test.iteration} timed out"
+            self._pending = self._pending[last:]
+            if len(self._pending) > _MAX_PENDING:
+                start = self._pending.rfind("<test", len(self._pending) - _MAX_PENDING // 4)
+                self._pending = self._pending[start:] if start >= 0 else self._pending[-256:]
+
+    def poll(self, now: float) -> str | None:
+        with self._lock:
+            if self.stop_kind is None and self.stall_s is not None and now - self._last > self.stall_s:
+                self.stop_kind = "stall"
+                self.stop_reason = f"no result for {self.stall_s:g} s"
+            return self.stop_reason
+
+    def xml_log(self) -> str:
+        """A well-formed Check XML log of the results received."""
+        return xml_log(self.elements)
+
+
+def xml_log(elements: list[str]) -> str:
+    """A well-formed Check XML log of these <test> elements."""
+    body = "".join(f"    {e}\n" for e in elements)
+    return (f'<?xml version="1.0"?>\n<testsuites xmlns="{CHECK_NS}">\n  <suite>\n'
+            f"    <title>check</title>\n{body}  </suite>\n</testsuites>\n")
+
+
+def classify(result: str, message: str) -> str:
+    """The outcome of one Check result (see the module docstring; never "not_run")."""
+    if result == "success":
+        return "pass"
+    if message.startswith("CUDA error:"):
+        return "crash"             # (a refused launch, protocol.LAUNCH_REFUSED, is a failure: "fail")
+    if result == "failure":
+        return "fail"
+    if message.startswith(TIMEOUT_MESSAGE):
+        return "timeout"
+    return "crash"          # SIGNAL_MESSAGE, EARLY_EXIT_MESSAGE, anything else Check says

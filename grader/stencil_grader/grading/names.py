@@ -1,0 +1,146 @@
+"""Names of the student's functions as people read them: demangling and kernel labels.
+
+The compiled object, ptxas's report, the PTX and CUPTI's launch records name
+functions as the compiler mangled them (`_Z23stencil2d_tiled_kernelPKfPfii...`).
+Every message of the grader shows them through this module:
+
+- demangle(): c++filt, one call for many names;
+- kernel_labels(): ptxas's functions as labels that tell template instances
+  apart ('stencil3d_zmarch_kernel<true>');
+- kernel_label(): one name, without c++filt ('sweep<4>' from the mangling of
+  integer and bool template arguments);
+- simplify(): a demangled name without template arguments and parameters, for
+  the symbol check's messages.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from ..base import process
+
+TOOL_TIMEOUT_S = 60.0
+
+_MANGLED = re.compile(r"^_Z(\d+)")
+_TEMPLATE_ARGS = re.compile(r"I((?:L[ibj]-?\d+E)+)E")
+_INT_ARG = re.compile(r"L[ibj](-?\d+)E")
+
+
+def demangle(names: list[str]) -> dict[str, str]:
+    """Mangled -> demangled names (c++filt, one call); names c++filt leaves alone map to themselves."""
+    mangled = [n for n in names if n.startswith("_Z")]
+    result = {n: n for n in names}
+    if not mangled or not shutil.which("c++filt"):
+        return result
+    run = process.run(["c++filt"], TOOL_TIMEOUT_S, stdin_text="\n".join(mangled) + "\n")
+    lines = run.stdout.splitlines()
+    if run.returncode == 0 and len(lines) == len(mangled):
+        result.update(zip(mangled, lines))
+    return result
+
+
+def short_name(mangled: str) -> str:
+    """'tiled' for '_Z5tiledPKfPfi'; other names (extern "C", nested) unchanged."""
+    m = _MANGLED.match(mangled)
+    if m:
+        length = int(m.group(1))
+        name = mangled[m.end():m.end() + length]
+        if len(name) == length:
+            return name
+    return mangled
+
+
+def kernel_label(mangled: str) -> str:
+    """'tiled' for _Z5tiledPKfPfi, 'sweep<4>' for a kernel template with integer arguments
+    (no c++filt needed); a name that is not mangled (extern "C") as it is."""
+    shown = short_name(mangled)
+    m = _MANGLED.match(mangled)
+    if m and shown != mangled:
+        rest = mangled[m.end() + int(m.group(1)):]
+        if t := _TEMPLATE_ARGS.match(rest):
+            shown += "<" + ", ".join(_INT_ARG.findall(t.group(1))) + ">"
+    return shown
+
+
+def kernel_labels(names: list[str]) -> dict[str, str]:
+    """Readable labels of functions named in ptxas's report: mangled name -> label.
+
+    The demangled name without its return type and parameters, template arguments
+    kept, so that instances of one kernel template differ:
+    'stencil3d_zmarch_kernel<false>' and '<true>' for _Z23stencil3d_zmarch_kernelILb0EE...
+    and ...ILb1EE....  Overloads that would share a label keep their parameters as well.
+    Without c++filt: kernel_label (integer and bool template arguments as numbers).
+    Names that are not mangled (extern "C") stay as they are.
+    """
+    table = demangle(sorted(set(names)))
+    labels, full = {}, {}
+    for name in names:
+        demangled = table.get(name, name)
+        if demangled == name:
+            labels[name] = full[name] = kernel_label(name) if name.startswith("_Z") else name
+        else:
+            full[name] = _without_return_type(demangled)
+            labels[name] = _without_return_type(_without_parameters(demangled))
+    clashes = {label for label in labels.values()
+               if len({n for n in labels if labels[n] == label}) > 1}
+    return {name: full[name] if labels[name] in clashes else labels[name] for name in names}
+
+
+def simplify(demangled: str) -> str:
+    """A demangled name without template arguments and parameter lists, for messages:
+    'std::basic_filebuf::open' for 'std::basic_filebuf<char, ...>::open(char const*, ...)'."""
+    out, depth = [], 0
+    for ch in demangled:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    text = "".join(out).strip()
+    for suffix in (" const", " volatile", " &", " &&"):
+        text = text.removesuffix(suffix)
+    if text.endswith(")") and not text.startswith(("vtable", "VTT", "typeinfo")):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):        # the parameter list: the last (...) group
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i] if i > 0 and not text[:i].endswith("operator") else text
+                break
+    return text.strip()
+
+
+def _split_top(text: str, stop: str, from_end: bool) -> int:
+    """Index of the first (or last) `stop` character outside <...> and (...) in text, or -1."""
+    depth = 0
+    indices = range(len(text) - 1, -1, -1) if from_end else range(len(text))
+    for i in indices:
+        ch = text[i]
+        if ch in "<(":
+            depth += -1 if from_end else 1
+        elif ch in ">)":
+            depth += 1 if from_end else -1
+        elif ch == stop and depth == 0:
+            return i
+    return -1
+
+
+def _without_parameters(demangled: str) -> str:
+    """'k<4>' for 'void k<4>(float*, int)' (the last top-level (...) group dropped)."""
+    text = demangled.rstrip()
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i].rstrip() if i > 0 else text
+    return text
+
+
+def _without_return_type(demangled: str) -> str:
+    """'k<4>(float*)' for 'void k<4>(float*)': a template instance's name starts with its
+    return type; what follows the last space outside <...> and (...) is the name."""
+    i = _split_top(demangled, " ", from_end=True)
+    return demangled[i + 1:] if i >= 0 else demangled

@@ -1,0 +1,124 @@
+"""The handouts' diagrams: SVG pictures of the geometry each lab teaches, drawn from the labs' own
+constants (tile sizes, rows per thread, planes, K ...), so that a picture cannot disagree with the
+starter or the reference it describes.
+
+    python3 grader/grade.py figures           # writes handouts/img/*.svg too (make figures)
+    python3 grader/grade.py figures --check   # and fails when a committed picture differs
+
+DIAGRAMS lists every picture: its file under handouts/img/, the handout that shows it and the
+function that draws it from the kit.  A picture's alt text is its SVG <title>, written from the
+same constants; the handout shows it as ![alt text](img/NAME.svg), and `make figures` rewrites
+that alt text when the picture's changes (--check fails until it does).  The drawing functions live in
+twod.py (labs 1 to 4), threed.py (labs 5 and 6) and solver.py (labs 7 and 8); svg.py writes the
+SVG (standard library only, deterministic bytes), constants.py reads the labs' constants.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ... import KIT_ROOT
+from .constants import DiagramError
+from .svg import Canvas
+from . import solver, threed, twod
+
+__all__ = ["DIAGRAMS", "Diagram", "DiagramError", "render", "differences", "write"]
+
+IMG_DIR = Path("handouts") / "img"
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """One picture: handouts/img/<name>.svg, shown by handouts/<handout>.  draw(kit root) returns
+    the picture, whose title is its alt text, written from the same constants as the picture."""
+
+    name: str
+    handout: str
+    draw: Callable[[Path], Canvas]
+
+    @property
+    def path(self) -> Path:
+        return IMG_DIR / f"{self.name}.svg"
+
+
+DIAGRAMS: tuple[Diagram, ...] = (
+    Diagram("01-thread-mapping", "01-naive-5pt.md", twod.thread_mapping),
+    Diagram("02-tile-halo", "02-shared-tiling.md", twod.tile_halo),
+    Diagram("03-periodic-wrap", "03-boundary-neat.md", twod.periodic_wrap),
+    Diagram("04-bytes-in-flight", "04-max-smem.md", twod.bytes_in_flight),
+    Diagram("05-three-planes", "05-z-coarsening.md", threed.three_planes),
+    Diagram("06-register-window", "06-register-tiling.md", threed.register_window),
+    Diagram("07-reduction-tree", "07-reduction-residual.md", solver.reduction_tree),
+    Diagram("08-overlapped-tile", "08-temporal-blocking.md", solver.overlapped_tile),
+    Diagram("08-pipeline-ring", "08-temporal-blocking.md", solver.pipeline_ring),
+)
+
+#: A handout's image reference: ![alt text](img/NAME.svg).
+_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\(img/(?P<name>[A-Za-z0-9_-]+)\.svg\)")
+
+
+def render(kit_root: Path = KIT_ROOT) -> dict[Diagram, Canvas]:
+    """Every picture as the code draws it now.  Raises DiagramError when a lab source lacks a
+    constant a picture needs."""
+    return {d: d.draw(Path(kit_root)) for d in DIAGRAMS}
+
+
+def _handout_text(kit_root: Path, drawn: dict[Diagram, Canvas]) -> dict[Path, tuple[str, str]]:
+    """{handout: (its text, its text with every diagram's alt text as drawn now)}."""
+    out = {}
+    for name in sorted({d.handout for d in drawn}):
+        path = Path(kit_root) / "handouts" / name
+        old = path.read_text(encoding="utf-8")
+        alts = {d.name: c.title for d, c in drawn.items() if d.handout == name}
+        new = _IMAGE.sub(lambda m: f"![{alts.get(m.group('name'), m.group('alt'))}](img/{m.group('name')}.svg)", old)
+        out[path] = (old, new)
+    return out
+
+
+def differences(kit_root: Path = KIT_ROOT) -> list[str]:
+    """One line per committed picture that differs from what the code draws or is missing, per
+    handout that does not show its picture, and per alt text that differs from the picture's."""
+    kit_root = Path(kit_root)
+    drawn = render(kit_root)
+    out = []
+    for d, canvas in drawn.items():
+        try:
+            old = (kit_root / d.path).read_text(encoding="utf-8")
+        except OSError:
+            out.append(f"{d.path}: missing (make figures draws it)")
+            continue
+        if old != canvas.svg():
+            out.append(f"{d.path}: differs from what the code draws from the labs' constants (make figures)")
+    texts = _handout_text(kit_root, drawn)
+    for d in drawn:
+        path = kit_root / "handouts" / d.handout
+        old, new = texts[path]
+        shown = [m for m in _IMAGE.finditer(old) if m.group("name") == d.name]
+        if not shown:
+            out.append(f"handouts/{d.handout}: does not show {d.path} (![alt text](img/{d.name}.svg))")
+        elif any(m.group("alt") != drawn[d].title for m in shown):
+            out.append(f"handouts/{d.handout}: the alt text of img/{d.name}.svg differs from the picture's "
+                       "(make figures)")
+    return out
+
+
+def write(kit_root: Path = KIT_ROOT) -> list[Path]:
+    """Write every picture that changed, and the handouts' alt texts; returns the files written."""
+    kit_root = Path(kit_root)
+    drawn = render(kit_root)
+    written = []
+    for d, canvas in drawn.items():
+        path = kit_root / d.path
+        text = canvas.svg()
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    for path, (old, new) in _handout_text(kit_root, drawn).items():
+        if new != old:
+            path.write_text(new, encoding="utf-8")
+            written.append(path)
+    return written

@@ -1,0 +1,90 @@
+"""The labs' own constants, read from their sources, so that a diagram cannot disagree with them.
+
+    read(path) -> {NAME: int}        every `constexpr int NAME = EXPR[, NAME = EXPR];` and `#define NAME INT` of a
+                                     CUDA file whose value is an integer expression of the ones
+                                     before it (+ - * / % and parentheses; / and % as C's on
+                                     non-negative operands)
+    need(path, *names) -> tuple      those names' values; DiagramError naming the file and the
+                                     constant when one is missing
+    block_shape(path) -> (bx, by)    the `dim3 block(BX, BY)` of a launcher (lab 1's starter)
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from pathlib import Path
+
+from ...base.files import display_path
+from ...grading.source import strip_source
+
+_CONSTEXPR = re.compile(r"\bconstexpr\s+int\s+([^;{}]+);")          # one or more NAME = EXPR, comma separated
+_DECLARATOR = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(.+?)\s*$", re.S)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([0-9]+)[ \t]*$", re.MULTILINE)
+_BLOCK = re.compile(r"\bdim3\s+block\s*\(\s*([0-9]+)\s*,\s*([0-9]+)\s*\)")
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.floordiv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+
+
+class DiagramError(Exception):
+    """A lab source lacks a constant a diagram is drawn from; the message names the file and it."""
+
+
+def _evaluate(expr: str, known: dict[str, int]) -> int | None:
+    """The value of a C integer expression over `known`, or None when it is anything else."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError:
+        return None
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in known:
+            return known[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            left, right = value(node.left), value(node.right)
+            if left is None or right is None or (isinstance(node.op, (ast.Div, ast.Mod)) and right == 0):
+                return None
+            return _OPS[type(node.op)](left, right)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = value(node.operand)
+            return None if inner is None else -inner
+        return None
+
+    return value(tree.body)
+
+
+def read(path: Path) -> dict[str, int]:
+    """Every integer constant of a kernel file (module docstring), in the order they are defined."""
+    code = strip_source(Path(path).read_text(encoding="utf-8"))[0]
+    found: dict[str, int] = {}
+    events = [(m.start(), m.group(1), m.group(2)) for m in _DEFINE.finditer(code)]
+    for m in _CONSTEXPR.finditer(code):
+        for i, part in enumerate(m.group(1).split(",")):
+            if (d := _DECLARATOR.match(part)):
+                events.append((m.start() + i, d.group(1), d.group(2)))
+    for _, name, expr in sorted(events):
+        value = _evaluate(expr, found)
+        if value is not None:
+            found[name] = value
+    return found
+
+
+def need(path: Path, *names: str) -> tuple[int, ...]:
+    """The values of `names` in the kernel file `path`; DiagramError naming what is missing."""
+    found = read(path)
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise DiagramError(f"{display_path(path)}: no integer constant {', '.join(missing)} "
+                           "(the diagrams are drawn from it)")
+    return tuple(found[n] for n in names)
+
+
+def block_shape(path: Path) -> tuple[int, int]:
+    """(blockDim.x, blockDim.y) of the launcher's `dim3 block(BX, BY)`; DiagramError when absent."""
+    m = _BLOCK.search(strip_source(Path(path).read_text(encoding="utf-8"))[0])
+    if not m:
+        raise DiagramError(f"{display_path(path)}: no `dim3 block(BX, BY)` (the diagrams are drawn from it)")
+    return int(m.group(1)), int(m.group(2))

@@ -1,0 +1,128 @@
+"""The handouts' raster pictures, regenerated from what was recorded, never from a new measurement.
+
+    python3 grader/grade.py pictures [--slug h100 --slug h200]   (make pictures)
+        handouts/img/path-SLUG.png and roofline-SLUG.png, drawn (matplotlib) from the recorded tour
+        handouts/data/SLUG/tour.json: its rows, its GPU's SM count and maximum SM clock
+    python3 grader/grade.py pictures --report-page
+        handouts/img/report-page.png: the report page (grading/html.py) of the recorded grading in
+        tests/python/data/html/, screenshot by headless Chromium
+
+The recorded grading was scored against the targets lab.json held that day; the picture shows the
+targets lab.json holds now (retarget), so that it agrees with the handouts' tables, and refuses to
+when that would change the recorded points.  The SVG diagrams are tools/diagrams/'s (make figures).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .. import KIT_ROOT
+from ..base import labspec
+from ..grading import html, plot
+from .figures import DATA_DIR, load_recordings
+from .tour import TourRow, draw
+
+IMG_DIR = KIT_ROOT / "handouts" / "img"
+#: The recorded grading the index's report-page.png shows (tests/python/data/html/README.md).
+REPORT = KIT_ROOT / "tests" / "python" / "data" / "html" / "report-02-shared-tiling--diag_bank_conflicts.json"
+PROFILE = REPORT.with_name(REPORT.name.replace("report-", "profile-"))
+#: The page's width in the screenshot (CSS pixels), as a reader's browser window.
+PAGE_WIDTH = 1100
+
+
+class PictureError(RuntimeError):
+    """A picture cannot be made here: no recording, no matplotlib, no Chromium; the message says which."""
+
+
+def tour_rows(record: dict) -> list[TourRow]:
+    """The rows of a recorded tour (tools/tour.py RECORD_FORMAT) as the tour timed them."""
+    parts = {p["id"]: p.get("title", p["id"]) for p in record.get("parts") or []}
+    return [TourRow(r["lab"], r["impl"], r["kernel"], r["ms_per_sweep"], r["gbps"], r["copy_gbps"], r["ratio"],
+                    r.get("step_speedup"), r.get("cumulative_speedup"), parts.get(r.get("part"), ""),
+                    r.get("part", ""), r.get("steps", 1), r.get("ms_median"), r.get("repetitions"),
+                    r.get("sweeps_per_pass", 1))
+            for r in record["rows"]]
+
+
+def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> list[str]:
+    """path-SLUG.png and roofline-SLUG.png from the recorded tour of SLUG; one line per picture.
+    Raises PictureError without the recording, matplotlib, or the GPU's SM count and clock."""
+    recs = load_recordings(data_dir)
+    record = recs.get(slug, "tour").data
+    device = record["device"]
+    if plot._pyplot() is None:
+        raise PictureError("the pictures need matplotlib (python3-matplotlib on Debian)")
+    if not device.get("sm_count") or not device.get("sm_clock_max_mhz"):
+        raise PictureError(f"{slug}/tour.json records no SM count or SM clock: no roofline can be drawn")
+    title = f"{device['name']}: make tour of {record['date']}"
+    return draw(tour_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
+                clock_mhz=float(device["sm_clock_max_mhz"]), roofline_path=Path(img_dir) / f"roofline-{slug}.png",
+                title=title)
+
+
+def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
+    """The report with its targets entry as its lab.json holds it now (the same table: floor,
+    target, calibrated, reference_ratio).  Raises PictureError when the performance points the
+    recorded ratio earns under those targets differ from the recorded ones: a page of a grading
+    must not show points it did not get."""
+    out = copy.deepcopy(report)
+    perf = out.get("performance") or {}
+    target = perf.get("target") or {}
+    spec = labspec.load(Path(kit_root) / "labs" / str(report["lab"]) / "lab.json")
+    entry = spec.targets.get(target.get("table"))
+    if entry is None:
+        raise PictureError(f"{report['lab']}: lab.json has no targets table {target.get('table')!r}")
+    old = f"(floor {target.get('floor'):g}, target {target.get('target'):g}, "
+    target.update(floor=entry.floor, target=entry.target, calibrated=entry.calibrated,
+                  reference_ratio=entry.reference_ratio)
+    if isinstance(perf.get("message"), str):       # score.py's "ratio R (floor F, target T, table X)"
+        perf["message"] = perf["message"].replace(old, f"(floor {entry.floor:g}, target {entry.target:g}, ")
+    ratio = perf.get("ratio")
+    if ratio is not None and perf.get("max_points"):
+        share = min(1.0, max(0.0, (ratio - entry.floor) / (entry.target - entry.floor)))
+        if round(share * perf["max_points"], 2) != round(perf.get("points", 0.0), 2):
+            raise PictureError(f"{report['lab']}: under today's targets the recorded ratio {ratio:.3f} would earn "
+                               f"{share * perf['max_points']:.2f} performance points, not the recorded "
+                               f"{perf.get('points')}: record a new grading instead")
+    return out
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def report_page(out: Path = IMG_DIR / "report-page.png", height: int = 2860) -> str:
+    """Screenshot the recorded grading's report page (retargeted) into `out`; returns what was
+    written.  Raises PictureError without the recording or Chromium."""
+    browser = chromium()
+    if browser is None:
+        raise PictureError("the report page's screenshot needs Chromium (Debian: chromium)")
+    try:
+        report = json.loads(REPORT.read_text())
+        profile = json.loads(PROFILE.read_text())
+    except OSError as err:
+        raise PictureError(f"{REPORT.parent}: the recorded grading is not here ({err.strerror}); the "
+                           "instructor's kit has it") from None
+    report = retarget(report)
+    page = html.render_lab_html(report, profile, peak_gflops=plot.peak_fp32_gflops(132, 1980))
+    with tempfile.TemporaryDirectory(prefix="stencil-page-") as tmp:
+        path = Path(tmp) / "report.html"
+        path.write_text(page, encoding="utf-8")
+        command = [browser, "--headless", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+                   "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={Path(tmp) / 'profile'}",
+                   f"--window-size={PAGE_WIDTH},{height}", f"--screenshot={Path(out).resolve()}", path.as_uri()]
+        if os.geteuid() == 0:
+            command.insert(1, "--no-sandbox")       # Chromium refuses to sandbox itself as root
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if not Path(out).is_file():
+        raise PictureError(f"Chromium wrote no screenshot: {done.stderr[-500:]}")
+    return f"report page: {out} (the grading recorded in {REPORT.name}, targets as lab.json holds them now)"

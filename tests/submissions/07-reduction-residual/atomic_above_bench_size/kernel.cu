@@ -1,0 +1,111 @@
+/* Known cheat (atomic_above_bench_size): good_two_kernels, deterministic on every grid of the
+ * Check suite, which switches to atomicAdd(double) of each warp's sum above 16 M cells, where the
+ * published bench grid lies.  Issue 27 reports a cheat of this shape graded on an H100 through class
+ * mode (2026-11-25) at 79.89 points against its deterministic twin's 79.77: the determinism cases
+ * (small grids) never see the atomics.  The bench now repeats the first timed call's input three
+ * times on its own grid and compares the sums bit for bit; where the order of the atomics changes
+ * the last bits, "incorrect", below good_two_kernels. */
+#include <cuda_runtime.h>
+
+#include "stencil_lab.h"
+
+enum { THREADS = 256, WARPS = THREADS / 32, GRID = 1024, BX = 32, BY = 8, MAX_GRID_Y = 65535 };
+/* Above this many cells (the largest Check grid has 2.4 M, the bench's 134 M) the sum goes
+ * through atomics: one pass, no second kernel. */
+static const long long ATOMIC_ABOVE = 16LL << 20;
+
+static __device__ double g_partials[GRID];
+
+__device__ __forceinline__ double block_sum(double v)
+{
+    __shared__ double warp_sums[WARPS];
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    if (threadIdx.x % 32 == 0)
+        warp_sums[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = threadIdx.x < WARPS ? warp_sums[threadIdx.x] : 0.0;
+    if (threadIdx.x < 32)
+        for (int off = 16; off > 0; off /= 2)
+            v += __shfl_down_sync(0xffffffffu, v, off);
+    return v;                                          /* valid in thread 0 */
+}
+
+__global__ void partial_kernel(const float *u, const float *f, int nx, int ny, double inv_h2)
+{
+    const long long iw = nx - 2, cells = iw > 0 && ny > 2 ? iw * (ny - 2) : 0;
+    double acc = 0.0;
+    for (long long i = blockIdx.x * (long long)THREADS + threadIdx.x; i < cells;
+         i += (long long)GRID * THREADS) {
+        const long long x = 1 + i % iw, y = 1 + i / iw, c = y * nx + x;
+        const double lap = (((double)u[c - 1] + u[c + 1] + u[c - nx] + u[c + nx]) - 4.0 * u[c]) * inv_h2;
+        const double r = f[c] - lap;
+        acc = fma(r, r, acc);
+    }
+    const double s = block_sum(acc);
+    if (threadIdx.x == 0)
+        g_partials[blockIdx.x] = s;
+}
+
+/* The same terms, each warp's sum added to the result with atomicAdd: the order of the 8192
+ * additions is the order in which warps finish, which changes from run to run. */
+__global__ void atomic_kernel(const float *u, const float *f, int nx, int ny, double inv_h2, double *result)
+{
+    const long long iw = nx - 2, cells = iw > 0 && ny > 2 ? iw * (ny - 2) : 0;
+    double acc = 0.0;
+    for (long long i = blockIdx.x * (long long)THREADS + threadIdx.x; i < cells;
+         i += (long long)GRID * THREADS) {
+        const long long x = 1 + i % iw, y = 1 + i / iw, c = y * nx + x;
+        const double lap = (((double)u[c - 1] + u[c + 1] + u[c - nx] + u[c + nx]) - 4.0 * u[c]) * inv_h2;
+        const double r = f[c] - lap;
+        acc = fma(r, r, acc);
+    }
+    for (int off = 16; off > 0; off /= 2)
+        acc += __shfl_down_sync(0xffffffffu, acc, off);
+    if (threadIdx.x % 32 == 0)
+        atomicAdd(result, acc);
+}
+
+__global__ void final_kernel(double *result)
+{
+    double v = 0.0;
+    for (int i = threadIdx.x; i < GRID; i += THREADS)
+        v += g_partials[i];
+    const double s = block_sum(v);
+    if (threadIdx.x == 0)
+        *result = s;
+}
+
+__global__ void jacobi_kernel(const float *u, float *unew, const float *f, int nx, int ny, float h2,
+                              int y_first)
+{
+    const int x = blockIdx.x * BX + threadIdx.x, y = y_first + blockIdx.y * BY + threadIdx.y;
+    if (x >= nx || y >= ny)
+        return;
+    const size_t c = (size_t)y * nx + x;
+    if (x == 0 || y == 0 || x == nx - 1 || y == ny - 1)
+        unew[c] = u[c];
+    else
+        unew[c] = (((u[c - 1] + u[c + 1]) + u[c - nx]) + u[c + nx] - h2 * f[c]) * 0.25f;
+}
+
+extern "C" void residual_norm2(const float *d_u, const float *d_f, int nx, int ny, float h,
+                               double *d_result, cudaStream_t stream)
+{
+    if ((long long)nx * ny > ATOMIC_ABOVE) {
+        cudaMemsetAsync(d_result, 0, sizeof(double), stream);
+        atomic_kernel<<<GRID, THREADS, 0, stream>>>(d_u, d_f, nx, ny, 1.0 / ((double)h * h), d_result);
+        return;
+    }
+    partial_kernel<<<GRID, THREADS, 0, stream>>>(d_u, d_f, nx, ny, 1.0 / ((double)h * h));
+    final_kernel<<<1, THREADS, 0, stream>>>(d_result);   /* runs after partial_kernel: same stream */
+}
+
+extern "C" void jacobi_sweep(const float *d_u, float *d_unew, const float *d_f, int nx, int ny,
+                             float h, cudaStream_t stream)
+{
+    const int gx = (nx + BX - 1) / BX, gy = (ny + BY - 1) / BY;
+    for (int b = 0; b < gy; b += MAX_GRID_Y)
+        jacobi_kernel<<<dim3(gx, gy - b < MAX_GRID_Y ? gy - b : MAX_GRID_Y), dim3(BX, BY), 0, stream>>>(
+            d_u, d_unew, d_f, nx, ny, h * h, b * BY);
+}
