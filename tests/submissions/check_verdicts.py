@@ -87,8 +87,9 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 
 from stencil_grader.base import labspec
 from stencil_grader.base.files import read_json  # noqa: E402
+from stencil_grader.base import toolkit  # noqa: E402
 from stencil_grader.classes import outdir  # noqa: E402
-from stencil_grader.grading import pipeline, score, symbols  # noqa: E402  (needs the path above)
+from stencil_grader.grading import pipeline, score  # noqa: E402  (needs the path above)
 
 #: Verdicts a build and static checks settle without a GPU.
 _SETTLED_WITHOUT_GPU = ("compile_error", "forbidden")
@@ -263,8 +264,8 @@ def tooling_missing(kit_root: Path = KIT_ROOT) -> str | None:
         return "grader/lab.mk does not exist yet"
     if not shutil.which("make"):
         return "make is not installed"
-    if not symbols.find_nvcc():
-        return "nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
+    if not toolkit.find_nvcc():
+        return f"nvcc not found: {toolkit.why_no_nvcc()}"
     try:
         found = subprocess.run(["pkg-config", "--exists", "check"], timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
