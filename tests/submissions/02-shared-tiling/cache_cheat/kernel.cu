@@ -1,9 +1,11 @@
-/* Known-bad (cache_cheat): tile_twin's kernel, plus a cache.  The first call
- * computes the sweep and keeps the answer in a static __device__ array; a later call with the
- * same buffers and grid only copies that answer back, as fast as a copy.  Each Check case runs
- * in a fresh process and calls once, so every case passes; a bench that timed repeated calls on
- * unchanged input would score the copy.  The bench refills the input before every call and
- * checks every call's output on the GPU, so the copied answer is wrong: "incorrect". */
+/* Known-good (tile_twin): one thread per cell with its block's input tile (its rows plus a one-cell
+ * halo) staged in shared memory, on the stream the launcher is given.  The honest twin of the
+ * cheats that imitate it: cache_cheat (without its cache), printf_debug (without its printf), the
+ * split_stream_* cheats (without the other stream and the decoy) and the tile-rule cheats
+ * (decoy_unlaunched, decoy_launched, weights_only, tile_unused, tile_write_only: the tile they
+ * only pretend to have).  Verdict "correct"; each cheat must score at most this.  cache_cheat,
+ * printf_debug, split_stream_legacy and split_stream_per_thread are kept as patches against this
+ * file, so that they never drift apart from it. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"
@@ -69,6 +71,7 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
     float *keep = nullptr;
     if (n <= CACHE_CELLS && n % 4 == 0)
         cudaGetSymbolAddress((void **)&keep, g_answer);
+    /* CHEAT: called again with the same buffers and grid, copy the kept answer back */
     if (keep && d_in == last_in && d_out == last_out && nx == last_nx && ny == last_ny) {
         replay<<<1024, 256, 0, stream>>>((const float4 *)keep, (float4 *)d_out, n / 4);
         return;

@@ -1,11 +1,15 @@
-/* Known-good (printf_debug): tile_twin with a debug printf left in its kernel (one line
- * per launch).  A kernel's printf lands on standard output, which the grader keeps as the
- * student's program output and shows them; the harness reports on a channel of its own, so the
- * printf changes nothing else: the verdict and points of tile_twin (issue 17). */
-#include <cstdio>
+/* Known-good (tile_twin): one thread per cell with its block's input tile (its rows plus a one-cell
+ * halo) staged in shared memory, on the stream the launcher is given.  The honest twin of the
+ * cheats that imitate it: cache_cheat (without its cache), printf_debug (without its printf), the
+ * split_stream_* cheats (without the other stream and the decoy) and the tile-rule cheats
+ * (decoy_unlaunched, decoy_launched, weights_only, tile_unused, tile_write_only: the tile they
+ * only pretend to have).  Verdict "correct"; each cheat must score at most this.  cache_cheat,
+ * printf_debug, split_stream_legacy and split_stream_per_thread are kept as patches against this
+ * file, so that they never drift apart from it. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"
+#include <cstdio>                                   /* for the debug printf below */
 
 enum { BLOCK_X = 128, BLOCK_Y = 2, MAX_GRID_Y = 65535 };
 

@@ -1,9 +1,11 @@
-/* Known cheat (split_stream_per_thread): the real sweep runs on cudaStreamPerThread, a constant
- * handle that links no forbidden symbol, while a one-thread kernel on the harness's stream spins
- * for as long as a sweep at 0.95 of the copy bandwidth would take.  When the timer covered only
- * the harness's stream, the sweep ran outside the timed interval (issue 17).  Now the timer ties
- * the per-thread stream in (grader/harness/device.cu) and the launch audit sees the sweep on
- * another stream: "constraint", below its honest twin (tile_twin). */
+/* Known-good (tile_twin): one thread per cell with its block's input tile (its rows plus a one-cell
+ * halo) staged in shared memory, on the stream the launcher is given.  The honest twin of the
+ * cheats that imitate it: cache_cheat (without its cache), printf_debug (without its printf), the
+ * split_stream_* cheats (without the other stream and the decoy) and the tile-rule cheats
+ * (decoy_unlaunched, decoy_launched, weights_only, tile_unused, tile_write_only: the tile they
+ * only pretend to have).  Verdict "correct"; each cheat must score at most this.  cache_cheat,
+ * printf_debug, split_stream_legacy and split_stream_per_thread are kept as patches against this
+ * file, so that they never drift apart from it. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"
@@ -72,6 +74,7 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
 {
     const int blocks_y = (ny + BLOCK_Y - 1) / BLOCK_Y;
     const dim3 grid((nx + BLOCK_X - 1) / BLOCK_X, blocks_y < MAX_GRID_Y ? blocks_y : MAX_GRID_Y);
+    /* CHEAT: the decoy spins on the timed stream, the sweep runs on cudaStreamPerThread */
     spin<<<1, 1, 0, stream>>>(decoy_cycles(nx, ny));
     sweep<<<grid, dim3(BLOCK_X, BLOCK_Y), 0, cudaStreamPerThread>>>(d_in, d_out, nx, ny, c);
 }

@@ -1,11 +1,15 @@
 /*
- * Known-bad (three_planes_declared_1024): lab 5's three shared planes on a small tile (32 x 8
- * threads, 6 output rows), in a kernel that declares __launch_bounds__(1024) but is launched
- * with 256 threads.  Correct.  Its 3 x 8 x 136 x 4 = 13056 bytes of shared memory per block
- * passed the old static check, which read the block size from the PTX (.maxntid 1024) and
- * allowed 1024 x 16 x 2 = 32768 bytes; the launch audit reads the block actually launched and
- * the tile's share of a plane (grader/stencil_grader/grading/launches.py): about 5300 bytes
- * allowed for one plane, so "constraint".
+ * Known submission (lab 6): three planes of shared memory, as in lab 5.
+ * Expected verdict: constraint (correct, but breaks lab 6's plane limit).
+ *
+ * The reference's tile, threads and launcher, but the z neighbours are read
+ * from shared memory: the block keeps planes z-1, z and z+1 in three shared
+ * slots and rotates them by index, the design of lab 5.  Every case passes;
+ * the launch audit's plane check fails it, because it uses
+ * 3 x 16 x 136 x 4 = 26112 bytes of shared memory per block where one plane
+ * of its 128 x 14 tile allows about 12400 (grader/stencil_grader/grading/
+ * launches.py).  The audit runs in the bench, so the verdict needs a GPU.
+ * three_planes_declared_1024 is kept as a patch against this file.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>

@@ -1,10 +1,14 @@
-/* Known cheat (atomic_above_bench_size): good_two_kernels, deterministic on every grid of the
- * Check suite, which switches to atomicAdd(double) of each warp's sum above 16 M cells, where the
- * published bench grid lies.  Issue 27 reports a cheat of this shape graded on an H100 through class
- * mode (2026-11-25) at 79.89 points against its deterministic twin's 79.77: the determinism cases
- * (small grids) never see the atomics.  The bench now repeats the first timed call's input three
- * times on its own grid and compares the sums bit for bit; where the order of the atomics changes
- * the last bits, "incorrect", below good_two_kernels. */
+/* Known-good (good_two_kernels): a different correct design, simpler than the
+ * reference.  One thread per cell in a grid-stride loop over the interior,
+ * with a fixed grid of GRID blocks whatever the device; each block adds its
+ * threads' sums by a fixed tree (shuffles, then shared memory) and stores
+ * the block's sum in a static __device__ array; a second kernel, one block,
+ * adds the GRID partial sums in index order.  The order of every addition is
+ * a function of nx and ny alone (not even of the device: the grid is a
+ * constant), so the sum is bitwise reproducible.  Scalar loads and one cell
+ * per thread: slower than the reference.  Jacobi: one thread per cell.
+ * boundary_counted, jacobi_in_place and atomic_above_bench_size are kept as
+ * patches against this file. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"
@@ -92,7 +96,7 @@ __global__ void jacobi_kernel(const float *u, float *unew, const float *f, int n
 extern "C" void residual_norm2(const float *d_u, const float *d_f, int nx, int ny, float h,
                                double *d_result, cudaStream_t stream)
 {
-    if ((long long)nx * ny > ATOMIC_ABOVE) {
+    if ((long long)nx * ny > ATOMIC_ABOVE) {          /* CHEAT: atomics only past the Check grids */
         cudaMemsetAsync(d_result, 0, sizeof(double), stream);
         atomic_kernel<<<GRID, THREADS, 0, stream>>>(d_u, d_f, nx, ny, 1.0 / ((double)h * h), d_result);
         return;
