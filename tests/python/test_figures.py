@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from conftest import KIT_ROOT
-from stencil_grader.tools import commands, figures, tour
+from stencil_grader.instructor import commands, figures, tour
 
 T0 = datetime.datetime(2026, 11, 23, 10, 0, tzinfo=datetime.timezone.utc)
 DEVICE = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132, "sm_clock_max_mhz": 1980.0,
@@ -364,7 +364,8 @@ def test_development_notes_are_always_provisional_and_counted(tmp_path):
 
 
 def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp_path):
-    from stencil_grader.tools import profile, profilerecord
+    from stencil_grader.instructor import profilerecord
+    from stencil_grader.student import profile
     inputs = sorted((KIT_ROOT / "tests" / "python" / "data" / "ncu").glob("0[12]-*.json"))
     record = profilerecord.record_profile(inputs)
     assert record["record"] == "profile" and record["date"] == "2026-11-25" and len(record["rows"]) == len(inputs)

@@ -221,7 +221,7 @@ def test_picture_with_ceilings_is_a_png_file(tmp_path):
 
 def recorded_roofline(slug: str):
     """The roofline data of a recorded tour (handouts/data/SLUG/tour.json), as the handouts' picture draws it."""
-    from stencil_grader.tools import figures, pictures, roofs, tour
+    from stencil_grader.instructor import figures, pictures, roofs, tour
     record = figures.load_recordings().get(slug, "tour").data
     rows = pictures.tour_rows(record)
     device = record["device"]
@@ -235,7 +235,7 @@ def recorded_roofline(slug: str):
 def test_the_roofline_legend_quotes_the_tables_ratios():
     """Each point's legend says the ratio its table row says (lab 5's reference: the tour's 0.96),
     not a fraction recomputed against the roof's median copy bandwidth."""
-    from stencil_grader.tools import figures
+    from stencil_grader.instructor import figures
     rows, data = recorded_roofline("h100")
     recs = figures.load_recordings()
     for number, (row, placed) in enumerate(zip(rows, data.points), 1):

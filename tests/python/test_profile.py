@@ -23,10 +23,10 @@ import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
 from stencil_grader.grading import ptx
-from stencil_grader.tools import profile
-from stencil_grader.tools.profile import buildfacts, command, common, counters, ncu, rawpage
-from stencil_grader.tools.profile import text as rendering
-from stencil_grader.tools.profile import rules as rule_table
+from stencil_grader.student import profile
+from stencil_grader.student.profile import buildfacts, command, common, counters, ncu, rawpage
+from stencil_grader.student.profile import text as rendering
+from stencil_grader.student.profile import rules as rule_table
 
 NCU_DATA = DATA / "ncu"
 FIXTURES = sorted(NCU_DATA.glob("*--*.json"))

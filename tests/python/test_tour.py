@@ -10,7 +10,7 @@ import pytest
 from conftest import KIT_ROOT
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
-from stencil_grader.tools import calibrate, figures, records, roofs, tour, tuning
+from stencil_grader.instructor import calibrate, figures, records, roofs, tour, tuning
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):

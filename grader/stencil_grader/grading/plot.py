@@ -15,7 +15,7 @@ Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point ope
   peak_fp32_gflops() as SMs x fp32 lanes per SM x 2 FLOP per fused multiply-add x clock.
 - The ridge point, where the two meet: peak / copy, in FLOP per byte.
 - Ceilings (optional, dashed): further horizontal limits under the compute roof, each with how it
-  was measured or derived, given by the caller (Ceiling; the tour's are in tools/tour.py).  A
+  was measured or derived, given by the caller (Ceiling; the tour's are instructor/roofs.py's).  A
   ceiling is stated in useful GFLOP/s, or as an effective bandwidth (ceiling_from_gbps, the same
   conversion as a point's).  Two helpers derive the usual ones from the GPU's SM count and clock:
     peak_fp32_no_fma_gflops: the fp32 peak when no multiply and add fuse (half the FMA peak: each

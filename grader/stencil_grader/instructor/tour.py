@@ -1,6 +1,6 @@
 """The optimisation tour (`make tour`, `grade.py tour`): every kernel the labs declare for it,
 built and timed with its lab's bench on the local GPU, printed as the seeds' optimisation table,
-one table per part, and kept as a recorded run (tools/records.py) with pictures.
+one table per part, and kept as a recorded run (instructor/records.py) with pictures.
 
 The rows are the labs' own: reference/tour/<lab>/tour.json (beside the lab's tour kernels; the
 student kit ships no reference/, so it has no tour) holds
@@ -30,7 +30,7 @@ this row's) and the cumulative speed-up (the part's first row over this row).  A
 whose kernel.cu is not in this copy of the kit is left out.  With a plot path it also draws
 the path as bars and the roofline of the local GPU with every row on it (grading/plot.py;
 matplotlib optional), each row at its kind's FLOP per cell (grader/kinds.json) times its sweeps
-per pass, and under its roof, dashed, the ceilings of tools/roofs.py.
+per pass, and under its roof, dashed, the ceilings of instructor/roofs.py.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from ..base import labspec
 from ..base.files import read_json
 from ..grading import bench, build, plot
 from . import roofs, tuning
-from .records import RECORD_FORMAT  # noqa: F401  (tools/figures.py reads it from here)
+from .records import RECORD_FORMAT  # noqa: F401  (instructor/figures.py reads it from here)
 from .records import device_facts, median_or_none, now, record_header, row_id, write_record
 
 #: The declaration of a lab's tour rows, in reference/tour/<lab>/.

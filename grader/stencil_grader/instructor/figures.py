@@ -11,7 +11,7 @@ handouts/data/SLUG/ (SLUG names a GPU, e.g. h100, h200) written by the kit itsel
     handouts/data/SLUG/check.json      grade.py record-check FILE       (after make check)
     handouts/data/SLUG/calibrate.json  grade.py calibrate --json FILE   (make calibrate)
 
-tools/records.py (RECORD_FORMAT) documents what a record holds.  `make record SLUG=h100` on a GPU
+instructor/records.py (RECORD_FORMAT) documents what a record holds.  `make record SLUG=h100` on a GPU
 writes the first two (calibrate.json only comes from a calibration), then `grade.py figures`
 rewrites the text.  handouts/data/README.md is the instructor's guide to all this.
 

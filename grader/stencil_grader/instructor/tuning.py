@@ -23,7 +23,7 @@ max), plus the file's own defaults.  "plot" names the two parameters of the heat
 (x and y; each cell shows the best variant over the other parameters); without it the
 sweep is drawn as bars, one per variant.
 
-A sweep (tools/tune.py) writes its best variant, with every variant's figures, to
+A sweep (instructor/tune.py) writes its best variant, with every variant's figures, to
 
     labs/NN-slug/tuning/<device-slug>.json     (device_slug("NVIDIA H100 80GB HBM3") =
                                                 "nvidia-h100-80gb-hbm3")

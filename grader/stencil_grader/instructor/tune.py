@@ -1,7 +1,7 @@
 """Parameter sweeps of the reference solutions: `make tune`, `grade.py tune`.
 
 A lab's sweep is bounded by its tune.json, and its best variant kept in a tuning file per GPU
-that the reference's builds then use: tools/tuning.py says what those files hold.  A sweep
+that the reference's builds then use: instructor/tuning.py says what those files hold.  A sweep
 (tune_lab; `grade.py tune` does the three steps for every lab at once) is:
 
     prepare_lab     the candidates (tuning.candidates: the defaults first);
@@ -19,7 +19,7 @@ status (STATUSES) is read from its grading.  The best variant by effective bandw
 fraction of the copy bandwidth measured in the same run) replaces the defaults only when it
 is at least `min_gain` faster than them, so that measurement noise does not move the
 defaults; it is written, with every variant's figures, to the lab's tuning file for this GPU
-(tuning.tuning_path), and the sweep is drawn (tools/tuneplot.py, matplotlib optional).
+(tuning.tuning_path), and the sweep is drawn (instructor/tuneplot.py, matplotlib optional).
 
 Units: gbps and copy_gbps in GB/s (1 GB = 1e9 bytes, the bench's), ms the bench's median
 milliseconds per call, ratio = gbps / copy_gbps.

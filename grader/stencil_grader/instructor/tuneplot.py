@@ -3,7 +3,7 @@ GPU as a heat map over its tune.json's "plot" axes (each cell the best variant o
 parameters), or as bars, one per variant; and the committed sweeps of one lab on several GPUs side
 by side, with one colour scale (the handouts' picture).  matplotlib is optional: without it
 draw_sweep draws nothing and draw_devices says so.  The figures are fractions of the copy
-bandwidth measured in the same run (tools/tuning.py's tuning files)."""
+bandwidth measured in the same run (instructor/tuning.py's tuning files)."""
 
 from __future__ import annotations
 
