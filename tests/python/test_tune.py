@@ -1,4 +1,4 @@
-"""grade.py tune (grader/stencil_grader/tools/tune.py, tuning.py, tuneplot.py): the sweep's bounds,
+"""grade.py tune (grader/stencil_grader/instructor/tune.py, tuning.py, tuneplot.py): the sweep's bounds,
 the candidates, the tuning files and what lab.mk reads from them, the choice of the best, and the
 sweep graded through the pipeline with the build, static, Check and bench stages replaced by fakes
 (no GPU needed).
@@ -20,7 +20,7 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 
 from stencil_grader.grading import bench, build, checkrun, static  # noqa: E402
 from stencil_grader.grading.checks import StaticCheck  # noqa: E402
-from stencil_grader.tools import tune, tuneplot, tuning  # noqa: E402
+from stencil_grader.instructor import tune, tuneplot, tuning  # noqa: E402
 
 SOURCE = """/* a reference */
 #ifndef TUNE_K
@@ -304,7 +304,8 @@ def test_tune_lab_grades_each_variant_through_the_pipeline(tmp_path, monkeypatch
         benched.append(name)
         r = ratios[name]
         audit = {"status": "ok", "calls": 3, "launches": [{"launcher": "stencil2d_sweep", "kind": "kernel",
-                                                           "name": "k", "on_launcher_stream": name != "K2-VEC8"}]}
+                                                           "name": "k", "on_launcher_stream": name != "K2-VEC8",
+                                                           "stream": 7, "count": 1}]}
         return bench.BenchRun("ok", {"device": "Fake GPU", "gbps": r * 3000, "copy_gbps": 3000.0, "ms_median": 1.0,
                                      "ratio": r, "output_ok": True, "audit": audit})
 
