@@ -177,11 +177,13 @@ def test_shipped_documents_name_nothing_the_kit_does_not_ship(packed):
 
 
 def test_shipped_handouts_cite_no_file_of_the_kits_tests(packed):
-    """The handouts ship; tests/ (the known submissions) does not: the instructor-only marks leave
-    those citations out of the student kit, and what the top-level make check grades is the kit's."""
+    """The handouts ship; tests/ (the known submissions) and the instructor's packages do not: the
+    instructor-only marks leave those citations out of the student kit, and what the top-level make
+    check grades is the kit's."""
     _, kit = packed
-    for md in sorted((kit / "handouts").glob("*.md")):
-        found = [line for line in md.read_text().splitlines() if "tests/" in line]
+    for md in sorted((kit / "handouts").rglob("*.md")):
+        found = [line for line in md.read_text().splitlines()
+                 if re.search(r"tests/|stencil_grader/(classes|instructor)\b", line)]
         assert not found, (md.name, found[:3])
     index = (kit / "handouts" / "README.md").read_text()
     assert "IMPL=reference` by default" not in index and "your starter files in the student kit" in index
