@@ -111,13 +111,6 @@ class CheckRun:
     def total(self) -> int:
         return len(self.cases)
 
-    def by_tcase(self) -> dict[str, list[CaseResult]]:
-        """Cases grouped by tcase, in the order they were listed."""
-        groups: dict[str, list[CaseResult]] = {}
-        for case in self.cases:
-            groups.setdefault(case.tcase, []).append(case)
-        return groups
-
 
 def list_cases(check: Path, box: sandbox.SandboxDir | None = None) -> tuple[list[ListedCase], str | None]:
     """Run `check --list` (30 s at most; in box when given); returns (cases, None) or ([], why it failed)."""

@@ -218,11 +218,9 @@ def cmd_tune(args) -> int:
         chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
         if not chosen:
             raise UsageError("no lab has a tune.json")
-        sweeps = [tune.prepare_lab(d, args.seed, min_gain, space) for d in chosen]
-        tune.build_variants(sweeps, args.jobs)          # every lab's builds at once, on the CPUs
         status = EXIT_FULL
-        for sweep in sweeps:                             # then one variant at a time on the GPU
-            tune.measure_lab(sweep, write=not args.dry_run, plot_dir=plot_dir)
+        for sweep in tune.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run,
+                                    plot_dir=plot_dir, space=space):
             print(tune.render(sweep), flush=True)
             if sweep.best is None:
                 status = EXIT_NOT_FULL

@@ -80,11 +80,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
-from .figtables import provenance, tour_table  # noqa: F401  (provenance: part of this module's interface)
+from .figtables import tour_table
+from .recordings import (DATA_DIR, MISSING_TEXT, FiguresError, Record, Recordings, consistency, lab_json as _lab_json,
+                         load_recordings, shown as _shown)
 from .tuning import tuning_path
-from .recordings import (DATA_DIR, MISSING_TEXT, RECORD_KINDS, FiguresError, Record, Recordings,  # noqa: F401
-                         consistency, lab_json as _lab_json, load_recordings, shown as _shown,
-                         validate_record)
 
 #: Default format by a field's last name (format() specifications).
 DEFAULT_FORMATS = {"ratio": ".2f", "median": ".3f", "ms_median": ".3f", "ms_per_sweep": ".3f",

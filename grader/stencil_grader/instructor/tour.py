@@ -43,10 +43,9 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
-from ..base.files import read_json
+from ..base.files import display_path, read_json
 from ..grading import bench, build, plot
 from . import roofs, tuning
-from .records import RECORD_FORMAT  # noqa: F401  (instructor/figures.py reads it from here)
 from .records import device_facts, median_or_none, now, record_header, row_id, write_record
 
 #: The declaration of a lab's tour rows, in reference/tour/<lab>/.
@@ -111,7 +110,7 @@ def tour_parts(kit_root: Path = KIT_ROOT) -> list[Part]:
 
 def _read_tour_file(path: Path, lab_dir: Path, parts: dict, kit_root: Path) -> None:
     """Add one lab's declared parts and rows to `parts` (id -> (dims, rows))."""
-    shown = labspec.display_path(path)
+    shown = display_path(path)
     data = read_json(path, TourError)
     if not isinstance(data, dict) or set(data) - {"about", "parts", "rows"} or not isinstance(data.get("rows"), list):
         raise TourError(f"{shown}: expected an object with \"rows\" (a list) and optionally \"parts\" and \"about\"")

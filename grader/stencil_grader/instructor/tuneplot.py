@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import labspec
+from ..base.files import display_path
 from .tuning import TUNE_FILE, TuneError, TuneSpace, find_lab, load_space, load_tuning, tuning_path, variant_name
 
 
@@ -107,7 +107,7 @@ def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_
     for device in devices:
         data = load_tuning(lab_dir, device)
         if data is None:
-            raise TuneError(f"no tuning file {labspec.display_path(tuning_path(lab_dir, device))}")
+            raise TuneError(f"no tuning file {display_path(tuning_path(lab_dir, device))}")
         files.append(data)
     try:
         import matplotlib

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...base import labspec
+from ...base.files import display_path
 from ...grading import build as grading_build
 from ...grading import names
 from . import counters, ncu, nocounters, rawpage, rules as rule_table, text as rendering
@@ -113,7 +114,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
                 said = f"grade.py profile: {why}: the diagnosis below comes without counters ({ncu.NO_NCU_FIX})\n"
             if why:
                 nocounters.require_gpu()         # before a build that would be for nothing
-            print(f"building {spec.lab} ({impl}) in {labspec.display_path(build_dir)} ...", flush=True)
+            print(f"building {spec.lab} ({impl}) in {display_path(build_dir)} ...", flush=True)
             built = grading_build.build(spec.lab_dir, impl, build_dir, arch)
             if not built.ok:
                 raise ProfileError(f"the build failed ({built.outcome}); nothing to profile:\n{built.message}",
@@ -149,7 +150,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
     seconds = time.monotonic() - start
     text = said + rendering.render_text(result)
     if written:
-        text += "\nwritten: " + ", ".join(labspec.display_path(p) for p in written) + "\n"
+        text += "\nwritten: " + ", ".join(display_path(p) for p in written) + "\n"
         text += "  (open profile.ncu-rep in Nsight Compute, ncu-ui, for every counter)\n" if any(
             p.suffix == ".ncu-rep" for p in written) else ""
     text += f"profiled in {seconds:.1f} s; the profile is not part of the grade\n"
