@@ -30,7 +30,6 @@ class GpuPool:
     def __init__(self, lock_dir: str | Path, gpus: list | None = None):
         self.lock_dir = Path(lock_dir)
         self.gpus = list(gpus or [])
-        self.held = None
         self._fd: int | None = None
 
     def __enter__(self):
@@ -46,7 +45,7 @@ class GpuPool:
                 except BlockingIOError:
                     os.close(fd)
                     continue
-                self._fd, self.held = fd, gpu
+                self._fd = fd
                 return gpu
             time.sleep(self.POLL_S)
 
@@ -55,7 +54,7 @@ class GpuPool:
             import fcntl
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
-            self._fd, self.held = None, None
+            self._fd = None
 
     @staticmethod
     def env(gpu) -> dict[str, str]:

@@ -271,7 +271,7 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
     judged = later if rerun else [first]          # the runs whose endings decide the missing cases
     status, missing, reason, first_missing = "ok", "crash", "", None
     for phase in judged:
-        s, m, why, fm = _ending(phase, len(later) > 0)
+        s, m, why, fm = _ending(phase)
         if _WORSE.index(s) > _WORSE.index(status):
             status, missing, reason, first_missing = s, m, why, fm
     if not reason:
@@ -316,7 +316,7 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
 _WORSE = ("ok", "crash", "timeout", "error")
 
 
-def _ending(phase: _Phase, forked: bool) -> tuple[str, str, str, tuple[str, str] | None]:
+def _ending(phase: _Phase) -> tuple[str, str, str, tuple[str, str] | None]:
     """(status, outcome of a case it never reported, why, outcome of the first such case)."""
     run, stream = phase.run, phase.stream
     if run.error:

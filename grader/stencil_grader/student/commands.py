@@ -39,6 +39,7 @@ def register(sub) -> None:
 
 
 def cmd_profile(args) -> int:
+    from ..grading.report import write_json
     from . import profile
 
     chosen = args.seed if args.seed is not None else default_seed()
@@ -46,7 +47,7 @@ def cmd_profile(args) -> int:
                                  from_inputs=args.from_inputs, counters_wanted=not args.no_counters)
     print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
     if args.json and result.result is not None:
-        profile.write_json(result.result, args.json)
+        write_json(result.result, args.json)
     return result.exit_code
 
 
