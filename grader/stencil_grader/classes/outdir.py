@@ -7,6 +7,8 @@ keep a grade (resume, never lost).
     OUT/students/<student>/<lab>.log        what the grading printed
     OUT/students/<student>/<lab>.attempt.json, .attempt.log   a later grading that measured
                                             nothing, kept beside the grade it did not replace
+    OUT/students/<student>/<lab>.history.jsonl   every grading of that lab, one line each,
+                                            only ever appended to (grading/progress.py)
     OUT/students/<student>/*.html           the pages of that student (classhtml.py)
     OUT/gradescope/<student>/results.json   Gradescope's file of that student
     OUT/slurm/run-N/                        a batch back end's run (batch.py)
@@ -33,6 +35,7 @@ final (not graded again by a resumed run) when its report is a grade, says "fina
 true, and the stamp's source, kit version and lab.json digests are those of now: a
 changed kernel.cu, a new kit or a recalibrated lab.json is graded again (is_final).
 A grade is never replaced by what is not one, and by "missing" only when asked (save).
+Whatever save keeps, the grading is appended to the lab's history (history_path).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..base import labspec
-from ..grading import score
+from ..grading import progress, score
 from .submissions import ClassError
 
 MANIFEST = "class.json"
@@ -66,6 +69,7 @@ GRADER_ERROR = "grader_error"
 MISSING = "missing"
 NOT_A_GRADE = tuple(score.NOT_GRADED) + (GRADER_ERROR,)
 ATTEMPT = ".attempt"
+HISTORY = ".history.jsonl"
 
 
 def digest(path: Path | None) -> str:
@@ -212,6 +216,11 @@ def attempt_path(out: Path, student: str, lab: str) -> Path:
     return student_dir(out, student) / f"{lab}{ATTEMPT}.json"
 
 
+def history_path(out: Path, student: str, lab: str) -> Path:
+    """OUT/students/<student>/<lab>.history.jsonl: every grading of that lab (progress.py)."""
+    return student_dir(out, student) / f"{lab}{HISTORY}"
+
+
 def gradescope_path(out: Path, student: str) -> Path:
     """OUT/gradescope/<student>/results.json."""
     return Path(out) / GRADESCOPE / student_dir(out, student).name / "results.json"
@@ -311,8 +320,10 @@ def save(out: Path, student: str, lab: str, report: dict, log: str | None = None
     """Write OUT/students/<student>/<lab>.json (and .log), each by rename, unless a grade stands
     there that this report must not replace: a grade is never replaced by what is not one
     (not_measured, grader_error, ...), nor by "missing" unless asked (--regrade, --student).
-    Such a report goes to <lab>.attempt.json (and .attempt.log) instead, beside the grade."""
+    Such a report goes to <lab>.attempt.json (and .attempt.log) instead, beside the grade.
+    Either way the grading is appended to <lab>.history.jsonl (progress.append)."""
     report["student"] = student
+    progress.append(history_path(out, student, lab), report)
     target = report_path(out, student, lab)
     old = read_json(target) if target.exists() else None
     new_is_grade = is_grade(report)
