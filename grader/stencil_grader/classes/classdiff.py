@@ -3,7 +3,7 @@
     compare(before, after) -> [Change]        {student: {lab: entry}} twice (progress.entry's dicts)
     lines(changes) -> [str]                   the counts, then one line per change
     section(changes, ident, title, note) -> str   the same as an HTML section
-    diff_outs(out_a, out_b, labs) -> [Change] `grade.py class-diff OUTA OUTB`: two output folders
+    diff_outs(out_a, out_b, lab_order) -> [Change]   `grade.py class-diff OUTA OUTB`: two output folders
     class_section(out, labs) -> str           class.html's "since each lab's previous grading",
                                               from each lab's history (progress.py)
 
@@ -120,14 +120,24 @@ def _entries(out: Path, labs: list[str]) -> Entries:
             for s, found in outdir.read_reports(out, labs).items()}
 
 
-def diff_outs(out_a: Path, out_b: Path, labs: list[str]) -> list[Change]:
+def labs_in(out: Path, lab_order: list[str]) -> list[str]:
+    """The labs OUT holds reports of: those of lab_order first, in its order, then any other
+    (a lab of another kit version), sorted."""
+    found = {p.name[:-len(".json")] for p in outdir.students_dir(out).glob("*/*.json")
+             if not p.name.endswith(outdir.ATTEMPT + ".json")}
+    return [lab for lab in lab_order if lab in found] + sorted(found - set(lab_order))
+
+
+def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
     """The changes from the reports in OUT_A to those in OUT_B (two class gradings' output
-    folders, e.g. a copy of OUT kept before grading again).  ClassError when one is no class
-    grading's folder (no class.json, no students/)."""
+    folders, e.g. a copy of OUT kept before grading again), over every lab either holds (labs_in).
+    ClassError when one is no class grading's folder (no class.json, no students/)."""
     for out in (out_a, out_b):
         if not (Path(out) / outdir.MANIFEST).is_file() and not outdir.students_dir(out).is_dir():
             raise ClassError(f"{out} is no class grading's output folder (no {outdir.MANIFEST}, no "
                              f"{outdir.STUDENTS}/): give two folders that grade.py class --out wrote")
+    labs = labs_in(Path(out_a), lab_order)
+    labs += [lab for lab in labs_in(Path(out_b), lab_order) if lab not in labs]
     return compare(_entries(Path(out_a), labs), _entries(Path(out_b), labs))
 
 

@@ -103,23 +103,19 @@ def append(path: str | Path, report: dict) -> dict | None:
     data = (json.dumps(line, sort_keys=True) + "\n").encode("utf-8")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # One descriptor for everything: closing any other descriptor of the file would release this
+    # process's POSIX lock on it (fcntl(2), "Advisory record locking").
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
-        if size and _last_byte(path, size) != b"\n":
+        if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data               # a line cut short by a killed writer stays a line of its own
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)                          # closing releases the lock
     return line
-
-
-def _last_byte(path: Path, size: int) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(size - 1)
-        return f.read(1)
 
 
 def read(path: str | Path) -> list[dict]:
@@ -232,7 +228,7 @@ def section(history: list[dict], report: dict | None = None) -> str:
             + chart_svg(history, floor, goal)
             + ("<p class='muted'>These attempts ran on GPUs of different models (" + _e(", ".join(models))
                + "): ratios compare within one model.</p>" if len(models) > 1 else "")
-            + "<table id='attempts'><tr><th>#</th><th>graded</th><th>verdict</th><th>points</th><th>ratio</th>"
+            + "<table id=\"attempts\"><tr><th>#</th><th>graded</th><th>verdict</th><th>points</th><th>ratio</th>"
               "<th>GPU</th><th>kernel.cu</th></tr>" + "".join(rows) + "</table>"
             + (f"<p class='muted'>... and {more} earlier attempt(s) in the history file.</p>" if more > 0 else "")
             + "</section>")
