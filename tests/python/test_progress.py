@@ -192,3 +192,34 @@ def test_hostile_names_keep_their_histories_apart(fake_kit, tmp_path):
     for bad in ("..", ".", "a/b", ""):
         with pytest.raises(ValueError):
             outdir.history_path(out, bad, FAKE_LAB)
+
+
+def test_the_pages_render_in_headless_chromium(tmp_path):
+    """report.html with its progress chart, and class.html with the leaderboard and the labs that moved."""
+    from test_html import assert_not_blank, chromium, run_chromium
+    from test_leaderboard import write_roster
+    if chromium() is None:
+        pytest.skip("chromium is not installed (tests/install-deps.sh installs Debian's chromium when run as root)")
+    history = [progress.entry(attempt(ratio=r)) for r in (None, 0.2, 0.45, 0.4, 0.7, 0.93)]
+    lab_page = tmp_path / "report.html"
+    html.write_lab_html(attempt(verdict="pass", ratio=0.93), lab_page, history=history)
+    out = tmp_path / "grades"
+    shutil.copytree(Path(__file__).parent / "data" / "html" / "class", out)
+    subs = tmp_path / "class"
+    write_roster(subs, [{"folder": "alice", "leaderboard": "Blue Falcon"}, {"folder": "carol", "leaderboard": "cc"}])
+    outdir.write_json(out / outdir.MANIFEST, {"submissions": str(subs), "layout": outdir.LAYOUT})
+    for student, lab in (("bob", "01-naive-5pt"), ("erin", "02-shared-tiling")):
+        report = outdir.read_json(outdir.report_path(out, student, lab))
+        progress.append(outdir.history_path(out, student, lab), dict(report, verdict="incorrect", points=30.0))
+        progress.append(outdir.history_path(out, student, lab), report)
+    from stencil_grader.classes import classhtml
+    class_page = classhtml.write_class_html(out, ["01-naive-5pt", "02-shared-tiling"])
+    for page, ids in ((lab_page, ("progress", "progress-svg", "attempts")),
+                      (class_page, ("students", "moved", "moved-table", "leaderboard"))):
+        shot = page.with_suffix(".png")
+        run_chromium([f"--screenshot={shot}", "--window-size=1100,1500"], page)
+        assert_not_blank(shot)
+        dom = run_chromium(["--dump-dom"], page)
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        for ident in ids:
+            assert f'id="{ident}"' in dom.stdout, (page.name, ident)

@@ -215,12 +215,13 @@ def section(history: list[dict], report: dict | None = None) -> str:
     rows = []
     for i in range(len(history) - 1, max(-1, len(history) - 1 - TABLE_ROWS), -1):
         e = history[i]
-        changed = i == 0 or e.get("source_sha256") != history[i - 1].get("source_sha256") \
-            or not e.get("source_sha256")
+        sha = e.get("source_sha256")
+        changed = "" if not sha else "changed" if i == 0 or sha != history[i - 1].get("source_sha256") \
+            else "same file"
         ratio = _number(e.get("ratio"))
         rows.append(f"<tr><td>{i + 1}</td><td>{_e(e.get('graded_at'))}</td><td>{_e(e.get('verdict'))}</td>"
                     f"<td>{_e(_points(e))}</td><td>{'' if ratio is None else f'{ratio:.3f}'}</td>"
-                    f"<td>{_e(e.get('gpu') or '')}</td><td>{'changed' if changed else 'same file'}</td></tr>")
+                    f"<td>{_e(e.get('gpu') or '')}</td><td>{changed}</td></tr>")
     more = len(history) - TABLE_ROWS
     best = max((r for r in (_number(e.get("ratio")) for e in history) if r is not None), default=None)
     return (head + f"<p>{len(history)} gradings of this lab"
