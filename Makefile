@@ -27,7 +27,7 @@ IMPL ?= $(if $(wildcard reference/.),reference,starter)
 SUBMISSIONS ?=
 OUT ?= grades
 
-.PHONY: help test test-build test-unit test-python grade bench-class tour calibrate record figures pictures dist clean
+.PHONY: help test test-build test-unit test-python cuda12 grade bench-class tour calibrate record figures pictures dist clean
 
 help:
 	@sed -n '3,18p' Makefile | sed 's/^#//'
@@ -38,7 +38,13 @@ help:
 test:
 	@test -d tests/unit || { echo "make test runs the kit's own tests, which the student kit does not ship"; exit 2; }
 	@py=$$(bash tests/install-deps.sh | tail -n 1) && \
-	  $(MAKE) --no-print-directory test-build test-unit test-python PYTEST_PYTHON="$$py"
+	  $(MAKE) --no-print-directory test-build test-unit cuda12 test-python PYTEST_PYTHON="$$py"
+
+# CUDA 12.9 from PyPI's wheels, in a virtual environment under build/cuda12/, for the build matrix
+# (tests/python/test_toolkits.py builds every lab with each toolkit for each architecture of
+# grader/toolkits.mk).  Without network the matrix's CUDA 12 tests are skipped, saying why.
+cuda12:
+	@bash tests/cuda12-toolkit.sh build/cuda12
 
 # Every lab's starter and reference must compile (for the local GPU, or several
 # architectures when there is none).
@@ -47,7 +53,12 @@ test-build:
 	  echo "== build $$lab IMPL=$$impl"; \
 	  $(MAKE) --no-print-directory -s -C labs/$$lab build IMPL=$$impl; done; done
 
-UNIT_BIN := build/tests/check_harness
+# The CUDA toolkit: grader/stencil_grader/base/toolkit.py finds it, for lab.mk and here alike
+# (NVCC, else CUDA_HOME, else nvcc on PATH, else /usr/local/cuda); "NVCC CUDA_HOME MAJOR".
+TOOLKIT := $(shell NVCC='$(NVCC)' CUDA_HOME='$(CUDA_HOME)' $(PYTHON) grader/stencil_grader/base/toolkit.py make)
+CUDA_HOME := $(filter-out -,$(word 2,$(TOOLKIT)))
+
+UNIT_BIN ?= build/tests/check_harness
 test-unit: $(UNIT_BIN)
 	@echo "== Check unit tests of the harness"
 	@$(UNIT_BIN)
@@ -58,11 +69,12 @@ build/tests/protocol.h: grader/stencil_grader/base/protocol.py
 	@$(GRADE) protocol > $@.tmp && mv $@.tmp $@
 
 $(UNIT_BIN): tests/unit/check_harness.c grader/harness/*.c grader/include/*.h build/tests/protocol.h
+	@test -n "$(CUDA_HOME)" || { echo "kit error: no CUDA toolkit: $$($(PYTHON) grader/stencil_grader/base/toolkit.py why)" >&2; exit 2; }
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O2 -Wall -Wextra -fopenmp -Igrader/include -Ibuild/tests -I$${CUDA_HOME:-/usr/local/cuda}/include \
+	$(CC) -std=c11 -O2 -Wall -Wextra -fopenmp -Igrader/include -Ibuild/tests -I$(CUDA_HOME)/include \
 	  $$(pkg-config --cflags check) tests/unit/check_harness.c \
 	  $(addprefix grader/harness/,errors.c random.c stats.c compare.c cpu_reference.c launch_guard.c) \
-	  -o $@ $$(pkg-config --libs check) -L$${CUDA_HOME:-/usr/local/cuda}/lib64 -lcudart -lm
+	  -o $@ $$(pkg-config --libs check) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(abspath $(CUDA_HOME))/lib64 -lcudart -lm
 
 test-python:
 	@echo "== pytest: the grader, and the known submissions"

@@ -3,7 +3,8 @@
 # command line), LABS (the lab folders' names, in order) and IMPL; it may add prerequisites
 # to check (the student kit's require-impl).
 #
-# Every lab is built first, in parallel on the CPUs (the harness once, then the labs; a lab
+# The GPU and its driver are checked first (grade.py preflight: a refusal stops here, before any
+# build).  Every lab is built then, in parallel on the CPUs (the harness once, then the labs; a lab
 # that fails to build is reported by the grading that follows), then graded one lab at a
 # time, in lab order: the GPU stages never overlap.
 
@@ -12,8 +13,9 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: check build-labs
 
 check:
+	@$(GRADE) preflight
 	@$(MAKE) --no-print-directory build-labs
-	@$(GRADE) all --impl $(IMPL)
+	@$(GRADE) all --impl $(IMPL) --no-preflight
 
 build-labs:
 	@$(MAKE) --no-print-directory -s -C labs/$(firstword $(LABS)) harness IMPL=$(IMPL) >/dev/null

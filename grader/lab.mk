@@ -8,8 +8,10 @@
 #   IMPL=starter|reference|DIR  whose kernel.cu is built (default: starter).  DIR is a
 #                               directory holding DIR/<lab>/kernel.cu or DIR/kernel.cu;
 #                               a relative DIR is taken from the lab directory.
-#   CUDA_ARCH=90                compute capability(ies) to build for, e.g. "80 90";
+#   CUDA_ARCH=90                compute capability(ies) to build for, e.g. "80 90" (machine
+#                               code), or compute_75 (PTX only, compiled by the driver at load);
 #                               default: the local GPU's, or several when there is none
+#   CUDA_HOME=/usr/local/cuda-12.9  the CUDA toolkit (default: nvcc on PATH, else /usr/local/cuda)
 #   SEED=N                      replay the random inputs of an earlier `make check`
 #   DEBUG=1                     -G -O0 device code for cuda-gdb (never timed)
 #   BUILD_DIR=...               where the binaries go (default: build/<lab>/<impl>)
@@ -18,6 +20,7 @@
 #   N=33  REDUCTION=1e-5        lab 7's `make solve`: the grid (N x N) and the residual reduction
 
 SHELL := /bin/bash
+, := ,
 # make splits paths at spaces: the kit must lie in a path without one (the grader refuses such a
 # kit as well, and copies a student's kernel.cu into its own build folder before calling make).
 ifneq ($(words $(CURDIR)),1)
@@ -30,8 +33,13 @@ PYTHON ?= python3
 GRADE := $(PYTHON) $(KIT)/grader/grade.py
 
 # ---- the CUDA toolchain and the target architecture --------------------------------
-NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc),nvcc)
-CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+# One finder for make and the grader (grader/stencil_grader/base/toolkit.py): NVCC when set,
+# else CUDA_HOME/bin/nvcc when CUDA_HOME is set, else nvcc on PATH, else /usr/local/cuda/bin/nvcc.
+# It prints "NVCC CUDA_HOME MAJOR" ("-" for what it did not find).
+TOOLKIT := $(shell NVCC='$(NVCC)' CUDA_HOME='$(CUDA_HOME)' $(PYTHON) $(KIT)/grader/stencil_grader/base/toolkit.py make)
+NVCC := $(filter-out -,$(word 1,$(TOOLKIT)))
+CUDA_HOME := $(filter-out -,$(word 2,$(TOOLKIT)))
+CUDA_MAJOR := $(filter-out -,$(word 3,$(TOOLKIT)))
 CC ?= cc
 # CUPTI (the bench's launch audit) ships with the toolkit, in one of these places.
 CUPTI_INC := $(patsubst %/cupti.h,%,$(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h \
@@ -39,32 +47,55 @@ CUPTI_INC := $(patsubst %/cupti.h,%,$(firstword $(wildcard $(CUDA_HOME)/extras/C
 CUPTI_LIB := $(patsubst %/libcupti.so,%,$(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so \
                $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/lib/libcupti.so $(CUDA_HOME)/targets/*/lib/libcupti.so)))
 
+# The architectures each toolkit supports (ARCHS_CUDA12, ARCHS_CUDA13, ARCHS_NO_GPU).
+include $(KIT)/grader/toolkits.mk
+
 ifeq ($(origin CUDA_ARCH),undefined)
 CUDA_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null \
                      | head -n 1 | tr -d ' .')
 endif
-# CUDA_ARCH is written as digits (90, "80 90"; 90a, 100f for arch-specific features): sm_90 or 9.0
-# would reach nvcc as sm_sm_90 and read as a compile error of the student's file.
-_ARCH_STEM = $(patsubst %a,%,$(patsubst %f,%,$(1)))
+# CUDA_ARCH is written as digits (90, "80 90"; 90a, 100f for arch-specific features; compute_75 for
+# PTX alone): sm_90 or 9.0 would reach nvcc as sm_sm_90 and read as a compile error of the student's file.
+_ARCH_STEM = $(patsubst %a,%,$(patsubst %f,%,$(patsubst compute_%,%,$(1))))
 _NO_DIGITS = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst 7,,$(subst 8,,$(subst 9,,$(1)))))))))))
 _ARCH_OK = $(if $(call _ARCH_STEM,$(1)),$(if $(call _NO_DIGITS,$(call _ARCH_STEM,$(1))),,1))
 BAD_ARCH := $(firstword $(foreach a,$(CUDA_ARCH),$(if $(call _ARCH_OK,$(a)),,$(a))))
 ifneq ($(BAD_ARCH),)
-_ARCH_HINT := $(subst .,,$(subst compute_,,$(subst sm_,,$(BAD_ARCH))))
-$(error CUDA_ARCH=$(CUDA_ARCH): write the compute capability as digits, CUDA_ARCH=$(if $(call _ARCH_OK,$(_ARCH_HINT)),$(_ARCH_HINT),90) (not sm_90, compute_90 or 9.0))
+_ARCH_HINT := $(subst .,,$(subst sm_,,$(BAD_ARCH)))
+$(error CUDA_ARCH=$(CUDA_ARCH): write the compute capability as digits, CUDA_ARCH=$(if $(call _ARCH_OK,$(_ARCH_HINT)),$(_ARCH_HINT),90) (not sm_90 or 9.0; compute_90 is PTX alone))
 endif
-ifeq ($(strip $(CUDA_ARCH)),)
-# No GPU here: machine code for Turing, Ampere and Hopper, plus PTX that later GPUs compile
-# when they load the program.
-GENCODE := -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
-           -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-PTX_ARCH := 75
+# CUDA_ARCH words: 90 is machine code (SASS) for sm_90; compute_90 is PTX alone, which the
+# driver compiles when the program loads (on any GPU of 9.0 or later).  Without a compute_
+# word, PTX of the last architecture is added.  Architectures below the toolkit's oldest are
+# left out, with one line saying why.
+TOOLKIT_ARCHS := $(ARCHS_CUDA$(CUDA_MAJOR))
+ifneq ($(strip $(CUDA_ARCH)),)
+ifneq ($(TOOLKIT_ARCHS),)
+ARCH_TOO_OLD := $(foreach a,$(CUDA_ARCH),$(if $(shell test $(call _ARCH_STEM,$(a)) -lt $(firstword $(TOOLKIT_ARCHS)) && echo x),$(a)))
+ifneq ($(ARCH_TOO_OLD),)
+ifndef MAKE_RESTARTS
+$(info lab.mk: $(strip $(addprefix sm_,$(patsubst compute_%,%,$(ARCH_TOO_OLD)))) left out: CUDA $(CUDA_MAJOR) builds for compute capability $(firstword $(TOOLKIT_ARCHS)) and later ($(ARCHS_CUDA$(CUDA_MAJOR)_BELOW)))
+endif
+ifeq ($(strip $(filter-out $(ARCH_TOO_OLD),$(CUDA_ARCH))),)
+$(error lab.mk: no architecture left to build for: set CUDA_ARCH to one of $(TOOLKIT_ARCHS), or CUDA_HOME to a toolkit that supports yours)
+endif
+endif
+endif
+endif
+BUILD_ARCHS := $(filter-out $(ARCH_TOO_OLD),$(CUDA_ARCH))
+ifeq ($(strip $(BUILD_ARCHS)),)
+# No GPU here: machine code for ARCHS_NO_GPU (Turing, Ampere, Hopper), plus PTX that later GPUs
+# compile when they load the program.
+GENCODE := $(foreach a,$(ARCHS_NO_GPU),-gencode arch=compute_$(a),code=sm_$(a)) \
+           -gencode arch=compute_$(lastword $(ARCHS_NO_GPU)),code=compute_$(lastword $(ARCHS_NO_GPU))
+PTX_ARCH := $(firstword $(ARCHS_NO_GPU))
 ARCH_TAG := multi
 else
-GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
-           -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH))
-PTX_ARCH := $(firstword $(CUDA_ARCH))
-ARCH_TAG := sm$(subst $(eval) ,-,$(strip $(CUDA_ARCH)))
+ARCH_NUMBERS := $(patsubst compute_%,%,$(BUILD_ARCHS))
+GENCODE := $(foreach a,$(BUILD_ARCHS),$(if $(filter compute_%,$(a)),-gencode arch=$(a)$(,)code=$(a),-gencode arch=compute_$(a)$(,)code=sm_$(a))) \
+           $(if $(filter compute_%,$(BUILD_ARCHS)),,-gencode arch=compute_$(lastword $(BUILD_ARCHS)),code=compute_$(lastword $(BUILD_ARCHS)))
+PTX_ARCH := $(firstword $(ARCH_NUMBERS))
+ARCH_TAG := sm$(subst compute_,ptx,$(subst $(eval) ,-,$(strip $(BUILD_ARCHS))))
 endif
 
 # ---- whose kernel.cu ---------------------------------------------------------------
@@ -93,7 +124,8 @@ IMPL_TAG := dir-$(subst /,_,$(patsubst /%,%,$(abspath $(IMPL))))
 endif
 
 BUILD_DIR ?= $(KIT)/build/$(LAB)/$(IMPL_TAG)
-HARNESS_DIR := $(KIT)/build/harness/$(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
+# One harness library per toolkit and architecture list: another CUDA_HOME builds its own.
+HARNESS_DIR := $(KIT)/build/harness/cuda$(or $(CUDA_MAJOR),-unknown)-$(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
 HARNESS_LIB := $(HARNESS_DIR)/libharness.a
 
 # ---- flags -------------------------------------------------------------------------
@@ -134,7 +166,7 @@ include $(BUILD_DIR)/lab_config.mk
 endif
 LABSPEC_PY := $(addprefix $(KIT)/grader/stencil_grader/,base/labspec.py base/kinds.py) $(KIT)/grader/kinds.json
 
-.PHONY: all build check sanitize clean help print-build-dir require-src require-check require-cupti
+.PHONY: all build check sanitize clean help print-build-dir require-src require-nvcc require-check require-cupti
 all: build
 
 help:
@@ -161,7 +193,7 @@ sanitize: build
 	  exit $$status
 
 # Nsight Compute (ncu) on the bench grid, the student's kernels only: figures and a ranked
-# diagnosis from grader/profile_rules.json (grader/stencil_grader/tools/profile.py).  Never a grade.
+# diagnosis from grader/profile_rules.json (grader/stencil_grader/tools/profile/).  Never a grade.
 .PHONY: profile
 profile: require-src
 	@$(GRADE) profile $(LAB_DIR) --impl $(IMPL) --build-dir $(BUILD_DIR) $(if $(SEED),--seed $(SEED))
@@ -183,11 +215,14 @@ require-solver:
 	@test "$(KIND_HAS_SOLVER)" = 1 || { echo "make solve: this lab has no solver (lab 7 has: labs/07-reduction-residual)" >&2; exit 2; }
 
 # ---- building ----------------------------------------------------------------------
-build: require-src require-check require-cupti $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
+build: require-src require-nvcc require-check require-cupti $(BUILD_DIR)/check $(BUILD_DIR)/bench $(BUILD_DIR)/kernel.ptx
 
 require-src:
 	@$(if $(filter reference,$(IMPL)),$(if $(HAVE_REFERENCE),,echo "error: IMPL=reference: $(NO_REFERENCE_MSG)" >&2; exit 2))
 	@test -n "$(SRC)" -a -f "$(SRC)" || { echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(if $(filter starter reference,$(IMPL)),$(SRC),$(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu))" >&2; exit 2; }
+
+require-nvcc:
+	@test -n "$(NVCC)" || { echo "kit error: no CUDA compiler: $$(NVCC='$(NVCC)' CUDA_HOME='$(CUDA_HOME)' $(PYTHON) $(KIT)/grader/stencil_grader/base/toolkit.py why)" >&2; exit 2; }
 
 require-cupti:
 	@test -n "$(CUPTI_INC)" -a -n "$(CUPTI_LIB)" || { echo "kit error: CUPTI (cupti.h, libcupti.so), which the CUDA toolkit ships and the bench's launch audit needs, was not found under $(CUDA_HOME) (set CUDA_HOME to the toolkit's folder)" >&2; exit 2; }
@@ -205,11 +240,14 @@ $(BUILD_DIR)/lab_config.mk: $(LAB_DIR)/lab.json $(LABSPEC_PY)
 	@mkdir -p $(BUILD_DIR)
 	@$(GRADE) config --make $< > $@.tmp && mv $@.tmp $@
 
-# The student's file: ptxas -v reports registers, shared memory and spills per kernel.
+# The student's file: ptxas -v reports registers, shared memory and spills per kernel
+# (ptxas.log).  What nvcc says besides that report, its warnings and errors, goes to nvcc.log
+# and to the terminal: the one filter of the report (grading/build.py reads nvcc.log).
 $(BUILD_DIR)/kernel.o: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	@echo "nvcc $(notdir $(SRC)) ($(IMPL))"
-	@$(NVCC) $(NVFLAGS) $(KERNEL_DEFINES) -Xptxas -v -c $< -o $@ 2> $(BUILD_DIR)/ptxas.log || { cat $(BUILD_DIR)/ptxas.log >&2; exit 1; }
-	@grep -v -E '^(ptxas info|    [0-9]+ bytes)' $(BUILD_DIR)/ptxas.log >&2 || true
+	@$(NVCC) $(NVFLAGS) $(KERNEL_DEFINES) -Xptxas -v -c $< -o $@ 2> $(BUILD_DIR)/ptxas.log; status=$$?; \
+	  grep -v -E '^(ptxas info|    [0-9]+ bytes)' $(BUILD_DIR)/ptxas.log > $(BUILD_DIR)/nvcc.log; \
+	  cat $(BUILD_DIR)/nvcc.log >&2; exit $$status
 
 $(BUILD_DIR)/kernel.ptx: $(SRC) $(KIT)/grader/include/stencil_lab.h $(FLAGS_STAMP) | $(BUILD_DIR)
 	@$(NVCC) -std=c++17 $(DEVICE_OPT) -arch=compute_$(PTX_ARCH) $(INCLUDES) $(KERNEL_DEFINES) -ptx $< -o $@
@@ -264,6 +302,14 @@ $(HARNESS_DIR)/device.o: $(KIT)/grader/harness/device.cu $(HEADERS) | $(HARNESS_
 $(HARNESS_LIB): $(HARNESS_OBJS)
 	ar rcs $@ $^
 
+# The lab's C side alone, which needs no nvcc: the harness's C files, the Check runner, the case
+# driver, the bench and the kind's C sources, compiled against CUDA_HOME's headers and CUPTI.
+# The build matrix checks a toolkit without nvcc so (tests/python/test_toolkits.py).
+.PHONY: c-objects
+c-objects: require-check require-cupti $(HARNESS_C:%=$(HARNESS_DIR)/%.o) $(BUILD_DIR)/check_runner.o \
+           $(BUILD_DIR)/lab_driver.o $(BUILD_DIR)/bench.o $(BUILD_DIR)/check_$(LAB_NUMBER).o \
+           $(foreach f,$(filter %.c,$(KIND_SOURCES)),$(BUILD_DIR)/kind_$(basename $(f)).o)
+
 # The harness alone (the top-level `make check` builds it once before building the labs in parallel).
 .PHONY: harness
-harness: $(HARNESS_LIB)
+harness: require-nvcc $(HARNESS_LIB)

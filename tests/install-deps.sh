@@ -9,7 +9,8 @@
 # to install and exits 1 (Hypothesis alone is optional: without it the tests that need
 # it are skipped, with the reason).  Also installs, when root on Debian, what the Slurm
 # test needs (slurmctld, slurmd, slurm-client, munge); without them that one
-# test is skipped.  On success prints, as its last line, the Python
+# test is skipped; and Debian's nbclient and ipykernel for the notebook test.  On success
+# prints, as its last line, the Python
 # interpreter that has pytest (the Makefile runs pytest with it).
 set -euo pipefail
 
@@ -77,6 +78,18 @@ if ! command -v chromium >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v ap
     export DEBIAN_FRONTEND=noninteractive
     { apt-get update -qq && apt-get install -y -qq chromium; } >&2 \
         || echo "install-deps.sh: could not install chromium: the browser tests of tests/python/test_html.py will be skipped" >&2
+fi
+
+# Optional: Debian's nbclient and ipykernel, with which tests/python/test_notebook.py runs
+# notebooks/colab.ipynb top to bottom.  Installed when we are root on Debian; anywhere else that
+# test is skipped and says why.
+if ! python_with_pytest >/dev/null || ! "$(python_with_pytest)" -c 'import nbclient, ipykernel' 2>/dev/null; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing Debian's python3-nbclient and python3-ipykernel for the notebook test" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        { apt-get update -qq && apt-get install -y -qq python3-nbclient python3-ipykernel; } >&2 \
+            || echo "install-deps.sh: could not install python3-nbclient: tests/python/test_notebook.py will be skipped" >&2
+    fi
 fi
 
 # Optional: copydetect (PyPI), which `grade.py similarity` fingerprints the students' files with, for

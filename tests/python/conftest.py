@@ -312,3 +312,13 @@ def run_grade(*args, timeout=120, env=None) -> subprocess.CompletedProcess:
     full_env.update(env or {})
     return subprocess.run([sys.executable, str(GRADE_PY), *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, env=full_env)
+
+
+def build_fake_libcuda(folder: Path) -> Path:
+    """data/fake_libcuda.c built as folder/libcuda.so.1 (the probe's fake driver, shared by
+    test_gpupool.py and test_preflight.py); pytest.skip without a C compiler.  Returns folder."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the fake libcuda.so.1")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", folder / "libcuda.so.1", DATA / "fake_libcuda.c"], check=True)
+    return folder

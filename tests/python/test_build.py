@@ -116,6 +116,26 @@ def test_build_timeout_is_its_own_outcome(tmp_path):
 
 
 @needs_make
+@needs_make
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_lab_mk_splits_nvccs_messages_from_the_resource_report(tmp_path):
+    """The one filter of ptxas's report (lab.mk): ptxas.log keeps the report, nvcc.log and the
+    terminal get nvcc's other lines (a warning here)."""
+    if subprocess.run(["pkg-config", "--exists", "check"]).returncode != 0:
+        pytest.skip("the Check library is not installed")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "kernel.cu").write_text((KIT_ROOT / "reference" / "01-naive-5pt" / "kernel.cu").read_text()
+                                   + '\n#warning "a warning of the student\'s own"\n')
+    done = subprocess.run(["make", "-s", "-C", str(KIT_ROOT / "labs" / "01-naive-5pt"), str(tmp_path / "b" / "kernel.o"),
+                           f"IMPL={sub}", f"BUILD_DIR={tmp_path / 'b'}", "CUDA_ARCH=90"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report, said = (tmp_path / "b" / "ptxas.log").read_text(), (tmp_path / "b" / "nvcc.log").read_text()
+    assert "ptxas info" in report and "ptxas info" not in said + done.stderr
+    assert "a warning of the student's own" in said and "a warning of the student's own" in done.stderr
+
+
 def test_good_build_reads_ptxas_log(tmp_path):
     lab = make_lab(tmp_path, f"@cp {DATA / 'ptxas_two_arch.log'} $(BUILD_DIR)/ptxas.log\n"
                              "@echo $(IMPL) $(CUDA_ARCH) > $(BUILD_DIR)/args")
@@ -251,20 +271,18 @@ def test_other_link_errors_point_at_the_students_file(tmp_path):
 
 def test_compile_errors_are_nvccs_own_about_the_students_file(tmp_path):
     where, fill = student_dirs(tmp_path, "...")
-    (where.build_dir / "ptxas.log").write_text(
-        fill("ptxas info    : 0 bytes gmem\n" + NVCC_ERRORS))
+    (where.build_dir / "nvcc.log").write_text(fill(NVCC_ERRORS))
     message = build.failure_message(fill(COMPILE_LOG), where, ("stencil2d_sweep",), KIT_HEADER,
                                     fresh_since=time.time() - 1)
     lines = message.splitlines()
     assert lines[0] == 'kernel.cu(2): error: identifier "oops" is undefined'
     assert lines[-1] == '2 errors detected in the compilation of "kernel.cu".'
-    assert "ptxas info" not in message
     assert_for_the_student(message, tmp_path)
 
 
-def test_a_stale_ptxas_log_is_not_taken_for_this_builds(tmp_path):
+def test_a_stale_nvcc_log_is_not_taken_for_this_builds(tmp_path):
     where, fill = student_dirs(tmp_path, "...")
-    (where.build_dir / "ptxas.log").write_text("kernel.cu(9): error: from an earlier build\n")
+    (where.build_dir / "nvcc.log").write_text("kernel.cu(9): error: from an earlier build\n")
     message = build.failure_message(fill(COMPILE_LOG), where, (), KIT_HEADER, fresh_since=time.time() + 60)
     assert "earlier build" not in message
     assert message.splitlines()[0] == 'kernel.cu(2): error: identifier "oops" is undefined'   # from make's output
@@ -274,7 +292,7 @@ def test_a_stale_ptxas_log_is_not_taken_for_this_builds(tmp_path):
 def test_many_errors_keep_the_first_and_say_how_many_more(tmp_path):
     where, fill = student_dirs(tmp_path, "...")
     errors = "".join(f"{{S}}/kernel.cu({i}): error: number {i}\n" for i in range(1, 101))
-    (where.build_dir / "ptxas.log").write_text(fill(errors))
+    (where.build_dir / "nvcc.log").write_text(fill(errors))
     message = build.failure_message(fill(COMPILE_LOG), where, (), KIT_HEADER, fresh_since=time.time() - 1)
     lines = message.splitlines()
     assert len(lines) == build.MESSAGE_LINES
@@ -499,7 +517,7 @@ def test_the_printf_hint_matches_what_this_nvcc_says(tmp_path):
 
 
 @needs_make
-@pytest.mark.parametrize("given, digits", [("sm_90", "90"), ("9.0", "90"), ("compute_80", "80"), ("x", "90")])
+@pytest.mark.parametrize("given, digits", [("sm_90", "90"), ("9.0", "90"), ("compute_8.0", "compute_80"), ("x", "90")])
 def test_cuda_arch_written_as_sm_is_refused_naming_the_digits(given, digits):
     """make check CUDA_ARCH=sm_90 stops before anything is built, saying what to write (it used to
     reach nvcc and read as the student's compile error)."""
@@ -507,7 +525,7 @@ def test_cuda_arch_written_as_sm_is_refused_naming_the_digits(given, digits):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and not done.stdout
     assert f"write the compute capability as digits, CUDA_ARCH={digits} " in done.stderr
-    for good in ("90", "80 90", "90a"):
+    for good in ("90", "80 90", "90a", "compute_80"):                  # compute_80: PTX alone
         ok = subprocess.run(["make", "-s", "print-build-dir", f"CUDA_ARCH={good}"],
                             cwd=KIT_ROOT / "labs" / "01-naive-5pt", capture_output=True, text=True, timeout=60)
         assert ok.returncode == 0, ok.stderr
@@ -516,6 +534,7 @@ def test_cuda_arch_written_as_sm_is_refused_naming_the_digits(given, digits):
 def test_grade_py_arch_takes_digits_only():
     from stencil_grader.base import cliargs
     assert cliargs.arch("90") == "90" and cliargs.arch("80 90") == "80 90" and cliargs.arch("90a") == "90a"
+    assert cliargs.arch("compute_75") == "compute_75"                    # PTX alone
     for bad, hint in (("sm_90", "--arch 90 "), ("8.6", "--arch 86 "), ("gpu", "--arch 90 ")):
         with pytest.raises(Exception, match=hint):
             cliargs.arch(bad)

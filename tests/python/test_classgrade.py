@@ -505,7 +505,7 @@ def test_the_summary_lists_every_failure_and_agrees_with_the_files(fake_kit, kla
         assert lines[failed + 1].startswith(f"  bob/{FAKE_LAB}: compile_error: kernel.cu(3): error: identifier")
         assert lines[failed + 2].startswith(f"  carol/{FAKE_LAB}: timeout: ")
         assert lines[failed + 3].startswith(f"  erin/{FAKE_LAB}: forbidden: ") and "system" in lines[failed + 3]
-        assert lines[failed + 2] == f"  carol/{FAKE_LAB}: timeout: 1/3 cases passed; 2 did not (worst: timeout)"
+        assert lines[failed + 2] == f"  carol/{FAKE_LAB}: timeout: 1/3 cases passed; 1 timed out and 1 not run (worst: timeout)"
         missing = lines.index("1 lab(s) never submitted, shown as 'missing' in class.csv and left out of the "
                               "Gradescope files (--missing-as-zero counts them as 0):")
         assert lines[missing + 1].startswith(f"  dave/{FAKE_LAB}: no submission")

@@ -85,6 +85,7 @@ def test_dist_ships_the_student_readme_and_makefile_and_no_reference(packed):
     assert "make test" not in readme and "reference/" not in readme and "tests/" not in readme
     assert (kit / "Makefile").read_text() == (DIST / "Makefile").read_text()
     assert (kit / "starter" / "01-naive-5pt" / "kernel.cu").is_file()
+    assert (kit / "notebooks" / "colab.ipynb").read_bytes() == (KIT_ROOT / "notebooks" / "colab.ipynb").read_bytes()
 
 
 def test_student_kit_help_lists_only_what_works_there(packed):

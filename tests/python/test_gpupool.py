@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, write_script
+from conftest import FAKE_LAB, GOOD_KERNEL, build_fake_libcuda, write_script
 from stencil_grader.base.gpus import Gpu
 from stencil_grader.classes import backend, gpupool, outdir, worker
 from stencil_grader.classes.submissions import ClassError
@@ -265,48 +265,10 @@ def test_gpus_option_picks_by_index_and_refuses_an_unknown_one(gpu_host, monkeyp
 
 # ---------------------------------------------------------------- the probe program, on a fake driver
 
-FAKE_LIBCUDA = r'''
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-static int mode(void) { const char *m = getenv("FAKE_CUDA"); return m ? atoi(m) : 0; }
-int cuInit(unsigned f) { return mode() == 1 ? 100 : 0; }               /* 1: no device */
-int cuGetErrorName(int rc, const char **s) { *s = rc == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_X"; return 0; }
-int cuDeviceGetCount(int *n) { *n = 1; return 0; }
-int cuDeviceGet(int *d, int i) { *d = i; return 0; }
-int cuDeviceGetName(char *s, int n, int d) { strncpy(s, "Fake GPU 80GB", n); return 0; }
-int cuDeviceGetUuid_v2(unsigned char *u, int d) { for (int i = 0; i < 16; i++) u[i] = (unsigned char)(i * 17); return 0; }
-int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : 0; return 0; }
-int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
-int cuCtxSetCurrent(void *c) { return 0; }
-int cuModuleLoadData(void **m, const void *img) { *m = strstr((const char *)img, ".entry stencil_probe") ? (void *)2 : 0; return *m ? 0 : 218; }
-int cuModuleGetFunction(void **f, void *m, const char *name) { *f = (void *)3; return strcmp(name, "stencil_probe") ? 500 : 0; }
-int cuMemAlloc_v2(uint64_t *p, size_t n) { *p = (uint64_t)(uintptr_t)calloc(1, n); return 0; }
-int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                   unsigned smem, void *stream, void **params, void **extra) {
-    uint64_t dptr = *(uint64_t *)params[0];
-    if (mode() == 2) return 700;                                        /* 2: the kernel faults */
-    *(uint32_t *)(uintptr_t)dptr = mode() == 3 ? 7 : 1234567;          /* 3: a wrong answer */
-    return 0;
-}
-int cuCtxSynchronize(void) { return 0; }
-int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { memcpy(dst, (void *)(uintptr_t)src, n); return 0; }
-int cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
-int cuModuleUnload(void *m) { return 0; }
-int cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
-'''
-
-
 @pytest.fixture(scope="module")
 def fake_libcuda(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler to build the fake libcuda.so.1")
-    folder = tmp_path_factory.mktemp("fakecuda")
-    (folder / "cuda.c").write_text(FAKE_LIBCUDA)
-    subprocess.run([cc, "-shared", "-fPIC", "-o", folder / "libcuda.so.1", folder / "cuda.c"], check=True)
-    return folder
+    """The fake driver (data/fake_libcuda.c, shared with test_preflight.py)."""
+    return build_fake_libcuda(tmp_path_factory.mktemp("fakecuda"))
 
 
 @pytest.mark.parametrize("mode,status,message", [

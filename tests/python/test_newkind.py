@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import KIT_ROOT
-from stencil_grader.grading import symbols
+from stencil_grader.base import toolkit
 
 EXAMPLE = KIT_ROOT / "tests" / "newkind"
 LAB = "90-box-9pt"
@@ -21,7 +21,7 @@ SHARED_EDITS = {"grader/kinds.json", "grader/include/stencil_lab.h"}
 
 
 def tooling_missing() -> str | None:
-    if not symbols.find_nvcc():
+    if not toolkit.find_nvcc():
         return "nvcc not found"
     if not shutil.which("make") or not shutil.which("git"):
         return "make or git not installed"

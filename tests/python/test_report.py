@@ -135,3 +135,14 @@ def test_two_launchers_each_get_a_line(fake_kit, tmp_path):
     assert "jacobi_sweep: 3030.0 GB/s, ratio 1.020, median 0.531 ms" in text
     data["performance"]["bench"]["launchers"] = data["performance"]["bench"]["launchers"][:1]
     assert "residual_norm2:" not in report.render_text(data)        # one launcher: the sum says it all
+
+
+def test_the_report_says_which_target_table_graded_and_what_it_means(fake_kit, tmp_path):
+    own = graded(fake_kit, tmp_path, name="own")["performance"]["target"]
+    assert own["generic"] is False and own["meaning"].startswith("targets calibrated on this GPU model")
+    fake_kit.set_lab_json(targets={"generic": {"floor": 0.3, "target": 0.6}})       # no table for the fake GPU
+    data = graded(fake_kit, tmp_path, name="generic")
+    target = data["performance"]["target"]
+    assert target["generic"] is True and target["table"] == "generic"
+    assert "has no targets of its own, so the generic ones graded it" in target["meaning"]
+    assert "what this means: " in report.render_text(data, colour=False)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BASE_LAB_JSON, FAKE_LAB
+from conftest import BASE_LAB_JSON, FAKE_LAB, KIT_ROOT
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
 from stencil_grader.grading.bench import BenchRun
@@ -215,3 +215,26 @@ def test_every_way_a_case_ends_is_counted(spec):
     s = score.score_lab(spec, OK_BUILD, CLEAN, checked("pass", "fail", "crash", "timeout", "not_run"))
     assert s.verdict == "timeout"
     assert s.correctness.message == "1/5 cases passed; 1 wrong, 1 crashed, 1 timed out and 1 not run (worst: timeout)"
+
+
+# ---------------------------------------------------------------- the generic table (issue 25)
+
+def test_every_lab_s_generic_table_is_at_most_its_calibrated_gpus():
+    for lab_dir in labspec.discover_labs():
+        spec = labspec.load(lab_dir / "lab.json")
+        bound = score.generic_bound(spec)
+        generic = spec.targets["generic"]
+        if spec.targets_policy is None:
+            assert bound is not None, lab_dir.name
+            assert generic.floor <= bound[0] and generic.target <= bound[1], (lab_dir.name, generic, bound)
+
+
+def test_target_meaning_tells_a_self_learner_which_table_graded_the_run():
+    spec = labspec.load(KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json")
+    own = score.target_meaning(spec, spec.target_for("NVIDIA H100 80GB HBM3"), "NVIDIA H100 80GB HBM3")
+    assert own.startswith("targets calibrated on this GPU model (the reference reached 0.700")
+    other = score.target_meaning(spec, spec.target_for("Tesla T4"), "Tesla T4")
+    assert other.startswith("Tesla T4 has no targets of its own, so the generic ones graded it")
+    assert "NVIDIA H100 80GB HBM3, NVIDIA H200" in other and "make calibrate" in other
+    bonus = labspec.load(KIT_ROOT / "labs" / "08-temporal-blocking" / "lab.json")
+    assert score.target_meaning(bonus, bonus.target_for("Tesla T4"), "Tesla T4").startswith("the lab's stated policy")

@@ -2,13 +2,15 @@
 
 The real entries need the real lab build (grader/lab.mk, nvcc, Check) and, most of them, a GPU:
 without one they are skipped with the reason, never reported as passed.  Every mutant's
-kernel.patch must apply to its base here and now, GPU or not.  The fake-kit tests below check
-check_verdicts.py itself.
+kernel.patch must apply to its base here and now, GPU or not, and hold its bug alone: every hunk at
+its line of the base, none reaching into the base's leading comment block, no more changed lines
+than MAX_CHANGED_LINES gives it.  The fake-kit tests below check check_verdicts.py and
+remake_patch.py themselves.
 """
 
 import hashlib
 import json
-import subprocess
+import re
 import sys
 
 import pytest
@@ -17,6 +19,7 @@ from conftest import GOOD_KERNEL, KIT_ROOT
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import check_verdicts  # noqa: E402  (needs the path above)
+import remake_patch  # noqa: E402
 
 ENTRIES = check_verdicts.collect()
 
@@ -40,6 +43,112 @@ def test_every_mutant_patch_applies_to_its_base(entry):
     assert made != base.read_bytes(), f"{entry.id}: the patch changes nothing of {base}"
     assert not (entry.path / check_verdicts.SOURCE).exists()
     assert not (base.parent / check_verdicts.PATCH).exists(), f"{entry.id}: a base must be a whole file"
+
+
+#: The most lines (removed plus added) each mutant's kernel.patch may change: one idea per mutant,
+#: the bug (or the cheat) and at most a short comment at it.  A new mutant states its own here.
+MAX_CHANGED_LINES = {
+    # a reference, or a known-good design, with one bug put in
+    "02-shared-tiling/halo_off_by_one": 5,                  # the bottom halo row's index, and its comment
+    "02-shared-tiling/missing_syncthreads": 5,              # the barrier and its comment
+    "04-max-smem/odd_steps_wrong_buffer": 2,                # return d_b
+    "05-z-coarsening/missing_syncthreads": 2,
+    "05-z-coarsening/rotation_off_by_one": 3,               # the rotation's temporary
+    "05-z-coarsening/z_halo_missing": 2,                    # z <= ze becomes z < ze
+    "06-register-tiling/missing_syncthreads": 2,
+    "06-register-tiling/rotation_off_by_one": 2,            # the ring slot of plane z-1
+    "06-register-tiling/z_halo_missing": 3,                 # the window's first plane
+    "06-register-tiling/two_planes_double_buffered": 5,     # a second plane, its pick, one barrier less
+    "07-reduction-residual/boundary_counted": 13,           # every cell summed, ghost neighbours as 0
+    "07-reduction-residual/jacobi_in_place": 26,            # the Jacobi kernel and its launch, in place
+    "08-temporal-blocking/fma_contracted": 6,               # the rounded update as a plain expression
+    "08-temporal-blocking/halo_one_short": 13,              # halo(ks) = ks - 1 where the halo is used
+    "08-temporal-blocking/missing_barrier": 2,
+    "08-temporal-blocking/skips_sweeps": 1,
+    # a cheat: its honest twin plus the cheat
+    "02-shared-tiling/cache_cheat": 30,                     # the kept answer and its replay
+    "02-shared-tiling/printf_debug": 3,                     # the printf
+    "02-shared-tiling/split_stream_legacy": 23,             # the decoy, and the sweep on stream 0
+    "02-shared-tiling/split_stream_per_thread": 23,         # the decoy, and the sweep on cudaStreamPerThread
+    "04-max-smem/fixed_point_24": 2,                        # STORE_FIXED 1
+    "06-register-tiling/three_planes_declared_1024": 6,     # a smaller tile, 1024 threads declared
+    "07-reduction-residual/atomic_above_bench_size": 27,    # atomics above the Check grids
+}
+
+
+def _leading_comment_lines(lines: list[str]) -> int:
+    """How many lines a C file's leading comment block takes: its comments, and the blank lines
+    among them, above its first line of code."""
+    count, inside = 0, False
+    for line in lines:
+        text = line.strip()
+        if inside:
+            inside = "*/" not in text
+        elif text.startswith("/*"):
+            inside = "*/" not in text[2:]
+        elif text and not text.startswith("//"):
+            break
+        count += 1
+    return count
+
+
+def _hunks(patch_text: str) -> list[tuple[int, list[str], int]]:
+    """The hunks of a unified diff: (the line of the base where it starts, the base's lines it holds
+    (context and removed, in order), how many lines it removes or adds)."""
+    hunks, lines, i = [], patch_text.splitlines(), 0
+    while i < len(lines):
+        head = re.match(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@", lines[i])
+        i += 1
+        if not head:
+            continue
+        old_left, new_left = int(head.group(2) or 1), int(head.group(3) or 1)
+        old, changed = [], 0
+        while (old_left or new_left) and i < len(lines):
+            tag, body = lines[i][:1], lines[i][1:]
+            i += 1
+            if tag in " -":
+                old.append(body)
+                old_left -= 1
+            if tag in " +":
+                new_left -= 1
+            changed += tag in "-+"
+        hunks.append((int(head.group(1)), old, changed))
+    return hunks
+
+
+def bug_alone_problems(patch, base, most: int) -> list[str]:
+    """What keeps PATCH from holding its bug alone against BASE (both paths), one line each: a hunk
+    that does not sit exactly at its line (an offset or a fuzz, which GNU patch would report), one
+    that reaches into the base's leading comment block (context included: editing the header
+    must never break a mutant), more than MOST changed lines."""
+    base_lines = base.read_text().splitlines()
+    header = _leading_comment_lines(base_lines)
+    hunks = _hunks(patch.read_text())
+    problems = [] if hunks else ["no hunk"]
+    for start, old, _ in hunks:
+        if old != base_lines[start - 1:start - 1 + len(old)]:
+            problems.append(f"the hunk at line {start} does not match the base there (an edit above it "
+                            f"moved it, or one inside it changed it): tests/submissions/remake_patch.py")
+        if start <= header:
+            problems.append(f"the hunk at line {start} reaches into the base's leading comment block "
+                            f"(lines 1-{header}): put the bug, and its comment, in the code below it")
+    changed = sum(count for *_, count in hunks)
+    if changed > most:
+        problems.append(f"{changed} lines changed, more than the {most} its one idea is given")
+    return problems
+
+
+@pytest.mark.parametrize("entry", MUTANTS, ids=[e.id for e in MUTANTS])
+def test_every_mutant_patch_holds_its_bug_alone(entry):
+    """So that editing a base's header comment never breaks its mutants, and a mutant stays one idea."""
+    patch = entry.path / check_verdicts.PATCH
+    assert entry.id in MAX_CHANGED_LINES, f"{entry.id}: state in MAX_CHANGED_LINES how many lines its patch may change"
+    problems = bug_alone_problems(patch, check_verdicts.patch_base(patch), MAX_CHANGED_LINES[entry.id])
+    assert not problems, f"{entry.id}: " + "; ".join(problems)
+
+
+def test_every_bound_names_a_mutant():
+    assert sorted(MAX_CHANGED_LINES) == sorted(e.id for e in MUTANTS)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
@@ -112,9 +221,13 @@ def test_missing_tooling_is_a_skip_with_the_reason(tmp_path):
 
 # ---------------------------------------------------------------- mutants kept as patches
 
+#: The fake reference: a leading comment block of 20 lines, three lines of code, the kernel.
+PADDED = "// line\n" * 20 + "".join(f"#define PAD{i} {i}\n" for i in range(3)) + GOOD_KERNEL + "// end\n" * 20
+
+
 def _mutant(kit, name: str, base_text: str, change) -> tuple:
     """A reference kernel.cu in the fake kit and a submission folder holding only kernel.patch,
-    made with diff -u from change(base_text); returns (folder, base path, the mutant's text)."""
+    made by remake_patch.py from change(base_text); returns (folder, base path, the mutant's text)."""
     base = kit.root / "reference" / "01-fake-5pt" / "kernel.cu"
     base.parent.mkdir(parents=True, exist_ok=True)
     base.write_text(base_text)
@@ -122,19 +235,15 @@ def _mutant(kit, name: str, base_text: str, change) -> tuple:
     folder.mkdir(parents=True)
     mutant = change(base_text)
     (folder / "kernel.cu").write_text(mutant)
-    diff = subprocess.run(["diff", "-u", "--label", "reference/01-fake-5pt/kernel.cu", "--label",
-                           f"tests/submissions/01-fake-5pt/{name}/kernel.cu", str(base), str(folder / "kernel.cu")],
-                          capture_output=True, text=True)
-    (folder / "kernel.patch").write_text(diff.stdout)
-    (folder / "kernel.cu").unlink()
+    said = remake_patch.remake(folder, base, kit.root)
+    assert said.endswith(hashlib.sha256(mutant.encode()).hexdigest()) and not (folder / "kernel.cu").exists()
     return folder, base, mutant
 
 
 @pytest.fixture
 def mutants(fake_kit):
     """A fake kit whose expected.json has one mutant of the reference, graded incorrect."""
-    padded = "// line\n" * 20 + GOOD_KERNEL + "// end\n" * 20
-    _mutant(fake_kit, "wrong", padded, lambda t: t.replace("/* ... */", "/* ... */ // WRONG"))
+    _mutant(fake_kit, "wrong", PADDED, lambda t: t.replace("/* ... */", "/* ... */ // WRONG"))
     (fake_kit.root / "tests" / "submissions" / "01-fake-5pt" / "expected.json").write_text(json.dumps(
         {"wrong": {"verdict": "incorrect", "needs_gpu": True, "why": "a mutant"}}))
     return fake_kit
@@ -187,6 +296,42 @@ def test_a_patch_names_a_whole_file_inside_the_kit(mutants):
     (entry.path / "kernel.cu").write_text(GOOD_KERNEL)
     outcome = check_verdicts.check_entry(entry, mutants.root, check_tooling=False)
     assert outcome.status == "failed" and "holds both kernel.cu and kernel.patch" in outcome.message
+
+
+def test_a_patch_holds_its_bug_alone_until_its_base_moves_then_is_remade(mutants):
+    (entry,) = check_verdicts.collect(mutants.root)
+    patch, base = entry.path / "kernel.patch", mutants.root / "reference" / "01-fake-5pt" / "kernel.cu"
+    assert bug_alone_problems(patch, base, 2) == []               # one line out, one in
+    assert bug_alone_problems(patch, base, 1) == ["2 lines changed, more than the 1 its one idea is given"]
+    made = check_verdicts.source_bytes(entry.path, mutants.root)
+    base.write_text("// a header grown by a line\n" + base.read_text())
+    (problem,) = bug_alone_problems(patch, base, 2)                # still applies, one line lower
+    assert problem.startswith("the hunk at line 22 does not match the base there") and "remake_patch.py" in problem
+    assert check_verdicts.source_bytes(entry.path, mutants.root) == b"// a header grown by a line\n" + made
+    assert "against reference/01-fake-5pt/kernel.cu" in remake_patch.remake(entry.path, kit_root=mutants.root)
+    assert bug_alone_problems(patch, base, 2) == []
+    assert check_verdicts.source_bytes(entry.path, mutants.root) == b"// a header grown by a line\n" + made
+
+
+def test_a_patch_that_edits_the_base_header_is_refused(fake_kit):
+    folder, base, _ = _mutant(fake_kit, "in_header", PADDED, lambda t: t.replace("// line\n", "// LINE\n", 1))
+    (problem,) = bug_alone_problems(folder / "kernel.patch", base, 2)
+    assert problem == ("the hunk at line 1 reaches into the base's leading comment block (lines 1-20): "
+                       "put the bug, and its comment, in the code below it")
+    folder, base, _ = _mutant(fake_kit, "under_header", PADDED, lambda t: t.replace("#define PAD0 0", "#define PAD0 1"))
+    assert "leading comment block" in bug_alone_problems(folder / "kernel.patch", base, 2)[0]   # its context
+
+
+def test_remake_patch_keeps_a_whole_file_it_cannot_give_back(fake_kit):
+    base = fake_kit.root / "reference" / "01-fake-5pt" / "kernel.cu"
+    base.parent.mkdir(parents=True)
+    base.write_text(PADDED)
+    folder = fake_kit.root / "tests" / "submissions" / "01-fake-5pt" / "same"
+    folder.mkdir(parents=True)
+    (folder / "kernel.cu").write_text(PADDED)
+    with pytest.raises(check_verdicts.PatchError, match="is reference/01-fake-5pt/kernel.cu unchanged"):
+        remake_patch.remake(folder, base, fake_kit.root)
+    assert sorted(p.name for p in folder.iterdir()) == ["kernel.cu"]
 
 
 def test_a_whole_kernel_is_read_as_it_is(known):

@@ -294,13 +294,14 @@ def test_nvidia_smi_facts_pick_the_named_gpu(monkeypatch):
     assert records.nvidia_smi_facts("x") == {"driver": None, "sm_clock_max_mhz": None}   # no nvidia-smi
 
 
-def test_cuda_release_reads_nvcc(monkeypatch):
-    import stencil_grader.grading.symbols as symbols
-    monkeypatch.setattr(symbols, "find_nvcc", lambda: "/opt/nvcc")
-    monkeypatch.setattr(records, "_run_text", lambda argv, timeout_s=30:
-                        "Cuda compilation tools, release 13.0, V13.0.88\n")
+def test_cuda_release_reads_nvcc(monkeypatch, tmp_path):
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text('#!/bin/sh\necho "Cuda compilation tools, release 13.0, V13.0.88"\n')
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     assert records.cuda_release() == "13.0"
-    monkeypatch.setattr(symbols, "find_nvcc", lambda: None)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "none"))
     assert records.cuda_release() is None
 
 
@@ -406,3 +407,16 @@ def test_calibrate_says_when_the_reference_misses_the_policy(monkeypatch, tmp_pa
     monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(_bench(1.0, gbps=3000.0, copy=3000.0)), {}))
     (line,) = calibrate.calibrate(runs=1)
     assert "falls SHORT of the targets_policy's target" in line
+
+
+def test_calibrate_lowers_the_generic_table_below_a_new_gpu_s(monkeypatch, tmp_path):
+    """A GPU whose reference reaches less than the generic target brings generic down with it."""
+    (lab1,) = _labs_in(tmp_path, ["01-naive-5pt"])
+    monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab1])
+    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(
+        _bench(1.0, gbps=900.0, copy=3000.0), device="Slow GPU"), {}))         # ratio 0.3
+    lines = calibrate.calibrate(runs=1)
+    targets = json.loads((lab1 / "lab.json").read_text())["targets"]
+    assert (targets["Slow GPU"]["floor"], targets["Slow GPU"]["target"]) == (0.15, 0.28)
+    assert (targets["generic"]["floor"], targets["generic"]["target"]) == (0.15, 0.28)
+    assert any("generic lowered to floor 0.15, target 0.28" in line for line in lines)

@@ -25,15 +25,16 @@ tests/slurm/gpu_check.py), its kernel.cu is the base with the patch applied by
 GNU patch, exactly (every context line must match; a hunk may move with the
 lines above it), in a temporary folder: source_bytes() and materialised().  A
 patch that no longer applies is a failure naming the submission and its base,
-never a skip (tests/python/test_submissions.py applies every patch without a
-GPU).  After a change to the base inside a hunk, remake the patch from the
-kernel.cu the mutant should now be, the new base with the bug put in again
-(`patch -o kernel.cu BASE kernel.patch`, with patch's own fuzz, places what it
-can and leaves the rest in kernel.cu.rej):
-
-    cd tests/submissions/<lab>/<name>
-    diff -u --label reference/<lab>/kernel.cu --label tests/submissions/<lab>/<name>/kernel.cu \
-        ../../../../reference/<lab>/kernel.cu kernel.cu > kernel.patch; rm kernel.cu
+never a skip.  A patch holds its bug alone, and tests/python/test_submissions.py
+checks it without a GPU: it applies, every hunk sits exactly at its line of the
+base, no hunk (context included) reaches into the base's leading comment block,
+so that the header can be edited without breaking the mutant, and it changes no
+more lines than the test gives that mutant (one bug, or one cheat, and a short
+comment at it).  A cheat that is its honest twin plus a small change is kept as
+a patch against the twin's kernel.cu.  tests/submissions/remake_patch.py puts
+back at their lines the hunks that an edit above them moved, and turns a whole
+kernel.cu into a patch against its base (after a change to the base inside a
+hunk, put the bug into the new base again first: its docstring says how).
 
 An entry may name "path": a folder of the kit (relative to its root) that holds
 its kernel.cu, instead of tests/submissions/<lab>/<name>/: the textbook's kernels
@@ -87,8 +88,9 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 
 from stencil_grader.base import labspec
 from stencil_grader.base.files import read_json  # noqa: E402
+from stencil_grader.base import toolkit  # noqa: E402
 from stencil_grader.classes import outdir  # noqa: E402
-from stencil_grader.grading import pipeline, score, symbols  # noqa: E402  (needs the path above)
+from stencil_grader.grading import pipeline, score  # noqa: E402  (needs the path above)
 
 #: Verdicts a build and static checks settle without a GPU.
 _SETTLED_WITHOUT_GPU = ("compile_error", "forbidden")
@@ -263,8 +265,8 @@ def tooling_missing(kit_root: Path = KIT_ROOT) -> str | None:
         return "grader/lab.mk does not exist yet"
     if not shutil.which("make"):
         return "make is not installed"
-    if not symbols.find_nvcc():
-        return "nvcc not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)"
+    if not toolkit.find_nvcc():
+        return f"nvcc not found: {toolkit.why_no_nvcc()}"
     try:
         found = subprocess.run(["pkg-config", "--exists", "check"], timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):

@@ -42,19 +42,19 @@ def default_seed() -> int | None:
         raise UsageError(f"environment variable SEED: {err}") from None
 
 
-_ARCH = re.compile(r"[0-9]+[af]?( [0-9]+[af]?)*")
+_ARCH = re.compile(r"(?:compute_)?[0-9]+[af]?( (?:compute_)?[0-9]+[af]?)*")
 
 
 def arch(text: str) -> str:
     """argparse type of --arch: compute capabilities as digits, "90" or "80 90" (90a, 100f for
-    arch-specific features), as lab.mk's CUDA_ARCH takes them; sm_90 or 9.0 is refused, naming the
-    digits to write."""
+    arch-specific features; compute_75 for PTX alone), as lab.mk's CUDA_ARCH takes them; sm_90 or
+    9.0 is refused, naming the digits to write."""
     if _ARCH.fullmatch(text.strip()):
         return text.strip()
-    hint = re.sub(r"sm_|compute_|\.", "", text.strip())
+    hint = re.sub(r"sm_|\.", "", text.strip())
     hint = hint if _ARCH.fullmatch(hint) else "90"
     raise argparse.ArgumentTypeError(f"--arch {text!r}: write the compute capability as digits, --arch {hint} "
-                                     "(not sm_90, compute_90 or 9.0)")
+                                     "(not sm_90 or 9.0; compute_90 is PTX alone)")
 
 
 def impl(text: str) -> str:

@@ -75,3 +75,51 @@ def select(gpus: list[Gpu], spec: str) -> list[Gpu]:
             raise ValueError(f"--gpus: GPU {part} is named twice")
         chosen.append(by_index[int(part)])
     return chosen
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """What a GPU is doing now, from nvidia-smi: free and total memory (MiB), whether MIG mode
+    is on, and the compute processes on it: (pid, name, used MiB) each.  nvidia-smi inside a
+    container often lists no process of another container (their PIDs are not visible)."""
+
+    memory_free_mib: int | None = None
+    memory_total_mib: int | None = None
+    mig: bool = False
+    processes: tuple[tuple[int, str, int | None], ...] = ()
+
+
+def _smi(args: list[str]) -> str | None:
+    try:
+        done = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.strip().isdigit() else None
+
+
+def gpu_state(uuid: str) -> GpuState | None:
+    """The state of the GPU with this UUID (GpuState), or None when nvidia-smi cannot say."""
+    out = _smi(["--query-gpu=uuid,memory.free,memory.total,mig.mode.current", "--format=csv,noheader,nounits"])
+    row = next((cells for line in (out or "").splitlines()
+                if (cells := [c.strip() for c in line.split(",")])[0] == uuid and len(cells) == 4), None)
+    if row is None:
+        return None
+    apps = _smi(["--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"])
+    processes = []
+    for line in (apps or "").splitlines():
+        head = [c.strip() for c in line.split(",", 2)]           # the name may hold commas
+        if len(head) == 3 and head[0] == uuid and head[1].isdigit() and "," in head[2]:
+            name, used = head[2].rsplit(",", 1)
+            processes.append((int(head[1]), name.strip(), _int(used)))
+    return GpuState(_int(row[1]), _int(row[2]), row[3].lower() == "enabled", tuple(processes))
+
+
+def driver_version() -> str | None:
+    """The NVIDIA driver's version as nvidia-smi prints it ("580.159.04"), or None."""
+    out = _smi(["--query-gpu=driver_version", "--format=csv,noheader"])
+    lines = [line.strip() for line in (out or "").splitlines() if line.strip()]
+    return lines[0] if lines else None

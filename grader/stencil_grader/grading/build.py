@@ -15,7 +15,7 @@ paths relative to it and no line of the harness's build (its cc, nvcc and ar
 commands, the grader's temporary and kit paths):
 
   - the student's file did not compile (make's failing target is kernel.o): what
-    nvcc said about it (lab.mk keeps nvcc's messages in BUILD_DIR/ptxas.log), the
+    nvcc said about it (lab.mk keeps nvcc's messages in BUILD_DIR/nvcc.log), the
     first lines, since later errors often follow from the first;
   - it compiled but did not link (target check or bench): a launcher the lab's
     problem kind needs and kernel.cu does not define becomes "kernel.cu must
@@ -426,19 +426,15 @@ def failed_target(log: str) -> str:
     return os.path.basename(found[-1]) if found else ""
 
 
-_PTXAS_INFO = re.compile(r"^(ptxas info|    [0-9]+ bytes)")        # as lab.mk filters ptxas.log
-
-
 def compiler_lines(build_dir: Path, fresh_since: float) -> list[str] | None:
-    """What nvcc said about the student's file: BUILD_DIR/ptxas.log (lab.mk writes nvcc's
-    messages there) without the resource report, or None when that file is missing, older
-    than fresh_since (time.time(), seconds) or holds nothing else."""
-    log = Path(build_dir) / "ptxas.log"
+    """What nvcc said about the student's file: BUILD_DIR/nvcc.log (lab.mk writes there nvcc's
+    messages without ptxas's resource report), or None when that file is missing, older than
+    fresh_since (time.time(), seconds) or empty."""
+    log = Path(build_dir) / "nvcc.log"
     try:
         if log.stat().st_mtime < fresh_since - 2:     # coarse file-system clocks
             return None
-        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
-                 if not _PTXAS_INFO.match(line)]
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     return lines if any(line.strip() for line in lines) else None
@@ -520,7 +516,7 @@ def failure_message(log: str, where: Paths, launchers: tuple[str, ...], header: 
 
     log: make's output; where: the student's file, the build directory and the kit;
     launchers: the lab's (lab_launchers); header: the student API (declarations);
-    fresh_since: when make started (time.time()), to tell this build's ptxas.log from an
+    fresh_since: when make started (time.time()), to tell this build's nvcc.log from an
     earlier one's.  "" when nothing is left to say (the caller then says how make ended).
     """
     kit_errors = [line for line in log.splitlines() if line.startswith("kit error: ")][:MESSAGE_LINES // 2]

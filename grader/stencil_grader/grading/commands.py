@@ -1,4 +1,4 @@
-"""grade.py's commands for one lab: `lab`, `all` (the kit's make check), `config`, `protocol`."""
+"""grade.py's commands for one lab: `lab`, `all` (the kit's make check), `preflight`, `config`, `protocol`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import gpus, labspec, locks, protocol
+from ..base import gpus, labspec, locks, preflight, protocol
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, arch, default_seed, impl, seed
 from . import build, html, pipeline, plot, progress, report
 
@@ -22,6 +22,8 @@ def add_run_options(p: argparse.ArgumentParser, default_impl: str) -> None:
     p.add_argument("--arch", type=arch, help="CUDA architecture to build for, e.g. 90 (default: detected)")
     p.add_argument("--skip-bench", action="store_true",
                    help="do not time the kernel (performance: not measured)")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="skip the checks of the GPU and its driver before the build (grade.py preflight)")
 
 
 def register(sub) -> None:
@@ -45,6 +47,11 @@ def register(sub) -> None:
     p = sub.add_parser("all", help="grade every lab and print a summary (the kit's make check)")
     add_run_options(p, "reference" if (KIT_ROOT / "reference").is_dir() else "starter")
     p.set_defaults(func=cmd_all)
+
+    p = sub.add_parser("preflight", help="check the GPU, its driver and its free memory before any build: "
+                                         "exit 2 with the reason when the labs cannot be graded here")
+    p.add_argument("labs", nargs="*", metavar="LABDIR", help="the labs about to be graded (default: every lab)")
+    p.set_defaults(func=cmd_preflight)
 
     p = sub.add_parser("config", help="print lab_config.h (or, with --make, lab_config.mk) of a lab.json")
     p.add_argument("lab_json", metavar="LAB_JSON", type=Path)
@@ -100,6 +107,20 @@ def gpu_pool(lock_dir: Path | None, spec: str | None) -> locks.GpuPool | None:
         raise UsageError(str(err)) from None
 
 
+def run_preflight(specs: list[labspec.LabSpec]) -> None:
+    """base/preflight.py's checks: each warning printed; UsageError (exit 2) with a refusal."""
+    for finding in preflight.check(specs):
+        if finding.level == "refuse":
+            raise UsageError(f"this GPU cannot grade the labs: {finding.message}")
+        print(f"warning: {finding.message}", file=sys.stderr, flush=True)
+
+
+def cmd_preflight(args) -> int:
+    lab_dirs = [pipeline.resolve_lab_dir(d) for d in args.labs] or labspec.discover_labs()
+    run_preflight([labspec.load(Path(d) / "lab.json") for d in lab_dirs])
+    return EXIT_FULL
+
+
 def cmd_lab(args) -> int:
     chosen = args.seed if args.seed is not None else default_seed()
     lab_dir = pipeline.resolve_lab_dir(args.lab_dir)
@@ -109,6 +130,8 @@ def cmd_lab(args) -> int:
         raise UsageError(f"no kernel.cu for {spec.lab}: {source} does not exist")
     if why := build.size_problem(source):
         raise UsageError(f"{source}: {why}")
+    if args.stage == "all" and args.gpu_locks is None and not args.no_preflight:
+        run_preflight([spec])          # a student's make check; class gradings probe their GPUs themselves
     try:
         run = pipeline.grade_lab(lab_dir, args.impl, args.build_dir, chosen, args.arch, args.skip_bench,
                                  gpu_pool=gpu_pool(args.gpu_locks, args.gpus), stage=args.stage,
@@ -132,6 +155,8 @@ def cmd_protocol(args) -> int:
 
 def cmd_all(args) -> int:
     chosen = args.seed if args.seed is not None else default_seed()
+    if not args.no_preflight:
+        run_preflight([labspec.load(d / "lab.json") for d in labspec.discover_labs()])
     rows, worst = [], EXIT_FULL
     stage_totals: dict[str, float] = {}
     for lab_dir in labspec.discover_labs():

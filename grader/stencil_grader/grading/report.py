@@ -18,9 +18,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..base.labspec import display_path
+from . import score
 from .build import BUILD_LOG, make_path_problem
 from .nextstep import next_step
-from . import score
 from .pipeline import LabRun
 
 FIRST_FAILURES = 3
@@ -100,9 +100,12 @@ def to_dict(run: LabRun) -> dict:
             cases=[dataclasses.asdict(c) for c in check.cases])
     if s.target:
         t = s.target
+        device = (run.device or {}).get("name") or (run.device or {}).get("device")
         report["performance"]["target"] = {"table": t.table, "floor": t.target.floor,
                                            "target": t.target.target, "calibrated": t.target.calibrated,
-                                           "reference_ratio": t.target.reference_ratio, "note": t.note}
+                                           "reference_ratio": t.target.reference_ratio, "note": t.note,
+                                           "generic": t.table == "generic",
+                                           "meaning": score.target_meaning(run.spec, t, device)}
     if run.bench:
         report["performance"].update(bench=run.bench.data, bench_status=run.bench.status,
                                      bench_message=run.bench.message, stderr_tail=run.bench.stderr_tail)
@@ -331,6 +334,8 @@ def _performance_lines(report: dict, colour: bool) -> list[str]:
         lines.append(f"      target table {t['table']} ({t['note']}): floor {t['floor']:g}, "
                      f"target {t['target']:g} of copy bandwidth"
                      + (f"; calibrated: {t['calibrated']}" if t.get("calibrated") else ""))
+        if t.get("generic") and t.get("meaning"):
+            lines.append(f"      what this means: {t['meaning']}")
     if p.get("bench_status") not in (None, "ok") and p.get("stderr_tail"):
         lines.append("      bench's stderr (last lines):")
         lines += ["        " + line for line in p["stderr_tail"].splitlines()[-10:]]

@@ -40,6 +40,13 @@ Points are rounded to 0.01; "full" is decided on the rounded figures shown.
 Calibration (`make calibrate`): on a GPU, a lab's target is 95% of its
 reference's ratio (the reference gets full marks with room for run-to-run
 noise) and its floor half of that ratio; see calibrated_target.
+
+The generic table (lab.json's "generic": any GPU without a table of its own) is
+set by hand, at most the lowest floor and the lowest target of the calibrated
+GPUs (generic_bound): a GPU the kit knows nothing of is never held to more
+than one it measured.  `make calibrate` lowers it when a new GPU's table falls
+below it; a test holds every lab.json to the bound.  target_meaning says what
+the table that graded a run means for the student.
 """
 
 from __future__ import annotations
@@ -263,6 +270,32 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
                               f"audit ({unverified[0].message})")
     verdict = perf.verdict if perf.verdict != "pass" else ("pass" if corr.full else "slow")
     return Score(verdict, corr, perf, choice, ratio)
+
+
+def generic_bound(spec: LabSpec) -> tuple[float, float] | None:
+    """(floor, target) the generic table may not exceed: the lowest floor and the lowest target of
+    the GPUs lab.json calibrated (entries with a reference_ratio); None when none is."""
+    calibrated = [t for name, t in spec.targets.items() if name != "generic" and t.reference_ratio is not None]
+    if not calibrated:
+        return None
+    return min(t.floor for t in calibrated), min(t.target for t in calibrated)
+
+
+def target_meaning(spec: LabSpec, choice: TargetChoice, device: str | None) -> str:
+    """What the target table that graded a run means for the student, in one sentence."""
+    if spec.targets_policy is not None:
+        return (f"the lab's stated policy, the same on every GPU: {spec.targets_policy.why}")
+    if choice.table != "generic":
+        t = choice.target
+        measured = f" (the reference reached {t.reference_ratio:.3f} of the copy bandwidth here)" \
+            if t.reference_ratio is not None else ""
+        return f"targets calibrated on this GPU model{measured}: your points compare your kernel with the reference's"
+    known = sorted(name for name, t in spec.targets.items() if name != "generic" and t.reference_ratio is not None)
+    return (f"{device or 'this GPU'} has no targets of its own, so the generic ones graded it: at most the lowest of "
+            f"the calibrated GPUs' ({', '.join(known) or 'none yet'}). Your points measure your kernel against "
+            "those GPUs' references, not against what yours can do: compare your ratio with the reference ratios "
+            "the README records, or have an instructor give this GPU its own targets (make calibrate, in the "
+            "full kit)")
 
 
 #: Calibration policy: target and floor as fractions of the reference's measured ratio.

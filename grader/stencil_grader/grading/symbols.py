@@ -39,7 +39,6 @@ template) hides a call.  See grader/README.md, section Threat model.
 
 from __future__ import annotations
 
-import os
 import platform
 import re
 import shutil
@@ -49,6 +48,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import process
+from ..base.toolkit import find_nvcc
 from . import linkage
 from .checks import MAX_REPORTED, StaticCheck
 from .names import TOOL_TIMEOUT_S, demangle, simplify
@@ -208,15 +208,6 @@ def syscall_lines(src: str) -> list[int]:
 
 _ASM_KEYWORD = re.compile(r"(?<!\w)(asm|__asm__|__asm)(?!\w)")
 _LINE_MARKER = re.compile(r'^#\s*(\d+)\s+"([^"]*)"')
-
-
-def find_nvcc() -> str | None:
-    """nvcc's path (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin), or None when there is none."""
-    for candidate in (shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "nvcc"),
-                      "/usr/local/cuda/bin/nvcc"):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def host_asm_lines(translation: str, source: Path) -> list[int]:

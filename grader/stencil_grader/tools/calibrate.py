@@ -58,6 +58,12 @@ def calibrate(runs: int = 3, labs: list[str] | None = None, write: bool = True,
                                   "calibrated": f"{date}: reference at {ratio:.3f} of copy bandwidth "
                                                 f"(median of {runs} runs)",
                                   "reference_ratio": round(ratio, 3)}
+        bound = score.generic_bound(labspec.parse(raw, path))
+        generic = raw["targets"]["generic"]
+        if bound and (generic["floor"] > bound[0] or generic["target"] > bound[1]):
+            generic["floor"], generic["target"] = min(generic["floor"], bound[0]), min(generic["target"], bound[1])
+            lines.append(f"{lab_dir.name}: generic lowered to floor {generic['floor']}, target {generic['target']}: "
+                         "at most the calibrated GPUs' lowest (score.generic_bound)")
         labspec.parse(raw, path)                      # never write a file the grader would reject
         if write:
             path.write_text(json.dumps(raw, indent=2) + "\n")

@@ -34,6 +34,12 @@ def register(sub) -> None:
     p.add_argument("--impl", default="reference", help="whose reports: the impl make check graded (default reference)")
     p.set_defaults(func=cmd_record_check)
 
+    p = sub.add_parser("record-archs", help="put the check records of builds for other architectures (make check "
+                                            "CUDA_ARCH=compute_75 ...) together as one recorded run")
+    p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/archs.json")
+    p.add_argument("runs", nargs="+", metavar="LABEL=FILE", help="a build's label and its check record")
+    p.set_defaults(func=cmd_record_archs)
+
     p = sub.add_parser("record-profile", help="analyse recorded profile inputs (make profile's "
                                               "profile-inputs.json) into one recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/profile.json")
@@ -99,6 +105,9 @@ def register(sub) -> None:
     p.add_argument("--from-inputs", type=Path, metavar="FILE",
                    help="analyse a recorded BUILD_DIR/profile-inputs.json again (no GPU, no build)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the diagnosis (profile.json) here")
+    p.add_argument("--no-counters", action="store_true",
+                   help="diagnose without Nsight Compute's counters, from the PTX and the launch audit (what "
+                        "happens anyway where the counters are locked; also STENCIL_PROFILE_COUNTERS=off)")
     p.set_defaults(func=cmd_profile)
 
 
@@ -107,11 +116,22 @@ def cmd_profile(args) -> int:
 
     chosen = args.seed if args.seed is not None else default_seed()
     result = profile.profile_lab(args.lab_dir, args.impl, args.build_dir, chosen, args.arch,
-                                 from_inputs=args.from_inputs)
+                                 from_inputs=args.from_inputs, counters_wanted=not args.no_counters)
     print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
     if args.json and result.result is not None:
         profile.write_json(result.result, args.json)
     return result.exit_code
+
+
+def cmd_record_archs(args) -> int:
+    from . import archs, records
+
+    try:
+        record = archs.record_archs(archs.read_runs(args.runs))
+    except archs.ArchsError as err:
+        raise UsageError(str(err)) from None
+    print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {records.write_record(record, args.out)}")
+    return EXIT_FULL
 
 
 def cmd_tour(args) -> int:

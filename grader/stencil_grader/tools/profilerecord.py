@@ -5,7 +5,7 @@
 
 Each INPUTS.json is a `profile-inputs.json` that `make profile` wrote (everything it read: Nsight
 Compute's raw figures, the build's static facts, the bench run), such as the recorded ones in
-tests/python/data/ncu/.  Each is analysed again with the kit's own rules (tools/profile.py, the
+tests/python/data/ncu/.  Each is analysed again with the kit's own rules (tools/profile/, the
 same analysis as `grade.py profile --from-inputs`), so the record holds exactly what a student's
 `make profile` would print for that run.  The runs must come from one GPU and one day.
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import datetime
 import json
-import re
 import shutil
 import statistics
 import subprocess
 from pathlib import Path
 
 from .. import KIT_ROOT, __version__
-from ..base import labspec
+from ..base import labspec, toolkit
 
 #: The format of every recorded run (tour, check, calibrate, profile), read by tools/figures.py:
 #:   record            "tour", "check", "calibrate" or "profile"
@@ -89,12 +88,9 @@ def nvidia_smi_facts(device_name: str | None) -> dict:
 
 
 def cuda_release() -> str | None:
-    """The CUDA release of the nvcc the builds use ("13.0"), from `nvcc --version`, or None."""
-    from ..grading.symbols import find_nvcc
-
-    nvcc = find_nvcc()
-    match = re.search(r"release (\d+\.\d+)", _run_text([nvcc, "--version"]) or "") if nvcc else None
-    return match.group(1) if match else None
+    """The CUDA release of the toolkit the builds use ("13.0"; base/toolkit.py), or None."""
+    nvcc = toolkit.find_nvcc()
+    return toolkit.release(nvcc, toolkit.cuda_home(nvcc=nvcc)) if nvcc else None
 
 
 def kit_facts(kit_root: Path = KIT_ROOT) -> dict:

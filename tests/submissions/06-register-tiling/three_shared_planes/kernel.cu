@@ -9,6 +9,7 @@
  * 3 x 16 x 136 x 4 = 26112 bytes of shared memory per block where one plane
  * of its 128 x 14 tile allows about 12400 (grader/stencil_grader/grading/
  * launches.py).  The audit runs in the bench, so the verdict needs a GPU.
+ * three_planes_declared_1024 is kept as a patch against this file.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>

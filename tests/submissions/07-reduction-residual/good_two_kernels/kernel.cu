@@ -6,7 +6,9 @@
  * adds the GRID partial sums in index order.  The order of every addition is
  * a function of nx and ny alone (not even of the device: the grid is a
  * constant), so the sum is bitwise reproducible.  Scalar loads and one cell
- * per thread: slower than the reference.  Jacobi: one thread per cell. */
+ * per thread: slower than the reference.  Jacobi: one thread per cell.
+ * boundary_counted, jacobi_in_place and atomic_above_bench_size are kept as
+ * patches against this file. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"

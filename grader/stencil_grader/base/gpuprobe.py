@@ -1,0 +1,186 @@
+"""Is there a usable GPU, and what is it: a tiny program on the CUDA driver API.
+
+The probe uses libcuda.so.1 through ctypes (the grader never links against CUDA):
+libcuda comes with the NVIDIA driver, so the probe needs no build and no toolkit.
+It runs in a process of its own, with a time limit, so that a hung or crashing
+driver costs the probe only.  Its full form makes a context on the GPU,
+JIT-compiles a one-instruction PTX kernel, runs it and reads back what it wrote
+(the class pool proves each GPU so, classes/gpupool.py); its quick form stops
+before the context and reports what the driver and the device say (the checks
+before a student's build, base/preflight.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+#: Seconds one probe may take (driver initialisation on a large machine takes a few).
+PROBE_TIMEOUT_S = 90.0
+
+#: The probe: a Python program using the CUDA driver API through ctypes.  It prints one JSON
+#: object: {"status": "ok", "uuid", "name", "cc", "driver", "memory_total", "l2_bytes", "limits"}, or {"status":
+#: "no_gpu" | "failed", "message"}.  "no_gpu": no driver, or the driver sees no GPU; "failed": a
+#: GPU is there and a step failed (the message names the call and CUDA's error).  driver: the
+#: CUDA release the driver supports, as cuDriverGetVersion gives it (13000 = 13.0).  Given the
+#: argument "quick" it stops before making a context (no kernel is run).
+PROBE_PROGRAM = r'''
+import ctypes, json, sys
+
+PTX = b"""
+.version 6.0
+.target sm_50
+.address_size 64
+.visible .entry stencil_probe(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, 1234567;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"""
+# What the occupancy of a launch depends on (cuda.h's CUdevice_attribute numbers).
+LIMITS = {"sm_count": 16, "threads_per_sm": 39, "smem_per_sm": 81, "registers_per_sm": 82,
+          "blocks_per_sm": 106, "smem_reserved_per_block": 111}
+NO_GPU = {100: "CUDA_ERROR_NO_DEVICE", 34: "CUDA_ERROR_STUB_LIBRARY", 35: "CUDA_ERROR_INSUFFICIENT_DRIVER"}
+
+
+def main():
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as err:
+        return {"status": "no_gpu", "message": f"no NVIDIA driver (libcuda.so.1: {err})"}
+
+    def name_of(rc):
+        text = ctypes.c_char_p()
+        if cuda.cuGetErrorName(rc, ctypes.byref(text)) == 0 and text.value:
+            return text.value.decode()
+        return f"CUDA error {rc}"
+
+    class Failed(Exception):
+        pass
+
+    def call(fn, *args):
+        rc = getattr(cuda, fn)(*args)
+        if rc != 0:
+            raise Failed(rc, f"{fn}: {name_of(rc)}")
+
+    try:
+        rc = cuda.cuInit(0)
+        if rc in NO_GPU:
+            return {"status": "no_gpu", "message": f"cuInit: {NO_GPU[rc]}"}
+        if rc != 0:
+            raise Failed(rc, f"cuInit: {name_of(rc)}")
+        count = ctypes.c_int()
+        call("cuDeviceGetCount", ctypes.byref(count))
+        if count.value == 0:
+            return {"status": "no_gpu", "message": "the driver sees no GPU"}
+        dev = ctypes.c_int()
+        call("cuDeviceGet", ctypes.byref(dev), 0)
+        raw = ctypes.create_string_buffer(256)
+        call("cuDeviceGetName", raw, 256, dev)
+        uuid = (ctypes.c_ubyte * 16)()
+        call("cuDeviceGetUuid_v2" if hasattr(cuda, "cuDeviceGetUuid_v2") else "cuDeviceGetUuid", uuid, dev)
+        h = bytes(uuid).hex()
+        cc = [ctypes.c_int(), ctypes.c_int()]
+        call("cuDeviceGetAttribute", ctypes.byref(cc[0]), 75, dev)      # COMPUTE_CAPABILITY_MAJOR
+        call("cuDeviceGetAttribute", ctypes.byref(cc[1]), 76, dev)      # COMPUTE_CAPABILITY_MINOR
+        driver = ctypes.c_int()
+        call("cuDriverGetVersion", ctypes.byref(driver))
+        total, l2 = ctypes.c_size_t(), ctypes.c_int()
+        call("cuDeviceTotalMem_v2", ctypes.byref(total), dev)
+        call("cuDeviceGetAttribute", ctypes.byref(l2), 38, dev)         # L2_CACHE_SIZE
+        limits = {}
+        for key, attribute in LIMITS.items():
+            value = ctypes.c_int()
+            call("cuDeviceGetAttribute", ctypes.byref(value), attribute, dev)
+            limits[key] = value.value
+        found = {"status": "ok", "uuid": f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}",
+                 "name": raw.value.decode(errors="replace"), "cc": f"{cc[0].value}.{cc[1].value}",
+                 "driver": driver.value, "memory_total": total.value, "l2_bytes": l2.value, "limits": limits}
+        if sys.argv[1:] == ["quick"]:
+            return found
+        ctx = ctypes.c_void_p()
+        call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
+        call("cuCtxSetCurrent", ctx)
+        module, function = ctypes.c_void_p(), ctypes.c_void_p()
+        call("cuModuleLoadData", ctypes.byref(module), ctypes.c_char_p(PTX))
+        call("cuModuleGetFunction", ctypes.byref(function), module, b"stencil_probe")
+        d_out = ctypes.c_uint64()
+        call("cuMemAlloc_v2", ctypes.byref(d_out), ctypes.c_size_t(4))
+        params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(d_out), ctypes.c_void_p))
+        call("cuLaunchKernel", function, 1, 1, 1, 1, 1, 1, 0, None, params, None)
+        call("cuCtxSynchronize")
+        h_out = ctypes.c_uint32()
+        call("cuMemcpyDtoH_v2", ctypes.byref(h_out), d_out, ctypes.c_size_t(4))
+        call("cuMemFree_v2", d_out)
+        call("cuModuleUnload", module)
+        call("cuDevicePrimaryCtxRelease_v2", dev)
+        if h_out.value != 1234567:
+            return {"status": "failed", "message": f"the probe kernel wrote {h_out.value}, not 1234567"}
+    except Failed as err:
+        return {"status": "failed", "message": err.args[1]}
+    return found
+
+
+print(json.dumps(main()))
+'''
+
+@dataclass
+class ProbeResult:
+    """What the probe saw.  status: "ok", "no_gpu" (no driver, or no GPU visible) or "failed"
+    (a GPU is there and could not be used; message says which call failed).  With "ok":
+    the GPU's uuid, name and compute capability cc ("9.0"), driver (the CUDA release the
+    driver supports, 13000 = 13.0), memory_total and l2_bytes (bytes), and limits: what an SM
+    holds (sm_count, threads_per_sm, smem_per_sm and smem_reserved_per_block in bytes,
+    registers_per_sm, blocks_per_sm)."""
+
+    status: str
+    message: str = ""
+    uuid: str = ""
+    name: str = ""
+    cc: str = ""
+    driver: int = 0
+    memory_total: int = 0
+    l2_bytes: int = 0
+    limits: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def probe(uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, quick: bool = False) -> ProbeResult:
+    """Run PROBE_PROGRAM in its own process and return what it found.
+
+    uuid: the GPU to probe (CUDA_VISIBLE_DEVICES=uuid for the probe); None: the first GPU
+    this process's environment shows (e.g. the one Slurm gave the task).  quick: stop before
+    the context and the kernel (what the driver and the device attributes say).
+    Never raises: a probe that hangs past timeout_s, crashes or prints no JSON is "failed".
+    """
+    env = dict(os.environ)
+    if uuid is not None:
+        env["CUDA_VISIBLE_DEVICES"] = uuid
+    try:
+        done = subprocess.run([sys.executable, "-c", PROBE_PROGRAM, *(["quick"] if quick else [])],
+                              capture_output=True, text=True,
+                              timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        return ProbeResult("failed", f"the probe did not finish in {timeout_s:g} s (a hung GPU?)")
+    except OSError as err:
+        return ProbeResult("failed", f"the probe could not start: {err}")
+    try:
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return ProbeResult("failed", f"the probe crashed: {why}")
+    return ProbeResult(data.get("status", "failed"), data.get("message", ""), data.get("uuid", ""),
+                       data.get("name", ""), data.get("cc", ""), int(data.get("driver") or 0),
+                       int(data.get("memory_total") or 0), int(data.get("l2_bytes") or 0),
+                       dict(data.get("limits") or {}))

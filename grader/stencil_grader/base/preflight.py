@@ -1,0 +1,174 @@
+"""Before any build: can this machine's GPU grade the labs, and how well?
+
+What students meet on shared servers, cloud notebooks and their own machines, each caught
+here with what to do about it, before minutes go into a build:
+
+    refused (exit 2, one line)
+      - a driver older than the toolkit: the driver supports CUDA up to X, the toolkit that
+        builds the labs is Y; update the driver, or build with a toolkit of X's major release;
+      - a GPU below the toolkit's oldest architecture (grader/toolkits.mk): Volta with CUDA 13,
+        anything below 7.0 with every toolkit;
+    warned (the grading goes on)
+      - too little free GPU memory for a lab's bench grid: the bench scales the grid down (as
+        bench.c's fit_grid does: halving the slowest dimension until the kind's arrays fit beside
+        twice the L2 cache and BENCH_RESERVE_BYTES), and the report says so;
+      - other processes on the GPU: they share its bandwidth, so the timings are unreliable;
+      - a MIG slice, and WSL2: what works there;
+      - a driver of the toolkit's major release but older than it: CUDA's minor-version
+        compatibility runs the build, which holds machine code for the GPU.
+
+No GPU, or no driver, is no refusal: the grading then says that correctness and performance
+were not measured.  The facts come from the quick form of the probe (base/gpuprobe.py:
+libcuda through ctypes, no context), nvidia-smi (base/gpus.py) and the toolkit's release
+(base/toolkit.py).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import gpuprobe, gpus, toolkit
+
+#: bench.c's fit_grid: the room it leaves beside the grids: twice the L2 cache (the flusher) and
+#: this many bytes (512 MiB: the CUDA context, the copy probe's kernel, the reference's work).
+BENCH_RESERVE_BYTES = 512 << 20
+#: Device arrays the bench holds per problem kind (grid_kind.h's GRID_BENCH_ARRAYS: input, output
+#: and the harness's two for checking; lab 7's kind six: u, f, unew and their references).
+BENCH_ARRAYS = {"jacobi_residual": 6}
+BENCH_ARRAYS_DEFAULT = 4
+#: The L2 cache of a GPU when the probe cannot say: the largest of the supported GPUs (an H100's
+#: 50 MB, rounded up), so that the estimate errs on the side of warning.
+L2_BYTES_UNKNOWN = 64 << 20
+OSRELEASE = Path("/proc/sys/kernel/osrelease")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """level: "refuse" (no build is worth it here) or "warn"; message: one line, with the fix."""
+
+    level: str
+    message: str
+
+
+def _cuda(version: int) -> str:
+    """13000 -> "13.0" (cuDriverGetVersion's encoding)."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def driver_findings(driver: int, release: str, driver_name: str | None, nvcc: str | None) -> list[Finding]:
+    """The driver (the CUDA release it supports, cuDriverGetVersion's 12020) against the toolkit
+    (release "13.0"); driver_name: nvidia-smi's driver version ("535.104.05"), when known."""
+    if not driver or not release:
+        return []
+    major, minor = (int(x) for x in release.split("."))
+    named = f"driver {driver_name}, " if driver_name else ""
+    built_by = f"CUDA {release} ({nvcc})" if nvcc else f"CUDA {release}"
+    if driver // 1000 < major:
+        needed = toolkit.minimum_driver(major)
+        return [Finding("refuse", f"the NVIDIA driver ({named}CUDA {_cuda(driver)}) is older than the toolkit that "
+                        f"builds the labs, {built_by}: update the driver (CUDA {major} needs "
+                        f"{needed or 'a newer one'} or later), or build with a CUDA {driver // 1000} toolkit: "
+                        f"CUDA_HOME=/path/to/cuda-{driver // 1000}.x make check")]
+    if driver // 1000 == major and driver % 1000 // 10 < minor:
+        return [Finding("warn", f"the NVIDIA driver ({named}CUDA {_cuda(driver)}) is older than the toolkit, "
+                        f"{built_by}: it runs the labs through CUDA's minor-version compatibility (the build "
+                        "holds machine code for this GPU); update the driver if a CUDA call fails")]
+    return []
+
+
+def architecture_findings(name: str, cc: str, release: str) -> list[Finding]:
+    """The GPU's compute capability ("7.0") against the toolkit's oldest architecture."""
+    try:
+        number = int(cc.replace(".", ""))
+        major = int(release.split(".")[0])
+    except (ValueError, AttributeError):
+        return []
+    oldest = toolkit.minimum_cc(major)
+    if oldest is None or number >= oldest:
+        return []
+    others = [m for m in toolkit.toolkit_majors() if (toolkit.minimum_cc(m) or 999) <= number]
+    fix = (f"build with CUDA {others[-1]}: CUDA_HOME=/path/to/cuda-{others[-1]}.x make check" if others
+           else "no CUDA toolkit the kit supports builds for it: use a GPU of compute capability "
+                f"{min(toolkit.minimum_cc(m) or 999 for m in toolkit.toolkit_majors()) / 10:.1f} or later "
+                "(Colab and Kaggle lend a T4, 7.5)")
+    below = toolkit.below_note(major)
+    return [Finding("refuse", f"{name} is compute capability {cc}, and CUDA {release} builds for {oldest / 10:.1f} "
+                    f"and later{f' ({below})' if below else ''}: {fix}")]
+
+
+def bench_bytes(nx: int, ny: int, nz: int, kind: str, l2_bytes: int) -> int:
+    """The free GPU memory the bench needs for a lab's full grid (bench.c's fit_grid)."""
+    arrays = BENCH_ARRAYS.get(kind, BENCH_ARRAYS_DEFAULT)
+    return arrays * nx * ny * nz * 4 + 2 * l2_bytes + BENCH_RESERVE_BYTES
+
+
+def memory_findings(free_mib: int | None, needs: list[tuple[str, int]]) -> list[Finding]:
+    """needs: (lab, bytes its bench needs) each; a warning naming the labs whose grid will be
+    scaled down."""
+    if free_mib is None:
+        return []
+    free = free_mib << 20
+    short = [(lab, need) for lab, need in needs if need > free]
+    if not short:
+        return []
+    labs = ", ".join(f"{lab} needs {need / 1e9:.1f} GB" for lab, need in short)
+    return [Finding("warn", f"the GPU has {free / 1e9:.1f} GB free: the bench scales the grid down to fit ({labs} "
+                    "for the full grid) and the report says so; the ratio stays meaningful, but close other "
+                    "programs on the GPU to time the full grid")]
+
+
+def process_findings(processes) -> list[Finding]:
+    """Other processes on the GPU (nvidia-smi's compute apps, this process left out)."""
+    others = [p for p in processes if p[0] != os.getpid()]
+    if not others:
+        return []
+    shown = ", ".join(f"{name or '?'} (pid {pid}{f', {used} MiB' if used else ''})" for pid, name, used in others[:3])
+    more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+    return [Finding("warn", f"other processes use this GPU ({shown}{more}): they share its memory bandwidth, so "
+                    "the timings (and the points they give) are unreliable until they end")]
+
+
+def mig_findings(mig: bool, name: str) -> list[Finding]:
+    if not (mig or " MIG " in f" {name} "):
+        return []
+    return [Finding("warn", f"a MIG slice ({name}): make check works on the slice CUDA shows, and the ratio is fair "
+                    "(the copy bandwidth is measured on the same slice), but no target table names a slice, so the "
+                    "generic targets grade it; Nsight Compute may not read a slice's counters: make profile then "
+                    "gives its diagnosis without counters")]
+
+
+def wsl_findings(osrelease: Path = OSRELEASE) -> list[Finding]:
+    try:
+        text = osrelease.read_text().lower()
+    except OSError:
+        return []
+    if "microsoft" not in text and "wsl" not in text:
+        return []
+    return [Finding("warn", "WSL2: CUDA runs through the Windows NVIDIA driver (install no Linux driver in WSL; "
+                    "nvidia-smi is /usr/lib/wsl/lib/nvidia-smi, which lab.mk needs on PATH to detect the GPU); "
+                    "make check and make sanitize work; make profile's counters need 'Allow access to the GPU "
+                    "performance counters to all users' in the Windows NVIDIA Control Panel, else it gives its "
+                    "diagnosis without counters")]
+
+
+def check(labs=(), probe=None, state=None, osrelease: Path = OSRELEASE, environ=None) -> list[Finding]:
+    """Every finding for this machine, refusals first.
+
+    labs: the LabSpecs about to be graded (their bench grids); probe: a quick gpuprobe
+    result (None: probe now); state: gpus.gpu_state of that GPU (None: ask nvidia-smi).
+    """
+    probe = probe or gpuprobe.probe(quick=True)
+    if not probe.ok:
+        return []
+    nvcc = toolkit.find_nvcc(environ)
+    release = toolkit.release(nvcc, toolkit.cuda_home(environ, nvcc)) or ""
+    state = state if state is not None else gpus.gpu_state(probe.uuid) or gpus.GpuState()
+    driver_name = gpus.driver_version()
+    l2 = probe.l2_bytes or L2_BYTES_UNKNOWN
+    needs = [(spec.lab, bench_bytes(spec.bench.nx, spec.bench.ny, spec.bench.nz, spec.api, l2)) for spec in labs]
+    found = (driver_findings(probe.driver, release, driver_name, nvcc) + architecture_findings(probe.name, probe.cc, release)
+             + memory_findings(state.memory_free_mib, needs) + process_findings(state.processes)
+             + mig_findings(state.mig, probe.name) + wsl_findings(osrelease))
+    return sorted(found, key=lambda f: f.level != "refuse")

@@ -1,0 +1,166 @@
+"""The CUDA toolkit the kit builds with, and the GPU architectures each toolkit supports.
+
+One finder for make and Python: lab.mk and the kit's Makefile run this file as a script
+(`python3 grader/stencil_grader/base/toolkit.py make`), the grader imports it, so both use the
+same nvcc.  The rule (find_nvcc):
+
+    1. NVCC, when set: that program;
+    2. CUDA_HOME, when set: CUDA_HOME/bin/nvcc, and nothing else (a CUDA_HOME without nvcc
+       finds none, rather than quietly another toolkit);
+    3. the nvcc on PATH;
+    4. /usr/local/cuda/bin/nvcc.
+
+The toolkit's folder (cuda_home) is CUDA_HOME, else the folder above nvcc's bin/.  Its release
+comes from `nvcc --version`, or, for a toolkit folder without nvcc (the CUDA 12 runtime and
+CUPTI wheels of PyPI that `make test` installs under build/), from CUDART_VERSION in its
+include/cuda_runtime_api.h.
+
+The architectures and drivers: grader/toolkits.mk, the one list (lab.mk includes it;
+architectures() and minimum_driver() read it here), compute capabilities without the dot (75 = 7.5), per CUDA major release.
+
+Standard library only, no import of the kit: this file also runs as a script, before anything
+is built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+#: grader/toolkits.mk
+TOOLKITS_FILE = Path(__file__).resolve().parents[2] / "toolkits.mk"
+DEFAULT_HOME = Path("/usr/local/cuda")
+VERSION_TIMEOUT_S = 30.0
+
+
+def _executable(path: Path | str | None) -> bool:
+    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_nvcc(environ=None) -> str | None:
+    """nvcc's path by the rule of the module docstring, or None when there is none.
+    environ: the environment to read NVCC, CUDA_HOME and PATH from (default os.environ)."""
+    env = os.environ if environ is None else environ
+    if env.get("NVCC"):
+        named = env["NVCC"] if os.sep in env["NVCC"] else shutil.which(env["NVCC"], path=env.get("PATH"))
+        return named if _executable(named) else None
+    if env.get("CUDA_HOME"):
+        candidate = Path(env["CUDA_HOME"]) / "bin" / "nvcc"
+        return str(candidate) if _executable(candidate) else None
+    on_path = shutil.which("nvcc", path=env.get("PATH"))
+    if on_path:
+        return on_path
+    default = DEFAULT_HOME / "bin" / "nvcc"
+    return str(default) if _executable(default) else None
+
+
+def cuda_home(environ=None, nvcc: str | None = None) -> Path | None:
+    """The toolkit's folder: CUDA_HOME when set, else the folder above nvcc's bin/ (symbolic
+    links followed, as a distribution's /usr/bin/nvcc -> ../lib/cuda/bin/nvcc), or None."""
+    env = os.environ if environ is None else environ
+    if env.get("CUDA_HOME"):
+        return Path(env["CUDA_HOME"])
+    nvcc = nvcc or find_nvcc(env)
+    return Path(nvcc).resolve().parent.parent if nvcc else None
+
+
+def why_no_nvcc(environ=None) -> str:
+    """One line: where the finder looked and what to do (for when find_nvcc returns None)."""
+    env = os.environ if environ is None else environ
+    if env.get("NVCC"):
+        return f"NVCC={env['NVCC']} is not an executable program"
+    if env.get("CUDA_HOME"):
+        return (f"CUDA_HOME={env['CUDA_HOME']} has no bin/nvcc: set CUDA_HOME to a CUDA toolkit's folder "
+                "(the one holding bin/nvcc), or unset it to use the nvcc on PATH")
+    return ("no nvcc on PATH nor in /usr/local/cuda/bin: install the CUDA toolkit, or set CUDA_HOME to its "
+            "folder")
+
+
+def release(nvcc: str | None = None, home: Path | None = None) -> str | None:
+    """The toolkit's CUDA release, "13.0": from `nvcc --version`, else from CUDART_VERSION in
+    home/include/cuda_runtime_api.h (12090 -> "12.9"); None when neither tells."""
+    if nvcc:
+        try:
+            out = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
+                                 timeout=VERSION_TIMEOUT_S).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        if m := re.search(r"release (\d+)\.(\d+)", out):
+            return f"{m.group(1)}.{m.group(2)}"
+    if home:
+        try:
+            header = (Path(home) / "include" / "cuda_runtime_api.h").read_text(errors="replace")
+        except OSError:
+            return None
+        if m := re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header):
+            number = int(m.group(1))
+            return f"{number // 1000}.{number % 1000 // 10}"
+    return None
+
+
+def read_architectures(path: Path = TOOLKITS_FILE) -> dict[str, list[str]]:
+    """The variables of toolkits.mk: {"ARCHS_CUDA12": ["70", ...], ...} (make's `NAME := words`
+    lines; comments and other lines ignored).  Raises OSError when the file cannot be read."""
+    found = {}
+    for line in Path(path).read_text().splitlines():
+        if m := re.match(r"^([A-Z0-9_]+)\s*:=\s*(.*?)\s*$", line):
+            found[m.group(1)] = m.group(2).split()
+    return found
+
+
+def architectures(major: int | str, path: Path = TOOLKITS_FILE) -> list[int]:
+    """The compute capabilities (75 = 7.5) the kit supports with CUDA `major`, oldest first;
+    [] for a release the file does not list."""
+    return [int(a) for a in read_architectures(path).get(f"ARCHS_CUDA{major}", [])]
+
+
+def toolkit_majors(path: Path = TOOLKITS_FILE) -> list[int]:
+    """The CUDA major releases the file lists (12, 13)."""
+    return sorted(int(k.removeprefix("ARCHS_CUDA")) for k in read_architectures(path)
+                  if re.fullmatch(r"ARCHS_CUDA\d+", k))
+
+
+def minimum_driver(major: int | str, path: Path = TOOLKITS_FILE) -> str | None:
+    """The oldest Linux driver that runs what CUDA `major` builds ("580.65.06"), or None."""
+    words = read_architectures(path).get(f"DRIVER_CUDA{major}")
+    return words[0] if words else None
+
+
+def below_note(major: int | str, path: Path = TOOLKITS_FILE) -> str:
+    """Why architectures below CUDA `major`'s oldest are not built (ARCHS_CUDA13_BELOW), or ""."""
+    return " ".join(read_architectures(path).get(f"ARCHS_CUDA{major}_BELOW", []))
+
+
+def minimum_cc(major: int | str, path: Path = TOOLKITS_FILE) -> int | None:
+    """The oldest compute capability CUDA `major` builds for (75 for CUDA 13), or None."""
+    archs = architectures(major, path)
+    return archs[0] if archs else None
+
+
+def make_words(environ=None) -> str:
+    """What lab.mk reads: 'NVCC CUDA_HOME MAJOR' on one line, '-' for what was not found."""
+    env = os.environ if environ is None else environ
+    nvcc = find_nvcc(env)
+    home = cuda_home(env, nvcc)
+    found = release(nvcc, home)
+    return " ".join([nvcc or "-", str(home) if home else "-", found.split(".")[0] if found else "-"])
+
+
+def main(argv: list[str]) -> int:
+    """`toolkit.py make` prints make_words(); `toolkit.py why` prints why_no_nvcc()."""
+    if argv[1:] == ["make"]:
+        print(make_words())
+        return 0
+    if argv[1:] == ["why"]:
+        print(why_no_nvcc())
+        return 0
+    print("usage: toolkit.py make|why", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,307 @@
+"""How the lanes of a warp address memory, read from a kernel's PTX (no GPU, no counters).
+
+For every global and shared load and store of a kernel, the address is followed back through
+the PTX to what it is made of (threadIdx, blockIdx, blockDim, the kernel's parameters, shared
+variables), as a polynomial, and differentiated by threadIdx.x and threadIdx.y: the byte
+distance between two neighbouring lanes, the *stride*.  Neighbouring lanes 4 bytes apart in a
+float load are coalesced; lanes `nx` floats apart (threadIdx.x walking y) are not, and each
+takes a 32-byte sector of its own; lanes 128 bytes apart in shared memory hit one bank
+(CUDA C++ Programming Guide, "Device Memory Accesses" and "Shared Memory", 32 banks of 4 bytes).
+
+The evaluation is symbolic and conservative: registers are followed through mov, cvt, cvta,
+add, sub, mul, mad, shl and neg; a register given its value in a loop (a grid-stride index)
+keeps a stride when every assignment gives it the same one; anything else (a division, a
+remainder, a mask, a loaded value) that depends on the thread has an unknown stride, and its
+accesses are left out rather than guessed.  Strides are polynomials over the other symbols:
+blockDim is filled in from the launch the audit saw (lane_offsets), a kernel parameter stays
+symbolic (a run-time value such as nx).
+
+Used by the diagnosis without counters (nocounters.py); the strides are stored in the
+profile's inputs, so `--from-inputs` and the tests need no PTX.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...grading import ptx
+
+Poly = dict  # {(atom, ...): coefficient}: a sum of products of atoms, () the constant term
+
+_SPECIAL = re.compile(r"^%(tid|ntid|ctaid|nctaid)\.([xyz])$")
+_INSTR = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.]*)\s+(.*?);?\s*$")
+_REG = re.compile(r"^%[\w$]+$")
+_INT = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)$")
+_ADDRESS = re.compile(r"\[\s*([%\w$.]+)\s*(?:\+\s*(-?\d+))?\s*\]")
+_MEMORY = re.compile(r"^(ld|st)\.(global|shared)\b")
+_BITS = re.compile(r"\.[bfsu](\d+)$")
+_VEC = re.compile(r"\.v(\d)\b")
+MAX_DEGREE = 4
+MAX_PASSES = 8
+
+
+def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + sign * v
+        if out[k] == 0:
+            del out[k]
+    return out
+
+
+def _mul(a: Poly, b: Poly) -> Poly | None:
+    out: Poly = {}
+    for ka, va in a.items():
+        for kb, vb in b.items():
+            key = tuple(sorted(ka + kb))
+            if len(key) > MAX_DEGREE:
+                return None
+            out[key] = out.get(key, 0) + va * vb
+            if out[key] == 0:
+                del out[key]
+    return out
+
+
+def _const(n: int) -> Poly:
+    return {(): n} if n else {}
+
+
+@dataclass(frozen=True)
+class Value:
+    """A register: its value (None: not a polynomial of known atoms) and its derivative by
+    threadIdx.x and .y (None: unknown)."""
+
+    poly: tuple | None
+    dx: tuple | None
+    dy: tuple | None
+
+
+def _frozen(p: Poly | None) -> tuple | None:
+    return None if p is None else tuple(sorted(p.items()))
+
+
+def _thawed(t: tuple | None) -> Poly | None:
+    return None if t is None else dict(t)
+
+
+class _Analysis:
+    """The symbolic evaluation of one function body (module docstring)."""
+
+    def __init__(self, fn: ptx.PtxFunction):
+        self.fn = fn
+        self.instructions = []               # (line number, opcode, operands)
+        for number, text in fn.lines:
+            m = _INSTR.match(text)
+            if m and not m.group(1).startswith(".") and ":" not in m.group(1):
+                self.instructions.append((number, m.group(1), [o.strip() for o in _split(m.group(2))]))
+        self.atoms: dict[str, tuple] = {}    # atom -> (dx, dy) as frozen polys (None: unknown)
+        self.state: dict[str, Value] = {}
+
+    # -- atoms and derivatives
+    def _atom(self, name: str, dx: Poly | None, dy: Poly | None) -> Value:
+        self.atoms[name] = (_frozen(dx), _frozen(dy))
+        return Value(_frozen({(name,): 1}), _frozen(dx), _frozen(dy))
+
+    def derivative(self, poly: Poly, axis: int) -> Poly | None:
+        total: Poly = {}
+        for key, coef in poly.items():
+            for i, atom in enumerate(key):
+                d = self.atoms.get(atom, (None, None))[axis] if atom in self.atoms else ()
+                if d is None:
+                    return None
+                rest = _mul({key[:i] + key[i + 1:]: coef}, dict(d))
+                if rest is None:
+                    return None
+                total = _add(total, rest)
+        return total
+
+    def operand(self, text: str) -> Value | None:
+        """The value of an operand: a register's state, an integer, a special register."""
+        if _INT.match(text):
+            n = int(text, 0)
+            return Value(_frozen(_const(n)), (), ())
+        if m := _SPECIAL.match(text):
+            kind, axis = m.groups()
+            if kind == "tid":
+                return self._atom(f"tid.{axis}", _const(1 if axis == "x" else 0), _const(1 if axis == "y" else 0))
+            return self._atom(f"{kind}.{axis}", {}, {})
+        if text == "%laneid":
+            return self._atom("laneid", _const(1), {})
+        if _REG.match(text):
+            return self.state.get(text)
+        if re.match(r"^[A-Za-z_$][\w$]*$", text):              # a variable's address (shared memory)
+            return self._atom(f"&{text}", {}, {})
+        return Value(None, None, None)
+
+    def opaque(self, name: str, inputs: list[Value]) -> Value:
+        """A result that is no polynomial: uniform when every input is, unknown otherwise."""
+        uniform = all(v.dx == () and v.dy == () for v in inputs)
+        return self._atom(name, {} if uniform else None, {} if uniform else None)
+
+    def evaluate(self, number: int, op: str, args: list[str]) -> Value | None:
+        base = op.split(".")[0]
+        srcs = args[1:]
+        if base in ("ld", "st", "atom", "red", "cp", "bar", "membar", "fence", "bra", "ret", "setp", "call",
+                    "shfl", "vote", "exit", "trap", "prefetch"):
+            if base == "ld" and ".param" in op:
+                return self._atom(f"param:{args[1].strip('[]')}", {}, {})
+            if base in ("ld", "shfl", "atom"):
+                addr = _ADDRESS.search(args[1]) if len(args) > 1 else None
+                inputs = [self.operand(addr.group(1))] if addr else []
+                if None in inputs:
+                    return None
+                return self.opaque(f"ld@{number}", inputs + ([] if op.startswith("ld") else [Value(None, None, None)]))
+            return None
+        values = [self.operand(s) for s in srcs]
+        if any(v is None for v in values):
+            return None                                          # defined later (a loop): next pass
+        polys = [_thawed(v.poly) for v in values]
+        result: Poly | None = None
+        if base in ("mov", "cvt", "cvta") and len(values) == 1:
+            return values[0]
+        if base == "add" and len(polys) == 2 and None not in polys:
+            result = _add(polys[0], polys[1])
+        elif base == "sub" and len(polys) == 2 and None not in polys:
+            result = _add(polys[0], polys[1], -1)
+        elif base == "neg" and len(polys) == 1 and polys[0] is not None:
+            result = _add({}, polys[0], -1)
+        elif base == "mul" and ".hi" not in op and len(polys) == 2 and None not in polys:
+            result = _mul(polys[0], polys[1])
+        elif base == "mad" and ".hi" not in op and len(polys) == 3 and None not in polys:
+            product = _mul(polys[0], polys[1])
+            result = None if product is None else _add(product, polys[2])
+        elif base == "shl" and len(polys) == 2 and polys[0] is not None and _INT.match(srcs[1]):
+            result = _mul(polys[0], _const(1 << int(srcs[1], 0)))
+        elif base in ("selp", "min", "max") and values:
+            picks = values[:2]
+            same = picks[0].dx == picks[1].dx and picks[0].dy == picks[1].dy
+            return self._atom(f"sel@{number}", _thawed(picks[0].dx) if same else None,
+                              _thawed(picks[0].dy) if same else None)
+        if result is None:
+            return self.opaque(f"op@{number}", values)
+        dx, dy = self.derivative(result, 0), self.derivative(result, 1)
+        return Value(_frozen(result), _frozen(dx), _frozen(dy))
+
+    def run(self) -> None:
+        defs: dict[str, list[int]] = {}
+        for i, (_, op, args) in enumerate(self.instructions):
+            if args and _REG.match(args[0]) and not op.startswith(("st", "bra", "setp", "bar", "red")):
+                defs.setdefault(args[0], []).append(i)
+        for _ in range(MAX_PASSES):
+            results = {i: self.evaluate(*self.instructions[i][:2], self.instructions[i][2])
+                       for ids in defs.values() for i in ids}
+            changed = False
+            for reg, ids in defs.items():
+                got = [results[i] for i in ids if results[i] is not None]
+                if not got:
+                    continue
+                if len(ids) == 1:
+                    new = got[0]
+                else:                                             # assigned several times: one atom
+                    dx = got[0].dx if all(v.dx == got[0].dx for v in got) else None
+                    dy = got[0].dy if all(v.dy == got[0].dy for v in got) else None
+                    new = self._atom(f"phi:{reg}", _thawed(dx), _thawed(dy))
+                if self.state.get(reg) != new:
+                    self.state[reg], changed = new, True
+            if not changed:
+                break
+
+    def accesses(self) -> list[dict]:
+        """Every global and shared load and store: space, op, width (bytes per lane), line, and
+        the strides by threadIdx.x and .y as polynomials (lists of [atoms, coefficient]; None:
+        unknown)."""
+        found = []
+        for number, op, args in self.instructions:
+            m = _MEMORY.match(op)
+            if not m:
+                continue
+            addr_text = args[1] if m.group(1) == "ld" else args[0]
+            addr = _ADDRESS.search(addr_text)
+            if not addr:
+                continue
+            base = self.operand(addr.group(1))
+            width = int(_VEC.search(op).group(1)) if _VEC.search(op) else 1
+            bits = _BITS.search(op)
+            width *= int(bits.group(1)) // 8 if bits else 4
+            found.append({"space": m.group(2), "op": "load" if m.group(1) == "ld" else "store", "width": width,
+                          "line": number,
+                          "stride_x": _listed(base.dx if base else None), "stride_y": _listed(base.dy if base else None)})
+        return found
+
+
+def _split(text: str) -> list[str]:
+    """Operands separated by commas outside {...} and [...]."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch in "{[" 
+        depth -= ch in "}]"
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return parts + [current] if current.strip() else parts
+
+
+def _listed(frozen: tuple | None) -> list | None:
+    return None if frozen is None else [[list(k), v] for k, v in frozen]
+
+
+def kernel_accesses(module: ptx.PtxModule) -> dict[str, list[dict]]:
+    """Per kernel (mangled name): its accesses (_Analysis.accesses)."""
+    out = {}
+    for fn in module.functions:
+        if fn.kind == "entry":
+            analysis = _Analysis(fn)
+            analysis.run()
+            out[fn.name] = analysis.accesses()
+    return out
+
+
+# ---------------------------------------------------------------- what a warp does
+
+def stride_bytes(stride: list | None, block: list[int], grid: list[int]) -> int | str | None:
+    """A stride's value in bytes with blockDim and gridDim filled in: an int; "runtime" when it
+    still holds a symbol (a parameter such as nx); None when unknown."""
+    if stride is None:
+        return None
+    known = {f"ntid.{a}": n for a, n in zip("xyz", block)} | {f"nctaid.{a}": n for a, n in zip("xyz", grid)}
+    total, symbolic = 0, False
+    for atoms, coef in stride:
+        value = coef
+        for atom in atoms:
+            if atom in known:
+                value *= known[atom]
+            else:
+                symbolic = True
+        if not symbolic:
+            total += value
+    return "runtime" if symbolic else total
+
+
+def lane_offsets(sx: int, sy: int, block_x: int, lanes: int = 32) -> list[int]:
+    """Byte offsets of a warp's lanes: lane i is threadIdx (i % blockDim.x, i // blockDim.x)."""
+    bx = max(1, block_x)
+    return [(i % bx) * sx + (i // bx) * sy for i in range(lanes)]
+
+
+def global_sectors(offsets: list[int], width: int) -> int:
+    """32-byte sectors a warp's request touches (each lane `width` bytes at its offset)."""
+    return len({(o + k) // 32 for o in offsets for k in range(0, width, 4)})
+
+
+def shared_wavefronts(offsets: list[int], width: int) -> tuple[int, int]:
+    """(wavefronts, ideal) of a warp's shared access: lanes are served 128 bytes at a time
+    (phases of 128 / width lanes); within a phase, each bank serves one 4-byte word per
+    wavefront (the same word to many lanes is one broadcast)."""
+    per_phase = max(1, 128 // max(4, width))
+    fronts = 0
+    for start in range(0, len(offsets), per_phase):
+        words: dict[int, set] = {}
+        for o in offsets[start:start + per_phase]:
+            for k in range(0, max(4, width), 4):
+                word = (o + k) // 4
+                words.setdefault(word % 32, set()).add(word)
+        fronts += max(len(w) for w in words.values())
+    return fronts, -(-len(offsets) // per_phase)

@@ -1,0 +1,220 @@
+"""`grade.py profile`: build, profile (with Nsight Compute's counters, or without them), analyse,
+write the files (the package docstring says which and when)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...base import labspec
+from ...grading import build as grading_build
+from ...grading import names
+from . import counters, ncu, nocounters, rawpage, rules as rule_table, text as rendering
+from .buildfacts import static_facts
+from .common import (EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, INPUTS_FORMAT, CountersLocked, ProfileError,
+                     source_digest, write_json)
+
+
+@dataclass
+class ProfileRun:
+    """exit_code (common.EXIT_*), the text for the terminal, the diagnosis (analyse()'s result,
+    None when nothing could be diagnosed), the files written, the wall seconds."""
+
+    exit_code: int
+    text: str
+    result: dict | None = None
+    written: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _target_ratio(spec: labspec.LabSpec, device: str | None) -> float | None:
+    try:
+        return spec.target_for(device).target.target
+    except (AttributeError, KeyError):
+        return None
+
+
+def collect_inputs(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int | None,
+                   reps: int = ncu.BENCH_REPS, timeout_s: float = ncu.NCU_TIMEOUT_S) -> dict:
+    """Profile a good build under Nsight Compute; returns the profile-inputs record (mode
+    "counters").  Raises ProfileError (CountersLocked when the counters are not permitted)."""
+    found = ncu.find_ncu()
+    if found is None:
+        raise ProfileError(ncu.NO_NCU_FIX)
+    static = static_facts(build_dir)
+    command, raw, bench = ncu.run_ncu(found, static.keys(), build_dir, seed, reps, timeout_s)
+    if not rawpage.parse_raw_csv(raw):
+        raise ProfileError("ncu profiled none of your kernels: did the launcher launch any? "
+                           f"(looked for {', '.join(f['label'] for f in static.values())})")
+    source = grading_build.impl_source(spec.lab, impl)
+    launchers = [{"name": x.name, "bytes_per_cell": x.bytes_per_cell, "flop_per_cell": x.flop_per_cell}
+                 for x in spec.kind.launchers]
+    return {"format": INPUTS_FORMAT, "mode": "counters", "lab": spec.lab,
+            "impl": impl if impl in ("starter", "reference") else str(Path(impl).resolve()), "source": str(source),
+            "source_sha256": source_digest(source),
+            "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": bench.get("device"), "ncu_version": ncu.ncu_version(found),
+            "ncu_command": [str(c) for c in command], "target_ratio": _target_ratio(spec, bench.get("device")),
+            "launchers": launchers, "bench": bench, "static": static, "ncu_raw_csv": raw}
+
+
+def collect_without_counters(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int | None, why: str) -> dict:
+    """The inputs of the diagnosis without counters (nocounters.py).  The bench rewrites
+    BUILD_DIR/bench.json; the graded run's copy is put back, and this run's kept as
+    profile-bench.json."""
+    static = static_facts(build_dir)
+    graded = Path(build_dir) / "bench.json"
+    kept = graded.read_bytes() if graded.is_file() else None
+    try:
+        inputs = nocounters.collect(spec, impl, build_dir, seed, static, why)
+    finally:
+        if graded.is_file():
+            shutil.copyfile(graded, Path(build_dir) / "profile-bench.json")
+        if kept is not None:
+            graded.write_bytes(kept)
+        else:
+            graded.unlink(missing_ok=True)
+    inputs["target_ratio"] = _target_ratio(spec, inputs.get("device"))
+    return inputs
+
+
+def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, seed: int | None = None,
+                arch: str | None = None, reps: int = ncu.BENCH_REPS, from_inputs: Path | None = None,
+                table: rule_table.RuleTable | None = None, counters_wanted: bool = True) -> ProfileRun:
+    """The whole command: build, profile, analyse, write (the package docstring); never raises
+    for what the student's code or this machine does (see ProfileRun.exit_code).
+
+    counters_wanted: False (or STENCIL_PROFILE_COUNTERS=off) diagnoses without counters even
+    where ncu could read them.  Without ncu, or where its counters are locked, the profile says
+    so in one line and goes on without counters."""
+    from ...grading import pipeline
+
+    start = time.monotonic()
+    lab_dir = pipeline.resolve_lab_dir(lab_dir)
+    spec = labspec.load(Path(lab_dir) / "lab.json")
+    build_dir = Path(build_dir) if build_dir else pipeline.default_build_dir(spec.lab, impl)
+    table = table or rule_table.load_rules()
+    written: list[Path] = []
+    said = ""
+    try:
+        if from_inputs:
+            inputs = json.loads(Path(from_inputs).read_text())
+        else:
+            why = None
+            if not counters_wanted or nocounters.forced():
+                why = "asked for (--no-counters or STENCIL_PROFILE_COUNTERS=off)"
+            elif ncu.find_ncu() is None:
+                why = "Nsight Compute (ncu) is not installed here"
+                said = f"grade.py profile: {why}: the diagnosis below comes without counters ({ncu.NO_NCU_FIX})\n"
+            if why:
+                nocounters.require_gpu()         # before a build that would be for nothing
+            print(f"building {spec.lab} ({impl}) in {labspec.display_path(build_dir)} ...", flush=True)
+            built = grading_build.build(spec.lab_dir, impl, build_dir, arch)
+            if not built.ok:
+                raise ProfileError(f"the build failed ({built.outcome}); nothing to profile:\n{built.message}",
+                                   EXIT_FAILED)
+            inputs = None
+            if why is None:
+                print("profiling under Nsight Compute (ncu) ...", flush=True)
+                try:
+                    inputs = collect_inputs(spec, impl, build_dir, seed, reps)
+                except CountersLocked:
+                    why = "Nsight Compute may not read this GPU's counters (ERR_NVGPUCTRPERM)"
+                    said = (f"grade.py profile: {why}: the diagnosis below comes without counters "
+                            f"(to have them: {ncu.PERMISSION_FIX})\n")
+                    print(said, end="", flush=True)
+            if inputs is None:
+                print("diagnosing without counters: the PTX, ptxas's report and the launch audit ...", flush=True)
+                inputs = collect_without_counters(spec, impl, build_dir, seed, why)
+            written.append(write_json(inputs, build_dir / "profile-inputs.json"))
+        result = analyse(inputs, table)
+    except ProfileError as err:
+        return ProfileRun(err.exit_code, f"grade.py profile: {err}\n", seconds=time.monotonic() - start)
+    except (ValueError, KeyError) as err:
+        return ProfileRun(EXIT_CANNOT, f"grade.py profile: cannot read the profile ({err})\n",
+                          seconds=time.monotonic() - start)
+    if not from_inputs:
+        written.append(write_json(result, build_dir / "profile.json"))
+        page = _rewrite_report_page(build_dir, result)
+        if page:
+            written.append(page)
+        report = build_dir / "profile.ncu-rep"
+        if report.is_file() and result["mode"] == "counters":
+            written.append(report)
+    seconds = time.monotonic() - start
+    text = said + rendering.render_text(result)
+    if written:
+        text += "\nwritten: " + ", ".join(labspec.display_path(p) for p in written) + "\n"
+        text += "  (open profile.ncu-rep in Nsight Compute, ncu-ui, for every counter)\n" if any(
+            p.suffix == ".ncu-rep" for p in written) else ""
+    text += f"profiled in {seconds:.1f} s; the profile is not part of the grade\n"
+    return ProfileRun(EXIT_PROFILED, text, result, written, seconds)
+
+
+def _rewrite_report_page(build_dir: Path, result: dict) -> Path | None:
+    """report.html again, now with the diagnosis, when the build directory holds a report.json."""
+    report_json = Path(build_dir) / "report.json"
+    if not report_json.is_file():
+        return None
+    try:
+        from ...grading import html, progress
+
+        data = json.loads(report_json.read_text())
+        return html.write_lab_html(data, Path(build_dir) / "report.html", profile=result,
+                                   history=progress.read(Path(build_dir) / progress.BUILD_HISTORY))
+    except (ImportError, OSError, ValueError, KeyError, TypeError) as err:
+        print(f"  report.html not rewritten: {err}", file=sys.stderr)
+        return None
+
+
+def _counter_kernels(inputs: dict) -> list[dict]:
+    rows = rawpage.parse_raw_csv(inputs["ncu_raw_csv"])
+    static = inputs.get("static", {})
+    by_label = {f["label"]: name for name, f in static.items()}
+    total_ms = sum((r["metrics"].get("gpu__time_duration.sum") or 0.0) / 1e6 for r in rows)
+    kernels = []
+    for r in rows:
+        mangled = r["name"] if r["name"] in static else by_label.get(r["name"], r["name"])
+        fact = static.get(mangled, {})
+        kernels.append({"name": mangled, "label": fact.get("label", names.kernel_label(mangled)),
+                        "block": r["block"], "grid": r["grid"], "static": fact,
+                        "figures": counters.derive(r, fact, inputs, total_ms)})
+    return kernels
+
+
+#: The figures whose absence the report names, per mode.
+WANTED = {"counters": ("dram_bytes", "gld_sectors_per_request", "shared_conflict_share", "theoretical_occupancy",
+                       "local_bytes", "xu_share", "top_stall"),
+          "ptx": ("gld_sectors_per_request", "theoretical_occupancy")}
+
+
+def analyse(inputs: dict, table: rule_table.RuleTable) -> dict:
+    """The diagnosis of one profile-inputs record (GPU-less: the tests run it on fixtures).
+
+    Returns {"mode" ("counters" or "ptx"), "no_counters" (why, in mode ptx), "lab", "impl",
+    "device", "recorded_at", "bench", "target_ratio", "at_target", "kernels": [{"name", "label",
+    "block", "grid", "figures", "static"}], "findings": [...], "worst": the highest severity
+    found or None, "not_measured": [figures missing]}.  Raises ValueError when the raw CSV
+    cannot be read.
+    """
+    mode = inputs.get("mode", "counters")
+    kernels = _counter_kernels(inputs) if mode == "counters" else nocounters.kernels(inputs)
+    bench = inputs["bench"]
+    ratio, target = bench.get("ratio"), inputs.get("target_ratio")
+    at_target = ratio is not None and target is not None and ratio >= target
+    findings = rule_table.evaluate(table, kernels, inputs["lab"], at_target, mode)
+    missing = sorted({w for k in kernels for w in WANTED[mode] if k["figures"].get(w) is None})
+    return {"mode": mode, "no_counters": inputs.get("no_counters"), "lab": inputs["lab"], "impl": inputs.get("impl"),
+            "device": inputs.get("device"), "recorded_at": inputs.get("recorded_at"),
+            "ncu_version": inputs.get("ncu_version") if mode == "counters" else "no counters",
+            "source": inputs.get("source"), "source_sha256": inputs.get("source_sha256"),
+            "bench": {k: bench.get(k) for k in ("nx", "ny", "nz", "steps", "gbps", "copy_gbps", "ratio",
+                                                "output_ok", "output_message", "ms_median")},
+            "target_ratio": target, "at_target": at_target, "kernels": kernels, "findings": findings,
+            "worst": max((f["severity"] for f in findings), key=rule_table.SEVERITIES.index, default=None),
+            "not_measured": missing, "rules": table.path}

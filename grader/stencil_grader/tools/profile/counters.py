@@ -1,0 +1,137 @@
+"""The figures of one profiled launch, from Nsight Compute's counters (the package docstring
+lists them, with their sources)."""
+
+from __future__ import annotations
+
+import re
+
+#: What limits occupancy, from the blocks per SM each resource allows.
+LIMITS = (("registers", "launch__occupancy_limit_registers"),
+          ("shared memory", "launch__occupancy_limit_shared_mem"),
+          ("block size (warps per SM)", "launch__occupancy_limit_warps"),
+          ("blocks per SM", "launch__occupancy_limit_blocks"))
+_STALL = re.compile(r"^smsp__average_warps?_(?:latency_)?issue_stalled_([a-z_]+?)_per_issue_active\.ratio$")
+STALLS_SHOWN = 3
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+def launcher_of(kernel: str, label: str, launchers: list[dict]) -> dict:
+    """The launcher a kernel most likely belongs to: the one whose name shares a word of at least
+    4 letters with the kernel's (lab 7: residual_kernel -> residual_norm2), else the only one, else
+    the one with the most compulsory bytes per cell (the conservative choice: it makes no traffic
+    look excessive)."""
+    if len(launchers) == 1:
+        return launchers[0]
+    words = set(re.findall(r"[a-z]{4,}", label.lower()))
+    for launcher in launchers:
+        if words & set(re.findall(r"[a-z]{4,}", launcher["name"].lower())):
+            return launcher
+    return max(launchers, key=lambda x: x["bytes_per_cell"])
+
+
+def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
+    """The figures of one profiled launch (module docstring), as {name: value or None}.
+
+    row: one of parse_raw_csv's rows; fact: static_facts()'s entry of its kernel (or {});
+    inputs: the profile-inputs record (its 'bench' and 'launchers'); total_ms: the summed time of
+    the profiled launches.  A figure whose counters are missing is None, and rules on it do not fire.
+    """
+    m = row["metrics"]
+    get = m.get
+    bench = inputs["bench"]
+    cells = float(bench.get("nx", 1)) * float(bench.get("ny", 1)) * float(bench.get("nz", 1))
+    launcher = launcher_of(row["name"], fact.get("label", row["name"]), inputs["launchers"])
+    compulsory = launcher["bytes_per_cell"] * cells
+    duration_ns = get("gpu__time_duration.sum")
+    duration_ms = duration_ns / 1e6 if duration_ns else None
+    dram_read, dram_write = get("dram__bytes_read.sum"), get("dram__bytes_write.sum")
+    dram = dram_read + dram_write if dram_read is not None and dram_write is not None else None
+    dram_gbps = _ratio(dram, duration_ms * 1e6 if duration_ms else None)
+
+    gld_sectors = get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    gst_sectors = get("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+    gld_spr = _ratio(gld_sectors, get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"))
+    gst_spr = _ratio(gst_sectors, get("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"))
+    # A warp's 32 coalesced accesses of W bytes fill W 32-byte sectors.
+    gld_ideal = float(max(4, fact.get("widest_load") or 4))
+    gst_ideal = float(max(4, fact.get("widest_store") or 4))
+    excesses = [x for x in (_ratio(gld_spr, gld_ideal), _ratio(gst_spr, gst_ideal)) if x is not None]
+
+    local = [get("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"), get("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")]
+    local_sectors = sum(x for x in local if x is not None) if any(x is not None for x in local) else None
+    all_sectors = sum(x for x in (local_sectors, gld_sectors, gst_sectors) if x is not None)
+
+    def both(prefix: str) -> float | None:
+        vals = [get(f"{prefix}_op_ld.sum"), get(f"{prefix}_op_st.sum")]
+        return sum(v for v in vals if v is not None) if any(v is not None for v in vals) else None
+
+    conflicts = both("l1tex__data_bank_conflicts_pipe_lsu_mem_shared")
+    wavefronts = both("l1tex__data_pipe_lsu_wavefronts_mem_shared")
+
+    limits = {what: get(metric) for what, metric in LIMITS if get(metric) is not None}
+    least = min(limits.values()) if limits else None
+    limiters = [what for what, v in limits.items() if v == least]
+
+    stalls = {}
+    for key, value in m.items():
+        if s := _STALL.match(key):
+            stalls.setdefault(s.group(1), value)
+    ranked = sorted(stalls.items(), key=lambda kv: -kv[1])
+    total_inst = get("smsp__inst_executed.sum")
+    threads = (get("launch__grid_size") or 0) * (get("launch__block_size") or 0)
+    threads_per_cell = threads / cells if threads and cells else None
+    # Divisions a cell pays for, estimated from the PTX: one per cell for each div/rem inside a
+    # loop (a grid-stride or row loop visits each cell once), one per thread for the others.
+    divisions = None
+    if fact and threads_per_cell is not None:
+        looped = float(fact.get("div_rem_in_loop", 0))
+        divisions = looped + (float(fact.get("div_rem", 0)) - looped) * threads_per_cell
+
+    figures = {
+        "duration_ms": duration_ms,
+        "time_share": _ratio(duration_ms, total_ms),
+        "cells": cells,
+        "launcher": launcher["name"],
+        "compulsory_bytes": compulsory,
+        "dram_read_bytes": dram_read, "dram_write_bytes": dram_write, "dram_bytes": dram,
+        "dram_over_compulsory": _ratio(dram, compulsory),
+        "dram_gbps": dram_gbps,
+        "copy_gbps": bench.get("copy_gbps"),
+        "dram_of_copy": _ratio(dram_gbps, bench.get("copy_gbps")),
+        "gld_sectors_per_request": gld_spr, "gld_ideal_sectors": gld_ideal,
+        "gst_sectors_per_request": gst_spr, "gst_ideal_sectors": gst_ideal,
+        "gld_excess": _ratio(gld_spr, gld_ideal), "gst_excess": _ratio(gst_spr, gst_ideal),
+        "global_excess": max(excesses) if excesses else None,
+        "load_amplification": _ratio(gld_sectors * 32 if gld_sectors is not None else None, dram_read),
+        "local_bytes": local_sectors * 32 if local_sectors is not None else None,
+        "local_share": _ratio(local_sectors, all_sectors) if local_sectors is not None else None,
+        "spill_bytes": float(fact.get("spill_stores", 0) + fact.get("spill_loads", 0)) if fact else None,
+        "shared_wavefronts": wavefronts,
+        "shared_conflict_share": _ratio(conflicts, wavefronts) if wavefronts else (0.0 if wavefronts == 0 else None),
+        "achieved_occupancy": get("sm__warps_active.avg.pct_of_peak_sustained_active"),
+        "theoretical_occupancy": get("sm__maximum_warps_per_active_cycle_pct"),
+        "occupancy_limiter": " and ".join(limiters) if limiters else None,
+        "limited_by_registers": (1.0 if "registers" in limiters else 0.0) if limiters else None,
+        "limited_by_shared": (1.0 if "shared memory" in limiters else 0.0) if limiters else None,
+        "limited_by_block_size": (1.0 if any(x in limiters for x in ("block size (warps per SM)", "blocks per SM"))
+                                  else 0.0) if limiters else None,
+        "registers": get("launch__registers_per_thread") or fact.get("registers"),
+        "block_size": get("launch__block_size"),
+        "smem_per_block": sum(v for v in (get("launch__shared_mem_per_block_static"),
+                                          get("launch__shared_mem_per_block_dynamic")) if v is not None)
+        if get("launch__shared_mem_per_block_static") is not None else None,
+        "div_rem_ptx": float(fact.get("div_rem", 0)) if fact else None,
+        "threads_per_cell": threads_per_cell,
+        "div_rem_per_cell": divisions,
+        "xu_share": _ratio(get("smsp__inst_executed_pipe_xu.sum"), total_inst),
+        "top_stall": ranked[0][0] if ranked else None,
+        "top_stall_cycles": ranked[0][1] if ranked else None,
+    }
+    figures["stalls"] = ranked[:STALLS_SHOWN]
+    return figures
+

@@ -1,0 +1,194 @@
+"""Nsight Compute: finding ncu, running the lab's bench under it (the command line is in the
+package docstring), reading its report back.
+
+Only the student's kernels are profiled (named from ptxas.log, so the harness's own kernels,
+fill_random, l2_read, ref_*, count_*, copy_float4, never are), and each distinct launch
+configuration once.  `--clock-control none` leaves the GPU's clocks as they are (ncu's default
+locks them, which virtualised GPUs refuse).  The report's raw page is then printed as CSV
+(`ncu --import ... --page raw --csv --print-units base`) for rawpage.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+from ...base import process, toolkit
+from .common import EXIT_FAILED, CountersLocked, ProfileError
+
+#: Timed calls the bench makes under ncu (the figures of interest are the counters of one
+#: launch; a few timed calls keep the bench's own ratio meaningful).
+BENCH_REPS = 5
+#: The longest the profiled run may take, seconds.
+NCU_TIMEOUT_S = 300.0
+#: ncu retries without the metrics or sections a version does not know, at most this often.
+MAX_RETRIES = 2
+
+#: Sections of ncu (identifiers of `ncu --list-sections`) the profile collects.
+SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats")
+#: Metrics collected on top of the sections (the figures above need them).
+METRICS = (
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "smsp__inst_executed.sum", "smsp__inst_executed_pipe_xu.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct",
+    "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps", "launch__occupancy_limit_blocks",
+    "launch__registers_per_thread", "launch__block_size", "launch__grid_size",
+    "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic",
+)
+
+PERMISSION_FIX = (
+    "The GPU driver lets only administrators read the performance counters "
+    "(ERR_NVGPUCTRPERM).  Run the profile as root (sudo make profile), or have an administrator "
+    "allow everyone: put `options nvidia NVreg_RestrictProfilingToAdminUsers=0` into a file under "
+    "/etc/modprobe.d/, then reload the driver or reboot "
+    "(https://developer.nvidia.com/ERR_NVGPUCTRPERM).")
+NO_NCU_FIX = (
+    "Nsight Compute (ncu) was not found: looked on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin and "
+    "/opt/nvidia/nsight-compute/*/.  It ships with the CUDA toolkit (the nsight-compute package; "
+    "on Debian/Ubuntu with NVIDIA's repository: sudo apt-get install nsight-compute-<version>); "
+    "install it, or put the directory holding ncu on PATH.")
+
+
+
+def find_ncu() -> str | None:
+    """Path of the ncu executable, or None: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, then the
+    newest /opt/nvidia/nsight-compute/<version>/ncu."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    home = toolkit.cuda_home()
+    candidates = [home / "bin" / "ncu"] if home else []
+    candidates += [Path(os.environ["CUDA_PATH"]) / "bin" / "ncu"] if os.environ.get("CUDA_PATH") else []
+    candidates.append(toolkit.DEFAULT_HOME / "bin" / "ncu")
+    candidates += sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu"), reverse=True)
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    return None
+
+
+def ncu_version(ncu: str) -> str:
+    """`ncu --version`'s last line (e.g. 'Version 2025.3.1.0 (build ...)'), or '' when it fails."""
+    run = process.run([ncu, "--version"], 60)
+    return process.tail_lines(run.stdout, 1).strip() if run.returncode == 0 else ""
+
+
+def kernel_filter(names) -> str:
+    """ncu's --kernel-name value selecting exactly these mangled names: regex:^(a|b)$ with every
+    character other than a letter, digit or underscore escaped."""
+    escaped = ["".join(ch if ch.isalnum() or ch == "_" else "\\" + ch for ch in n) for n in sorted(names)]
+    return "regex:^(" + "|".join(escaped) + ")$"
+
+
+def bench_supports(bench: Path, option: str) -> bool:
+    """Whether the bench program's usage text names `option` (usage is printed for an unknown
+    option, before any GPU is touched)."""
+    run = process.run([str(bench), "--usage"], 30)
+    return option in (run.stdout + run.stderr)
+
+
+def ncu_command(ncu: str, kernels, export: Path, bench: Path, bench_json: Path, seed: int | None,
+                reps: int, no_audit: bool, sections=SECTIONS, metrics=METRICS) -> list[str]:
+    """The profiled run's command line (module docstring, step 2)."""
+    command = [ncu, "--clock-control", "none", "--kernel-name-base", "mangled",
+               "--kernel-name", kernel_filter(kernels), "--filter-mode", "per-launch-config",
+               "--launch-count", "1"]
+    for s in sections:
+        command += ["--section", s]
+    if metrics:
+        command += ["--metrics", ",".join(metrics)]
+    command += ["--export", str(export), "--force-overwrite", str(bench), "--json", str(bench_json),
+                "--reps", str(reps)]
+    if seed is not None:
+        command += ["--seed", str(seed)]
+    if no_audit:
+        command.append("--no-audit")
+    return command
+
+
+def _error_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.startswith("==ERROR==")]
+
+
+def unknown_names(errors: list[str], names) -> list[str]:
+    """The requested metric or section names that ncu's error lines complain about."""
+    return [n for n in names if any(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", e) for e in errors)]
+
+
+#: Bench exit statuses (base/protocol.py): no GPU, a CUDA error, a debug build.
+_BENCH_NO_GPU, _BENCH_CUDA_ERROR, _BENCH_DEBUG = 2, 3, 4
+
+
+def run_ncu(ncu: str, kernels, build_dir: Path, seed: int | None, reps: int = BENCH_REPS,
+            timeout_s: float = NCU_TIMEOUT_S) -> tuple[list[str], str, dict]:
+    """Run the bench under ncu; returns (the command, ncu's raw CSV, the bench JSON).
+
+    Retries without metrics or sections this ncu does not know (at most MAX_RETRIES times).
+    Raises ProfileError: counters not permitted, the profiler not working here, no GPU, a debug
+    build (EXIT_CANNOT); a CUDA error or a timeout of the student's code (EXIT_FAILED).
+    """
+    build_dir = Path(build_dir).resolve()
+    bench = build_dir / "bench"
+    export = build_dir / "profile"
+    report = build_dir / "profile.ncu-rep"
+    bench_json = build_dir / "profile-bench.json"
+    no_audit = bench_supports(bench, "--no-audit")
+    sections, metrics = list(SECTIONS), list(METRICS)
+    for attempt in range(MAX_RETRIES + 1):
+        for stale in (report, bench_json):
+            stale.unlink(missing_ok=True)
+        command = ncu_command(ncu, kernels, export, bench, bench_json, seed, reps, no_audit, sections, metrics)
+        run = process.run(command, timeout_s, cwd=build_dir)
+        said = run.stdout + "\n" + run.stderr
+        errors = _error_lines(said)
+        if "ERR_NVGPUCTRPERM" in said:
+            raise CountersLocked(PERMISSION_FIX)
+        if run.timed_out:
+            raise ProfileError(f"the profiled run took longer than {timeout_s:.0f} s and was stopped: does your "
+                               "kernel finish? (`make check` times each case)", EXIT_FAILED)
+        if run.error:
+            raise ProfileError(f"could not start {ncu}: {run.error}")
+        dropped = unknown_names(errors, metrics + sections)
+        if dropped and attempt < MAX_RETRIES:
+            metrics = [m for m in metrics if m not in dropped]
+            sections = [s for s in sections if s not in dropped]
+            print(f"  ncu does not know {', '.join(dropped)}: profiling again without", flush=True)
+            continue
+        break
+    status = run.returncode
+    detail = process.tail_lines("\n".join(errors) or run.stderr.strip() or run.stdout.strip(), 6)
+    if status == _BENCH_NO_GPU and not report.is_file():
+        raise ProfileError(f"no GPU: the bench found none ({detail})")
+    if status == _BENCH_DEBUG:
+        raise ProfileError("this is a debug build (DEBUG=1, -G): its counters describe unoptimised code; "
+                           "`make build` without DEBUG=1, then profile again")
+    if status == _BENCH_CUDA_ERROR:
+        raise ProfileError(f"your kernel failed with a CUDA error under the profiler:\n{detail}\n"
+                           "fix it first (`make check`, `make sanitize`)", EXIT_FAILED)
+    if not report.is_file():
+        raise ProfileError(f"ncu wrote no report ({run.describe()}):\n{detail}")
+    if not bench_json.is_file():
+        raise ProfileError(f"the bench wrote no figures under ncu ({run.describe()}):\n{detail}", EXIT_FAILED)
+    try:
+        bench_data = json.loads(bench_json.read_text())
+    except json.JSONDecodeError as err:
+        raise ProfileError(f"{bench_json}: not JSON ({err.msg})", EXIT_FAILED) from None
+    imported = process.run([ncu, "--import", str(report), "--page", "raw", "--csv", "--print-units", "base",
+                            "--print-kernel-base", "mangled"], 120, cwd=build_dir)
+    if imported.returncode != 0 or not imported.stdout.strip():
+        raise ProfileError(f"ncu --import {report} failed ({imported.describe()}): "
+                           f"{process.tail_lines(imported.stderr, 4)}")
+    return command, imported.stdout, bench_data
+

@@ -1,0 +1,199 @@
+"""The diagnosis without counters, from what the kit sees itself.
+
+Used where Nsight Compute cannot read the GPU's performance counters (ERR_NVGPUCTRPERM: Colab,
+most containers, shared servers with NVreg_RestrictProfilingToAdminUsers=1), where ncu is not
+installed, and when asked (`grade.py profile --no-counters`, or STENCIL_PROFILE_COUNTERS=off).
+Its inputs:
+
+- the build (buildfacts.py): ptxas's registers and spills; the PTX's divisions, and for every
+  global and shared load and store how neighbouring lanes address memory (access.py);
+- the launches: the bench runs as `make check` runs it (sandboxed, timed, with the launch
+  audit), and the audit gives each kernel that ran its grid, block, shared memory per block and
+  registers (grader/README.md, section 3).  Only kernels that ran are diagnosed;
+- the GPU's limits per SM (base/gpuprobe.py: threads, registers, shared memory, blocks), for the
+  theoretical occupancy.
+
+Figures per kernel (the rules of mode "ptx" in grader/profile_rules.json read them):
+
+- gld_sectors_per_request, gst_sectors_per_request: the mean over the kernel's analysable global
+  loads (stores) of the 32-byte sectors a warp's request touches, from the lanes' byte offsets
+  (lane i is threadIdx (i % blockDim.x, i / blockDim.x)); a stride that holds a kernel parameter
+  (a row length) puts each lane in a sector of its own.  gld_ideal_sectors, gst_ideal_sectors:
+  the sectors of the widest access, as in counters mode; global_excess: the larger of the two
+  ratios;
+- shared_conflict_share: the mean over analysable shared accesses of the replays' share of
+  wavefronts (a k-way conflict: (k - 1) / k; CUDA C++ Programming Guide, "Shared Memory");
+- worst_global_* and worst_shared_*: the access with the most sectors (the most ways): its PTX
+  line, what it is, the stride, the figure;
+- theoretical_occupancy (percent), occupancy_limiter and limited_by_*: the CUDA Occupancy
+  Calculator's rule, blocks per SM = the least of what the warps, the registers (allocated per
+  warp in units of 256), the shared memory (the block's plus the driver's reserve) and the block
+  slots allow;
+- spill_bytes, registers, block_size, smem_per_block, div_rem_ptx, div_rem_per_cell (as in
+  counters mode, from the launch the audit saw).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+from ...base import gpuprobe
+from ...grading import bench as grading_bench
+from . import access
+from .common import EXIT_FAILED, INPUTS_FORMAT, ProfileError, source_digest
+
+#: The environment variable that forces this mode (`make profile` where the counters would work).
+FORCE_ENV = "STENCIL_PROFILE_COUNTERS"
+#: Registers are allocated per warp in units of this many (CUDA Occupancy Calculator).
+REGISTER_UNIT = 256
+
+
+def forced(environ=None) -> bool:
+    """True when STENCIL_PROFILE_COUNTERS=off (or 0, no) asks for the diagnosis without counters."""
+    env = os.environ if environ is None else environ
+    return env.get(FORCE_ENV, "").strip().lower() in ("off", "0", "no")
+
+
+def require_gpu() -> gpuprobe.ProbeResult:
+    """The GPU the bench will run on (the probe's quick form); ProfileError when there is none."""
+    probe = gpuprobe.probe(quick=True)
+    if not probe.ok:
+        raise ProfileError(f"no GPU to run the bench on ({probe.message or probe.status}): nothing to diagnose here")
+    return probe
+
+
+def collect(spec, impl: str, build_dir, seed: int | None, static: dict, why: str) -> dict:
+    """Run the bench (as make check does) and the probe; returns the inputs record of this mode.
+    why: why there are no counters (shown in the report).  Raises ProfileError."""
+    from ...grading import build as grading_build
+
+    probe = require_gpu()
+    run = grading_bench.run_bench(build_dir, spec.bench.timeout_s, seed)
+    if not run.data:
+        raise ProfileError(f"the bench did not run ({run.status}: {run.message})", EXIT_FAILED)
+    source = grading_build.impl_source(spec.lab, impl)
+    launchers = [{"name": x.name, "bytes_per_cell": x.bytes_per_cell, "flop_per_cell": x.flop_per_cell}
+                 for x in spec.kind.launchers]
+    return {"format": INPUTS_FORMAT, "mode": "ptx", "no_counters": why, "lab": spec.lab,
+            "impl": impl if impl in ("starter", "reference") else str(impl), "source": str(source),
+            "source_sha256": source_digest(source),
+            "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": run.data.get("device"), "limits": probe.limits, "launchers": launchers,
+            "bench": run.data, "static": static}
+
+
+def occupancy(threads: int, registers: int, smem: int, limits: dict) -> tuple[float | None, list[str]]:
+    """(theoretical occupancy in percent, what limits it) of blocks of `threads` threads using
+    `registers` per thread and `smem` bytes of shared memory, on an SM with these limits."""
+    warp_slots = limits.get("threads_per_sm", 0) // 32
+    if not threads or not warp_slots:
+        return None, []
+    warps = -(-threads // 32)
+    by = {"block size (warps per SM)": warp_slots // warps, "blocks per SM": limits.get("blocks_per_sm") or 10**6}
+    if registers:
+        per_warp = -(-registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
+        by["registers"] = limits.get("registers_per_sm", 0) // (per_warp * warps)
+    if smem:
+        by["shared memory"] = limits.get("smem_per_sm", 0) // (smem + limits.get("smem_reserved_per_block", 0))
+    least = min(by.values())
+    return 100.0 * least * warps / warp_slots, [what for what, n in by.items() if n == least]
+
+
+def _stride_text(stride: list | None, value, width: int) -> str:
+    if value == "runtime":
+        params = sorted({a.rsplit("_param_", 1)[-1].split("+")[0] for atoms, _ in stride or [] for a in atoms
+                         if a.startswith("param:")})
+        which = f"the kernel's parameter {', '.join(str(int(p) + 1) for p in params if p.isdigit())}" if params \
+            else "a run-time value"
+        return f"a multiple of {which} (such as a row length)"
+    return f"{value} bytes"
+
+
+def _accesses(fact: dict, block: list[int], grid: list[int]) -> dict:
+    """The access figures of one kernel (module docstring)."""
+    widest = max([a["width"] for a in fact.get("accesses", []) if a["space"] == "global"] + [4])
+    loads, stores, shares, worst_g, worst_s, skipped = [], [], [], None, None, 0
+    for a in fact.get("accesses", []):
+        sx, sy = (access.stride_bytes(a[k], block, grid) for k in ("stride_x", "stride_y"))
+        if sx is None or (block[0] < 32 and not isinstance(sy, int)):
+            skipped += 1
+            continue
+        offsets = access.lane_offsets(sx if isinstance(sx, int) else 0, sy if isinstance(sy, int) else 0, block[0])
+        if a["space"] == "global":
+            sectors = 32 if sx == "runtime" else access.global_sectors(offsets, a["width"])
+            (loads if a["op"] == "load" else stores).append(sectors)
+            if worst_g is None or sectors > worst_g[0]:
+                worst_g = (sectors, a, _stride_text(a["stride_x"], sx, a["width"]))
+        elif sx != "runtime":
+            fronts, ideal = access.shared_wavefronts(offsets, a["width"])
+            shares.append((fronts - ideal) / fronts)
+            if worst_s is None or fronts / ideal > worst_s[0]:
+                worst_s = (fronts / ideal, a, _stride_text(a["stride_x"], sx, a["width"]))
+        else:
+            skipped += 1
+    mean = (lambda v: sum(v) / len(v) if v else None)
+    f = {"gld_sectors_per_request": mean(loads), "gst_sectors_per_request": mean(stores),
+         "gld_ideal_sectors": float(widest), "gst_ideal_sectors": float(widest),
+         "shared_conflict_share": mean(shares), "accesses_analysed": len(loads) + len(stores) + len(shares),
+         "accesses_skipped": skipped}
+    ratios = [x / widest for x in (f["gld_sectors_per_request"], f["gst_sectors_per_request"]) if x is not None]
+    f["global_excess"] = max(ratios) if ratios else None
+    for prefix, worst in (("worst_global", worst_g), ("worst_shared", worst_s)):
+        if worst:
+            f.update({f"{prefix}_figure": float(worst[0]), f"{prefix}_line": float(worst[1]["line"]),
+                      f"{prefix}_op": worst[1]["op"], f"{prefix}_width": float(worst[1]["width"]),
+                      f"{prefix}_stride": worst[2]})
+    return f
+
+
+def derive(name: str, fact: dict, launch: dict | None, inputs: dict) -> dict:
+    """The figures of one kernel (module docstring).  launch: the audit's record of it (None: it
+    was not audited; lanes are then taken as consecutive threadIdx.x and the occupancy is unknown)."""
+    block = list((launch or {}).get("block") or [32, 1, 1])
+    grid = list((launch or {}).get("grid") or [0, 0, 0])
+    threads = block[0] * block[1] * block[2]
+    smem = (launch or {}).get("static_smem", 0) + (launch or {}).get("dynamic_smem", 0) if launch else None
+    registers = (launch or {}).get("registers") or fact.get("registers") or 0
+    bench = inputs["bench"]
+    cells = float(bench.get("nx", 1)) * float(bench.get("ny", 1)) * float(bench.get("nz", 1))
+    figures = _accesses(fact, block, grid)
+    occ, limiters = occupancy(threads, registers, smem or 0, inputs.get("limits") or {}) if launch else (None, [])
+    threads_per_cell = grid[0] * grid[1] * grid[2] * threads / cells if launch and cells else None
+    looped = float(fact.get("div_rem_in_loop", 0))
+    figures.update({
+        "theoretical_occupancy": occ, "occupancy_limiter": " and ".join(limiters) or None,
+        "limited_by_registers": float("registers" in limiters) if limiters else None,
+        "limited_by_shared": float("shared memory" in limiters) if limiters else None,
+        "limited_by_block_size": float(any(x in limiters for x in ("block size (warps per SM)", "blocks per SM")))
+        if limiters else None,
+        "registers": float(registers) if registers else None, "block_size": float(threads) if launch else None,
+        "smem_per_block": float(smem) if smem is not None else None,
+        "spill_bytes": float(fact.get("spill_stores", 0) + fact.get("spill_loads", 0)),
+        "div_rem_ptx": float(fact.get("div_rem", 0)), "threads_per_cell": threads_per_cell,
+        "div_rem_per_cell": looped + (float(fact.get("div_rem", 0)) - looped) * threads_per_cell
+        if threads_per_cell is not None else None,
+        "launches": float(launch.get("count", 0)) if launch else None,
+    })
+    return figures
+
+
+def kernels(inputs: dict) -> list[dict]:
+    """The kernels to diagnose: those the audit saw launched (every kernel of the build when
+    the audit did not run), each with its figures."""
+    static = inputs.get("static", {})
+    audit = (inputs["bench"].get("audit") or {})
+    launched: dict[str, dict] = {}
+    for x in audit.get("launches") or []:
+        if x.get("kind") == "kernel" and x.get("name") in static:
+            launched.setdefault(x["name"], x)
+    names = list(launched) if audit.get("status") == "ok" else list(static)
+    out = []
+    for name in names:
+        fact = static[name]
+        launch = launched.get(name)
+        out.append({"name": name, "label": fact.get("label", name),
+                    "block": "({}, {}, {})".format(*launch["block"]) if launch else "?",
+                    "grid": "({}, {}, {})".format(*launch["grid"]) if launch else "?",
+                    "static": fact, "figures": derive(name, fact, launch, inputs)})
+    return out

@@ -1,0 +1,67 @@
+"""A slow GPU's `make check` stays under a minute (issue 25).
+
+A T4 (Colab, Kaggle) copies memory at about a tenth of an H100's rate, so every kernel of a
+grading, the student's and the harness's, takes about ten times as long.  The bench adapts: it
+times calls until the median's 95% confidence interval lies within 1% (at least 10, at most the
+lab's bench.repetitions), so a slower kernel costs more seconds per call, never more calls than
+the cap.  Simulated here on a fast GPU: lab 1's reference with a launcher that sweeps SLOWDOWN
+times per call (the same output, SLOWDOWN times the time), graded as `make check` grades it.  The
+bench's copy probe, the other part that scales with the bandwidth, is projected: its measured
+seconds times SLOWDOWN.  Needs a GPU (skipped otherwise).
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import GRADE_PY, KIT_ROOT
+
+#: About an H100's copy bandwidth over a T4's (2960 GB/s measured over 320 GB/s nominal).
+SLOWDOWN = 10
+LAB = "01-naive-5pt"
+
+
+def _gpu() -> bool:
+    smi = shutil.which("nvidia-smi")
+    return bool(smi) and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+def slow_kernel() -> str:
+    """Lab 1's reference whose launcher runs its sweep SLOWDOWN times (each sweep writes the same
+    output from the same input)."""
+    source = (KIT_ROOT / "reference" / LAB / "kernel.cu").read_text()
+    head = 'extern "C" void stencil2d_sweep('
+    assert source.count(head) == 1
+    return (source.replace(head, "static void sweep_once(") +
+            f'\nextern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,\n'
+            f'                                stencil2d_coeffs c, cudaStream_t stream)\n'
+            f'{{\n    for (int i = 0; i < {SLOWDOWN}; i++)\n'
+            f'        sweep_once(d_in, d_out, nx, ny, c, stream);\n}}\n')
+
+
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU: the time of a grading is measured")
+def test_a_ten_times_slower_gpu_grades_a_lab_in_under_a_minute(tmp_path):
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "slow" / "kernel.cu").write_text(slow_kernel())
+    out = tmp_path / "report.json"
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, str(GRADE_PY), "lab", LAB, "--impl", str(tmp_path / "slow"),
+                           "--build-dir", str(tmp_path / "build"), "--json", str(out)],
+                          cwd=KIT_ROOT, capture_output=True, text=True, timeout=300)
+    wall = time.monotonic() - start
+    report = json.loads(out.read_text())
+    assert report["correctness"]["verdict"] == "pass", done.stdout + done.stderr
+    bench = report["performance"]["bench"]
+    copy_probe = bench["seconds"]["copy_probe"]
+    projected = wall + (SLOWDOWN - 1) * copy_probe
+    print(f"{bench['device']}: make check of {LAB} with a launcher {SLOWDOWN}x slower: {wall:.1f} s "
+          f"(bench {report['seconds']['bench']:.1f} s: {bench['repetitions']} timed calls of "
+          f"{bench['ms_median']:.2f} ms; copy probe {copy_probe:.2f} s, x{SLOWDOWN} on a slow GPU: "
+          f"{projected:.1f} s projected)")
+    # SLOWDOWN sweeps per call, each at most at copy speed (1.05: the plausibility bound).
+    assert bench["ratio"] < 1.05 / SLOWDOWN, "the launcher did not slow down"
+    assert wall < 60 and projected < 60
