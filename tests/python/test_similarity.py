@@ -233,12 +233,18 @@ def test_against_a_folder_of_earlier_terms_and_public_solutions(cd, made_up_clas
     assert not any(p.a_kind != "student" for p in result.pairs)
 
 
-def test_a_second_run_leaves_no_stale_page(cd, made_up_class, tmp_path):
+def test_a_second_run_leaves_no_stale_page_and_pages_are_capped(cd, made_up_class, tmp_path, monkeypatch):
     out = tmp_path / "out"
     similarity.run(made_up_class, out, [LAB])
     assert len(list((out / "similarity" / LAB).glob("pair-*.html"))) == 4
     similarity.run(made_up_class, out, [LAB], threshold=0.99)
     assert sorted(p.name for p in (out / "similarity" / LAB).glob("pair-*.html")) == ["pair-1.html", "pair-2.html"]
+    monkeypatch.setattr(similarity, "MAX_PAGES", 3)                 # a class where many copied
+    result = similarity.run(made_up_class, out, [LAB])[0]
+    assert len(result.flagged) == 4 and [p.page for p in result.flagged][3] == ""
+    assert sorted(p.name for p in (out / "similarity" / LAB).glob("pair-*.html")) == \
+        ["pair-1.html", "pair-2.html", "pair-3.html"]
+    assert "pages written for the 3 highest" in (out / "similarity" / LAB / "pairs.txt").read_text()
 
 
 # ---------------------------------------------------------------- the pages

@@ -47,6 +47,8 @@ from . import classdiff, leaderboard, outdir, similarity
 BINS = 10
 #: Verdicts that want a look from the instructor, whatever the figures say.
 LOOK_AT = ("grader_error", "crash", "timeout", "forbidden")
+#: Flagged pairs listed in a student's similarity cell (similarity/<lab>/pairs.txt has them all).
+SIMILAR_SHOWN = 5
 #: Characters of a reason shown in a cell (the whole one is its tooltip and on the lab's page).
 CELL_REASON = 120
 
@@ -166,18 +168,21 @@ def _cell(student: str, lab: str, r: dict | None) -> str:
 
 
 def _similar_cell(pairs: list[dict]) -> str:
-    """The similarity column's cell: each flagged pair (lab, score, the other file), linked to its
-    side-by-side page; else the student's highest score, muted."""
+    """The similarity column's cell: the flagged pairs (lab, score, the other file; the first
+    SIMILAR_SHOWN, then how many more), each linked to its side-by-side page; else the student's
+    highest score, muted."""
     flagged = [p for p in pairs if p.get("flagged")]
     if not flagged:
         top = max((float(p["score"]) for p in pairs), default=None)
         return '<td class="similar">' + ("" if top is None else f'<span class="muted">at most {top:.2f}</span>') \
             + "</td>"
     return '<td class="similar flagged">' + "<br>".join(
-        f'<a class="bad-text" href="{_href(similarity.FOLDER, p["lab"], str(p.get("page") or ""))}">{_e(p["lab"])} '
+        f'<a class="bad-text" href="{_href(similarity.FOLDER, p["lab"], str(p.get("page") or "pairs.txt"))}">{_e(p["lab"])} '
         f'{float(p["score"]):.2f}</a> with {_e(p.get("other"))}' + (f" ({_e(p.get('other_kind'))})"
                                                                    if p.get("other_kind") != "student" else "")
-        for p in flagged) + "</td>"
+        for p in flagged[:SIMILAR_SHOWN]) \
+        + (f"<br>... and {len(flagged) - SIMILAR_SHOWN} more (pairs.txt)" if len(flagged) > SIMILAR_SHOWN else "") \
+        + "</td>"
 
 
 def _student_table(reports: Table, lab_order: list[str], similar: dict[str, list[dict]] | None = None) -> str:

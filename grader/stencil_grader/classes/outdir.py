@@ -12,6 +12,7 @@ keep a grade (resume, never lost).
     OUT/students/<student>/*.html           the pages of that student (classhtml.py)
     OUT/gradescope/<student>/results.json   Gradescope's file of that student
     OUT/slurm/run-N/                        a batch back end's run (batch.py)
+    OUT/similarity/<lab>/                   grade.py similarity's files (similarity.py)
 
 Students live only under students/ and gradescope/, each in a folder named as written, so
 that no name (`gradescope`, `class.csv`, `slurm`, a leading `-`, 255 bytes) reaches a file
@@ -61,6 +62,8 @@ STUDENTS = "students"
 GRADESCOPE = "gradescope"
 #: A batch back end's runs (batch.py).
 RUNS = "slurm"
+#: grade.py similarity's files (similarity.py).
+SIMILARITY = "similarity"
 #: What a class grading of an earlier kit version (without MANIFEST) left in its OUT.
 EARLIER_SIGNS = ("class.csv", GRADESCOPE)
 #: Verdicts of class grading that are not grades (besides score.NOT_GRADED): the grading
@@ -183,7 +186,7 @@ def claim(out: Path, submissions: Path, write: bool = True) -> None:
 def _move_earlier_layout(out: Path) -> None:
     """Move the student folders of the earlier layout (OUT/<student>/<lab>.json) into students/."""
     earlier = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")
-               and p.name not in (GRADESCOPE, RUNS) and any(p.glob("*.json"))]
+               and p.name not in (GRADESCOPE, RUNS, SIMILARITY) and any(p.glob("*.json"))]
     if not earlier:
         return
     moving = out / f".{STUDENTS}.moving"

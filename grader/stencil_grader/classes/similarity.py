@@ -70,7 +70,9 @@ NOISE = 40
 FLAG = 0.80
 #: Pairs below FLAG listed in pairs.txt, for context.
 REPORTED_BELOW = 10
-FOLDER = "similarity"
+#: Side-by-side pages written at most per lab (the highest flagged pairs; pairs.csv lists them all).
+MAX_PAGES = 300
+FOLDER = outdir.SIMILARITY
 KINDS = ("student", "against", "kit")
 
 
@@ -257,9 +259,13 @@ def compare_lab(lab: str, students: list[Source], others: list[Source], starter:
     pairs.sort(key=lambda p: (-p.score, p.a, p.b))
     for rank, p in enumerate(pairs, 1):
         if p.score >= threshold:
-            p.flagged, p.page = True, f"pair-{rank}.html"
+            p.flagged, p.page = True, f"pair-{rank}.html" if rank <= MAX_PAGES else ""
     sources = {(s.kind, s.name): s for s in students + others}
-    return LabResult(lab, sources, pairs, threshold, getattr(cd, "__version__", "?"), boilerplate=bool(starter))
+    result = LabResult(lab, sources, pairs, threshold, getattr(cd, "__version__", "?"), boilerplate=bool(starter))
+    if len(result.flagged) > MAX_PAGES:
+        result.notes.append(f"{len(result.flagged)} pairs flagged: pages written for the {MAX_PAGES} highest "
+                            "(pairs.csv lists them all)")
+    return result
 
 
 # ------------------------------------------------------------------------------- the files written
@@ -304,7 +310,7 @@ def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
     written.append(outdir.write_json(folder / "similarity.json", data))
     keep = set()
     for rank, p in enumerate(result.pairs, 1):
-        if p.flagged:
+        if p.page:
             keep.add(p.page)
             written.append(outdir.write_atomic(folder / p.page, simpages.pair_page(result, p, rank, _settings(result))))
     for stale in folder.glob("pair-*.html"):
