@@ -24,7 +24,7 @@ import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, SIMILARITY_DEPS
 from stencil_grader import cli
-from stencil_grader.classes import classhtml, gpupool, backend, outdir, similarity, simpages
+from stencil_grader.classes import backend, gpupool, outdir, similarity, simpages
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import check_verdicts  # noqa: E402  (needs the path above)

@@ -20,5 +20,9 @@ and beside them:
     batch         a batch system's run folder, its build and GPU tasks, the merge
     slurm         `grade.py slurm`: Slurm job arrays
     classhtml     the class as web pages (optional: used when present)
-    commands      grade.py's `import`, `class`, `slurm` and `class-task`
+    similarity    around the grades, none changing one: pairs of similar kernel.cu files
+                  (copydetect, an optional instructor tool; simpages: their side-by-side pages),
+    leaderboard   the leaderboard of who opted in under a pseudonym, and Gradescope's entries,
+    classdiff     how a class moved between two gradings
+    commands      grade.py's `import`, `class`, `slurm`, `class-task`, `similarity` and `class-diff`
 """

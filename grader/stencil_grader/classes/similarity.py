@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
