@@ -327,8 +327,8 @@ def test_a_kernels_printf_grades_as_its_twin_and_is_shown(grade):
 
 
 def report_gradescope(report):
-    from stencil_grader.grading import report as report_module
-    return report_module.gradescope_tests(report)
+    from stencil_grader.grading import gradescope
+    return gradescope.tests(report)
 
 
 def test_work_on_another_stream_costs_the_performance_points(grade):
