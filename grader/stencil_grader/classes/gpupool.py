@@ -14,7 +14,7 @@ taken out if it fails now (GpuSet.suspect).
 The probe uses the CUDA driver API through ctypes (the grader never links
 against CUDA): libcuda.so.1 comes with the NVIDIA driver, so it needs no build
 and no toolkit.  It also says which GPU CUDA shows a process (UUID, name,
-compute capability): the batch back ends use that to find the GPU Slurm gave a
+compute capability): the batch back ends use that to find the GPU the engine gave a
 task (identify()).
 
 The pool itself, the lock that keeps two gradings off one GPU, is base/locks.py's
@@ -155,7 +155,7 @@ def probe(uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeR
     """Run PROBE_PROGRAM in its own process and return what it found.
 
     uuid: the GPU to probe (CUDA_VISIBLE_DEVICES=uuid for the probe); None: the first GPU
-    this process's environment shows (e.g. the one Slurm gave the task).
+    this process's environment shows (e.g. the one the batch engine gave the task).
     Never raises: a probe that hangs past timeout_s, crashes or prints no JSON is "failed".
     """
     env = dict(os.environ)
