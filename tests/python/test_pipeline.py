@@ -363,3 +363,14 @@ def test_shared_planes_are_judged_as_launched(grade, fake_kit):
     assert report["verdict"] == "constraint"
     (planes,) = [c for c in report["launches"] if c["name"] == "max shared planes"]
     assert planes["status"] == "fail" and "32768 bytes of shared memory per block" in planes["message"]
+
+
+def test_each_stage_says_what_its_programs_used(grade):
+    """Issue 24: a batch task asks for the memory and CPUs its stages use; each report records, per
+    stage, the CPU seconds and peak resident set of the stage's programs, and the grading's own."""
+    _, report, _ = grade(GOOD_KERNEL)
+    used = report["resources"]
+    assert set(used) == {"build", "static", "cases", "bench", "grader"}
+    for stage in ("build", "cases", "bench"):
+        assert used[stage]["cpu_s"] > 0 and used[stage]["peak_rss_mib"] > 1, (stage, used)
+    assert used["grader"]["peak_rss_mib"] > 10

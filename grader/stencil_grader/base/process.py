@@ -206,7 +206,7 @@ class _Capture(threading.Thread):
         return bytes(self.head + middle + tail).decode("utf-8", errors="replace")
 
 
-@dataclass
+@dataclass(eq=False)           # each block's own: two with the same figures are not one
 class Usage:
     """What the runs of a `metered()` block used: CPU seconds summed, the peak resident set (KiB)
     of the largest process, and how many runs were measured."""

@@ -386,7 +386,6 @@ class BatchEngine(Backend):
                 "requests": {k: vars(v) for k, v in shape.requests.items()},
                 "log_pattern": self.log_pattern, "jobs": {}}
         outdir.write_json(path / RUN_FILE, data)
-        run = RunDir(path)
         if shape.setup:
             outdir.write_atomic(path / SETUP_FILE, "\n".join(shape.setup) + "\n")
         for name, text in self.scripts(shape).items():
@@ -396,8 +395,8 @@ class BatchEngine(Backend):
         except ClassError:
             shutil.rmtree(path, ignore_errors=True)     # nothing of it runs: no trace of it
             raise
-        record_jobs(run, self.jobs)
-        self.run_dir = run
+        self.run_dir = RunDir(path)                     # read again: an engine's jobs may have run already
+        record_jobs(self.run_dir, self.jobs)
 
     def shape(self, plan: ClassPlan, items: list[Item]) -> Shape:
         """The shape of a run of these items (the next run folder of OUT)."""
