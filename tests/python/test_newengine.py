@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, FakeKit
-from test_newkind import kit_files
+from test_newkind import copy_kit
 
 EXAMPLE = KIT_ROOT / "tests" / "newengine" / "localbatch.py"
 ENGINE_FILE = "grader/stencil_grader/classes/engines/localbatch.py"
@@ -28,11 +28,7 @@ def rows(path):
 
 def test_a_new_engine_is_one_module_and_no_other_edit(tmp_path):
     kit = tmp_path / "kit"
-    for name in kit_files():
-        if name.startswith(("build/", "tests/")):
-            continue
-        (kit / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(KIT_ROOT / name, kit / name)
+    copy_kit(kit)
     FakeKit(kit)                                     # a lab whose build and runs need no toolchain or GPU
     before = {p.relative_to(kit).as_posix(): p.read_bytes() for p in kit.rglob("*") if p.is_file()}
     assert "localbatch" not in grade_py(kit, "--help").stdout

@@ -57,10 +57,10 @@ def test_requests_from_recordings(tmp_path, fake_kit):
     gpu = resources.task_request("gpu", [[spec] * 300, [spec] * 10], rec)
     assert gpu.seconds == 300 * 3 * 3 + 120                        # the longest shard: median x 3 + slack
     assert gpu.mem_mib == 3328                                     # (2000 + 2 x 100) x 1.5, to 256 MiB
-    assert gpu.cpus == 3                                           # 6 CPU-s over 3 s wall, x 1.5
+    assert gpu.cpus == 2                                           # 6 CPU-s over 3 s wall
     assert gpu.basis.startswith(f"measured: {h100} (NVIDIA H100 80GB HBM3, 2026-01-01); {h200}")
     build = resources.task_request("build", [[spec]], rec)
-    assert build.seconds == resources.TIME_FLOOR_S and build.mem_mib == 1792 and build.cpus == 2   # (900+200) x 1.5
+    assert build.seconds == resources.TIME_FLOOR_S and build.mem_mib == 1792 and build.cpus == 1   # (900+200) x 1.5
     assert resources.task_request("gpu", [[spec] * 4], rec, time_per_lab=50).seconds == resources.TIME_FLOOR_S
     assert resources.default_per_task(rec, [spec]) == resources.MAX_PER_TASK       # 600 s / 3 s, at most 64
     # nothing recorded: the stated defaults, said to be not measured, and the labs' own limits
@@ -94,3 +94,12 @@ def test_bench_class_records_what_the_class_used(fake_kit, tmp_path, monkeypatch
     loaded = resources.load([path])
     assert loaded.figures(FAKE_LAB, "build")["n"] == 3
     assert recordings.load_recordings(tmp_path / "data").records[("fake", "class")]
+
+
+def test_one_command_records_a_gpu_machine(tmp_path):
+    """`make bench-class SLUG=h100` is the one command that writes handouts/data/h100/class.json."""
+    import subprocess
+    done = subprocess.run(["make", "-n", "-C", str(KIT_ROOT), "bench-class", "SLUG=h100"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "bench_class.py --students 8" in done.stdout
+    assert "--record handouts/data/h100/class.json" in done.stdout

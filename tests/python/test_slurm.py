@@ -474,8 +474,8 @@ def test_the_scripts_ask_for_what_the_recording_measured(klass, fake_kit, tmp_pa
     gpu = script["gpu.sbatch"]
     # 2 gradings x 3 x 40 s + 120 s = 360 s: below the floor of 600 s
     assert "#SBATCH --time=0-00:10:00" in gpu and "#SBATCH --array=0-1%5" in gpu
-    # (3000 MiB + 2 x 100 MiB) x 1.5 = 4800 MiB, rounded up to 256 MiB: 4864 MiB; CPU/wall 3 x 1.5: 5
-    assert "#SBATCH --mem=4864M" in gpu and "#SBATCH --cpus-per-task=5" in gpu and "#SBATCH --requeue" in gpu
+    # (3000 MiB + 2 x 100 MiB) x 1.5 = 4800 MiB, rounded up to 256 MiB: 4864 MiB; 120 CPU-s in 40 s: 3 CPUs
+    assert "#SBATCH --mem=4864M" in gpu and "#SBATCH --cpus-per-task=3" in gpu and "#SBATCH --requeue" in gpu
     assert f"measured: {recording} (Fake GPU 80GB, 2026-01-01)" in gpu
     assert "#SBATCH --partition=gpu" in script["build.sbatch"] and "#SBATCH --partition=gpu" in script["merge.sbatch"]
     lines = gpu.splitlines()
@@ -586,7 +586,7 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
     assert f"aftercorr:{jobs['build']}" in gpu_job and f"afterany:{jobs['gpu']}" in merge_job
     assert "%3" in _scontrol_job(cluster, jobs["build"]).split("ArrayTaskId=")[1].split()[0] \
         or "ArrayTaskThrottle=3" in _scontrol_job(cluster, jobs["build"])
-    assert f"JobName=stencil-submissions-run-1-gpu" in gpu_job and "Requeue=0" in gpu_job
+    assert "JobName=stencil-submissions-run-1-gpu" in gpu_job and "Requeue=0" in gpu_job
     assert "ArrayTaskId=" in gpu_job and "gpu" in gpu_job.split("TresPerNode=")[-1][:20]
     # cancel dan's GPU task while it grades dan
     dan = next(i for i, item in enumerate(run.items) if item.student == "dan")

@@ -204,10 +204,10 @@ def main(argv: list[str] | None = None) -> int:
                                {"students": args.students, "jobs": result["jobs"], "cpus": os.cpu_count()})
         print(f"  what each lab's stages used (grade.py slurm's --time, --mem, --cpus-per-task): {args.record}")
         for row in rec["rows"]:
-            figures = ("not measured" if not row["n"] else
-                       f"median {row['wall_s_median']:.1f} s wall, {row['cpu_s_median']:.1f} s CPU; "
-                       f"peak {row['peak_rss_mib_max']:.0f} MiB (n={row['n']})")
-            print(f"    {row['lab']:<24} {row['stage']:<6} {figures}")
+            used = ("not measured" if not row["n"] else
+                    f"median {row['wall_s_median']:.1f} s wall, {row['cpu_s_median']:.1f} s CPU; "
+                    f"peak {row['peak_rss_mib_max']:.0f} MiB (n={row['n']})")
+            print(f"    {row['lab']:<24} {row['stage']:<6} {used}")
     print(f"  class and grades: {work}")
     return 0
 

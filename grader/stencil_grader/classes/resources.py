@@ -27,9 +27,10 @@ of any of those models) a task asks for:
     memory  MEM_SAFETY x (the largest peak resident set of a stage's programs over its labs
             + GRADER_PROCESSES x the grading process's peak), rounded up to MEM_ROUND_MIB, at
             least MEM_FLOOR_MIB
-    cpus    CPU_SAFETY x the largest ratio of median CPU seconds to median wall seconds over
-            its labs (make, nvcc; Check's forked cases and the OpenMP CPU reference), rounded
-            up, from 1 to MAX_CPUS
+    cpus    the largest ratio of median CPU seconds to median wall seconds over its labs (make,
+            nvcc; Check's forked cases and the OpenMP CPU reference: how many CPUs the stage
+            keeps busy), rounded up, from 1 to MAX_CPUS; no safety factor: too few CPUs slow a
+            task, they never end it (unlike memory or time)
 
 Without a recording (or for a lab it lacks) each figure is NOT_MEASURED's stated default,
 and the time the labs' own stage limits (worker.time_limit_s): conservative, and the job
@@ -61,7 +62,6 @@ MEM_FLOOR_MIB = 1024
 MEM_ROUND_MIB = 256
 #: Python processes a task holds beside a grading's programs: the task, and its grading.
 GRADER_PROCESSES = 2
-CPU_SAFETY = 1.5
 MAX_CPUS = 16
 #: What a task asks for when nothing was measured: MiB of memory and CPUs per task stage.
 NOT_MEASURED = {"build": {"mem_mib": 4096, "cpus": 1}, "gpu": {"mem_mib": 16384, "cpus": 4},
@@ -191,7 +191,7 @@ def task_request(stage: str, shards: list[list], recording: Recording | None,
         peak = max(f["peak_rss_mib_max"] for f in measured) + GRADER_PROCESSES * recording.grader_peak_rss_mib
         mem = _round_mib(MEM_SAFETY * peak)
         ratio = max(f["cpu_s_median"] / f["wall_s_median"] if f["wall_s_median"] else 1.0 for f in measured)
-        cpus = min(MAX_CPUS, max(1, math.ceil(CPU_SAFETY * ratio)))
+        cpus = min(MAX_CPUS, max(1, math.ceil(ratio)))
         if unmeasured:                         # a lab the recordings lack: the defaults bound it too
             mem, cpus = max(mem, default["mem_mib"]), max(cpus, default["cpus"])
     if not recording:
@@ -199,7 +199,7 @@ def task_request(stage: str, shards: list[list], recording: Recording | None,
                  f"{default['mem_mib']} MiB, {default['cpus']} CPU(s), time from the labs' own stage limits")
     else:
         basis = (f"measured: {'; '.join(recording.sources)}: median seconds x {TIME_SAFETY:g} + {TASK_SLACK_S} s "
-                 f"(at least {TIME_FLOOR_S} s), peak memory x {MEM_SAFETY:g}, CPU/wall x {CPU_SAFETY:g}"
+                 f"(at least {TIME_FLOOR_S} s), peak memory x {MEM_SAFETY:g}, CPUs the CPU/wall ratio"
                  + (f"; not measured for {', '.join(unmeasured)}: stated defaults" if unmeasured else ""))
     if time_per_lab:
         basis += f"; time from --time-per-lab {time_per_lab:g} s"
