@@ -449,8 +449,10 @@ def test_the_dry_run_checks_partitions_gres_and_each_script(klass, tmp_path, cap
     monkeypatch.setenv("FAKE_TEST_ONLY_REFUSES", "#SBATCH --mem=16384M")
     status, _, err = refused("--partition", "gpu")
     assert status == 2 and "sbatch --test-only refuses gpu.sbatch: sbatch: error: Memory specification" in err
+    (tmp_path / "check.json").write_text('{"record": "check", "rows": []}')
     for bad, why in ((("--gres", "gpu"), "give NAME[:TYPE]:COUNT"), (("--setup", tmp_path / "none"), "cannot read"),
-                     (("--per-task", "0"), "--per-task must be at least 1")):
+                     (("--per-task", "0"), "--per-task must be at least 1"),
+                     (("--recording", tmp_path / "check.json"), "is not a class-grading recording")):
         status, _, err = refused(*bad)
         assert status == 2 and why in err, err
     assert fake_slurm() == [] and not out.exists()

@@ -401,7 +401,10 @@ class BatchEngine(Backend):
     def shape(self, plan: ClassPlan, items: list[Item]) -> Shape:
         """The shape of a run of these items (the next run folder of OUT)."""
         o = self.options
-        recording = resources.load(o.recording) if o.recording else resources.load(kit=planning.kit_root())
+        try:
+            recording = resources.load(o.recording) if o.recording else resources.load(kit=planning.kit_root())
+        except ValueError as err:
+            raise ClassError(f"{err}; give another --recording, or remove the file") from None
         specs = {s.lab: s for s in plan.specs}
         per_task = o.per_task or resources.default_per_task(recording, list(specs.values()))
         size, count = shards(len(items), per_task, self.max_tasks)
@@ -455,6 +458,9 @@ def submit(args, engine_class: type[BatchEngine], say: Callable[[str], None] = p
                    "must be on a filesystem every node sees (unless the whole cluster is this one node)")
         engine.notes.append(warning)
         say(warning)
+    if engine.options.dry_run and not items:
+        say("nothing to grade: every submitted lab already has a final grade (--dry-run: nothing written)")
+        return 0
     if engine.options.dry_run:
         shape = engine.shape(plan, items)
         for line in engine.validate(shape):
