@@ -41,8 +41,9 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     assert layers["directory"].startswith("on") and layers["limits"].startswith("on")
     assert json.loads((tmp_path / "r.json").read_text()) == report
     results = json.loads(gradescope.read_text())
-    assert results["score"] == 100 and results["max_score"] == 100
+    assert results["score"] == 100 and results["extra_data"]["max_points"] == 100      # Gradescope's format
     assert sum(t["score"] for t in results["tests"]) == pytest.approx(100)
+    assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(100)
     out = done.stdout
     assert "verdict      pass" in out and "100.00/100 points" in out
     assert "2550.0 GB/s effective, copy 3000.0 GB/s, ratio 0.850" in out
