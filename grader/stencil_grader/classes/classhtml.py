@@ -10,7 +10,9 @@ read: report.to_dict()'s dict, or the placeholder of a "missing" or "grader_erro
                                          when it is a grade, linked to that student's page of that
                                          lab; then per lab: verdict counts, the distribution of the
                                          graded labs' points and of the bandwidth ratio, the outliers
-    OUT/students/<student>/<lab>.html    the lab's report page (grading/html.py), from its JSON
+    OUT/students/<student>/<lab>.html    the lab's report page (grading/html.py), from its JSON as
+                                         the student may see it (report.student_view: no path of
+                                         the instructor's)
     OUT/students/<student>/index.html    the student's labs, linked
 
 Only grades count in the statistics (outdir.is_grade): a "missing" or "not_measured" lab is no
@@ -34,6 +36,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..grading import html as lab_html
+from ..grading.report import student_view
 from . import outdir
 
 #: Points are binned in tenths of a lab's maximum.
@@ -213,7 +216,8 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
     for student, labs in reports.items():
         folder = outdir.student_dir(out, student)
         for lab, report in labs.items():
-            lab_html.write_lab_html(report, folder / f"{lab}.html")
+            # the page a student may be handed: no path of the instructor's (report.student_view)
+            lab_html.write_lab_html(student_view(report), folder / f"{lab}.html")
         links = "".join(f'<li><a href="{_href(lab + ".html")}">{_e(lab)}</a>: {_e(r.get("verdict"))}'
                         + (f', {float(r.get("points") or 0.0):.2f} points' if outdir.is_grade(r) else "") + "</li>"
                         for lab in lab_order if (r := labs.get(lab)) is not None)
