@@ -13,12 +13,9 @@ grading) and leaves the same files (outdir.py); only the scheduling differs:
                    CPUs), each grading's GPU stages on one GPU of the pool at a time
                    (base/locks.py GpuPool: one lock file per GPU), every GPU probed first
                    (gpupool.py)
-    SlurmBackend   a cluster (slurm.py): a CPU job array builds, a GPU job array runs the GPU
-                   stages, a merge job writes the class files (batch.py: the run folder and
-                   the tasks, which another batch engine would reuse as they are)
-
-Another engine (HTCondor, PBS, a cloud queue) is one module: a Backend whose run()
-submits batch.py's tasks to it.
+    BatchEngine    a batch system (batch.py: the run folder and the submission; tasks.py: what
+                   its jobs run): a build array, a GPU array, a merge job; each engine (Slurm:
+                   engines/slurm.py) is one module of engines/ that writes and submits them
 """
 
 from __future__ import annotations
@@ -166,7 +163,7 @@ class LocalBackend(Backend):
 
 
 def check_no_batch_run(out: Path) -> None:
-    """ClassError when a batch run (grade.py slurm) owns OUT: its jobs were submitted and its
+    """ClassError when a batch run (grade.py <engine>) owns OUT: its jobs were submitted and its
     merge, which rewrites the class files, has not run (outdir.unmerged_runs)."""
     for path, data in outdir.unmerged_runs(out):
         jobs = ", ".join(str(j) for j in (data.get("jobs") or {}).values())

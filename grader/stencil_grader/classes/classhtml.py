@@ -10,8 +10,10 @@ read: report.to_dict()'s dict, or the placeholder of a "missing" or "grader_erro
                                          when it is a grade, linked to that student's page of that
                                          lab; then per lab: verdict counts, the distribution of the
                                          graded labs' points and of the bandwidth ratio, the outliers
-    OUT/students/<student>/<lab>.html    the lab's report page (grading/html.py), from its JSON,
-                                         with the lab's history (<lab>.history.jsonl)
+    OUT/students/<student>/<lab>.html    the lab's report page (grading/html.py), from its JSON as
+                                         the student may see it (report.student_view: no path of
+                                         the instructor's), with the lab's history
+                                         (<lab>.history.jsonl)
     OUT/students/<student>/index.html    the student's labs, linked
 
 Around the grades, each from a module of its own, none of which changes a grade: the students
@@ -41,6 +43,7 @@ from urllib.parse import quote
 
 from ..grading import html as lab_html
 from ..grading import progress
+from ..grading.report import student_view
 from . import classdiff, leaderboard, outdir, similarity
 
 #: Points are binned in tenths of a lab's maximum.
@@ -242,7 +245,8 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
     for student, labs in reports.items():
         folder = outdir.student_dir(out, student)
         for lab, report in labs.items():
-            lab_html.write_lab_html(report, folder / f"{lab}.html",
+            # the page a student may be handed: no path of the instructor's (report.student_view)
+            lab_html.write_lab_html(student_view(report), folder / f"{lab}.html",
                                     history=progress.read(outdir.history_path(out, student, lab)))
         links = "".join(f'<li><a href="{_href(lab + ".html")}">{_e(lab)}</a>: {_e(r.get("verdict"))}'
                         + (f', {float(r.get("points") or 0.0):.2f} points' if outdir.is_grade(r) else "") + "</li>"

@@ -1,7 +1,8 @@
 """grade.py's commands for a class: `import` (a course site's export laid out as a class folder),
-`class` (this host's GPUs), `slurm` (a cluster), `class-task` (what a batch job runs: one task
-of a run folder, or its merge), and around the grades: `similarity` (pairs of similar kernel.cu
-files) and `class-diff` (how a class moved between two gradings)."""
+`class` (this host's GPUs), one per batch engine (`slurm`, ...: engines/), `class-task`
+(what a batch job runs: one task of a run folder, or its merge), and around the grades:
+`similarity` (pairs of similar kernel.cu files) and `class-diff` (how a class moved between two
+gradings)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 from ..base.cliargs import UsageError, lab_list
 from ..grading import html
-from . import backend, batch, classdiff, importers, merge, outdir, plan, similarity, slurm, submissions
+from . import backend, batch, classdiff, importers, merge, outdir, plan, similarity, submissions, tasks
+from .engines import engines
 from .submissions import ClassError
 
 
@@ -28,8 +30,8 @@ def _class_options(p: argparse.ArgumentParser) -> None:
                    help="grade every selected lab again, final grades too (a grade is still never replaced "
                         "by one that measured nothing)")
     p.add_argument("--missing-as-zero", action="store_true",
-                   help="count a lab never submitted as 0 in the Gradescope files (default: leave it out; "
-                        "class.csv says 'missing' either way)")
+                   help="count a required lab never submitted as 0 in the gradebook files (default: leave it "
+                        "out; class.csv says 'missing' either way; a bonus lab is never 0)")
 
 
 def register(sub) -> None:
@@ -86,17 +88,18 @@ def register(sub) -> None:
     p.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a web page")
     p.set_defaults(func=cmd_class_diff)
 
-    p = sub.add_parser("slurm", help="instructor mode on a Slurm cluster: job arrays that build, run the "
-                                     "GPU stages, and merge (run it on a login node)")
-    _class_options(p)
-    slurm.add_options(p)
-    p.set_defaults(func=cmd_slurm)
+    for engine in engines():
+        p = sub.add_parser(engine.name, help=engine.summary)
+        _class_options(p)
+        batch.add_options(p)
+        engine.add_options(p)
+        p.set_defaults(func=cmd_batch, engine=engine)
 
-    p = sub.add_parser("class-task", help="(run by the batch jobs of `grade.py slurm`) one task of a run folder")
+    p = sub.add_parser("class-task", help="(run by a batch engine's jobs) one task of a run folder, or its merge")
     p.add_argument("stage", choices=batch.TASK_STAGES, help="build, gpu (one array task) or merge")
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="OUT/slurm/run-N")
-    p.add_argument("--task", type=int, default=None,
-                   help="the array task's index (default: $SLURM_ARRAY_TASK_ID)")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="OUT/batch/run-N")
+    p.add_argument("--task", type=int, default=None, help="the task's index in its array (build and gpu)")
+    p.add_argument("--job", default=None, help="the engine's job id (for the status files and the merge's messages)")
     p.set_defaults(func=cmd_class_task)
 
 
@@ -136,21 +139,25 @@ def cmd_class(args) -> int:
     return print_result(result)
 
 
-def cmd_slurm(args) -> int:
+def cmd_batch(args) -> int:
     try:
-        return slurm.submit(args, say=_progress)
+        return batch.submit(args, args.engine, say=_progress)
     except ClassError as err:
         raise UsageError(str(err)) from None
 
 
 def cmd_class_task(args) -> int:
+    """One task; the merge exits 0 once it has merged (what was not measured is in its files)."""
     try:
         if args.stage == "merge":
-            return print_result(batch.merge(args.run_dir, say=_progress))
-        return batch.run_task(args.run_dir, args.stage, args.task, say=_progress)
+            print_result(tasks.merge(args.run_dir, args.job, say=_progress))
+            return 0
+        if args.task is None:
+            raise UsageError(f"a {args.stage} task needs --task I (its index in the array: the engine's job "
+                             "script hands it in)")
+        return tasks.run_task(args.run_dir, args.stage, args.task, args.job, say=_progress)
     except ClassError as err:
         raise UsageError(str(err)) from None
-
 
 
 def cmd_similarity(args) -> int:

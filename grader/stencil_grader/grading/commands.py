@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import gpus, labspec, locks, preflight, protocol
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, arch, default_seed, impl, seed
-from . import build, html, pipeline, plot, progress, report
+from . import build, gradescope as gradescope_file, html, pipeline, plot, progress, report
 
 
 def add_run_options(p: argparse.ArgumentParser, default_impl: str) -> None:
@@ -81,7 +81,7 @@ def print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | N
     if json_path:
         report.write_json(data, json_path)
     if gradescope:
-        report.write_json(report.gradescope_results([data]), gradescope)
+        report.write_json(gradescope_file.results(data), gradescope)
         print(f"  Gradescope results: {gradescope}")
     return data
 

@@ -9,7 +9,7 @@
 
 #include "stencil_lab.h"
 
-enum { BX = 32, BY = 8, ZLEN = 32, MAX_GRID_Y = 65535 };
+enum { BX = 32, BY = 8, ZLEN = 32, MAX_GRID_YZ = 65535 };
 
 /* The decoy: one plane of a tile with its halo, read back; never launched. */
 __global__ void plane_decoy(const float *__restrict__ in, float *__restrict__ out, int nx)
@@ -23,10 +23,10 @@ __global__ void plane_decoy(const float *__restrict__ in, float *__restrict__ ou
 
 /* Column (x, y), planes z0 .. z0 + ZLEN - 1: z neighbours in registers, x and y from global. */
 __global__ void march(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int nz,
-                      int y_first, stencil3d_coeffs c)
+                      int y_first, int z_first, stencil3d_coeffs c)
 {
     const int x = blockIdx.x * BX + threadIdx.x, y = y_first + blockIdx.y * BY + threadIdx.y;
-    const int z0 = blockIdx.z * ZLEN, z1 = z0 + ZLEN < nz ? z0 + ZLEN : nz;
+    const int z0 = z_first + blockIdx.z * ZLEN, z1 = z0 + ZLEN < nz ? z0 + ZLEN : nz;
     if (x >= nx || y >= ny)
         return;
     const size_t plane = (size_t)nx * ny, col = (size_t)y * nx + x;
@@ -48,7 +48,8 @@ extern "C" void stencil3d_sweep(const float *d_in, float *d_out, int nx, int ny,
                                 stencil3d_coeffs c, cudaStream_t stream)
 {
     const int gx = (nx + BX - 1) / BX, gy = (ny + BY - 1) / BY, gz = (nz + ZLEN - 1) / ZLEN;
-    for (int b = 0; b < gy; b += MAX_GRID_Y)
-        march<<<dim3(gx, gy - b < MAX_GRID_Y ? gy - b : MAX_GRID_Y, gz), dim3(BX, BY), 0, stream>>>(
-            d_in, d_out, nx, ny, nz, b * BY, c);
+    for (int b = 0; b < gy; b += MAX_GRID_YZ)          /* gridDim.y and z are at most 65535 */
+        for (int s = 0; s < gz; s += MAX_GRID_YZ)
+            march<<<dim3(gx, gy - b < MAX_GRID_YZ ? gy - b : MAX_GRID_YZ, gz - s < MAX_GRID_YZ ? gz - s : MAX_GRID_YZ),
+                     dim3(BX, BY), 0, stream>>>(d_in, d_out, nx, ny, nz, b * BY, s * ZLEN, c);
 }
