@@ -24,5 +24,10 @@ and beside them:
     engines/      one module per batch engine (slurm: `grade.py slurm`, Slurm job arrays)
     gradebook     the course sites' files: Gradescope per lab, Canvas, Moodle
     classhtml     the class as web pages (optional: used when present)
-    commands      grade.py's `import`, `class`, one command per engine, and `class-task`
+    similarity    around the grades, none changing one: pairs of similar kernel.cu files
+                  (copydetect, an optional instructor tool; simpages: their side-by-side pages),
+    leaderboard   the leaderboard of who opted in under a pseudonym, and Gradescope's entries,
+    classdiff     how a class moved between two gradings
+    commands      grade.py's `import`, `class`, one command per engine, `class-task`, `similarity`
+                  and `class-diff`
 """

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import gpupool, merge, outdir, plan, worker
+from . import similarity as similar
 from .plan import ClassPlan, Task
 from .submissions import ClassError, shown
 
@@ -175,7 +176,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 student: str | None = None, jobs: int | None = None,
                 progress: Callable[[str], None] = print, kit_root: Path | None = None,
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
-                regrade: bool = False) -> merge.ClassResult:
+                regrade: bool = False, similarity: bool = False, against: Path | None = None) -> merge.ClassResult:
     """Grade a class on this host: plan (plan.make_plan: what to grade, what is kept), run the
     gradings (LocalBackend), merge (merge.class_files: the class files from every report).
 
@@ -185,10 +186,15 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
         probed and the class files are rewritten.
     progress: called with one line per grading, in the plan's order (students, then labs).
     regrade: grade every selected lab again (a grade is still never replaced by no grade).
-    Raises ClassError (usage) or labspec.LabSpecError (a broken lab.json) before grading anything.
+    similarity: compare the selected labs' kernel.cu files (similarity.run, with `against`)
+        after the gradings and before the class files, which show it; it changes no grade.
+    Raises ClassError (usage; copydetect missing with similarity) or labspec.LabSpecError (a
+    broken lab.json) before grading anything.
     """
     the_plan = plan.make_plan(submissions_dir, out, labs, student, kit_root, missing_as_zero, regrade)
     check_no_batch_run(the_plan.out)
+    if similarity:
+        similar.check(against)
     backend = LocalBackend(jobs or os.cpu_count() or 1, gpus=gpus, gpu_set=gpu_set, say=progress)
     saved: list[outdir.Saved] = []
     if the_plan.tasks:
@@ -199,5 +205,8 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                  "(--regrade grades them again)")
     if the_plan.tasks:
         saved = backend.run(the_plan, progress)
+    if similarity:
+        backend.notes += similar.class_step(the_plan.submissions, the_plan.out, [s.lab for s in the_plan.specs],
+                                            against, progress, kit_root)
     return merge.class_files(the_plan.out, the_plan.lab_order, the_plan.missing_as_zero,
                              the_plan.notes + backend.notes, saved, len(the_plan.kept))

@@ -7,11 +7,14 @@ keep a grade (resume, never lost).
     OUT/students/<student>/<lab>.log        what the grading printed
     OUT/students/<student>/<lab>.attempt.json, .attempt.log   a later grading that measured
                                             nothing, kept beside the grade it did not replace
+    OUT/students/<student>/<lab>.history.jsonl   every grading of that lab, one line each,
+                                            only ever appended to (grading/progress.py)
     OUT/students/<student>/*.html           the pages of that student (classhtml.py)
     OUT/gradescope/<lab>/<student>/results.json   Gradescope's file of that student and lab
     OUT/gradebook/                          the course sites' gradebook files (gradebook.py)
     OUT/batch/run-N/                        a batch back end's run (batch.py; OUT/slurm/run-N
                                             in the layout before)
+    OUT/similarity/<lab>/                   grade.py similarity's files (similarity.py)
 
 Students live only under students/ and gradescope/<lab>/, each in a folder named as written,
 so that no name (`gradescope`, `class.csv`, `batch`, a leading `-`, 255 bytes) reaches a file
@@ -36,6 +39,7 @@ final (not graded again by a resumed run) when its report is a grade, says "fina
 true, and the stamp's source, kit version and lab.json digests are those of now: a
 changed kernel.cu, a new kit or a recalibrated lab.json is graded again (is_final).
 A grade is never replaced by what is not one, and by "missing" only when asked (save).
+Whatever save keeps, the grading is appended to the lab's history (history_path).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..base import labspec
-from ..grading import score
+from ..grading import progress, score
 from .submissions import ClassError
 
 MANIFEST = "class.json"
@@ -64,6 +68,8 @@ GRADESCOPE_EARLIER = ".earlier"
 #: A batch back end's runs (batch.py); EARLIER_RUNS: their folder in layout 2, still read.
 RUNS = "batch"
 EARLIER_RUNS = "slurm"
+#: grade.py similarity's files (similarity.py).
+SIMILARITY = "similarity"
 #: What a class grading of an earlier kit version (without MANIFEST) left in its OUT.
 EARLIER_SIGNS = ("class.csv", GRADESCOPE)
 #: Verdicts of class grading that are not grades (besides score.NOT_GRADED): the grading
@@ -72,6 +78,7 @@ GRADER_ERROR = "grader_error"
 MISSING = "missing"
 NOT_A_GRADE = tuple(score.NOT_GRADED) + (GRADER_ERROR,)
 ATTEMPT = ".attempt"
+HISTORY = ".history.jsonl"
 
 
 def digest(path: Path | None) -> str:
@@ -186,7 +193,7 @@ def claim(out: Path, submissions: Path, write: bool = True) -> None:
 def _move_earlier_layout(out: Path) -> None:
     """Move the student folders of the earlier layout (OUT/<student>/<lab>.json) into students/."""
     earlier = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")
-               and p.name not in (GRADESCOPE, RUNS, EARLIER_RUNS) and any(p.glob("*.json"))]
+               and p.name not in (GRADESCOPE, RUNS, EARLIER_RUNS, SIMILARITY) and any(p.glob("*.json"))]
     if not earlier:
         return
     moving = out / f".{STUDENTS}.moving"
@@ -229,6 +236,11 @@ def attempt_path(out: Path, student: str, lab: str) -> Path:
     """OUT/students/<student>/<lab>.attempt.json: a grading that measured nothing, kept beside
     the grade it did not replace (save)."""
     return student_dir(out, student) / f"{lab}{ATTEMPT}.json"
+
+
+def history_path(out: Path, student: str, lab: str) -> Path:
+    """OUT/students/<student>/<lab>.history.jsonl: every grading of that lab (progress.py)."""
+    return student_dir(out, student) / f"{lab}{HISTORY}"
 
 
 def gradescope_path(out: Path, lab: str, student: str) -> Path:
@@ -330,8 +342,10 @@ def save(out: Path, student: str, lab: str, report: dict, log: str | None = None
     """Write OUT/students/<student>/<lab>.json (and .log), each by rename, unless a grade stands
     there that this report must not replace: a grade is never replaced by what is not one
     (not_measured, grader_error, ...), nor by "missing" unless asked (--regrade, --student).
-    Such a report goes to <lab>.attempt.json (and .attempt.log) instead, beside the grade."""
+    Such a report goes to <lab>.attempt.json (and .attempt.log) instead, beside the grade.
+    Either way the grading is appended to <lab>.history.jsonl (progress.append)."""
     report["student"] = student
+    progress.append(history_path(out, student, lab), report)
     target = report_path(out, student, lab)
     old = read_json(target) if target.exists() else None
     new_is_grade = is_grade(report)
