@@ -149,3 +149,22 @@ def test_gradescope_entries_follow_the_autograder_spec(graded):
     ratio = table["carol"][LABS[1]]["performance"]["ratio"]
     assert entries[("carol", LABS[1])][0] == {"name": "ratio to copy bandwidth", "value": round(ratio, 4),
                                               "order": "desc"}
+
+
+def test_the_class_files_write_the_entries_of_who_opted_in(graded):
+    """merge.class_files puts each opted-in student's entries into their Gradescope results.json and
+    leaves every other file without a leaderboard; with nobody opted in, no file has one."""
+    from stencil_grader.classes import merge
+
+    out, subs = graded
+    merge.class_files(out, LABS)
+    def board_of(student, lab):
+        path = outdir.gradescope_path(out, lab, student)
+        return json.loads(path.read_text()).get("leaderboard") if path.is_file() else "no file"
+    assert board_of("alice", LABS[0])[0]["name"] == "ratio to copy bandwidth"
+    assert board_of("carol", LABS[1])[-1] == {"name": "GPU", "value": "NVIDIA H100 80GB HBM3"}
+    assert board_of("bob", LABS[0]) in (None, "no file")                          # not opted in
+    assert board_of("dave", LABS[1]) in (None, "no file")                         # opted in, lab 2 incorrect
+    write_roster(subs, [{"folder": "alice", leaderboard.COLUMN: ""}])
+    merge.class_files(out, LABS)
+    assert board_of("alice", LABS[0]) in (None, "no file")

@@ -34,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import gradebook, outdir
+from . import gradebook, leaderboard, outdir
 from .outdir import GRADER_ERROR, MISSING, NOT_A_GRADE
 from .submissions import shown
 
@@ -240,20 +240,24 @@ def summarize(out: Path, table: dict[str, dict[str, dict]], saved: list[outdir.S
 
 
 def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, notes: list[str] | None = None,
-                saved: list[outdir.Saved] | None = None, kept: int = 0, lab_facts: dict[str, dict] | None = None,
-                leaderboard: dict | None = None) -> ClassResult:
+                saved: list[outdir.Saved] | None = None, kept: int = 0,
+                lab_facts: dict[str, dict] | None = None) -> ClassResult:
     """Write every class file from every report in OUT (module docstring) and return the summary.
 
     lab_order: every lab of the kit, in order; notes: lines for the summary (what was skipped
     in the submissions, the back end's notes); saved: what this run graded (outdir.save's
     answers, in the plan's order); kept: how many labs the plan kept (final already);
-    lab_facts, leaderboard: for the gradebooks (gradebook.write_all)."""
+    lab_facts: for the gradebooks (gradebook.write_all).  The Gradescope files carry the
+    leaderboard entries (leaderboard.gradescope_entries) of the students the class roster opts
+    in under a pseudonym, and no leaderboard at all when nobody is opted in."""
     out = Path(out)
     outdir.sweep_temporaries(out)
     table = outdir.read_reports(out, lab_order)
     write_csv(out, table, lab_order)
     write_gradings_csv(out, table)
-    all_notes = list(notes or []) + gradebook.write_all(out, table, lab_facts, missing_as_zero, leaderboard)
+    names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    entries = leaderboard.gradescope_entries(table, names) if names else None
+    all_notes = list(notes or []) + gradebook.write_all(out, table, lab_facts, missing_as_zero, entries)
     try:
         page = write_class_html(out, table, lab_order)
         if page:
