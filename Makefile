@@ -4,7 +4,8 @@
 #                            when missing and run as root on Debian)
 #   make check               grade every lab with IMPL=reference: the instructor's sanity check
 #   make grade SUBMISSIONS=DIR [OUT=DIR]   grade a whole class
-#   make bench-class [STUDENTS=N] [GPUS=all]   class-grading throughput per stage, on a made-up class
+#   make bench-class [STUDENTS=N] [GPUS=all] [SLUG=h100]   class-grading throughput per stage on a made-up
+#                            class (SLUG: what each lab's stages use, for grade.py slurm)
 #   make tour                every reference on this GPU, as the seeds' optimisation table
 #                            (and build/tour/path.png, path-roofline.png with matplotlib)
 #   make calibrate           re-derive the performance targets on this GPU
@@ -30,7 +31,7 @@ OUT ?= grades
 .PHONY: help test test-build test-unit test-python cuda12 grade bench-class tour calibrate record figures pictures dist clean
 
 help:
-	@sed -n '3,18p' Makefile | sed 's/^#//'
+	@sed -n '3,19p' Makefile | sed 's/^#//'
 	@echo "  labs: $(LABS)"
 	@echo "  in a lab directory: make check [IMPL=starter|reference|DIR] [SEED=N]; make sanitize; make help"
 
@@ -96,11 +97,13 @@ grade:
 
 # Class-grading throughput: STUDENTS students made of the known submissions, graded by grade.py class
 # on this host's GPUs (GPUS=all or 0,2); prints builds per CPU core-minute and submission-labs per
-# GPU-minute (tests/submissions/bench_class.py; BENCH_JSON=FILE keeps the figures).
+# GPU-minute (tests/submissions/bench_class.py; BENCH_JSON=FILE keeps the figures).  SLUG=h100 also
+# records what each lab's stages used in handouts/data/h100/class.json, which grade.py slurm turns into
+# its jobs' --time, --mem and --cpus-per-task.
 STUDENTS ?= 8
 bench-class:
 	@test -f tests/submissions/bench_class.py || { echo "make bench-class needs the kit's tests/, which the student kit does not ship"; exit 2; }
-	@$(PYTHON) tests/submissions/bench_class.py --students $(STUDENTS) $(if $(GPUS),--gpus $(GPUS)) $(if $(BENCH_JSON),--json $(BENCH_JSON))
+	@$(PYTHON) tests/submissions/bench_class.py --students $(STUDENTS) $(if $(GPUS),--gpus $(GPUS)) $(if $(BENCH_JSON),--json $(BENCH_JSON)) $(if $(SLUG),--record handouts/data/$(SLUG)/class.json)
 
 tour:
 	@mkdir -p build/tour

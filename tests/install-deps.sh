@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh -- make sure `make test` has what it needs: the Check library
 # (libcheck, found through pkg-config), GNU patch and a Python 3 with pytest (and Hypothesis,
-# which the class-grading tests use for generated student names).
+# which the class-grading tests use for generated student names; copydetect, which the
+# similarity tests use, below).
 #
 # Installs Debian's packages `check`, `patch`, `python3-pytest` and `python3-hypothesis` when
 # they are missing and we are root on a Debian-like system; otherwise says exactly what
@@ -89,6 +90,33 @@ if ! python_with_pytest >/dev/null || ! "$(python_with_pytest)" -c 'import nbcli
         { apt-get update -qq && apt-get install -y -qq python3-nbclient python3-ipykernel; } >&2 \
             || echo "install-deps.sh: could not install python3-nbclient: tests/python/test_notebook.py will be skipped" >&2
     fi
+fi
+
+# Optional: copydetect (PyPI), which `grade.py similarity` fingerprints the students' files with, for
+# tests/python/test_similarity.py.  Its dependencies come from Debian's packages (numpy, matplotlib,
+# jinja2, pygments, tqdm, and pip), copydetect itself from PyPI into build/similarity-deps with
+# `pip install --target` (Debian's Python is externally managed; tests/python/conftest.py puts that
+# folder on the path).  Installed when we are root on Debian; anywhere else, or without PyPI, the
+# similarity tests are skipped and say why.
+kit=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+similarity_deps=$kit/build/similarity-deps
+py=$(python_with_pytest || true)
+if [[ -n $py ]] && ! PYTHONPATH=$similarity_deps "$py" -c 'import copydetect' 2>/dev/null \
+        && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    similarity_pkgs=()
+    for p in python3-pip python3-numpy python3-matplotlib python3-jinja2 python3-pygments python3-tqdm; do
+        [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == "install ok installed" ]] || similarity_pkgs+=("$p")
+    done
+    if ((${#similarity_pkgs[@]})); then
+        echo "installing Debian packages for the similarity test: ${similarity_pkgs[*]}" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${similarity_pkgs[@]}"; } >&2 \
+            || echo "install-deps.sh: could not install ${similarity_pkgs[*]}" >&2
+    fi
+    echo "installing copydetect into $similarity_deps" >&2
+    "$py" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --target "$similarity_deps" \
+        copydetect==0.5.0 >&2 \
+        || echo "install-deps.sh: could not install copydetect: tests/python/test_similarity.py will be skipped" >&2
 fi
 
 pkg-config --exists check || { echo "Check is still not found by pkg-config" >&2; exit 1; }

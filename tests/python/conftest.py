@@ -52,6 +52,11 @@ KIT_ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
 GRADE_PY = KIT_ROOT / "grader" / "grade.py"
 sys.path.insert(0, str(KIT_ROOT / "grader"))
+#: copydetect, for test_similarity.py: tests/install-deps.sh installs it here (pip --target), its
+#: dependencies from Debian's packages.  Last on the path: an installed copy wins.
+SIMILARITY_DEPS = KIT_ROOT / "build" / "similarity-deps"
+if SIMILARITY_DEPS.is_dir():
+    sys.path.append(str(SIMILARITY_DEPS))
 
 FAKE_LAB = "01-fake-5pt"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GOOD_KERNEL, KIT_ROOT
-from stencil_grader.grading import build, buildmessage, names, pipeline, report
+from stencil_grader.grading import build, buildmessage, gradescope as gradescope_file, names, pipeline, report
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
@@ -463,7 +463,7 @@ def test_after_a_failed_build_the_report_says_what_to_do(fake_kit, tmp_path):
     first = text.splitlines()[0]
     assert first.startswith("seed: none drawn: your file did not build") and "run again with" not in first
     assert 'kernel.cu(3): error: identifier "oops" is undefined' in text
-    gradescope = report.gradescope_tests(data)[0]["output"]
+    gradescope = gradescope_file.tests(data)[0]["output"]
     assert 'kernel.cu(3): error: identifier "oops" is undefined' in gradescope
     assert_for_the_student(gradescope, tmp_path)
     assert "build.log" in text and (tmp_path / "b" / build.BUILD_LOG).is_file()

@@ -89,10 +89,10 @@ def test_whole_class(fake_kit, klass, tmp_path):
     dave = report(out, "dave")
     assert "not found" in dave["messages"][0] and dave["final"] is False
     for student in ("alice", "bob", "carol", "erin"):
-        results = json.loads((out / "gradescope" / student / "results.json").read_text())
-        assert results["max_score"] == 100
+        results = json.loads(outdir.gradescope_path(out, FAKE_LAB, student).read_text())
+        assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(100)
         assert results["score"] == pytest.approx(float(rows[student]["total"]))
-    assert not (out / "gradescope" / "dave").exists()     # missing: left out (no --missing-as-zero)
+    assert not outdir.gradescope_path(out, FAKE_LAB, "dave").exists()    # missing: left out (no --missing-as-zero)
     assert any("alice" in line and "pass" in line for line in lines)
     assert any("skipped .hidden: hidden" in line for line in result.summary)
     gradings_csv = {(r["student"], r["lab"]): r for r in csv.DictReader(open(out / "gradings.csv"))}
@@ -149,7 +149,7 @@ def test_a_grading_process_past_its_limit_is_no_grade(fake_kit, tmp_path, monkey
     assert "timed out" in data["messages"][0] and data["final"] is False
     assert read_csv(out / "class.csv")["carol"][lab] == "grader_error"
     assert read_csv(out / "class.csv")["carol"]["total"] == ""
-    assert not (out / "gradescope" / "carol").exists()
+    assert not (out / "gradescope" / FAKE_LAB / "carol").exists()
     assert any("failed to produce a report" in line for line in result.summary)
     # carol's hung check ran in a session of its own, under the killed grading process: gone too
     time.sleep(0.2)
@@ -232,7 +232,7 @@ def test_no_gpu_is_no_grade_and_says_so(fake_kit, tmp_path):
     subs = tmp_path / "subs"
     put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")
     out = tmp_path / "out"
-    earlier = out / "gradescope" / "ann" / "results.json"
+    earlier = outdir.gradescope_path(out, FAKE_LAB, "ann")
     earlier.parent.mkdir(parents=True)
     earlier.write_text('{"score": 40}')
     result = grade(subs, out, fake_kit)
@@ -269,7 +269,7 @@ def test_static_constraint_without_gpu_is_not_measured(fake_kit, tmp_path, monke
     assert cli.main(["class", str(subs), "--out", str(out)]) == 1
     row = read_csv(out / "class.csv")["ann"]
     assert row[FAKE_LAB] == "not_measured" and row["total"] == ""
-    assert not (out / "gradescope" / "ann").exists()
+    assert not (out / "gradescope" / FAKE_LAB / "ann").exists()
     data = report(out, "ann")
     assert data["verdict"] == "not_measured"
     assert any(c["status"] == "fail" for c in data["static"])   # the constraint is still reported
@@ -288,17 +288,17 @@ def test_missing_lab_is_missing_and_counts_as_zero_only_when_asked(fake_kit, tmp
     rows = read_csv(out / "class.csv")
     assert rows["ann"]["02-fake-two"] == "missing" and rows["ann"]["total"] == "100.00"
     assert rows["ben"][FAKE_LAB] == "missing" and rows["ben"]["02-fake-two"] == "missing"
-    ann = json.loads((out / "gradescope" / "ann" / "results.json").read_text())
-    assert ann["score"] == 100 and ann["max_score"] == 100          # lab 2 left out
-    assert not (out / "gradescope" / "ben").exists()
+    # one Gradescope assignment per lab: a file per (lab, student) with a grade, none for "missing"
+    assert json.loads(outdir.gradescope_path(out, FAKE_LAB, "ann").read_text())["score"] == 100
+    assert not outdir.gradescope_path(out, "02-fake-two", "ann").exists()
+    assert not (out / "gradescope" / FAKE_LAB / "ben").exists()
     assert result.exit_status == 0
     assert any("never submitted" in line for line in result.summary)
 
     grade(subs, out, fake_kit, missing_as_zero=True)
-    ann = json.loads((out / "gradescope" / "ann" / "results.json").read_text())
-    assert ann["score"] == 100 and ann["max_score"] == 200          # lab 2 counted as 0
-    ben = json.loads((out / "gradescope" / "ben" / "results.json").read_text())
-    assert ben["score"] == 0 and ben["max_score"] == 200
+    for student, lab in (("ann", "02-fake-two"), ("ben", FAKE_LAB), ("ben", "02-fake-two")):
+        counted = json.loads(outdir.gradescope_path(out, lab, student).read_text())
+        assert counted["score"] == 0 and counted["tests"][0]["max_score"] == 100       # counted as 0
 
 
 def test_stray_folders_are_skipped_and_near_misses_named(fake_kit, tmp_path):
@@ -319,7 +319,7 @@ def test_stray_folders_are_skipped_and_near_misses_named(fake_kit, tmp_path):
     assert [g.student for g in result.gradings] == ["ann", "ben", "cho", "dan", "eve"]
     notes = "\n".join(result.summary)
     assert "skipped __MACOSX: an archive tool's folder" in notes
-    assert "skipped .git: hidden" in notes and "skipped notes.txt: a file" in notes and "roster.csv" not in notes
+    assert "skipped .git: hidden" in notes and "skipped notes.txt: a file" in notes and "skipped roster.csv" not in notes
     messages = {g.student: g.message for g in result.gradings}
     assert "found Kernel.cu: the file must be named kernel.cu" in messages["ben"]
     assert f"cho/{FAKE_LAB}/kernel.cu is a folder, not a file" in messages["cho"]
@@ -402,8 +402,8 @@ def test_a_measured_grade_is_never_lost(fake_kit, tmp_path):
     out = tmp_path / "out"
     first = grade(subs, out, fake_kit)
     assert [(g.student, g.verdict) for g in first.gradings] == [("ann", "pass"), ("ben", "incorrect")]
-    ann_json, ann_gs = outdir.report_path(out, "ann", FAKE_LAB), out / "gradescope" / "ann" / "results.json"
-    kept = (ann_json.read_bytes(), ann_gs.read_bytes(), (out / "gradescope" / "ben" / "results.json").read_bytes())
+    ann_json, ann_gs = outdir.report_path(out, "ann", FAKE_LAB), outdir.gradescope_path(out, FAKE_LAB, "ann")
+    kept = (ann_json.read_bytes(), ann_gs.read_bytes(), outdir.gradescope_path(out, FAKE_LAB, "ben").read_bytes())
     gpu_gone(fake_kit)
 
     # the same command again: both are final for the same kernel.cu: nothing is graded, exit 0
@@ -422,7 +422,7 @@ def test_a_measured_grade_is_never_lost(fake_kit, tmp_path):
         assert attempt["verdict"] == "not_measured" and attempt["final"] is False
         assert read_csv(out / "class.csv")["ann"] == {"student": "ann", FAKE_LAB: "100.00", "total": "100.00"}
         assert "measured nothing, and the earlier grade stays" in "\n".join(result.summary)
-    assert (out / "gradescope" / "ben" / "results.json").read_bytes() == kept[2]
+    assert outdir.gradescope_path(out, FAKE_LAB, "ben").read_bytes() == kept[2]
 
     # a changed kernel.cu is graded again without being asked; measured nothing: the grade stays
     put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// resubmitted\n")
@@ -465,12 +465,12 @@ def test_the_local_runner_resumes_by_the_plan_of_every_back_end(fake_kit, klass,
         assert outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns == mtimes[s]
     plans = []
     monkeypatch.setattr(plan, "make_plan", lambda *a, **k: plans.append(a) or (_ for _ in ()).throw(ClassError("x")))
-    from stencil_grader.classes import slurm
+    from stencil_grader.classes import batch
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
     from stencil_grader import cli
     assert cli.main(["slurm", str(klass), "--out", str(out), "--arch", "90", "--dry-run"]) == 2
     assert cli.main(["class", str(klass), "--out", str(out)]) == 2
-    assert len(plans) == 2 and slurm.planning is plan
+    assert len(plans) == 2 and batch.planning is plan
 
 
 def test_final_is_false_for_what_is_no_grade(fake_kit, tmp_path):
@@ -506,7 +506,7 @@ def test_the_summary_lists_every_failure_and_agrees_with_the_files(fake_kit, kla
         assert lines[failed + 3].startswith(f"  erin/{FAKE_LAB}: forbidden: ") and "system" in lines[failed + 3]
         assert lines[failed + 2] == f"  carol/{FAKE_LAB}: timeout: 1/3 cases passed; 1 timed out and 1 not run (worst: timeout)"
         missing = lines.index("1 lab(s) never submitted, shown as 'missing' in class.csv and left out of the "
-                              "Gradescope files (--missing-as-zero counts them as 0):")
+                              "gradebook files (--missing-as-zero counts them as 0):")
         assert lines[missing + 1].startswith(f"  dave/{FAKE_LAB}: no submission")
         unmeasured = lines.index("1 lab(s) not measured (not_measured): no grade, shown as such in class.csv:")
         assert lines[unmeasured + 1].startswith(f"  fay/{FAKE_LAB}: not_measured: not measured: no GPU")
@@ -550,7 +550,7 @@ def test_refusals_exit_2_in_one_line(fake_kit, klass, tmp_path, monkeypatch, cap
     # an --out that a batch run owns: its jobs submitted, its merge not run (as run.json records it)
     out = tmp_path / "out"
     grade(klass, out, fake_kit, student="alice")
-    run = out / "slurm" / "run-1"
+    run = out / "batch" / "run-1"
     outdir.write_json(run / "run.json", {"jobs": {"build": "101", "gpu": "102", "merge": "103"}, "items": []})
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     line = refused("class", klass, "--out", out)

@@ -59,8 +59,8 @@ CORPUS = PAYLOADS + [
     "Full Name_123_assignsubmission_file_",                              # Moodle's export
     "Jane Doe_12345_67890_kernel.cu", "doejane_12345_67890",             # Canvas's file names, as folders
     "José García (12345)", "Ann O'Neil (u-77)",                          # grade.py import's folders
-    "gradescope", "slurm", "students", "class.csv", "class.json", "class.html", "summary.txt",
-    "gradings.csv", "index.html", "results.json",                      # the kit's own names
+    "gradescope", "slurm", "batch", "gradebook", "students", "class.csv", "class.json", "class.html",
+    "summary.txt", "gradings.csv", "index.html", "results.json", "01-fake-5pt",   # the kit's own names
 ]
 #: The entries of OUT's top level, whatever the students are called.
 OUT_TOP = {"class.csv", "class.html", "class.json", "gradescope", "gradings.csv", "students", "summary.txt"}
@@ -151,8 +151,8 @@ def test_the_corpus_grades_as_plain_names(fake_kit, tmp_path, private_tmp, monke
     assert {p.name for p in out.iterdir()} == OUT_TOP
     assert {p.name for p in (out / "students").iterdir()} == set(CORPUS) | set(KERNELS)
     graded = {n for n in rows if rows[n]["total"]}
-    assert {p.name for p in (out / "gradescope").iterdir()} == graded
-    assert all((out / "gradescope" / n / "results.json").is_file() for n in graded)
+    assert {p.name for p in (out / "gradescope" / FAKE_LAB).iterdir()} == graded
+    assert all(outdir.gradescope_path(out, FAKE_LAB, n).is_file() for n in graded)
     assert json.loads((out / "class.json").read_text())["layout"] == outdir.LAYOUT
 
     # --student with a hostile name, as written: that student only
@@ -164,7 +164,8 @@ def test_the_corpus_grades_as_plain_names(fake_kit, tmp_path, private_tmp, monke
 
 def test_an_earlier_layout_is_moved_into_students(fake_kit, tmp_path, monkeypatch):
     """An OUT written by the earlier layout (OUT/<student>/<lab>.json, a student named "students"
-    too) keeps its reports: they move into OUT/students/."""
+    too) keeps its reports: they move into OUT/students/.  Layout 2's Gradescope files (one per
+    student, every lab in it) are kept, moved into gradescope/.earlier/, and never read again."""
     subs = fake_kit.root / "submissions"
     put(subs, "ann", GOOD_KERNEL)
     out = tmp_path / "out"
@@ -173,10 +174,13 @@ def test_an_earlier_layout_is_moved_into_students(fake_kit, tmp_path, monkeypatc
         (out / student / f"{FAKE_LAB}.json").write_text(json.dumps(
             {"lab": FAKE_LAB, "student": student, "verdict": "slow", "points": 70.0, "max_points": 100.0}))
     (out / "class.csv").write_text("student,total\n")
-    (out / "gradescope").mkdir()
+    (out / "gradescope" / FAKE_LAB).mkdir(parents=True)                  # a student named as a lab
+    (out / "gradescope" / FAKE_LAB / "results.json").write_text('{"score": 70}')
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
     backend.grade_class(subs, out, progress=lambda line: None, gpu_set=gpupool.GpuSet([]))
     assert {p.name for p in out.iterdir()} == OUT_TOP
+    assert (out / "gradescope" / ".earlier" / FAKE_LAB / "results.json").read_text() == '{"score": 70}'
+    assert outdir.gradescope_path(out, FAKE_LAB, "ann").is_file()
     assert outdir.read_reports(out, [FAKE_LAB])["zed"][FAKE_LAB]["points"] == 70.0
     assert outdir.read_reports(out, [FAKE_LAB])["students"][FAKE_LAB]["verdict"] == "slow"
 
@@ -224,7 +228,7 @@ def test_generated_names_through_the_class_files(fake_kit, tmp_path, monkeypatch
         assert html.escape(name, quote=True) in (out / "class.html").read_bytes().decode()
         assert f"  {shown(name)}/{FAKE_LAB}: incorrect: " in (out / "summary.txt").read_text()
         assert {p.name for p in out.iterdir()} == OUT_TOP
-        assert (out / "gradescope" / name / "results.json").is_file()
+        assert outdir.gradescope_path(out, FAKE_LAB, name).is_file()
         shutil.rmtree(work)
     check()
 

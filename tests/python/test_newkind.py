@@ -30,6 +30,15 @@ def tooling_missing() -> str | None:
     return None
 
 
+def copy_kit(kit) -> None:
+    """A copy of the kit as a clone has it (kit_files), without build/ and tests/, at kit."""
+    for name in kit_files():
+        if name.startswith(("build/", "tests/")):
+            continue
+        (kit / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(KIT_ROOT / name, kit / name)
+
+
 def kit_files() -> list[str]:
     """The kit's files as a clone has them (tracked, and untracked but not ignored)."""
     listed = subprocess.run(["git", "-C", str(KIT_ROOT), "ls-files", "-c", "-o", "--exclude-standard"],
@@ -58,11 +67,7 @@ def add_the_example(kit) -> None:
 @pytest.mark.skipif(tooling_missing() is not None, reason=f"cannot build labs here: {tooling_missing()}")
 def test_a_new_kind_is_its_own_files_and_two_shared_edits(tmp_path):
     kit = tmp_path / "kit"
-    for name in kit_files():
-        if name.startswith(("build/", "tests/")):
-            continue
-        (kit / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(KIT_ROOT / name, kit / name)
+    copy_kit(kit)
     before = {p.relative_to(kit).as_posix(): p.read_bytes() for p in kit.rglob("*") if p.is_file()}
     add_the_example(kit)
     after = {p.relative_to(kit).as_posix(): p.read_bytes() for p in kit.rglob("*") if p.is_file()}

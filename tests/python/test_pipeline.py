@@ -41,8 +41,9 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     assert layers["directory"].startswith("on") and layers["limits"].startswith("on")
     assert json.loads((tmp_path / "r.json").read_text()) == report
     results = json.loads(gradescope.read_text())
-    assert results["score"] == 100 and results["max_score"] == 100
+    assert results["score"] == 100 and results["extra_data"]["max_points"] == 100      # Gradescope's format
     assert sum(t["score"] for t in results["tests"]) == pytest.approx(100)
+    assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(100)
     out = done.stdout
     assert "verdict      pass" in out and "100.00/100 points" in out
     assert "2550.0 GB/s effective, copy 3000.0 GB/s, ratio 0.850" in out
@@ -327,8 +328,8 @@ def test_a_kernels_printf_grades_as_its_twin_and_is_shown(grade):
 
 
 def report_gradescope(report):
-    from stencil_grader.grading import report as report_module
-    return report_module.gradescope_tests(report)
+    from stencil_grader.grading import gradescope
+    return gradescope.tests(report)
 
 
 def test_work_on_another_stream_costs_the_performance_points(grade):
@@ -363,3 +364,14 @@ def test_shared_planes_are_judged_as_launched(grade, fake_kit):
     assert report["verdict"] == "constraint"
     (planes,) = [c for c in report["launches"] if c["name"] == "max shared planes"]
     assert planes["status"] == "fail" and "32768 bytes of shared memory per block" in planes["message"]
+
+
+def test_each_stage_says_what_its_programs_used(grade):
+    """Issue 24: a batch task asks for the memory and CPUs its stages use; each report records, per
+    stage, the CPU seconds and peak resident set of the stage's programs, and the grading's own."""
+    _, report, _ = grade(GOOD_KERNEL)
+    used = report["resources"]
+    assert set(used) == {"build", "static", "cases", "bench", "grader"}
+    for stage in ("build", "cases", "bench"):
+        assert used[stage]["cpu_s"] > 0 and used[stage]["peak_rss_mib"] > 1, (stage, used)
+    assert used["grader"]["peak_rss_mib"] > 10

@@ -1,4 +1,4 @@
-"""`make profile` without counters (tools/profile/nocounters.py, access.py), tested without a GPU.
+"""`make profile` without counters (student/profile/nocounters.py, access.py), tested without a GPU.
 
 The fixtures (tests/python/data/nocounters/, README.md there) are the profile-inputs.json that
 `grade.py profile --no-counters` wrote on an NVIDIA H100 80GB HBM3 on 2026-11-25 for every

@@ -1,4 +1,4 @@
-"""report.py: Gradescope's file, colour rules, replay line; cli `all` summary."""
+"""report.py and gradescope.py: Gradescope's file, the student's view, colour rules, replay line; cli `all` summary."""
 
 import io
 import json
@@ -9,7 +9,7 @@ import pytest
 from conftest import GOOD_KERNEL
 from stencil_grader import cli
 from stencil_grader.base import labspec
-from stencil_grader.grading import pipeline, report
+from stencil_grader.grading import gradescope, pipeline, report
 
 
 def graded(fake_kit, tmp_path, text=GOOD_KERNEL, name="s"):
@@ -19,31 +19,54 @@ def graded(fake_kit, tmp_path, text=GOOD_KERNEL, name="s"):
 
 
 def test_gradescope_tests_sum_to_the_points(fake_kit, tmp_path):
+    """One lab's results.json, in Gradescope's documented format (grading/gradescope.py): a score,
+    tests with name, score, max_score, output and visibility, no key the spec does not name."""
     data = graded(fake_kit, tmp_path, GOOD_KERNEL + "// WRONG\n")
-    results = report.gradescope_results([data])
-    assert results["score"] == 40 and results["max_score"] == 100
+    results = gradescope.results(data)
+    assert results["score"] == 40 and "max_score" not in results and "leaderboard" not in results
+    assert set(results) <= {"score", "execution_time", "output", "visibility", "stdout_visibility", "extra_data",
+                            "tests", "leaderboard"}
+    assert results["extra_data"] == {"lab": "01-fake-5pt", "verdict": "incorrect", "max_points": 100, "bonus": False}
     names = [t["name"] for t in results["tests"]]
-    assert names == ["01-fake-5pt: build and static checks", "01-fake-5pt: correctness: basic",
-                     "01-fake-5pt: correctness: edges", "01-fake-5pt: performance"]
+    assert names == ["build and static checks", "correctness: basic", "correctness: edges", "performance"]
+    assert all(set(t) == {"name", "score", "max_score", "output", "visibility"} and t["visibility"] == "visible"
+               for t in results["tests"])
     assert sum(t["score"] for t in results["tests"]) == pytest.approx(40)
     assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(100)
     basic = results["tests"][1]
     assert (basic["score"], basic["max_score"]) == (20, 40)
     assert basic["output"] == "pass: nx=1 ny=1\nfail: nx=33 ny=9: 2 mismatches; first at (x=3, y=4): got 1 want 2"
     assert "seed 777" in results["tests"][0]["output"]
-    json.dumps(results)                                         # serialisable
+    # what the student reads names no path of the instructor's: the kit's own command instead
+    text = json.dumps(results)
+    assert str(tmp_path) not in text and str(fake_kit.root) not in text
+    assert "cd labs/01-fake-5pt && make check SEED=777" in results["tests"][0]["output"]
+    board = [{"name": "GB/s", "value": 2550.0}, {"name": "ms", "value": 0.002, "order": "asc"}]
+    assert gradescope.results(data, board)["leaderboard"] == board
+    with pytest.raises(ValueError, match="leaderboard entry"):
+        gradescope.results(data, [{"name": "GB/s", "value": 1, "order": "up"}])
+
+
+def test_the_student_view_of_a_report_has_no_instructor_path(fake_kit, tmp_path):
+    data = graded(fake_kit, tmp_path, GOOD_KERNEL + "// WRONG\n")
+    assert str(tmp_path) in json.dumps(data)                     # the instructor's record keeps them
+    view = report.student_view(data)
+    assert str(tmp_path) not in json.dumps(view) and str(fake_kit.root) not in json.dumps(view)
+    assert (view["source"], view["impl"], view["build_dir"]) == ("kernel.cu", "submission", None)
+    assert view["replay"] == "cd labs/01-fake-5pt && make check SEED=777"
+    assert report.student_view(dict(data, impl="reference"))["source"] == data["source"]
 
 
 def test_gradescope_for_a_run_that_did_not_measure(fake_kit, tmp_path):
     data = graded(fake_kit, tmp_path, GOOD_KERNEL + "// NO_GPU\n")
-    tests = report.gradescope_tests(data)
-    assert [t["name"] for t in tests][-2:] == ["01-fake-5pt: correctness", "01-fake-5pt: performance"]
+    tests = gradescope.tests(data)
+    assert [t["name"] for t in tests][-2:] == ["correctness", "performance"]
     assert "not measured: no GPU" in tests[-2]["output"]
     assert sum(t["score"] for t in tests) == 0
 
 
 def test_split_rounds_to_the_total():
-    parts = report._split(33.33, [1, 1, 1])
+    parts = gradescope._split(33.33, [1, 1, 1])
     assert sum(parts) == pytest.approx(33.33) and len(parts) == 3
 
 

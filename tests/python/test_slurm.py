@@ -31,7 +31,7 @@ import pytest
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, write_script
 from stencil_grader import cli
 from stencil_grader.base.gpus import Gpu
-from stencil_grader.classes import batch, outdir, plan
+from stencil_grader.classes import batch, outdir, plan, tasks
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "slurm"))
 import minislurm  # noqa: E402
@@ -57,6 +57,11 @@ def task_tmpdir(monkeypatch):
     os.chmod(folder, 0o711)
     monkeypatch.setenv("TMPDIR", str(folder))
     yield folder
+    # the grading process of a task killed by a test lives on to its own limit (a session of its
+    # own, as under a node's Slurm without cgroups): gone before its folder is
+    deadline = time.monotonic() + 120
+    while _processes_naming(folder) and time.monotonic() < deadline:
+        time.sleep(0.2)
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -86,6 +91,14 @@ def slurm(*args, capsys=None):
 FAKE = {
     "sbatch": '''
 import json, os, sys
+if "--test-only" in sys.argv:             # sbatch --test-only: the script on stdin, nothing queued
+    script = sys.stdin.read()
+    if os.environ.get("FAKE_TEST_ONLY_REFUSES", "\\0") in script:
+        print("sbatch: error: Memory specification can not be satisfied", file=sys.stderr)
+        sys.exit(1)
+    print("sbatch: Job 999 to start at 2026-01-01T00:00:00 using 1 processors on nodes n1 in partition debug",
+          file=sys.stderr)
+    sys.exit(0)
 log = os.environ["FAKE_SLURM_LOG"]
 calls = json.load(open(log)) if os.path.exists(log) else []
 calls.append(["sbatch"] + sys.argv[1:])
@@ -110,7 +123,9 @@ job = sys.argv[sys.argv.index("-j") + 1] if "-j" in sys.argv else None
 print("\\n".join(j for j in queued if job is None or j == job))
 ''',
     "sinfo": '''
-print("debug\\ngpu\\ndebug")
+import os
+# sinfo -h -o "%P %G": a line per node group, the default partition marked "*"
+print(os.environ.get("FAKE_SINFO", "debug* gpu:1\\ngpu gpu:a100:4(S:0-1)\\ndebug* gpu:1"))
 ''',
 }
 
@@ -146,6 +161,18 @@ def run_script(run_dir, stage, index=None, job="101", wait=True, **popen):
     return proc
 
 
+def write_recording(path: Path, labs, wall_s=2.0, cpu_s=1.0, peak_mib=300.0, grader_mib=80.0, device="Fake GPU 80GB"):
+    """A class recording (classes/resources.py, instructor/records.py kind "class") with the same figures
+    for the build and GPU stages of each lab."""
+    rows = [{"id": f"{lab[:2]}/{stage}", "lab": lab, "stage": stage, "n": 5, "wall_s_median": wall_s,
+             "wall_s_max": 2 * wall_s, "cpu_s_median": cpu_s, "peak_rss_mib_max": peak_mib}
+            for lab in labs for stage in ("build", "gpu")]
+    path.write_text(json.dumps({"record": "class", "format": 1, "provisional": False, "source": "test",
+                                "date": "2026-01-01", "device": {"name": device}, "rows": rows,
+                                "grader_peak_rss_mib": grader_mib}))
+    return path
+
+
 def wait_for(predicate, timeout_s, what):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -156,20 +183,47 @@ def wait_for(predicate, timeout_s, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def scripts_of(stdout: str) -> dict[str, str]:
+    """The job scripts a --dry-run printed, by file name."""
+    found, name = {}, None
+    for line in stdout.splitlines():
+        if line.startswith("---- "):
+            name = Path(line[5:]).name if line[5:].endswith(".sbatch") else None
+            continue
+        if name:
+            found[name] = found.get(name, "") + line + "\n"
+    return found
+
+
 def test_dry_run_prints_the_scripts_and_submits_nothing(klass, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")                    # not even sbatch is needed
     out = tmp_path / "out"
     status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--partition", "gpu", "--account", "course",
-                              "--time-per-lab", "300", "--dry-run", capsys=capsys)
+                              "--time-per-lab", "300", "--per-task", "1", "--dry-run", capsys=capsys)
     assert status == 0
     assert "4 to grade, 0 already graded" in stdout
-    assert "#SBATCH --array=0-3" in stdout and "#SBATCH --gres=gpu:1" in stdout
-    assert "#SBATCH --partition=gpu" in stdout and "#SBATCH --account=course" in stdout
-    assert "#SBATCH --time=7" in stdout                          # one lab of 300 s + 120 s, in minutes
-    assert "class-task build" in stdout and "class-task gpu" in stdout and "class-task merge" in stdout
+    assert "sinfo not found: the partitions and --gres were not checked" in stdout
+    assert "sbatch not found: the scripts were not checked with sbatch --test-only" in stdout
+    script = scripts_of(stdout)
+    assert set(script) == {"build.sbatch", "gpu.sbatch", "merge.sbatch"}
+    assert "#SBATCH --array=0-3\n" in script["gpu.sbatch"] and "#SBATCH --gres=gpu:1" in script["gpu.sbatch"]
+    assert "#SBATCH --partition=gpu" in script["gpu.sbatch"] and "#SBATCH --account=course" in stdout
+    # CPU work on the cluster's default partition: no --partition=gpu for the builds and the merge
+    assert "--partition" not in script["build.sbatch"] + script["merge.sbatch"]
+    assert "--gres" not in script["build.sbatch"] + script["merge.sbatch"]
+    # one lab of 300 s + 120 s of slack is below the floor: 10 minutes, as D-HH:MM:SS
+    assert "#SBATCH --time=0-00:10:00" in script["gpu.sbatch"]
+    for name, text in script.items():
+        assert "#SBATCH --no-requeue" in text and "#SBATCH --mem=" in text and "#SBATCH --cpus-per-task=" in text
+        assert f"#SBATCH --job-name=stencil-submissions-run-1-{name[:-7]}" in text
+        assert "not measured" in text                            # no recording here: stated defaults
+        assert 'PYTHON=$(command -v python3)' in text and 'exec "$PYTHON" ' in text
+        assert sys.executable not in text                        # the node's interpreter, not the login node's
+    assert '--task "$SLURM_ARRAY_TASK_ID" --job "$SLURM_ARRAY_JOB_ID"' in script["gpu.sbatch"]
+    assert '--job "$SLURM_JOB_ID"' in script["merge.sbatch"] and "--task" not in script["merge.sbatch"]
     lines = [line for line in stdout.splitlines() if "sbatch --parsable" in line]
     assert len(lines) == 3 and lines[0].startswith("BUILD_JOB=$(sbatch --parsable ")
-    assert lines[1].startswith("GPU_JOB=$(sbatch --parsable --dependency=afterany:$BUILD_JOB ")
+    assert lines[1].startswith("GPU_JOB=$(sbatch --parsable --dependency=aftercorr:$BUILD_JOB ")
     assert lines[1].endswith("gpu.sbatch)")
     assert lines[2].startswith("sbatch --parsable --dependency=afterany:$GPU_JOB ")
     assert not out.exists()                                       # nothing written
@@ -221,18 +275,18 @@ def test_sbatch_refusing_a_job_cancels_the_ones_before(klass, tmp_path, capsys, 
     assert "sbatch refused the gpu job: sbatch: error: Batch job submission failed: Invalid account" in err
     assert "(the jobs already submitted, 101, were cancelled)" in err
     assert fake_slurm()[-1] == ["scancel", "101"]
-    assert list((tmp_path / "out" / "slurm").iterdir()) == []          # the run folder is gone
+    assert list((tmp_path / "out" / "batch").iterdir()) == []          # the run folder is gone
 
 
 def test_tasks_run_by_hand_one_never_started_one_killed_then_resumed(klass, tmp_path, capsys, fake_slurm):
     out = tmp_path / "out"
-    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--per-task", "1", capsys=capsys)
     assert status == 0 and "submitted" in stdout
     calls = fake_slurm()
     assert [c[0] for c in calls] == ["sbatch"] * 3
-    assert calls[1][1:4] == ["--parsable", "--dependency=afterany:101", "--kill-on-invalid-dep=yes"]
+    assert calls[1][1:4] == ["--parsable", "--dependency=aftercorr:101", "--kill-on-invalid-dep=yes"]
     assert calls[2][2] == "--dependency=afterany:102"
-    run = batch.RunDir(out / "slurm" / "run-1")
+    run = batch.RunDir(out / "batch" / "run-1")
     assert run.data["jobs"] == {"build": "101", "gpu": "102", "merge": "103"}
     keys = [i.key for i in run.items]
     assert keys == [f"{s}/{FAKE_LAB}" for s in ("ann", "bob", "cat", "dan")]
@@ -253,8 +307,12 @@ def test_tasks_run_by_hand_one_never_started_one_killed_then_resumed(klass, tmp_
              60, "dan's GPU task to start grading")
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    # a node that fails takes its processes with it: here, the task's grading process (a session
+    # of its own) lives on until its limit; the merge comes after it, as after a dead node
+    wait_for(lambda: not _processes_naming(run.path), 120, "the killed task's grading process to end")
     status, merged = run_script(run.path, "merge", job="103")
-    assert status == 1, merged
+    assert status == 0, merged                          # it merged: what was not measured is in its files
+    assert "NOTHING WAS MEASURED" in merged
     rows = read_csv(out / "class.csv")
     assert rows["ann"][FAKE_LAB] == "not_measured" and rows["bob"][FAKE_LAB] == "0.00"
     assert rows["cat"][FAKE_LAB] == "grader_error" and rows["dan"][FAKE_LAB] == "grader_error"
@@ -262,16 +320,16 @@ def test_tasks_run_by_hand_one_never_started_one_killed_then_resumed(klass, tmp_
     assert "gpu task 2 of slurm job 102 never started" in cat and "gpu-102_2.out" in cat
     dan = report(out, "dan")["messages"][0]
     assert "gpu task 3 of slurm job 102 on " in dan and f"ended while grading dan/{FAKE_LAB}" in dan
-    assert "a time limit, preemption, a node failure or scancel" in dan
-    assert not (out / "gradescope" / "cat").exists() and (out / "gradescope" / "bob").exists()
+    assert "a time limit, preemption, a node failure or a cancel" in dan
+    assert not outdir.gradescope_path(out, FAKE_LAB, "cat").exists() and outdir.gradescope_path(out, FAKE_LAB, "bob").exists()
     assert "skipped __MACOSX" in (out / "summary.txt").read_text()
     assert not (run.path / "builds").exists() and not (run.path / "pending").exists()
 
     # the same command again: only what has no final grade (cat, dan; ann was not measured)
     bob_mtime = outdir.report_path(out, "bob", FAKE_LAB).stat().st_mtime_ns
-    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--per-task", "1", capsys=capsys)
     assert status == 0 and "3 to grade, 1 already graded" in stdout
-    run2 = batch.RunDir(out / "slurm" / "run-2")
+    run2 = batch.RunDir(out / "batch" / "run-2")
     assert [i.student for i in run2.items] == ["ann", "cat", "dan"]
     for i in range(3):
         run_script(run2.path, "build", i, job="104")
@@ -292,8 +350,21 @@ def test_tasks_run_by_hand_one_never_started_one_killed_then_resumed(klass, tmp_
     assert read_csv(out / "class.csv")["cat"][FAKE_LAB] == "100.00"
     assert outdir.report_path(out, "bob", FAKE_LAB).stat().st_mtime_ns == bob_mtime
     # a third time: dan only (and ann); --student regrades one student whatever is there
-    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--student", "cat", capsys=capsys)
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--per-task", "1", "--student", "cat",
+                              capsys=capsys)
     assert status == 0 and "1 to grade, 0 already graded" in stdout
+
+
+def _processes_naming(path: Path) -> list[int]:
+    """Processes whose command line names path (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(path).encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
 
 
 def _alive_group(pgid: int) -> bool:
@@ -309,15 +380,15 @@ def test_a_gpu_task_whose_gpu_fails_its_probe_grades_nothing(klass, tmp_path, ca
     lab is sent to it, and the merge says so for each of its labs."""
     out = tmp_path / "out"
     assert slurm(klass, "--out", out, "--arch", "90", "--student", "cat", capsys=capsys)[0] == 0
-    run = batch.RunDir(out / "slurm" / "run-1")
-    assert batch.run_task(run.path, "build", 0, say=lambda line: None) == 0
-    monkeypatch.setattr(batch.gpulist, "list_gpus", lambda: ([Gpu(0, "GPU-0", "Fake GPU 80GB", "9.0")], None))
-    monkeypatch.setattr(batch.gpupool, "probe", lambda uuid=None: batch.gpupool.ProbeResult(
+    run = batch.RunDir(out / "batch" / "run-1")
+    assert tasks.run_task(run.path, "build", 0, say=lambda line: None) == 0
+    monkeypatch.setattr(tasks.gpulist, "list_gpus", lambda: ([Gpu(0, "GPU-0", "Fake GPU 80GB", "9.0")], None))
+    monkeypatch.setattr(tasks.gpupool, "probe", lambda uuid=None: tasks.gpupool.ProbeResult(
         "failed", "cuCtxSynchronize: CUDA_ERROR_ECC_UNCORRECTABLE"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert batch.run_task(run.path, "gpu", 0, say=lambda line: None) == batch.EXIT_GPU_FAILED
+    assert tasks.run_task(run.path, "gpu", 0, say=lambda line: None) == tasks.EXIT_GPU_FAILED
     assert outdir.read_json(run.status_path("gpu", 0))["state"] == "failed"
-    result = batch.merge(run.path, say=lambda line: None)
+    result = tasks.merge(run.path, say=lambda line: None)
     assert result.exit_status == 1
     message = report(out, "cat")["messages"][0]
     assert "gpu task 0" in message and "(CUDA_VISIBLE_DEVICES=0)" in message
@@ -337,8 +408,8 @@ def test_hostile_names_grade_as_plain_ones_through_the_batch_tasks(fake_kit, tmp
     status, _, err = slurm(subs, "--out", tmp_path / "o u t", "--arch", "90", capsys=capsys)
     assert status == 2 and "holds a space, which make cannot take" in err
     out = tmp_path / "out"
-    assert slurm(subs, "--out", out, "--arch", "90", capsys=capsys)[0] == 0
-    run = batch.RunDir(out / "slurm" / "run-1")
+    assert slurm(subs, "--out", out, "--arch", "90", "--per-task", "1", capsys=capsys)[0] == 0
+    run = batch.RunDir(out / "batch" / "run-1")
     for stage in ("build", "gpu"):
         for i in range(run.data["tasks"]):
             assert run_script(run.path, stage, i, job="101")[0] == 0
@@ -360,7 +431,96 @@ def test_a_second_submission_while_the_first_is_queued_is_refused(klass, tmp_pat
     monkeypatch.setenv("FAKE_SQUEUE", "102 103")
     status, _, err = slurm(klass, "--out", out, "--arch", "90", capsys=capsys)
     assert status == 2 and "run-1 of" in err and "still has jobs queued or running (102, 103)" in err
-    assert not (out / "slurm" / "run-2").exists()
+    assert not (out / "batch" / "run-2").exists()
+
+
+def test_the_dry_run_checks_partitions_gres_and_each_script(klass, tmp_path, capsys, monkeypatch, fake_slurm):
+    """Issue 24: --dry-run accepted partitions that do not exist; a --gres no node of the GPU
+    partition offers is refused too, and each script goes through sbatch --test-only."""
+    out = tmp_path / "out"
+    refused = lambda *args: slurm(klass, "--out", out, "--arch", "90", "--dry-run", *args, capsys=capsys)
+    status, _, err = refused("--partition", "gpux")
+    assert status == 2 and "unknown partition 'gpux'" in err and "debug, gpu" in err
+    status, _, err = refused("--cpu-partition", "cpux")
+    assert status == 2 and "unknown partition 'cpux'" in err
+    status, _, err = refused("--partition", "gpu", "--gres", "gpu:h100:1")
+    assert status == 2 and "no node of partition 'gpu' offers it (sinfo: gpu:a100:4(S:0-1))" in err
+    monkeypatch.setenv("FAKE_SINFO", "debug* (null)\ngpu gpu:a100:4(S:0-1)")
+    status, _, err = refused()                       # the default partition's nodes have no gres
+    assert status == 2 and "--gres gpu:1: no node of partition 'debug' offers it" in err and "--gres none" in err
+    status, stdout, _ = refused("--partition", "gpu", "--gres", "gpu:a100:2")
+    assert status == 0 and "partitions and --gres checked with sinfo" in stdout
+    assert "gpu.sbatch: sbatch --test-only accepts it (sbatch: Job 999 to start" in stdout
+    monkeypatch.setenv("FAKE_TEST_ONLY_REFUSES", "#SBATCH --mem=16384M")
+    status, _, err = refused("--partition", "gpu")
+    assert status == 2 and "sbatch --test-only refuses gpu.sbatch: sbatch: error: Memory specification" in err
+    (tmp_path / "check.json").write_text('{"record": "check", "rows": []}')
+    for bad, why in ((("--gres", "gpu"), "give NAME[:TYPE]:COUNT"), (("--setup", tmp_path / "none"), "cannot read"),
+                     (("--per-task", "0"), "--per-task must be at least 1"),
+                     (("--recording", tmp_path / "check.json"), "is not a class-grading recording")):
+        status, _, err = refused(*bad)
+        assert status == 2 and why in err, err
+    assert fake_slurm() == [] and not out.exists()
+
+
+def test_the_scripts_ask_for_what_the_recording_measured(klass, fake_kit, tmp_path, capsys, fake_slurm):
+    """--time (D-HH:MM:SS) from the recorded median times a safety factor, with a floor; --mem and
+    --cpus-per-task from the stages' peak memory and CPU use; the setup lines before the node's
+    python3; %N; requeue policy; the CPU work on --cpu-partition; --gres none shares the GPUs."""
+    from stencil_grader.classes import resources
+    out = tmp_path / "out"
+    setup = tmp_path / "setup.sh"
+    setup.write_text("module load cuda/12.4\nsource /opt/venvs/stencil/bin/activate\n")
+    recording = write_recording(tmp_path / "class.json", [FAKE_LAB], wall_s=40.0, cpu_s=120.0, peak_mib=3000.0,
+                                grader_mib=100.0)
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--recording", recording, "--per-task", "2",
+                              "--max-running", "5", "--setup", setup, "--requeue", "--cpu-partition", "gpu",
+                              "--dry-run", capsys=capsys)
+    assert status == 0
+    script = scripts_of(stdout)
+    gpu = script["gpu.sbatch"]
+    # 2 gradings x 3 x 40 s + 120 s = 360 s: below the floor of 600 s
+    assert "#SBATCH --time=0-00:10:00" in gpu and "#SBATCH --array=0-1%5" in gpu
+    # (3000 MiB + 2 x 100 MiB) x 1.5 = 4800 MiB, rounded up to 256 MiB: 4864 MiB; 120 CPU-s in 40 s: 3 CPUs
+    assert "#SBATCH --mem=4864M" in gpu and "#SBATCH --cpus-per-task=3" in gpu and "#SBATCH --requeue" in gpu
+    assert f"measured: {recording} (Fake GPU 80GB, 2026-01-01)" in gpu
+    assert "#SBATCH --partition=gpu" in script["build.sbatch"] and "#SBATCH --partition=gpu" in script["merge.sbatch"]
+    lines = gpu.splitlines()
+    assert lines.index("module load cuda/12.4") < lines.index("source /opt/venvs/stencil/bin/activate") \
+        < next(i for i, line in enumerate(lines) if line.startswith("PYTHON=$(command -v python3)"))
+    assert max(i for i, line in enumerate(lines) if line.startswith("#SBATCH")) < lines.index("module load cuda/12.4")
+    # longer shards: the time follows the median, not the worst case
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--recording", recording, "--per-task", "4",
+                              "--gres", "none", "--dry-run", capsys=capsys)
+    gpu = scripts_of(stdout)["gpu.sbatch"]
+    assert "#SBATCH --time=0-00:10:00" in gpu and "--gres" not in gpu and "each under a lock" in gpu
+    assert resources.task_request("gpu", [[plan.select_labs([FAKE_LAB], fake_kit.root)[0]] * 8],
+                                  resources.load([recording])).seconds == 8 * 3 * 40 + 120
+    # submitted with --gres none: the run says the tasks share the node's GPUs under locks
+    assert slurm(klass, "--out", out, "--arch", "90", "--gres", "none", "--setup", setup, capsys=capsys)[0] == 0
+    run = batch.RunDir(out / "batch" / "run-1")
+    assert run.data["gpu_locks"] == "node" and (run.path / "setup.sh").read_text() == setup.read_text()
+    assert run.data["requests"]["gpu"]["mem_mib"] == resources.NOT_MEASURED["gpu"]["mem_mib"]
+
+
+def test_gpu_tasks_without_gres_share_the_nodes_gpus_under_locks(klass, tmp_path, capsys, monkeypatch, fake_slurm):
+    """Issue 24: with --gres none nothing kept two tasks on one node off one GPU.  Now each
+    grading of a "node" gpu task takes one of the node's probed GPUs under the lock files every
+    task of the node shares (base/locks.py GpuPool)."""
+    out = tmp_path / "out"
+    assert slurm(klass, "--out", out, "--arch", "90", "--gres", "none", "--student", "cat", capsys=capsys)[0] == 0
+    run = batch.RunDir(out / "batch" / "run-1")
+    assert tasks.run_task(run.path, "build", 0, say=lambda line: None) == 0
+    two = [Gpu(0, "GPU-a", "Fake GPU 80GB", "9.0"), Gpu(1, "GPU-b", "Fake GPU 80GB", "9.0")]
+    monkeypatch.setattr(tasks.gpupool, "choose", lambda spec: (two, None))
+    real_set = tasks.gpupool.GpuSet
+    monkeypatch.setattr(tasks.gpupool, "GpuSet", lambda chosen, say: real_set(
+        chosen, probe_gpu=lambda gpu: tasks.gpupool.ProbeResult("ok", "", gpu.uuid, gpu.name, "9.0"), say=say))
+    seen = []
+    real = tasks.worker.grade
+    monkeypatch.setattr(tasks.worker, "grade", lambda *a, **k: seen.append(k) or real(*a, **k))
+    assert tasks.run_task(run.path, "gpu", 0, say=lambda line: None) == 0
+    assert [(k["gpu_locks"], k["gpus"]) for k in seen] == [(tasks.NODE_LOCKS, "0,1")]
 
 
 # ---------------------------------------------------------------- a real Slurm
@@ -410,14 +570,30 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
     for key, value in cluster.env().items():
         monkeypatch.setenv(key, value)
     out = tmp_path / "out"
-    status, stdout, err = slurm(klass, "--out", out, "--arch", "90", "--partition", minislurm.PARTITION,
-                                capsys=capsys)
+    # what the labs' stages use, as a GPU machine recorded it: requests this node can meet
+    recording = write_recording(tmp_path / "class.json", [FAKE_LAB, real_lab])
+    options = ("--out", out, "--arch", "90", "--partition", minislurm.PARTITION, "--per-task", "1",
+               "--max-running", "3", "--recording", recording)
+    status, stdout, err = slurm(klass, *options, "--dry-run", capsys=capsys)
     assert status == 0, err
-    run = batch.RunDir(out / "slurm" / "run-1")
+    assert "partitions and --gres checked with sinfo" in stdout
+    for name in ("build.sbatch", "gpu.sbatch", "merge.sbatch"):
+        assert f"{name}: sbatch --test-only accepts it" in stdout, stdout
+    assert not out.exists()
+    status, stdout, err = slurm(klass, *options, capsys=capsys)
+    assert status == 0, err
+    run = batch.RunDir(out / "batch" / "run-1")
     jobs = run.data["jobs"]
-    # the job graph: the GPU array waits for the CPU array, the merge for the GPU array
+    # every script as written, handed to sbatch --test-only: accepted
+    for name in ("build.sbatch", "gpu.sbatch", "merge.sbatch"):
+        done = cluster.run("sbatch", "--test-only", str(run.path / name), check=False)
+        assert done.returncode == 0, (name, done.stderr)
+    # the job graph: GPU task i waits for build task i, the merge for the whole GPU array
     gpu_job, merge_job = _scontrol_job(cluster, jobs["gpu"]), _scontrol_job(cluster, jobs["merge"])
-    assert f"afterany:{jobs['build']}" in gpu_job and f"afterany:{jobs['gpu']}" in merge_job
+    assert f"aftercorr:{jobs['build']}" in gpu_job and f"afterany:{jobs['gpu']}" in merge_job
+    assert "%3" in _scontrol_job(cluster, jobs["build"]).split("ArrayTaskId=")[1].split()[0] \
+        or "ArrayTaskThrottle=3" in _scontrol_job(cluster, jobs["build"])
+    assert "JobName=stencil-submissions-run-1-gpu" in gpu_job and "Requeue=0" in gpu_job
     assert "ArrayTaskId=" in gpu_job and "gpu" in gpu_job.split("TresPerNode=")[-1][:20]
     # cancel dan's GPU task while it grades dan
     dan = next(i for i, item in enumerate(run.items) if item.student == "dan")
@@ -426,7 +602,10 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
              180, "dan's GPU task to start grading")
     cluster.run("scancel", f"{jobs['gpu']}_{task}")
     cluster.wait_idle(300)
-    log = (run.path / f"logs/merge-{jobs['merge']}.out").read_text()
+    log = (run.path / f"logs/merge-{jobs['merge']}_0.out").read_text()
+    # the merge merged: COMPLETED with exit 0, though labs were not measured (that is in its files)
+    assert "JobState=COMPLETED" in _scontrol_job(cluster, jobs["merge"]) and "ExitCode=0:0" in \
+        _scontrol_job(cluster, jobs["merge"])
     rows = read_csv(out / "class.csv")
     assert rows["ann"][FAKE_LAB] == "not_measured" and rows["bob"][FAKE_LAB] == "0.00"
     assert rows["cat"][FAKE_LAB] == "100.00" and rows["dan"][FAKE_LAB] == "grader_error", log
@@ -437,23 +616,22 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
     if real:
         assert rows["eve"][real_lab] == "not_measured"
         assert report(out, "eve", real_lab)["gpu"]["status"] == "no_gpu"
-        assert not (out / "gradescope" / "eve").exists()
-    # the stages ran in order: every build before any GPU task, every GPU task before the merge
+        assert not (out / "gradescope" / real_lab / "eve").exists()
+    # the stages ran in order: GPU task i after build task i, every GPU task before the merge
     status_of = {p.stem: outdir.read_json(p) for p in (run.path / "tasks").glob("*.json")}
-    builds = [s for k, s in status_of.items() if k.startswith("build-")]
+    assert all(f"build-{i}" in status_of and f"gpu-{i}" in status_of for i in range(run.data["tasks"]))
+    for i in range(run.data["tasks"]):
+        assert status_of[f"build-{i}"]["ended_epoch"] <= status_of[f"gpu-{i}"]["started_epoch"]
     gpus = [s for k, s in status_of.items() if k.startswith("gpu-")]
-    assert len(builds) == run.data["tasks"] and len(gpus) == run.data["tasks"]
-    assert max(s["ended_epoch"] for s in builds) <= min(s["started_epoch"] for s in gpus)
     assert max(s.get("ended_epoch", 0) for s in gpus) <= status_of["merge-0"]["started_epoch"]
     # Slurm gave every GPU task the node's declared GPU
     assert {s["cuda_visible_devices"] for s in gpus} == {"0"}
     cat_mtime = outdir.report_path(out, "cat", FAKE_LAB).stat().st_mtime_ns
 
     # the same command again: dan (and the not measured ones) only
-    status, stdout, err = slurm(klass, "--out", out, "--arch", "90", "--partition", minislurm.PARTITION,
-                                capsys=capsys)
+    status, stdout, err = slurm(klass, *options, capsys=capsys)
     assert status == 0, err
-    run2 = batch.RunDir(out / "slurm" / "run-2")
+    run2 = batch.RunDir(out / "batch" / "run-2")
     assert sorted(i.student for i in run2.items) == sorted(["ann", "dan"] + (["eve"] if real else []))
     cluster.wait_idle(300)
     assert report(out, "dan")["verdict"] == "timeout"

@@ -303,9 +303,11 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
         order.append((name, "bench"))
         benched.append(name)
         r = ratios[name]
-        audit = {"status": "ok", "calls": 3, "launches": [{"launcher": "stencil2d_sweep", "kind": "kernel",
-                                                           "name": "k", "on_launcher_stream": name != "K2-VEC8",
-                                                           "stream": 7, "count": 1}]}
+        on_stream = name != "K2-VEC8"                      # one variant launches on another stream
+        audit = {"status": "ok", "calls": 3, "launches": [{
+            "launcher": "stencil2d_sweep", "kind": "kernel", "name": "k", "on_launcher_stream": on_stream,
+            "stream": 7 if on_stream else 0, "count": 3, "grid": [64, 64, 1], "block": [32, 8, 1],
+            "static_smem": 0, "dynamic_smem": 0, "registers": 16}]}
         return bench.BenchRun("ok", {"device": "Fake GPU", "gbps": r * 3000, "copy_gbps": 3000.0, "ms_median": 1.0,
                                      "ratio": r, "output_ok": True, "audit": audit})
 

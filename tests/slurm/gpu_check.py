@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         record["slurm_submit_status"] = status
         record["slurm_finished"] = record["slurm_finished"] and status == 0
         record["slurm_wall_s"] = round(time.monotonic() - start, 1)
-        runs = sorted((slurm_out / "slurm").glob("run-*"))
+        runs = sorted((slurm_out / "batch").glob("run-*"))
         if runs:
             tasks = [json.loads(p.read_text()) for p in sorted((runs[-1] / "tasks").glob("gpu-*.json"))]
             record["gpu_tasks"] = [{k: t.get(k) for k in ("task", "node", "cuda_visible_devices", "state", "message")}

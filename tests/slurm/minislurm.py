@@ -15,7 +15,9 @@ Slurm, if any, is neither seen nor disturbed.  The daemons run in the foreground
 children of this process, and stop() ends them by their pid.
 
 Jobs run as the user who starts the cluster (root in the kit's CI), with the node's
-CPUs (select/cons_tres, one core per task by default); process tracking is
+CPUs and memory as consumable resources (select/cons_tres, CR_Core_Memory: a job's
+--cpus-per-task and --mem must fit the node, RealMemory being 90% of the machine's, as an
+HPC site declares them); process tracking is
 proctrack/linuxproc (no cgroups needed), so a cancelled job's processes are found
 through their parent process ids.  With `gpus` (device files such as /dev/nvidia0),
 the node declares `Gres=gpu:N` and gres.conf names the files: a job asking for
@@ -59,6 +61,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def memory_mib() -> int:
+    """90% of this machine's memory in MiB (/proc/meminfo), what the node declares (RealMemory)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(int(line.split()[1]) * 0.9 / 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1024
+
+
 def _tail(path: Path, lines: int = 15) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -98,6 +111,7 @@ class MiniSlurm:
         self.prefix = Path(prefix).resolve() if prefix else None
         self.gpus = list(gpus or [])
         self.cpus = cpus or os.cpu_count() or 1
+        self.memory_mib = memory_mib()
         self.procs: dict[str, subprocess.Popen] = {}
         self.host = socket.gethostname().split(".")[0]
         self.conf = self.work / "etc" / "slurm.conf"
@@ -186,11 +200,12 @@ class MiniSlurm:
             "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
             "JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n"
             "JobCompType=jobcomp/none\nMpiDefault=none\nMailProg=/bin/true\n"
-            "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
+            "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n"
             "SchedulerType=sched/backfill\nSchedulerParameters=sched_interval=2\n"
             "ReturnToService=2\nMinJobAge=600\nKillWait=5\nInactiveLimit=0\n"
             + ("GresTypes=gpu\n" if self.gpus else "")
-            + f"NodeName={NODE} NodeHostname={self.host} NodeAddr=127.0.0.1 CPUs={self.cpus}{gres} State=UNKNOWN\n"
+            + f"NodeName={NODE} NodeHostname={self.host} NodeAddr=127.0.0.1 CPUs={self.cpus} "
+            f"RealMemory={self.memory_mib}{gres} State=UNKNOWN\n"
             f"PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP\n")
         # slurmd starts a cgroup plugin whatever the proctrack and task plugins; on a machine whose
         # cgroup v2 has no systemd (dbus) to ask for a scope, STENCIL_SLURM_CGROUP_CONF gives a

@@ -2,8 +2,8 @@
 """Class-grading throughput: grade a made-up class of N students and print what each stage costs.
 
     python3 tests/submissions/bench_class.py [--students N] [--labs 01-naive-5pt,...]
-        [--only-correct] [--jobs J] [--gpus all|0,2] [--out DIR] [--json FILE]
-    make bench-class [STUDENTS=N] [GPUS=all]
+        [--only-correct] [--jobs J] [--gpus all|0,2] [--out DIR] [--json FILE] [--record FILE]
+    make bench-class [STUDENTS=N] [GPUS=all] [SLUG=h100]
 
 Each student gets, for every lab, one of the known submissions of tests/submissions/<lab>/
 (taken in turn, so a class holds the mix those folders hold: correct kernels, wrong ones,
@@ -25,6 +25,13 @@ over 8 GPUs and the build time over the cores.  It ignores the batch system's ow
 Without a GPU the GPU figures are "not measured" (the GPU stages end at once) and only the
 build rate means something.  Prints the device (nvidia-smi's name), date and figures;
 --json FILE keeps them (the record a README figure comes from).
+
+--record FILE (what `make bench-class SLUG=h100` gives: handouts/data/h100/class.json) keeps,
+per lab and batch task stage (build: build and static checks; gpu: cases and bench), the
+median wall seconds and CPU seconds and the largest peak resident set of the stage's programs,
+from the reports' own figures (report["seconds"], report["resources"]): the recording that
+`grade.py slurm` (classes/resources.py) turns into each job's --time, --mem and --cpus-per-task.
+A GPU stage that measured nothing (no GPU) is left out of it (its figures null).
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from check_verdicts import META_VERDICTS, SOURCE, collect, source_bytes  # noqa: E402  (needs the paths above)
 from stencil_grader.base import gpus as gpulist  # noqa: E402
+from stencil_grader.classes import outdir, resources  # noqa: E402
+from stencil_grader.instructor import records  # noqa: E402
 
 GPU_STAGES = ("cases", "bench")
 BUILD_STAGES = ("build", "static")
@@ -109,6 +118,25 @@ def figures(out: Path, wall_s: float, cores: int) -> dict:
     return result
 
 
+def record_resources(out: Path, path: Path, started: datetime.datetime, source: str, extra: dict) -> dict:
+    """Write the "class" record (module docstring) of the reports in OUT to path; returns it."""
+    reports = [json.loads(p.read_text()) for p in sorted((out / outdir.STUDENTS).glob("*/*.json"))
+               if not p.name.endswith(outdir.ATTEMPT + ".json")]
+    rows, grader = resources.summarize(reports, lambda r: outdir.is_grade(r))
+    measured = next(((r.get("gpu") or {}).get("device") for r in reports if outdir.is_grade(r)
+                     and ((r.get("gpu") or {}).get("device") or {}).get("name")), None)
+    found, why = gpulist.list_gpus()
+    name = (measured or {}).get("name") or (found[0].name if found else f"no GPU ({why})")
+    device = {"name": name, "compute_capability": (measured or {}).get("cc"),
+              "sm_count": (measured or {}).get("sm_count")}
+    smi = records.nvidia_smi_facts(name)
+    device.update(sm_clock_max_mhz=smi["sm_clock_max_mhz"], driver=smi["driver"], cuda=records.cuda_release())
+    record = records.record_header("class", source, device, started)
+    record.update(extra, grader_peak_rss_mib=grader, rows=rows)
+    records.write_record(record, path)
+    return record
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=8, metavar="N", help="students in the class (default 8)")
@@ -119,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=64, help="build cores of the projected cluster (default 64)")
     parser.add_argument("--out", type=Path, help="where the class and its grading go (default: a temporary folder)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures here")
+    parser.add_argument("--record", type=Path, metavar="FILE",
+                        help="also write what each lab's stages used (the class recording grade.py slurm reads), "
+                             "e.g. handouts/data/h100/class.json")
     args = parser.parse_args(argv)
     if args.students < 1:
         parser.error("--students must be at least 1")
@@ -137,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         command += ["--gpus", args.gpus]
     if labs:
         command += ["--labs", ",".join(labs)]
-    start = time.monotonic()
+    start, started = time.monotonic(), records.now()
     done = subprocess.run(command, env=dict(os.environ, NO_COLOR="1"))
     wall = time.monotonic() - start
     if not (out / "gradings.csv").is_file():
@@ -167,6 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
         print(f"  figures: {args.json}")
+    if args.record:
+        source = "python3 tests/submissions/bench_class.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        rec = record_resources(out, args.record, started, source,
+                               {"students": args.students, "jobs": result["jobs"], "cpus": os.cpu_count()})
+        print(f"  what each lab's stages used (grade.py slurm's --time, --mem, --cpus-per-task): {args.record}")
+        for row in rec["rows"]:
+            used = ("not measured" if not row["n"] else
+                    f"median {row['wall_s_median']:.1f} s wall, {row['cpu_s_median']:.1f} s CPU; "
+                    f"peak {row['peak_rss_mib_max']:.0f} MiB (n={row['n']})")
+            print(f"    {row['lab']:<24} {row['stage']:<6} {used}")
     print(f"  class and grades: {work}")
     return 0
 

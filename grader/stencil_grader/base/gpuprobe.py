@@ -160,7 +160,7 @@ def probe(uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, quick: bo
     """Run PROBE_PROGRAM in its own process and return what it found.
 
     uuid: the GPU to probe (CUDA_VISIBLE_DEVICES=uuid for the probe); None: the first GPU
-    this process's environment shows (e.g. the one Slurm gave the task).  quick: stop before
+    this process's environment shows (e.g. the one the batch engine gave the task).  quick: stop before
     the context and the kernel (what the driver and the device attributes say).
     Never raises: a probe that hangs past timeout_s, crashes or prints no JSON is "failed".
     """

@@ -126,6 +126,9 @@ class LabSpec:
     points: Points
     targets: dict[str, Target] = field(hash=False)
     targets_policy: TargetsPolicy | None = None
+    # lab.json's optional "bonus": true: an extra-credit lab, counted on top of the required
+    # labs in every gradebook the class files write (classes/gradebook.py), never as required
+    bonus: bool = False
 
     @property
     def lab_dir(self) -> Path:
@@ -251,7 +254,7 @@ def parse(data, path: Path) -> LabSpec:
     v = _Validator(display_path(path))
     if not isinstance(data, dict):
         v.fail("the top level", "an object", data)
-    v.known_keys(data, "", tuple(_TOP_KEYS) + ("targets_policy",))
+    v.known_keys(data, "", tuple(_TOP_KEYS) + ("targets_policy", "bonus"))
     for key, holds in _TOP_KEYS.items():
         if key not in data:
             raise LabSpecError(f"{v.file}: {key} is missing ({holds})")
@@ -317,11 +320,12 @@ def parse(data, path: Path) -> LabSpec:
     if points.total <= 0:
         v.fail("points", "correctness and performance points with a sum > 0", p)
 
+    bonus = v.boolean(data, "bonus", "") if "bonus" in data else False
     return LabSpec(path=Path(path), lab=lab, number=number, title=title.strip(), api=api,
                    tolerance=tolerance,
                    check=CheckLimits(case_s, suite_s), bench=bench, constraints=constraints,
                    points=points, targets=_parse_targets(v, data, bench.max_fused_sweeps),
-                   targets_policy=_parse_targets_policy(v, data, bench.max_fused_sweeps))
+                   targets_policy=_parse_targets_policy(v, data, bench.max_fused_sweeps), bonus=bonus)
 
 
 def _parse_targets_policy(v: _Validator, data: dict, fused: int = 1) -> TargetsPolicy | None:

@@ -29,6 +29,12 @@ as stdout is), and a watcher (`watch=`) is fed from it as data arrives (or
 from stdout when there is no channel): checkrun.py stops a Check run at the
 first case that times out.
 
+What a run used: the process is reaped with wait4(2), whose resource usage
+covers the program and every descendant it waited for (make's nvcc, Check's
+forked cases): CPU seconds (user + system) and the peak resident set of the
+largest of those processes (ru_maxrss).  `metered()` sums them over the runs
+of a block (pipeline.py: each stage's figures in the report).
+
 The sandbox that programs running student code get is sandbox.py's; the
 program itself is started here, with the sandbox's layers applied between
 fork and exec.
@@ -42,6 +48,7 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -65,6 +72,9 @@ class Completed:
     timed_out: True when the time limit passed and the program was killed.
     seconds: wall-clock time of the run, in seconds.
     error: why the program could not be started (missing, not executable), else None.
+    cpu_s: CPU seconds (user + system) of the program and of every descendant it waited
+        for; peak_rss_kib: the largest resident set (KiB) of one of those processes
+        (wait4(2)'s ru_maxrss); both None when the program could not be started.
     """
 
     argv: list[str]
@@ -78,6 +88,8 @@ class Completed:
     stopped: str | None = None
     channel: str = ""
     channel_overflow: bool = False
+    cpu_s: float | None = None
+    peak_rss_kib: int | None = None
 
     def describe(self) -> str:
         """One phrase saying how the program ended, for messages."""
@@ -194,6 +206,50 @@ class _Capture(threading.Thread):
         return bytes(self.head + middle + tail).decode("utf-8", errors="replace")
 
 
+@dataclass(eq=False)           # each block's own: two with the same figures are not one
+class Usage:
+    """What the runs of a `metered()` block used: CPU seconds summed, the peak resident set (KiB)
+    of the largest process, and how many runs were measured."""
+
+    cpu_s: float = 0.0
+    peak_rss_kib: int = 0
+    runs: int = 0
+
+    def add(self, cpu_s: float, peak_rss_kib: int) -> None:
+        self.cpu_s += cpu_s
+        self.peak_rss_kib = max(self.peak_rss_kib, peak_rss_kib)
+        self.runs += 1
+
+
+_meters = threading.local()
+
+
+@contextmanager
+def metered():
+    """Within the block, every run() of this thread adds its CPU seconds and peak resident set
+    to the Usage yielded (nested blocks each get them)."""
+    usage = Usage()
+    stack = _meters.__dict__.setdefault("stack", [])
+    stack.append(usage)
+    try:
+        yield usage
+    finally:
+        stack.remove(usage)
+
+
+def _reap(child: subprocess.Popen, block: bool) -> tuple[int, object] | None:
+    """(exit status, resource usage) of child once it has ended (wait4); None while it runs
+    (block False).  The status is also set on child, as Popen.wait would."""
+    try:
+        pid, status, usage = os.wait4(child.pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:          # reaped elsewhere: no usage to be had
+        return (child.wait(), None) if block else (None if child.poll() is None else (child.returncode, None))
+    if pid == 0:
+        return None
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, usage
+
+
 def _started_by(sid: int, mark: str) -> list[int]:
     """Process ids whose session is sid or whose environment carries mark (read from /proc;
     empty where there is no /proc)."""
@@ -293,21 +349,20 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
             pass
     timed_out, stopped = False, None
     deadline = start + timeout_s
-    while True:
-        now = time.monotonic()
-        try:
-            child.wait(timeout=max(0.0, min(0.1 if watch else deadline - now, deadline - now)))
-            break
-        except subprocess.TimeoutExpired:
-            pass
+    delay = 0.001
+    while (ended := _reap(child, block=False)) is None:
         now = time.monotonic()
         if now >= deadline:
             timed_out = True
             break
         if watch is not None and (stopped := watch.poll(now)):
             break
+        time.sleep(min(delay, max(0.0, deadline - now)))
+        delay = min(2 * delay, 0.05)
     kill_started(child.pid, mark)
-    child.wait()
+    if ended is None:
+        ended = _reap(child, block=True)
+    usage = ended[1]
     seconds = time.monotonic() - start
     for reader, pipe in zip(readers, (child.stdout, child.stderr, channel_pipe)):
         reader.join(_PIPE_GRACE_S)
@@ -317,6 +372,10 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
     done = Completed(argv, None if killed else child.returncode,
                      stdout=readers[0].text(), stderr=readers[1].text(),
                      timed_out=timed_out, seconds=seconds, timeout_s=timeout_s, stopped=stopped)
+    if usage is not None:
+        done.cpu_s, done.peak_rss_kib = usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss)
+        for meter in getattr(_meters, "stack", ()):
+            meter.add(done.cpu_s, done.peak_rss_kib)
     if channel:
         done.channel = bytes(readers[2].head).decode("utf-8", errors="replace")
         done.channel_overflow = readers[2].overflow

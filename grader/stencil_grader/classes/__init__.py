@@ -1,5 +1,6 @@
 """Grading a class: every (student, lab) of a submissions directory, its back ends (the GPUs of one
-host; Slurm on a cluster) and the class files (class.csv, gradings.csv, Gradescope results).
+host; a batch system such as Slurm on a cluster) and the class files (class.csv, gradings.csv, the
+course sites' gradebooks).
 
 One class grading is plan -> run the gradings -> merge, a module each, entered in that order:
 
@@ -17,8 +18,16 @@ and beside them:
     outdir        the output folder: its layout, files written by rename, the resume stamp, and
                   the rule that keeps a grade
     gpupool       the GPUs of a class, each probed by a tiny CUDA program
-    batch         a batch system's run folder, its build and GPU tasks, the merge
-    slurm         `grade.py slurm`: Slurm job arrays
+    batch         a batch system: the run folder, what an engine must do, the submission
+    tasks         what a batch run's jobs run: the build and GPU tasks, the merge
+    resources     what a batch task asks for (time, memory, CPUs), from a recording
+    engines/      one module per batch engine (slurm: `grade.py slurm`, Slurm job arrays)
+    gradebook     the course sites' files: Gradescope per lab, Canvas, Moodle
     classhtml     the class as web pages (optional: used when present)
-    commands      grade.py's `import`, `class`, `slurm` and `class-task`
+    similarity    around the grades, none changing one: pairs of similar kernel.cu files
+                  (copydetect, an optional instructor tool; simpages: their side-by-side pages),
+    leaderboard   the leaderboard of who opted in under a pseudonym, and Gradescope's entries,
+    classdiff     how a class moved between two gradings
+    commands      grade.py's `import`, `class`, one command per engine, `class-task`, `similarity`
+                  and `class-diff`
 """

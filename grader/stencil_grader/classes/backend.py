@@ -13,12 +13,9 @@ grading) and leaves the same files (outdir.py); only the scheduling differs:
                    CPUs), each grading's GPU stages on one GPU of the pool at a time
                    (base/locks.py GpuPool: one lock file per GPU), every GPU probed first
                    (gpupool.py)
-    SlurmBackend   a cluster (slurm.py): a CPU job array builds, a GPU job array runs the GPU
-                   stages, a merge job writes the class files (batch.py: the run folder and
-                   the tasks, which another batch engine would reuse as they are)
-
-Another engine (HTCondor, PBS, a cloud queue) is one module: a Backend whose run()
-submits batch.py's tasks to it.
+    BatchEngine    a batch system (batch.py: the run folder and the submission; tasks.py: what
+                   its jobs run): a build array, a GPU array, a merge job; each engine (Slurm:
+                   engines/slurm.py) is one module of engines/ that writes and submits them
 """
 
 from __future__ import annotations
@@ -32,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import gpupool, merge, outdir, plan, worker
+from . import similarity as similar
 from .plan import ClassPlan, Task
 from .submissions import ClassError, shown
 
@@ -165,7 +163,7 @@ class LocalBackend(Backend):
 
 
 def check_no_batch_run(out: Path) -> None:
-    """ClassError when a batch run (grade.py slurm) owns OUT: its jobs were submitted and its
+    """ClassError when a batch run (grade.py <engine>) owns OUT: its jobs were submitted and its
     merge, which rewrites the class files, has not run (outdir.unmerged_runs)."""
     for path, data in outdir.unmerged_runs(out):
         jobs = ", ".join(str(j) for j in (data.get("jobs") or {}).values())
@@ -178,7 +176,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 student: str | None = None, jobs: int | None = None,
                 progress: Callable[[str], None] = print, kit_root: Path | None = None,
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
-                regrade: bool = False) -> merge.ClassResult:
+                regrade: bool = False, similarity: bool = False, against: Path | None = None) -> merge.ClassResult:
     """Grade a class on this host: plan (plan.make_plan: what to grade, what is kept), run the
     gradings (LocalBackend), merge (merge.class_files: the class files from every report).
 
@@ -188,10 +186,15 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
         probed and the class files are rewritten.
     progress: called with one line per grading, in the plan's order (students, then labs).
     regrade: grade every selected lab again (a grade is still never replaced by no grade).
-    Raises ClassError (usage) or labspec.LabSpecError (a broken lab.json) before grading anything.
+    similarity: compare the selected labs' kernel.cu files (similarity.run, with `against`)
+        after the gradings and before the class files, which show it; it changes no grade.
+    Raises ClassError (usage; copydetect missing with similarity) or labspec.LabSpecError (a
+    broken lab.json) before grading anything.
     """
     the_plan = plan.make_plan(submissions_dir, out, labs, student, kit_root, missing_as_zero, regrade)
     check_no_batch_run(the_plan.out)
+    if similarity:
+        similar.check(against)
     backend = LocalBackend(jobs or os.cpu_count() or 1, gpus=gpus, gpu_set=gpu_set, say=progress)
     saved: list[outdir.Saved] = []
     if the_plan.tasks:
@@ -202,5 +205,8 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                  "(--regrade grades them again)")
     if the_plan.tasks:
         saved = backend.run(the_plan, progress)
+    if similarity:
+        backend.notes += similar.class_step(the_plan.submissions, the_plan.out, [s.lab for s in the_plan.specs],
+                                            against, progress, kit_root)
     return merge.class_files(the_plan.out, the_plan.lab_order, the_plan.missing_as_zero,
                              the_plan.notes + backend.notes, saved, len(the_plan.kept))

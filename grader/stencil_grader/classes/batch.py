@@ -1,68 +1,71 @@
-"""A class grading run by a batch system: the run folder, its tasks, and the merge.
+"""A class grading run by a batch system: the run folder, what an engine must do, and submitting.
 
-A batch back end (slurm.py; any other engine the same way) grades a class in three
-steps that pass state through a run folder, which therefore must be on a filesystem
+Engine-neutral: an engine (Slurm, ...) is one module of classes/engines/ holding a
+BatchEngine, which writes its job scripts and submits them; everything else is here and in
+tasks.py.  A run passes state through its folder, which therefore must be on a filesystem
 that every node sees (as must the submissions and the kit):
 
-    OUT/slurm/run-N/
+    OUT/batch/run-N/
         run.json            the plan: the gradings of this run (items), their shards, the
-                            build architecture, the time limits, the engine's job ids
-        build.sbatch, gpu.sbatch, merge.sbatch      the engine's batch scripts (slurm.py)
-        logs/               the engine's output files, one per task
-        tasks/<stage>-<i>.json   what each task did: started, node, the grading it is on,
-                            "done" at the end ("terminated" when the engine signalled it)
+                            build architecture, the time limits, the engine and its job ids
+        <the engine's job scripts>, setup.sh (a copy of --setup FILE)
+        logs/               the engine's output files, one per task (log_pattern)
+        tasks/<stage>-<i>.json   what each task did (tasks.py)
         pending/<i>.json, .log   a build waiting for its GPU stages (i: the grading's place in
                             run.json's items: no student's name is part of a path here)
-        builds/<i>/              that build, and the copy of its kernel.cu it was built from
-                            (removed once graded)
+        builds/<i>/              that build (removed once graded)
 
 Since make builds in the run folder, OUT must be a path make can take (check_out).
 
-1. build task i (no GPU): `grade.py lab --stage build --arch ARCH` for each item of shard
-   i.  A final verdict there (compile_error, forbidden, kit_error) goes straight to
-   OUT (outdir.save); a build that needs its GPU stages goes to pending/.
-2. gpu task i (one GPU): probes its GPU first (gpupool.py: a GPU the node lists that
-   fails the probe ends the task, with a message, before any lab is sent to it; a node
-   without any GPU grades on and every GPU stage ends not_measured), then runs
-   `grade.py lab --stage gpu` for each pending item of shard i on that GPU and saves its
-   report in OUT (outdir.save: a grade there is never replaced by what is not one).
-3. merge: every item of run.json whose report this run did not write becomes a
-   "grader_error" naming the task that should have written it (never started, or ended
-   while grading it: a time limit, preemption, a node failure, scancel), then the class
-   files from every report in OUT (merge.class_files): class.csv, gradings.csv, Gradescope
-   files, class.html, summary.txt.
+`submit()` (what `grade.py <engine>` runs on a login node): the plan (plan.py: resuming, a
+final grade is kept), the checks (the engine's, an earlier run still queued, a run folder on
+a filesystem of this node only), then --dry-run (print the scripts and commands, write
+nothing) or: claim OUT, record each lab never submitted as "missing", create the run folder
+and let the engine write and submit three jobs:
 
-Every file is written by rename (outdir.py), so a task killed at any moment leaves no
-half-written result, and the same command run again grades only what has no final
-verdict (outdir.is_final).
+    build   an array of `tasks` tasks, no GPU:   grade.py class-task build RUN --task I [--job J]
+    gpu     an array of `tasks` tasks, one GPU each (or the node's, under locks: tasks.py),
+            task i after build task i where the engine can say so (shard i is the same
+            gradings in both), else after the whole build array
+    merge   one task after every gpu task, whatever their end: grade.py class-task merge RUN
+
+The requests of each (time, memory, CPUs) come from resources.py; the gradings of a task
+from --per-task (default: resources.default_per_task) and the engine's most tasks per array.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
-import os
+import re
+import shlex
 import shutil
-import signal
-import socket
-import tempfile
-import time
-from dataclasses import dataclass
+from abc import abstractmethod
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from .. import __version__
 from ..base import gpus as gpulist
 from ..base import labspec
+from ..base.cliargs import lab_list
 from ..grading import build
-from . import gpupool, merge as classfiles, outdir, worker
+from . import merge, outdir, plan as planning, resources, worker
+from .backend import Backend
 from .plan import ClassPlan, Task
 from .submissions import ClassError, shown
 
 TASK_STAGES = ("build", "gpu", "merge")
 RUN_FILE = "run.json"
 RUNS = outdir.RUNS
-#: Exit status of a gpu task whose GPU failed its probe (nothing graded; the merge says so).
-EXIT_GPU_FAILED = 3
+SETUP_FILE = "setup.sh"
+#: The most bytes --setup FILE may hold (module loads and a virtual environment are a few lines).
+SETUP_MAX_BYTES = 64 * 1024
+#: Filesystems that only the node that mounts them can see.
+LOCAL_FILESYSTEMS = {"tmpfs": "a tmpfs (memory of this node)", "ramfs": "a ramfs (memory of this node)",
+                     "overlay": "an overlay (a container's own filesystem)", "ext4": "a local ext4 disk",
+                     "xfs": "a local xfs disk", "btrfs": "a local btrfs disk"}
+_ARCH = re.compile(r"^\d{2,3}([ ,]\d{2,3})*$")
 
 
 @dataclass
@@ -83,11 +86,11 @@ class Item:
         return f"{shown(self.student)}/{self.lab}"
 
 
-def shards(count: int, array_max: int) -> tuple[int, int]:
-    """(gradings per task, tasks) for `count` gradings in arrays of at most `array_max` tasks."""
+def shards(count: int, per_task: int, max_tasks: int | None = None) -> tuple[int, int]:
+    """(gradings per task, tasks) for `count` gradings, per_task a task, in at most max_tasks tasks."""
     if count == 0:
         return 0, 0
-    size = math.ceil(count / max(1, min(count, array_max)))
+    size = max(1, per_task, math.ceil(count / max_tasks) if max_tasks else 1)
     return size, math.ceil(count / size)
 
 
@@ -97,22 +100,22 @@ def runs_dir(out: Path) -> Path:
 
 def check_out(out: Path) -> None:
     """ClassError when OUT is a path make cannot take (a space: build.make_path_problem): a batch
-    run builds in OUT/slurm/run-N/builds/, which every node sees."""
+    run builds in OUT/batch/run-N/builds/, which every node sees."""
     if why := build.make_path_problem(out):
         raise ClassError(f"--out {out} {why}, which make cannot take, and the batch jobs build under --out "
                          "(a folder every node sees): choose an --out without it")
 
 
 def next_run_dir(out: Path) -> Path:
-    """OUT/slurm/run-N for the first N not taken."""
-    taken = [int(p.name[4:]) for p in runs_dir(out).glob("run-*") if p.name[4:].isdigit()]
+    """OUT/batch/run-N for the first N taken by no run of OUT (outdir.run_folders)."""
+    taken = [int(p.name[4:]) for p in outdir.run_folders(out) if p.name[4:].isdigit()]
     return runs_dir(out) / f"run-{max(taken, default=0) + 1}"
 
 
 def earlier_runs(out: Path) -> list[tuple[Path, dict]]:
     """(run folder, run.json) of every earlier run in OUT whose merge has not run."""
     found = []
-    for path in sorted(runs_dir(out).glob("run-*")):
+    for path in outdir.run_folders(out):
         data = outdir.read_json(path / RUN_FILE)
         if data and not data.get("merged"):
             found.append((path, data))
@@ -129,7 +132,7 @@ class RunDir:
             raise ClassError(f"{self.path / RUN_FILE}: no run here (is OUT on a filesystem this node sees?)")
         if data.get("kit_version") != __version__:
             raise ClassError(f"{self.path} was planned by kit version {data.get('kit_version')}, this is "
-                             f"{__version__}: run the grade.py slurm command again")
+                             f"{__version__}: submit the class again")
         self.data = data
         self.items = [Item(**i) for i in data["items"]]
         self.out = Path(data["out"])
@@ -179,229 +182,315 @@ class RunDir:
         return outdir.save(self.out, item.student, item.lab, report, log, bool(self.data.get("asked")))
 
 
-def create_run(plan: ClassPlan, items: list[Item], missing: list[tuple[str, str]], arch: str | None,
-               array_max: int, limits: dict[str, float], engine: str, log_pattern: str,
-               notes: list[str]) -> RunDir:
-    """Write OUT/slurm/run-N/run.json (and its folders) for these items; returns the run."""
-    path = next_run_dir(plan.out)
-    size, count = shards(len(items), array_max)
-    for sub in ("logs", "tasks", "pending", "builds"):
-        (path / sub).mkdir(parents=True, exist_ok=True)
-    data = {"what": "stencil lab kit class grading run", "engine": engine, "kit_version": __version__,
-            "created": outdir.now(), "submissions": str(plan.submissions), "out": str(plan.out), "arch": arch,
-            "students": plan.students, "labs": {s.lab: str(s.lab_dir) for s in plan.specs},
-            "lab_order": plan.lab_order,
-            "missing_as_zero": plan.missing_as_zero, "notes": notes, "asked": plan.asked,
-            "kept": len(plan.kept),
-            "items": [vars(i) for i in items], "missing": [list(m) for m in missing],
-            "shard_size": size, "tasks": count, "limits": limits, "log_pattern": log_pattern, "jobs": {}}
-    outdir.write_json(path / RUN_FILE, data)
-    return RunDir(path)
-
-
 def record_jobs(run: RunDir, jobs: dict[str, str]) -> None:
     """Add the engine's job ids to run.json (the merge names them)."""
     run.data["jobs"] = dict(run.data.get("jobs") or {}, **jobs)
     outdir.write_json(run.path / RUN_FILE, run.data)
 
 
-# ------------------------------------------------------------------------------- tasks
+# ------------------------------------------------------------------------------- options
 
-class _Status:
-    """A task's status file, rewritten (by rename) as the task goes; on SIGTERM (the engine's
-    time limit, preemption, scancel) it records what was being graded before the task ends."""
-
-    def __init__(self, run: RunDir, stage: str, index: int):
-        self.path = run.status_path(stage, index)
-        job = os.environ.get("SLURM_ARRAY_JOB_ID") or os.environ.get("SLURM_JOB_ID") or run.job(stage)
-        self.data = {"stage": stage, "task": index, "job": job,
-                     "job_task": f"{job}_{index}" if job else None, "node": socket.gethostname(),
-                     "pid": os.getpid(), "started": outdir.now(), "started_epoch": time.time(),
-                     "state": "running", "current": None, "graded": 0, "message": ""}
-        self.write()
-        try:
-            self._previous = signal.signal(signal.SIGTERM, self._terminated)
-        except ValueError:                # not the main thread: no handler (the status still says "running")
-            self._previous = None
-
-    def write(self) -> None:
-        outdir.write_json(self.path, self.data)
-
-    def update(self, **changes) -> None:
-        self.data.update(changes)
-        self.write()
-
-    def _terminated(self, signum, frame) -> None:
-        self.update(state="terminated", ended=outdir.now(), ended_epoch=time.time(),
-                    message=f"ended by {signal.Signals(signum).name} (a time limit, preemption or scancel)")
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    def close(self, state: str, message: str = "") -> None:
-        try:
-            signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
-        except ValueError:
-            pass
-        self.update(state=state, ended=outdir.now(), ended_epoch=time.time(), current=None, message=message)
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The options of every batch engine's command, beside the class options."""
+    p.add_argument("--arch", help="CUDA architecture(s) to build for, e.g. 90 or '80 90' (required when no GPU "
+                                  "is visible here; default: this node's GPUs)")
+    p.add_argument("--per-task", type=int, metavar="N",
+                   help="gradings per task (default: about ten minutes of the recorded GPU stages, "
+                        f"{resources.NOT_MEASURED_PER_TASK} without a recording)")
+    p.add_argument("--max-running", type=int, metavar="N", help="at most N tasks of each array at once")
+    p.add_argument("--time-per-lab", type=float, metavar="S",
+                   help="seconds one grading may take in each stage, instead of the recorded medians")
+    p.add_argument("--recording", type=Path, action="append", metavar="FILE",
+                   help=f"what the labs' stages use (default: every {resources.RECORDINGS} of the kit; repeatable)")
+    p.add_argument("--setup", type=Path, metavar="FILE",
+                   help="shell lines that open every job script (module loads, a virtual environment)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check what can be checked, print the scripts and commands; submit and write nothing")
 
 
-def _task_index(index: int | None) -> int:
-    if index is not None:
-        return index
-    env = os.environ.get("SLURM_ARRAY_TASK_ID")
-    if env is None or not env.isdigit():
-        raise ClassError("no --task given and no SLURM_ARRAY_TASK_ID in the environment")
-    return int(env)
+@dataclass
+class BatchOptions:
+    """What add_options parsed, checked."""
+
+    arch: str | None = None
+    per_task: int | None = None
+    max_running: int | None = None
+    time_per_lab: float | None = None
+    recording: list[Path] | None = None
+    setup: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @classmethod
+    def from_args(cls, args) -> "BatchOptions":
+        for name in ("per_task", "max_running"):
+            if getattr(args, name) is not None and getattr(args, name) < 1:
+                raise ClassError(f"--{name.replace('_', '-')} must be at least 1")
+        if args.time_per_lab is not None and args.time_per_lab <= 0:
+            raise ClassError("--time-per-lab must be a positive number of seconds")
+        if args.arch is not None and not _ARCH.match(args.arch.strip()):
+            raise ClassError(f"--arch {args.arch!r}: give compute capabilities without the dot, e.g. 90 or '80 90'")
+        return cls(args.arch.replace(",", " ").strip() if args.arch else None, args.per_task, args.max_running,
+                   args.time_per_lab, args.recording, read_setup(args.setup) if args.setup else [], args.dry_run)
 
 
-def _limit(run: RunDir, stage: str, task: Task) -> float:
-    own = worker.time_limit_s(task.spec, 1, stage=stage)
-    chosen = (run.data.get("limits") or {}).get("per_lab")
-    return min(own, chosen) if chosen else own
-
-
-def _gpu_for_task(say: Callable[[str], None]) -> tuple[gpulist.Gpu | None, str | None]:
-    """(the GPU this task was given, None), (None, None) on a node without any GPU (grade on:
-    not_measured), or (None, why) when the node lists GPUs and this task's cannot be used."""
-    listed, why_none = gpulist.list_gpus()
-    found = gpupool.probe()
-    if found.ok:
-        gpu = gpupool.identify(found, listed)
-        if gpu is None:
-            gpu = gpulist.Gpu(-1, found.uuid, found.name, found.cc)
-            say(f"GPU {found.name} ({found.uuid}) is not in nvidia-smi's list here: graded without the pool")
-        return gpu, None
-    if listed or found.status == "failed":
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")
-        return None, (f"the GPU of this task (CUDA_VISIBLE_DEVICES={visible}) on {socket.gethostname()} failed "
-                      f"its probe: {found.message}")
-    say(f"no GPU on {socket.gethostname()} ({why_none or found.message}): the GPU stages will be not_measured")
-    return None, None
-
-
-def _stamp(run: RunDir, task: Task, report: dict, stage: str, job_task: str | None) -> dict:
-    report["class"] = outdir.stamp(task.source, task.spec, run.data.get("engine", "batch"), run.name, job_task,
-                                   stage=stage)
-    return report
-
-
-def run_task(run_dir: Path, stage: str, index: int | None = None, say: Callable[[str], None] = print) -> int:
-    """Run one task of a run folder: "build" or "gpu" for shard `index` (default: the engine's
-    array index).  Returns the exit status: 0, or EXIT_GPU_FAILED when a gpu task's GPU
-    failed its probe (it grades nothing; the merge names it)."""
-    run = RunDir(run_dir)
-    index = _task_index(index)
-    shard = run.shard(stage, index)
-    status = _Status(run, stage, index)
-    say(f"{stage} task {index} of {run.path}: {len(shard)} grading(s) on {socket.gethostname()}")
-    gpu, lock_dir = None, None
-    if stage == "gpu":
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")
-        status.update(cuda_visible_devices=visible)
-        say(f"CUDA_VISIBLE_DEVICES={visible}")
-        gpu, why = _gpu_for_task(say)
-        if why:
-            say(why)
-            status.close("failed", why)
-            return EXIT_GPU_FAILED
-        if gpu is not None:
-            say(f"GPU: {gpupool.describe(gpu)}")
-            if gpu.index >= 0:
-                lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))
-    if stage == "build" and shard:
-        note = worker.prepare_harness(Path(shard[0][1].lab_dir), run.data.get("arch"), run.path / "harness.lock")
-        if note:
-            say(note)
+def read_setup(path: Path) -> list[str]:
+    """The lines of --setup FILE (ClassError: unreadable, not UTF-8 text, over SETUP_MAX_BYTES)."""
     try:
-        for position, item in shard:
-            status.update(current=item.key)
-            task = item.task()
-            job_task = status.data.get("job_task")
-            pending, build_dir = run.pending_path(position), run.build_dir(position)
-            if stage == "build":
-                report, log = worker.grade(task, run.submissions, _limit(run, "build", task), "build", build_dir,
-                                           arch=run.data.get("arch"))
-                _stamp(run, task, report, "build", job_task)
-                if report.get("verdict") == "pending":
-                    outdir.write_atomic(pending.with_suffix(".log"), log)
-                    outdir.write_json(pending, report)
-                else:
-                    run.save(item, report, log)
-                    shutil.rmtree(build_dir, ignore_errors=True)
-            else:
-                settled = run.done_here(item)
-                if settled is not None:
-                    say(f"{item.key}: {settled.report.get('verdict')} (settled by its build stage)")
-                    continue
-                if not pending.is_file():
-                    say(f"{item.key}: no build (its build task did not finish it): left to the merge")
-                    continue
-                build_log = pending.with_suffix(".log").read_text() if pending.with_suffix(".log").is_file() else ""
-                report, log = worker.grade(task, run.submissions, _limit(run, "gpu", task), "gpu", build_dir,
-                                           gpu_locks=lock_dir, gpus=str(gpu.index) if lock_dir else None)
-                run.save(item, _stamp(run, task, report, "gpu", job_task), build_log + log)
-                pending.unlink(missing_ok=True)
-                pending.with_suffix(".log").unlink(missing_ok=True)
-                shutil.rmtree(build_dir, ignore_errors=True)
-            status.update(graded=status.data["graded"] + 1)
-            say(f"{item.key}: {report.get('verdict')}")
-    finally:
-        if lock_dir is not None:
-            shutil.rmtree(lock_dir, ignore_errors=True)
-    status.close("done")
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise ClassError(f"--setup {path}: cannot read it ({err.strerror}); give a file of shell lines such as "
+                         "'module load cuda/12.4'") from None
+    if len(data) > SETUP_MAX_BYTES or b"\0" in data:
+        raise ClassError(f"--setup {path} is not a short text file of shell lines (module loads, a virtual "
+                         f"environment; at most {SETUP_MAX_BYTES} bytes)")
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise ClassError(f"--setup {path} is not UTF-8 text") from None
+
+
+def detect_arch() -> tuple[str | None, str]:
+    """(the CUDA architecture of this node's GPUs, e.g. "90", "") or (None, why not)."""
+    found, why = gpulist.list_gpus()
+    if why:
+        return None, why
+    caps = sorted({g.compute_cap.replace(".", "") for g in found if g.compute_cap})
+    if not caps:
+        return None, "nvidia-smi does not say the GPUs' compute capability"
+    if len(caps) > 1:
+        return None, f"this node has GPUs of several architectures ({', '.join('sm_' + c for c in caps)})"
+    return caps[0], ""
+
+
+def filesystem_of(path: Path) -> str | None:
+    """The filesystem type of the mount holding path (/proc/mounts), or None when unknown."""
+    try:
+        mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return None
+    target = str(Path(path).resolve())
+    best = ("", None)
+    for fields in mounts:
+        if len(fields) >= 3:
+            point = fields[1].replace("\\040", " ")
+            if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
+                best = (point, fields[2])
+    return best[1]
+
+
+# ------------------------------------------------------------------------------- the engine
+
+@dataclass
+class Shape:
+    """What an engine needs to write a run's jobs: its folder, name ("run-3"), the class's
+    name (the submissions folder's, for job names), the tasks per array, each stage's request
+    (resources.Request), at most how many tasks of an array run at once, the setup lines."""
+
+    path: Path
+    name: str
+    class_name: str
+    tasks: int
+    shard_size: int
+    requests: dict[str, resources.Request]
+    max_running: int | None
+    setup: list[str]
+
+
+def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str | None) -> list[str]:
+    """The shell lines that end a job script of a shape: the setup lines, then the interpreter
+    found on the node (after them: a module or a virtual environment may provide it), then
+    `exec python3 grade.py class-task STAGE RUN --task TASK --job JOB`.  task_expr, job_expr:
+    the engine's shell words for its array index and job id (shell variables its jobs have),
+    written in double quotes; every other word is quoted (shlex): only the kit's and OUT's
+    paths, never a student's name (the tasks read their gradings from run.json)."""
+    lines = []
+    if shape.setup:
+        lines += [f"# the lines of --setup (a copy: {shape.path / SETUP_FILE})"] + shape.setup
+    lines += ["PYTHON=$(command -v python3) || { echo \"no python3 on $(hostname): add a module load or a virtual "
+              "environment to --setup\" >&2; exit 2; }"]
+    words = " ".join(shlex.quote(str(a)) for a in (worker.GRADE_PY, "class-task", stage, shape.path))
+    if task_expr:
+        words += f' --task "{task_expr}"'
+    if job_expr:
+        words += f' --job "{job_expr}"'
+    return lines + [f'exec "$PYTHON" {words}']
+
+
+class BatchEngine(Backend):
+    """A batch system: one module of classes/engines/ defines one subclass (and nothing else
+    changes: engines/__init__.py finds it, commands.py makes it `grade.py <name>`).
+
+    name: the command and the run's "engine"; summary: its help line; log_pattern: where its
+    tasks write their output, in the run folder ({stage}, {job}, {task}); max_tasks: the
+    most tasks of one array (None: no limit); gpu_locks: "engine" when it gives each gpu task
+    its own GPU, "node" when the tasks of a node share its GPUs under locks (tasks.py)."""
+
+    name = "batch"
+    summary = "a batch system"
+    log_pattern = "logs/{stage}-{job}_{task}.out"
+    max_tasks: int | None = None
+    gpu_locks = "engine"
+
+    def __init__(self, args, say: Callable[[str], None] = print):
+        super().__init__()
+        self.args, self.say = args, say
+        self.options = BatchOptions.from_args(args)
+        self.jobs: dict[str, str] = {}
+        self.run_dir: RunDir | None = None
+
+    @classmethod
+    def add_options(cls, parser: argparse.ArgumentParser) -> None:
+        """The engine's own options."""
+
+    def validate(self, shape: Shape) -> list[str]:
+        """What --dry-run can check here of the engine's options and of the scripts it would
+        submit for shape (ClassError when wrong); lines saying what was checked and what not."""
+        return []
+
+    def still_queued(self, jobs: list[str]) -> list[str]:
+        """Which of an earlier run's job ids the engine still has queued or running."""
+        return []
+
+    @abstractmethod
+    def scripts(self, shape: Shape) -> dict[str, str]:
+        """{file name: text} of the job scripts, written into the run folder."""
+
+    @abstractmethod
+    def commands(self, shape: Shape) -> list[str]:
+        """The shell lines that would submit them (--dry-run)."""
+
+    @abstractmethod
+    def submit_jobs(self, shape: Shape, say: Callable[[str], None]) -> dict[str, str]:
+        """Submit the scripts (module docstring: build, gpu, merge and their order); returns
+        {stage: job id}.  ClassError when one is refused, after cancelling those submitted."""
+
+    def follow(self, jobs: dict[str, str]) -> str:
+        """A line saying how to follow the jobs."""
+        return ""
+
+    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> None:
+        """Create the run folder for plan's gradings, write the scripts, submit them."""
+        items, missing = _items(plan)
+        shape = self.shape(plan, items)
+        path = shape.path
+        for sub in ("logs", "tasks", "pending", "builds"):
+            (path / sub).mkdir(parents=True, exist_ok=True)
+        data = {"what": "stencil lab kit class grading run", "engine": self.name, "kit_version": __version__,
+                "created": outdir.now(), "submissions": str(plan.submissions), "out": str(plan.out),
+                "arch": self.options.arch, "students": plan.students, "labs": {s.lab: str(s.lab_dir) for s in plan.specs},
+                "lab_order": plan.lab_order, "lab_facts": plan.lab_facts, "missing_as_zero": plan.missing_as_zero,
+                "notes": plan.notes + self.notes, "asked": plan.asked, "kept": len(plan.kept),
+                "items": [vars(i) for i in items], "missing": [list(m) for m in missing],
+                "shard_size": shape.shard_size, "tasks": shape.tasks, "gpu_locks": self.gpu_locks,
+                "limits": {"per_lab": self.options.time_per_lab},
+                "requests": {k: vars(v) for k, v in shape.requests.items()},
+                "log_pattern": self.log_pattern, "jobs": {}}
+        outdir.write_json(path / RUN_FILE, data)
+        if shape.setup:
+            outdir.write_atomic(path / SETUP_FILE, "\n".join(shape.setup) + "\n")
+        for name, text in self.scripts(shape).items():
+            outdir.write_atomic(path / name, text).chmod(0o755)
+        try:
+            self.jobs = self.submit_jobs(shape, say)
+        except ClassError:
+            shutil.rmtree(path, ignore_errors=True)     # nothing of it runs: no trace of it
+            raise
+        self.run_dir = RunDir(path)                     # read again: an engine's jobs may have run already
+        record_jobs(self.run_dir, self.jobs)
+
+    def shape(self, plan: ClassPlan, items: list[Item]) -> Shape:
+        """The shape of a run of these items (the next run folder of OUT)."""
+        o = self.options
+        try:
+            recording = resources.load(o.recording) if o.recording else resources.load(kit=planning.kit_root())
+        except ValueError as err:
+            raise ClassError(f"{err}; give another --recording, or remove the file") from None
+        specs = {s.lab: s for s in plan.specs}
+        per_task = o.per_task or resources.default_per_task(recording, list(specs.values()))
+        size, count = shards(len(items), per_task, self.max_tasks)
+        parts = [[specs[i.lab] for i in items[k * size:(k + 1) * size]] for k in range(count)]
+        requests = {stage: resources.task_request(stage, parts, recording, o.time_per_lab) for stage in ("build", "gpu")}
+        requests["merge"] = resources.merge_request(len(items) + len(plan.kept))
+        path = next_run_dir(plan.out)
+        return Shape(path, path.name, plan.submissions.name, count, size, requests, o.max_running, o.setup)
+
+
+def _items(plan: ClassPlan) -> tuple[list[Item], list[tuple[str, str]]]:
+    """(the gradings of plan whose kernel.cu is there, the (student, lab) missing)."""
+    items = [Item(t.student, t.lab, str(t.spec.lab_dir), str(t.source)) for t in plan.tasks if t.source]
+    return items, [(t.student, t.lab) for t in plan.tasks if t.source is None]
+
+
+def refuse_queued_runs(engine: BatchEngine, out: Path) -> None:
+    """ClassError when an earlier run of OUT still has jobs queued or running (the engine says)."""
+    for path, data in earlier_runs(out):
+        queued = engine.still_queued([str(j) for j in (data.get("jobs") or {}).values()])
+        if queued:
+            raise ClassError(f"{path.name} of {out} still has jobs queued or running ({', '.join(queued)}): "
+                             f"wait for its merge, or cancel them, then run this again")
+
+
+def submit(args, engine_class: type[BatchEngine], say: Callable[[str], None] = print,
+           kit_root: Path | None = None) -> int:
+    """`grade.py <engine>` (module docstring): check, plan, then --dry-run or submit; the exit
+    status.  ClassError for a refusal (before anything is written)."""
+    engine = engine_class(args, say)
+    plan = planning.make_plan(args.submissions, args.out, lab_list(args.labs), args.student, kit_root,
+                              args.missing_as_zero, args.regrade)
+    check_out(plan.out)
+    if engine.options.arch is None:
+        engine.options.arch, why = detect_arch()
+        if engine.options.arch is None:
+            raise ClassError(f"--arch is required here: {why}; the build tasks need to know the GPUs' "
+                             "architecture (e.g. --arch 90 for H100, 80 for A100, '80 90' for both)")
+        say(f"building for sm_{engine.options.arch} (the GPUs of this node; --arch to choose)")
+    if not engine.options.dry_run:
+        engine.check()
+        refuse_queued_runs(engine, plan.out)
+    items, missing = _items(plan)
+    say(f"{len(plan.students)} student(s) x {len(plan.specs)} lab(s): {len(items)} to grade, {len(plan.kept)} "
+        f"already graded (final for the same kernel.cu, kit version and lab.json), {len(missing)} missing")
+    for note in plan.notes:
+        say(note)
+    fs = filesystem_of(plan.out if plan.out.exists() else plan.out.parent)
+    if fs in LOCAL_FILESYSTEMS:
+        warning = (f"warning: {plan.out} is on {LOCAL_FILESYSTEMS[fs]}; the jobs pass builds through it, so it "
+                   "must be on a filesystem every node sees (unless the whole cluster is this one node)")
+        engine.notes.append(warning)
+        say(warning)
+    if engine.options.dry_run and not items:
+        say("nothing to grade: every submitted lab already has a final grade (--dry-run: nothing written)")
+        return 0
+    if engine.options.dry_run:
+        shape = engine.shape(plan, items)
+        for line in engine.validate(shape):
+            say(line)
+        for name, text in engine.scripts(shape).items():
+            say(f"---- {shape.path / name}")
+            say(text)
+        say("---- the commands, as shell lines (--dry-run: nothing submitted, nothing written)")
+        for line in engine.commands(shape):
+            say(line)
+        return 0
+    outdir.claim(plan.out, plan.submissions)
+    for task in plan.tasks:
+        if task.source is None:
+            report = outdir.placeholder(task.spec, task.student, outdir.MISSING, task.why_missing)
+            report["class"] = outdir.stamp(None, task.spec, engine.name, "submit")
+            outdir.save(plan.out, task.student, task.lab, report, task.why_missing + "\n", plan.asked)
+    if not items:
+        say("nothing to grade: every submitted lab already has a final grade; class files rewritten")
+        result = merge.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + engine.notes,
+                                   [], len(plan.kept), plan.lab_facts)
+        for line in result.summary:
+            say(line)
+        return 0
+    engine.run(plan, say)
+    run = engine.run_dir
+    say(f"\nsubmitted {run.path}: {len(items)} grading(s) in {run.data['tasks']} task(s) of "
+        f"{run.data['shard_size']} per array; jobs " + ", ".join(f"{k} {v}" for k, v in engine.jobs.items()))
+    if follow := engine.follow(engine.jobs):
+        say(f"  follow with: {follow}")
+    say(f"  the merge writes {plan.out / 'class.csv'} and {plan.out / 'summary.txt'}; "
+        "run this same command again to grade whatever did not finish")
     return 0
-
-
-# ------------------------------------------------------------------------------- merge
-
-def why_not_graded(run: RunDir, position: int, item: Item) -> str:
-    """Which task should have graded item, and what is known of its end (its status file)."""
-    stage = "gpu" if run.pending_path(position).is_file() else "build"
-    index = position // run.data["shard_size"]
-    status = outdir.read_json(run.status_path(stage, index)) or {}
-    job = status.get("job") or run.job(stage)
-    name = f"{stage} task {index} of {run.data.get('engine', 'batch')} job {job or '(unknown)'}"
-    log = run.log_path(stage, job, index)
-    if not status:
-        return (f"{name} never started, or wrote where the merge cannot see (OUT must be on a filesystem "
-                f"every node sees); its log: {log}")
-    where = f" on {status.get('node')}" if status.get("node") else ""
-    state = status.get("state")
-    if state == "running":
-        return (f"{name}{where} ended while grading {status.get('current') or 'its shard'} without saying why "
-                f"(killed: a time limit, preemption, a node failure or scancel); its log: {log}")
-    if state in ("terminated", "failed"):
-        return f"{name}{where}: {status.get('message')}; its log: {log}"
-    return f"{name}{where} ended ({state}) without grading it; its log: {log}"
-
-
-def merge(run_dir: Path, say: Callable[[str], None] = print) -> classfiles.ClassResult:
-    """The merge step (module docstring); returns the class result (merge.class_files)."""
-    run = RunDir(run_dir)
-    status = _Status(run, "merge", 0)
-    say(f"merging {run.path}: {len(run.items)} grading(s)")
-    saved: list[outdir.Saved] = []
-    for position, item in enumerate(run.items):
-        done = run.done_here(item)
-        if done is None:
-            task = item.task()
-            data = outdir.placeholder(task.spec, item.student, outdir.GRADER_ERROR,
-                                      f"not graded: {why_not_graded(run, position, item)}")
-            done = run.save(item, _stamp(run, task, data, "merge", None), data["messages"][0] + "\n")
-        saved.append(done)
-    for student, lab in run.data.get("missing", []):
-        data = outdir.read_json(outdir.report_path(run.out, student, lab))
-        if data is not None:
-            saved.append(outdir.Saved(student, lab, data))
-    order = {lab: i for i, lab in enumerate(run.data["lab_order"])}
-    saved.sort(key=lambda s: (s.student, order.get(s.lab, 0)))
-    notes = list(run.data.get("notes", [])) + [f"run: {run.path} (jobs: " + ", ".join(
-        f"{k} {v}" for k, v in (run.data.get("jobs") or {}).items()) + ")"]
-    result = classfiles.class_files(run.out, run.data["lab_order"], run.data.get("missing_as_zero", False), notes,
-                                    saved, run.data.get("kept", 0))
-    for leftover in ("pending", "builds"):
-        shutil.rmtree(run.path / leftover, ignore_errors=True)
-    run.data["merged"] = outdir.now()
-    outdir.write_json(run.path / RUN_FILE, run.data)
-    status.close("done")
-    return result

@@ -10,8 +10,16 @@ read: report.to_dict()'s dict, or the placeholder of a "missing" or "grader_erro
                                          when it is a grade, linked to that student's page of that
                                          lab; then per lab: verdict counts, the distribution of the
                                          graded labs' points and of the bandwidth ratio, the outliers
-    OUT/students/<student>/<lab>.html    the lab's report page (grading/html.py), from its JSON
+    OUT/students/<student>/<lab>.html    the lab's report page (grading/html.py), from its JSON as
+                                         the student may see it (report.student_view: no path of
+                                         the instructor's), with the lab's history
+                                         (<lab>.history.jsonl)
     OUT/students/<student>/index.html    the student's labs, linked
+
+Around the grades, each from a module of its own, none of which changes a grade: the students
+table's similarity column (similarity.py, when `grade.py similarity` wrote OUT/similarity/), the
+labs that moved since their previous grading (classdiff.py), the leaderboard of the students who
+opted in (leaderboard.py).
 
 Only grades count in the statistics (outdir.is_grade): a "missing" or "not_measured" lab is no
 0 in a median or a histogram, and its cell shows its verdict, never points; a student's total
@@ -34,12 +42,16 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..grading import html as lab_html
-from . import outdir
+from ..grading import progress
+from ..grading.report import student_view
+from . import classdiff, leaderboard, outdir, similarity
 
 #: Points are binned in tenths of a lab's maximum.
 BINS = 10
 #: Verdicts that want a look from the instructor, whatever the figures say.
 LOOK_AT = ("grader_error", "crash", "timeout", "forbidden")
+#: Flagged pairs listed in a student's similarity cell (similarity/<lab>/pairs.txt has them all).
+SIMILAR_SHOWN = 5
 #: Characters of a reason shown in a cell (the whole one is its tooltip and on the lab's page).
 CELL_REASON = 120
 
@@ -158,17 +170,39 @@ def _cell(student: str, lab: str, r: dict | None) -> str:
             + (f'<div class="reason" title="{_e(why)}">{_e(cut)}</div>' if cut else "") + "</td>")
 
 
-def _student_table(reports: Table, lab_order: list[str]) -> str:
-    head = "<tr><th>student</th>" + "".join(f"<th>{_e(lab)}</th>" for lab in lab_order) + "<th>total</th></tr>"
+def _similar_cell(pairs: list[dict]) -> str:
+    """The similarity column's cell: the flagged pairs (lab, score, the other file; the first
+    SIMILAR_SHOWN, then how many more), each linked to its side-by-side page; else the student's
+    highest score, muted."""
+    flagged = [p for p in pairs if p.get("flagged")]
+    if not flagged:
+        top = max((float(p["score"]) for p in pairs), default=None)
+        return '<td class="similar">' + ("" if top is None else f'<span class="muted">at most {top:.2f}</span>') \
+            + "</td>"
+    return '<td class="similar flagged">' + "<br>".join(
+        f'<a class="bad-text" href="{_href(similarity.FOLDER, p["lab"], str(p.get("page") or "pairs.txt"))}">{_e(p["lab"])} '
+        f'{float(p["score"]):.2f}</a> with {_e(p.get("other"))}' + (f" ({_e(p.get('other_kind'))})"
+                                                                   if p.get("other_kind") != "student" else "")
+        for p in flagged[:SIMILAR_SHOWN]) \
+        + (f"<br>... and {len(flagged) - SIMILAR_SHOWN} more (pairs.txt)" if len(flagged) > SIMILAR_SHOWN else "") \
+        + "</td>"
+
+
+def _student_table(reports: Table, lab_order: list[str], similar: dict[str, list[dict]] | None = None) -> str:
+    head = "<tr><th>student</th>" + "".join(f"<th>{_e(lab)}</th>" for lab in lab_order) + "<th>total</th>" \
+        + ("<th>similarity</th>" if similar else "") + "</tr>"
     rows = []
     for student in sorted(reports):
         total = outdir.total(list(reports[student].values()))
         rows.append(f'<tr><td><a href="{_href(outdir.STUDENTS, student, "index.html")}">{_e(student)}</a></td>'
                     + "".join(_cell(student, lab, reports[student].get(lab)) for lab in lab_order)
-                    + f'<td class="total">{"" if total is None else f"{total:.2f}"}</td></tr>')
+                    + f'<td class="total">{"" if total is None else f"{total:.2f}"}</td>'
+                    + (_similar_cell(similar.get(student, [])) if similar else "") + "</tr>")
     return ('<section id="students"><h2>Students</h2><p class="muted">Each cell: the points of a graded lab '
             "and its verdict, or the verdict of a lab without a grade, with why; it links to that student's "
-            'page of that lab. A total is blank when a lab of that student is no grade.</p>'
+            'page of that lab. A total is blank when a lab of that student is no grade.'
+            + (" Similarity (grade.py similarity; never a grade): each pair flagged, linked to its side-by-side "
+               "page, else the student's highest score." if similar else "") + '</p>'
             '<table id="student-table">' + head + "".join(rows) + "</table></section>")
 
 
@@ -189,9 +223,7 @@ _CSS = (lab_html.CSS + ".good-text{color:#1f8a4c}.warn-text{color:#b7791f}.bad-t
 
 
 def _page(title: str, body: str) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>{body}</main></body></html>\n")
+    return lab_html.page(title, body, _CSS)
 
 
 def _write(path: Path, text: str) -> Path:
@@ -213,7 +245,9 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
     for student, labs in reports.items():
         folder = outdir.student_dir(out, student)
         for lab, report in labs.items():
-            lab_html.write_lab_html(report, folder / f"{lab}.html")
+            # the page a student may be handed: no path of the instructor's (report.student_view)
+            lab_html.write_lab_html(student_view(report), folder / f"{lab}.html",
+                                    history=progress.read(outdir.history_path(out, student, lab)))
         links = "".join(f'<li><a href="{_href(lab + ".html")}">{_e(lab)}</a>: {_e(r.get("verdict"))}'
                         + (f', {float(r.get("points") or 0.0):.2f} points' if outdir.is_grade(r) else "") + "</li>"
                         for lab in lab_order if (r := labs.get(lab)) is not None)
@@ -224,6 +258,7 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
     graded = sum(outdir.is_grade(r) for v in reports.values() for r in v.values())
     body = (f'<header id="overview"><h1>Class report</h1><p>{len(reports)} students, {len(lab_order)} labs, '
             f"{count} lab reports, {graded} of them graded.</p></header>"
-            + _banner(reports) + _student_table(reports, lab_order)
+            + _banner(reports) + _student_table(reports, lab_order, similarity.column(out, lab_order))
+            + classdiff.class_section(out, lab_order) + leaderboard.class_section(out, reports, lab_order)
             + "".join(_lab_section(lab, reports) for lab in lab_order if any(lab in r for r in reports.values())))
     return _write(out / "class.html", _page("Class report", body))

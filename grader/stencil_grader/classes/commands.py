@@ -1,6 +1,8 @@
 """grade.py's commands for a class: `import` (a course site's export laid out as a class folder),
-`class` (this host's GPUs), `slurm` (a cluster) and `class-task` (what a batch job runs: one task
-of a run folder, or its merge)."""
+`class` (this host's GPUs), one per batch engine (`slurm`, ...: engines/), `class-task`
+(what a batch job runs: one task of a run folder, or its merge), and around the grades:
+`similarity` (pairs of similar kernel.cu files) and `class-diff` (how a class moved between two
+gradings)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import sys
 from pathlib import Path
 
 from ..base.cliargs import UsageError, lab_list
-from . import backend, batch, importers, merge, slurm
+from ..grading import html
+from . import backend, batch, classdiff, importers, merge, outdir, plan, similarity, submissions, tasks
+from .engines import engines
 from .submissions import ClassError
 
 
@@ -26,8 +30,8 @@ def _class_options(p: argparse.ArgumentParser) -> None:
                    help="grade every selected lab again, final grades too (a grade is still never replaced "
                         "by one that measured nothing)")
     p.add_argument("--missing-as-zero", action="store_true",
-                   help="count a lab never submitted as 0 in the Gradescope files (default: leave it out; "
-                        "class.csv says 'missing' either way)")
+                   help="count a required lab never submitted as 0 in the gradebook files (default: leave it "
+                        "out; class.csv says 'missing' either way; a bonus lab is never 0)")
 
 
 def register(sub) -> None:
@@ -53,19 +57,49 @@ def register(sub) -> None:
     p.add_argument("--jobs", type=int, default=None, help="gradings at once (default: CPU count)")
     p.add_argument("--gpus", default=None, metavar="all|0,2,...",
                    help="the GPUs to grade on, by nvidia-smi index (default: all; each is probed first)")
+    p.add_argument("--similarity", action="store_true",
+                   help=f"also compare the graded labs' kernel.cu files ({similarity.TOOL}, an optional "
+                        "instructor tool; as grade.py similarity does) before the class files are written")
+    p.add_argument("--against", type=Path, metavar="DIR",
+                   help="with --similarity: earlier terms' submissions and known solutions, DIR/.../<lab>/*.cu")
     p.set_defaults(func=cmd_class)
 
-    p = sub.add_parser("slurm", help="instructor mode on a Slurm cluster: job arrays that build, run the "
-                                     "GPU stages, and merge (run it on a login node)")
-    _class_options(p)
-    slurm.add_options(p)
-    p.set_defaults(func=cmd_slurm)
+    p = sub.add_parser("similarity", help="pairs of students' kernel.cu files that look alike, per lab, "
+                                          f"with {similarity.TOOL} (never a grade)",
+                       epilog=f"Writes OUT/similarity/<lab>/: pairs.csv, pairs.txt, similarity.json and a side-by-side "
+                              f"page of each flagged pair; class.html shows them. Needs {similarity.TOOL} "
+                              f"({similarity.INSTALL}). Exit status: 0 compared (flagged or not), 2 refused.")
+    p.add_argument("submissions", metavar="CLASS", type=Path, help="the class folder: CLASS/<student>/<lab>/kernel.cu")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="the output folder (the class grading's --out, or a new one)")
+    p.add_argument("--lab", action="append", metavar="NN-slug",
+                   help="a lab to compare (repeat, or comma-separated; default: every lab)")
+    p.add_argument("--against", type=Path, metavar="DIR",
+                   help="earlier terms' submissions and known public solutions: every DIR/.../<lab>/*.cu")
+    p.add_argument("--threshold", type=float, default=similarity.FLAG,
+                   help=f"the score at which a pair is flagged (default {similarity.FLAG})")
+    p.set_defaults(func=cmd_similarity)
 
-    p = sub.add_parser("class-task", help="(run by the batch jobs of `grade.py slurm`) one task of a run folder")
+    p = sub.add_parser("class-diff", help="how a class moved between two gradings: who improved, who "
+                                          "regressed, whose verdict changed",
+                       epilog="Exit status: 0 compared, 2 refused (a folder that no class grading wrote).")
+    p.add_argument("before", metavar="OUT_A", type=Path, help="the earlier grading's output folder")
+    p.add_argument("after", metavar="OUT_B", type=Path, help="the later grading's output folder")
+    p.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as a web page")
+    p.set_defaults(func=cmd_class_diff)
+
+    for engine in engines():
+        p = sub.add_parser(engine.name, help=engine.summary)
+        _class_options(p)
+        batch.add_options(p)
+        engine.add_options(p)
+        p.set_defaults(func=cmd_batch, engine=engine)
+
+    p = sub.add_parser("class-task", help="(run by a batch engine's jobs) one task of a run folder, or its merge")
     p.add_argument("stage", choices=batch.TASK_STAGES, help="build, gpu (one array task) or merge")
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="OUT/slurm/run-N")
-    p.add_argument("--task", type=int, default=None,
-                   help="the array task's index (default: $SLURM_ARRAY_TASK_ID)")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="OUT/batch/run-N")
+    p.add_argument("--task", type=int, default=None, help="the task's index in its array (build and gpu)")
+    p.add_argument("--job", default=None, help="the engine's job id (for the status files and the merge's messages)")
     p.set_defaults(func=cmd_class_task)
 
 
@@ -94,27 +128,62 @@ def cmd_import(args) -> int:
 def cmd_class(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if args.against is not None and not args.similarity:
+        raise UsageError("--against goes with --similarity (the files the class is compared with)")
     try:
         result = backend.grade_class(args.submissions, args.out, lab_list(args.labs), args.student, args.jobs,
                                      progress=_progress, gpus=args.gpus, missing_as_zero=args.missing_as_zero,
-                                     regrade=args.regrade)
+                                     regrade=args.regrade, similarity=args.similarity, against=args.against)
     except ClassError as err:
         raise UsageError(str(err)) from None
     return print_result(result)
 
 
-def cmd_slurm(args) -> int:
+def cmd_batch(args) -> int:
     try:
-        return slurm.submit(args, say=_progress)
+        return batch.submit(args, args.engine, say=_progress)
     except ClassError as err:
         raise UsageError(str(err)) from None
 
 
 def cmd_class_task(args) -> int:
+    """One task; the merge exits 0 once it has merged (what was not measured is in its files)."""
     try:
         if args.stage == "merge":
-            return print_result(batch.merge(args.run_dir, say=_progress))
-        return batch.run_task(args.run_dir, args.stage, args.task, say=_progress)
+            print_result(tasks.merge(args.run_dir, args.job, say=_progress))
+            return 0
+        if args.task is None:
+            raise UsageError(f"a {args.stage} task needs --task I (its index in the array: the engine's job "
+                             "script hands it in)")
+        return tasks.run_task(args.run_dir, args.stage, args.task, args.job, say=_progress)
     except ClassError as err:
         raise UsageError(str(err)) from None
 
+
+def cmd_similarity(args) -> int:
+    labs = [lab for item in args.lab or [] for lab in lab_list(item) or []] or None
+    try:
+        results = similarity.run(args.submissions, args.out, labs, args.against, args.threshold, say=_progress)
+        if not results:
+            raise ClassError(f"no selected lab of {args.submissions} holds a {submissions.SOURCE} to compare")
+        out, lab_order = args.out.resolve(), [s.lab for s in plan.select_labs(None)]
+        table = outdir.read_reports(out, lab_order)
+        if table:                       # the class grading's folder: its page shows the similarity column
+            print(f"class page: {merge.write_class_html(out, table, lab_order)}")
+    except ClassError as err:
+        raise UsageError(str(err)) from None
+    return 0
+
+
+def cmd_class_diff(args) -> int:
+    labs = [s.lab for s in plan.select_labs(None)]
+    try:
+        changes = classdiff.diff_outs(args.before, args.after, labs)
+    except ClassError as err:
+        raise UsageError(str(err)) from None
+    print(f"from {args.before} to {args.after}: " + "\n".join(classdiff.lines(changes)))
+    if args.html:
+        body = classdiff.section(changes, "class-diff", "How the class moved",
+                                 f"From {args.before} to {args.after}: each (student, lab) of either grading.")
+        print(f"page: {outdir.write_atomic(args.html, html.page('How the class moved', body))}")
+    return 0

@@ -13,7 +13,7 @@ taken out if it fails now (GpuSet.suspect).
 
 The probe is base/gpuprobe.py's (the CUDA driver API through ctypes: no build,
 no toolkit).  It also says which GPU CUDA shows a process (UUID, name, compute
-capability): the batch back ends use that to find the GPU Slurm gave a task
+capability): the batch back ends use that to find the GPU the batch engine gave a task
 (identify()).
 
 The pool itself, the lock that keeps two gradings off one GPU, is base/locks.py's

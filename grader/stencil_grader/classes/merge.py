@@ -3,12 +3,13 @@
     class_files(out, lab_order, ...) -> ClassResult
 
 writes, from every OUT/students/<student>/<lab>.json (outdir.read_reports), whichever run
-wrote it (this one, an earlier one, a Slurm task):
+wrote it (this one, an earlier one, a batch task):
 
     class.csv                          student, one column per lab graded in OUT, total
     gradings.csv                       one row per report: verdict, points, the GPU (index,
                                        UUID, name) and host that graded it, stage seconds
-    gradescope/<student>/results.json  Gradescope's file of each student
+    gradescope/<lab>/<student>/, gradebook/    the course sites' files (gradebook.py):
+                                       Gradescope's per lab and student, Canvas's and Moodle's
     class.html                         (classhtml.py, when present) the class as a web page
     summary.txt                        what OUT holds, what this run did, every failure and
                                        every lab without a grade, each with its one-line reason
@@ -18,12 +19,11 @@ and returns the same summary for the console, which therefore agrees with the fi
 Nothing measured is no grade (outdir.is_grade).  A lab whose verdict is "not_measured" (no
 GPU), "kit_error" (the machine lacks the Check library, ...), "pending" or "grader_error"
 shows that word in class.csv and class.html instead of points, its student's total stays
-empty, no Gradescope file is written for that student (one written before, from grades,
+empty, no gradebook holds a number for it (a Gradescope file written before, from a grade,
 stays as it is), and the command says so loudly and exits 1: zeros that only mean "no GPU
 here" or "the node died" must never be uploaded as grades.  A "missing" lab shows
-"missing" and adds nothing to the total; Gradescope files leave it out, unless
-missing_as_zero counts it as 0 there (a student who submitted nothing then gets a file
-with score 0).
+"missing" and adds nothing to the total; the gradebooks leave it out, unless
+missing_as_zero counts a required lab as 0 there.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..grading import report as reports
-from . import outdir
+from . import gradebook, leaderboard, outdir
 from .outdir import GRADER_ERROR, MISSING, NOT_A_GRADE
 from .submissions import shown
 
@@ -154,23 +153,6 @@ def write_gradings_csv(out: Path, table: dict[str, dict[str, dict]]) -> Path:
     return outdir.write_atomic(out / "gradings.csv", text.getvalue())
 
 
-def write_gradescope(out: Path, student: str, found: dict[str, dict], missing_as_zero: bool = False) -> Path | None:
-    """OUT/gradescope/<student>/results.json from that student's reports (found: {lab: report}).
-
-    None, and the file left as it is: a lab of that student is no grade (NOT_A_GRADE), so
-    there is nothing to upload (a file written before, from grades, stays).  None, and no
-    file: nothing to report (every lab "missing", without missing_as_zero).  A "missing" lab
-    is left out, or counted as 0 with missing_as_zero."""
-    target = outdir.gradescope_path(out, student)
-    if any(r.get("verdict") in NOT_A_GRADE for r in found.values()):
-        return None
-    kept = [r for r in found.values() if r.get("verdict") != MISSING or missing_as_zero]
-    if not kept:
-        target.unlink(missing_ok=True)
-        return None
-    return outdir.write_json(target, reports.gradescope_results(kept))
-
-
 def write_class_html(out: Path, table: dict[str, dict[str, dict]], lab_order: list[str]) -> Path | None:
     """OUT/class.html from classhtml.py, when that module is part of this kit (it is optional)."""
     try:
@@ -220,8 +202,8 @@ def summarize(out: Path, table: dict[str, dict[str, dict]], saved: list[outdir.S
         lines += _listed(failed)
     missing = [g for g in everything if g.missing]
     if missing:
-        counted = ("counted as 0 in the Gradescope files (--missing-as-zero)" if missing_as_zero else
-                   "left out of the Gradescope files (--missing-as-zero counts them as 0)")
+        counted = ("counted as 0 in the gradebook files, but for a bonus lab (--missing-as-zero)" if missing_as_zero
+                   else "left out of the gradebook files (--missing-as-zero counts them as 0)")
         lines.append(f"{len(missing)} lab(s) never submitted, shown as 'missing' in class.csv and {counted}:")
         lines += _listed(missing, verdict=False)
     errors = [g for g in everything if g.verdict == GRADER_ERROR]
@@ -244,7 +226,7 @@ def summarize(out: Path, table: dict[str, dict[str, dict]], saved: list[outdir.S
         alarm += [f"NOTHING WAS MEASURED for {len(ungraded)} of {len(everything)} lab(s) in {out} "
                   f"({', '.join(sorted({g.verdict for g in ungraded}))}): no GPU, or a broken machine.",
                   "Their 0 points are NOT grades: class.csv shows the verdict instead of points, and no "
-                  "Gradescope file was written for those students.",
+                  "gradebook file holds a number for them.",
                   "Grade again on a machine with a GPU (the reports say what was missing)."]
     models = mixed_models(table)
     if models:
@@ -258,20 +240,24 @@ def summarize(out: Path, table: dict[str, dict[str, dict]], saved: list[outdir.S
 
 
 def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, notes: list[str] | None = None,
-                saved: list[outdir.Saved] | None = None, kept: int = 0) -> ClassResult:
+                saved: list[outdir.Saved] | None = None, kept: int = 0,
+                lab_facts: dict[str, dict] | None = None) -> ClassResult:
     """Write every class file from every report in OUT (module docstring) and return the summary.
 
     lab_order: every lab of the kit, in order; notes: lines for the summary (what was skipped
     in the submissions, the back end's notes); saved: what this run graded (outdir.save's
-    answers, in the plan's order); kept: how many labs the plan kept (final already)."""
+    answers, in the plan's order); kept: how many labs the plan kept (final already);
+    lab_facts: for the gradebooks (gradebook.write_all).  The Gradescope files carry the
+    leaderboard entries (leaderboard.gradescope_entries) of the students the class roster opts
+    in under a pseudonym, and no leaderboard at all when nobody is opted in."""
     out = Path(out)
     outdir.sweep_temporaries(out)
     table = outdir.read_reports(out, lab_order)
     write_csv(out, table, lab_order)
     write_gradings_csv(out, table)
-    for student, found in table.items():
-        write_gradescope(out, student, found, missing_as_zero)
-    all_notes = list(notes or [])
+    names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    entries = leaderboard.gradescope_entries(table, names) if names else None
+    all_notes = list(notes or []) + gradebook.write_all(out, table, lab_facts, missing_as_zero, entries)
     try:
         page = write_class_html(out, table, lab_order)
         if page:

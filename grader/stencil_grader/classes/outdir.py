@@ -7,14 +7,20 @@ keep a grade (resume, never lost).
     OUT/students/<student>/<lab>.log        what the grading printed
     OUT/students/<student>/<lab>.attempt.json, .attempt.log   a later grading that measured
                                             nothing, kept beside the grade it did not replace
+    OUT/students/<student>/<lab>.history.jsonl   every grading of that lab, one line each,
+                                            only ever appended to (grading/progress.py)
     OUT/students/<student>/*.html           the pages of that student (classhtml.py)
-    OUT/gradescope/<student>/results.json   Gradescope's file of that student
-    OUT/slurm/run-N/                        a batch back end's run (batch.py)
+    OUT/gradescope/<lab>/<student>/results.json   Gradescope's file of that student and lab
+    OUT/gradebook/                          the course sites' gradebook files (gradebook.py)
+    OUT/batch/run-N/                        a batch back end's run (batch.py; OUT/slurm/run-N
+                                            in the layout before)
+    OUT/similarity/<lab>/                   grade.py similarity's files (similarity.py)
 
-Students live only under students/ and gradescope/, each in a folder named as written, so
-that no name (`gradescope`, `class.csv`, `slurm`, a leading `-`, 255 bytes) reaches a file
-of the kit: the top level holds only the names above.  An OUT of the earlier layout
-(OUT/<student>/) is moved into students/ when it is claimed (claim).
+Students live only under students/ and gradescope/<lab>/, each in a folder named as written,
+so that no name (`gradescope`, `class.csv`, `batch`, a leading `-`, 255 bytes) reaches a file
+of the kit: the top level holds only the names above.  An OUT of an earlier layout is moved
+when it is claimed (claim): its OUT/<student>/ folders into students/, its Gradescope files
+of all labs at once (OUT/gradescope/<student>/results.json) into gradescope/.earlier/.
 
 Every file is written under a temporary name and renamed into place, so a grading
 killed at any moment (a time limit, a preempted or failed node) leaves the old file
@@ -24,7 +30,7 @@ removed when the class files are next written: sweep_temporaries).
 A report's "class" stamp says what was graded and by whom:
 
     {"source_sha256": ..., "kit_version": ..., "lab_sha256": ...,   what was graded
-     "backend": "local" | "slurm", "run": "local" | "run-3",        who graded it
+     "backend": "local" | "slurm" | ..., "run": "local" | "run-3",  who graded it (the engine)
      "job": "1234_5" | null, "host": "node12", "graded_at": ...}
 
 A report is a grade when its verdict is one (is_grade): not "missing", "not_measured",
@@ -33,6 +39,7 @@ final (not graded again by a resumed run) when its report is a grade, says "fina
 true, and the stamp's source, kit version and lab.json digests are those of now: a
 changed kernel.cu, a new kit or a recalibrated lab.json is graded again (is_final).
 A grade is never replaced by what is not one, and by "missing" only when asked (save).
+Whatever save keeps, the grading is appended to the lab's history (history_path).
 """
 
 from __future__ import annotations
@@ -48,24 +55,30 @@ from pathlib import Path
 
 from .. import __version__
 from ..base import labspec
-from ..grading import score
+from ..grading import progress, score
 from .submissions import ClassError
 
 MANIFEST = "class.json"
 #: The layout this module writes (MANIFEST records it; claim moves an earlier one).
-LAYOUT = 2
+LAYOUT = 3
 STUDENTS = "students"
 GRADESCOPE = "gradescope"
-#: A batch back end's runs (batch.py).
-RUNS = "slurm"
+#: Where claim moves the Gradescope files of layout 2 (one file per student, every lab in it).
+GRADESCOPE_EARLIER = ".earlier"
+#: A batch back end's runs (batch.py); EARLIER_RUNS: their folder in layout 2, still read.
+RUNS = "batch"
+EARLIER_RUNS = "slurm"
+#: grade.py similarity's files (similarity.py).
+SIMILARITY = "similarity"
 #: What a class grading of an earlier kit version (without MANIFEST) left in its OUT.
 EARLIER_SIGNS = ("class.csv", GRADESCOPE)
 #: Verdicts of class grading that are not grades (besides score.NOT_GRADED): the grading
-#: process failed, or Slurm ended its task.  Graded again by the next run.
+#: process failed, or the batch engine ended its task.  Graded again by the next run.
 GRADER_ERROR = "grader_error"
 MISSING = "missing"
 NOT_A_GRADE = tuple(score.NOT_GRADED) + (GRADER_ERROR,)
 ATTEMPT = ".attempt"
+HISTORY = ".history.jsonl"
 
 
 def digest(path: Path | None) -> str:
@@ -172,6 +185,7 @@ def claim(out: Path, submissions: Path, write: bool = True) -> None:
         return
     out.mkdir(parents=True, exist_ok=True)
     _move_earlier_layout(out)
+    _move_earlier_gradescope(out)
     write_json(manifest, dict(data or {"what": "stencil lab kit class grading", "submissions": str(submissions),
                                        "created": now()}, kit_version=__version__, layout=LAYOUT))
 
@@ -179,7 +193,7 @@ def claim(out: Path, submissions: Path, write: bool = True) -> None:
 def _move_earlier_layout(out: Path) -> None:
     """Move the student folders of the earlier layout (OUT/<student>/<lab>.json) into students/."""
     earlier = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")
-               and p.name not in (GRADESCOPE, RUNS) and any(p.glob("*.json"))]
+               and p.name not in (GRADESCOPE, RUNS, EARLIER_RUNS, SIMILARITY) and any(p.glob("*.json"))]
     if not earlier:
         return
     moving = out / f".{STUDENTS}.moving"
@@ -187,6 +201,18 @@ def _move_earlier_layout(out: Path) -> None:
     for folder in earlier:             # a student once named "students" is moved like the others
         os.replace(folder, moving / folder.name)
     os.replace(moving, out / STUDENTS)
+
+
+def _move_earlier_gradescope(out: Path) -> None:
+    """Move layout 2's OUT/gradescope/<student>/results.json (every lab in one file) into
+    OUT/gradescope/.earlier/<student>/, kept as they were; the files of now are per lab."""
+    folder = out / GRADESCOPE
+    if not folder.is_dir():
+        return
+    for entry in sorted(folder.iterdir()):
+        if not entry.name.startswith(".") and (entry / "results.json").is_file():
+            (folder / GRADESCOPE_EARLIER).mkdir(exist_ok=True)
+            os.replace(entry, folder / GRADESCOPE_EARLIER / entry.name)
 
 
 def students_dir(out: Path) -> Path:
@@ -212,9 +238,14 @@ def attempt_path(out: Path, student: str, lab: str) -> Path:
     return student_dir(out, student) / f"{lab}{ATTEMPT}.json"
 
 
-def gradescope_path(out: Path, student: str) -> Path:
-    """OUT/gradescope/<student>/results.json."""
-    return Path(out) / GRADESCOPE / student_dir(out, student).name / "results.json"
+def history_path(out: Path, student: str, lab: str) -> Path:
+    """OUT/students/<student>/<lab>.history.jsonl: every grading of that lab (progress.py)."""
+    return student_dir(out, student) / f"{lab}{HISTORY}"
+
+
+def gradescope_path(out: Path, lab: str, student: str) -> Path:
+    """OUT/gradescope/<lab>/<student>/results.json: one Gradescope assignment per lab."""
+    return Path(out) / GRADESCOPE / lab / student_dir(out, student).name / "results.json"
 
 
 def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
@@ -286,7 +317,7 @@ def is_final(report: dict | None, source: Path | None, spec: labspec.LabSpec) ->
 def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str) -> dict:
     """A report for a lab that no grading reported on ("missing", "grader_error"), or that was
     refused before any ran (a kernel.cu over its size: "compile_error"); final when a grade."""
-    return {"lab": spec.lab, "title": spec.title, "student": student, "verdict": verdict,
+    return {"lab": spec.lab, "title": spec.title, "bonus": spec.bonus, "student": student, "verdict": verdict,
             "points": 0.0, "max_points": spec.points.total, "full_points": False,
             "final": verdict not in NOT_A_GRADE + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}
 
@@ -311,8 +342,10 @@ def save(out: Path, student: str, lab: str, report: dict, log: str | None = None
     """Write OUT/students/<student>/<lab>.json (and .log), each by rename, unless a grade stands
     there that this report must not replace: a grade is never replaced by what is not one
     (not_measured, grader_error, ...), nor by "missing" unless asked (--regrade, --student).
-    Such a report goes to <lab>.attempt.json (and .attempt.log) instead, beside the grade."""
+    Such a report goes to <lab>.attempt.json (and .attempt.log) instead, beside the grade.
+    Either way the grading is appended to <lab>.history.jsonl (progress.append)."""
     report["student"] = student
+    progress.append(history_path(out, student, lab), report)
     target = report_path(out, student, lab)
     old = read_json(target) if target.exists() else None
     new_is_grade = is_grade(report)
@@ -329,11 +362,16 @@ def save(out: Path, student: str, lab: str, report: dict, log: str | None = None
     return Saved(student, lab, report)
 
 
+def run_folders(out: Path) -> list[Path]:
+    """Every batch run folder of OUT (OUT/batch/run-N, and layout 2's OUT/slurm/run-N)."""
+    return [p for name in (RUNS, EARLIER_RUNS) for p in sorted(Path(out, name).glob("run-*"))]
+
+
 def unmerged_runs(out: Path) -> list[tuple[Path, dict]]:
-    """(run folder, its run.json) of every batch run in OUT/slurm/ (batch.py) whose jobs were
+    """(run folder, its run.json) of every batch run of OUT (run_folders) whose jobs were
     submitted and whose merge has not run: the run still owns OUT's class files."""
     found = []
-    for path in sorted(Path(out, RUNS).glob("run-*")):
+    for path in run_folders(out):
         data = read_json(path / "run.json")
         if data and data.get("jobs") and not data.get("merged"):
             found.append((path, data))

@@ -2,8 +2,8 @@
 
     SUBMISSIONS/<student>/<lab>/kernel.cu      (mirrors starter/; submissions.py reads it)
 
-One class grading, whoever runs it (backend.py: this host; batch.py and slurm.py: a
-cluster), is three steps, each in its own module:
+One class grading, whoever runs it (backend.py: this host; batch.py and an engine of engines/:
+a cluster), is three steps, each in its own module:
 
     plan.make_plan()     check the input and decide the gradings       (this module)
     backend.run(plan)    grade them, one `grade.py lab` process each  (worker.py), and save
@@ -55,6 +55,8 @@ class ClassPlan:
         kernel.cu is missing has source None (it is recorded as "missing", nothing runs).
     kept: the selected (student, lab) whose report in OUT stands (module docstring).
     lab_order: every lab of the kit, in order (the class files cover them all).
+    lab_facts: for every lab of lab_order, what the gradebooks need of its lab.json:
+        {"title", "points" (its total), "bonus" (extra credit, never required)}.
     asked: grades are replaced as asked (--regrade or --student): outdir.save's rule.
     notes: what was skipped in the submissions directory, and why; what is kept, and why.
     """
@@ -69,6 +71,7 @@ class ClassPlan:
     notes: list[str] = field(default_factory=list)
     kept: list[Task] = field(default_factory=list)
     asked: bool = False
+    lab_facts: dict[str, dict] = field(default_factory=dict)
 
 
 def kit_root() -> Path:
@@ -128,5 +131,11 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
         if task.source is None:
             notes.append(f"{task.key}: {submissions.SOURCE} is no longer in the submissions; its grade "
                          f"({report['verdict']}) stays (--regrade or --student records it as missing)")
-    lab_order = [s.lab for s in select_labs(None, kit)]
-    return ClassPlan(subs, out, specs, roster.students, todo, lab_order, missing_as_zero, notes, kept, asked)
+    every = select_labs(None, kit)
+    return ClassPlan(subs, out, specs, roster.students, todo, [s.lab for s in every], missing_as_zero, notes, kept,
+                     asked, lab_facts(every))
+
+
+def lab_facts(specs: list[labspec.LabSpec]) -> dict[str, dict]:
+    """{lab: {"title", "points", "bonus"}} of these specs, in their order (ClassPlan.lab_facts)."""
+    return {s.lab: {"title": s.title, "points": s.points.total, "bonus": s.bonus} for s in specs}

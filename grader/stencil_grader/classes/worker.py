@@ -1,6 +1,6 @@
 """One grading of one (student, lab), in a process of its own: what every back end runs.
 
-A back end (the local pool, a Slurm task) never grades in its own process: it runs
+A back end (the local pool, a batch task) never grades in its own process: it runs
 
     grade.py lab LABDIR --impl SUBMISSIONS/<student> --build-dir DIR --json FILE
                  [--stage build|gpu] [--arch ARCH] [--gpu-locks LOCKS --gpus 0,2]
@@ -84,7 +84,7 @@ def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = 
     themselves).
 
     Every lab build links KIT/build/harness/<arch>/libharness.a and makes it when it is missing:
-    several builds starting at once (a class's --jobs, a Slurm array's tasks) would all write it
+    several builds starting at once (a class's --jobs, a batch array's tasks) would all write it
     at the same time, and a build could link a half-written library.  lock: a file whose POSIX
     lock (fcntl.lockf, which NFS passes between nodes) the batch tasks take around this, so that
     one builds it and the others find it made."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import gpus, labspec, locks, preflight, protocol
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, arch, default_seed, impl, seed
-from . import build, html, pipeline, plot, report
+from . import build, gradescope as gradescope_file, html, pipeline, plot, progress, report
 
 
 def add_run_options(p: argparse.ArgumentParser, default_impl: str) -> None:
@@ -63,21 +63,25 @@ def register(sub) -> None:
 
 
 def print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | None) -> dict:
-    """Print one lab's report, write report.json (and roofline.png) in its build directory,
-    and the optional JSON and Gradescope copies; returns the report."""
+    """Print one lab's report, write report.json (and roofline.png) in its build directory, add
+    the grading to the build directory's history (progress.py), and write the optional JSON and
+    Gradescope copies; returns the report."""
     data = report.to_dict(run)
     print()
     print(report.render_text(data, report.use_colour()), end="")
     written = report.write_json(data, Path(run.build_dir) / "report.json")
     print(f"  report: {written}")
-    print(f"  page: {html.write_lab_html(data, Path(run.build_dir) / 'report.html')}")
+    history = Path(run.build_dir) / progress.BUILD_HISTORY
+    progress.append(history, data)
+    page = html.write_lab_html(data, Path(run.build_dir) / "report.html", history=progress.read(history))
+    print(f"  page: {page}")
     drawn = plot.lab_roofline(run.spec.kind, data["performance"].get("bench"), Path(run.build_dir) / "roofline.png")
     if drawn:
         print(f"  roofline: {drawn}")
     if json_path:
         report.write_json(data, json_path)
     if gradescope:
-        report.write_json(report.gradescope_results([data]), gradescope)
+        report.write_json(gradescope_file.results(data), gradescope)
         print(f"  Gradescope results: {gradescope}")
     return data
 

@@ -23,6 +23,7 @@ stages ran.  Each section has a stable id (the tests look for them):
     roofline    the student's kernel and the reference on the roofline of the GPU it ran on
     diagnosis   `make profile`'s ranked findings, when one was profiled for this source, or
                 the suggestion to run it, once the kernel was timed
+    progress    the ratio over this lab's earlier gradings (progress.py), when a history is given
     output      what the student's code printed, when it printed anything
 When the GPU stages did not run (no GPU, a failed build, a forbidden call), cases, bandwidth and
 roofline are one section (id "cases") saying so once.
@@ -42,7 +43,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
-from . import plot
+from . import plot, progress
 from .charts import bandwidth_svg, roofline_svg  # noqa: F401  (part of this module's interface)
 from .nextstep import NO_GRADE, next_step, without_prefix as _why
 
@@ -380,9 +381,10 @@ def _output(r: dict) -> str:
 # ---------------------------------------------------------------- the page
 
 def render_lab_html(report: dict, profile: dict | None = None, stale_note: str | None = None,
-                    peak_gflops: float | None = None) -> str:
+                    peak_gflops: float | None = None, history: list[dict] | None = None) -> str:
     """The whole page of one lab report (a dict of report.to_dict(); every key read with a
-    default, so a report of a build failure or a class placeholder renders too)."""
+    default, so a report of a build failure or a class placeholder renders too).  history: the
+    lab's gradings, oldest first (progress.read), for the progress section."""
     verdict = report.get("verdict")
     points = "no grade" if verdict in NO_GRADE else \
         f"{_num(report.get('points'), '.2f')}/{_num(report.get('max_points'), 'g')}"
@@ -392,12 +394,17 @@ def render_lab_html(report: dict, profile: dict | None = None, stale_note: str |
     else:
         gpu_side = [_not_measured(report)]
     body = [_summary(report), _build(report), _score(report), *gpu_side,
-            _diagnosis(report, profile, stale_note), _output(report)]
+            _diagnosis(report, profile, stale_note), progress.section(history or [], report), _output(report)]
+    return page(title, "".join(body) + "<p class='muted'>Written by the stencil lab kit's grader; report.json "
+                "beside this page holds every figure.</p>")
+
+
+def page(title: str, body: str, css: str = CSS) -> str:
+    """A self-contained HTML page: the title (escaped here), inline CSS, and body (markup the
+    caller escaped) in <main>.  Every page of the grader is made by this function."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
-            + "".join(body) + "<p class='muted'>Written by the stencil lab kit's grader; report.json beside this "
-            "page holds every figure.</p></main></body></html>\n")
+            f"<title>{_e(title)}</title><style>{css}</style></head><body><main>{body}</main></body></html>\n")
 
 
 def _digest(path) -> str | None:
@@ -426,14 +433,16 @@ def matching_profile(report: dict) -> tuple[dict | None, str | None]:
     return profile, None
 
 
-def write_lab_html(report: dict, path: str | Path, profile: dict | None = None) -> Path:
-    """Write the page to path (atomically: a reader never sees half a page); returns path."""
+def write_lab_html(report: dict, path: str | Path, profile: dict | None = None,
+                   history: list[dict] | None = None) -> Path:
+    """Write the page to path (atomically: a reader never sees half a page); returns path.
+    history: as render_lab_html's."""
     stale = None
     if profile is None:
         profile, stale = matching_profile(report)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_lab_html(report, profile, stale), encoding="utf-8")
+    tmp.write_text(render_lab_html(report, profile, stale, history=history), encoding="utf-8")
     os.replace(tmp, path)
     return path

@@ -18,7 +18,10 @@ the build directory:
                    GPU stages.
 
 Every stage's wall seconds are kept (LabRun.seconds) and reported; they add up
-to the total but for the grader's own bookkeeping.
+to the total but for the grader's own bookkeeping.  So are the CPU seconds and
+the peak resident set of the programs each stage ran (LabRun.resources, from
+process.metered), and the grading process's own peak ("grader"): what a batch
+system must grant a task (classes/resources.py reads them through a recording).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import KIT_ROOT, __version__
-from ..base import gpus, labspec, locks
+from ..base import gpus, labspec, locks, process
 from ..base.files import display_path
 from . import bench, build, checkrun, launches, score, static
 from .checks import StaticCheck
@@ -59,6 +63,9 @@ class LabRun:
 
     seconds: wall seconds per stage ("build", "static", "gpu_wait" (waiting for a free GPU),
         "cases" (finding the GPU included), "bench"), and "total" for the whole grading.
+    resources: per stage of `seconds`, what its programs used: {"cpu_s": CPU seconds (user +
+        system, summed), "peak_rss_mib": the largest resident set of one of them, MiB}; and
+        "grader": {"peak_rss_mib"} of the grading process itself.
     gpu: the GPU the GPU stages held (gpus.Gpu), when a pool handed one out.
     """
 
@@ -78,18 +85,26 @@ class LabRun:
     notes: list[str] = field(default_factory=list)
     sandbox: dict[str, str] = field(default_factory=dict)    # sandbox.Sandbox.layers of the runs
     seconds: dict[str, float] = field(default_factory=dict)
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)
     gpu: gpus.Gpu | None = None
     launches: list[StaticCheck] = field(default_factory=list)   # the launch audit's checks (launches.py)
     final: bool = True           # False after stage="build" when the GPU stages remain
 
     @contextmanager
     def timed(self, stage: str):
-        """Adds the wall seconds of the `with` block to seconds[stage]."""
+        """Adds the wall seconds of the `with` block to seconds[stage], and what its programs used
+        to resources[stage] (CPU seconds summed, peak resident set the largest)."""
         start = time.monotonic()
         try:
-            yield
+            with process.metered() as usage:
+                yield
         finally:
             self.seconds[stage] = self.seconds.get(stage, 0.0) + time.monotonic() - start
+            if usage.runs:
+                had = self.resources.get(stage, {})
+                self.resources[stage] = {
+                    "cpu_s": round(had.get("cpu_s", 0.0) + usage.cpu_s, 3),
+                    "peak_rss_mib": round(max(had.get("peak_rss_mib", 0.0), usage.peak_rss_kib / 1024), 1)}
 
 
 def resolve_lab_dir(arg: str | Path, kit_root: Path = KIT_ROOT) -> Path:
@@ -203,7 +218,7 @@ def _save_state(run: LabRun, arch: str | None) -> None:
              "source_sha256": source_digest(run.source), "arch": arch, "started_at": run.started_at,
              "build": dataclasses.asdict(run.build),
              "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
-             "seconds": run.seconds}
+             "seconds": run.seconds, "resources": run.resources}
     (Path(run.build_dir) / STATE_FILE).write_text(json.dumps(state, indent=2, default=str) + "\n")
 
 
@@ -228,6 +243,7 @@ def _load_state(run: LabRun) -> None:
         run.static = static.StaticResult([static.StaticCheck(**c) for c in state["static"]])
     run.started_at = state.get("started_at", run.started_at)
     run.seconds.update(state.get("seconds", {}))
+    run.resources.update(state.get("resources", {}))
 
 
 def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path | None = None,
@@ -285,6 +301,8 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
     else:
         _gpu_stages(run, seed, skip_bench, gpu_pool, say)
     run.seconds["total"] = run.seconds.get("total", 0.0) + time.monotonic() - start
+    # ru_maxrss: KiB on Linux; the grading process's own peak, which a batch task holds beside its programs
+    run.resources["grader"] = {"peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     return run
 
 

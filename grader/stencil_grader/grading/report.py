@@ -1,8 +1,11 @@
-"""Reports of a graded lab: the terminal table, the JSON report, Gradescope's results.json.
+"""Reports of a graded lab: the terminal table and the JSON report.
 
 The JSON report (BUILD_DIR/report.json) holds every figure the grader saw;
-the terminal table and Gradescope's file are both made from it, so what a
-student reads and what an instructor records cannot disagree.
+the terminal table and Gradescope's file (gradescope.py) are both made from it, so what a
+student reads and what an instructor records cannot disagree.  student_view is the report
+as its student may see it: no path of the instructor's machine (a submission graded from
+the instructor's class folder becomes, in the student's own copy of the kit, their starter
+file: paths relative to it, and the replay command the student types).
 Units: bandwidths in GB/s (1 GB = 1e9 bytes), times in milliseconds (bench)
 and seconds (build, check).
 """
@@ -16,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import __version__
+from .. import KIT_ROOT, __version__
 from ..base.files import display_path
 from . import score
 from .build import BUILD_LOG, make_path_problem
@@ -51,6 +54,48 @@ def replay_command(report: dict) -> str:
     return f"cd {shlex.quote(report['lab_dir'])} && {shlex.join(words)}"
 
 
+def _replaced(value, pairs: list[tuple[str, str]]):
+    """value with every string in it (nested dicts and lists too) rewritten by pairs, in order."""
+    if isinstance(value, str):
+        for old, new in pairs:
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {k: _replaced(v, pairs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v, pairs) for v in value]
+    return value
+
+
+def student_view(report: dict) -> dict:
+    """A copy of a lab report (report.to_dict, or a class placeholder) as its student may see it.
+
+    A submission graded from a folder (impl not "starter" or "reference"): its kernel.cu is
+    "kernel.cu", the folder graded is ".", the build folder "build", the lab's folder
+    "labs/<lab>", and anything else under the kit's folder is relative to it; "impl" becomes
+    "submission", "build_dir" None (nothing of the instructor's build is read through it), and
+    "replay" the student's own command in their kit, where the submission is the starter file.
+    A run of the starter or the reference keeps its paths but for the kit's folder."""
+    lab = report.get("lab", "")
+    pairs: list[tuple[str, str]] = []
+    graded_folder = report.get("impl") not in (None, "starter", "reference")
+    if graded_folder:
+        for key, new in (("source", "kernel.cu"), ("build_dir", "build"), ("impl", ".")):
+            if report.get(key):
+                pairs.append((str(report[key]), new))
+    lab_dir = report.get("lab_dir")
+    if lab_dir and Path(lab_dir).is_absolute():
+        pairs.append((str(lab_dir), f"labs/{lab}"))
+    pairs.append((str(KIT_ROOT) + "/", ""))
+    view = _replaced(report, pairs)
+    if graded_folder:
+        view.update(impl="submission", source="kernel.cu", build_dir=None, lab_dir=f"labs/{lab}")
+        if view.get("seed") is not None:
+            view["replay"] = replay_command(dict(view, impl="starter"))
+    return view
+
+
+
 def to_dict(run: LabRun) -> dict:
     """The JSON report of one graded lab (every figure; paths as strings)."""
     spec, s = run.spec, run.score
@@ -62,6 +107,7 @@ def to_dict(run: LabRun) -> dict:
         "lab": spec.lab,
         "number": spec.number,
         "title": spec.title,
+        "bonus": spec.bonus,
         "lab_dir": display_path(spec.lab_dir),
         "impl": impl,
         "source": str(run.source),
@@ -75,6 +121,7 @@ def to_dict(run: LabRun) -> dict:
         "notes": list(run.notes),
         "final": run.final and s.verdict not in score.NOT_GRADED,
         "seconds": {k: round(v, 3) for k, v in run.seconds.items()},
+        "resources": run.resources,
         "sandbox": dict(run.sandbox),
         "program_output": program_output(run),
         "build": None,
@@ -340,68 +387,3 @@ def _performance_lines(report: dict, colour: bool) -> list[str]:
         lines.append("      bench's stderr (last lines):")
         lines += ["        " + line for line in p["stderr_tail"].splitlines()[-10:]]
     return lines
-
-
-# ---------------------------------------------------------------- Gradescope
-
-def _split(total: float, weights: list[int]) -> list[float]:
-    """total split in proportion to weights, rounded to 0.01, summing exactly to round(total, 2)."""
-    whole = sum(weights)
-    parts = [round(total * w / whole, 2) for w in weights]
-    if parts:
-        parts[-1] = round(round(total, 2) - sum(parts[:-1]), 2)
-    return parts
-
-
-def gradescope_tests(report: dict) -> list[dict]:
-    """Gradescope test entries of one lab report (their scores sum to the lab's points)."""
-    lab = report["lab"]
-    head = f"{report['verdict']}: {report['points']:.2f}/{report['max_points']:g} points"
-    if report.get("seed") is not None:
-        # The student's own command: a submission graded from the instructor's folder is, in the
-        # student's copy of the kit, the starter file (so no IMPL= naming the instructor's path).
-        mine = replay_command(dict(report, impl="starter")) if report["impl"] not in ("starter", "reference") \
-            else report["replay"]
-        head += f"; seed {report['seed']} (replay in your copy of the kit: {mine})"
-    if "correctness" not in report:          # a grading that produced no report (instructor mode)
-        return [{"name": f"{lab}", "score": 0.0, "max_score": report["max_points"],
-                 "output": head + "\n" + "\n".join(report.get("messages", []))}]
-    build_lines = [f"build: {report['build']['outcome']}"] if report.get("build") else []
-    if report.get("build") and report["build"]["outcome"] != "ok":
-        build_lines.append(report["build"]["message"])
-    for c in report.get("static") or []:
-        build_lines.append(f"static {c['name']}: {c['status']}: {c['message']}")
-        build_lines += ["  " + d for d in c["details"]]
-    tests = [{"name": f"{lab}: build and static checks", "score": 0.0, "max_score": 0.0,
-              "output": head + "\n" + "\n".join(build_lines)}]
-
-    c = report["correctness"]
-    groups: dict[str, list[dict]] = {}
-    for case in c["cases"]:
-        groups.setdefault(case["tcase"], []).append(case)
-    if groups and c["total"]:
-        names = list(groups)
-        scores = _split(c["points"], [sum(x["outcome"] == "pass" for x in groups[n]) for n in names]) \
-            if c["points"] else [0.0] * len(names)
-        maxima = _split(c["max_points"], [len(groups[n]) for n in names])
-        for name, got, most in zip(names, scores, maxima):
-            tests.append({"name": f"{lab}: correctness: {name}", "score": got, "max_score": most,
-                          "output": "\n".join(_case_line(x) for x in groups[name])})
-    else:
-        tests.append({"name": f"{lab}: correctness", "score": c["points"], "max_score": c["max_points"],
-                      "output": f"{c['verdict']}: {c['message']}"})
-    p = report["performance"]
-    tests.append({"name": f"{lab}: performance", "score": p["points"], "max_score": p["max_points"],
-                  "output": f"{p['verdict']}: {p['message']}"})
-    if (report.get("program_output") or "").strip():
-        tests.append({"name": f"{lab}: output of your code", "score": 0.0, "max_score": 0.0,
-                      "output": report["program_output"]})
-    return tests
-
-
-def gradescope_results(reports: list[dict]) -> dict:
-    """Gradescope's results.json for one or more lab reports."""
-    tests = [t for r in reports for t in gradescope_tests(r)]
-    return {"score": round(sum(r["points"] for r in reports), 2),
-            "max_score": round(sum(r["max_points"] for r in reports), 2),
-            "tests": tests}

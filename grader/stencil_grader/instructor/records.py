@@ -20,7 +20,7 @@ from .. import KIT_ROOT, __version__
 from ..base import labspec, toolkit
 
 #: The format of every recorded run (tour, check, calibrate, profile), read by instructor/figures.py:
-#:   record            "tour", "check", "calibrate" or "profile"
+#:   record            "tour", "check", "calibrate", "profile" or "class"
 #:   format            RECORD_FORMAT (an integer; a reader refuses a format it does not know)
 #:   provisional       true while the figures are not a run of the tool named in `source`
 #:   source            how the figures were produced (a command line, or where they were transcribed from)
@@ -44,6 +44,10 @@ from ..base import labspec, toolkit
 #:   calibrate         runs; rows: lab, ratios (one per run), median, floor, target, written, policy
 #:   profile           ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings
 #:                     (instructor/profilerecord.py: make profile's analysis of recorded profile inputs)
+#:   class             students, jobs, cpus, grader_peak_rss_mib; rows ("NN/build", "NN/gpu"): lab, stage,
+#:                     n, wall_s_median, wall_s_max, cpu_s_median (seconds), peak_rss_mib_max (MiB): what
+#:                     each lab's stages used in a class graded by grade.py class (classes/resources.py;
+#:                     tests/submissions/bench_class.py --record, what make bench-class SLUG=... runs)
 #: A field that was not measured is null.  Times are milliseconds, bandwidths GB/s (1 GB = 1e9 B),
 #: ratios fractions of the copy bandwidth of the same bench run.
 RECORD_FORMAT = 1

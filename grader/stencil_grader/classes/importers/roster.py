@@ -57,7 +57,10 @@ class Student:
     email: str = ""
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
+    """text in NFC, each '/', '\\', control and bidirectional-override character as '_', leading
+    '.', '_', '-' and spaces dropped (the folder rule's first steps; also the leaderboard's
+    pseudonyms)."""
     text = unicodedata.normalize("NFC", text)
     text = "".join("_" if c in "/\\" or c in _BIDI_CONTROLS or unicodedata.category(c) == "Cc" else c
                    for c in text)
@@ -70,9 +73,9 @@ def _cut(text: str, max_bytes: int) -> str:
 
 def folder_name(student: Student) -> str:
     """The student's folder under CLASS, by the rule in the module docstring."""
-    site_id = _cut(_clean(student.site_id), 128) or "no id"
+    site_id = _cut(clean(student.site_id), 128) or "no id"
     tail = f" ({site_id})"
-    name = _cut(_clean(student.name), NAME_MAX - len(tail.encode("utf-8"))) or "anonymous"
+    name = _cut(clean(student.name), NAME_MAX - len(tail.encode("utf-8"))) or "anonymous"
     return name + tail
 
 

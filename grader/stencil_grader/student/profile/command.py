@@ -161,10 +161,11 @@ def _rewrite_report_page(build_dir: Path, result: dict) -> Path | None:
     if not report_json.is_file():
         return None
     try:
-        from ...grading import html
+        from ...grading import html, progress
 
         data = json.loads(report_json.read_text())
-        return html.write_lab_html(data, Path(build_dir) / "report.html", profile=result)
+        return html.write_lab_html(data, Path(build_dir) / "report.html", profile=result,
+                                   history=progress.read(Path(build_dir) / progress.BUILD_HISTORY))
     except (ImportError, OSError, ValueError, KeyError, TypeError) as err:
         print(f"  report.html not rewritten: {err}", file=sys.stderr)
         return None

@@ -1,0 +1,162 @@
+"""How a class moved between two gradings: who improved, who regressed, whose verdict changed.
+
+    compare(before, after) -> [Change]        {student: {lab: entry}} twice (progress.entry's dicts)
+    lines(changes) -> [str]                   the counts, then one line per change
+    section(changes, ident, title, note) -> str   the same as an HTML section
+    diff_outs(out_a, out_b, lab_order) -> [Change]   `grade.py class-diff OUTA OUTB`: two output folders
+    class_section(out, labs) -> str           class.html's "since each lab's previous grading",
+                                              from each lab's history (progress.py)
+
+A change is one (student, lab): "improved" or "regressed" when both gradings are grades and the
+points moved (by more than POINTS_EPSILON), "changed" when the verdict changed with the same points
+or a grade came or went, "new" or "gone" when only one side has the lab, else "same".  A verdict
+that is no grade (not_measured, grader_error, missing, ...) has no points to compare: 0 from
+"not_measured" to a grade is "changed", never "improved".
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..grading import progress
+from . import outdir
+from .submissions import ClassError, shown
+
+#: Points that count as a move (reports round points to 0.01).
+POINTS_EPSILON = 0.005
+KINDS = ("improved", "regressed", "changed", "new", "gone", "same")
+
+Entries = dict[str, dict[str, dict]]
+
+
+@dataclass
+class Change:
+    """One (student, lab) between two gradings: the entries before and after (None: not there)."""
+
+    student: str
+    lab: str
+    before: dict | None
+    after: dict | None
+    kind: str
+
+
+def _graded(entry: dict | None) -> bool:
+    return bool(entry) and entry.get("verdict") not in progress.NO_GRADE
+
+
+def kind_of(before: dict | None, after: dict | None) -> str:
+    """The kind of change between two entries (module docstring)."""
+    if before is None or after is None:
+        return "new" if before is None else "gone"
+    if _graded(before) and _graded(after):
+        moved = float(after.get("points") or 0.0) - float(before.get("points") or 0.0)
+        if moved > POINTS_EPSILON:
+            return "improved"
+        if moved < -POINTS_EPSILON:
+            return "regressed"
+    if before.get("verdict") != after.get("verdict") or _graded(before) != _graded(after):
+        return "changed"
+    return "same"
+
+
+def compare(before: Entries, after: Entries) -> list[Change]:
+    """Every (student, lab) of either side, students sorted, labs in the order first seen."""
+    labs: list[str] = []
+    for side in (before, after):
+        for found in side.values():
+            labs += [lab for lab in found if lab not in labs]
+    changes = []
+    for student in sorted(set(before) | set(after)):
+        for lab in labs:
+            b, a = before.get(student, {}).get(lab), after.get(student, {}).get(lab)
+            if b is not None or a is not None:
+                changes.append(Change(student, lab, b, a, kind_of(b, a)))
+    return changes
+
+
+def describe(entry: dict | None) -> str:
+    """An entry in a few words: verdict, points (of a grade), ratio (when timed)."""
+    if entry is None:
+        return "none"
+    words = str(entry.get("verdict"))
+    if _graded(entry):
+        words += f" {float(entry.get('points') or 0.0):.2f}"
+    if isinstance(entry.get("ratio"), (int, float)):
+        words += f" (ratio {entry['ratio']:.3f})"
+    return words
+
+
+def counts(changes: list[Change]) -> str:
+    return ", ".join(f"{kind} {sum(c.kind == kind for c in changes)}" for kind in KINDS)
+
+
+def lines(changes: list[Change]) -> list[str]:
+    """The counts of each kind, then `student/lab: before -> after (kind)` for each change that
+    is not "same" (names as printed: submissions.shown)."""
+    out = [counts(changes)]
+    out += [f"  {shown(c.student)}/{c.lab}: {describe(c.before)} -> {describe(c.after)} ({c.kind})"
+            for c in changes if c.kind != "same"]
+    return out
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def section(changes: list[Change], ident: str, title: str, note: str) -> str:
+    """An HTML section (id `ident`): the counts, then a table of every change but "same"."""
+    moved = [c for c in changes if c.kind != "same"]
+    rows = "".join(f'<tr class="{c.kind}"><td>{_e(c.student)}</td><td>{_e(c.lab)}</td><td>{_e(describe(c.before))}'
+                   f"</td><td>{_e(describe(c.after))}</td><td>{_e(c.kind)}</td></tr>" for c in moved)
+    return (f'<section id="{_e(ident)}"><h2>{_e(title)}</h2><p class="muted">{_e(note)}</p><p>{_e(counts(changes))}'
+            "</p>" + (f'<table id="{_e(ident)}-table"><tr><th>student</th><th>lab</th><th>before</th><th>after</th>'
+                      f"<th>change</th></tr>{rows}</table>" if rows else "<p>Nothing moved.</p>") + "</section>")
+
+
+def _entries(out: Path, labs: list[str]) -> Entries:
+    return {s: {lab: progress.entry(r) for lab, r in found.items()}
+            for s, found in outdir.read_reports(out, labs).items()}
+
+
+def labs_in(out: Path, lab_order: list[str]) -> list[str]:
+    """The labs OUT holds reports of: those of lab_order first, in its order, then any other
+    (a lab of another kit version), sorted."""
+    found = {p.name[:-len(".json")] for p in outdir.students_dir(out).glob("*/*.json")
+             if not p.name.endswith(outdir.ATTEMPT + ".json")}
+    return [lab for lab in lab_order if lab in found] + sorted(found - set(lab_order))
+
+
+def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
+    """The changes from the reports in OUT_A to those in OUT_B (two class gradings' output
+    folders, e.g. a copy of OUT kept before grading again), over every lab either holds (labs_in).
+    ClassError when one is no class grading's folder (no class.json, no students/)."""
+    for out in (out_a, out_b):
+        if not (Path(out) / outdir.MANIFEST).is_file() and not outdir.students_dir(out).is_dir():
+            raise ClassError(f"{out} is no class grading's output folder (no {outdir.MANIFEST}, no "
+                             f"{outdir.STUDENTS}/): give two folders that grade.py class --out wrote")
+    labs = labs_in(Path(out_a), lab_order)
+    labs += [lab for lab in labs_in(Path(out_b), lab_order) if lab not in labs]
+    return compare(_entries(Path(out_a), labs), _entries(Path(out_b), labs))
+
+
+def class_section(out: Path, labs: list[str]) -> str:
+    """class.html's section on each (student, lab) graded more than once in OUT: its last grading
+    against the one before (its history); "" when none was."""
+    before: Entries = {}
+    after: Entries = {}
+    folder = outdir.students_dir(out)
+    students = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    for student in students:
+        for lab in labs:
+            history = progress.read(outdir.history_path(out, student, lab))
+            if len(history) >= 2:
+                before.setdefault(student, {})[lab] = history[-2]
+                after.setdefault(student, {})[lab] = history[-1]
+    if not after:
+        return ""
+    return section(compare(before, after), "moved", "Since each lab's previous grading",
+                   "Each lab graded more than once here: its latest grading against the one before it "
+                   "(OUT/students/<student>/<lab>.history.jsonl). grade.py class-diff OUTA OUTB compares two "
+                   "whole output folders.")

@@ -1,0 +1,253 @@
+"""`grade.py slurm`: a class graded by Slurm job arrays, the engine university clusters run.
+
+    grade.py slurm SUBMISSIONS --out DIR [--partition P] [--cpu-partition P] [--account A]
+                   [--gres gpu:1|none] [--array-max N] [--requeue] [--sbatch-option OPT ...]
+                   [the batch options: --arch, --per-task, --max-running, --time-per-lab,
+                    --recording, --setup FILE, --dry-run] [--student NAME] [--labs ...]
+
+run on a login node, writes three batch scripts into the run folder (batch.py) and submits
+them with sbatch; every Slurm word of the kit is in this module:
+
+    build.sbatch   a job array, no GPU, on --cpu-partition or the cluster's default
+                   partition (never the GPU partition unless told): builds and static checks
+    gpu.sbatch     a job array on --partition (or the default), --gres per task (gpu:1),
+                   --dependency=aftercorr on the first: task i starts when build task i (the
+                   same shard) has ended well, not when the slowest build has
+    merge.sbatch   one job, --dependency=afterany on the second: the class files
+
+Each asks for --time (D-HH:MM:SS), --mem and --cpus-per-task from resources.py (what the labs'
+stages used, recorded on a GPU machine; said in the script's comment, "not measured" when no
+recording is there), names the class and the run in its job name, states its requeue policy
+(--no-requeue unless --requeue: a task graded again after a requeue keeps every grade it had
+saved, by outdir.save's rule), throttles its array with %N (--max-running N), and opens with
+the --setup lines (module loads, a virtual environment) before finding python3 on the node.
+
+aftercorr, not afterok or afterany on the whole array: a GPU task waits for its own build
+task only.  A build task that Slurm kills leaves its GPU task never started (Slurm cancels it:
+--kill-on-invalid-dep=yes), and the merge (afterany: it runs whatever the GPU tasks' end)
+names every grading they did not do; the same command again grades them.
+
+--gres none (a partition whose nodes give GPUs without gres): Slurm may start several GPU
+tasks on one node, all seeing every GPU; they then share the node's GPUs under a lock file per
+GPU (tasks.py, "node" locks), so that no two time their kernels on one GPU at once.
+
+--dry-run prints the scripts and the sbatch commands and writes nothing; where sinfo is
+there it checks the partitions and that the GPU partition's nodes offer the --gres asked for,
+and where sbatch is there it hands each script to `sbatch --test-only` (the sbatch lines it
+would accept, nothing queued).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+from ..batch import BatchEngine, Shape, task_command
+from ..submissions import ClassError
+
+DEFAULT_ARRAY_MAX = 1000          # Slurm's default MaxArraySize is 1001 (indices 0 to 1000)
+SLURM_TIMEOUT_S = 60.0
+STAGES = ("build", "gpu", "merge")
+_GRES = re.compile(r"^[a-z][a-z0-9_-]*(:[A-Za-z0-9_.-]+)?:[1-9][0-9]*$")
+#: A node's gres as sinfo prints it: gpu:4, gpu:a100:4, gpu:a100:4(S:0-1); several comma-separated.
+_NODE_GRES = re.compile(r"([a-z][a-z0-9_-]*)(?::([A-Za-z0-9_.-]+))?:(\d+)")
+
+
+def slurm_time(seconds: float) -> str:
+    """Seconds as Slurm's D-HH:MM:SS (sbatch --time), rounded up to the second."""
+    total = int(-(-seconds // 1))
+    days, rest = divmod(total, 86400)
+    return f"{days}-{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+
+
+def _job_word(text: str) -> str:
+    """text as a job-name word: letters, digits, '.', '_', '-' (others as '_'), at most 40."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:40] or "class"
+
+
+class SlurmEngine(BatchEngine):
+    """Submits a class to Slurm (module docstring)."""
+
+    name = "slurm"
+    summary = ("instructor mode on a Slurm cluster: job arrays that build, run the GPU stages, and merge "
+               "(run it on a login node)")
+    log_pattern = "logs/{stage}-{job}_{task}.out"
+
+    @classmethod
+    def add_options(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--partition", help="partition of the GPU tasks (default: the cluster's default partition)")
+        p.add_argument("--cpu-partition", help="partition of the build tasks and the merge (default: the cluster's "
+                                               "default partition, not --partition)")
+        p.add_argument("--account", help="Slurm account to charge (sbatch --account)")
+        p.add_argument("--gres", default="gpu:1",
+                       help="what each GPU task asks for (default gpu:1; 'none' on a partition whose nodes give GPUs "
+                            "without gres: the tasks of a node then share its GPUs under a lock per GPU)")
+        p.add_argument("--array-max", type=int, default=DEFAULT_ARRAY_MAX, metavar="N",
+                       help=f"at most N tasks per job array (default {DEFAULT_ARRAY_MAX}, within Slurm's default "
+                            "MaxArraySize)")
+        p.add_argument("--requeue", action="store_true",
+                       help="let Slurm requeue a preempted or failed task (default: --no-requeue; the next run "
+                            "grades what did not finish)")
+        p.add_argument("--sbatch-option", action="append", default=[], metavar="OPT",
+                       help="an extra sbatch option for every job, e.g. --sbatch-option=--qos=short (repeatable; "
+                            "written after the kit's own, so it wins over them)")
+
+    def __init__(self, args, say: Callable[[str], None] = print):
+        super().__init__(args, say)
+        if args.array_max < 1:
+            raise ClassError("--array-max must be at least 1")
+        if args.gres != "none" and not _GRES.match(args.gres):
+            raise ClassError(f"--gres {args.gres!r}: give NAME[:TYPE]:COUNT, e.g. gpu:1 or gpu:a100:1, or none")
+        self.max_tasks = args.array_max
+        self.gpu_locks = "node" if args.gres == "none" else "engine"
+
+    # ---------------------------------------------------------------- checks
+    def _slurm(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess | None:
+        try:
+            return subprocess.run(list(argv), capture_output=True, text=True, timeout=SLURM_TIMEOUT_S, input=stdin)
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    def check(self) -> None:
+        """sbatch on PATH; the partitions and the GPU partition's gres (sinfo, where it is)."""
+        if shutil.which("sbatch") is None:
+            raise ClassError("sbatch not found on PATH: run grade.py slurm on a login node of a Slurm cluster "
+                             "(--dry-run prints the scripts without it; grade.py class grades on one machine)")
+        self._check_cluster()
+
+    def _check_cluster(self) -> str:
+        """ClassError for a partition sinfo does not list, or a --gres the GPU partition's nodes
+        do not offer; "" when checked, else why not (no sinfo here)."""
+        if not shutil.which("sinfo"):
+            return "sinfo not found: the partitions and --gres were not checked"
+        done = self._slurm("sinfo", "-h", "-o", "%P %G")
+        if done is None or done.returncode != 0:
+            return "sinfo failed: the partitions and --gres were not checked"
+        gres: dict[str, set[str]] = {}
+        default = None
+        for line in done.stdout.splitlines():
+            name, _, node_gres = line.strip().partition(" ")
+            if name.endswith("*"):
+                name = default = name[:-1]
+            gres.setdefault(name, set()).add(node_gres.strip())
+        for p in (self.args.partition, self.args.cpu_partition):
+            if p and p not in gres:
+                raise ClassError(f"unknown partition {p!r}: this cluster's partitions are "
+                                 f"{', '.join(sorted(gres)) or 'none'} (sinfo)")
+        gpu_partition = self.args.partition or default
+        if self.args.gres != "none" and gpu_partition:
+            name, *rest = self.args.gres.split(":")
+            kind, count = (rest[0], int(rest[1])) if len(rest) == 2 else (None, int(rest[0]))
+            offered = [m for g in gres[gpu_partition] for m in _NODE_GRES.finditer(g)]
+            if not any(m.group(1) == name and (kind is None or m.group(2) == kind) and int(m.group(3)) >= count
+                       for m in offered):
+                have = ", ".join(sorted(gres[gpu_partition])) or "none"
+                raise ClassError(f"--gres {self.args.gres}: no node of partition {gpu_partition!r} offers it (sinfo: "
+                                 f"{have}); choose --partition, or --gres none where the nodes give GPUs without gres")
+        return ""
+
+    def validate(self, shape: Shape) -> list[str]:
+        """--dry-run: the partitions and gres (sinfo), and every script through `sbatch --test-only`."""
+        lines = [why] if (why := self._check_cluster()) else ["partitions and --gres checked with sinfo"]
+        if not shutil.which("sbatch"):
+            return lines + ["sbatch not found: the scripts were not checked with sbatch --test-only"]
+        for name, text in self.scripts(shape).items():
+            done = self._slurm("sbatch", "--test-only", stdin=text)
+            if done is None or done.returncode != 0:
+                why = (done.stderr or done.stdout).strip() if done is not None else "sbatch could not be run"
+                raise ClassError(f"sbatch --test-only refuses {name}: {why}")
+            lines.append(f"{name}: sbatch --test-only accepts it ({done.stderr.strip() or done.stdout.strip()})")
+        return lines
+
+    def still_queued(self, jobs: list[str]) -> list[str]:
+        """The jobs squeue still lists (queued or running)."""
+        if not shutil.which("squeue"):
+            return []
+        queued = []
+        for job in jobs:
+            done = self._slurm("squeue", "-h", "-o", "%i", "-j", job)
+            if done is not None and done.returncode == 0 and done.stdout.strip():
+                queued.append(job)
+        return queued
+
+    # ---------------------------------------------------------------- scripts
+    def script(self, shape: Shape, stage: str) -> str:
+        """The batch script of one stage (module docstring)."""
+        a, request = self.args, shape.requests[stage]
+        partition = a.partition if stage == "gpu" else a.cpu_partition
+        lines = ["#!/bin/bash",
+                 f"#SBATCH --job-name=stencil-{_job_word(shape.class_name)}-{shape.name}-{stage}"]
+        if stage != "merge":
+            lines.append(f"#SBATCH --array=0-{shape.tasks - 1}" + (f"%{shape.max_running}" if shape.max_running else ""))
+        if partition:
+            lines.append(f"#SBATCH --partition={partition}")
+        if a.account:
+            lines.append(f"#SBATCH --account={a.account}")
+        if stage == "gpu" and self.gpu_locks == "engine":
+            lines.append(f"#SBATCH --gres={a.gres}")
+        pattern = self.log_pattern.format(stage=stage, job="%A", task="%a") if stage != "merge" \
+            else self.log_pattern.format(stage="merge", job="%j", task="0")
+        lines += [f"#SBATCH --time={slurm_time(request.seconds)}", f"#SBATCH --mem={request.mem_mib}M",
+                  f"#SBATCH --cpus-per-task={request.cpus}", f"#SBATCH --{'' if a.requeue else 'no-'}requeue",
+                  "#SBATCH --open-mode=append", f"#SBATCH --output={shape.path / pattern}"]
+        lines += [f"#SBATCH {opt}" for opt in a.sbatch_option]
+        what = {"build": "builds and static checks of this task's shard (no GPU)",
+                "gpu": ("GPU stages of this task's shard, on the GPU Slurm gives it" if self.gpu_locks == "engine"
+                        else "GPU stages of this task's shard, on the node's GPUs, each under a lock shared by the "
+                             "node's tasks (no gres)"),
+                "merge": "the class files of the run (exits 0 once merged; what was not measured is in them)"}[stage]
+        lines += ["#", f"# {what}.", f"# --time, --mem, --cpus-per-task: {request.basis}.",
+                  "# Written by grade.py slurm (stencil lab kit); the run folder must be on a filesystem every node "
+                  "sees.", ""]
+        task = "$SLURM_ARRAY_TASK_ID" if stage != "merge" else None
+        job = "$SLURM_ARRAY_JOB_ID" if stage != "merge" else "$SLURM_JOB_ID"
+        return "\n".join(lines + task_command(shape, stage, task, job)) + "\n"
+
+    def scripts(self, shape: Shape) -> dict[str, str]:
+        return {f"{stage}.sbatch": self.script(shape, stage) for stage in STAGES}
+
+    def sbatch_command(self, stage: str, path: Path, after: str | None) -> list[str]:
+        argv = ["sbatch", "--parsable"]
+        if after:
+            kind = "aftercorr" if stage == "gpu" else "afterany"
+            argv += [f"--dependency={kind}:{after}", "--kill-on-invalid-dep=yes"]
+        return argv + [str(path / f"{stage}.sbatch")]
+
+    def commands(self, shape: Shape) -> list[str]:
+        lines, previous = [], None
+        for stage in STAGES:
+            argv = self.sbatch_command(stage, shape.path, previous)
+            line = " ".join(a if a.startswith("--dependency=") else shlex.quote(a) for a in argv)
+            lines.append(f"{stage.upper()}_JOB=$({line})" if stage != "merge" else line)
+            previous = f"${stage.upper()}_JOB"
+        return lines
+
+    # ---------------------------------------------------------------- submission
+    def submit_jobs(self, shape: Shape, say: Callable[[str], None]) -> dict[str, str]:
+        jobs: dict[str, str] = {}
+        previous = None
+        for stage in STAGES:
+            argv = self.sbatch_command(stage, shape.path, previous)
+            done = self._slurm(*argv)
+            if done is None or done.returncode != 0:
+                why = (done.stderr or done.stdout).strip() if done is not None else "sbatch could not be run"
+                started = list(jobs.values())
+                if started:
+                    self._slurm("scancel", *started)
+                raise ClassError(f"sbatch refused the {stage} job: {why}"
+                                 + (f" (the jobs already submitted, {', '.join(started)}, were cancelled)" if started
+                                    else ""))
+            previous = jobs[stage] = done.stdout.strip().split(";")[0]
+            say(" ".join(shlex.quote(a) for a in argv) + f"   -> job {previous}")
+        return jobs
+
+    def follow(self, jobs: dict[str, str]) -> str:
+        return f"squeue -j {','.join(jobs.values())}"
+
+
+__all__ = ["SlurmEngine", "slurm_time"]

@@ -1,0 +1,206 @@
+"""The class leaderboard of each lab: who opted in, under which pseudonym, ranked by the ratio to
+copy bandwidth.
+
+    pseudonyms(roster_csv) -> (names, notes)   {student folder: pseudonym} of who opted in
+    roster_of(out) -> Path | None              the roster.csv of the class OUT was graded from
+    boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
+    section(boards, notes) -> str              class.html's "leaderboard" section
+    gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}
+
+Who appears: only a student with a pseudonym in the `leaderboard` column of CLASS/roster.csv
+(the importer's roster, or one the instructor writes: `folder,leaderboard`); an empty cell, or no
+row, keeps the student off every board.  The board shows the pseudonym, never the folder name.
+A pseudonym is cleaned like a folder name (importers/roster.py: NFC, control and bidirectional
+characters dropped) and cut to PSEUDONYM_CHARS; two students of one pseudonym both appear, with
+a note for the instructor.
+
+What counts: a lab graded "pass" or "slow" (every case correct and the timing plausible: no
+"constraint", "forbidden", "implausible", ... verdict reaches a board), final, with a measured
+ratio, and no static check or launch check that failed.  Ratio = effective bandwidth / copy
+bandwidth measured in the same run (score.py); higher ranks first.  Since copy bandwidth is
+measured on each GPU but targets and ratios differ between models, the labs graded on each GPU
+model get a board of their own; Gradescope's one board per assignment carries the model as a
+column instead (gradescope_entries).
+
+A student cannot reach another's entry: the boards are made from the reports in OUT, which only
+the grader writes, keyed by folder; the pseudonym is data, escaped wherever it is shown.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..grading import progress
+from . import outdir
+from .importers import roster as roster_csv
+from .submissions import ROSTER
+
+#: The roster's column that holds a student's pseudonym (empty: not on the boards).
+COLUMN = "leaderboard"
+#: Characters of a pseudonym kept.
+PSEUDONYM_CHARS = 40
+#: Verdicts that may appear on a board.
+CORRECT = ("pass", "slow")
+
+Table = dict[str, dict[str, dict]]
+
+
+@dataclass
+class Row:
+    """One entry of a board: the rank (1 = highest ratio; equal ratios share a rank), the
+    pseudonym, the ratio and effective bandwidth (GB/s), the verdict and points.  student is the
+    folder, for the instructor's tools: never shown on a board."""
+
+    rank: int
+    pseudonym: str
+    ratio: float
+    gbps: float | None
+    verdict: str
+    points: float
+    student: str
+
+
+@dataclass
+class Board:
+    """The board of one lab on one GPU model ("" when the reports name none)."""
+
+    lab: str
+    gpu: str
+    rows: list[Row]
+
+
+def clean(pseudonym: str) -> str:
+    """A pseudonym as the boards show it (module docstring); "" when nothing is left."""
+    return roster_csv.clean(pseudonym)[:PSEUDONYM_CHARS].strip()
+
+
+def pseudonyms(path: Path | None) -> tuple[dict[str, str], list[str]]:
+    """({student folder: pseudonym}, notes) from roster.csv's COLUMN; ({}, []) when there is no
+    roster or no such column.  A roster that cannot be read gives ({}, [why]): nobody is shown."""
+    if path is None or not Path(path).is_file():
+        return {}, []
+    try:
+        roster = roster_csv.Roster.load(Path(path))
+    except roster_csv.RosterError as err:
+        return {}, [f"leaderboard: nobody shown: {err}"]
+    if COLUMN not in roster.columns:
+        return {}, []
+    names = {folder: clean(row.get(COLUMN) or "") for folder, row in roster.rows.items()}
+    names = {folder: name for folder, name in names.items() if name}
+    notes = []
+    seen: dict[str, int] = {}
+    for name in names.values():
+        seen[name] = seen.get(name, 0) + 1
+    for name, n in sorted(seen.items()):
+        if n > 1:
+            notes.append(f"leaderboard: the pseudonym {name!r} is chosen by {n} students (all shown)")
+    return names, notes
+
+
+def roster_of(out: Path) -> Path | None:
+    """CLASS/roster.csv of the class that OUT/class.json says OUT was graded from, or None."""
+    data = outdir.read_json(Path(out) / outdir.MANIFEST) or {}
+    subs = data.get("submissions")
+    return Path(subs) / ROSTER if subs else None
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) else None
+
+
+def eligible(report: dict) -> bool:
+    """Whether a report may appear on a board (module docstring: correct, unflagged, timed)."""
+    if report.get("verdict") not in CORRECT or not report.get("final") or not outdir.is_grade(report):
+        return False
+    ratio = _number((report.get("performance") or {}).get("ratio"))
+    if ratio is None or ratio <= 0:
+        return False
+    checks = list(report.get("static") or []) + list(report.get("launches") or [])
+    return not any(isinstance(c, dict) and c.get("status") == "fail" for c in checks)
+
+
+def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = None) -> dict[str, list[Board]]:
+    """{lab: its boards, one per GPU model, the model with the most entries first} over the
+    students of `names` (pseudonyms()) whose report of the lab is eligible; labs in lab_order
+    (default: as found), each board ranked by ratio, highest first."""
+    found: dict[str, dict[str, list[tuple[float, str, dict]]]] = {}
+    for student, labs in table.items():
+        name = names.get(student)
+        if not name:
+            continue
+        for lab, report in labs.items():
+            if eligible(report):
+                ratio = float(report["performance"]["ratio"])
+                found.setdefault(lab, {}).setdefault(progress.gpu_name(report), []).append((ratio, student, report))
+    order = [lab for lab in (lab_order or list(found)) if lab in found]
+    result: dict[str, list[Board]] = {}
+    for lab in order:
+        result[lab] = []
+        for gpu, entries in sorted(found[lab].items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            entries.sort(key=lambda e: (-e[0], names[e[1]]))
+            rows, rank = [], 0
+            for i, (ratio, student, report) in enumerate(entries):
+                if i == 0 or round(ratio, 3) != round(entries[i - 1][0], 3):
+                    rank = i + 1
+                bench = (report.get("performance") or {}).get("bench") or {}
+                rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]),
+                                float(report.get("points") or 0.0), student))
+            result[lab].append(Board(lab, gpu, rows))
+    return result
+
+
+def gradescope_entries(table: Table, names: dict[str, str]) -> dict[tuple[str, str], list[dict]]:
+    """The "leaderboard" array of Gradescope's results.json for each (student folder, lab) that
+    is on a board (opted in, eligible): the ratio (desc: higher ranks first), the effective
+    bandwidth in GB/s (desc) and the GPU model (a text column: Gradescope ranks one board across
+    models, so the model is shown beside each entry).  Gradescope asks each student for a
+    pseudonym of its own when they submit (its autograder docs, "Leaderboards"); the kit's
+    pseudonym is not sent.  Spec: https://gradescope-autograders.readthedocs.io/en/latest/specs/"""
+    entries: dict[tuple[str, str], list[dict]] = {}
+    for lab, lab_boards in boards(table, names).items():
+        for board in lab_boards:
+            for row in board.rows:
+                items = [{"name": "ratio to copy bandwidth", "value": round(row.ratio, 4), "order": "desc"}]
+                if row.gbps is not None:
+                    items.append({"name": "GB/s", "value": round(row.gbps, 1), "order": "desc"})
+                items.append({"name": "GPU", "value": board.gpu or "unknown"})
+                entries[(row.student, lab)] = items
+    return entries
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def section(lab_boards: dict[str, list[Board]], notes: list[str], opted_in: int) -> str:
+    """class.html's "leaderboard" section (id "leaderboard"): per lab, a table per GPU model of
+    rank, pseudonym, ratio, GB/s and verdict; "" when nobody opted in."""
+    if not opted_in:
+        return ""
+    parts = ['<section id="leaderboard"><h2>Leaderboard</h2><p class="muted">'
+             f"{opted_in} student(s) opted in (the <code>{COLUMN}</code> column of {ROSTER}); shown under their "
+             "pseudonym, ranked by the ratio to copy bandwidth, only correct labs with no failed check. "
+             "Labs graded on different GPU models are ranked separately.</p>"]
+    parts += [f"<p class='muted'>{_e(n)}</p>" for n in notes]
+    if not lab_boards:
+        parts.append("<p>No eligible lab yet.</p>")
+    for lab, lab_boards_of in lab_boards.items():
+        for board in lab_boards_of:
+            ident = f"board-{lab}-{len(parts)}".replace(".", "_")
+            parts.append(f'<h3>{_e(lab)}' + (f" on {_e(board.gpu)}" if board.gpu else "") + "</h3>"
+                         f'<table id="{_e(ident)}" class="board"><tr><th>rank</th><th>pseudonym</th>'
+                         "<th>ratio</th><th>GB/s</th><th>verdict</th></tr>"
+                         + "".join(f"<tr><td>{r.rank}</td><td>{_e(r.pseudonym)}</td><td>{r.ratio:.3f}</td>"
+                                   f"<td>{'' if r.gbps is None else f'{r.gbps:.0f}'}</td><td>{_e(r.verdict)}</td></tr>"
+                                   for r in board.rows) + "</table>")
+    return "".join(parts) + "</section>"
+
+
+def class_section(out: Path, table: Table, lab_order: list[str]) -> str:
+    """The leaderboard section of OUT's class.html, from OUT's class roster (roster_of)."""
+    names, notes = pseudonyms(roster_of(out))
+    return section(boards(table, names, lab_order), notes, len([s for s in names if s in table]))

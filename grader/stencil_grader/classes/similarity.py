@@ -1,0 +1,425 @@
+"""Similarity between the kernel.cu files of a class, lab by lab: pointers for the instructor to
+look at, never a grade.
+
+    require() -> module                      copydetect, or ClassError saying how to install it
+    compare_lab(lab, students, others, starter) -> LabResult   every pair, ranked
+    run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write (below)
+    read(out, lab) -> dict | None            OUT/similarity/<lab>/similarity.json
+    column(out, lab_order) -> {student: [flagged pair, ...]}   class.html's similarity column
+
+The fingerprinting is copydetect's (PyPI; MIT; the winnowing of Schleimer, Wilkerson and Aiken,
+"Winnowing: local algorithms for document fingerprinting", SIGMOD 2003, as MOSS uses it), an
+optional dependency of the instructor's: students never need it, and without it `grade.py
+similarity` says how to install it (require).  The kit writes no fingerprinting of its own.
+copydetect tokenises each file with Pygments' CUDA lexer and normalises it: comments and white
+space dropped, every identifier written V (a function F, a struct or class O), every string S,
+keywords, CUDA built-ins (threadIdx, __syncthreads) and numbers kept.  A fingerprint is a hash of
+NOISE characters of that normalised code; every one is kept (copydetect's guarantee threshold
+equal to its noise threshold: a window of 1), so the scores do not depend on Python's per-process
+string hashing.  The fingerprints of the lab's starter file are removed from every file first, so
+the skeleton every student was given matches nothing.
+
+A file's share is copydetect's similarity: the part of its fingerprinted code that the other file
+shares.  A pair's score is the larger of the two shares (a copy padded with code of its own still
+scores by the part that was copied), and a pair is flagged at FLAG.  Measured on the kit's own
+solutions (tests/python/test_similarity.py, which checks these figures stay on their sides): a
+copy with every identifier renamed, comments changed and lines rejoined, with or without its
+functions in another order, scored 0.94 or more; every two independent correct solutions of one
+lab (each lab's reference, its known-good submissions and its tour's textbook kernels) 0.71 or
+less (lab 1's dozen-line kernel, which any two solutions write alike).  FLAG = 0.80 lies between.
+
+Compared: every two students of the lab, and every student with each file of `against` (earlier
+terms' submissions and known public solutions: every *.cu file under that folder with a folder
+named as the lab on its path, e.g. AGAINST/2025-fall/<student>/02-shared-tiling/kernel.cu or
+AGAINST/public/02-shared-tiling/blog-post.cu) and with the kit's own reference and tour kernels
+(reference/<lab>/kernel.cu, reference/tour/<lab>/*/kernel.cu): a leaked solution is the commonest
+copy.  Files of `against` and the kit are not compared with each other.
+
+Written, for each lab, in OUT/similarity/<lab>/ (no name a student chose is part of a path):
+
+    pairs.csv          every pair: rank, score, both shares, matched characters, both names and
+                       kinds (student, against, kit), flagged, its page
+    pairs.txt          the flagged pairs, and the REPORTED_BELOW highest below them
+    similarity.json    the same, for class.html: settings, flagged pairs, each student's highest
+    pair-<rank>.html   a side-by-side page of each flagged pair, matching code highlighted
+                       (simpages.py)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..grading import build
+from . import outdir, plan, submissions
+from .submissions import ClassError, shown
+
+TOOL = "copydetect"
+INSTALL = "python3 -m pip install copydetect"
+#: Characters of normalised code per fingerprint (copydetect's noise threshold, k).  40 keeps
+#: one-line idioms that every solution writes (`const int V = blockIdx.V * V + threadIdx.V;`,
+#: 36 characters) from counting alone; 25, copydetect's default, let two independent lab 4
+#: solutions reach 0.78.
+NOISE = 40
+#: The score at which a pair is flagged (module docstring: the figures it lies between).
+FLAG = 0.80
+#: Pairs below FLAG listed in pairs.txt, for context.
+REPORTED_BELOW = 10
+#: Side-by-side pages written at most per lab (the highest flagged pairs; pairs.csv lists them all).
+MAX_PAGES = 300
+FOLDER = outdir.SIMILARITY
+KINDS = ("student", "against", "kit")
+
+
+def require():
+    """The copydetect module; ClassError (one line: how to install it) when it cannot be imported."""
+    try:
+        import copydetect
+        from copydetect import utils  # noqa: F401  (the functions used below)
+    except ImportError as err:
+        raise ClassError(f"similarity needs {TOOL}, an optional instructor tool ({err}); install it with: "
+                         f"{INSTALL}") from None
+    return copydetect
+
+
+@dataclass
+class Source:
+    """One file compared: its name (a student's folder; a path under --against, or in the kit),
+    its kind (KINDS) and its text."""
+
+    name: str
+    kind: str
+    text: str
+
+
+@dataclass
+class Pair:
+    """Two files of a lab and what copydetect found: each file's share, the score (the larger
+    share), the normalised characters they share, and the matching code of each file as
+    [start, end) character ranges of its text."""
+
+    a: str
+    a_kind: str
+    b: str
+    b_kind: str
+    score: float
+    a_share: float
+    b_share: float
+    matched: int
+    a_ranges: list[tuple[int, int]] = field(default_factory=list)
+    b_ranges: list[tuple[int, int]] = field(default_factory=list)
+    flagged: bool = False
+    page: str = ""
+
+
+@dataclass
+class LabResult:
+    """Every pair of one lab, highest score first, and what was compared."""
+
+    lab: str
+    sources: dict[tuple[str, str], Source]
+    pairs: list[Pair]
+    threshold: float
+    version: str
+    notes: list[str] = field(default_factory=list)
+    boilerplate: bool = True
+
+    @property
+    def flagged(self) -> list[Pair]:
+        return [p for p in self.pairs if p.flagged]
+
+
+# ------------------------------------------------------------------------------- the files
+
+def read_text(path: Path) -> tuple[str | None, str]:
+    """(the file's text, "") or (None, why not): over build.MAX_SOURCE_BYTES, or unreadable.
+    Bytes that are not UTF-8 are read as U+FFFD."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(build.MAX_SOURCE_BYTES + 1)
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror})"
+    if len(data) > build.MAX_SOURCE_BYTES:
+        return None, f"over {build.MAX_SOURCE_BYTES >> 20} MiB"
+    return data.decode("utf-8", "replace"), ""
+
+
+def student_sources(subs: Path, lab: str, notes: list[str]) -> list[Source]:
+    """The kernel.cu of each student of the class folder who has one for this lab."""
+    found = []
+    for student in submissions.read_roster(subs).students:
+        path, _ = submissions.find_source(subs, student, lab)
+        if path is None:
+            continue
+        text, why = read_text(path)
+        if text is None:
+            notes.append(f"{shown(student)}/{lab}/{submissions.SOURCE} not compared: {why}")
+            continue
+        found.append(Source(student, "student", text))
+    return found
+
+
+def other_sources(lab: str, against: Path | None, kit: Path, notes: list[str]) -> list[Source]:
+    """The files of `against` for this lab, then the kit's reference and tour kernels (module
+    docstring), each named by its path below its folder."""
+    found = []
+    if against is not None:
+        for folder, dirs, files in os.walk(against):
+            dirs.sort()
+            rel = Path(folder).relative_to(against)
+            if lab not in rel.parts:
+                continue
+            for name in sorted(files):
+                if not name.endswith(".cu"):
+                    continue
+                text, why = read_text(Path(folder) / name)
+                label = (rel / name).as_posix()
+                if text is None:
+                    notes.append(f"--against {shown(label)} not compared: {why}")
+                else:
+                    found.append(Source(label, "against", text))
+    reference = Path(kit) / "reference"
+    for path in [reference / lab / submissions.SOURCE] + sorted((reference / "tour" / lab).glob(f"*/{submissions.SOURCE}")):
+        if path.is_file():
+            text, _ = read_text(path)
+            if text is not None:
+                found.append(Source(path.relative_to(kit).as_posix(), "kit", text))
+    return found
+
+
+# ------------------------------------------------------------------------------- copydetect
+
+def _repair_offsets(fp) -> None:
+    """Mend copydetect 0.5.0's map from normalised to original characters (CodeFingerprint.offsets,
+    rows [normalised index, characters removed before it]): utils.filter_code records a struct or
+    class name's row with the name's length less one instead of the running count, so a matching
+    range that starts or ends at such a name would be drawn from near the top of the file.  The
+    next row holds the true count plus that same length less one; a row is mended only when the
+    mended value lands on a whole identifier of that length, so a copydetect that records the row
+    right is left as it is."""
+    rows, code, text = fp.offsets, fp.filtered_code, fp.raw_code
+    for r in range(1, len(rows) - 1):
+        j, bad = int(rows[r][0]), int(rows[r][1])
+        if j >= len(code) or code[j] != "O":
+            continue
+        true = int(rows[r + 1][1]) - bad
+        start = j + true
+        name = text[start:start + bad + 1]
+        if true >= int(rows[r - 1][1]) and name.isidentifier() \
+                and not (text[start + bad + 1:start + bad + 2] or " ").isidentifier() \
+                and not (text[start - 1:start] or " ").isidentifier():
+            rows[r][1] = true
+
+
+def fingerprint(cd, text: str, boilerplate: set | None = None):
+    """copydetect's CodeFingerprint of a CUDA text (NOISE, a window of 1), with the boilerplate's
+    fingerprints removed afterwards.  (copydetect's own boilerplate argument drops a file's
+    repeated code as well: 0.5.0 intersects its fingerprints, which repeat, with numpy's
+    intersect1d(assume_unique=True).)"""
+    fp = cd.CodeFingerprint("kernel.cu", NOISE, 1, None, True, "cuda", fp=io.StringIO(text))
+    if len(fp.offsets):
+        _repair_offsets(fp)
+    if boilerplate:
+        for h in fp.hashes & boilerplate:
+            del fp.hash_idx[h]
+        fp.hashes = fp.hashes - boilerplate
+        fp.token_coverage = cd.utils.get_token_coverage(fp.hash_idx, NOISE, len(fp.filtered_code))
+    return fp
+
+
+def _ranges(slices) -> list[tuple[int, int]]:
+    if slices is None or len(slices) == 0 or len(slices[0]) == 0:
+        return []
+    return [(int(s), int(e)) for s, e in zip(slices[0], slices[1]) if e > s]
+
+
+def compare_lab(lab: str, students: list[Source], others: list[Source], starter: str | None,
+                threshold: float = FLAG) -> LabResult:
+    """Every pair of students, and every student with every other file, scored by copydetect
+    (module docstring); highest score first (ties by names), flagged at `threshold`."""
+    cd = require()
+    boilerplate = set(fingerprint(cd, starter).hashes) if starter else set()
+    prints = {(s.kind, s.name): fingerprint(cd, s.text, boilerplate) for s in students + others}
+    pairs = []
+    for i, a in enumerate(students):
+        for b in students[i + 1:] + others:
+            fa, fb = prints[(a.kind, a.name)], prints[(b.kind, b.name)]
+            if not fa.hashes & fb.hashes:
+                pairs.append(Pair(a.name, a.kind, b.name, b.kind, 0.0, 0.0, 0.0, 0))
+                continue
+            matched, (sa, sb), (slices_a, slices_b) = cd.compare_files(fa, fb)
+            score = max(float(sa), float(sb))
+            pairs.append(Pair(a.name, a.kind, b.name, b.kind, round(score, 4), round(float(sa), 4),
+                              round(float(sb), 4), int(matched), _ranges(slices_a), _ranges(slices_b)))
+    pairs.sort(key=lambda p: (-p.score, p.a, p.b))
+    for rank, p in enumerate(pairs, 1):
+        if p.score >= threshold:
+            p.flagged, p.page = True, f"pair-{rank}.html" if rank <= MAX_PAGES else ""
+    sources = {(s.kind, s.name): s for s in students + others}
+    result = LabResult(lab, sources, pairs, threshold, getattr(cd, "__version__", "?"), boilerplate=bool(starter))
+    if len(result.flagged) > MAX_PAGES:
+        result.notes.append(f"{len(result.flagged)} pairs flagged: pages written for the {MAX_PAGES} highest "
+                            "(pairs.csv lists them all)")
+    return result
+
+
+# ------------------------------------------------------------------------------- the files written
+
+def lab_folder(out: Path, lab: str) -> Path:
+    """OUT/similarity/<lab> (lab: a lab of the kit, never a student's string)."""
+    return Path(out) / FOLDER / lab
+
+
+def _settings(result: LabResult) -> str:
+    return (f"{TOOL} {result.version}, fingerprints of {NOISE} characters of normalised code (comments, white "
+            f"space and names normalised), " + ("the starter file as boilerplate" if result.boilerplate else
+                                                "no boilerplate (no starter file)")
+            + f"; flagged at {result.threshold:.2f}")
+
+
+def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
+    """Write the lab's files (module docstring) by rename; pages of earlier runs that no pair of
+    this one has are removed.  Returns the paths written."""
+    from . import simpages
+    folder = lab_folder(out, result.lab)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind",
+                     "flagged", "page"])
+    for rank, p in enumerate(result.pairs, 1):
+        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched, p.a, p.a_kind,
+                         p.b, p.b_kind, "yes" if p.flagged else "no", p.page])
+    written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue())]
+    written.append(outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n"))
+    highest: dict[str, dict] = {}
+    for p in result.pairs:                     # highest first: a student's first pair is their highest
+        for me, kind, other, other_kind in ((p.a, p.a_kind, p.b, p.b_kind), (p.b, p.b_kind, p.a, p.a_kind)):
+            if kind == "student" and me not in highest:
+                highest[me] = {"score": p.score, "other": other, "other_kind": other_kind, "page": p.page}
+    data = {"lab": result.lab, "generated_at": generated_at, "tool": TOOL, "version": result.version,
+            "noise": NOISE, "threshold": result.threshold, "settings": _settings(result), "notes": result.notes,
+            "pairs": len(result.pairs),
+            "flagged": [{k: v for k, v in asdict(p).items() if k not in ("a_ranges", "b_ranges")}
+                        for p in result.flagged],
+            "highest": highest}
+    written.append(outdir.write_json(folder / "similarity.json", data))
+    keep = set()
+    for rank, p in enumerate(result.pairs, 1):
+        if p.page:
+            keep.add(p.page)
+            written.append(outdir.write_atomic(folder / p.page, simpages.pair_page(result, p, rank, _settings(result))))
+    for stale in folder.glob("pair-*.html"):
+        if stale.name not in keep:
+            stale.unlink()
+    return written
+
+
+def summary_lines(result: LabResult) -> list[str]:
+    """pairs.txt, and what the console prints: the settings, the flagged pairs, the next ones."""
+    kinds = {k: sum(1 for (kind, _) in result.sources if kind == k) for k in KINDS}
+    lines = [f"similarity of {result.lab}: {kinds['student']} student file(s), compared with each other and with "
+             f"{kinds['against'] + kinds['kit']} other file(s) ({kinds['against']} from --against, {kinds['kit']} of "
+             f"the kit); {len(result.pairs)} pair(s)", f"  {_settings(result)}",
+             "  a pointer to look at, never a grade: a score is the larger of the two files' shared parts"]
+    lines += [f"  note: {shown(n)}" for n in result.notes]
+    flagged = result.flagged
+    lines.append(f"{len(flagged)} pair(s) flagged" + (":" if flagged else ""))
+    shown_below = [p for p in result.pairs if not p.flagged][:REPORTED_BELOW]
+    for title, group in ((None, flagged), (f"the {len(shown_below)} highest below {result.threshold:.2f}:",
+                                           shown_below)):
+        if title and group:
+            lines.append(title)
+        for p in group:
+            lines.append(f"  {p.score:.3f} ({p.a_share:.3f} / {p.b_share:.3f})  {shown(p.a)}  <->  {shown(p.b)}"
+                         + (f" ({p.b_kind})" if p.b_kind != "student" else "") + (f"  {p.page}" if p.page else ""))
+    return lines
+
+
+def run(subs: str | Path, out: str | Path, labs: list[str] | None = None, against: Path | None = None,
+        threshold: float = FLAG, say: Callable[[str], None] = print, kit: Path | None = None) -> list[LabResult]:
+    """Compare the class's kernel.cu files of each lab (all of the kit's by default) and write
+    OUT/similarity/<lab>/ (module docstring).  ClassError before anything is written: copydetect
+    missing, an unknown lab, no class folder, --against not a folder, --out a file or another
+    class's folder, or a threshold outside (0, 1].  Grades are never read or changed."""
+    check(against)
+    if not 0.0 < threshold <= 1.0:
+        raise ClassError(f"--threshold {threshold:g}: give a score in (0, 1], e.g. {FLAG}")
+    subs, out = Path(subs).resolve(), Path(out).resolve()
+    kit = Path(kit or plan.kit_root()).resolve()
+    specs = plan.select_labs(labs, kit)
+    submissions.read_roster(subs)
+    outdir.check_out(out, subs)
+    outdir.claim(out, subs)
+    when = outdir.now()
+    results = []
+    for spec in specs:
+        notes: list[str] = []
+        students = student_sources(subs, spec.lab, notes)
+        if not students:
+            continue
+        others = other_sources(spec.lab, Path(against).resolve() if against else None, kit, notes)
+        starter, _ = read_text(kit / "starter" / spec.lab / submissions.SOURCE)
+        if starter is None:
+            notes.append(f"no starter file for {spec.lab}: nothing removed as boilerplate")
+        result = compare_lab(spec.lab, students, others, starter, threshold)
+        result.notes += notes
+        write(out, result, when)
+        results.append(result)
+        for line in summary_lines(result)[:1] + [f"  {len(result.flagged)} flagged; "
+                                                 f"{lab_folder(out, spec.lab) / 'pairs.txt'}"]:
+            say(line)
+    return results
+
+
+def check(against: Path | None) -> None:
+    """ClassError when a class grading asked for similarity cannot have it: copydetect missing,
+    --against not a folder (before anything is graded)."""
+    require()
+    if against is not None and not Path(against).is_dir():
+        raise ClassError(f"--against {against}: no such folder (earlier submissions and known solutions: "
+                         f"AGAINST/.../<lab>/*.cu)")
+
+
+def class_step(subs: Path, out: Path, labs: list[str], against: Path | None, say: Callable[[str], None],
+               kit: Path | None = None) -> list[str]:
+    """`grade.py class --similarity`: run() on the graded labs; returns notes for the class
+    summary.  A failure here is a note: the gradings are never lost over it."""
+    try:
+        results = run(subs, out, labs, against, say=say, kit=kit)
+    except Exception as err:             # the grades stand whatever happens here
+        return [f"similarity: not written ({type(err).__name__}: {err})"]
+    return [f"similarity of {r.lab}: {len(r.flagged)} pair(s) flagged: {lab_folder(out, r.lab) / 'pairs.txt'}"
+            for r in results]
+
+
+# ------------------------------------------------------------------------------- for class.html
+
+def read(out: Path, lab: str) -> dict | None:
+    """OUT/similarity/<lab>/similarity.json, or None."""
+    return outdir.read_json(lab_folder(out, lab) / "similarity.json")
+
+
+def column(out: Path, lab_order: list[str]) -> dict[str, list[dict]]:
+    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab that
+    has similarity results in OUT, in lab order, every flagged pair of the student, or, when none
+    is, the student's highest pair."""
+    found: dict[str, list[dict]] = {}
+    for lab in lab_order:
+        data = read(out, lab) or {}
+        flagged: dict[str, list[dict]] = {}
+        for p in data.get("flagged") or []:
+            for me, kind, other, other_kind in ((p.get("a"), p.get("a_kind"), p.get("b"), p.get("b_kind")),
+                                                (p.get("b"), p.get("b_kind"), p.get("a"), p.get("a_kind"))):
+                if kind == "student":
+                    flagged.setdefault(str(me), []).append({"lab": lab, "score": p.get("score"), "other": other,
+                                                            "other_kind": other_kind, "page": p.get("page"),
+                                                            "flagged": True})
+        for student, best in (data.get("highest") or {}).items():
+            if isinstance(best, dict) and isinstance(best.get("score"), (int, float)):
+                found.setdefault(student, []).extend(flagged.get(student)
+                                                     or [dict(best, lab=lab, flagged=False)])
+    return found

@@ -1,0 +1,147 @@
+"""The course sites' gradebooks (classes/gradebook.py): a class imported from each site's export
+(grade.py import), graded, and the files that carry its grades back, read as each site reads them.
+
+  Canvas      app/models/gradebook_importer.rb (canvas-lms): a header "Student", "ID", "SIS User ID",
+              "SIS Login ID", "Section", then the assignments; a "Points Possible" row; rows matched by
+              the ID column (the user id of the export's file names); a blank cell changes nothing
+  Moodle      mod/assign/feedback/offline/importgradeslib.php: the columns "Identifier" ("Participant
+              <id>": the export's participant id), "Grade", "Last modified (grade)"; a blank grade is
+              skipped
+  Gradescope  https://gradescope-autograders.readthedocs.io/en/latest/specs/: one results.json per
+              lab (one assignment per lab), tests with name, score, max_score, output, visibility
+
+A bonus lab (lab.json "bonus": true) is extra credit: 0 points possible in Canvas, never a 0 for a
+student who did not submit it; what is no grade (not_measured) is never a 0 anywhere.
+"""
+
+import csv
+import datetime
+import json
+import shutil
+
+from conftest import FAKE_LAB, GOOD_KERNEL
+from stencil_grader.classes import backend, gpupool, importers, outdir
+from test_import import make_zip
+
+BONUS = "08-fake-bonus"
+NOT_A_GRADE = GOOD_KERNEL + "// NO_GPU\n"
+
+
+def bonus_lab(fake_kit):
+    """A second fake lab, lab.json saying "bonus": true."""
+    target = fake_kit.root / "labs" / BONUS
+    shutil.copytree(fake_kit.lab_dir, target)
+    data = json.loads((target / "lab.json").read_text())
+    data.update(lab=BONUS, number=8, title="Fake bonus lab", bonus=True)
+    (target / "lab.json").write_text(json.dumps(data, indent=2))
+
+
+def imported(fake_kit, tmp_path, site, exports):
+    """The class folder made by `grade.py import` of each (lab, zip members) export."""
+    into = tmp_path / "class"
+    for i, (lab, members) in enumerate(exports):
+        export = make_zip(tmp_path / f"{site}-{i}.zip", {k: v.encode() if isinstance(v, str) else v
+                                                          for k, v in members.items()})
+        result = importers.import_export(site, export, lab, into, kit_root=fake_kit.root, say=lambda line: None)
+        assert result.exit_status == 0
+    return into
+
+
+def grade(fake_kit, subs, out, **kw):
+    return backend.grade_class(subs, out, kit_root=fake_kit.root, progress=lambda line: None,
+                               gpu_set=gpupool.GpuSet([]), **kw)
+
+
+def read(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def test_canvas_gradebook_import_csv(fake_kit, tmp_path):
+    bonus_lab(fake_kit)
+    subs = imported(fake_kit, tmp_path, "canvas", [
+        (FAKE_LAB, {"garcíajosé_1001_5001_kernel.cu": GOOD_KERNEL,
+                    "smithjohn_1003_5003_kernel.cu": GOOD_KERNEL + "// WRONG\n",
+                    "nogpu_1005_5005_kernel.cu": NOT_A_GRADE,
+                    "anon_x1y2z_5015_kernel.cu": GOOD_KERNEL}),
+        (BONUS, {"garcíajosé_1001_6001_kernel.cu": GOOD_KERNEL})])
+    out = tmp_path / "out"
+    result = grade(fake_kit, subs, out)
+    rows = read(out / "gradebook" / "canvas.csv")
+    # Canvas's importer: row 0 the header (Student, ID, SIS User ID, SIS Login ID, Section), then
+    # "Points Possible"; the bonus lab is worth 0 points: what Canvas adds on top of the total
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", FAKE_LAB, BONUS]
+    assert "Student" in rows[0][0] and "ID" in rows[0][1] and "Section" in rows[0][4]
+    assert rows[1] == ["Points Possible", "", "", "", "", "100", "0"]
+    by_id = {r[1]: r for r in rows[2:]}
+    assert set(by_id) == {"1001", "1003", "1005"}                  # the anonymous one cannot be matched
+    assert by_id["1001"][5:] == ["100.00", "100.00"] and by_id["1001"][0] == "garcíajosé"
+    assert by_id["1003"][5:] == ["40.00", ""]                     # bonus never submitted: blank, never 0
+    assert by_id["1005"][5:] == ["", ""]                          # not measured: blank (no change), never 0
+    notes = "\n".join(result.summary)
+    assert "canvas.csv leaves out 1 anonymous submission(s) (anonymous (anon_x1y2z))" in notes
+    assert f"course-site gradebooks: {out / 'gradebook'}/ (canvas.csv)" in notes
+    # --missing-as-zero: a required lab never submitted is 0; a bonus lab still is not
+    (subs / "smithjohn (1003)" / FAKE_LAB / "kernel.cu").unlink()
+    grade(fake_kit, subs, out, missing_as_zero=True, regrade=True)
+    by_id = {r[1]: r for r in read(out / "gradebook" / "canvas.csv")[2:]}
+    assert by_id["1003"][5:] == ["0", ""] and by_id["1005"][5:] == ["", ""]
+    # the Gradescope files: one per lab and student with a grade (the bonus lab says it is one)
+    garcia = json.loads(outdir.gradescope_path(out, BONUS, "garcíajosé (1001)").read_text())
+    assert garcia["extra_data"]["bonus"] is True and garcia["score"] == 100
+    assert not outdir.gradescope_path(out, FAKE_LAB, "nogpu (1005)").exists()
+    assert not outdir.gradescope_path(out, BONUS, "smithjohn (1003)").exists()
+
+
+def test_moodle_grading_worksheets(fake_kit, tmp_path):
+    subs = imported(fake_kit, tmp_path, "moodle", [(FAKE_LAB, {
+        "=HYPERLINK(x) Evil_4701_assignsubmission_file/kernel.cu": GOOD_KERNEL,
+        "Ann Lee_4702_assignsubmission_file/kernel.cu": GOOD_KERNEL + "// WRONG\n",
+        "Bo Nogpu_4703_assignsubmission_file/kernel.cu": NOT_A_GRADE})])
+    out = tmp_path / "out"
+    grade(fake_kit, subs, out)
+    rows = read(out / "gradebook" / f"moodle-{FAKE_LAB}.csv")
+    head = rows[0]
+    # what Moodle's importer looks for, by heading; the participant id after "Participant "
+    assert {"Identifier", "Grade", "Last modified (grade)"} <= set(head)
+    by_id = {r[head.index("Identifier")]: dict(zip(head, r)) for r in rows[1:]}
+    assert set(by_id) == {"Participant 4701", "Participant 4702", "Participant 4703"}
+    assert by_id["Participant 4702"]["Grade"] == "40.00" and by_id["Participant 4702"]["Maximum Grade"] == "100"
+    assert by_id["Participant 4703"]["Grade"] == ""                 # not measured: skipped by Moodle, never 0
+    assert by_id["Participant 4701"]["Full name"].startswith("'=")  # no formula for a spreadsheet
+    graded_at = by_id["Participant 4702"]["Last modified (grade)"]
+    assert datetime.datetime.fromisoformat(graded_at).tzinfo is not None   # a time strtotime() reads
+
+
+def test_gradescope_files_and_index(fake_kit, tmp_path):
+    metadata = ("submission_1:\n  :submitters:\n  - :name: Ann Lee\n    :sid: '111'\n    :email: ann@example.edu\n"
+                "submission_2:\n  :submitters:\n  - :name: Bo Ng\n    :email: bo@example.edu\n")
+    root = "assignment_1_export/"
+    subs = imported(fake_kit, tmp_path, "gradescope", [(FAKE_LAB, {
+        f"{root}submission_metadata.yml": metadata, f"{root}submission_1/kernel.cu": GOOD_KERNEL + "// WRONG\n",
+        f"{root}submission_2/kernel.cu": NOT_A_GRADE})])
+    out = tmp_path / "out"
+    grade(fake_kit, subs, out)
+    rows = read(out / "gradebook" / f"gradescope-{FAKE_LAB}.csv")
+    assert rows[0] == ["folder", "site_id", "email", "name", "score", "results"]
+    ann = next(r for r in rows if r[1] == "111")
+    assert ann[2:5] == ["ann@example.edu", "Ann Lee", "40.00"]
+    results = json.loads((out / ann[5]).read_text())
+    assert ann[5] == f"gradescope/{FAKE_LAB}/Ann Lee (111)/results.json" and results["score"] == 40
+    assert str(tmp_path) not in json.dumps(results)                # no instructor path reaches the student
+    assert all(t["visibility"] == "visible" for t in results["tests"])
+    bo = next(r for r in rows if r[2] == "bo@example.edu")
+    assert bo[4:] == ["", ""]                                      # not measured: no score, no file
+    # the student's pages name no path of the instructor's either
+    page = (outdir.student_dir(out, "Ann Lee (111)") / f"{FAKE_LAB}.html").read_text()
+    assert str(tmp_path) not in page and "cd labs/01-fake-5pt &amp;&amp; make check SEED=777" in page
+
+
+def test_no_roster_no_site_files(fake_kit, tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "ann" / FAKE_LAB).mkdir(parents=True)
+    (subs / "ann" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL)
+    out = tmp_path / "out"
+    result = grade(fake_kit, subs, out)
+    assert not (out / "gradebook").exists() and outdir.gradescope_path(out, FAKE_LAB, "ann").is_file()
+    assert any("no roster.csv in" in line and "grade.py import writes it" in line for line in result.summary)

@@ -1,0 +1,105 @@
+"""What a batch task asks for (classes/resources.py), from a class recording (a "class" record of
+handouts/data, written by tests/submissions/bench_class.py --record from the reports' own figures)."""
+
+import json
+import sys
+
+import pytest
+
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT
+from stencil_grader.classes import backend, gpupool, outdir, plan, resources
+from stencil_grader.instructor import records, recordings
+
+sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
+import bench_class  # noqa: E402
+
+
+def report(lab, build_s, cases_s, cpu, rss, grader=60.0, verdict="pass"):
+    return {"lab": lab, "verdict": verdict, "seconds": {"build": build_s, "static": 0.5, "cases": cases_s, "bench": 1.0},
+            "resources": {"build": {"cpu_s": cpu, "peak_rss_mib": rss}, "static": {"cpu_s": 0.1, "peak_rss_mib": 20},
+                          "cases": {"cpu_s": cpu, "peak_rss_mib": rss}, "bench": {"cpu_s": 0.5, "peak_rss_mib": 2 * rss},
+                          "grader": {"peak_rss_mib": grader}}}
+
+
+def test_summarize_takes_medians_and_peaks_and_leaves_out_what_was_not_measured():
+    reports = [report("05-z", 10, 2, 8, 500), report("05-z", 20, 4, 10, 700, grader=90),
+               report("05-z", 30, 3, 12, 600), report("01-a", 5, 1, 4, 100, verdict="not_measured")]
+    rows, grader = resources.summarize(reports, outdir.is_grade)
+    by_id = {r["id"]: r for r in rows}
+    assert grader == 90
+    assert by_id["05/build"] == {"id": "05/build", "lab": "05-z", "stage": "build", "n": 3, "wall_s_median": 20.5,
+                                 "wall_s_max": 30.5, "cpu_s_median": 10.1, "peak_rss_mib_max": 700}
+    assert by_id["05/gpu"]["wall_s_median"] == 4.0 and by_id["05/gpu"]["peak_rss_mib_max"] == 1400
+    assert by_id["01/gpu"]["n"] == 0 and by_id["01/gpu"]["wall_s_median"] is None   # not measured: null
+    assert by_id["01/build"]["n"] == 1
+
+
+def write(path, rows, device="NVIDIA H100 80GB HBM3", grader=80.0):
+    path.write_text(json.dumps({"record": "class", "format": 1, "provisional": False, "source": "test",
+                                "date": "2026-01-01", "device": {"name": device}, "grader_peak_rss_mib": grader,
+                                "rows": rows}))
+    return path
+
+
+def row(lab, stage, wall, cpu, rss, n=5):
+    return {"id": f"{lab[:2]}/{stage}", "lab": lab, "stage": stage, "n": n, "wall_s_median": wall,
+            "wall_s_max": 2 * wall, "cpu_s_median": cpu, "peak_rss_mib_max": rss}
+
+
+def test_requests_from_recordings(tmp_path, fake_kit):
+    spec = plan.select_labs([FAKE_LAB], fake_kit.root)[0]
+    h100 = write(tmp_path / "h100.json", [row(FAKE_LAB, "build", 20, 18, 900), row(FAKE_LAB, "gpu", 2, 6, 2000)])
+    h200 = write(tmp_path / "h200.json", [row(FAKE_LAB, "gpu", 3, 3, 1500)], device="NVIDIA H200", grader=100)
+    rec = resources.load([h100, h200])
+    # the largest of each figure over the recordings: the cluster may hold either GPU
+    assert rec.figures(FAKE_LAB, "gpu") == {"n": 5, "wall_s_median": 3, "wall_s_max": 6, "cpu_s_median": 6,
+                                             "peak_rss_mib_max": 2000}
+    gpu = resources.task_request("gpu", [[spec] * 300, [spec] * 10], rec)
+    assert gpu.seconds == 300 * 3 * 3 + 120                        # the longest shard: median x 3 + slack
+    assert gpu.mem_mib == 3328                                     # (2000 + 2 x 100) x 1.5, to 256 MiB
+    assert gpu.cpus == 2                                           # 6 CPU-s over 3 s wall
+    assert gpu.basis.startswith(f"measured: {h100} (NVIDIA H100 80GB HBM3, 2026-01-01); {h200}")
+    build = resources.task_request("build", [[spec]], rec)
+    assert build.seconds == resources.TIME_FLOOR_S and build.mem_mib == 1792 and build.cpus == 1   # (900+200) x 1.5
+    assert resources.task_request("gpu", [[spec] * 4], rec, time_per_lab=50).seconds == resources.TIME_FLOOR_S
+    assert resources.default_per_task(rec, [spec]) == resources.MAX_PER_TASK       # 600 s / 3 s, at most 64
+    # nothing recorded: the stated defaults, said to be not measured, and the labs' own limits
+    none = resources.task_request("gpu", [[spec] * 2], None)
+    assert (none.mem_mib, none.cpus) == (16384, 4) and none.basis.startswith("not measured")
+    assert resources.default_per_task(None, [spec]) == resources.NOT_MEASURED_PER_TASK
+    other = plan.select_labs(None, KIT_ROOT)[0]                    # a lab the recording lacks
+    mixed = resources.task_request("gpu", [[spec, other]], rec)
+    assert "not measured for " + other.lab in mixed.basis and mixed.mem_mib >= 16384
+    (tmp_path / "bad.json").write_text('{"record": "check", "rows": []}')
+    with pytest.raises(ValueError, match="is not a class-grading recording"):
+        resources.load([tmp_path / "bad.json"])
+    assert resources.load([]) is None
+
+
+def test_bench_class_records_what_the_class_used(fake_kit, tmp_path, monkeypatch):
+    """bench_class.py --record: a record of handouts/data's format, read back by resources.load."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for name, text in (("ann", GOOD_KERNEL), ("ben", GOOD_KERNEL + "// WRONG\n"), ("cy", GOOD_KERNEL + "// NO_GPU\n")):
+        (subs / name / FAKE_LAB).mkdir(parents=True)
+        (subs / name / FAKE_LAB / "kernel.cu").write_text(text)
+    backend.grade_class(subs, out, kit_root=fake_kit.root, progress=lambda line: None, gpu_set=gpupool.GpuSet([]))
+    monkeypatch.setattr(bench_class.gpulist, "list_gpus", lambda: ([], "nvidia-smi not found (test)"))
+    path = tmp_path / "data" / "fake" / "class.json"
+    rec = bench_class.record_resources(out, path, records.now(), "bench_class.py --record", {"students": 3})
+    assert recordings.validate_record(json.loads(path.read_text()), path) == []
+    assert rec["device"]["name"] == "Fake GPU 80GB"                # the GPU the reports' stages ran on
+    by_id = {r["id"]: r for r in rec["rows"]}
+    assert by_id["01/build"]["n"] == 3 and by_id["01/gpu"]["n"] == 2   # cy's GPU stages measured nothing
+    assert by_id["01/gpu"]["peak_rss_mib_max"] > 1 and rec["grader_peak_rss_mib"] > 10
+    loaded = resources.load([path])
+    assert loaded.figures(FAKE_LAB, "build")["n"] == 3
+    assert recordings.load_recordings(tmp_path / "data").records[("fake", "class")]
+
+
+def test_one_command_records_a_gpu_machine(tmp_path):
+    """`make bench-class SLUG=h100` is the one command that writes handouts/data/h100/class.json."""
+    import subprocess
+    done = subprocess.run(["make", "-n", "-C", str(KIT_ROOT), "bench-class", "SLUG=h100"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "bench_class.py --students 8" in done.stdout
+    assert "--record handouts/data/h100/class.json" in done.stdout
