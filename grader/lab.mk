@@ -104,7 +104,8 @@ endif
 # copies that kernel.cu into BUILD_DIR/src/<lab>/ first): no student's folder name reaches make.
 IMPL ?= starter
 # The student kit (`make dist`) has no reference/: there IMPL=reference is refused by
-# require-src, and its tuning (KERNEL_DEFINES, below) is not looked up.
+# require-src, and its tuning (KERNEL_DEFINES, below) is not looked up: `grade.py tune` is an
+# instructor command (grader/stencil_grader/instructor/tuning.py), which that kit leaves out.
 HAVE_REFERENCE := $(if $(wildcard $(KIT)/reference/.),1)
 NO_REFERENCE_MSG := this student kit has no reference solutions: make check grades your own kernel.cu (IMPL=starter, the default, or IMPL=DIR)
 ifeq ($(IMPL),starter)
@@ -193,7 +194,7 @@ sanitize: build
 	  exit $$status
 
 # Nsight Compute (ncu) on the bench grid, the student's kernels only: figures and a ranked
-# diagnosis from grader/profile_rules.json (grader/stencil_grader/tools/profile/).  Never a grade.
+# diagnosis from grader/profile_rules.json (grader/stencil_grader/student/profile/).  Never a grade.
 .PHONY: profile
 profile: require-src
 	@$(GRADE) profile $(LAB_DIR) --impl $(IMPL) --build-dir $(BUILD_DIR) $(if $(SEED),--seed $(SEED))
@@ -205,7 +206,7 @@ print-build-dir:
 	@echo $(BUILD_DIR)
 
 # Lab 7: the student's jacobi_sweep and residual_norm2 on the model Poisson problem, through
-# `bench --solve N`; grader/stencil_grader/tools/solve.py prints the convergence and, with
+# `bench --solve N`; grader/stencil_grader/student/solve.py prints the convergence and, with
 # matplotlib, draws BUILD_DIR/solve.png.
 .PHONY: solve require-solver
 solve: require-solver build

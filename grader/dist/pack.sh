@@ -3,7 +3,9 @@
 #
 # What ships: the files git tracks (so no build output or local file slips in), as they are
 # in the working tree, without reference/ (the solutions), tests/ (the kit's own tests and
-# the known submissions), .ci/ and grader/dist/ itself.  Then, in the kit:
+# the known submissions), .ci/, grader/dist/ itself, and the grader's instructor packages
+# (grader/stencil_grader/classes/: class grading; instructor/: the tour, calibration, tuning,
+# the handouts' figures), whose commands grade.py then does not offer.  Then, in the kit:
 #   - README.md is grader/dist/README.md and Makefile is grader/dist/Makefile (the student
 #     kit's own: its `make help` lists only what works without the solutions and the tests);
 #   - the Markdown files' parts marked instructor-only are left out (the marks are explained
@@ -31,6 +33,7 @@ mkdir "$kit"
 
 # Tracked files that still exist (one deleted in the working tree is not shipped).
 git ls-files -z | grep -z -v -e '^reference/' -e '^tests/' -e '^\.ci/' -e '^grader/dist/' \
+    -e '^grader/stencil_grader/classes/' -e '^grader/stencil_grader/instructor/' \
   | while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done > "$stage/files"
 [ -s "$stage/files" ] || fail "git lists no file to ship"
 tar -cf - --null -T "$stage/files" | tar -xf - -C "$kit"
@@ -44,5 +47,5 @@ here=$(pwd)
 
 tar czf "$stage/kit.tar.gz" -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner stencil-lab-kit
 mv "$stage/kit.tar.gz" "$out"
-echo "wrote $out: $(tr -cd '\0' < "$stage/files" | wc -c) files (no reference solutions, no kit tests;" \
-  "README.md and Makefile are the student kit's, from grader/dist/)"
+echo "wrote $out: $(tr -cd '\0' < "$stage/files" | wc -c) files (no reference solutions, no kit tests, no" \
+  "instructor tools; README.md and Makefile are the student kit's, from grader/dist/)"

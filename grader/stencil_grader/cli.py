@@ -1,8 +1,10 @@
 """The command line: python3 grader/grade.py COMMAND ...  (`grade.py --help` lists the commands)
 
-Each subpackage declares its own commands (grading/commands.py, classes/commands.py,
-tools/commands.py: a register(subparsers) function each); this module puts them together
-and runs the one asked for.
+Each subpackage declares its own commands (grading/commands.py, student/commands.py,
+classes/commands.py, instructor/commands.py: a register(subparsers) function each); this module
+finds the subpackages that have one and puts their commands together.  The student kit (`make
+dist`: grader/dist/pack.sh says what it leaves out) ships neither classes/ nor instructor/: there
+grade.py offers the commands of grading/ and student/ alone.
 
 Exit status: 0 when every graded lab got full points (class: when every grading
 produced a report and was measured), 1 otherwise, 2 for a usage or lab.json error.
@@ -11,24 +13,36 @@ produced a report and was measured), 1 otherwise, 2 for a usage or lab.json erro
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import pkgutil
 import sys
+from pathlib import Path
 
 from .base import labspec
 from .base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError
-from .classes import commands as class_commands
-from .grading import commands as grading_commands
-from .tools import commands as tool_commands
 
 __all__ = ["EXIT_FULL", "EXIT_NOT_FULL", "EXIT_USAGE", "build_parser", "main"]
 
+#: The subpackages whose commands come first in grade.py --help; the others' follow by name.
+FIRST = ("grading", "student")
+
+
+def subpackage_commands() -> list:
+    """The commands module of every subpackage of this kit that has one, FIRST first."""
+    found = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.ispkg]
+    ordered = [n for n in FIRST if n in found] + sorted(set(found) - set(FIRST))
+    return [importlib.import_module(f"{__package__}.{n}.commands") for n in ordered
+            if importlib.util.find_spec(f"{__package__}.{n}.commands") is not None]
+
 
 def build_parser() -> argparse.ArgumentParser:
-    """grade.py's parser, with every subpackage's commands."""
+    """grade.py's parser, with the commands of every subpackage this kit has."""
     parser = argparse.ArgumentParser(
         prog="grade.py", description="Grader of the CUDA stencil lab kit.",
         epilog="Exit status: 0 full points, 1 points missing, 2 usage or lab.json error.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in (grading_commands, class_commands, tool_commands):
+    for commands in subpackage_commands():
         commands.register(sub)
     return parser
 

@@ -1,5 +1,5 @@
 """build.py: make's outcome (ok / compile_error / timeout), the ptxas -v report and its kernels' labels,
-and what a student reads after a failed build (issue 20, items 6 to 8, 10 and 11)."""
+and what a student reads after a failed build (buildmessage.py; issue 20, items 6 to 8, 10 and 11)."""
 
 import re
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GOOD_KERNEL, KIT_ROOT
-from stencil_grader.grading import build, gradescope as gradescope_file, names, pipeline, report
+from stencil_grader.grading import build, buildmessage, gradescope as gradescope_file, names, pipeline, report
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
@@ -101,7 +101,7 @@ def test_compile_error_keeps_the_last_lines(tmp_path):
     result = build.build(lab, "starter", tmp_path / "b")
     assert result.outcome == "compile_error" and not result.ok
     message = result.message.splitlines()
-    assert len(message) <= build.MESSAGE_LINES
+    assert len(message) <= buildmessage.MESSAGE_LINES
     assert 'kernel.cu(7): error: expected a ";"' in result.message
     assert "line39" in message and "line0" not in message
 
@@ -205,7 +205,7 @@ def student_dirs(tmp_path, source_text=""):
     for d in (kit, build_dir, folder):
         d.mkdir(parents=True)
     (folder / "kernel.cu").write_text(source_text)
-    where = build.Paths(folder / "kernel.cu", build_dir, kit)
+    where = buildmessage.Paths(folder / "kernel.cu", build_dir, kit)
     return where, lambda log: log.replace("{K}", str(kit)).replace("{B}", str(build_dir)).replace("{S}", str(folder))
 
 
@@ -219,7 +219,7 @@ def assert_for_the_student(message, tmp_path):
 
 def test_missing_launcher_says_what_to_define(tmp_path):
     where, fill = student_dirs(tmp_path, "")
-    message = build.failure_message(fill(LINK_LOG), where, ("stencil2d_sweep",),
+    message = buildmessage.failure_message(fill(LINK_LOG), where, ("stencil2d_sweep",),
                                     KIT_HEADER)
     lines = message.splitlines()
     assert lines[0] == ('kernel.cu must define extern "C" void stencil2d_sweep(const float *d_in, float *d_out, '
@@ -233,7 +233,7 @@ def test_two_missing_launchers_each_get_their_declaration(tmp_path):
     where, fill = student_dirs(tmp_path, "// nothing yet\n")
     log = fill(LINK_LOG).replace("`stencil2d_sweep'", "`residual_norm2'") + \
         "/usr/bin/ld: x.o: in function `f':\nx.c:3: undefined reference to `jacobi_sweep'\n"
-    message = build.failure_message(log, where, ("residual_norm2", "jacobi_sweep"), KIT_HEADER)
+    message = buildmessage.failure_message(log, where, ("residual_norm2", "jacobi_sweep"), KIT_HEADER)
     musts = [line for line in message.splitlines() if " must define " in line]
     assert musts == ['kernel.cu must define extern "C" void residual_norm2(const float *d_u, const float *d_f, '
                      'int nx, int ny, float h, double *d_result, cudaStream_t stream)',
@@ -252,7 +252,7 @@ def test_launcher_with_other_parameters_is_named(tmp_path):
     done = subprocess.run(["c++", "-c", str(tmp_path / "k.cpp"), "-o", str(where.build_dir / "kernel.o")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    message = build.failure_message(fill(LINK_LOG), where, ("stencil2d_sweep",), KIT_HEADER)
+    message = buildmessage.failure_message(fill(LINK_LOG), where, ("stencil2d_sweep",), KIT_HEADER)
     assert "kernel.cu defines stencil2d_sweep(float const*, float*, int, int) with C++ linkage" in message
     assert_for_the_student(message, tmp_path)
 
@@ -264,7 +264,7 @@ def test_other_link_errors_point_at_the_students_file(tmp_path):
              "{K}/grader/harness/kinds/stencil2d_sweep.c:9: undefined reference to `stencil2d_sweep'\n"),
         f"/usr/bin/ld: {where.build_dir}/kernel.o: in function `stencil2d_sweep':\n"
         "tmpxft_000072d0_00000000-6_kernel.cudafe1.cpp:(.text+0x13): undefined reference to `helper(int)'\n")
-    message = build.failure_message(log, where, ("stencil2d_sweep",), KIT_HEADER)
+    message = buildmessage.failure_message(log, where, ("stencil2d_sweep",), KIT_HEADER)
     assert message.splitlines() == ["/usr/bin/ld: kernel.o: in function `stencil2d_sweep':",
                                     "kernel.cu: undefined reference to `helper(int)'"]
 
@@ -272,7 +272,7 @@ def test_other_link_errors_point_at_the_students_file(tmp_path):
 def test_compile_errors_are_nvccs_own_about_the_students_file(tmp_path):
     where, fill = student_dirs(tmp_path, "...")
     (where.build_dir / "nvcc.log").write_text(fill(NVCC_ERRORS))
-    message = build.failure_message(fill(COMPILE_LOG), where, ("stencil2d_sweep",), KIT_HEADER,
+    message = buildmessage.failure_message(fill(COMPILE_LOG), where, ("stencil2d_sweep",), KIT_HEADER,
                                     fresh_since=time.time() - 1)
     lines = message.splitlines()
     assert lines[0] == 'kernel.cu(2): error: identifier "oops" is undefined'
@@ -283,7 +283,7 @@ def test_compile_errors_are_nvccs_own_about_the_students_file(tmp_path):
 def test_a_stale_nvcc_log_is_not_taken_for_this_builds(tmp_path):
     where, fill = student_dirs(tmp_path, "...")
     (where.build_dir / "nvcc.log").write_text("kernel.cu(9): error: from an earlier build\n")
-    message = build.failure_message(fill(COMPILE_LOG), where, (), KIT_HEADER, fresh_since=time.time() + 60)
+    message = buildmessage.failure_message(fill(COMPILE_LOG), where, (), KIT_HEADER, fresh_since=time.time() + 60)
     assert "earlier build" not in message
     assert message.splitlines()[0] == 'kernel.cu(2): error: identifier "oops" is undefined'   # from make's output
     assert_for_the_student(message, tmp_path)
@@ -293,18 +293,18 @@ def test_many_errors_keep_the_first_and_say_how_many_more(tmp_path):
     where, fill = student_dirs(tmp_path, "...")
     errors = "".join(f"{{S}}/kernel.cu({i}): error: number {i}\n" for i in range(1, 101))
     (where.build_dir / "nvcc.log").write_text(fill(errors))
-    message = build.failure_message(fill(COMPILE_LOG), where, (), KIT_HEADER, fresh_since=time.time() - 1)
+    message = buildmessage.failure_message(fill(COMPILE_LOG), where, (), KIT_HEADER, fresh_since=time.time() - 1)
     lines = message.splitlines()
-    assert len(lines) == build.MESSAGE_LINES
+    assert len(lines) == buildmessage.MESSAGE_LINES
     assert lines[0] == "kernel.cu(1): error: number 1" and lines[-1].startswith("... 71 more line(s)")
 
 
 def test_control_bytes_are_escaped_and_long_lines_cut(tmp_path):
     where, fill = student_dirs(tmp_path, "...")
     noise = "kernel.cu:1:8: warning: null character(s) ignored \x00\x1b[2J\x7fELF" + "\x01" * 500
-    message = build.failure_message(noise + "\nmake: *** [Makefile:3: build] Error 1\n", where, (), KIT_HEADER)
+    message = buildmessage.failure_message(noise + "\nmake: *** [Makefile:3: build] Error 1\n", where, (), KIT_HEADER)
     (line,) = message.splitlines()
-    assert "\\x00\\x1b[2J\\x7fELF\\x01" in line and len(line) == build.LINE_WIDTH and line.endswith(" ...")
+    assert "\\x00\\x1b[2J\\x7fELF\\x01" in line and len(line) == buildmessage.LINE_WIDTH and line.endswith(" ...")
     assert not any(ord(ch) < 32 for ch in line)
 
 
@@ -312,7 +312,7 @@ def test_kit_errors_are_kept_first(tmp_path):
     where, fill = student_dirs(tmp_path, "...")
     log = ("cc -c x.c -o x.o\nkit error: the Check unit-testing library is not installed\n"
            "make: *** [../../grader/lab.mk:175: require-check] Error 2\n")
-    assert build.failure_message(log, where, (), KIT_HEADER) == \
+    assert buildmessage.failure_message(log, where, (), KIT_HEADER) == \
         "kit error: the Check unit-testing library is not installed"
 
 
@@ -338,20 +338,20 @@ def test_paths_relative_to_the_students_file(tmp_path):
     ("ld: warning: creating DT_TEXTREL", False),
 ])
 def test_command_lines_are_told_from_diagnostics(line, command):
-    assert build.is_command(line) is command
+    assert buildmessage.is_command(line) is command
 
 
 def test_declaration_comes_from_the_header():
-    assert build.declaration("stencil2d_run", KIT_HEADER) == (
+    assert buildmessage.declaration("stencil2d_run", KIT_HEADER) == (
         "float *stencil2d_run(float *d_a, float *d_b, int nx, int ny, stencil2d_coeffs c, int steps, "
         "cudaStream_t stream)")
-    assert build.declaration("no_such_launcher", KIT_HEADER) is None
+    assert buildmessage.declaration("no_such_launcher", KIT_HEADER) is None
 
 
 def test_lab_launchers_follow_the_labs_kind():
-    assert build.lab_launchers(KIT_ROOT / "labs" / "01-naive-5pt") == ("stencil2d_sweep",)
-    assert build.lab_launchers(KIT_ROOT / "labs" / "07-reduction-residual") == ("residual_norm2", "jacobi_sweep")
-    assert build.lab_launchers(KIT_ROOT / "labs" / "no-such-lab") == ()
+    assert buildmessage.lab_launchers(KIT_ROOT / "labs" / "01-naive-5pt") == ("stencil2d_sweep",)
+    assert buildmessage.lab_launchers(KIT_ROOT / "labs" / "07-reduction-residual") == ("residual_norm2", "jacobi_sweep")
+    assert buildmessage.lab_launchers(KIT_ROOT / "labs" / "no-such-lab") == ()
 
 
 @needs_make
@@ -498,9 +498,9 @@ def test_printf_without_its_header_gets_a_hint(tmp_path):
     lab = make_lab(tmp_path, "@echo 'kernel.cu(1): error: identifier \"printf\" is undefined' >&2; exit 1")
     result = build.build(lab, "starter", tmp_path / "b")
     assert result.outcome == "compile_error"
-    assert result.message.splitlines()[-1] == build.PRINTF_HINT
-    assert "#include <cstdio>" in build.PRINTF_HINT and "GPU is allowed" in build.PRINTF_HINT
-    assert build.compiler_hints('kernel.cu(2): error: identifier "oops" is undefined') == []
+    assert result.message.splitlines()[-1] == buildmessage.PRINTF_HINT
+    assert "#include <cstdio>" in buildmessage.PRINTF_HINT and "GPU is allowed" in buildmessage.PRINTF_HINT
+    assert buildmessage.compiler_hints('kernel.cu(2): error: identifier "oops" is undefined') == []
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
@@ -509,7 +509,7 @@ def test_the_printf_hint_matches_what_this_nvcc_says(tmp_path):
     done = subprocess.run([NVCC, "-c", "kernel.cu", "-o", "kernel.o"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=240)
     assert done.returncode != 0
-    assert build.compiler_hints(done.stdout + done.stderr) == [build.PRINTF_HINT]
+    assert buildmessage.compiler_hints(done.stdout + done.stderr) == [buildmessage.PRINTF_HINT]
     (tmp_path / "kernel.cu").write_text("#include <cstdio>\n" + PRINTF_KERNEL)
     done = subprocess.run([NVCC, "-c", "kernel.cu", "-o", "kernel.o"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=240)

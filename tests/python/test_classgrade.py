@@ -216,14 +216,13 @@ def test_clean_environment_and_limits(monkeypatch, fake_kit):
 
 
 def test_gpu_lock_excludes_other_processes(tmp_path):
-    lock = tmp_path / "gpu.lock"
+    lock = tmp_path / "gpu-any.lock"                              # the pool's lock without a GPU list
     probe = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
              "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept OSError:\n    sys.exit(3)\n")
-    with locks.GpuLock(lock):
+    with locks.GpuPool(tmp_path, []) as gpu:
+        assert gpu is None
         assert subprocess.run([sys.executable, "-c", probe, str(lock)], timeout=30).returncode == 3
     assert subprocess.run([sys.executable, "-c", probe, str(lock)], timeout=30).returncode == 0
-    with locks.GpuLock(None):                                     # no lock file: does nothing
-        pass
     assert os.path.exists(lock)
 
 

@@ -1,4 +1,4 @@
-"""The handouts' diagrams (grader/stencil_grader/tools/diagrams/): drawn by code from the labs' own
+"""The handouts' diagrams (grader/stencil_grader/instructor/diagrams/): drawn by code from the labs' own
 constants, committed as handouts/img/*.svg, shown by the handouts with the picture's own alt text.
 
 No GPU, browser or plotting library is needed: the pictures are SVG text, compared byte for byte.
@@ -11,8 +11,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import KIT_ROOT
-from stencil_grader.tools import diagrams
-from stencil_grader.tools.diagrams import constants, solver, svg
+from stencil_grader.instructor import diagrams
+from stencil_grader.instructor.diagrams import constants, solver, svg
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

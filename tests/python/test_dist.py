@@ -3,18 +3,24 @@ README and Makefile, and what it ships works (or says plainly why not) without a
 
 The kit is packed from the working tree as it stands (tracked files and new ones not yet
 committed, copied into a fresh git repository), so the test checks what the next commit ships.
+The grader's instructor packages (classes/, instructor/) do not ship: the student kit's grade.py
+offers the student's commands alone, and every module it ships imports without them.
 """
 
+import ast
+import concurrent.futures
 import importlib.util
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 
-from conftest import KIT_ROOT
+from conftest import GRADE_PY, KIT_ROOT
 
 pytestmark = pytest.mark.skipif(not shutil.which("make") or not shutil.which("git") or not shutil.which("tar"),
                                 reason="make, git or tar not installed")
@@ -22,7 +28,17 @@ pytestmark = pytest.mark.skipif(not shutil.which("make") or not shutil.which("gi
 DIST = KIT_ROOT / "grader" / "dist"
 NO_REFERENCE = "this student kit has no reference solutions"
 #: What the student kit does not ship, so no shipped document may name it.
-UNSHIPPED = re.compile(r"tests/|check_verdicts|\btest_\w+\.py|reference/|instructor-only")
+UNSHIPPED = re.compile(r"tests/|check_verdicts|\btest_\w+\.py|reference/|instructor-only|(classes|instructor)/")
+#: The grader's subpackages the student kit leaves out (grader/dist/pack.sh), and cli.py skips there.
+INSTRUCTOR_PACKAGES = ("classes", "instructor")
+#: grade.py's commands in the student kit, in --help's order: grading/'s, then student/'s.
+STUDENT_COMMANDS = ["lab", "all", "preflight", "config", "protocol", "profile", "solve"]
+#: What each subpackage of the grader may import (besides the package's root, stencil_grader itself):
+#: base <- grading <- student; classes and instructor stand on those three, and nothing stands on them.
+LAYERS = {"base": {"base"}, "grading": {"base", "grading"}, "student": {"base", "grading", "student"},
+          "classes": {"base", "grading", "student", "classes"},
+          "instructor": {"base", "grading", "student", "instructor"},
+          "cli": {"base", "grading", "student", "classes", "instructor"}}
 
 
 def run(args, cwd, timeout=120, **kw):
@@ -161,11 +177,13 @@ def test_shipped_documents_name_nothing_the_kit_does_not_ship(packed):
 
 
 def test_shipped_handouts_cite_no_file_of_the_kits_tests(packed):
-    """The handouts ship; tests/ (the known submissions) does not: the instructor-only marks leave
-    those citations out of the student kit, and what the top-level make check grades is the kit's."""
+    """The handouts ship; tests/ (the known submissions) and the instructor's packages do not: the
+    instructor-only marks leave those citations out of the student kit, and what the top-level make
+    check grades is the kit's."""
     _, kit = packed
-    for md in sorted((kit / "handouts").glob("*.md")):
-        found = [line for line in md.read_text().splitlines() if "tests/" in line]
+    for md in sorted((kit / "handouts").rglob("*.md")):
+        found = [line for line in md.read_text().splitlines()
+                 if re.search(r"tests/|stencil_grader/(classes|instructor)\b", line)]
         assert not found, (md.name, found[:3])
     index = (kit / "handouts" / "README.md").read_text()
     assert "IMPL=reference` by default" not in index and "your starter files in the student kit" in index
@@ -212,3 +230,157 @@ def test_instructor_only_marks_unbalanced(text, line):
     module = load_instructor_only()
     with pytest.raises(module.MarkError, match=f"line {line}"):
         module.strip(text)
+
+
+# ---- the grader's packages: the student kit runs without the instructor's ----------------------
+
+def grader_modules(grader: Path) -> dict[str, Path]:
+    """Dotted name -> file of every module of grader/stencil_grader under `grader`."""
+    found = {}
+    for path in sorted((grader / "stencil_grader").rglob("*.py")):
+        parts = list(path.relative_to(grader).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def grader_imports(name: str, path: Path) -> set[str]:
+    """The stencil_grader modules (or names in them) that module `name` imports anywhere, function
+    bodies included: 'stencil_grader.grading.build' for `from ..grading import build` in a module of
+    stencil_grader.student."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "stencil_grader"}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            source = base + (node.module.split(".") if node.module else [])
+            if source[:1] == ["stencil_grader"]:
+                found |= {".".join(source + [a.name]) for a in node.names}
+    return found
+
+
+def bound_names(path: Path) -> set[str]:
+    """The names a module binds at its top level (functions, classes, assignments, imports)."""
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return found
+
+
+def unresolved(target: str, modules: dict[str, Path]) -> bool:
+    """True when `target` names no module of `modules`, nor a name in one (a name in a package
+    only when its __init__.py binds it: `from . import tour` needs tour.py)."""
+    if target in modules:
+        return False
+    parent, _, leaf = target.rpartition(".")
+    if parent not in modules:
+        return True
+    return modules[parent].name == "__init__.py" and leaf not in bound_names(modules[parent])
+
+
+def test_grader_imports_run_one_way():
+    """base <- grading <- student <- classes, instructor (LAYERS): what lets the student kit leave
+    the last two out."""
+    modules = grader_modules(KIT_ROOT / "grader")
+    wrong = []
+    for name, path in modules.items():
+        layer = name.split(".")[1] if "." in name else "root"
+        for target in grader_imports(name, path):
+            floor = target.split(".")[1]
+            if floor in LAYERS and floor not in LAYERS.get(layer, set()):
+                wrong.append(f"{name} imports {target}")
+    assert not wrong, wrong
+    assert {name.split(".")[1] for name in modules if "." in name} == set(LAYERS), "a subpackage LAYERS omits"
+
+
+def test_student_kit_ships_no_instructor_package(packed):
+    tarball, kit = packed
+    package = kit / "grader" / "stencil_grader"
+    assert (package / "student" / "profile" / "command.py").is_file() and (package / "student" / "solve.py").is_file()
+    for name in INSTRUCTOR_PACKAGES:
+        assert (KIT_ROOT / "grader" / "stencil_grader" / name / "commands.py").is_file(), name
+        assert not (package / name).exists(), name
+    with tarfile.open(tarball) as tar:
+        assert not [n for n in tar.getnames() if re.search(r"/stencil_grader/(classes|instructor)(/|$)", n)]
+
+
+def _commands(help_text: str) -> list[str]:
+    """The command names grade.py --help lists (argparse's sub-command lines, 4 spaces in)."""
+    return re.findall(r"^    (\S+)", help_text, re.MULTILINE)
+
+
+def test_student_kit_grade_py_offers_the_student_commands_only(packed):
+    _, kit = packed
+    done = run([sys.executable, "grader/grade.py", "--help"], kit)
+    assert done.returncode == 0, done.stderr
+    assert _commands(done.stdout) == STUDENT_COMMANDS
+    full = run([sys.executable, str(GRADE_PY), "--help"], KIT_ROOT)
+    assert _commands(full.stdout)[:len(STUDENT_COMMANDS)] == STUDENT_COMMANDS
+    assert {"class", "slurm", "tour", "calibrate", "tune", "figures"} <= set(_commands(full.stdout))
+    tour = run([sys.executable, "grader/grade.py", "tour"], kit)
+    assert tour.returncode == 2 and "invalid choice: 'tour'" in tour.stderr
+
+
+def test_every_module_the_student_kit_ships_imports_there(packed):
+    """Each shipped module alone in a fresh interpreter (an import circle or a missing module fails
+    whatever was imported before), and no import of a shipped module, even in a function, names a
+    module the kit leaves out."""
+    _, kit = packed
+    modules = grader_modules(kit / "grader")
+    missing = [f"{name} imports {target}" for name, path in modules.items()
+               for target in grader_imports(name, path) if unresolved(target, modules)]
+    assert not missing, missing
+    assert len(modules) > 40 and "stencil_grader.student.profile.command" in modules
+
+    def load(name: str) -> str:
+        done = run([sys.executable, "-c", f"import sys; sys.path.insert(0, 'grader'); import {name}"], kit)
+        return "" if done.returncode == 0 else f"{name}: {done.stderr.strip().splitlines()[-1:]}"
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        failed = [said for said in pool.map(load, modules) if said]
+    assert not failed, failed
+
+
+def _no_gpu() -> bool:
+    smi = shutil.which("nvidia-smi")
+    return not smi or subprocess.run([smi, "-L"], capture_output=True).returncode != 0
+
+
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
+                                else None)
+needs_build_without_gpu = pytest.mark.skipif(
+    NVCC is None or not _no_gpu() or subprocess.run(["pkg-config", "--exists", "check"]).returncode != 0,
+    reason="needs nvcc and Check to build, and no GPU: these are the student kit's answers without one")
+
+
+@needs_build_without_gpu
+def test_student_kit_builds_and_says_what_it_cannot_measure_without_a_gpu(packed):
+    """In the unpacked student kit, without a GPU: a lab builds; make check builds, runs the static
+    checks and ends with its honest "not measured" (grade.py exits 1, so make fails: nothing was
+    graded, README); make profile and make solve say in one line that they need a GPU."""
+    _, kit = packed
+    lab = kit / "labs" / "01-naive-5pt"
+    done = run(["make", "-s", "build"], lab, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (kit / "build" / "01-naive-5pt" / "starter" / "bench").is_file()
+    check = run(["make", "check"], lab, timeout=600)
+    assert check.returncode != 0 and "] Error 1" in check.stderr, check.stdout[-2000:] + check.stderr[-2000:]
+    assert re.search(r"^  verdict +not_measured +0\.00/100 points$", check.stdout, re.MULTILINE), check.stdout
+    assert "correctness: not measured (no GPU: " in check.stdout
+    assert re.search(r"^  static +ok ", check.stdout, re.MULTILINE)
+    profile = run(["make", "-s", "profile"], lab, timeout=600)
+    assert profile.returncode != 0 and "grade.py profile: no GPU to run the bench on" in profile.stderr, \
+        profile.stderr
+    solve = run(["make", "-s", "solve"], kit / "labs" / "07-reduction-residual", timeout=600)
+    assert solve.returncode != 0, solve.stdout[-2000:] + solve.stderr[-2000:]
+    assert "make solve: make solve needs a GPU, and this machine has none it can use: " in solve.stderr
+    assert "Traceback" not in check.stderr + profile.stderr + solve.stderr

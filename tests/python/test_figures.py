@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from conftest import KIT_ROOT
-from stencil_grader.tools import commands, figures, tour
+from stencil_grader.instructor import commands, figures, recordings, records, tour
 
 T0 = datetime.datetime(2026, 11, 23, 10, 0, tzinfo=datetime.timezone.utc)
 DEVICE = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132, "sm_clock_max_mhz": 1980.0,
@@ -354,17 +354,18 @@ def test_a_field_may_divide_another_and_be_offset(tmp_path):
 
 
 def test_development_notes_are_always_provisional_and_counted(tmp_path):
-    rec = {"record": "notes", "format": tour.RECORD_FORMAT, "provisional": False, "source": "typed",
+    rec = {"record": "notes", "format": records.RECORD_FORMAT, "provisional": False, "source": "typed",
            "date": "2026-11-25", "device": {"name": "G"}, "rows": []}
-    assert any("provisional" in p for p in figures.validate_record(rec, tmp_path / "notes.json"))
+    assert any("provisional" in p for p in recordings.validate_record(rec, tmp_path / "notes.json"))
     rec["provisional"] = True
-    assert figures.validate_record(rec, tmp_path / "notes.json") == []
+    assert recordings.validate_record(rec, tmp_path / "notes.json") == []
     said = "\n".join(figures.run().warnings())
     assert "notes.json: " in said and "development notes" in said
 
 
 def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp_path):
-    from stencil_grader.tools import profile, profilerecord
+    from stencil_grader.instructor import profilerecord
+    from stencil_grader.student import profile
     inputs = sorted((KIT_ROOT / "tests" / "python" / "data" / "ncu").glob("0[12]-*.json"))
     record = profilerecord.record_profile(inputs)
     assert record["record"] == "profile" and record["date"] == "2026-11-25" and len(record["rows"]) == len(inputs)
@@ -372,7 +373,7 @@ def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp
     again = profile.analyse(json.loads(inputs[[p.name for p in inputs].index("01-naive-5pt--diag_uncoalesced.json")]
                                        .read_text()), profile.load_rules())
     assert row["figures"]["gld_sectors_per_request"] == again["kernels"][0]["figures"]["gld_sectors_per_request"]
-    assert figures.validate_record(record, tmp_path / "profile.json") == []
+    assert recordings.validate_record(record, tmp_path / "profile.json") == []
     committed = figures.load_recordings().get("h100", "profile").data
     assert {r["id"] for r in record["rows"]} <= {r["id"] for r in committed["rows"]}
 

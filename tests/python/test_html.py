@@ -442,7 +442,7 @@ def test_png_decoder_on_a_known_image(tmp_path):
 def test_the_index_screenshot_shows_todays_targets_and_the_recorded_points():
     """handouts/img/report-page.png (grade.py pictures --report-page) is the recorded grading with the
     targets lab.json holds now, so that it agrees with the handouts; never with points it did not get."""
-    from stencil_grader.tools import pictures
+    from stencil_grader.instructor import pictures
     entry = json.loads((KIT_ROOT / "labs" / "02-shared-tiling" / "lab.json").read_text())["targets"][
         "NVIDIA H100 80GB HBM3"]
     shown = pictures.retarget(report())

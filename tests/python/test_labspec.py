@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import BASE_LAB_JSON, FAKE_LAB, KIT_ROOT
-from stencil_grader.base import labspec
+from stencil_grader.base import files, labspec
 
 
 def write(tmp_path, data, folder=FAKE_LAB):
@@ -182,7 +182,7 @@ def test_a_lab_that_teaches_shared_memory_gets_the_default_tile():
 
 def test_kit_paths_are_shown_relative_to_the_kit():
     path = KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json"
-    assert labspec.display_path(path) == "labs/01-naive-5pt/lab.json"
+    assert files.display_path(path) == "labs/01-naive-5pt/lab.json"
 
 
 # Fused sweeps (lab 8): bench.max_fused_sweeps = K raises the plausibility bound to K x 1.05.

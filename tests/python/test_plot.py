@@ -35,18 +35,6 @@ def test_point_from_gbps_is_effective_bandwidth_times_flop_per_byte():
     assert p.gflops == pytest.approx(7390.7 * 9 / 8)
 
 
-def test_point_from_bench_counts_every_sweep_of_the_call():
-    # 16 sweeps of a 16384 x 8192 grid in 2.325 ms: the compulsory bytes are 16 x 8 B per cell
-    data = {"nx": 16384, "ny": 8192, "nz": 1, "steps": 16, "ms_median": 2.325}
-    p = plot.point_from_bench("lab 8 reference", data, FIVE, sweeps_per_pass=8)
-    cells = 16384 * 8192
-    assert p.gflops == pytest.approx(9 * cells * 16 / 2.325e-3 / 1e9)
-    gbps = 16 * 8 * cells / (2.325 * 1e6)          # the grader's effective bandwidth
-    assert p.gflops == pytest.approx(gbps * 9 / 8)
-    one = plot.point_from_bench("lab 1", {"nx": 4, "ny": 4, "ms_median": 1.0}, FIVE)
-    assert one.intensity == 1.125 and one.gflops == pytest.approx(9 * 16 / 1e-3 / 1e9)
-
-
 def test_roofline_places_points_under_the_roof():
     pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE), plot.point_from_gbps("lab 8", 7390.7, FIVE, sweeps_per_pass=8),
            plot.RooflinePoint("made-up compute-bound kernel", 100.0, 50000.0)]
@@ -154,17 +142,9 @@ def test_rate_ceiling_is_sms_times_rate_times_clock_over_cost_per_useful_update(
         plot.rate_ceiling_gflops(132, float("nan"), 128, 9, 9)
 
 
-def test_ceiling_from_gbps_converts_as_a_point_does():
-    c = plot.ceiling_from_gbps("issue", 18205.0, "derived", FIVE)
-    assert c == plot.Ceiling("issue", 18205.0 * 9 / 8, "derived")
-    assert c.gflops == pytest.approx(plot.point_from_gbps("x", 18205.0, FIVE).gflops)
-    with pytest.raises(ValueError, match="effective_gbps of 'bad'"):
-        plot.ceiling_from_gbps("bad", -1.0, "derived", FIVE)
-
-
 def test_roofline_data_keeps_ceilings_and_places_points_under_them():
     no_fma = plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")
-    issue = plot.ceiling_from_gbps("issue, lab 8", 18205.0, "SMs x 128 x clock / 14.7", FIVE)
+    issue = plot.Ceiling("issue, lab 8", 18205.0 * 9 / 8, "SMs x 128 x clock / 14.7")   # 18205 GB/s effective
     lab8 = plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)
     d = plot.roofline_data([lab8], H100_COPY, 66908.16, [no_fma, issue])
     assert d.ceilings == (no_fma, issue)                           # the caller's order, unchanged
@@ -211,8 +191,8 @@ def test_picture_with_ceilings_is_a_png_file(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed: the pictures are optional")
     pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE), plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)]
     ceilings = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak: no FMA in lab 8"),
-                plot.ceiling_from_gbps("issue, lab 8 reference", 18205.0,
-                                       "132 SMs x 128 instructions per clock x 1.98 GHz / 14.7 per useful update", FIVE)]
+                plot.Ceiling("issue, lab 8 reference", 18205.0 * 9 / 8,
+                             "132 SMs x 128 instructions per clock x 1.98 GHz / 14.7 per useful update")]
     assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png", ceilings) is True
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -221,7 +201,7 @@ def test_picture_with_ceilings_is_a_png_file(tmp_path):
 
 def recorded_roofline(slug: str):
     """The roofline data of a recorded tour (handouts/data/SLUG/tour.json), as the handouts' picture draws it."""
-    from stencil_grader.tools import figures, pictures, roofs, tour
+    from stencil_grader.instructor import figures, pictures, roofs, tour
     record = figures.load_recordings().get(slug, "tour").data
     rows = pictures.tour_rows(record)
     device = record["device"]
@@ -235,7 +215,7 @@ def recorded_roofline(slug: str):
 def test_the_roofline_legend_quotes_the_tables_ratios():
     """Each point's legend says the ratio its table row says (lab 5's reference: the tour's 0.96),
     not a fraction recomputed against the roof's median copy bandwidth."""
-    from stencil_grader.tools import figures
+    from stencil_grader.instructor import figures
     rows, data = recorded_roofline("h100")
     recs = figures.load_recordings()
     for number, (row, placed) in enumerate(zip(rows, data.points), 1):

@@ -1,4 +1,4 @@
-"""`make profile` without counters (tools/profile/nocounters.py, access.py), tested without a GPU.
+"""`make profile` without counters (student/profile/nocounters.py, access.py), tested without a GPU.
 
 The fixtures (tests/python/data/nocounters/, README.md there) are the profile-inputs.json that
 `grade.py profile --no-counters` wrote on an NVIDIA H100 80GB HBM3 on 2026-11-25 for every
@@ -25,9 +25,9 @@ import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
 from stencil_grader.grading import ptx
-from stencil_grader.tools import profile
-from stencil_grader.tools.profile import access, command, nocounters
-from stencil_grader.tools.profile import rules as rule_table
+from stencil_grader.student import profile
+from stencil_grader.student.profile import access, command, nocounters
+from stencil_grader.student.profile import rules as rule_table
 
 FIXTURES = sorted((DATA / "nocounters").glob("*--*.json"))
 #: The counters rules whose defects the PTX cannot show (the submission gets nothing above info).

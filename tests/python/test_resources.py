@@ -8,7 +8,7 @@ import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT
 from stencil_grader.classes import backend, gpupool, outdir, plan, resources
-from stencil_grader.tools import records, recordings
+from stencil_grader.instructor import records, recordings
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import bench_class  # noqa: E402

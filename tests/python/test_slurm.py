@@ -162,7 +162,7 @@ def run_script(run_dir, stage, index=None, job="101", wait=True, **popen):
 
 
 def write_recording(path: Path, labs, wall_s=2.0, cpu_s=1.0, peak_mib=300.0, grader_mib=80.0, device="Fake GPU 80GB"):
-    """A class recording (classes/resources.py, tools/records.py kind "class") with the same figures
+    """A class recording (classes/resources.py, instructor/records.py kind "class") with the same figures
     for the build and GPU stages of each lab."""
     rows = [{"id": f"{lab[:2]}/{stage}", "lab": lab, "stage": stage, "n": 5, "wall_s_median": wall_s,
              "wall_s_max": 2 * wall_s, "cpu_s_median": cpu_s, "peak_rss_mib_max": peak_mib}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from stencil_grader import cli
-from stencil_grader.tools import solve
+from stencil_grader.student import solve
 
 DATA = Path(__file__).resolve().parent / "data"
 FIXTURE = DATA / "solve_n17.json"

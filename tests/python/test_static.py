@@ -190,15 +190,6 @@ def test_no_constraints_no_ptx_needed(tmp_path):
 
 # ---------------------------------------------------------------- planes of shared memory (lab 6)
 
-def test_block_threads_from_maxntid_and_reqntid():
-    module = ptxmod.parse_ptx((DATA / "kernels_planes.ptx").read_text())
-    threads = {f.name: ptxmod.block_threads(f) for f in module.functions}
-    assert threads["_Z12one_plane_v4PKfPfi"] == (320, ".maxntid 320x1x1, from __launch_bounds__")
-    assert threads["_Z12three_planesPKfPfi"][0] == 1024
-    assert threads["_Z11exact_shapePKfPfi"] == (256, ".reqntid 32x8x1, from __block_size__")
-    assert threads["_Z9no_boundsPKfPfi"] is None
-
-
 def test_widest_global_load():
     module = ptxmod.parse_ptx((DATA / "kernels_planes.ptx").read_text())
     width = {f.name: ptxmod.widest_global_load(f, module) for f in module.functions}

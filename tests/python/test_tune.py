@@ -1,4 +1,4 @@
-"""grade.py tune (grader/stencil_grader/tools/tune.py, tuning.py, tuneplot.py): the sweep's bounds,
+"""grade.py tune (grader/stencil_grader/instructor/tune.py, tuning.py, tuneplot.py): the sweep's bounds,
 the candidates, the tuning files and what lab.mk reads from them, the choice of the best, and the
 sweep graded through the pipeline with the build, static, Check and bench stages replaced by fakes
 (no GPU needed).
@@ -20,7 +20,7 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 
 from stencil_grader.grading import bench, build, checkrun, static  # noqa: E402
 from stencil_grader.grading.checks import StaticCheck  # noqa: E402
-from stencil_grader.tools import tune, tuneplot, tuning  # noqa: E402
+from stencil_grader.instructor import tune, tuneplot, tuning  # noqa: E402
 
 SOURCE = """/* a reference */
 #ifndef TUNE_K
@@ -256,7 +256,7 @@ LAB_JSON = {"lab": "08-fake", "number": 8, "title": "Fake", "api": "stencil2d_sw
             "points": {"correctness": 60, "performance": 40}, "targets": {"generic": {"floor": 0.3, "target": 0.6}}}
 
 
-def test_tune_lab_grades_each_variant_through_the_pipeline(tmp_path, monkeypatch):
+def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatch):
     """Each variant is graded by pipeline.grade_lab, stage "build" (in parallel) then "gpu", with
     the build, static, Check and bench stages replaced by fakes: K4-VEC2 does not compile, K8-VEC2
     calls a forbidden function, K4-VEC4 fails a case, K2-VEC8 runs on another stream (the launch
@@ -315,7 +315,7 @@ def test_tune_lab_grades_each_variant_through_the_pipeline(tmp_path, monkeypatch
     monkeypatch.setattr(static, "run_static", fake_static)
     monkeypatch.setattr(checkrun, "run_check", fake_check)
     monkeypatch.setattr(bench, "run_bench", fake_bench)
-    sweep = tune.tune_lab(lab, seed=5, jobs=2, log=lambda *a: None)
+    (sweep,) = tune.tune_labs([lab], seed=5, jobs=2, log=lambda *a: None)
     assert built["default"] == {}
     assert built["K4-VEC8"] == {"TUNE_K": 4, "TUNE_VEC": 8}
     for name in built:                                # the pipeline's order, for every variant
@@ -340,12 +340,12 @@ def test_tune_lab_grades_each_variant_through_the_pipeline(tmp_path, monkeypatch
     assert tuning.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
 
 
-def test_tune_lab_without_a_gpu_refuses_before_building(tmp_path, monkeypatch):
+def test_tune_labs_without_a_gpu_refuses_before_building(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
     monkeypatch.setattr(tuning, "local_device", lambda: None)
     monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("built without a GPU"))
     with pytest.raises(tuning.TuneError, match="no GPU"):
-        tune.tune_lab(kit / "labs" / "08-fake", log=lambda *a: None)
+        list(tune.tune_labs([kit / "labs" / "08-fake"], log=lambda *a: None))
 
 
 def test_draw_devices_needs_the_tuning_files(tmp_path, monkeypatch):

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_verdicts import META_VERDICTS, SOURCE, collect, source_bytes  # noqa: E402  (needs the paths above)
 from stencil_grader.base import gpus as gpulist  # noqa: E402
 from stencil_grader.classes import outdir, resources  # noqa: E402
-from stencil_grader.tools import records  # noqa: E402
+from stencil_grader.instructor import records  # noqa: E402
 
 GPU_STAGES = ("cases", "bench")
 BUILD_STAGES = ("build", "static")

@@ -313,7 +313,7 @@ def check_profile(entry: Entry, kit_root: Path = KIT_ROOT) -> Outcome:
     """--profile: profile the submission (grade.py profile, in a temporary build directory) and
     compare the first finding's rule with the entry's "profile"; skipped, with the reason, where
     nothing can be profiled (no ncu, no GPU, counters not permitted)."""
-    from stencil_grader.tools import profile
+    from stencil_grader.student import profile
 
     try:
         with tempfile.TemporaryDirectory(prefix=f"profile-{entry.lab}-") as tmp, \

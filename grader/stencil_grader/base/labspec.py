@@ -21,8 +21,8 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from . import kinds
-from .constraints import Constraints, parse as parse_constraints  # noqa: F401  (labspec.Constraints)
-from .files import display_path, read_json  # noqa: F401  (display_path: labspec.display_path is its public name too)
+from .constraints import Constraints, parse as parse_constraints
+from .files import display_path, read_json
 
 #: The bench's repetitions: at least MIN_REPETITIONS timed calls, then more until the 95%
 #: confidence interval of the median is within PRECISION of it on either side, or

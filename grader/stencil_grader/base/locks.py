@@ -9,32 +9,7 @@ the process holding it dies, so a killed grading never leaves a GPU locked.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-
-@dataclass
-class GpuLock:
-    """A file lock serialising GPU stages across grader processes (instructor mode).
-
-    With path None it does nothing.  Use as a context manager.
-    """
-
-    path: str | Path | None = None
-    _fd: int | None = field(default=None, repr=False)
-
-    def __enter__(self) -> "GpuLock":
-        if self.path is not None:
-            import fcntl
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            import fcntl
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
 
 
 class GpuPool:
@@ -55,7 +30,6 @@ class GpuPool:
     def __init__(self, lock_dir: str | Path, gpus: list | None = None):
         self.lock_dir = Path(lock_dir)
         self.gpus = list(gpus or [])
-        self.held = None
         self._fd: int | None = None
 
     def __enter__(self):
@@ -71,7 +45,7 @@ class GpuPool:
                 except BlockingIOError:
                     os.close(fd)
                     continue
-                self._fd, self.held = fd, gpu
+                self._fd = fd
                 return gpu
             time.sleep(self.POLL_S)
 
@@ -80,7 +54,7 @@ class GpuPool:
             import fcntl
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
-            self._fd, self.held = None, None
+            self._fd = None
 
     @staticmethod
     def env(gpu) -> dict[str, str]:

@@ -5,7 +5,7 @@ static checks ("build": pipeline stages build, static), the GPU tasks the GPU st
 cases, bench).  Every report records, per pipeline stage, its wall seconds and what its
 programs used (pipeline.LabRun.resources: CPU seconds, peak resident set).  A *recording*
 summarises them per lab and task stage over a class graded on a GPU machine, a record of
-handouts/data (tools/records.py RECORD_FORMAT, kind "class"):
+handouts/data (instructor/records.py RECORD_FORMAT, kind "class"):
 
     make bench-class SLUG=h100      (tests/submissions/bench_class.py --record
                                      handouts/data/h100/class.json)

@@ -111,13 +111,6 @@ class CheckRun:
     def total(self) -> int:
         return len(self.cases)
 
-    def by_tcase(self) -> dict[str, list[CaseResult]]:
-        """Cases grouped by tcase, in the order they were listed."""
-        groups: dict[str, list[CaseResult]] = {}
-        for case in self.cases:
-            groups.setdefault(case.tcase, []).append(case)
-        return groups
-
 
 def list_cases(check: Path, box: sandbox.SandboxDir | None = None) -> tuple[list[ListedCase], str | None]:
     """Run `check --list` (30 s at most; in box when given); returns (cases, None) or ([], why it failed)."""
@@ -278,7 +271,7 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
     judged = later if rerun else [first]          # the runs whose endings decide the missing cases
     status, missing, reason, first_missing = "ok", "crash", "", None
     for phase in judged:
-        s, m, why, fm = _ending(phase, len(later) > 0)
+        s, m, why, fm = _ending(phase)
         if _WORSE.index(s) > _WORSE.index(status):
             status, missing, reason, first_missing = s, m, why, fm
     if not reason:
@@ -323,7 +316,7 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
 _WORSE = ("ok", "crash", "timeout", "error")
 
 
-def _ending(phase: _Phase, forked: bool) -> tuple[str, str, str, tuple[str, str] | None]:
+def _ending(phase: _Phase) -> tuple[str, str, str, tuple[str, str] | None]:
     """(status, outcome of a case it never reported, why, outcome of the first such case)."""
     run, stream = phase.run, phase.stream
     if run.error:

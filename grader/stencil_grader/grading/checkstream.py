@@ -31,7 +31,6 @@ STALL_CASE_TIMEOUTS = 2
 STALL_SLACK_S = 10.0
 _MAX_PENDING = 1 << 20       # bytes of stream kept while waiting for a </test> (a printf flood is cut)
 
-_SEED = re.compile(r"^seed: (\d+)\s*$", re.MULTILINE)
 _SEED_LINE = re.compile(r"^seed: (\d+)[ \t\r]*\n", re.MULTILINE)     # a whole line: the stream comes in pieces
 _DEVICE_LINE = re.compile(r"^device: (\{.*\})[ \t\r]*\n", re.MULTILINE)
 _TEST_ELEMENT = re.compile(r"<test\b[^>]*>.*?</test>", re.DOTALL)
@@ -67,12 +66,6 @@ def parse_list(text: str) -> list[ListedCase]:
         if len(parts) == 3 and parts[1].strip().isdigit():
             cases.append(ListedCase(parts[0], int(parts[1]), parts[2].strip()))
     return cases
-
-
-def parse_seed(stdout: str) -> int | None:
-    """N from the first `seed: N` line, or None."""
-    m = _SEED.search(stdout)
-    return int(m.group(1)) if m else None
 
 
 def parse_test_element(text: str) -> XmlTest | None:

@@ -41,6 +41,7 @@ from typing import Callable
 
 from .. import KIT_ROOT, __version__
 from ..base import gpus, labspec, locks, process
+from ..base.files import display_path
 from . import bench, build, checkrun, launches, score, static
 from .checks import StaticCheck
 
@@ -162,8 +163,8 @@ def stray_sources(lab_dir: Path, graded: Path) -> list[str]:
     for path in sorted(Path(lab_dir).glob("*.cu")):
         if path.resolve() == Path(graded).resolve():
             continue
-        notes.append(f"{labspec.display_path(path)} is not graded: make check grades "
-                     f"{labspec.display_path(graded)}; move your work there (or grade this folder's "
+        notes.append(f"{display_path(path)} is not graded: make check grades "
+                     f"{display_path(graded)}; move your work there (or grade this folder's "
                      f"kernel.cu with make check IMPL=.)")
     return notes
 
@@ -260,7 +261,7 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
     stage: "all", "build" or "gpu" (module docstring).
     progress: called with a short line as each stage starts.
     defines: -D macros for the kernel.cu alone (build.make_command; the parameter sweeps of
-        tools/tune.py build each variant of a reference with its own).
+        instructor/tune.py build each variant of a reference with its own).
     Raises labspec.LabSpecError when lab.json is wrong and StageError when stage="gpu"
     finds no matching build; everything the student's code does ends up in the
     returned LabRun instead.
@@ -280,7 +281,7 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
         run.notes += stray_sources(spec.lab_dir, run.source)
         for note in run.notes:
             say(f"note: {note}")
-        say(f"building {labspec.display_path(run.source)} in {labspec.display_path(build_dir)} ...")
+        say(f"building {display_path(run.source)} in {display_path(build_dir)} ...")
         (build_dir / STATE_FILE).unlink(missing_ok=True)
         with run.timed("build"):
             run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s, defines)

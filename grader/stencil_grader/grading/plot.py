@@ -15,9 +15,8 @@ Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point ope
   peak_fp32_gflops() as SMs x fp32 lanes per SM x 2 FLOP per fused multiply-add x clock.
 - The ridge point, where the two meet: peak / copy, in FLOP per byte.
 - Ceilings (optional, dashed): further horizontal limits under the compute roof, each with how it
-  was measured or derived, given by the caller (Ceiling; the tour's are in tools/tour.py).  A
-  ceiling is stated in useful GFLOP/s, or as an effective bandwidth (ceiling_from_gbps, the same
-  conversion as a point's).  Two helpers derive the usual ones from the GPU's SM count and clock:
+  was measured or derived, given by the caller (Ceiling; the tour's are instructor/roofs.py's),
+  stated in useful GFLOP/s.  Two helpers derive the usual ones from the GPU's SM count and clock:
     peak_fp32_no_fma_gflops: the fp32 peak when no multiply and add fuse (half the FMA peak: each
         lane completes one FMUL or FADD, 1 FLOP, per clock), the roof of lab 8's bitwise rule;
     rate_ceiling_gflops: a resource an SM serves at a fixed rate per clock (instruction issue,
@@ -41,7 +40,7 @@ Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point ope
 API (the tour wires it in):
     roofline(points, device, copy_gbps, peak_gflops, path, ceilings=()) -> bool
     path_bars(rows, device, path) -> bool
-with points from point_from_gbps() or point_from_bench(), and rows of (label, ratio) pairs or objects
+with points from point_from_gbps(), and rows of (label, ratio) pairs or objects
 with `kernel` and `ratio` attributes (tour.TourRow).  What a cell update is worth comes from the
 caller, as the problem kind declares it (grader/kinds.json: a launcher's flop_per_cell and
 bytes_per_cell, kinds.Launcher): this module names no kind.
@@ -181,15 +180,6 @@ def rate_ceiling_gflops(sm_count: int, clock_mhz: float, per_sm_per_clock: float
     return sm_count * per_sm_per_clock * clock_mhz * 1e6 / per_useful_update * flop_per_cell / 1e9
 
 
-def ceiling_from_gbps(label: str, effective_gbps: float, how: str, work: CellWork) -> Ceiling:
-    """A ceiling stated as an effective bandwidth (the grader's GB/s: compulsory bytes of every
-    sweep / time), in useful GFLOP/s as point_from_gbps converts a point: gbps x flop_per_cell /
-    bytes_per_cell of `work`."""
-    _positive(f"effective_gbps of {label!r}", effective_gbps)
-    return Ceiling(label, effective_gbps * _positive("flop_per_cell", work.flop_per_cell)
-                   / _positive("bytes_per_cell", work.bytes_per_cell), how)
-
-
 def intensity(work: CellWork, sweeps_per_pass: float = 1) -> float:
     """Useful FLOP per compulsory DRAM byte of a design that applies sweeps_per_pass sweeps of
     `work` per pass."""
@@ -205,17 +195,6 @@ def point_from_gbps(label: str, gbps: float, work: CellWork, sweeps_per_pass: fl
     _positive("gbps", gbps)
     return RooflinePoint(label, intensity(work, sweeps_per_pass),
                          gbps * work.flop_per_cell / work.bytes_per_cell, ratio, int(sweeps_per_pass))
-
-
-def point_from_bench(label: str, data: dict, work: CellWork, sweeps_per_pass: float = 1) -> RooflinePoint:
-    """A point from a bench JSON (grader/README.md): cells nx*ny*nz, `steps` sweeps per call,
-    ms_median per call.  sweeps_per_pass: how many of the sweeps the kernel fuses per pass over
-    memory (1 for labs 1 to 4; lab 8's reference: its K)."""
-    cells = int(data["nx"]) * int(data["ny"]) * int(data.get("nz", 1))
-    steps = int(data.get("steps", 1))
-    seconds = _positive("ms_median", data["ms_median"]) / 1e3
-    gflops = work.flop_per_cell * cells * steps / seconds / 1e9
-    return RooflinePoint(label, intensity(work, sweeps_per_pass), gflops)
 
 
 def _check_ceilings(ceilings: Iterable[Ceiling], peak_gflops: float) -> tuple[Ceiling, ...]:

@@ -177,7 +177,6 @@ _VECTOR = re.compile(r"^v(\d+)$")
 _SCALAR_TYPE = re.compile(r"^[bfsu](\d+)$")
 _CP_ASYNC_SIZE = re.compile(r"\]\s*,\s*(\d+)\s*[,;]")
 _CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([A-Za-z_$%][\w$]*)")
-_NTID = re.compile(r"\.(reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 
 
 def global_load_bytes(line: str) -> int:
@@ -199,22 +198,6 @@ def global_load_bytes(line: str) -> int:
         size = _CP_ASYNC_SIZE.search(line)
         return int(size.group(1)) if size else 0
     return 0
-
-
-def block_threads(fn: PtxFunction) -> tuple[int, str] | None:
-    """(threads per block, how it is known) from a kernel's .reqntid or .maxntid, else None."""
-    found = {}
-    for m in _NTID.finditer(" ".join(fn.header)):
-        dims = [int(d) for d in m.groups()[1:] if d is not None]
-        found[m.group(1)] = dims
-    for directive, source in (("reqntid", "__block_size__"), ("maxntid", "__launch_bounds__")):
-        if directive in found:
-            dims = found[directive]
-            threads = 1
-            for d in dims:
-                threads *= d
-            return threads, f".{directive} {'x'.join(map(str, dims))}, from {source}"
-    return None
 
 
 def _callees(fn: PtxFunction, by_name: dict[str, PtxFunction]) -> list[PtxFunction]:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT, __version__
-from ..base.labspec import display_path
+from ..base.files import display_path
 from . import score
 from .build import BUILD_LOG, make_path_problem
 from .nextstep import next_step

@@ -1,5 +1,5 @@
 """The recorded runs the handouts' figures come from: handouts/data/SLUG/KIND.json, read and
-validated (tools/records.py RECORD_FORMAT says what a record holds; handouts/data/README.md is the
+validated (instructor/records.py RECORD_FORMAT says what a record holds; handouts/data/README.md is the
 instructor's guide).
 
     load_recordings(root) -> Recordings     every record, by (slug, kind); FiguresError on any problem

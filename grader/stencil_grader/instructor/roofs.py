@@ -1,4 +1,4 @@
-"""The ceilings that the tour's roofline draws under its roof (tools/tour.py, grading/plot.py): the
+"""The ceilings that the tour's roofline draws under its roof (instructor/tour.py, grading/plot.py): the
 fp32 peak without fused multiply-adds, which bounds lab 8's update (every product and sum rounded on
 its own), and the rate ceilings of DESIGN_COUNTS, what one design's hot loop costs per cell update
 of one resource (instruction issue, shared-memory accesses), counted once by hand.  A count holds

@@ -9,7 +9,7 @@
 
 The recorded grading was scored against the targets lab.json held that day; the picture shows the
 targets lab.json holds now (retarget), so that it agrees with the handouts' tables, and refuses to
-when that would change the recorded points.  The SVG diagrams are tools/diagrams/'s (make figures).
+when that would change the recorded points.  The SVG diagrams are instructor/diagrams/'s (make figures).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class PictureError(RuntimeError):
 
 
 def tour_rows(record: dict) -> list[TourRow]:
-    """The rows of a recorded tour (tools/records.py RECORD_FORMAT) as the tour timed them."""
+    """The rows of a recorded tour (instructor/records.py RECORD_FORMAT) as the tour timed them."""
     parts = {p["id"]: p.get("title", p["id"]) for p in record.get("parts") or []}
     return [TourRow(r["lab"], r["impl"], r["kernel"], r["ms_per_sweep"], r["gbps"], r["copy_gbps"], r["ratio"],
                     r.get("step_speedup"), r.get("cumulative_speedup"), parts.get(r.get("part"), ""),

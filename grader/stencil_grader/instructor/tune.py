@@ -1,8 +1,8 @@
 """Parameter sweeps of the reference solutions: `make tune`, `grade.py tune`.
 
 A lab's sweep is bounded by its tune.json, and its best variant kept in a tuning file per GPU
-that the reference's builds then use: tools/tuning.py says what those files hold.  A sweep
-(tune_lab; `grade.py tune` does the three steps for every lab at once) is:
+that the reference's builds then use: instructor/tuning.py says what those files hold.  A sweep
+(tune_labs, which `grade.py tune` runs: the three steps, every lab's builds at once) is:
 
     prepare_lab     the candidates (tuning.candidates: the defaults first);
     build_variants  every candidate graded by the one pipeline (grading/pipeline.grade_lab)
@@ -19,7 +19,7 @@ status (STATUSES) is read from its grading.  The best variant by effective bandw
 fraction of the copy bandwidth measured in the same run) replaces the defaults only when it
 is at least `min_gain` faster than them, so that measurement noise does not move the
 defaults; it is written, with every variant's figures, to the lab's tuning file for this GPU
-(tuning.tuning_path), and the sweep is drawn (tools/tuneplot.py, matplotlib optional).
+(tuning.tuning_path), and the sweep is drawn (instructor/tuneplot.py, matplotlib optional).
 
 Units: gbps and copy_gbps in GB/s (1 GB = 1e9 bytes, the bench's), ms the bench's median
 milliseconds per call, ratio = gbps / copy_gbps.
@@ -34,12 +34,13 @@ import random
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import labspec
+from ..base.files import display_path
 from ..grading import build, pipeline
 from . import tuning
 from .tuneplot import draw_sweep
@@ -174,15 +175,15 @@ def choose_best(variants: list[Variant], min_gain: float) -> tuple[Variant | Non
 
 def prepare_lab(lab_dir: Path, seed: int | None = None, min_gain: float = DEFAULT_MIN_GAIN,
                 space: tuning.TuneSpace | None = None) -> LabSweep:
-    """The candidates of one lab's sweep, not yet built (see tune_lab for the arguments).
+    """The candidates of one lab's sweep, not yet built (see tune_labs for the arguments).
     Raises TuneError when the lab has no tune.json or no reference, or there is no GPU."""
     lab_dir = Path(lab_dir)
     space = space or tuning.load_space(lab_dir)
     if space is None:
-        raise TuneError(f"{labspec.display_path(lab_dir)} has no {tuning.TUNE_FILE}: nothing to sweep")
+        raise TuneError(f"{display_path(lab_dir)} has no {tuning.TUNE_FILE}: nothing to sweep")
     src = tuning.reference_source(lab_dir)
     if not src.is_file():
-        raise TuneError(f"{labspec.display_path(src)} is missing: a student kit has no reference to tune")
+        raise TuneError(f"{display_path(src)} is missing: a student kit has no reference to tune")
     found = tuning.candidates(space, tuning.source_defaults(src))
     if tuning.local_device() is None:
         raise TuneError("no GPU (nvidia-smi lists none that CUDA_VISIBLE_DEVICES lets through): "
@@ -265,20 +266,23 @@ def measure_lab(sweep: LabSweep, write: bool = True, plot_dir: Path | None = Non
     return sweep
 
 
-def tune_lab(lab_dir: Path, seed: int | None = None, jobs: int | None = None,
-             min_gain: float = DEFAULT_MIN_GAIN, write: bool = True, plot_dir: Path | None = None,
-             space: tuning.TuneSpace | None = None, log=print) -> LabSweep:
-    """Sweep one lab (see the module docstring); returns every variant's outcome.
+def tune_labs(lab_dirs: list[Path], seed: int | None = None, jobs: int | None = None,
+              min_gain: float = DEFAULT_MIN_GAIN, write: bool = True, plot_dir: Path | None = None,
+              space: tuning.TuneSpace | None = None, log=print) -> Iterator[LabSweep]:
+    """Sweep the labs (see the module docstring): every lab's candidates built at once on the CPUs,
+    then one lab at a time on the GPU; yields each lab's sweep, every variant's outcome in it, as
+    soon as it is measured.
 
     seed: the inputs' seed for every variant (random when None, printed); jobs: parallel
-    builds (default: the CPU count); write: write the tuning file; plot_dir: where the
-    sweep's picture goes (matplotlib optional); space: instead of LAB_DIR/tune.json.
-    Raises TuneError when the lab has no tune.json or no reference, or there is no GPU;
-    a sweep in which no variant passed returns with best None and writes nothing.
+    builds (default: the CPU count); write: write the tuning files; plot_dir: where each
+    sweep's picture goes (matplotlib optional); space: instead of LAB_DIR/tune.json (one lab).
+    Raises TuneError when a lab has no tune.json or no reference, or there is no GPU (before
+    anything is built); a sweep in which no variant passed has best None and writes nothing.
     """
-    sweep = prepare_lab(lab_dir, seed, min_gain, space)
-    build_variants([sweep], jobs, log)
-    return measure_lab(sweep, write, plot_dir, log)
+    sweeps = [prepare_lab(d, seed, min_gain, space) for d in lab_dirs]
+    build_variants(sweeps, jobs, log)
+    for sweep in sweeps:
+        yield measure_lab(sweep, write, plot_dir, log)
 
 
 def process_tail(message: str, lines: int = 6) -> str:
@@ -348,9 +352,9 @@ def render(sweep: LabSweep) -> str:
         lines.append("no variant passed every check: nothing written")
     if sweep.written:
         was = f"; it replaced {variant_name(sweep.replaced)}" if sweep.replaced else ""
-        lines.append(f"wrote {labspec.display_path(sweep.written)}{was}")
+        lines.append(f"wrote {display_path(sweep.written)}{was}")
     if sweep.plot:
-        lines.append(f"plot: {labspec.display_path(sweep.plot)}")
+        lines.append(f"plot: {display_path(sweep.plot)}")
     lines.append(f"time: GPU stages {sweep.seconds.get('gpu', 0):.0f} s (builds, shared by the labs "
                  f"of this run: {sweep.seconds.get('build', 0):.0f} s)")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...grading.build import impl_source
 from . import constants
 from .svg import (BLUE, GREEN, GREY, INK, LINE, MONO, MUTED, ORANGE, PURPLE, SKY, VERMILION, YELLOW, Canvas,
                   tint)
@@ -21,10 +22,6 @@ WARP = 32                   # threads per warp: CUDA's, the same on every GPU th
 SECTOR_FLOATS = 8           # a 32-byte sector holds 8 floats
 #: Colours of thread rows (or warps), in order.
 ROW_COLOURS = (SKY, ORANGE, GREEN, PURPLE, YELLOW, BLUE, VERMILION, GREY)
-
-
-def _src(kit: Path, folder: str, lab: str) -> Path:
-    return Path(kit) / folder / lab / "kernel.cu"
 
 
 # ---------------------------------------------------------------- lab 1
@@ -37,7 +34,7 @@ def _sectors(addresses: list[int]) -> list[int]:
 def thread_mapping(kit: Path) -> Canvas:
     """Lab 1: one warp of the starter's block (its `dim3 block(BX, BY)`), as the lanes map to cells
     and bytes, with threadIdx.x along x (coalesced) and along y (swapped)."""
-    bx, by = constants.block_shape(_src(kit, "starter", "01-naive-5pt"))
+    bx, by = constants.block_shape(impl_source("01-naive-5pt", "starter", kit))
     nx = 4096                                       # any wide row: addresses of row y start at y*nx*4
     lanes = [(t % bx, t // bx) for t in range(WARP)]                 # (tx, ty) of warp 0's lanes
     centre = [(ty * nx + tx) * 4 for tx, ty in lanes]
@@ -124,7 +121,7 @@ def _sector_strip(c: Canvas, x: float, y: float, sectors: list[int], read: set[i
 def tile_halo(kit: Path) -> Canvas:
     """Lab 2: the starter's tile (ORDER, OUT_TILE_X, BLOCK_Y, ROWS_PER_THREAD), each input-tile cell
     coloured by the thread row that loads it, as the reference loads it."""
-    order, wx, by, rows = constants.need(_src(kit, "starter", "02-shared-tiling"),
+    order, wx, by, rows = constants.need(impl_source("02-shared-tiling", "starter", kit),
                                          "ORDER", "OUT_TILE_X", "BLOCK_Y", "ROWS_PER_THREAD")
     wy = by * rows
     in_x, in_y = wx + 2 * order, wy + 2 * order
@@ -199,7 +196,7 @@ def periodic_wrap(kit: Path) -> Canvas:
     """Lab 3: wrapped neighbours on a small periodic grid (a frame of ghost cells shows where each
     comes from), the reference's threads (VEC cells by ROWS rows) that take the edge copy, and the
     grids one and two cells wide."""
-    vec, rows = constants.need(_src(kit, "reference", "03-boundary-neat"), "VEC", "ROWS")
+    vec, rows = constants.need(impl_source("03-boundary-neat", "reference", kit), "VEC", "ROWS")
     nx, ny = 8, 6
     alt = ("A periodic grid: a neighbour past one edge is the cell on the opposite edge, and a corner cell "
            f"wraps along both axes. The reference's threads each own {vec} cells of {rows} rows; only those "
@@ -281,8 +278,9 @@ def bytes_in_flight(kit: Path) -> Canvas:
     """Lab 4: the starter's strip (THREADS threads of VEC cells, ROWS rows), the window of ROWS + 2
     rows each thread requests before computing, the reference's row buffer (PAD, ROW_BUF), lab 1's
     4 bytes in flight against it, and the sweeps alternating between two buffers."""
-    threads, vec, strip, rows = constants.need(_src(kit, "starter", "04-max-smem"), "THREADS", "VEC", "STRIP", "ROWS")
-    pad, row_buf = constants.need(_src(kit, "reference", "04-max-smem"), "PAD", "ROW_BUF")
+    threads, vec, strip, rows = constants.need(impl_source("04-max-smem", "starter", kit),
+                                               "THREADS", "VEC", "STRIP", "ROWS")
+    pad, row_buf = constants.need(impl_source("04-max-smem", "reference", kit), "PAD", "ROW_BUF")
     window = rows + 2
     in_flight = window * vec * 4
     alt = (f"Lab 4's strip: {threads} threads each own a float4 column of a {strip}-cell strip and compute "

@@ -1,6 +1,6 @@
 """The optimisation tour (`make tour`, `grade.py tour`): every kernel the labs declare for it,
 built and timed with its lab's bench on the local GPU, printed as the seeds' optimisation table,
-one table per part, and kept as a recorded run (tools/records.py) with pictures.
+one table per part, and kept as a recorded run (instructor/records.py) with pictures.
 
 The rows are the labs' own: reference/tour/<lab>/tour.json (beside the lab's tour kernels; the
 student kit ships no reference/, so it has no tour) holds
@@ -30,7 +30,7 @@ this row's) and the cumulative speed-up (the part's first row over this row).  A
 whose kernel.cu is not in this copy of the kit is left out.  With a plot path it also draws
 the path as bars and the roofline of the local GPU with every row on it (grading/plot.py;
 matplotlib optional), each row at its kind's FLOP per cell (grader/kinds.json) times its sweeps
-per pass, and under its roof, dashed, the ceilings of tools/roofs.py.
+per pass, and under its roof, dashed, the ceilings of instructor/roofs.py.
 """
 
 from __future__ import annotations
@@ -43,10 +43,9 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
-from ..base.files import read_json
+from ..base.files import display_path, read_json
 from ..grading import bench, build, plot
 from . import roofs, tuning
-from .records import RECORD_FORMAT  # noqa: F401  (tools/figures.py reads it from here)
 from .records import device_facts, median_or_none, now, record_header, row_id, write_record
 
 #: The declaration of a lab's tour rows, in reference/tour/<lab>/.
@@ -111,7 +110,7 @@ def tour_parts(kit_root: Path = KIT_ROOT) -> list[Part]:
 
 def _read_tour_file(path: Path, lab_dir: Path, parts: dict, kit_root: Path) -> None:
     """Add one lab's declared parts and rows to `parts` (id -> (dims, rows))."""
-    shown = labspec.display_path(path)
+    shown = display_path(path)
     data = read_json(path, TourError)
     if not isinstance(data, dict) or set(data) - {"about", "parts", "rows"} or not isinstance(data.get("rows"), list):
         raise TourError(f"{shown}: expected an object with \"rows\" (a list) and optionally \"parts\" and \"about\"")

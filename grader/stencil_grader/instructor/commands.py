@@ -1,12 +1,12 @@
-"""grade.py's tool commands: `tour`, `calibrate`, `solve`, `tune`, `profile`, and the recorded runs
-behind the handouts' figures: `record-check`, `figures`."""
+"""grade.py's instructor commands: `tour`, `calibrate`, `tune`, and the recorded runs behind the
+handouts' figures: `record-check`, `record-archs`, `record-profile`, `figures`, `pictures`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, arch, default_seed, impl, lab_list, seed
+from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path
 from . import tour
 
@@ -65,16 +65,6 @@ def register(sub) -> None:
                    help="only handouts/img/report-page.png, from the recorded grading of tests/python/data/html")
     p.set_defaults(func=cmd_pictures)
 
-    p = sub.add_parser("solve", help="lab 7: run a build's Jacobi solver on the model Poisson problem")
-    p.add_argument("build_dir", metavar="BUILD_DIR", type=Path, help="a lab 7 build (holding bench)")
-    p.add_argument("--n", type=int, default=33, help="grid of N x N cells, h = 1/(N-1) (default 33)")
-    p.add_argument("--reduction", type=float, default=None,
-                   help="stop when the residual 2-norm has fallen by this factor (default 1e-5)")
-    p.add_argument("--every", type=int, default=None, help="print every K-th sweep's residual")
-    p.add_argument("--plot", type=Path, metavar="PNG",
-                   help="where the convergence plot goes (default BUILD_DIR/solve.png; needs matplotlib)")
-    p.set_defaults(func=cmd_solve)
-
     p = sub.add_parser("tune", help="sweep the references' compile-time parameters on this GPU and "
                                     "write the best to labs/NN-slug/tuning/<gpu>.json")
     p.add_argument("--lab", help="comma-separated labs, names or numbers (default: every lab with a tune.json)")
@@ -93,35 +83,6 @@ def register(sub) -> None:
     p.add_argument("--devices", help="with --draw: GPU names separated by ';' (as in the tuning files)")
     p.add_argument("--out", type=Path, metavar="PNG", help="with --draw: the picture's path")
     p.set_defaults(func=cmd_tune)
-
-    p = sub.add_parser("profile", help="why the kernel is slow: Nsight Compute's counters and a ranked "
-                                       "diagnosis (not part of the grade)")
-    p.add_argument("lab_dir", metavar="LABDIR", help="e.g. labs/01-naive-5pt (or just 01-naive-5pt)")
-    p.add_argument("--impl", type=impl, default="starter",
-                   help="whose kernel.cu: starter, reference or a directory DIR (default starter)")
-    p.add_argument("--build-dir", type=Path, help="default: build/<lab>/<impl-tag> in the kit")
-    p.add_argument("--seed", type=seed, default=None, help="the bench's input seed (default: $SEED, else fresh)")
-    p.add_argument("--arch", type=arch, help="CUDA architecture to build for, e.g. 90 (default: detected)")
-    p.add_argument("--from-inputs", type=Path, metavar="FILE",
-                   help="analyse a recorded BUILD_DIR/profile-inputs.json again (no GPU, no build)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the diagnosis (profile.json) here")
-    p.add_argument("--no-counters", action="store_true",
-                   help="diagnose without Nsight Compute's counters, from the PTX and the launch audit (what "
-                        "happens anyway where the counters are locked; also STENCIL_PROFILE_COUNTERS=off)")
-    p.set_defaults(func=cmd_profile)
-
-
-def cmd_profile(args) -> int:
-    from . import profile
-
-    chosen = args.seed if args.seed is not None else default_seed()
-    result = profile.profile_lab(args.lab_dir, args.impl, args.build_dir, chosen, args.arch,
-                                 from_inputs=args.from_inputs, counters_wanted=not args.no_counters)
-    print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
-    if args.json and result.result is not None:
-        profile.write_json(result.result, args.json)
-    return result.exit_code
-
 
 def cmd_record_archs(args) -> int:
     from . import archs, records
@@ -227,18 +188,6 @@ def cmd_pictures(args) -> int:
     return EXIT_FULL
 
 
-def cmd_solve(args) -> int:
-    from . import solve  # lab 7 only
-
-    if args.reduction is not None and not 0 < args.reduction < 1:
-        raise UsageError(f"--reduction must lie between 0 and 1, got {args.reduction:g}")
-    if args.every is not None and args.every < 1:
-        raise UsageError("--every must be at least 1")
-    result = solve.solve(args.build_dir, args.n, args.reduction, args.every, args.plot)
-    print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
-    return result.exit_code
-
-
 def cmd_tune(args) -> int:
     from . import tuning             # what lab.mk asks on every build of a reference: kept light
 
@@ -269,11 +218,9 @@ def cmd_tune(args) -> int:
         chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
         if not chosen:
             raise UsageError("no lab has a tune.json")
-        sweeps = [tune.prepare_lab(d, args.seed, min_gain, space) for d in chosen]
-        tune.build_variants(sweeps, args.jobs)          # every lab's builds at once, on the CPUs
         status = EXIT_FULL
-        for sweep in sweeps:                             # then one variant at a time on the GPU
-            tune.measure_lab(sweep, write=not args.dry_run, plot_dir=plot_dir)
+        for sweep in tune.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run,
+                                    plot_dir=plot_dir, space=space):
             print(tune.render(sweep), flush=True)
             if sweep.best is None:
                 status = EXIT_NOT_FULL

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...grading.build import impl_source
 from . import constants
-from .svg import BLUE, GREEN, GREY, INK, LINE, MONO, MUTED, ORANGE, PURPLE, SKY, VERMILION, Canvas, tint
+from .svg import BLUE, GREEN, GREY, INK, MONO, MUTED, ORANGE, PURPLE, SKY, VERMILION, Canvas, tint
 
 ROLE = {"z-1": SKY, "z": GREEN, "z+1": ORANGE}
 ROW_COLOURS = (SKY, ORANGE, GREEN, PURPLE, GREY, BLUE, VERMILION)
-
-
-def _src(kit: Path, folder: str, lab: str) -> Path:
-    return Path(kit) / folder / lab / "kernel.cu"
 
 
 def _plane_z(z: int) -> str:
@@ -32,7 +29,7 @@ def three_planes(kit: Path) -> Canvas:
     """Lab 5: the starter's tile (TILE_X x TILE_Y, PAD_X, PLANE_X, IN_TILE_Y, BLOCK_Y,
     ROWS_PER_THREAD, PLANES_PER_BLOCK) marching along z with three rotating shared planes."""
     tile_x, tile_y, pad, plane_x, in_y, block_y, rows, planes, vec = constants.need(
-        _src(kit, "starter", "05-z-coarsening"), "TILE_X", "TILE_Y", "PAD_X", "PLANE_X", "IN_TILE_Y", "BLOCK_Y",
+        impl_source("05-z-coarsening", "starter", kit), "TILE_X", "TILE_Y", "PAD_X", "PLANE_X", "IN_TILE_Y", "BLOCK_Y",
         "ROWS_PER_THREAD", "PLANES_PER_BLOCK", "VEC")
     alt = (f"Lab 5's z-march: a block computes a {tile_x} x {tile_y} tile of {planes} planes. Three shared "
            f"planes hold z-1, z and z+1, and the loads of plane z+2 are in flight in registers; after each "
@@ -128,8 +125,8 @@ def register_window(kit: Path) -> Canvas:
     """Lab 6: the reference's ring of RING = AHEAD + 3 planes in registers per thread, turning one slot
     per step, beside the one shared plane of the block (BLOCK_X x ROWS threads, OUT_ROWS computing)."""
     block_x, out_rows, rows, ahead, ring = constants.need(
-        _src(kit, "reference", "06-register-tiling"), "BLOCK_X", "OUT_ROWS", "ROWS", "AHEAD", "RING")
-    (starter_ahead,) = constants.need(_src(kit, "starter", "06-register-tiling"), "AHEAD")
+        impl_source("06-register-tiling", "reference", kit), "BLOCK_X", "OUT_ROWS", "ROWS", "AHEAD", "RING")
+    (starter_ahead,) = constants.need(impl_source("06-register-tiling", "starter", kit), "AHEAD")
     vec = 4                                            # one float4 per thread and plane: the design
     tile_x = block_x * vec
     alt = (f"Lab 6: each thread keeps {ring} planes of its own float4 column in registers, z-1 to "

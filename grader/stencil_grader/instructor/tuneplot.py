@@ -3,7 +3,7 @@ GPU as a heat map over its tune.json's "plot" axes (each cell the best variant o
 parameters), or as bars, one per variant; and the committed sweeps of one lab on several GPUs side
 by side, with one colour scale (the handouts' picture).  matplotlib is optional: without it
 draw_sweep draws nothing and draw_devices says so.  The figures are fractions of the copy
-bandwidth measured in the same run (tools/tuning.py's tuning files)."""
+bandwidth measured in the same run (instructor/tuning.py's tuning files)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import labspec
+from ..base.files import display_path
 from .tuning import TUNE_FILE, TuneError, TuneSpace, find_lab, load_space, load_tuning, tuning_path, variant_name
 
 
@@ -107,7 +107,7 @@ def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_
     for device in devices:
         data = load_tuning(lab_dir, device)
         if data is None:
-            raise TuneError(f"no tuning file {labspec.display_path(tuning_path(lab_dir, device))}")
+            raise TuneError(f"no tuning file {display_path(tuning_path(lab_dir, device))}")
         files.append(data)
     try:
         import matplotlib

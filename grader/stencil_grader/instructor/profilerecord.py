@@ -5,7 +5,7 @@
 
 Each INPUTS.json is a `profile-inputs.json` that `make profile` wrote (everything it read: Nsight
 Compute's raw figures, the build's static facts, the bench run), such as the recorded ones in
-tests/python/data/ncu/.  Each is analysed again with the kit's own rules (tools/profile/, the
+tests/python/data/ncu/.  Each is analysed again with the kit's own rules (student/profile/, the
 same analysis as `grade.py profile --from-inputs`), so the record holds exactly what a student's
 `make profile` would print for that run.  The runs must come from one GPU and one day.
 
@@ -22,7 +22,7 @@ import datetime
 import json
 from pathlib import Path
 
-from .profile import analyse, load_rules
+from ..student.profile import analyse, load_rules
 from .records import RecordError, median_or_none, record_header, row_id
 
 SOURCE = ("grade.py record-profile: make profile's analysis (grader/profile_rules.json) of the inputs it "

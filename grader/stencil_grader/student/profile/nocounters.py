@@ -40,8 +40,10 @@ import os
 
 from ...base import gpuprobe
 from ...grading import bench as grading_bench
+from ...grading import build as grading_build
+from ...grading.pipeline import source_digest
 from . import access
-from .common import EXIT_FAILED, INPUTS_FORMAT, ProfileError, source_digest
+from .common import EXIT_FAILED, INPUTS_FORMAT, ProfileError
 
 #: The environment variable that forces this mode (`make profile` where the counters would work).
 FORCE_ENV = "STENCIL_PROFILE_COUNTERS"
@@ -66,8 +68,6 @@ def require_gpu() -> gpuprobe.ProbeResult:
 def collect(spec, impl: str, build_dir, seed: int | None, static: dict, why: str) -> dict:
     """Run the bench (as make check does) and the probe; returns the inputs record of this mode.
     why: why there are no counters (shown in the report).  Raises ProfileError."""
-    from ...grading import build as grading_build
-
     probe = require_gpu()
     run = grading_bench.run_bench(build_dir, spec.bench.timeout_s, seed)
     if not run.data:

@@ -11,7 +11,7 @@ handouts/data/SLUG/ (SLUG names a GPU, e.g. h100, h200) written by the kit itsel
     handouts/data/SLUG/check.json      grade.py record-check FILE       (after make check)
     handouts/data/SLUG/calibrate.json  grade.py calibrate --json FILE   (make calibrate)
 
-tools/records.py (RECORD_FORMAT) documents what a record holds.  `make record SLUG=h100` on a GPU
+instructor/records.py (RECORD_FORMAT) documents what a record holds.  `make record SLUG=h100` on a GPU
 writes the first two (calibrate.json only comes from a calibration), then `grade.py figures`
 rewrites the text.  handouts/data/README.md is the instructor's guide to all this.
 
@@ -80,11 +80,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
-from .figtables import provenance, tour_table  # noqa: F401  (provenance: part of this module's interface)
+from .figtables import tour_table
+from .recordings import (DATA_DIR, MISSING_TEXT, FiguresError, Record, Recordings, consistency, lab_json as _lab_json,
+                         load_recordings, shown as _shown)
 from .tuning import tuning_path
-from .recordings import (DATA_DIR, MISSING_TEXT, RECORD_KINDS, FiguresError, Record, Recordings,  # noqa: F401
-                         consistency, lab_json as _lab_json, load_recordings, shown as _shown,
-                         validate_record)
 
 #: Default format by a field's last name (format() specifications).
 DEFAULT_FORMATS = {"ratio": ".2f", "median": ".3f", "ms_median": ".3f", "ms_per_sweep": ".3f",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import KIT_ROOT
-from ...base import labspec
+from ...base.files import display_path
 
 #: The rule table: the one place where thresholds, messages and handout sections live.
 RULES_PATH = KIT_ROOT / "grader" / "profile_rules.json"
@@ -100,7 +100,7 @@ def load_rules(path: Path = RULES_PATH) -> RuleTable:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise RulesError(f"{path}: {err}") from None
-    return parse_rules(data, labspec.display_path(Path(path)))
+    return parse_rules(data, display_path(Path(path)))
 
 
 class _Values(dict):

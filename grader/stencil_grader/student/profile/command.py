@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...base import labspec
+from ...base.files import display_path
 from ...grading import build as grading_build
-from ...grading import names
+from ...grading import names, pipeline
+from ...grading.report import write_json
 from . import counters, ncu, nocounters, rawpage, rules as rule_table, text as rendering
 from .buildfacts import static_facts
-from .common import (EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, INPUTS_FORMAT, CountersLocked, ProfileError,
-                     source_digest, write_json)
+from .common import EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, INPUTS_FORMAT, CountersLocked, ProfileError
 
 
 @dataclass
@@ -56,7 +57,7 @@ def collect_inputs(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int 
                  for x in spec.kind.launchers]
     return {"format": INPUTS_FORMAT, "mode": "counters", "lab": spec.lab,
             "impl": impl if impl in ("starter", "reference") else str(Path(impl).resolve()), "source": str(source),
-            "source_sha256": source_digest(source),
+            "source_sha256": pipeline.source_digest(source),
             "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": bench.get("device"), "ncu_version": ncu.ncu_version(found),
             "ncu_command": [str(c) for c in command], "target_ratio": _target_ratio(spec, bench.get("device")),
@@ -92,8 +93,6 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
     counters_wanted: False (or STENCIL_PROFILE_COUNTERS=off) diagnoses without counters even
     where ncu could read them.  Without ncu, or where its counters are locked, the profile says
     so in one line and goes on without counters."""
-    from ...grading import pipeline
-
     start = time.monotonic()
     lab_dir = pipeline.resolve_lab_dir(lab_dir)
     spec = labspec.load(Path(lab_dir) / "lab.json")
@@ -113,7 +112,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
                 said = f"grade.py profile: {why}: the diagnosis below comes without counters ({ncu.NO_NCU_FIX})\n"
             if why:
                 nocounters.require_gpu()         # before a build that would be for nothing
-            print(f"building {spec.lab} ({impl}) in {labspec.display_path(build_dir)} ...", flush=True)
+            print(f"building {spec.lab} ({impl}) in {display_path(build_dir)} ...", flush=True)
             built = grading_build.build(spec.lab_dir, impl, build_dir, arch)
             if not built.ok:
                 raise ProfileError(f"the build failed ({built.outcome}); nothing to profile:\n{built.message}",
@@ -149,7 +148,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
     seconds = time.monotonic() - start
     text = said + rendering.render_text(result)
     if written:
-        text += "\nwritten: " + ", ".join(labspec.display_path(p) for p in written) + "\n"
+        text += "\nwritten: " + ", ".join(display_path(p) for p in written) + "\n"
         text += "  (open profile.ncu-rep in Nsight Compute, ncu-ui, for every counter)\n" if any(
             p.suffix == ".ncu-rep" for p in written) else ""
     text += f"profiled in {seconds:.1f} s; the profile is not part of the grade\n"

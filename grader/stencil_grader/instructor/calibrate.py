@@ -1,9 +1,9 @@
 """Target calibration (`make calibrate`, `grade.py calibrate`): time every lab's reference several
-times on the local GPU (the tour's build and bench, tools/tour.py's measure) and write a targets
+times on the local GPU (the tour's build and bench, instructor/tour.py's measure) and write a targets
 entry for this GPU into each lab.json: score.calibrated_target is the rule, and the median ratio
 goes in as reference_ratio; other GPUs' entries are kept.  A lab whose lab.json has a
 `targets_policy` (a bonus lab: the same floor and target on every GPU) is timed for the record but
-never rewritten.  `--json FILE` also writes the calibration as a recorded run (tools/records.py).
+never rewritten.  `--json FILE` also writes the calibration as a recorded run (instructor/records.py).
 """
 
 from __future__ import annotations

@@ -14,19 +14,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...grading.build import impl_source
 from . import constants
-from .svg import BLUE, GREEN, GREY, INK, LINE, MONO, MUTED, ORANGE, PURPLE, SKY, VERMILION, YELLOW, Canvas, tint
-
-
-def _src(kit: Path, folder: str, lab: str) -> Path:
-    return Path(kit) / folder / lab / "kernel.cu"
+from .svg import BLUE, GREEN, GREY, INK, LINE, MONO, MUTED, ORANGE, PURPLE, SKY, VERMILION, Canvas, tint
 
 
 # ---------------------------------------------------------------- lab 7
 
 def reduction_tree(kit: Path) -> Canvas:
     """Lab 7: the starter's reduction (RES_THREADS threads of WARP lanes, RES_WARPS warps a block)."""
-    threads, warp, warps = constants.need(_src(kit, "starter", "07-reduction-residual"),
+    threads, warp, warps = constants.need(impl_source("07-reduction-residual", "starter", kit),
                                           "RES_THREADS", "WARP", "RES_WARPS")
     offsets = []
     o = warp // 2
@@ -171,7 +168,7 @@ def pipeline_ring(kit: Path) -> Canvas:
     """Lab 8, the reference: a warp's strip (WARP x VEC columns, HALO each side), the ring of rows in
     flight (AHEAD ahead, ring_slots(AHEAD + 1) slots) and the K_MAX stages."""
     k, vec, seg, warp, strip, halo, stored, ahead = constants.need(
-        _src(kit, "reference", "08-temporal-blocking"), "K_MAX", "VEC", "SEG", "WARP", "STRIP", "HALO", "STORED",
+        impl_source("08-temporal-blocking", "reference", kit), "K_MAX", "VEC", "SEG", "WARP", "STRIP", "HALO", "STORED",
         "AHEAD")
     ring = ring_slots(ahead + 1)
     alt = (f"The reference's pipeline: a warp owns {strip} columns, {warp} lanes of {vec}, with {halo} halo columns "
@@ -224,7 +221,7 @@ def pipeline_ring(kit: Path) -> Canvas:
         c.text(x + sw_ / 2, y + 16, f"stage {j}", size=11, anchor="middle", weight="bold")
         c.text(x + sw_ / 2, y + 34, f"time {j}:", size=10, anchor="middle", fill=MUTED)
         c.text(x + sw_ / 2, y + 48, "north, mid", size=10, anchor="middle")
-        c.text(x + sw_ / 2, y + 66, f"computes", size=10, anchor="middle", fill=MUTED)
+        c.text(x + sw_ / 2, y + 66, "computes", size=10, anchor="middle", fill=MUTED)
         c.text(x + sw_ / 2, y + 80, f"row y0-{j + 1}", size=10, anchor="middle", family=MONO)
         if j < k - 1:
             c.arrow(x + sw_, y + 48, x + sw_ + 8, y + 48, sw=1.2, head=5)

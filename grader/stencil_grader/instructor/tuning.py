@@ -23,7 +23,7 @@ max), plus the file's own defaults.  "plot" names the two parameters of the heat
 (x and y; each cell shows the best variant over the other parameters); without it the
 sweep is drawn as bars, one per variant.
 
-A sweep (tools/tune.py) writes its best variant, with every variant's figures, to
+A sweep (instructor/tune.py) writes its best variant, with every variant's figures, to
 
     labs/NN-slug/tuning/<device-slug>.json     (device_slug("NVIDIA H100 80GB HBM3") =
                                                 "nvidia-h100-80gb-hbm3")
@@ -62,7 +62,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import gpus, labspec
-from ..base.files import read_json
+from ..base.files import display_path, read_json
 from ..grading import build
 
 TUNE_FILE = "tune.json"
@@ -114,7 +114,7 @@ def load_space_file(path: Path, lab_dir: Path) -> TuneSpace:
     that does not parse or names an unknown parameter, plot axes that are not parameters).
     """
     path = Path(path)
-    shown = labspec.display_path(path)
+    shown = display_path(path)
     raw = read_json(path, TuneError)
     if not isinstance(raw, dict):
         raise TuneError(f"{shown}: the file holds {type(raw).__name__}; expected an object")
@@ -252,7 +252,7 @@ def candidates(space: TuneSpace, defaults: dict[str, int]) -> list[dict[str, int
     when the source lacks a default for a parameter of tune.json."""
     missing = [p for p in space.parameters if p not in defaults]
     if missing:
-        raise TuneError(f"{labspec.display_path(reference_source(space.lab_dir))} declares no default "
+        raise TuneError(f"{display_path(reference_source(space.lab_dir))} declares no default "
                         f"for {', '.join(DEFINE_PREFIX + p for p in missing)} (an `#ifndef "
                         f"{DEFINE_PREFIX}{missing[0]}` / `#define {DEFINE_PREFIX}{missing[0]} <value>` block)")
     base = {p: defaults[p] for p in space.parameters}
@@ -287,7 +287,7 @@ def load_tuning(lab_dir: Path, device: str) -> dict | None:
     path = tuning_path(lab_dir, device)
     if not path.is_file():
         return None
-    shown = labspec.display_path(path)
+    shown = display_path(path)
     data = read_json(path, TuneError)
     best = data.get("best") if isinstance(data, dict) else None
     if not isinstance(best, dict) or not all(
@@ -309,9 +309,9 @@ def tuned_parameters(lab_dir: Path, device: str | None) -> dict[str, int]:
     declared = source_defaults(reference_source(lab_dir))
     stale = [k for k in data["best"] if k not in declared]
     if stale:
-        raise TuneError(f"{labspec.display_path(tuning_path(lab_dir, device))}: "
+        raise TuneError(f"{display_path(tuning_path(lab_dir, device))}: "
                         f"{', '.join(DEFINE_PREFIX + k for k in stale)} no longer declared in "
-                        f"{labspec.display_path(reference_source(lab_dir))}: run make tune again, "
+                        f"{display_path(reference_source(lab_dir))}: run make tune again, "
                         "or delete the file")
     return dict(data["best"])
 
@@ -365,7 +365,7 @@ def built_parameters(build_dir: Path, src: Path) -> dict[str, int]:
     try:
         text = stamp.read_text()
     except OSError:
-        raise TuneError(f"{labspec.display_path(stamp)} is missing: build first") from None
+        raise TuneError(f"{display_path(stamp)} is missing: build first") from None
     params = source_defaults(src)
     params.update({name: int(value) for name, value in _BUILT_RE.findall(text)})
     return params

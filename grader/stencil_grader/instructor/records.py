@@ -1,6 +1,6 @@
 """Recorded runs: the self-describing JSON that the handouts' and README's measured figures come
-from (handouts/data/<gpu>/*.json, rendered by tools/figures.py).  `grade.py tour --json` writes a
-tour's (tools/tour.py), `calibrate --json` a calibration's (tools/calibrate.py), and `record-check`
+from (handouts/data/<gpu>/*.json, rendered by instructor/figures.py).  `grade.py tour --json` writes a
+tour's (instructor/tour.py), `calibrate --json` a calibration's (instructor/calibrate.py), and `record-check`
 turns the reports a `make check` left behind into one (record_check).  RECORD_FORMAT says what
 every record holds; record_header writes the fields they share, with what this run ran on (the
 GPU as the bench reported it, the driver and SM clock from nvidia-smi, nvcc's CUDA release, the
@@ -19,7 +19,7 @@ from pathlib import Path
 from .. import KIT_ROOT, __version__
 from ..base import labspec, toolkit
 
-#: The format of every recorded run (tour, check, calibrate, profile), read by tools/figures.py:
+#: The format of every recorded run (tour, check, calibrate, profile), read by instructor/figures.py:
 #:   record            "tour", "check", "calibrate", "profile" or "class"
 #:   format            RECORD_FORMAT (an integer; a reader refuses a format it does not know)
 #:   provisional       true while the figures are not a run of the tool named in `source`
@@ -43,7 +43,7 @@ from ..base import labspec, toolkit
 #:                     launchers {name: {ms_median, gbps, ratio}} (lab 7 has two), generated_at
 #:   calibrate         runs; rows: lab, ratios (one per run), median, floor, target, written, policy
 #:   profile           ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings
-#:                     (tools/profilerecord.py: make profile's analysis of recorded profile inputs)
+#:                     (instructor/profilerecord.py: make profile's analysis of recorded profile inputs)
 #:   class             students, jobs, cpus, grader_peak_rss_mib; rows ("NN/build", "NN/gpu"): lab, stage,
 #:                     n, wall_s_median, wall_s_max, cpu_s_median (seconds), peak_rss_mib_max (MiB): what
 #:                     each lab's stages used in a class graded by grade.py class (classes/resources.py;

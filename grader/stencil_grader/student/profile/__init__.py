@@ -90,7 +90,6 @@ what to do about it.  Never a diagnosis made from nothing.
 """
 
 from .command import ProfileRun, analyse, profile_lab
-from .common import write_json
 from .rules import load_rules
 
-__all__ = ["ProfileRun", "analyse", "load_rules", "profile_lab", "write_json"]
+__all__ = ["ProfileRun", "analyse", "load_rules", "profile_lab"]

@@ -83,7 +83,7 @@ def tour_table(spec: str, recs: Recordings) -> tuple[str, list[str], Record]:
 
 def copy_note(record: Record) -> str:
     """"; copy bandwidth 2961 GB/s, the median of its 14 bench runs": one figure per recorded run
-    (the record's copy_gbps, tools/records.py), whichever of its rows a table shows; "" when the
+    (the record's copy_gbps, instructor/records.py), whichever of its rows a table shows; "" when the
     record has none."""
     copy = record.data.get("copy_gbps")
     if not isinstance(copy, (int, float)):
