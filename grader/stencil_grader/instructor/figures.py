@@ -393,9 +393,9 @@ def rewrite_text(text: str, shown: str, recs: Recordings, result: Result, kit_ro
 
 
 def default_files(kit_root: Path = KIT_ROOT) -> list[Path]:
-    """README.md, handouts/*.md and reference/*/ANSWERS.md, those that exist."""
+    """README.md, grader/README.md, handouts/*.md and reference/*/ANSWERS.md, those that exist."""
     root = Path(kit_root)
-    files = [root / "README.md"] + sorted((root / "handouts").glob("*.md")) \
+    files = [root / "README.md", root / "grader" / "README.md"] + sorted((root / "handouts").glob("*.md")) \
         + sorted((root / "reference").glob("*/ANSWERS.md"))
     return [f for f in files if f.is_file()]
 
