@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, KIT_ROOT
+from stencil_grader.base.files import sha256_of
 from stencil_grader.classes import classhtml, outdir
 from stencil_grader.grading import html, nextstep
 
@@ -127,7 +128,7 @@ def test_a_profile_of_another_source_is_not_shown(tmp_path):
     (tmp_path / "profile.json").write_text(json.dumps(p))
     page = html.write_lab_html(r, tmp_path / "report.html").read_text()
     assert 'id="findings"' not in page and "another version of your file" in page
-    p["source_sha256"] = html._digest(source)
+    p["source_sha256"] = sha256_of(source)
     (tmp_path / "profile.json").write_text(json.dumps(p))
     assert 'id="findings"' in html.write_lab_html(r, tmp_path / "report.html").read_text()
 

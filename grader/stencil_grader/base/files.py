@@ -4,6 +4,7 @@ submissions' expected.json), read with one error message for each way they can b
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -16,6 +17,14 @@ def display_path(path: Path) -> str:
         return str(Path(path).resolve().relative_to(KIT_ROOT))
     except ValueError:
         return str(path)
+
+
+def sha256_of(path) -> str:
+    """sha256 (hex) of a file's bytes, or "" when it cannot be read (no such file, no path)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except (OSError, TypeError, ValueError):
+        return ""
 
 
 def read_json(path: Path, error: type[Exception]):

@@ -16,11 +16,11 @@ that is no grade (not_measured, grader_error, missing, ...) has no points to com
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import progress
+from ..grading.html import escape as _e
 from . import outdir
 from .submissions import ClassError, shown
 
@@ -99,10 +99,6 @@ def lines(changes: list[Change]) -> list[str]:
     out += [f"  {shown(c.student)}/{c.lab}: {describe(c.before)} -> {describe(c.after)} ({c.kind})"
             for c in changes if c.kind != "same"]
     return out
-
-
-def _e(value) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def section(changes: list[Change], ident: str, title: str, note: str) -> str:

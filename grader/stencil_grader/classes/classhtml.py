@@ -34,15 +34,14 @@ limit never reaches the page: the grader rejects it).  Ratios: effective bandwid
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import statistics
 from pathlib import Path
 from urllib.parse import quote
 
-from ..grading import html as lab_html
-from ..grading import progress
+from ..grading import html as lab_html, progress
+from ..grading.html import escape as _e
 from ..grading.report import student_view
 from . import classdiff, leaderboard, outdir, similarity
 
@@ -56,10 +55,6 @@ SIMILAR_SHOWN = 5
 CELL_REASON = 120
 
 Table = dict[str, dict[str, dict]]
-
-
-def _e(value) -> str:
-    return "\u2014" if value is None else html.escape(str(value), quote=True)
 
 
 def _href(*parts: str) -> str:

@@ -28,12 +28,12 @@ the grader writes, keyed by folder; the pseudonym is data, escaped wherever it i
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import progress
+from ..grading.html import escape as _e
 from . import outdir
 from .importers import roster as roster_csv
 from .submissions import ROSTER
@@ -170,10 +170,6 @@ def gradescope_entries(table: Table, names: dict[str, str]) -> dict[tuple[str, s
                 items.append({"name": "GPU", "value": board.gpu or "unknown"})
                 entries[(row.student, lab)] = items
     return entries
-
-
-def _e(value) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def section(lab_boards: dict[str, list[Board]], notes: list[str], opted_in: int) -> str:

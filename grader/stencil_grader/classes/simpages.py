@@ -12,10 +12,10 @@ CVE-2021-42574), are shown as visible escapes (\\u202e) instead of being obeyed.
 
 from __future__ import annotations
 
-import html
 import re
 
 from ..grading import html as lab_html
+from ..grading.html import escape as _e
 
 #: Characters shown as escapes: C0 and C1 controls but tab and newline, DEL, the bidirectional
 #: marks, embeddings, overrides and isolates.
@@ -25,10 +25,6 @@ CSS = (lab_html.CSS + ".sides{display:flex;gap:12px;align-items:flex-start}.side
        "pre.code{white-space:pre;overflow-x:auto;word-break:normal;font-size:12px;line-height:1.35}"
        ".ln{color:#8a94a3;user-select:none}mark{background:#fde68a;color:inherit}"
        ".ctl{color:#c53030;font-weight:700}main{max-width:none}")
-
-
-def _e(value) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _visible(text: str) -> str:

@@ -33,7 +33,6 @@ Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 FLOP, milliseconds
 from __future__ import annotations
 
 import functools
-import hashlib
 import html
 import json
 import math
@@ -43,6 +42,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
+from ..base.files import sha256_of
 from . import plot, progress
 from .charts import bandwidth_svg, roofline_svg  # noqa: F401  (part of this module's interface)
 from .nextstep import NO_GRADE, next_step, without_prefix as _why
@@ -77,9 +77,13 @@ ol.findings li{margin:0 0 10px}svg{max-width:100%;height:auto;background:#fff}
 """
 
 
-def _e(value) -> str:
-    """Escaped text of anything (None shows as an em dash)."""
+def escape(value) -> str:
+    """Text of anything, escaped for HTML text and attribute values (None shows as an em dash):
+    every page of the grader writes what a student controls through this."""
     return "\u2014" if value is None else html.escape(str(value), quote=True)
+
+
+_e = escape
 
 
 def _num(value, spec: str = ".3f", unit: str = "") -> str:
@@ -407,13 +411,6 @@ def page(title: str, body: str, css: str = CSS) -> str:
             f"<title>{_e(title)}</title><style>{css}</style></head><body><main>{body}</main></body></html>\n")
 
 
-def _digest(path) -> str | None:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except (OSError, TypeError):
-        return None
-
-
 def matching_profile(report: dict) -> tuple[dict | None, str | None]:
     """BUILD_DIR/profile.json when it was profiled from the source this report graded (same
     sha256), else (None, why not)."""
@@ -427,7 +424,7 @@ def matching_profile(report: dict) -> tuple[dict | None, str | None]:
         profile = json.loads(path.read_text())
     except (OSError, ValueError):
         return None, f"{path} could not be read"
-    if profile.get("source_sha256") and profile["source_sha256"] != _digest(report.get("source")):
+    if profile.get("source_sha256") and profile["source_sha256"] != (sha256_of(report.get("source")) or None):
         return None, ("The profile in the build directory is of another version of your file: run make profile "
                       "again.")
     return profile, None

@@ -41,7 +41,7 @@ from typing import Callable
 
 from .. import KIT_ROOT, __version__
 from ..base import gpus, labspec, locks, process
-from ..base.files import display_path
+from ..base.files import display_path, sha256_of
 from . import bench, build, checkrun, launches, score, static
 from .checks import StaticCheck
 
@@ -176,10 +176,7 @@ def default_build_dir(lab: str, impl: str, kit_root: Path = KIT_ROOT) -> Path:
 
 def source_digest(path: Path) -> str:
     """sha256 of the student's file (hex), or "" when it cannot be read."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
+    return sha256_of(path)
 
 
 _GENCODE = re.compile(r"code=(sm|compute)_(\d+)")
