@@ -32,7 +32,9 @@ first case that times out.
 What a run used: the process is reaped with wait4(2), whose resource usage
 covers the program and every descendant it waited for (make's nvcc, Check's
 forked cases): CPU seconds (user + system) and the peak resident set of the
-largest of those processes (ru_maxrss).  `metered()` sums them over the runs
+largest of those processes (ru_maxrss; Linux carries a process's peak across
+fork and exec, so it is at least the grader's own resident set when it started
+the program: a floor of a few tens of MiB).  `metered()` sums them over the runs
 of a block (pipeline.py: each stage's figures in the report).
 
 The sandbox that programs running student code get is sandbox.py's; the
