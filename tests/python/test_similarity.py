@@ -30,7 +30,7 @@ sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import check_verdicts  # noqa: E402  (needs the path above)
 
 LAB = "02-shared-tiling"
-HOSTILE = 'bob "the copier" <img src=x onerror=alert(1)> $(touch PWNED)'
+HOSTILE = '=bob "the copier" <img src=x onerror=alert(1)> $(touch PWNED)'
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,9 @@ def test_the_copies_are_flagged_and_the_independent_solutions_are_not(cd, made_u
     assert len(rows) == len(lab2.pairs) == 6 * 5 // 2 + 6 * 1
     assert [float(r["score"]) for r in rows] == sorted((float(r["score"]) for r in rows), reverse=True)
     assert {r["page"] for r in rows if r["flagged"] == "yes"} == {f"pair-{i}.html" for i in range(1, 5)}
-    assert any(r["a"] == HOSTILE or r["b"] == HOSTILE for r in rows)        # as written, by the csv module
+    hostile = "'" + HOSTILE                    # by the csv module, after a "'": no spreadsheet formula
+    assert any(r["a"] == hostile or r["b"] == hostile for r in rows)
+    assert not any(r[k][:1] in outdir.FORMULA_START for r in rows for k in ("a", "b"))
     text = (folder / "pairs.txt").read_text()
     assert "4 pair(s) flagged" in text and "never a grade" in text and "flagged at 0.80" in text
     data = json.loads((folder / "similarity.json").read_text())

@@ -43,8 +43,8 @@ The formats, from each site's own code and documentation:
   'recordid', 'lastmodifiedgrade'); the feedback type: https://docs.moodle.org/en/Assignment_settings
   ("Feedback types").
 
-A name cell that a spreadsheet would take for a formula (=, +, -, @) is written after a "'":
-the names come from the students.
+A name cell that a spreadsheet would take for a formula (=, +, -, @) is written after a "'"
+(outdir.sheet_cell): the names come from the students.
 """
 
 from __future__ import annotations
@@ -76,11 +76,6 @@ def cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -> str
     if report.get("verdict") == outdir.MISSING and missing_as_zero and not bonus:
         return "0"
     return ""
-
-
-def _safe(text: str) -> str:
-    """A student-given text as a CSV cell no spreadsheet evaluates (module docstring)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def _csv(rows: list[list]) -> str:
@@ -141,7 +136,7 @@ def write_canvas(out: Path, rows: list[tuple[str, dict]], table, facts, missing_
             left_out.append(folder)
             continue
         found = table.get(folder, {})
-        lines.append([_safe(row.get("name", "")), row["site_id"], "", "", ""]
+        lines.append([outdir.sheet_cell(row.get("name", "")), row["site_id"], "", "", ""]
                      + [cell(found.get(l), missing_as_zero, facts[l].get("bonus")) for l in labs])
     notes = [f"canvas.csv leaves out {len(left_out)} anonymous submission(s) ({', '.join(map(shown, left_out))}): "
              "Canvas matches a row by its user id, which an anonymous export does not give"] if left_out else []
@@ -154,7 +149,7 @@ def write_moodle(out: Path, lab: str, rows: list[tuple[str, dict]], table, facts
     for folder, row in rows:
         report = table.get(folder, {}).get(lab)
         graded_at = ((report or {}).get("class") or {}).get("graded_at", "")
-        lines.append([MOODLE_PARTICIPANT + row["site_id"], _safe(row.get("name", "")),
+        lines.append([MOODLE_PARTICIPANT + row["site_id"], outdir.sheet_cell(row.get("name", "")),
                       cell(report, missing_as_zero, facts[lab].get("bonus")), f"{facts[lab]['points']:g}", graded_at])
     return outdir.write_atomic(out / FOLDER / f"moodle-{lab}.csv", _csv(lines))
 
@@ -166,8 +161,8 @@ def write_gradescope_index(out: Path, lab: str, rows: list[tuple[str, dict]], ta
     for folder, row in rows:
         report = table.get(folder, {}).get(lab)
         path = outdir.gradescope_path(out, lab, folder)
-        lines.append([_safe(folder), row["site_id"], row.get("email", ""), _safe(row.get("name", "")),
-                      cell(report, missing_as_zero, bonus),
+        lines.append([outdir.sheet_cell(folder), row["site_id"], row.get("email", ""),
+                      outdir.sheet_cell(row.get("name", "")), cell(report, missing_as_zero, bonus),
                       path.relative_to(out).as_posix() if path.is_file() else ""])
     return outdir.write_atomic(out / FOLDER / f"gradescope-{lab}.csv", _csv(lines))
 

@@ -14,7 +14,9 @@ wrote it (this one, an earlier one, a batch task):
     summary.txt                        what OUT holds, what this run did, every failure and
                                        every lab without a grade, each with its one-line reason
 
-and returns the same summary for the console, which therefore agrees with the files.
+and returns the same summary for the console, which therefore agrees with the files.  A
+name that a spreadsheet would take for a formula is written after a "'" in every CSV file
+(outdir.sheet_cell); class.html and summary.txt show it as written.
 
 Nothing measured is no grade (outdir.is_grade).  A lab whose verdict is "not_measured" (no
 GPU), "kit_error" (the machine lacks the Check library, ...), "pending" or "grader_error"
@@ -120,7 +122,8 @@ def write_csv(out: Path, table: dict[str, dict[str, dict]], lab_order: list[str]
     writer.writerow(["student"] + labs + ["total"])
     for student, found in table.items():
         sum_ = outdir.total(list(found.values()))
-        writer.writerow([student] + [cell(found.get(lab)) for lab in labs] + ["" if sum_ is None else f"{sum_:.2f}"])
+        writer.writerow([outdir.sheet_cell(student)] + [cell(found.get(lab)) for lab in labs]
+                        + ["" if sum_ is None else f"{sum_:.2f}"])
     return outdir.write_atomic(out / "class.csv", text.getvalue())
 
 
@@ -142,14 +145,15 @@ def write_gradings_csv(out: Path, table: dict[str, dict[str, dict]]) -> Path:
             gpu = gpu_of(data) or {}
             mark = data.get("class") or {}
             secs = data.get("seconds") or {}
-            writer.writerow([student, lab, data["verdict"], cell(data) if outdir.is_grade(data) else "",
+            writer.writerow([outdir.sheet_cell(student), lab, data["verdict"],
+                             cell(data) if outdir.is_grade(data) else "",
                              f"{float(data.get('max_points') or 0):g}",
                              "" if gpu.get("index") is None else gpu["index"], gpu.get("uuid", ""),
                              gpu.get("name", ""), mark.get("host", ""), mark.get("backend", ""), mark.get("run", ""),
                              mark.get("job") or "", mark.get("graded_at", "")]
                             + ["" if secs.get(k) is None else f"{secs[k]:.2f}"
                                for k in ("build", "static", "gpu_wait", "cases", "bench", "total")]
-                            + [outdir.reason(data)[:REASON_WIDTH]])
+                            + [outdir.sheet_cell(outdir.reason(data)[:REASON_WIDTH])])
     return outdir.write_atomic(out / "gradings.csv", text.getvalue())
 
 

@@ -287,6 +287,18 @@ def reason(report: dict) -> str:
     return lines[0].strip().splitlines()[0] if lines else ""
 
 
+#: A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets
+#: (OWASP, "CSV Injection": https://owasp.org/www-community/attacks/CSV_Injection).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def sheet_cell(text: str) -> str:
+    """A text a student controls (a name, a message) as a CSV cell no spreadsheet evaluates:
+    after a "'" when it starts like a formula (FORMULA_START), else as written.  Every CSV file
+    of OUT writes names through this, so `=HYPERLINK(...)` as a folder name stays text."""
+    return "'" + text if text[:1] in FORMULA_START else text
+
+
 def total(reports: list[dict]) -> float | None:
     """The class total of one student's reports: their points ("missing" adds 0), or None when
     one of them is no grade (then there is no total to upload)."""

@@ -291,8 +291,8 @@ def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
     writer.writerow(["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind",
                      "flagged", "page"])
     for rank, p in enumerate(result.pairs, 1):
-        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched, p.a, p.a_kind,
-                         p.b, p.b_kind, "yes" if p.flagged else "no", p.page])
+        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched, outdir.sheet_cell(p.a),
+                         p.a_kind, outdir.sheet_cell(p.b), p.b_kind, "yes" if p.flagged else "no", p.page])
     written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue())]
     written.append(outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n"))
     highest: dict[str, dict] = {}
