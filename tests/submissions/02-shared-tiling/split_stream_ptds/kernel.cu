@@ -1,11 +1,17 @@
-/* Known cheat (split_stream_ptds): the file asks for per-thread default streams, as
- * `nvcc --default-stream per-thread` would (the grader builds with its own flags, so the file
- * defines the macro itself, before any CUDA header): stream 0 is then this thread's per-thread
- * stream, and the launches link the _ptsz entry points, which the symbol whitelist allows.  The
- * real sweep goes there, the decoy spins on the harness's stream.  The timer ties the per-thread
- * stream in and the audit reports it: "constraint", below tile_twin. */
-#define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
+/* Known cheat (split_stream_ptds): the launch goes through the per-thread-default-stream entry
+ * point, as `nvcc --default-stream per-thread` would make it: stream 0 is then this host
+ * thread's per-thread stream, not the legacy default stream.  The grader builds with its own
+ * flags, and `#define CUDA_API_PER_THREAD_DEFAULT_STREAM` in the file comes too late (nvcc
+ * includes cuda_runtime.h before the file's first line), so the file declares the _ptsz entry
+ * point itself; the symbol whitelist allows it like every _ptsz twin of an allowed call.  The
+ * real sweep goes there, the decoy spins on the harness's stream.  The timer ties the
+ * per-thread stream in and the audit reports it: "constraint", below tile_twin. */
 #include <cuda_runtime.h>
+
+/* cudaLaunchKernel's per-thread-default-stream twin in libcudart (cuda_runtime_api.h declares
+ * it only under CUDA_API_PER_THREAD_DEFAULT_STREAM). */
+extern "C" cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
+                                             size_t shared_bytes, cudaStream_t stream);
 
 #include "stencil_lab.h"
 
@@ -74,5 +80,6 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
     const int blocks_y = (ny + BLOCK_Y - 1) / BLOCK_Y;
     const dim3 grid((nx + BLOCK_X - 1) / BLOCK_X, blocks_y < MAX_GRID_Y ? blocks_y : MAX_GRID_Y);
     spin<<<1, 1, 0, stream>>>(decoy_cycles(nx, ny));
-    sweep<<<grid, dim3(BLOCK_X, BLOCK_Y), 0, 0>>>(d_in, d_out, nx, ny, c);
+    void *args[] = {(void *)&d_in, (void *)&d_out, (void *)&nx, (void *)&ny, (void *)&c};
+    cudaLaunchKernel_ptsz((const void *)sweep, grid, dim3(BLOCK_X, BLOCK_Y), args, 0, 0);
 }
