@@ -17,10 +17,17 @@ student who did not submit it; what is no grade (not_measured) is never a 0 anyw
 import csv
 import datetime
 import json
+import os
 import shutil
+import subprocess
+import zipfile
+from unittest.mock import ANY
+
+import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL
-from stencil_grader.classes import backend, gpupool, importers, outdir
+from stencil_grader import cli
+from stencil_grader.classes import backend, gpupool, gsautograder, importers, outdir, plan
 from test_import import make_zip
 
 BONUS = "08-fake-bonus"
@@ -145,3 +152,81 @@ def test_no_roster_no_site_files(fake_kit, tmp_path):
     result = grade(fake_kit, subs, out)
     assert not (out / "gradebook").exists() and outdir.gradescope_path(out, FAKE_LAB, "ann").is_file()
     assert any("no roster.csv in" in line and "grade.py import writes it" in line for line in result.summary)
+
+
+def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_path, monkeypatch):
+    """grade.py gradescope-autograder: the zip, unpacked as Gradescope does (/autograder/source,
+    run_autograder run per submission, submission_metadata.json beside it), copies the submitter's
+    results.json from the class grading, found by e-mail (any case) or SID; a submitter with no
+    grade gets a failed run and no results file, never a 0."""
+    metadata = ("submission_1:\n  :submitters:\n  - :name: \"=Ann Lee\"\n    :sid: '111'\n    :email: ann@example.edu\n"
+                "submission_2:\n  :submitters:\n  - :name: Bo Ng\n    :email: bo@example.edu\n"
+                "submission_3:\n  :submitters:\n  - :name: Cy O'Neil\n    :sid: '333'\n    :email: cy@example.edu\n")
+    root = "assignment_1_export/"
+    subs = imported(fake_kit, tmp_path, "gradescope", [(FAKE_LAB, {
+        f"{root}submission_metadata.yml": metadata, f"{root}submission_1/kernel.cu": GOOD_KERNEL + "// WRONG\n",
+        f"{root}submission_2/kernel.cu": NOT_A_GRADE, f"{root}submission_3/kernel.cu": GOOD_KERNEL})])
+    out = tmp_path / "out"
+    grade(fake_kit, subs, out)
+    monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
+    assert cli.main(["gradescope-autograder", str(out), "--lab", FAKE_LAB]) == 0
+    made = gsautograder.default_zip(out, FAKE_LAB)
+    with zipfile.ZipFile(made) as archive:
+        names = sorted(archive.namelist())
+        assert names == ["grades/1.json", "grades/2.json", "index.json", "run_autograder", "serve.py", "setup.sh"]
+        assert all(archive.getinfo(n).external_attr >> 16 & 0o777 == 0o755
+                   for n in ("run_autograder", "setup.sh", "serve.py"))
+        container = tmp_path / "autograder"
+        archive.extractall(container / "source")
+    for name in ("run_autograder", "setup.sh", "serve.py"):
+        (container / "source" / name).chmod(0o755)
+
+    def submit(*users):
+        """One Gradescope run: (exit status, its output, the results.json it left or None)."""
+        shutil.rmtree(container / "results", ignore_errors=True)
+        (container / "submission_metadata.json").write_text(json.dumps({"id": 9, "users": list(users)}))
+        run = subprocess.run([str(container / "source" / "run_autograder")], capture_output=True, text=True,
+                             env={**os.environ, "AUTOGRADER_ROOT": str(container)}, timeout=60)
+        results = container / "results" / "results.json"
+        return run.returncode, run.stdout + run.stderr, results.read_bytes() if results.exists() else None
+
+    ann = outdir.gradescope_path(out, FAKE_LAB, "=Ann Lee (111)").read_bytes()
+    cy = outdir.gradescope_path(out, FAKE_LAB, "Cy O'Neil (333)").read_bytes()
+    assert json.loads(ann)["score"] == 40 and json.loads(cy)["score"] == 100
+    assert submit({"email": "Ann@Example.EDU", "sid": "", "name": "Ann"}) == (0, ANY, ann)
+    assert submit({"email": "new@example.edu", "sid": "333"}) == (0, ANY, cy)          # by SID
+    assert submit({"email": "zed@example.edu"}, {"email": "cy@example.edu"}) == (0, ANY, cy)   # a group
+    status, said, results = submit({"email": "bo@example.edu", "name": "Bo Ng"})   # not measured: no file
+    assert (status, results) == (1, None) and "bo@example.edu" in said and "no score was given" in said
+    assert submit({"email": "nobody@example.edu"})[::2] == (1, None)
+
+    # an existing --zip is replaced only with --force; the default one is rebuilt from OUT
+    elsewhere = tmp_path / "mine.zip"
+    elsewhere.write_text("the instructor's")
+    with pytest.raises(gsautograder.GradescopeZipError, match="--force"):
+        gsautograder.build(out, FAKE_LAB, elsewhere)
+    assert elsewhere.read_text() == "the instructor's"
+    assert gsautograder.build(out, FAKE_LAB, elsewhere, force=True).served == 2
+    assert gsautograder.build(out, FAKE_LAB).served == 2
+    # the gradebook CSV keeps its formula-like name as text
+    row = next(r for r in read(out / "gradebook" / f"gradescope-{FAKE_LAB}.csv") if r[1] == "111")
+    assert row[0] == "'=Ann Lee (111)" and row[3] == "'=Ann Lee"
+
+
+def test_gradescope_autograder_refusals(fake_kit, tmp_path):
+    """No class grading, no Gradescope roster, or an e-mail on two folders: refused, nothing written."""
+    with pytest.raises(gsautograder.GradescopeZipError, match="holds no class grading"):
+        gsautograder.build(tmp_path, FAKE_LAB)
+    subs = fake_kit.root / "submissions"
+    for student in ("ann", "bo"):
+        (subs / student / FAKE_LAB).mkdir(parents=True)
+        (subs / student / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL)
+    out = tmp_path / "out"
+    grade(fake_kit, subs, out)
+    with pytest.raises(gsautograder.GradescopeZipError, match="roster"):
+        gsautograder.build(out, FAKE_LAB)
+    (subs / "roster.csv").write_text("folder,site,site_id,name,email\nann,gradescope,1,Ann,a@x.edu\n"
+                                     "bo,gradescope,2,Bo,A@X.edu\n")
+    with pytest.raises(gsautograder.GradescopeZipError, match="two student folders"):
+        gsautograder.build(out, FAKE_LAB)
+    assert not gsautograder.default_zip(out, FAKE_LAB).exists()

@@ -1,8 +1,8 @@
 """grade.py's commands for a class: `import` (a course site's export laid out as a class folder),
 `class` (this host's GPUs), one per batch engine (`slurm`, ...: engines/), `class-task`
 (what a batch job runs: one task of a run folder, or its merge), and around the grades:
-`similarity` (pairs of similar kernel.cu files) and `class-diff` (how a class moved between two
-gradings)."""
+`similarity` (pairs of similar kernel.cu files), `gradescope-autograder` (the zip that serves a
+lab's grades on Gradescope) and `class-diff` (how a class moved between two gradings)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..base.cliargs import UsageError, lab_list
 from ..grading import html
-from . import backend, batch, classdiff, importers, merge, outdir, plan, similarity, submissions, tasks
+from . import (backend, batch, classdiff, gsautograder, importers, merge, outdir, plan, similarity, submissions,
+               tasks)
 from .engines import engines
 from .submissions import ClassError
 
@@ -79,6 +80,17 @@ def register(sub) -> None:
     p.add_argument("--threshold", type=float, default=similarity.FLAG,
                    help=f"the score at which a pair is flagged (default {similarity.FLAG})")
     p.set_defaults(func=cmd_similarity)
+
+    p = sub.add_parser("gradescope-autograder", help="the zip of a Gradescope autograder that serves one lab's "
+                                                     "grades of a class grading (it grades nothing itself)",
+                       epilog="Upload it in the lab's programming assignment (Configure Autograder), then "
+                              "Regrade All Submissions. Exit status: 0 written, 2 refused.")
+    p.add_argument("out", metavar="OUT", type=Path, help="the class grading's output folder (grade.py class --out)")
+    p.add_argument("--lab", required=True, metavar="NN-slug", help="the lab of the Gradescope assignment")
+    p.add_argument("--zip", type=Path, metavar="FILE",
+                   help="where to write it (default: OUT/gradebook/gradescope-<lab>-autograder.zip)")
+    p.add_argument("--force", action="store_true", help="replace an existing --zip FILE")
+    p.set_defaults(func=cmd_gradescope_autograder)
 
     p = sub.add_parser("class-diff", help="how a class moved between two gradings: who improved, who "
                                           "regressed, whose verdict changed",
@@ -172,6 +184,21 @@ def cmd_similarity(args) -> int:
             print(f"class page: {merge.write_class_html(out, table, lab_order)}")
     except ClassError as err:
         raise UsageError(str(err)) from None
+    return 0
+
+
+def cmd_gradescope_autograder(args) -> int:
+    if args.lab not in [s.lab for s in plan.select_labs(None)]:
+        raise UsageError(f"--lab {args.lab!r} is no lab of this kit: give one of labs/ (e.g. 01-naive-5pt)")
+    try:
+        built = gsautograder.build(args.out, args.lab, args.zip, args.force)
+    except ClassError as err:
+        raise UsageError(str(err)) from None
+    print(f"{built.path}: serves {built.served} student(s)' grade of {args.lab}")
+    if built.without_grade:
+        print(f"{len(built.without_grade)} Gradescope student(s) have no grade of {args.lab} to serve (their "
+              "submission will show 'autograder failed', never a 0): " + ", ".join(map(submissions.shown,
+                                                                                        built.without_grade)))
     return 0
 
 

@@ -109,7 +109,7 @@ def write_gradescope(out: Path, lab: str, student: str, report: dict, missing_as
     return outdir.write_json(target, gradescope.results(dict(report, bonus=bonus), leaderboard))
 
 
-def _roster(out: Path) -> tuple[Roster | None, str]:
+def roster_of(out: Path) -> tuple[Roster | None, str]:
     """CLASS/roster.csv of the class OUT belongs to (class.json names it), or (None, why not)."""
     manifest = outdir.read_json(out / outdir.MANIFEST) or {}
     if not manifest.get("submissions"):
@@ -161,7 +161,8 @@ def write_gradescope_index(out: Path, lab: str, rows: list[tuple[str, dict]], ta
     for folder, row in rows:
         report = table.get(folder, {}).get(lab)
         path = outdir.gradescope_path(out, lab, folder)
-        lines.append([outdir.sheet_cell(folder), row["site_id"], row.get("email", ""),
+        lines.append([outdir.sheet_cell(folder), outdir.sheet_cell(row["site_id"]),
+                      outdir.sheet_cell(row.get("email", "")),
                       outdir.sheet_cell(row.get("name", "")), cell(report, missing_as_zero, bonus),
                       path.relative_to(out).as_posix() if path.is_file() else ""])
     return outdir.write_atomic(out / FOLDER / f"gradescope-{lab}.csv", _csv(lines))
@@ -180,7 +181,7 @@ def write_all(out: Path, table: dict[str, dict[str, dict]], lab_facts: dict[str,
         for lab, report in labs.items():
             write_gradescope(out, lab, student, report, missing_as_zero, bool(facts.get(lab, {}).get("bonus")),
                              (leaderboard or {}).get((student, lab)) if leaderboard is not None else None)
-    roster, why = _roster(out)
+    roster, why = roster_of(out)
     if roster is None:
         return [why] if why else []
     notes, by_site = [], {}

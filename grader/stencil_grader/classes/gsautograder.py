@@ -1,0 +1,131 @@
+"""`grade.py gradescope-autograder`: the zip of a Gradescope autograder that serves one lab's grades.
+
+    build(out, lab, dest=None, force=False) -> Built
+
+Gradescope documents no upload of a results.json made elsewhere: results.json is what an
+autograder writes in Gradescope's container (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
+The kit grades on the course's GPUs, so this zip is an autograder that grades nothing: for each
+submission Gradescope runs it on, it copies the submitter's results.json, which the class
+grading wrote to OUT/gradescope/<lab>/<student>/, to /autograder/results/results.json.  The zip:
+
+    setup.sh          installs python3 where the image lacks it (Gradescope runs it once)
+    run_autograder    runs serve.py (Gradescope runs it per submission)
+    serve.py          gsserve.py of this package: finds the submitter, copies their file
+    index.json        {"lab", "made_at", "kit", "by_email": {e-mail: path}, "by_sid": {SID: path}}
+    grades/<n>.json   the students' results.json files, numbered (no student name in the zip's paths)
+
+The students come from CLASS/roster.csv (grade.py import --from gradescope kept each one's
+e-mail and SID from submission_metadata.yml); a student is served when OUT holds a Gradescope
+file of theirs for the lab (a grade: what is no grade has no file, gradebook.py).  One e-mail or
+SID on two students' folders is refused (GradescopeZipError): the zip would serve one of them
+at random.
+
+Upload: the lab's Gradescope programming assignment > Configure Autograder > Zip file upload,
+then Manage Submissions > Regrade All Submissions (grader/README.md, "Gradebooks").
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from . import gradebook, outdir
+from .submissions import ClassError
+
+SITE = "gradescope"
+SERVER = Path(__file__).with_name("gsserve.py")
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once when it builds the autograder's image: serve.py needs only python3.
+set -euo pipefail
+command -v python3 >/dev/null || { apt-get update && apt-get install -y --no-install-recommends python3; }
+"""
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this for each submission: serve the grade the stencil lab kit computed (serve.py).
+exec python3 "${AUTOGRADER_ROOT:-/autograder}/source/serve.py"
+"""
+
+
+class GradescopeZipError(ClassError):
+    """The zip cannot be made: the reason, in one line, and what would be right."""
+
+
+@dataclass
+class Built:
+    """What build() wrote: the zip, how many students it serves, and the students it cannot."""
+    path: Path
+    served: int
+    without_grade: list[str]
+
+
+def default_zip(out: Path, lab: str) -> Path:
+    """OUT/gradebook/gradescope-<lab>-autograder.zip, rebuilt from OUT whenever asked."""
+    return Path(out) / gradebook.FOLDER / f"gradescope-{lab}-autograder.zip"
+
+
+def _member(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: bool = False) -> None:
+    """Add one file; the executables keep their mode bits (Gradescope runs run_autograder itself)."""
+    info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = ((0o755 if executable else 0o644) | stat.S_IFREG) << 16
+    archive.writestr(info, data)
+
+
+def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) -> Built:
+    """Write the autograder zip of lab from the class grading in out (module docstring).
+
+    dest: the zip's path (default default_zip); an existing dest other than the default is
+    replaced only with force.  Raises GradescopeZipError: no class grading in out, no roster of
+    Gradescope students, nobody with a grade of lab, one e-mail or SID on two folders, dest taken."""
+    out = Path(out).resolve()
+    if not (out / outdir.MANIFEST).is_file():
+        raise GradescopeZipError(f"{out} holds no class grading ({outdir.MANIFEST} is missing): give the --out "
+                                 "folder of grade.py class")
+    roster, why = gradebook.roster_of(out)
+    if roster is None:
+        raise GradescopeZipError(why or f"the class of {out} has no roster: import the lab with "
+                                        "grade.py import --from gradescope")
+    target = Path(dest) if dest is not None else default_zip(out, lab)
+    if dest is not None and target.exists() and not force:
+        raise GradescopeZipError(f"{target} exists: give another --zip, or --force to replace it")
+    table = outdir.read_reports(out, [lab])
+    by_email: dict[str, str] = {}
+    by_sid: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    files: list[tuple[str, Path]] = []
+    without: list[str] = []
+    for folder, row in sorted(roster.rows.items()):
+        if row.get("site") != SITE or folder not in table:
+            continue
+        source = outdir.gradescope_path(out, lab, folder)
+        if not source.is_file():
+            without.append(folder)
+            continue
+        member = f"grades/{len(files) + 1}.json"
+        files.append((member, source))
+        keys = [("e-mail", by_email, row.get("email", "").strip().lower()), ("SID", by_sid, row.get("site_id", ""))]
+        for kind, index, key in keys:
+            if key and key in index:
+                raise GradescopeZipError(f"the {kind} {key!r} belongs to two student folders ({owner[kind + key]!r} "
+                                         f"and {folder!r}) in {gradebook.ROSTER}: merge them into one folder")
+            if key:
+                index[key], owner[kind + key] = member, folder
+    if not files:
+        raise GradescopeZipError(f"no Gradescope student of {out} has a grade of {lab} (grade the class first; "
+                                 "what is not measured has no file to serve)")
+    index = {"lab": lab, "made_at": outdir.now(), "kit": __version__, "by_email": by_email, "by_sid": by_sid}
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        _member(archive, "setup.sh", SETUP, executable=True)
+        _member(archive, "run_autograder", RUN, executable=True)
+        _member(archive, "serve.py", SERVER.read_bytes(), executable=True)
+        _member(archive, "index.json", json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+        for member, source in files:
+            _member(archive, member, source.read_bytes())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    outdir.write_atomic(target, data.getvalue())
+    return Built(target, len(files), without)
