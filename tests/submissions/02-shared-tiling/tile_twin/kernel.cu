@@ -4,8 +4,8 @@
  * split_stream_* cheats (without the other stream and the decoy) and the tile-rule cheats
  * (decoy_unlaunched, decoy_launched, weights_only, tile_unused, tile_write_only: the tile they
  * only pretend to have).  Verdict "correct"; each cheat must score at most this.  cache_cheat,
- * printf_debug, split_stream_legacy and split_stream_per_thread are kept as patches against this
- * file, so that they never drift apart from it. */
+ * printf_debug and the three split_stream_* cheats are kept as patches against this file, so
+ * that they never drift apart from it. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"
