@@ -161,7 +161,7 @@ def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_p
     grade gets a failed run and no results file, never a 0."""
     metadata = ("submission_1:\n  :submitters:\n  - :name: \"=Ann Lee\"\n    :sid: '111'\n    :email: ann@example.edu\n"
                 "submission_2:\n  :submitters:\n  - :name: Bo Ng\n    :email: bo@example.edu\n"
-                "submission_3:\n  :submitters:\n  - :name: Cy O'Neil\n    :sid: '333'\n    :email: cy@example.edu\n")
+                "submission_3:\n  :submitters:\n  - :name: \"José `id` O'Neil\"\n    :sid: '333'\n    :email: cy@example.edu\n")
     root = "assignment_1_export/"
     subs = imported(fake_kit, tmp_path, "gradescope", [(FAKE_LAB, {
         f"{root}submission_metadata.yml": metadata, f"{root}submission_1/kernel.cu": GOOD_KERNEL + "// WRONG\n",
@@ -191,7 +191,7 @@ def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_p
         return run.returncode, run.stdout + run.stderr, results.read_bytes() if results.exists() else None
 
     ann = outdir.gradescope_path(out, FAKE_LAB, "=Ann Lee (111)").read_bytes()
-    cy = outdir.gradescope_path(out, FAKE_LAB, "Cy O'Neil (333)").read_bytes()
+    cy = outdir.gradescope_path(out, FAKE_LAB, "José `id` O'Neil (333)").read_bytes()
     assert json.loads(ann)["score"] == 40 and json.loads(cy)["score"] == 100
     assert submit({"email": "Ann@Example.EDU", "sid": "", "name": "Ann"}) == (0, ANY, ann)
     assert submit({"email": "new@example.edu", "sid": "333"}) == (0, ANY, cy)          # by SID
