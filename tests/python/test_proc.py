@@ -1,6 +1,8 @@
 """proc.py: every program runs under a time limit and leaves no process behind."""
 
 import json
+import subprocess
+import resource
 import os
 import sys
 import time
@@ -127,25 +129,29 @@ json.dump({"uid": os.getuid(), "cwd": os.getcwd(), "env": dict(os.environ), "net
 def test_sandbox_layers_and_what_the_program_sees(tmp_path, monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "do not pass")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv(sandbox.THREADS_ENV, "3")
     program = write_script(tmp_path / "probe", PROBE)
     box = sandbox.plan_sandbox(10)
-    assert list(box.layers) == list(sandbox.LAYERS)
+    assert list(box.layers) == list(sandbox.LAYERS) and box.threads == 3
     with sandbox.SandboxDir(box, [program]) as jail:
         run = process.run([jail.program("probe")], 30, env=jail.env({"EXTRA": "1"}), cwd=jail.work, sandbox=box)
-        work = jail.work
+        work, uid = jail.work, box.uid
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
-    assert not work.exists()                                   # removed afterwards
+    assert not work.exists() and box.uid is None               # removed afterwards, its user id released
     assert seen["cwd"] == str(work)
     assert "SECRET_TOKEN" not in seen["env"] and seen["env"]["CUDA_VISIBLE_DEVICES"] == "0"
     assert seen["env"]["EXTRA"] == "1" and seen["env"]["HOME"] == str(work)
+    assert seen["env"]["OMP_NUM_THREADS"] == "3" and seen["env"]["OMP_WAIT_POLICY"] == "PASSIVE"
     assert seen["limits"]["RLIMIT_FSIZE"][0] == sandbox.FILE_SIZE_LIMIT and seen["limits"]["RLIMIT_CORE"] == [0, 0]
-    assert 0 < seen["limits"]["RLIMIT_CPU"][0] < 10 ** 6 and seen["limits"]["RLIMIT_NPROC"][0] > 0
-    if os.geteuid() == 0 and box.uid is not None:
-        assert seen["uid"] == box.uid != 0 and seen["etc"] == "refused"
-        assert box.layers["user"].startswith("on: runs as")
+    assert 0 < seen["limits"]["RLIMIT_CPU"][0] < 10 ** 6
+    if box.pool is not None:
+        first, last = box.pool
+        assert seen["uid"] == uid and first <= uid <= last and seen["etc"] == "refused"
+        assert seen["limits"]["RLIMIT_NPROC"][0] == sandbox.PROCESS_BASE + 3 * sandbox.PROCESS_PER_THREAD
+        assert box.layers["user"].startswith("on: a user id of its own")
     else:
-        assert box.layers["user"].startswith("off:")
+        assert box.layers["user"].startswith("off:") and "no thread limit" in box.layers["limits"]
     if box.new_net:
         assert seen["interfaces"] == ["lo"] and seen["net"] != "reached"
     else:
@@ -153,19 +159,113 @@ def test_sandbox_layers_and_what_the_program_sees(tmp_path, monkeypatch):
 
 
 def test_layers_that_cannot_be_had_are_off_with_a_reason(monkeypatch):
-    monkeypatch.setenv(sandbox.SANDBOX_USER_ENV, "")
+    monkeypatch.setenv(sandbox.SANDBOX_UIDS_ENV, "")
     box = sandbox.plan_sandbox(10)
-    assert box.uid is None and box.layers["user"].startswith("off:")
+    assert box.pool is None and box.layers["user"].startswith("off:")
     assert any(line.startswith("user (") for line in box.off())
-    monkeypatch.setenv(sandbox.SANDBOX_USER_ENV, "no-such-user-stencil")
-    box = sandbox.plan_sandbox(10)
-    if os.geteuid() == 0:
-        assert "no user 'no-such-user-stencil'" in box.layers["user"]
+    assert "no thread limit" in box.layers["limits"]            # never a per-user limit shared by gradings
+    monkeypatch.setenv(sandbox.SANDBOX_UIDS_ENV, "7-3")
+    assert "is not FIRST-LAST" in sandbox.plan_sandbox(10).layers["user"]
+    monkeypatch.setenv(sandbox.THREADS_ENV, "many")
+    with pytest.raises(sandbox.SandboxError, match="STENCIL_THREADS='many'"):
+        sandbox.plan_sandbox(10)
+    monkeypatch.delenv(sandbox.THREADS_ENV)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     box = sandbox.plan_sandbox(10)
     assert box.layers["user"].startswith("off: the grader is not root")
     assert box.layers["network"] == "off: a network namespace needs root" and not box.new_net
     assert box.layers["limits"].startswith("on:")
+
+
+def _root_with_pool() -> sandbox.Sandbox:
+    box = sandbox.plan_sandbox(10)
+    if box.pool is None:
+        pytest.skip(f"needs root and the sandbox's user ids: {box.layers['user']}")
+    return box
+
+
+def test_gradings_at_once_get_user_ids_of_their_own_and_cannot_reach_each_other(tmp_path):
+    """Two sandboxes held at once (two gradings): different user ids.  A program of the second tries
+    to signal, trace and read the first's running program, its files and its environment: all fail."""
+    victim = write_script(tmp_path / "victim", """import os, sys, time
+open("secret.txt", "w").write("answers")
+print(os.getpid(), flush=True)
+time.sleep(30)
+""")
+    attacker = write_script(tmp_path / "attacker", """import ctypes, json, os, signal, sys
+pid, work = int(sys.argv[1]), sys.argv[2]
+tried = {}
+def attempt(name, call):
+    try:
+        call()
+        tried[name] = "done"
+    except OSError as err:
+        tried[name] = type(err).__name__
+attempt("kill", lambda: os.kill(pid, signal.SIGTERM))
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_ATTACH = 16
+def trace():
+    if libc.ptrace(PTRACE_ATTACH, pid, None, None) != 0:
+        raise OSError(ctypes.get_errno(), "ptrace")
+attempt("ptrace", trace)
+attempt("read", lambda: open(os.path.join(work, "secret.txt")).read())
+attempt("list", lambda: os.listdir(work))
+attempt("environ", lambda: open(f"/proc/{pid}/environ", "rb").read())
+attempt("mem", lambda: open(f"/proc/{pid}/mem", "rb").read(1))
+print(json.dumps(tried))
+""")
+    first, second = _root_with_pool(), _root_with_pool()
+    with sandbox.SandboxDir(first, [victim]) as jail_a, sandbox.SandboxDir(second, [attacker]) as jail_b:
+        assert first.uid != second.uid
+        child = subprocess.Popen([str(jail_a.program("victim"))], cwd=jail_a.work, env=jail_a.env(),
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=first.enter)
+        try:
+            pid = int(child.stdout.readline())
+            run = process.run([jail_b.program("attacker"), str(pid), str(jail_a.work)], 30, env=jail_b.env(),
+                              cwd=jail_b.work, sandbox=second)
+            assert child.poll() is None                          # still running: not killed
+        finally:
+            child.kill()
+            child.wait()
+    tried = json.loads(run.stdout)
+    assert tried == {k: "PermissionError" for k in ("kill", "ptrace", "read", "list", "environ", "mem")}, tried
+
+
+def test_the_sandbox_kills_what_its_user_left_running(tmp_path):
+    """A process that left its session and cleared its environment (it escapes process.run's kill)
+    still runs as the sandbox's user id: it is killed when the sandbox ends, before the id is handed on."""
+    escaper = write_script(tmp_path / "escaper", """import os, subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True, env={},
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+""")
+    box = _root_with_pool()
+    with sandbox.SandboxDir(box, [escaper]) as jail:
+        uid = box.uid
+        run = process.run([jail.program("escaper")], 30, env=jail.env(), cwd=jail.work, sandbox=box)
+        assert run.returncode == 0, run.stderr
+        time.sleep(0.3)
+        left = sandbox.processes_of(uid)
+    assert left and not sandbox.processes_of(uid)
+
+
+def test_a_sandbox_that_cannot_be_set_up_raises_sandbox_error(tmp_path, monkeypatch):
+    """No folder for the user ids' locks (or no free id): SandboxError, which the stages report as
+    the grader's failure (grader_error), never the student's."""
+    box = _root_with_pool()
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setattr(sandbox, "LOCK_DIRS", (str(blocker),))
+    with pytest.raises(sandbox.SandboxError, match="no folder for the sandbox's user-id locks"):
+        with sandbox.SandboxDir(box, []):
+            pass
+
+
+def test_a_program_that_cannot_start_in_its_sandbox_is_an_error_not_a_crash(tmp_path):
+    """An exception between fork and exec (a layer the kernel refused) is Completed.error."""
+    program = write_script(tmp_path / "p", "print('hi')")
+    box = sandbox.Sandbox(limits=[(resource.RLIMIT_NOFILE, 2 ** 62, 2 ** 62)])
+    run = process.run([program], 30, sandbox=box)
+    assert run.returncode is None and run.error and "could not start" in run.error
 
 
 def test_the_sandbox_user_cannot_touch_the_build_directory(tmp_path):

@@ -25,7 +25,9 @@ class GpuPool:
             env = GpuPool.env(gpu)               # CUDA_VISIBLE_DEVICES for the GPU programs
     """
 
-    POLL_S = 0.2
+    #: Seconds between looks for a free GPU: short beside a GPU stage of a second or two, which a
+    #: longer wait would leave the GPU idle for.
+    POLL_S = 0.02
 
     def __init__(self, lock_dir: str | Path, gpus: list | None = None):
         self.lock_dir = Path(lock_dir)

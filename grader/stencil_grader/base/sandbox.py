@@ -1,42 +1,75 @@
 """The sandbox that programs running student code (check, bench) get.
 
-When the grader is root, such a program runs as an unprivileged user
-(STENCIL_SANDBOX_USER, default `nobody`), in a network namespace of its own
-(no network); always in a temporary directory of its own holding a copy of
-the program, with an environment holding only what CUDA needs, and limits on
-CPU time, file size, processes and core dumps.  A layer that this machine
-cannot give is reported as off, with why, and the run goes on without it.
+When the grader is root, such a program runs as a user id of its own: each
+sandbox claims one id of a pool (STENCIL_SANDBOX_UIDS, "FIRST-LAST"; by default
+256 ids no account of this machine uses), held by an flock(2) on a lock file in
+a folder only root can write, for as long as its directory exists.  Gradings
+that run at once therefore never share a user: one cannot signal, trace or read
+another's processes and files, and a per-user limit (RLIMIT_NPROC) counts one
+grading's threads alone, never the grading beside it.  When the sandbox ends,
+every process still running as its id is killed, so an escaped process cannot
+wait for the next grading that gets the id; an id that some process outside
+the kit runs as is never claimed.
 
-`plan_sandbox()` decides the layers, `SandboxDir` is the directory, and
-process.run(sandbox=...) applies the layers between fork and exec.
-grader/README.md, section Threat model, says what this defends and what not.
+Beside the user: a network namespace of its own (no network); always a
+temporary directory of its own holding a copy of the program, an environment
+holding only what CUDA needs and the grading's thread budget (OpenMP's
+variables: `threads`, from STENCIL_THREADS, which class grading sets to the
+CPUs per GPU; by default every CPU this process may use), and limits on CPU time, file size,
+processes and core dumps.  A layer that this machine cannot give is reported
+as off, with why, and the run goes on without it.  What the machine should
+give and does not (no free id in the pool, a lock folder that is not root's)
+raises SandboxError: a failure of the grader, never of the student.
+
+`plan_sandbox()` decides the layers, `SandboxDir` is the directory (and the
+user id's claim), and process.run(sandbox=...) applies the layers between fork
+and exec.  grader/README.md, section Threat model, says what this defends and
+what not.
 """
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import pwd
 import resource
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .process import RUN_MARK
 
-#: The account student code runs as when the grader is root; empty: do not switch.
-SANDBOX_USER_ENV = "STENCIL_SANDBOX_USER"
-DEFAULT_SANDBOX_USER = "nobody"
+#: The user ids student code runs as when the grader is root: "FIRST-LAST"; empty: do not switch.
+SANDBOX_UIDS_ENV = "STENCIL_SANDBOX_UIDS"
+#: The default pool: 256 ids above the accounts of real systems, below 2**31.
+DEFAULT_FIRST_UID, POOL_SIZE = 2_000_000_000, 256
+#: CPU threads one grading's programs may use (an integer >= 1); unset: every CPU of the machine.
+THREADS_ENV = "STENCIL_THREADS"
 #: Environment variables a sandboxed program keeps: what the CUDA driver and runtime read.
 CUDA_ENV_KEEP = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
                  "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_CACHE_DISABLE")
 FILE_SIZE_LIMIT = 256 * 1024 * 1024      # bytes one file may reach (the CUDA JIT cache included)
+#: Threads (processes count as one each) a sandbox's user may have beyond PROCESS_PER_THREAD x threads:
+#: Check's processes and their forked cases, each with the CUDA runtime's few threads of its own.
+PROCESS_BASE, PROCESS_PER_THREAD = 1024, 16
+#: Seconds a sandbox waits for a free user id before giving up (SandboxError).
+CLAIM_WAIT_S = 600.0
+#: Where the user ids' locks live: the first of these that is (or can be made) root's alone.
+LOCK_DIRS = ("/run/stencil-sandbox", os.path.join(tempfile.gettempdir(), "stencil-sandbox-root"))
 CLONE_NEWNET = 0x40000000
 #: The layers, in the order reports list them.
 LAYERS = ("user", "directory", "environment", "network", "limits")
+
+
+class SandboxError(Exception):
+    """The sandbox this machine should give could not be set up (the grader's failure, not the student's)."""
 
 
 _libc: list = []      # the C library, loaded in the parent: a child between fork and exec loads nothing
@@ -84,37 +117,141 @@ def _network_unavailable() -> str | None:
     return _net_probe_cache[0]
 
 
-def _threads_of(uid: int) -> int:
-    """Threads that processes of uid have now (RLIMIT_NPROC counts them); 0 without /proc."""
-    count = 0
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: what a batch engine's cgroup or taskset gave
+    it), else every CPU of the machine."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def thread_budget() -> int:
+    """The CPU threads one grading's programs may use: STENCIL_THREADS (>= 1), else every usable CPU.
+    Raises SandboxError for a value that is not a positive integer."""
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if not text:
+        return usable_cpus()
+    if not text.isdigit() or int(text) < 1:
+        raise SandboxError(f"{THREADS_ENV}={text!r}: give the CPU threads of one grading, an integer >= 1")
+    return int(text)
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The variables that hold a program's OpenMP to `threads` threads that sleep, not spin, when idle
+    (libgomp spins by default: beside other gradings, spinning threads take the CPUs they wait for)."""
+    return {"OMP_NUM_THREADS": str(threads), "OMP_THREAD_LIMIT": str(threads), "OMP_DYNAMIC": "false",
+            "OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def _mapped(first: int, last: int) -> bool:
+    """True when this user namespace can switch to every id of first..last (/proc/self/uid_map)."""
+    try:
+        lines = Path("/proc/self/uid_map").read_text().split("\n")
+    except OSError:
+        return True                                       # no user namespaces: every id is there
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3 and int(parts[0]) <= first and last < int(parts[0]) + int(parts[2]):
+            return True
+    return False
+
+
+def uid_pool() -> tuple[int, int] | str:
+    """(first, last) of the sandbox's user ids, or why there is none (a string).
+
+    STENCIL_SANDBOX_UIDS="FIRST-LAST" when set (empty: none); else the default pool, or, in a user
+    namespace that does not map it (a rootless container), the last POOL_SIZE ids it maps below 65534.
+    """
+    text = os.environ.get(SANDBOX_UIDS_ENV)
+    if text is not None:
+        text = text.strip()
+        if not text:
+            return f"{SANDBOX_UIDS_ENV} is empty"
+        first, _, last = text.partition("-")
+        if not (first.isdigit() and last.isdigit() and 0 < int(first) <= int(last) < 2 ** 32 - 1):
+            return f"{SANDBOX_UIDS_ENV}={text!r} is not FIRST-LAST (user ids above 0)"
+        if not _mapped(int(first), int(last)):
+            return f"{SANDBOX_UIDS_ENV}={text!r}: this user namespace does not map those ids (/proc/self/uid_map)"
+        return int(first), int(last)
+    first = DEFAULT_FIRST_UID
+    if _mapped(first, first + POOL_SIZE - 1):
+        return first, first + POOL_SIZE - 1
+    last = 65533
+    if _mapped(last - POOL_SIZE + 1, last):
+        return last - POOL_SIZE + 1, last
+    return f"this user namespace maps neither {first}-{first + POOL_SIZE - 1} nor ids below 65534: " \
+           f"set {SANDBOX_UIDS_ENV}"
+
+
+def processes_of(uid: int) -> list[int]:
+    """Process ids whose real or effective user id is uid, zombies left out (they run nothing; read
+    from /proc; empty without it)."""
+    found = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
             fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
         except OSError:
             continue
-        if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            count += int(fields.get("Threads", "1").strip() or 1)
-    return count
+        if str(uid) in fields.get("Uid", "").split()[:2] and not fields.get("State", "").strip().startswith("Z"):
+            found.append(int(status.parent.name))
+    return found
+
+
+def kill_user(uid: int) -> None:
+    """SIGKILL every process of uid, a few rounds (a fork in flight shows up in the next one)."""
+    for _ in range(10):
+        pids = processes_of(uid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
+
+
+def _lock_dir() -> Path:
+    """The folder of the user ids' locks: root's, mode 0700, no symbolic link; SandboxError when none is."""
+    problems = []
+    for name in LOCK_DIRS:
+        folder = Path(name)
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            info = os.lstat(folder)
+        except OSError as err:
+            problems.append(f"{folder}: {err.strerror or err}")
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and not info.st_mode & 0o077:
+            return folder
+        problems.append(f"{folder} is not a folder that root alone may write")
+    raise SandboxError("no folder for the sandbox's user-id locks: " + "; ".join(problems))
 
 
 @dataclass
 class Sandbox:
     """How one run of student code is confined.
 
-    uid, gid: the account it runs as (None: the grader's own); new_net: a
-    network namespace of its own (no interface but a down loopback);
-    limits: (resource, soft, hard) for setrlimit; layers: LAYERS -> "on: how"
+    pool: (first, last) user ids to claim one from (SandboxDir does), None: the grader's own user;
+    uid, gid: the account it runs as once claimed (None: the grader's own); new_net: a network
+    namespace of its own (no interface but a down loopback); threads: the CPU threads its programs
+    may use (thread_env); limits: (resource, soft, hard) for setrlimit; layers: LAYERS -> "on: how"
     or "off: why", for the report.
     """
 
+    pool: tuple[int, int] | None = None
     uid: int | None = None
     gid: int | None = None
     new_net: bool = False
+    threads: int = 1
     limits: list[tuple[int, int, int]] = field(default_factory=list)
     layers: dict[str, str] = field(default_factory=dict)
 
     def enter(self) -> None:
         """Apply the layers; runs in the child between fork and exec (an exception aborts the start)."""
+        if self.pool is not None and self.uid is None:
+            raise SandboxError("the sandbox's user id was not claimed (run inside its SandboxDir)")
         if self.new_net:
             _unshare(CLONE_NEWNET)
         for which, soft, hard in self.limits:
@@ -130,28 +267,20 @@ class Sandbox:
 
 
 def plan_sandbox(timeout_s: float) -> Sandbox:
-    """The sandbox this machine can give a program allowed timeout_s seconds of wall time."""
-    box = Sandbox()
-    user = os.environ.get(SANDBOX_USER_ENV, DEFAULT_SANDBOX_USER).strip()
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        box.layers["user"] = "off: the grader is not root, so student code runs as the grader's own user"
-    elif not user:
-        box.layers["user"] = f"off: {SANDBOX_USER_ENV} is empty"
+    """The sandbox this machine can give a program allowed timeout_s seconds of wall time.
+    Raises SandboxError for a STENCIL_THREADS that is no thread count."""
+    box = Sandbox(threads=thread_budget())
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    pool = uid_pool() if root else "the grader is not root, so student code runs as the grader's own user"
+    if isinstance(pool, str):
+        box.layers["user"] = f"off: {pool}"
     else:
-        try:
-            entry = pwd.getpwnam(user)
-        except KeyError:
-            box.layers["user"] = f"off: no user {user!r} on this machine (set {SANDBOX_USER_ENV})"
-        else:
-            if entry.pw_uid == 0:
-                box.layers["user"] = f"off: {user!r} is root"
-            else:
-                box.uid, box.gid = entry.pw_uid, entry.pw_gid
-                box.layers["user"] = f"on: runs as {user} (uid {entry.pw_uid})"
+        box.pool = pool
+        box.layers["user"] = f"on: a user id of its own, claimed from {pool[0]}-{pool[1]} for this run alone"
     box.layers["directory"] = "on: a temporary directory of its own, removed afterwards"
-    box.layers["environment"] = ("on: only PATH, HOME, TMPDIR, LANG and the CUDA driver's variables "
-                                 f"({', '.join(CUDA_ENV_KEEP[:3])}, ...)")
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+    box.layers["environment"] = ("on: only PATH, HOME, TMPDIR, LANG, the CUDA driver's variables "
+                                 f"({', '.join(CUDA_ENV_KEEP[:3])}, ...) and OpenMP's, {box.threads} thread(s)")
+    if not root:
         box.layers["network"] = "off: a network namespace needs root"
     elif why := _network_unavailable():
         box.layers["network"] = f"off: {why}"
@@ -160,46 +289,84 @@ def plan_sandbox(timeout_s: float) -> Sandbox:
         if not hasattr(os, "unshare") and not _libc:
             _libc.append(ctypes.CDLL(None, use_errno=True))
         box.layers["network"] = "on: a network namespace of its own, without interfaces"
-    cpus = os.cpu_count() or 1
-    cpu_s = int(timeout_s * cpus) + 60
-    owner = box.uid if box.uid is not None else os.getuid()
-    nproc = _threads_of(owner) + max(256, 8 * cpus)
+    cpu_s = int(timeout_s * box.threads) + 60
     box.limits = [(resource.RLIMIT_CPU, cpu_s, cpu_s + 5),
                   (resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT, FILE_SIZE_LIMIT),
-                  (resource.RLIMIT_CORE, 0, 0),
-                  (resource.RLIMIT_NPROC, nproc, nproc)]
-    box.layers["limits"] = (f"on: CPU time {cpu_s} s per process, files {FILE_SIZE_LIMIT >> 20} MiB, "
-                            f"{nproc} threads for its user, no core dumps")
+                  (resource.RLIMIT_CORE, 0, 0)]
+    limits = f"on: CPU time {cpu_s} s per process, files {FILE_SIZE_LIMIT >> 20} MiB, no core dumps"
+    if box.pool is not None:
+        nproc = PROCESS_BASE + PROCESS_PER_THREAD * box.threads
+        box.limits.append((resource.RLIMIT_NPROC, nproc, nproc))
+        limits += f", {nproc} threads for its user id (this run's alone)"
+    else:
+        limits += (", no thread limit (RLIMIT_NPROC counts per user: without a user of its own it would "
+                   "count every grading beside this one)")
+    box.layers["limits"] = limits
     return box
 
 
 class SandboxDir:
-    """A temporary directory for one run of student code (a context manager).
+    """A temporary directory for one run of student code (a context manager), and its user id.
 
-    Holds read-only copies of the programs (so the build directory, which may
-    sit in a folder the sandbox user cannot enter, stays out of reach) and
-    `work/`, the program's current and home directory, owned by the sandbox
-    user.  Everything is removed on exit.
+    On entry, claims a user id of the box's pool (box.uid, box.gid; waiting up to CLAIM_WAIT_S for a
+    free one, else SandboxError).  Holds read-only copies of the programs (so the build directory,
+    which may sit in a folder the sandbox user cannot enter, stays out of reach) and `work/`, the
+    program's current and home directory, owned by the sandbox user.  On exit, every process of the
+    user id is killed, the id released and everything removed.
     """
 
     def __init__(self, box: Sandbox, programs: list[Path], prefix: str = "stencil-run-"):
         self.box, self.programs, self.prefix = box, [Path(p) for p in programs], prefix
         self.root: Path | None = None
+        self._lock: int | None = None
+
+    def _claim(self) -> None:
+        first, last = self.box.pool
+        folder = _lock_dir()
+        deadline = time.monotonic() + CLAIM_WAIT_S
+        while True:
+            for uid in range(first, last + 1):
+                fd = os.open(folder / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                if processes_of(uid) or _has_account(uid):       # someone else's id: never ours
+                    os.close(fd)
+                    continue
+                self._lock, self.box.uid, self.box.gid = fd, uid, uid
+                return
+            if time.monotonic() > deadline:
+                raise SandboxError(f"no free sandbox user id in {first}-{last} after {CLAIM_WAIT_S:g} s "
+                                   f"(each grading running at once holds one; widen {SANDBOX_UIDS_ENV})")
+            time.sleep(0.05)
 
     def __enter__(self) -> "SandboxDir":
-        self.root = Path(tempfile.mkdtemp(prefix=self.prefix))
-        self.root.chmod(0o711)
-        for program in self.programs:
-            if program.is_file():
-                target = self.root / program.name
-                shutil.copyfile(program, target)
-                target.chmod(0o555)
-        self.work.mkdir(mode=0o700)
-        if self.box.uid is not None:
-            os.chown(self.work, self.box.uid, self.box.gid)
+        if self.box.pool is not None:
+            self._claim()
+        try:
+            self.root = Path(tempfile.mkdtemp(prefix=self.prefix))
+            self.root.chmod(0o711)
+            for program in self.programs:
+                if program.is_file():
+                    target = self.root / program.name
+                    shutil.copyfile(program, target)
+                    target.chmod(0o555)
+            self.work.mkdir(mode=0o700)
+            if self.box.uid is not None:
+                os.chown(self.work, self.box.uid, self.box.gid)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._lock is not None:
+            kill_user(self.box.uid)
+            os.close(self._lock)                      # releases the id
+            self._lock = None
+            self.box.uid = self.box.gid = None
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -211,13 +378,24 @@ class SandboxDir:
         """The copy of a program, by file name."""
         return self.root / name
 
-    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        """The program's whole environment: a minimal one, CUDA's variables, and extra.
+    def env(self, extra: dict[str, str] | None = None, threads: int | None = None) -> dict[str, str]:
+        """The program's whole environment: a minimal one, CUDA's variables, OpenMP's for `threads`
+        (default: the box's budget), and extra.
 
         The run marks of the processes above this one are kept (RUN_MARK), so that a
         grading process killed by instructor mode takes its sandboxed programs along.
         """
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.work), "TMPDIR": str(self.work), "LANG": "C"}
         env.update({k: os.environ[k] for k in CUDA_ENV_KEEP + (RUN_MARK,) if k in os.environ})
+        env.update(thread_env(threads or self.box.threads))
         env.update(extra or {})
         return env
+
+
+def _has_account(uid: int) -> bool:
+    """True when an account of this machine has uid (its files and processes are someone's)."""
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
