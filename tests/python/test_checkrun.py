@@ -259,6 +259,7 @@ def test_environment_is_the_sandbox_one_with_the_mode_cases_and_seed(tmp_path, m
     monkeypatch.setenv("SEED", "1")
     monkeypatch.setenv("SECRET_TOKEN", "x")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("STENCIL_THREADS", "8")
     fake_check(tmp_path, """print("env:", json.dumps(dict(os.environ)), file=sys.stderr)
 """)
     run = checkrun.run_check(tmp_path, 30, seed=77)
@@ -271,8 +272,23 @@ def test_environment_is_the_sandbox_one_with_the_mode_cases_and_seed(tmp_path, m
     assert sorted(e["STENCIL_CASES"] for e in reruns) == ["0", "1", "2"]     # nothing reported: all again
     assert all(e["CK_FORK"] == "yes" and e["SEED"] == "77" for e in reruns)
     assert run.reruns == [0, 1, 2]
+    assert first["OMP_NUM_THREADS"] == "8" and {e["OMP_NUM_THREADS"] for e in reruns} == {"2"}
     run = checkrun.run_check(tmp_path, 30)
     assert "SEED" not in json.loads(run.stderr_tail.split("env:", 1)[1].splitlines()[0])
+
+
+def test_the_reruns_share_the_gradings_thread_budget(tmp_path, monkeypatch):
+    """The processes of phase 2 and their OpenMP threads together never exceed the grading's
+    budget (STENCIL_THREADS): a grading beside it on the same host keeps its CPUs."""
+    assert checkrun.rerun_split(3, 2) == (2, 1) and checkrun.rerun_split(30, 64) == (8, 8)
+    assert checkrun.rerun_split(5, 1) == (1, 1) and checkrun.rerun_split(1, 16) == (1, 16)
+    monkeypatch.setenv("STENCIL_THREADS", "2")
+    fake_check(tmp_path, """print("env:", json.dumps(dict(os.environ)), file=sys.stderr)
+""")
+    run = checkrun.run_check(tmp_path, 30)
+    envs = [json.loads(line.split("env:", 1)[1]) for line in run.stderr_tail.splitlines() if "env:" in line]
+    assert sorted(e["STENCIL_CASES"] for e in envs[1:]) == ["0,2", "1"]
+    assert [e["OMP_NUM_THREADS"] for e in envs] == ["2", "1", "1"]
 
 
 def test_a_correct_run_is_one_process_and_printf_is_the_students_output(tmp_path):

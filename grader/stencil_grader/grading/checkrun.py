@@ -193,10 +193,18 @@ class _Phase:
 
 
 def _run_one(jail, box, seconds: float, env: dict[str, str], stream: CheckStream,
-             cases: list[int] | None = None) -> _Phase:
-    run = process.run([jail.program("check")], seconds, env=jail.env(env), cwd=jail.work, sandbox=box,
+             cases: list[int] | None = None, threads: int | None = None) -> _Phase:
+    run = process.run([jail.program("check")], seconds, env=jail.env(env, threads), cwd=jail.work, sandbox=box,
                       watch=stream, channel=True)
     return _Phase(run, stream, cases)
+
+
+def rerun_split(cases: int, threads: int) -> tuple[int, int]:
+    """(check processes, OpenMP threads each) of phase 2 for `cases` cases to run again within a
+    grading's budget of `threads` CPU threads: at most RERUN_PROCESSES processes, never more
+    threads in all than the budget (each process has at least one)."""
+    processes = max(1, min(RERUN_PROCESSES, cases, threads))
+    return processes, max(1, threads // processes)
 
 
 def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
@@ -216,35 +224,46 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
     build_dir = Path(build_dir)
     check = build_dir / "check"
     (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run
-    box = sandbox.plan_sandbox(suite_timeout_s)
-    extra = dict(env or {})
+    try:
+        box = sandbox.plan_sandbox(suite_timeout_s)
+        with sandbox.SandboxDir(box, [check], prefix="stencil-check-") as jail:
+            return _run_phases(build_dir, check, jail, box, suite_timeout_s, seed, case_timeout_s, on_start,
+                               dict(env or {}))
+    except sandbox.SandboxError as err:
+        return CheckRun(cases=[], seed=seed, status="error", message=f"the sandbox could not be set up: {err}",
+                        list_error=f"not run: {err}")
+
+
+def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float, seed: int | None,
+                case_timeout_s: float | None, on_start, extra: dict[str, str]) -> CheckRun:
+    """run_check's two phases, in the sandbox directory jail."""
     phases: dict[str, float] = {}
-    with sandbox.SandboxDir(box, [check], prefix="stencil-check-") as jail:
-        listed, list_error = list_cases(check, jail)
+    listed, list_error = list_cases(check, jail)
+    start = time.monotonic()
+    first = _run_one(jail, box, suite_timeout_s, {**extra, **check_env(seed, nofork=True)},
+                     CheckStream(case_timeout_s, on_start, nofork=True))
+    phases["one_process"] = time.monotonic() - start
+    seed_used = first.stream.seed if first.stream.seed is not None else seed
+    if first.run.returncode == protocol.EXIT_NO_GPU:
+        why = process.tail_lines(first.run.stderr, 1).strip() or "check found no GPU"
+        return CheckRun(cases=[], seed=seed_used, status="no_gpu", message=why, no_gpu=why,
+                        exit_status=first.run.returncode, list_error=list_error,
+                        seconds=first.run.seconds, sandbox=dict(box.layers), phases=phases,
+                        output=process.program_output(first.run.stdout))
+    good = {(t.tcase, t.iteration) for t in first.stream.tests if t.result == "success"}
+    rerun = [c.iteration for c in listed if (c.tcase, c.iteration) not in good]
+    if first.run.error:
+        rerun = []                                      # nothing can run: phase 1 says why
+    later: list[_Phase] = []
+    if rerun:
         start = time.monotonic()
-        first = _run_one(jail, box, suite_timeout_s, {**extra, **check_env(seed, nofork=True)},
-                         CheckStream(case_timeout_s, on_start, nofork=True))
-        phases["one_process"] = time.monotonic() - start
-        seed_used = first.stream.seed if first.stream.seed is not None else seed
-        if first.run.returncode == protocol.EXIT_NO_GPU:
-            why = process.tail_lines(first.run.stderr, 1).strip() or "check found no GPU"
-            return CheckRun(cases=[], seed=seed_used, status="no_gpu", message=why, no_gpu=why,
-                            exit_status=first.run.returncode, list_error=list_error,
-                            seconds=first.run.seconds, sandbox=dict(box.layers), phases=phases,
-                            output=process.program_output(first.run.stdout))
-        good = {(t.tcase, t.iteration) for t in first.stream.tests if t.result == "success"}
-        rerun = [c.iteration for c in listed if (c.tcase, c.iteration) not in good]
-        if first.run.error:
-            rerun = []                                      # nothing can run: phase 1 says why
-        later: list[_Phase] = []
-        if rerun:
-            start = time.monotonic()
-            groups = [rerun[i::RERUN_PROCESSES] for i in range(min(RERUN_PROCESSES, len(rerun)))]
-            with ThreadPoolExecutor(max_workers=len(groups)) as pool:
-                later = list(pool.map(lambda cases: _run_one(
-                    jail, box, suite_timeout_s, {**extra, **check_env(seed_used, cases=sorted(cases))},
-                    CheckStream(case_timeout_s), sorted(cases)), groups))
-            phases["reruns"] = time.monotonic() - start
+        processes, threads = rerun_split(len(rerun), box.threads)
+        groups = [rerun[i::processes] for i in range(processes)]
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            later = list(pool.map(lambda cases: _run_one(
+                jail, box, suite_timeout_s, {**extra, **check_env(seed_used, cases=sorted(cases))},
+                CheckStream(case_timeout_s), sorted(cases), threads), groups))
+        phases["reruns"] = time.monotonic() - start
     return _combine(build_dir, listed, list_error, first, later, rerun, seed_used, box, phases)
 
 
