@@ -238,3 +238,26 @@ def test_target_meaning_tells_a_self_learner_which_table_graded_the_run():
     assert "NVIDIA H100 80GB HBM3, NVIDIA H200" in other and "make calibrate" in other
     bonus = labspec.load(KIT_ROOT / "labs" / "08-temporal-blocking" / "lab.json")
     assert score.target_meaning(bonus, bonus.target_for("Tesla T4"), "Tesla T4").startswith("the lab's stated policy")
+
+
+MACHINE = "CUDA error: cudaStreamCreate(&s) failed at grid.c:40: OS call failed or operation not supported on this OS (cudaErrorOperatingSystem)"
+
+
+@pytest.mark.parametrize("check, bench", [
+    (CheckRun([], seed=1, status="error", message="check could not start: Exception occurred in preexec_fn"), None),
+    (CheckRun([CaseResult("t", 0, "case 0", "pass"), CaseResult("t", 1, "case 1", "crash", MACHINE)], seed=1,
+              status="ok", exit_status=1), None),
+    (ALL_PASS, BenchRun("grader_error", message="the sandbox could not be set up: no free sandbox user id")),
+])
+def test_a_failure_of_the_graders_machinery_is_grader_error_never_a_zero(spec, check, bench):
+    """The sandbox or the program could not start, or a CUDA error of the machine (a thread the
+    operating system refused, a GPU lost): no grade, not final, and the student is told so."""
+    s = score.score_lab(spec, OK_BUILD, CLEAN, check, bench)
+    assert s.verdict == "grader_error" and "grader_error" in score.NOT_GRADED
+    assert s.messages and "the grader's own machinery failed, not your code" in s.messages[0]
+
+
+def test_a_students_cuda_error_stays_a_crash(spec):
+    student = "CUDA error: kernel failed while running: an illegal memory access was encountered (cudaErrorIllegalAddress)"
+    check = CheckRun([CaseResult("t", 0, "case 0", "crash", student)], seed=1, status="ok", exit_status=1)
+    assert score.score_lab(spec, OK_BUILD, CLEAN, check).verdict == "crash"

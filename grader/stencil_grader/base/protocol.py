@@ -40,6 +40,22 @@ EXIT_DEBUG_BUILD = EXIT["DEBUG_BUILD"]
 EXIT_USAGE = EXIT["USAGE"]
 EXIT_EARLY_EXIT = EXIT["EARLY_EXIT"]
 
+#: CUDA errors that say the machine failed, not the student's code: the operating system refused a
+#: thread or a resource (a process limit), no device or driver, a GPU lost or broken (names from the
+#: CUDA Runtime API's cudaError enum).  A student's kernel gets launch failures, illegal addresses,
+#: invalid configurations: never these.  The harness writes the name in each CUDA error message.
+MACHINERY_CUDA_ERRORS = ("cudaErrorOperatingSystem", "cudaErrorNoDevice", "cudaErrorInsufficientDriver",
+                         "cudaErrorDevicesUnavailable", "cudaErrorInitializationError",
+                         "cudaErrorSystemNotReady", "cudaErrorSystemDriverMismatch", "cudaErrorStartupFailure",
+                         "cudaErrorECCUncorrectable", "cudaErrorNvlinkUncorrectable",
+                         "cudaErrorCompatNotSupportedOnDevice")
+
+
+def machinery_error(message: str) -> str | None:
+    """The MACHINERY_CUDA_ERRORS name a harness message holds ('... (cudaErrorOperatingSystem)'), else None."""
+    return next((name for name in MACHINERY_CUDA_ERRORS if name in (message or "")), None)
+
+
 @dataclass(frozen=True)
 class Key:
     """One key of a JSON object the bench writes: its type (str, int, float, bool, list, dict),

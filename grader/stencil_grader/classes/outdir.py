@@ -72,11 +72,11 @@ EARLIER_RUNS = "slurm"
 SIMILARITY = "similarity"
 #: What a class grading of an earlier kit version (without MANIFEST) left in its OUT.
 EARLIER_SIGNS = ("class.csv", GRADESCOPE)
-#: Verdicts of class grading that are not grades (besides score.NOT_GRADED): the grading
-#: process failed, or the batch engine ended its task.  Graded again by the next run.
+#: The verdict of a grading whose process failed, or whose task the batch engine ended (one of
+#: score.NOT_GRADED: graded again by the next run).
 GRADER_ERROR = "grader_error"
 MISSING = "missing"
-NOT_A_GRADE = tuple(score.NOT_GRADED) + (GRADER_ERROR,)
+NOT_A_GRADE = tuple(score.NOT_GRADED)
 ATTEMPT = ".attempt"
 HISTORY = ".history.jsonl"
 

@@ -56,8 +56,10 @@ class Probe:
 
 @dataclass
 class BenchRun:
-    """status: "ok", "no_gpu", "cuda_error", "debug_build", "timeout" or "error";
-    data: the bench JSON when status is "ok"; message: why not ok."""
+    """status: "ok", "no_gpu", "cuda_error", "debug_build", "timeout", "error", or "grader_error"
+    (the grader's own machinery failed: the sandbox or the program could not start, or a CUDA
+    error of the machine, protocol.MACHINERY_CUDA_ERRORS); data: the bench JSON when status is
+    "ok"; message: why not ok."""
 
     status: str
     data: dict | None = None
@@ -76,10 +78,13 @@ def _last_line(text: str) -> str:
 def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S, env: dict[str, str] | None = None) -> Probe:
     """Ask BUILD_DIR/bench whether there is a GPU (60 s at most, in the sandbox); never raises.
     env: added to the sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out)."""
-    box = sandbox.plan_sandbox(timeout_s)
-    with sandbox.SandboxDir(box, [Path(build_dir) / "bench"], prefix="stencil-probe-") as jail:
-        run = process.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(env), cwd=jail.work,
-                          sandbox=box, channel=True)
+    try:
+        box = sandbox.plan_sandbox(timeout_s)
+        with sandbox.SandboxDir(box, [Path(build_dir) / "bench"], prefix="stencil-probe-") as jail:
+            run = process.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(env), cwd=jail.work,
+                              sandbox=box, channel=True)
+    except sandbox.SandboxError as err:
+        return Probe("error", message=f"the sandbox could not be set up: {err}")
     layers = dict(box.layers)
     if run.returncode == EXIT_NO_GPU:
         return Probe("no_gpu", message=_last_line(run.stderr) or "bench --probe found no GPU", sandbox=layers)
@@ -133,11 +138,14 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
     """
     build_dir = Path(build_dir)
     (build_dir / "bench.json").unlink(missing_ok=True)      # no stale figures from an earlier run
-    box = sandbox.plan_sandbox(timeout_s)
     notes = []
-    with sandbox.SandboxDir(box, [build_dir / "bench"], prefix="stencil-bench-") as jail:
-        argv = [jail.program("bench"), "--json", "-"] + (["--seed", str(seed)] if seed is not None else [])
-        run = process.run(argv, timeout_s, env=jail.env(env), cwd=jail.work, sandbox=box, channel=True)
+    try:
+        box = sandbox.plan_sandbox(timeout_s)
+        with sandbox.SandboxDir(box, [build_dir / "bench"], prefix="stencil-bench-") as jail:
+            argv = [jail.program("bench"), "--json", "-"] + (["--seed", str(seed)] if seed is not None else [])
+            run = process.run(argv, timeout_s, env=jail.env(env), cwd=jail.work, sandbox=box, channel=True)
+    except sandbox.SandboxError as err:
+        return BenchRun("grader_error", message=f"the sandbox could not be set up: {err}")
     text = run.channel
     if run.channel_overflow:
         notes.append("the bench wrote more than the channel keeps; the rest was ignored")
@@ -145,8 +153,9 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
     result = BenchRun("error", stderr_tail=tail, seconds=run.seconds, sandbox=dict(box.layers), notes=notes,
                       output=process.program_output(run.stdout))
     reason = _last_line(run.stderr)
-    if run.error:
-        result.message = run.error
+    if run.error or protocol.machinery_error(reason):
+        result.status = "grader_error"                      # the grader's machinery, not the student
+        result.message = run.error or reason
     elif run.timed_out:
         result.status = "timeout"
         result.message = f"bench {run.describe()} (lab.json bench.timeout_s)"

@@ -11,8 +11,8 @@ import re
 
 from .score import NOT_GRADED
 
-#: Verdicts whose 0 points are no grade: score.NOT_GRADED and the class placeholders' grader_error.
-NO_GRADE = tuple(NOT_GRADED) + ("grader_error",)
+#: Verdicts whose 0 points are no grade (score.NOT_GRADED).
+NO_GRADE = tuple(NOT_GRADED)
 
 
 def without_prefix(message: str | None) -> str:
@@ -60,6 +60,11 @@ def next_step(report: dict) -> tuple[str, str, str]:
         return "warn", "No grade: the machine or the kit is at fault, not your code.", (
             f"{without_prefix(line).splitlines()[0] if line else 'See the build section.'} Fix the machine (or ask your "
             "instructor), then grade again.")
+    if verdict == "grader_error":
+        line = next((m for m in messages if m.strip()), "")
+        return "warn", "No grade: the grader itself failed, not your code.", (
+            f"{_sentence(without_prefix(line).splitlines()[0]) if line else ''} Grade again; if it fails the same "
+            "way, tell your instructor (with the report).").strip()
     if verdict == "forbidden":
         failed = [s for s in report.get("static") or [] if s.get("status") != "pass"]
         what = (failed[0].get("details") or [failed[0].get("message")])[0] if failed else (messages or [""])[0]

@@ -34,6 +34,10 @@ Rules, in order:
        with floor and target from the device's table in lab.json (else generic).
 7. "pass" only with full points; "slow" when correct but short of full
    performance points.  grade.py exits 0 only with full points.
+8. A failure of the grader's own machinery (the sandbox or a program could not
+   start, a CUDA error of the machine: protocol.MACHINERY_CUDA_ERRORS, such as a
+   thread the operating system refused or a GPU lost) is "grader_error": no
+   grade, never final, whatever else the run saw.
 
 Points are rounded to 0.01; "full" is decided on the rounded figures shown.
 
@@ -62,14 +66,16 @@ from .static import StaticCheck, StaticResult
 
 #: Verdicts from best to worst-known; a report shows one per lab.
 VERDICTS = ("pass", "slow", "not_measured", "constraint", "implausible", "incorrect",
-            "crash", "timeout", "forbidden", "compile_error", "kit_error", "pending")
-#: Verdicts whose 0 points are no grade: nothing about the student's code was measured.
-NOT_GRADED = ("not_measured", "kit_error", "pending")
+            "crash", "timeout", "forbidden", "compile_error", "kit_error", "pending", "grader_error")
+#: Verdicts whose 0 points are no grade: nothing about the student's code was measured, or the
+#: grader's own machinery failed (never final: the next run grades it again).
+NOT_GRADED = ("not_measured", "kit_error", "pending", "grader_error")
 #: A stage's verdict is one of these or "not_run" (gated by an earlier stage).
 #: Case outcome -> verdict, and their order of badness (worst first).
 _CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect", "not_run": "timeout"}
 _BENCH_VERDICT = {"timeout": "timeout", "cuda_error": "crash", "error": "crash",
-                  "no_gpu": "not_measured", "debug_build": "not_measured"}
+                  "no_gpu": "not_measured", "debug_build": "not_measured", "grader_error": "grader_error"}
+_MACHINERY = "the grader's own machinery failed, not your code (this is no grade; the next run grades it again): "
 _CONSTRAINT_ZERO = "0 points: a constraint of this lab failed (see static checks)"
 
 
@@ -149,6 +155,8 @@ def _all_passed(check: CheckRun) -> bool:
 def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
     total_points = spec.points.correctness
     points = round(total_points * check.passed / check.total, 2) if check.total else 0.0
+    if machinery := _machinery_failure(check):
+        return StageScore("grader_error", 0.0, total_points, _MACHINERY + machinery)
     if check.total == 0:
         why = check.message or check.list_error or "the suite reported no case"
         return StageScore("crash", 0.0, total_points, f"no case ran: {why}")
@@ -164,6 +172,18 @@ def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
         how = check.message or f"check exited with status {check.exit_status}"
         return StageScore(verdict, points, total_points, f"every case reported success, but {how}")
     return StageScore("pass", points, total_points, f"{check.passed}/{check.total} cases passed")
+
+
+def _machinery_failure(check: CheckRun) -> str | None:
+    """What failed of the grader's machinery in a check run, else None: the check program or its
+    sandbox could not start (status "error"), or a case ended on a CUDA error of the machine
+    (protocol.MACHINERY_CUDA_ERRORS: a thread refused by the operating system, a GPU lost)."""
+    if check.status == "error":
+        return check.message or check.list_error or "the check program could not start"
+    for case in check.cases:
+        if case.outcome != "pass" and (name := protocol.machinery_error(case.message)):
+            return f"{case.label}: {name}: {case.message}"
+    return None
 
 
 def _failures(check: CheckRun) -> str:
@@ -245,6 +265,9 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
 
     corr = _correctness(spec, check)
     benchable, why_not = may_bench(static, check)
+    if corr.verdict == "grader_error":
+        return Score("grader_error", corr, StageScore("not_run", 0.0, p.performance, corr.message),
+                     messages=[corr.message])
     if corr.verdict != "pass":
         perf = StageScore("not_run", 0.0, p.performance, why_not)
         return Score(corr.verdict, corr, perf)
@@ -258,6 +281,9 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
         reason = f"not measured: {not_measured or 'the bench did not run'}"
         return Score("not_measured", corr, StageScore("not_measured", 0.0, p.performance, reason), choice)
     perf, ratio = _performance(spec, bench, choice)
+    if perf.verdict == "grader_error":
+        perf.message = _MACHINERY + perf.message
+        return Score("grader_error", corr, perf, choice, messages=[perf.message])
     if perf.verdict in ("pass", "slow"):
         failed = [c for c in launches or [] if c.status == "fail"]
         unverified = [c for c in launches or [] if c.status == "skipped" and c.name != "launch stream"]
