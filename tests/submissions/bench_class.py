@@ -22,6 +22,13 @@ and, from the first two, the projected wall time of 1000 students x 8 labs on a 
 over 8 GPUs and the build time over the cores.  It ignores the batch system's own delays
 (queueing, job start-up: seconds per task), so it is a floor for `grade.py slurm`.
 
+--scaling 1,2,4 grades the same class once per GPU count (the first N usable GPUs of this host,
+each run into an OUT of its own) and prints the speed-up over the first count; --scaling-record
+FILE (handouts/data/<gpu>/class-scaling.json) keeps each run as {"gpus", "cpus",
+"submission_labs", "wall_s", "verdicts_sha256"} (the digest over the sorted student, lab and
+verdict of every grading: the same class must get the same verdicts on any number of GPUs),
+replacing an earlier run of the same GPU and CPU counts.
+
 Without a GPU the GPU figures are "not measured" (the GPU stages end at once) and only the
 build rate means something.  Prints the device (nvidia-smi's name), date and figures;
 --json FILE keeps them (the record a README figure comes from).
@@ -39,6 +46,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import hashlib
 import json
 import os
 import subprocess
@@ -118,6 +126,66 @@ def figures(out: Path, wall_s: float, cores: int) -> dict:
     return result
 
 
+def verdicts_sha256(out: Path) -> str:
+    """sha256 over the sorted "student<TAB>lab<TAB>verdict" lines of OUT's gradings.csv."""
+    rows = csv.DictReader(open(out / "gradings.csv", newline=""))
+    lines = sorted(f"{r['student']}\t{r['lab']}\t{r['verdict']}" for r in rows)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def grade(subs: Path, out: Path, args, labs: list[str] | None, gpus: str | None) -> tuple[float, int]:
+    """Run grade.py class on SUBS into OUT; (wall seconds, exit status)."""
+    command = [sys.executable, str(KIT_ROOT / "grader" / "grade.py"), "class", str(subs), "--out", str(out)]
+    if args.jobs:
+        command += ["--jobs", str(args.jobs)]
+    if gpus:
+        command += ["--gpus", gpus]
+    if labs:
+        command += ["--labs", ",".join(labs)]
+    start = time.monotonic()
+    done = subprocess.run(command, env=dict(os.environ, NO_COLOR="1"))
+    return time.monotonic() - start, done.returncode
+
+
+def scaling(subs: Path, work: Path, args, labs: list[str] | None, count: int, device: str) -> int:
+    """--scaling: the class graded on each GPU count in turn (module docstring)."""
+    found, why = gpulist.list_gpus()
+    counts = [int(n) for n in args.scaling.split(",")]
+    if not found or max(counts) > len(found):
+        print(f"bench_class: --scaling {args.scaling} needs {max(counts)} GPU(s); this host lists "
+              f"{len(found)} ({why or ', '.join(g.name for g in found)})", file=sys.stderr)
+        return 2
+    runs = []
+    for n in counts:
+        out = work / f"grades-{n}gpu"
+        wall, status = grade(subs, out, args, labs, ",".join(str(g.index) for g in found[:n]))
+        if not (out / "gradings.csv").is_file():
+            print(f"bench_class: grade.py class on {n} GPU(s) wrote no gradings.csv (exit status {status})",
+                  file=sys.stderr)
+            return 2
+        runs.append({"gpus": n, "cpus": os.cpu_count(), "submission_labs": count, "wall_s": round(wall, 1),
+                     "verdicts_sha256": verdicts_sha256(out)})
+        print(f"bench_class: {n} GPU(s): {count} submission-labs in {wall:.1f} s; verdicts "
+              f"{runs[-1]['verdicts_sha256'][:12]}", flush=True)
+    base = runs[0]
+    print(f"\nclass scaling on {device} ({os.cpu_count()} CPUs, {datetime.date.today().isoformat()}):")
+    for run in runs:
+        same = "same verdicts" if run["verdicts_sha256"] == base["verdicts_sha256"] else "VERDICTS DIFFER"
+        print(f"  {run['gpus']} GPU(s): {run['wall_s']:.1f} s, speed-up {base['wall_s'] / run['wall_s']:.2f}x over "
+              f"{base['gpus']} GPU(s) ({same})")
+    if args.scaling_record:
+        path = args.scaling_record
+        record = json.loads(path.read_text()) if path.is_file() else {"record": "class-scaling", "runs": []}
+        key = {(r["gpus"], r["cpus"]) for r in runs}
+        record["runs"] = [r for r in record.get("runs", []) if (r["gpus"], r["cpus"]) not in key] + \
+            [dict(r, device=device, date=datetime.date.today().isoformat()) for r in runs]
+        record["source"] = "python3 tests/submissions/bench_class.py " + " ".join(sys.argv[1:])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"  runs: {path}")
+    return 0 if len({r["verdicts_sha256"] for r in runs}) == 1 else 1
+
+
 def record_resources(out: Path, path: Path, started: datetime.datetime, source: str, extra: dict) -> dict:
     """Write the "class" record (module docstring) of the reports in OUT to path; returns it."""
     reports = [json.loads(p.read_text()) for p in sorted((out / outdir.STUDENTS).glob("*/*.json"))
@@ -150,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, metavar="FILE",
                         help="also write what each lab's stages used (the class recording grade.py slurm reads), "
                              "e.g. handouts/data/h100/class.json")
+    parser.add_argument("--scaling", metavar="N,N,...", help="grade the class once per GPU count (e.g. 1,2,4)")
+    parser.add_argument("--scaling-record", type=Path, metavar="FILE",
+                        help="keep the --scaling runs here, e.g. handouts/data/h100/class-scaling.json")
     args = parser.parse_args(argv)
     if args.students < 1:
         parser.error("--students must be at least 1")
@@ -161,18 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     device = ", ".join(sorted({g.name for g in found})) if found else f"no GPU ({why})"
     print(f"bench_class: {args.students} student(s), {count} submission-lab(s) in {subs}; device: {device}",
           flush=True)
-    command = [sys.executable, str(KIT_ROOT / "grader" / "grade.py"), "class", str(subs), "--out", str(out)]
-    if args.jobs:
-        command += ["--jobs", str(args.jobs)]
-    if args.gpus:
-        command += ["--gpus", args.gpus]
-    if labs:
-        command += ["--labs", ",".join(labs)]
-    start, started = time.monotonic(), records.now()
-    done = subprocess.run(command, env=dict(os.environ, NO_COLOR="1"))
-    wall = time.monotonic() - start
+    if args.scaling:
+        return scaling(subs, work, args, labs, count, device)
+    started = records.now()
+    wall, status = grade(subs, out, args, labs, args.gpus)
     if not (out / "gradings.csv").is_file():
-        print(f"bench_class: grade.py class wrote no gradings.csv (exit status {done.returncode})", file=sys.stderr)
+        print(f"bench_class: grade.py class wrote no gradings.csv (exit status {status})", file=sys.stderr)
         return 2
     result = figures(out, wall, args.cores)
     result.update(device=device, gpus_listed=len(found), date=datetime.date.today().isoformat(),

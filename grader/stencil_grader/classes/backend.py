@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+from ..base import sandbox
 from . import gpupool, merge, outdir, plan, worker
 from . import similarity as similar
 from .plan import ClassPlan, Task
@@ -73,9 +74,14 @@ def _unusable_gpu(report: dict) -> int | None:
     assigned = section.get("assigned") or {}
     if assigned.get("index") is None:
         return None
-    if section.get("status") == "no_gpu" or report.get("verdict") == "crash":
+    if section.get("status") == "no_gpu" or report.get("verdict") in ("crash", outdir.GRADER_ERROR):
         return assigned["index"]
     return None
+
+
+#: Gradings of one (student, lab) in one class run when the grader's machinery fails
+#: (grader_error): the first, and one more.
+GRADER_ERROR_TRIES = 2
 
 
 class LocalBackend(Backend):
@@ -123,17 +129,24 @@ class LocalBackend(Backend):
         if task.source is None:
             report, _ = worker.grade(task, plan.submissions, 0)
             log = report["messages"][0] + "\n"
+        tries = 0
         while report is None:
             usable = self.gpus.indices()          # "0,2"; "" when every GPU has been taken out
             if usable == "":
                 report = outdir.placeholder(task.spec, task.student, "not_measured",
                                             "not measured: no usable GPU left (" + "; ".join(self.gpus.notes) + ")")
                 break
-            limit = worker.time_limit_s(task.spec, self.jobs, max(1, len(self.gpus.usable)))
-            report, log = worker.grade(task, plan.submissions, limit, gpu_locks=lock_dir, gpus=usable)
+            gpus = max(1, len(self.gpus.usable))
+            limit = worker.time_limit_s(task.spec, self.jobs, gpus)
+            threads = {sandbox.THREADS_ENV: str(worker.threads_per_grading(gpus))}
+            report, log = worker.grade(task, plan.submissions, limit, gpu_locks=lock_dir, gpus=usable, env=threads)
+            tries += 1
             bad = _unusable_gpu(report)
             if bad is not None and self.gpus.suspect(bad):
                 report = None                  # that GPU is out of the pool now: grade again elsewhere
+            elif report.get("verdict") == outdir.GRADER_ERROR and tries < GRADER_ERROR_TRIES:
+                self.say(f"{shown(task.student)} {task.lab}: grader_error ({outdir.reason(report)}): grading again")
+                report = None
         report["class"] = outdir.stamp(task.source, task.spec, "local", "local")
         return outdir.save(plan.out, task.student, task.lab, report, log, plan.asked)
 

@@ -37,7 +37,7 @@ GRADE_PY = KIT_ROOT / "grader" / "grade.py"
 #: Environment variables a grading process keeps; everything else is dropped.
 ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH",
             "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-            sandbox.SANDBOX_USER_ENV) + sandbox.CUDA_ENV_KEEP
+            sandbox.SANDBOX_UIDS_ENV, sandbox.THREADS_ENV) + sandbox.CUDA_ENV_KEEP
 #: Seconds a grading process may take beyond its stages' own limits (Python start-up, the report).
 SLACK_S = 120.0
 STAGES = pipeline.STAGES
@@ -49,6 +49,14 @@ def clean_env() -> dict[str, str]:
     env["NO_COLOR"] = "1"
     env.setdefault("PATH", os.defpath)
     return env
+
+
+def threads_per_grading(gpus: int) -> int:
+    """The CPU threads each grading's programs get (sandbox.THREADS_ENV) when `gpus` GPUs grade at
+    once on this host: its usable CPUs shared evenly, at least one each.  The GPU stages, one per
+    GPU, are the gradings that use more than one thread (the CPU reference of the cases); a build
+    is one nvcc at a time."""
+    return max(1, sandbox.usable_cpus() // max(1, gpus))
 
 
 def time_limit_s(spec: labspec.LabSpec, jobs: int, gpus: int = 1, stage: str = "all") -> float:
