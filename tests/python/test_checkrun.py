@@ -9,6 +9,7 @@ import pytest
 
 from conftest import DATA, write_script
 from stencil_grader.grading import checkrun, checkstream
+from stencil_grader.grading.checkstream import ListedCase, XmlTest
 
 
 def alive(pid: int) -> bool:
@@ -305,8 +306,8 @@ log.flush()
 
 
 def test_only_the_cases_that_did_not_pass_run_again_each_judged_alone(tmp_path):
-    """Phase 1 passes case 0, fails case 1 and crashes before case 2; fork mode reruns 1 and 2
-    (each in a process of its own) and their results replace phase 1's."""
+    """Phase 1 passes case 0, fails case 1 cleanly and crashes before case 2: fork mode reruns case 2
+    alone (its result replaces phase 1's); case 1 failed before anything went wrong and stands."""
     fail1 = PASS0.replace("success", "failure").replace("<iteration>0", "<iteration>1").replace(
         "Passed", "nx=2 ny=2: wrong in phase 1")
     fake_check(tmp_path, f"""log.write("seed: 3\\n{HEADER}")
@@ -321,9 +322,24 @@ for it in cases.split(","):
 log.flush()
 """)
     run = checkrun.run_check(tmp_path, 30)
-    assert run.reruns == [1, 2] and run.status == "ok"
-    assert [(c.outcome, c.message) for c in run.cases] == [("pass", "Passed")] * 3
+    assert run.reruns == [2] and run.status == "ok"
+    assert [(c.outcome, c.message) for c in run.cases] == [
+        ("pass", "Passed"), ("fail", "nx=2 ny=2: wrong in phase 1"), ("pass", "Passed")]
     assert "reruns" in run.phases and "one_process" in run.phases
+
+
+def test_every_case_from_the_first_that_did_not_end_cleanly_runs_again():
+    """What follows a crash, a timeout or a missing result may carry its damage: from there on, every
+    case that did not pass runs again alone, a clean failure too; clean failures before it stand."""
+    listed = [ListedCase("t", i, f"case {i}") for i in range(5)]
+
+    def xml(i, result, message=""):
+        return XmlTest("t", i, result, message, None)
+    tests = [xml(0, "failure", "case 0: wrong"), xml(1, "success"), xml(2, "error", "CUDA error: x"),
+             xml(3, "failure", "case 3: wrong")]
+    assert checkrun.to_rerun(listed, tests) == [2, 3, 4]
+    assert checkrun.to_rerun(listed, [xml(i, "failure", "wrong") for i in range(5)]) == []
+    assert checkrun.to_rerun(listed, []) == [0, 1, 2, 3, 4]
 
 
 def test_no_gpu_in_phase_1_runs_nothing(tmp_path):
@@ -364,7 +380,7 @@ def test_real_check_suite_end_to_end(tmp_path):
     messages = {c.label: c.message for c in run.cases}
     assert messages["segv"].startswith(checkstream.SIGNAL_MESSAGE + " 11")
     assert messages["hang"] == checkstream.TIMEOUT_MESSAGE
-    assert run.reruns == list(range(1, 10)) and run.device["name"].startswith("no GPU")
+    assert run.reruns == list(range(2, 10)) and run.device["name"].startswith("no GPU")
     assert list(dict.fromkeys(c.tcase for c in run.cases)) == ["basic", "crashes", "edges"]   # as listed
     assert (tmp_path / "check.xml").is_file()
     assert len(checkstream.parse_check_xml((tmp_path / "check.xml").read_text())) >= 4   # what Check sent

@@ -14,15 +14,17 @@ per case, while every case that goes wrong is judged exactly as alone:
    first looks for a GPU (exit status EXIT_NO_GPU: none, and nothing runs).
    Check has no timeouts in this mode, so the grader stops the run when a
    case has gone on longer than the case timeout (plus checkstream.NOFORK_SLACK_S).
-2. fork mode, only when phase 1 did not pass every case: each case that did
-   not pass (failed, crashed, timed out, or never reported because the process
-   died or was stopped) runs again in a child process of its own, with Check's
-   per-case timeout, in up to RERUN_PROCESSES check processes at once
-   (STENCIL_CASES names each one's cases).  Its result replaces phase 1's: a
-   crash costs only its case, and a case after an out-of-bounds write or a
-   sticky CUDA error is judged on its own.  A case that passed in phase 1
-   passed every cell against the CPU reference on its own fresh input; it
-   stands.
+2. fork mode, only when phase 1 did not end every case cleanly: from the
+   first case that crashed, timed out or was never reported (the process died
+   or was stopped), each case that did not pass runs again in a child process
+   of its own, with Check's per-case timeout, in up to RERUN_PROCESSES check
+   processes at once within the grading's thread budget (STENCIL_CASES names
+   each one's cases; to_rerun, rerun_split).  Its result replaces phase 1's: a
+   crash costs only its case, and a case after a sticky CUDA error is judged on
+   its own.  A case that passed in phase 1 passed every cell against the CPU
+   reference on its own fresh input; it stands, and so does a case that failed
+   cleanly before anything went wrong (fresh buffers, no error: the same run
+   alone).
 
 Outcome of each case:
 
@@ -199,6 +201,23 @@ def _run_one(jail, box, seconds: float, env: dict[str, str], stream: CheckStream
     return _Phase(run, stream, cases)
 
 
+def to_rerun(listed: list[ListedCase], tests: list[XmlTest]) -> list[int]:
+    """The cases (table indices) phase 2 runs again alone: every case from the first that phase 1
+    did not end cleanly (a crash, a CUDA error, a timeout, or no result: whatever followed may
+    carry its damage) on, that did not pass.  A case that failed cleanly before it (a wrong
+    result, the run in good health: fresh buffers, no error) is judged as it stands: running it
+    again would cost a CUDA context per case (a host-wide serialised start of a few tenths of a
+    second) for the same verdict."""
+    seen = {(t.tcase, t.iteration): classify(t.result, t.message) for t in tests}
+    rerun, damaged = [], False
+    for case in listed:
+        outcome = seen.get((case.tcase, case.iteration))
+        damaged = damaged or outcome not in ("pass", "fail")
+        if damaged and outcome != "pass":
+            rerun.append(case.iteration)
+    return rerun
+
+
 def rerun_split(cases: int, threads: int) -> tuple[int, int]:
     """(check processes, OpenMP threads each) of phase 2 for `cases` cases to run again within a
     grading's budget of `threads` CPU threads: at most RERUN_PROCESSES processes, never more
@@ -250,8 +269,7 @@ def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float,
                         exit_status=first.run.returncode, list_error=list_error,
                         seconds=first.run.seconds, sandbox=dict(box.layers), phases=phases,
                         output=process.program_output(first.run.stdout))
-    good = {(t.tcase, t.iteration) for t in first.stream.tests if t.result == "success"}
-    rerun = [c.iteration for c in listed if (c.tcase, c.iteration) not in good]
+    rerun = to_rerun(listed, first.stream.tests)
     if first.run.error:
         rerun = []                                      # nothing can run: phase 1 says why
     later: list[_Phase] = []
