@@ -47,9 +47,13 @@ HEAD = ("folder", "site_id", "email", "name", "score", "results")
 
 
 def submission_id(path_in_export: str) -> str:
-    """The submission id of a file's path in the export ("submission_<id>/..."), "" if none."""
-    m = _SUBMISSION.match(path_in_export.split("/")[0])
-    return m.group(1) if m else ""
+    """The submission id of a file's path in the export ("[assignment_<id>_export/]submission_<id>/..."),
+    "" if none."""
+    for part in path_in_export.split("/")[:2]:
+        m = _SUBMISSION.match(part)
+        if m:
+            return m.group(1)
+    return ""
 
 
 def read_groups(path: Path) -> Groups:
