@@ -246,3 +246,57 @@ def test_gradescope_autograder_refusals(fake_kit, tmp_path):
     with pytest.raises(gsautograder.GradescopeZipError, match="two student folders"):
         gsautograder.build(out, FAKE_LAB)
     assert not gsautograder.default_zip(out, FAKE_LAB).exists()
+
+
+def test_gradebooks_count_only_what_was_asked(fake_kit, tmp_path):
+    """One lab imported of a kit with two: the grading, class.csv and canvas.csv hold that lab only;
+    --missing-as-zero writes no 0 for a near miss (shown as such), and every member of a group
+    gets the group's one grading."""
+    from test_sites import CANVAS_GROUPS
+    bonus_lab(fake_kit)
+    export = make_zip(tmp_path / "c.zip", {"ann_1_11_kernel.cu": GOOD_KERNEL.encode(),
+                                           "bo_2_22_Kernel.cu": GOOD_KERNEL.encode(),
+                                           "teamrocket_106_33_kernel.cu": (GOOD_KERNEL + "// WRONG\n").encode()})
+    groups = tmp_path / "groups.csv"
+    groups.write_text(CANVAS_GROUPS, encoding="utf-8")
+    subs = tmp_path / "class"
+    importers.import_export("canvas", export, FAKE_LAB, subs, kit_root=fake_kit.root, say=lambda line: None,
+                            groups=groups)
+    out = tmp_path / "out"
+    result = grade(fake_kit, subs, out, missing_as_zero=True)
+    rows = read(out / "gradebook" / "canvas.csv")
+    assert rows[0][5:] == [FAKE_LAB]                                # the bonus lab was not given: no column
+    by_id = {r[1]: r[5:] for r in rows[2:]}
+    assert by_id == {"1": ["100.00"], "2": [""], "106": ["40.00"], "107": ["40.00"], "108": ["40.00"]}
+    table = read(out / "class.csv")
+    assert table[0] == ["student", FAKE_LAB, "total"]
+    assert dict((r[0], r[1]) for r in table[1:]) == {"Team Rocket (group:77)": "40.00", "ann (1)": "100.00",
+                                                     "bo (2)": "near miss"}
+    summary = "\n".join(result.summary)
+    assert "1 lab(s) submitted under another name (a near miss)" in summary and "never submitted" not in summary
+    assert "labs: 01-fake-5pt, the ones roster.csv says were imported" in summary
+
+
+def test_moodle_worksheet_headings_in_its_languages(fake_kit, tmp_path):
+    """The worksheet carries Identifier, Grade and Last modified (grade) in each language of
+    moodle.HEADINGS, each identifier with that language's 'hiddenuser'; a team's members each
+    get the team's grade."""
+    from stencil_grader.classes.importers import moodle
+    from test_sites import moodle_worksheet
+    sheet = tmp_path / "worksheet.csv"
+    sheet.write_text(moodle_worksheet("de"), encoding="utf-8")
+    export = make_zip(tmp_path / "m.zip", {"Team Rocket_42_assignsubmission_file/kernel.cu": GOOD_KERNEL.encode(),
+                                           "Default group_assignsubmission_file/kernel.cu": GOOD_KERNEL.encode()})
+    subs = tmp_path / "class"
+    importers.import_export("moodle", export, FAKE_LAB, subs, kit_root=fake_kit.root, say=lambda line: None,
+                            groups=sheet)
+    out = tmp_path / "out"
+    grade(fake_kit, subs, out)
+    rows = read(out / "gradebook" / f"moodle-{FAKE_LAB}.csv")
+    head = rows[0]
+    for lang, h in moodle.HEADINGS.items():
+        ident, grade_col = head.index(h["recordid"]), head.index(h["gradenoun"])
+        assert h["lastmodifiedgrade"] in head
+        got = {r[ident]: r[grade_col] for r in rows[1:]}
+        assert got == {f"{h['hiddenuser']}{pid}": "100.00" for pid in (5001, 5002, 5003)}, lang
+    assert head.count("ID") == 1 and "Participant 5001" in rows[1] + rows[2] + rows[3]

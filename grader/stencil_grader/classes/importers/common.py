@@ -182,12 +182,12 @@ def choose_kernel(sub: Submission, renamed: re.Pattern | None = None, accept: bo
         names = ", ".join(e.path for _, e in found)
         return Choice(None, note=f"{len(found)} files could be the kernel.cu ({names}): none taken; "
                                  f"put the right one in place by hand", ambiguous=True)
-    near = [e for p, e in sub.files if _near_miss(p.split("/")[-1])]
+    near = [(p, e) for p, e in sub.files if _near_miss(p.split("/")[-1])]
     if near and accept:
         return _accept(near)
     if near:
-        names = ", ".join(e.path for e in near)
-        archive = " (an archive is not opened)" if any(e.path.lower().endswith(_ARCHIVE) for e in near) else ""
+        names = ", ".join(e.path for _, e in near)
+        archive = " (an archive is not opened)" if any(p.lower().endswith(_ARCHIVE) for p, _ in near) else ""
         return Choice(None, note=f"no {SOURCE}; found {names}: the file must be named {SOURCE}{archive}; "
                                  f"--accept takes it", near_miss=True)
     if sub.files:
@@ -195,12 +195,13 @@ def choose_kernel(sub: Submission, renamed: re.Pattern | None = None, accept: bo
     return Choice(None, note=f"no {SOURCE}: no file submitted")
 
 
-def _accept(near: list[Entry]) -> Choice:
-    """The one acceptable near miss (choose_kernel), or why none was taken."""
+def _accept(near: list[tuple[str, Entry]]) -> Choice:
+    """The one acceptable near miss among (path in the submission, entry) (choose_kernel), or why
+    none was taken."""
     taken: list[tuple[Entry, str]] = []
     why = []
-    for e in near:
-        name = e.path.split("/")[-1]
+    for path, e in near:
+        name = path.split("/")[-1]
         if _ACCEPTABLE.match(name.lower()):
             taken.append((e, e.path))
         elif name.lower().endswith(".zip"):
