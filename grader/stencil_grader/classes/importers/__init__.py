@@ -123,6 +123,9 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
                 more = f" (and {len(paths) - 1} more like it)" if len(paths) > 1 else ""
                 say(f"  note       {shown(paths[0])}{more}: {note}")
             result.counts["ignored"] = listing.ignored
+            hint = getattr(sites.module(site), "GROUPS_HINT", "") if groups is None else ""
+            if hint:
+                say(f"  note       {hint}")
     except ExportError as err:
         text = shown(str(err))
         raise ClassError(text if str(err).startswith(str(export)) else f"{shown(str(export))}: {text}") from None

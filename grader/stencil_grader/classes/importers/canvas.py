@@ -77,6 +77,9 @@ _PREFIX_ANON = re.compile(rf"(?:(?P<late>{RULES['late'][0]})_)?(?P<id>{RULES['an
 _ATTACHMENT_UNSAFE = re.compile(r'[\x00/\\:*?"<>|]+')      # sanitize_attachment_filename
 RENAMED = re.compile(rf"^{RULES['renamed'][0]}$")
 GROUP_COLUMNS = ("canvas_user_id", "group_name")
+#: Said on an import without --groups: nothing in Canvas's zip tells a group's file from a student's.
+GROUPS_HINT = ("a group assignment's zip holds one file per group under one member's user id: import it with "
+               "--groups FILE, the group set's CSV (People > Groups > the set > Export), so that every member is graded")
 
 
 @dataclass(frozen=True)

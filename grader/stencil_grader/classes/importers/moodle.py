@@ -89,6 +89,8 @@ RULES = {
 # Read leniently: any name without "_" (RULES' names and more: a folder renamed by hand).
 _PREFIX = re.compile(rf"^(?P<name>[^_]*?)(?:_(?P<id>{RULES['id'][0]}))?_assignsubmission_"
                      rf"(?P<plugin>[a-z]+)(?:_(?P<rest>.*))?$", re.S)
+GROUPS_HINT = ("a team assignment's folders are named for the group, and its id is the group's: import it with "
+               "--groups FILE, FILE being the assignment's grading worksheet, so that every member is graded")
 GROUP_HELP = ("the assignment's grading worksheet (View all submissions > Download grading worksheet; "
               "feedback type 'Offline grading worksheet')")
 

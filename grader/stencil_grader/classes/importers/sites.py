@@ -10,6 +10,8 @@ A site module defines:
     read_groups(path)             the site's group file read as common.Groups (GroupsError)
     gradebook(out, book)          its gradebook files from a common.Book: ([paths], [notes])
     RENAMED (optional)            the site's name for a re-uploaded kernel.cu (a regular expression)
+    GROUPS_HINT (optional)        a line said on an import without --groups, where the export
+                                  cannot show it is a group assignment's
 
 A new site is one module here and its name in SITES.
 """
