@@ -629,7 +629,7 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
                "--max-running", "3", "--recording", recording)
     status, stdout, err = slurm(klass, *options, "--dry-run", capsys=capsys)
     assert status == 0, err
-    assert "partitions and --gres checked with sinfo" in stdout
+    assert "checked with sinfo: the partitions and --gres" in stdout
     for name in ("build.sbatch", "gpu.sbatch", "merge.sbatch"):
         assert f"{name}: sbatch --test-only accepts it" in stdout, stdout
     assert not out.exists()
