@@ -157,15 +157,20 @@ def test_no_roster_no_site_files(fake_kit, tmp_path):
 def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_path, monkeypatch):
     """grade.py gradescope-autograder: the zip, unpacked as Gradescope does (/autograder/source,
     run_autograder run per submission, submission_metadata.json beside it), copies the submitter's
-    results.json from the class grading, found by e-mail (any case) or SID; a submitter with no
-    grade gets a failed run and no results file, never a 0."""
+    results.json from the class grading, found by e-mail (any case) or SID, only to the very
+    submission id that was graded (a resubmission: "not graded yet"); each member of a group gets
+    the group's one grading; a submitter with no grade gets a failed run and no results file,
+    never a 0."""
     metadata = ("submission_1:\n  :submitters:\n  - :name: \"=Ann Lee\"\n    :sid: '111'\n    :email: ann@example.edu\n"
                 "submission_2:\n  :submitters:\n  - :name: Bo Ng\n    :email: bo@example.edu\n"
-                "submission_3:\n  :submitters:\n  - :name: \"José `id` O'Neil\"\n    :sid: '333'\n    :email: cy@example.edu\n")
+                "submission_3:\n  :submitters:\n  - :name: \"José `id` O'Neil\"\n    :sid: '333'\n    :email: cy@example.edu\n"
+                "submission_4:\n  :submitters:\n  - :name: Di Pair\n    :sid: '444'\n    :email: di@example.edu\n"
+                "  - :name: Ed Pair\n    :sid: '555'\n    :email: ed@example.edu\n")
     root = "assignment_1_export/"
     subs = imported(fake_kit, tmp_path, "gradescope", [(FAKE_LAB, {
         f"{root}submission_metadata.yml": metadata, f"{root}submission_1/kernel.cu": GOOD_KERNEL + "// WRONG\n",
-        f"{root}submission_2/kernel.cu": NOT_A_GRADE, f"{root}submission_3/kernel.cu": GOOD_KERNEL})])
+        f"{root}submission_2/kernel.cu": NOT_A_GRADE, f"{root}submission_3/kernel.cu": GOOD_KERNEL,
+        f"{root}submission_4/kernel.cu": GOOD_KERNEL + "// pair\n"})])
     out = tmp_path / "out"
     grade(fake_kit, subs, out)
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
@@ -173,7 +178,8 @@ def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_p
     made = gsautograder.default_zip(out, FAKE_LAB)
     with zipfile.ZipFile(made) as archive:
         names = sorted(archive.namelist())
-        assert names == ["grades/1.json", "grades/2.json", "index.json", "run_autograder", "serve.py", "setup.sh"]
+        assert names == ["grades/1.json", "grades/2.json", "grades/3.json", "index.json", "run_autograder",
+                         "serve.py", "setup.sh"]
         assert all(archive.getinfo(n).external_attr >> 16 & 0o777 == 0o755
                    for n in ("run_autograder", "setup.sh", "serve.py"))
         container = tmp_path / "autograder"
@@ -181,10 +187,10 @@ def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_p
     for name in ("run_autograder", "setup.sh", "serve.py"):
         (container / "source" / name).chmod(0o755)
 
-    def submit(*users):
-        """One Gradescope run: (exit status, its output, the results.json it left or None)."""
+    def submit(*users, id=3):
+        """One Gradescope run of submission `id`: (exit status, its output, the results.json it left or None)."""
         shutil.rmtree(container / "results", ignore_errors=True)
-        (container / "submission_metadata.json").write_text(json.dumps({"id": 9, "users": list(users)}))
+        (container / "submission_metadata.json").write_text(json.dumps({"id": id, "users": list(users)}))
         run = subprocess.run([str(container / "source" / "run_autograder")], capture_output=True, text=True,
                              env={**os.environ, "AUTOGRADER_ROOT": str(container)}, timeout=60)
         results = container / "results" / "results.json"
@@ -193,12 +199,22 @@ def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_p
     ann = outdir.gradescope_path(out, FAKE_LAB, "=Ann Lee (111)").read_bytes()
     cy = outdir.gradescope_path(out, FAKE_LAB, "José `id` O'Neil (333)").read_bytes()
     assert json.loads(ann)["score"] == 40 and json.loads(cy)["score"] == 100
-    assert submit({"email": "Ann@Example.EDU", "sid": "", "name": "Ann"}) == (0, ANY, ann)
+    pair = outdir.gradescope_path(out, FAKE_LAB, "Di Pair, Ed Pair (group:4)").read_bytes()
+    assert submit({"email": "Ann@Example.EDU", "sid": "", "name": "Ann"}, id=1) == (0, ANY, ann)
     assert submit({"email": "new@example.edu", "sid": "333"}) == (0, ANY, cy)          # by SID
-    assert submit({"email": "zed@example.edu"}, {"email": "cy@example.edu"}) == (0, ANY, cy)   # a group
-    status, said, results = submit({"email": "bo@example.edu", "name": "Bo Ng"})   # not measured: no file
+    assert submit({"email": "zed@example.edu"}, {"email": "cy@example.edu"}) == (0, ANY, cy)
+    assert submit({"email": "di@example.edu"}, id=4) == (0, ANY, pair)                 # a group: one grading,
+    assert submit({"email": "ed@example.edu"}, id=4) == (0, ANY, pair)                 # served to each member
+    status, said, results = submit({"email": "ann@example.edu"}, id=77)                # a resubmission
+    assert (status, results) == (1, None) and "Not graded yet" in said and "id 77" in said and "(id 1," in said
+    status, said, results = submit({"email": "bo@example.edu", "name": "Bo Ng"}, id=2)  # not measured: no file
     assert (status, results) == (1, None) and "bo@example.edu" in said and "no score was given" in said
     assert submit({"email": "nobody@example.edu"})[::2] == (1, None)
+    # a kernel.cu changed in CLASS since the grading: its old grade is not served
+    (subs / "José `id` O'Neil (333)" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL + "// resubmitted\n")
+    built = gsautograder.build(out, FAKE_LAB)
+    assert built.served == 2 and built.without_grade == ["Bo Ng (bo@example.edu)", "José `id` O'Neil (333)"]
+    (subs / "José `id` O'Neil (333)" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL)
 
     # an existing --zip is replaced only with --force; the default one is rebuilt from OUT
     elsewhere = tmp_path / "mine.zip"
@@ -206,8 +222,8 @@ def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_p
     with pytest.raises(gsautograder.GradescopeZipError, match="--force"):
         gsautograder.build(out, FAKE_LAB, elsewhere)
     assert elsewhere.read_text() == "the instructor's"
-    assert gsautograder.build(out, FAKE_LAB, elsewhere, force=True).served == 2
-    assert gsautograder.build(out, FAKE_LAB).served == 2
+    assert gsautograder.build(out, FAKE_LAB, elsewhere, force=True).served == 3
+    assert gsautograder.build(out, FAKE_LAB).served == 3
     # the gradebook CSV keeps its formula-like name as text
     row = next(r for r in read(out / "gradebook" / f"gradescope-{FAKE_LAB}.csv") if r[1] == "111")
     assert row[0] == "'=Ann Lee (111)" and row[3] == "'=Ann Lee"
@@ -230,3 +246,57 @@ def test_gradescope_autograder_refusals(fake_kit, tmp_path):
     with pytest.raises(gsautograder.GradescopeZipError, match="two student folders"):
         gsautograder.build(out, FAKE_LAB)
     assert not gsautograder.default_zip(out, FAKE_LAB).exists()
+
+
+def test_gradebooks_count_only_what_was_asked(fake_kit, tmp_path):
+    """One lab imported of a kit with two: the grading, class.csv and canvas.csv hold that lab only;
+    --missing-as-zero writes no 0 for a near miss (shown as such), and every member of a group
+    gets the group's one grading."""
+    from test_sites import CANVAS_GROUPS
+    bonus_lab(fake_kit)
+    export = make_zip(tmp_path / "c.zip", {"ann_1_11_kernel.cu": GOOD_KERNEL.encode(),
+                                           "bo_2_22_Kernel.cu": GOOD_KERNEL.encode(),
+                                           "teamrocket_106_33_kernel.cu": (GOOD_KERNEL + "// WRONG\n").encode()})
+    groups = tmp_path / "groups.csv"
+    groups.write_text(CANVAS_GROUPS, encoding="utf-8")
+    subs = tmp_path / "class"
+    importers.import_export("canvas", export, FAKE_LAB, subs, kit_root=fake_kit.root, say=lambda line: None,
+                            groups=groups)
+    out = tmp_path / "out"
+    result = grade(fake_kit, subs, out, missing_as_zero=True)
+    rows = read(out / "gradebook" / "canvas.csv")
+    assert rows[0][5:] == [FAKE_LAB]                                # the bonus lab was not given: no column
+    by_id = {r[1]: r[5:] for r in rows[2:]}
+    assert by_id == {"1": ["100.00"], "2": [""], "106": ["40.00"], "107": ["40.00"], "108": ["40.00"]}
+    table = read(out / "class.csv")
+    assert table[0] == ["student", FAKE_LAB, "total"]
+    assert dict((r[0], r[1]) for r in table[1:]) == {"Team Rocket (group:77)": "40.00", "ann (1)": "100.00",
+                                                     "bo (2)": "near miss"}
+    summary = "\n".join(result.summary)
+    assert "1 lab(s) submitted under another name (a near miss)" in summary and "never submitted" not in summary
+    assert "labs: 01-fake-5pt, the ones roster.csv says were imported" in summary
+
+
+def test_moodle_worksheet_headings_in_its_languages(fake_kit, tmp_path):
+    """The worksheet carries Identifier, Grade and Last modified (grade) in each language of
+    moodle.HEADINGS, each identifier with that language's 'hiddenuser'; a team's members each
+    get the team's grade."""
+    from stencil_grader.classes.importers import moodle
+    from test_sites import moodle_worksheet
+    sheet = tmp_path / "worksheet.csv"
+    sheet.write_text(moodle_worksheet("de"), encoding="utf-8")
+    export = make_zip(tmp_path / "m.zip", {"Team Rocket_42_assignsubmission_file/kernel.cu": GOOD_KERNEL.encode(),
+                                           "Default group_assignsubmission_file/kernel.cu": GOOD_KERNEL.encode()})
+    subs = tmp_path / "class"
+    importers.import_export("moodle", export, FAKE_LAB, subs, kit_root=fake_kit.root, say=lambda line: None,
+                            groups=sheet)
+    out = tmp_path / "out"
+    grade(fake_kit, subs, out)
+    rows = read(out / "gradebook" / f"moodle-{FAKE_LAB}.csv")
+    head = rows[0]
+    for lang, h in moodle.HEADINGS.items():
+        ident, grade_col = head.index(h["recordid"]), head.index(h["gradenoun"])
+        assert h["lastmodifiedgrade"] in head
+        got = {r[ident]: r[grade_col] for r in rows[1:]}
+        assert got == {f"{h['hiddenuser']}{pid}": "100.00" for pid in (5001, 5002, 5003)}, lang
+    assert head.count("ID") == 1 and "Participant 5001" in rows[1] + rows[2] + rows[3]

@@ -340,8 +340,9 @@ def test_gradescope_export(tmp_path):
     into = tmp_path / "class"
     result, out = run("gradescope", export, into)
     assert (into / "José García (123456789)" / LAB / "kernel.cu").read_bytes() == kernel("garcia")
-    assert (into / "Seán O'Brien (111)" / LAB / "kernel.cu").read_bytes() == kernel("group")   # a group:
-    assert (into / 'Zoë "Zed" Ng (222)' / LAB / "kernel.cu").read_bytes() == kernel("group")   # both members
+    group = 'Seán O\'Brien, Zoë "Zed" Ng (group:500000001)'     # a group: one folder, graded once
+    assert (into / group / LAB / "kernel.cu").read_bytes() == kernel("group")
+    assert not (into / "Seán O'Brien (111)").exists() and not (into / 'Zoë "Zed" Ng (222)').exists()
     assert (into / "王伟 (wang@example.cn)" / LAB / "kernel.cu").read_bytes() == kernel("cjk")  # no SID: e-mail
     assert "Not A Student (666)" not in os.listdir(into)       # autograder output is no submitter
     root = "assignment_8046601_export/"
@@ -354,6 +355,9 @@ def test_gradescope_export(tmp_path):
     assert rows["王伟 (wang@example.cn)"]["site_id"] == "wang@example.cn"
     assert rows['Zoë "Zed" Ng (222)']["name"] == 'Zoë "Zed" Ng'
     assert rows["Seán O'Brien (111)"][f"{LAB} file"] == f"{root}submission_500000001/kernel.cu"
+    assert rows["Seán O'Brien (111)"][f"{LAB} group"] == rows['Zoë "Zed" Ng (222)'][f"{LAB} group"] == group
+    assert rows[group]["site_id"] == "group:500000001" and rows[group][f"{LAB} group"] == ""
+    assert f"group      {group}: 2 member(s), graded once for all" in out
     assert result.exit_status == 1
 
 

@@ -93,6 +93,10 @@ FAKE = {
 import json, os, sys
 if "--test-only" in sys.argv:             # sbatch --test-only: the script on stdin, nothing queued
     script = sys.stdin.read()
+    if os.environ.get("FAKE_NO_CONTROLLER"):
+        print("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)",
+              file=sys.stderr)
+        sys.exit(1)
     if os.environ.get("FAKE_TEST_ONLY_REFUSES", "\\0") in script:
         print("sbatch: error: Memory specification can not be satisfied", file=sys.stderr)
         sys.exit(1)
@@ -123,8 +127,10 @@ job = sys.argv[sys.argv.index("-j") + 1] if "-j" in sys.argv else None
 print("\\n".join(j for j in queued if job is None or j == job))
 ''',
     "sinfo": '''
-import os
+import os, sys
 # sinfo -h -o "%P %G": a line per node group, the default partition marked "*"
+if os.environ.get("FAKE_NO_CONTROLLER"):
+    sys.exit("slurm_load_partitions: Unable to contact slurm controller (connect failure)")
 print(os.environ.get("FAKE_SINFO", "debug* gpu:1\\ngpu gpu:a100:4(S:0-1)\\ndebug* gpu:1"))
 ''',
 }
@@ -202,8 +208,10 @@ def test_dry_run_prints_the_scripts_and_submits_nothing(klass, tmp_path, capsys,
                               "--time-per-lab", "300", "--per-task", "1", "--dry-run", capsys=capsys)
     assert status == 0
     assert "4 to grade, 0 already graded" in stdout
-    assert "sinfo not found: the partitions and --gres were not checked" in stdout
-    assert "sbatch not found: the scripts were not checked with sbatch --test-only" in stdout
+    assert "not checked: the partitions and --gres (sinfo is not on PATH here)" in stdout
+    assert "not checked: build.sbatch, gpu.sbatch, merge.sbatch with sbatch --test-only (sbatch is not on PATH " \
+           "here)" in stdout
+    assert "never checked by sbatch --test-only: the scripts' own lines" in stdout
     script = scripts_of(stdout)
     assert set(script) == {"build.sbatch", "gpu.sbatch", "merge.sbatch"}
     assert "#SBATCH --array=0-3\n" in script["gpu.sbatch"] and "#SBATCH --gres=gpu:1" in script["gpu.sbatch"]
@@ -218,6 +226,7 @@ def test_dry_run_prints_the_scripts_and_submits_nothing(klass, tmp_path, capsys,
         assert f"#SBATCH --job-name=stencil-submissions-run-1-{name[:-7]}" in text
         assert "not measured" in text                            # no recording here: stated defaults
         assert 'PYTHON=$(command -v python3)' in text and 'exec "$PYTHON" ' in text
+        assert "sys.exit(sys.version_info < (3, 11))" in text    # an older python3 fails in one line
         assert sys.executable not in text                        # the node's interpreter, not the login node's
     assert '--task "$SLURM_ARRAY_TASK_ID" --job "$SLURM_ARRAY_JOB_ID"' in script["gpu.sbatch"]
     assert '--job "$SLURM_JOB_ID"' in script["merge.sbatch"] and "--task" not in script["merge.sbatch"]
@@ -449,7 +458,7 @@ def test_the_dry_run_checks_partitions_gres_and_each_script(klass, tmp_path, cap
     status, _, err = refused()                       # the default partition's nodes have no gres
     assert status == 2 and "--gres gpu:1: no node of partition 'debug' offers it" in err and "--gres none" in err
     status, stdout, _ = refused("--partition", "gpu", "--gres", "gpu:a100:2")
-    assert status == 0 and "partitions and --gres checked with sinfo" in stdout
+    assert status == 0 and "checked with sinfo: the partitions and --gres" in stdout
     assert "gpu.sbatch: sbatch --test-only accepts it (sbatch: Job 999 to start" in stdout
     monkeypatch.setenv("FAKE_TEST_ONLY_REFUSES", "#SBATCH --mem=16384M")
     status, _, err = refused("--partition", "gpu")
@@ -461,6 +470,50 @@ def test_the_dry_run_checks_partitions_gres_and_each_script(klass, tmp_path, cap
         status, _, err = refused(*bad)
         assert status == 2 and why in err, err
     assert fake_slurm() == [] and not out.exists()
+
+
+def test_the_dry_run_says_what_it_could_not_check_and_warns(klass, tmp_path, capsys, monkeypatch, fake_slurm):
+    """sbatch and sinfo there, no controller reachable: every script is printed and each check says
+    it was not made and why (exit 0); an untyped --gres on a partition of A100 and H100 nodes with
+    --arch 90 warns, naming the node types; --per-task raised to fit --array-max is said."""
+    out = tmp_path / "out"
+    monkeypatch.setenv("FAKE_NO_CONTROLLER", "1")
+    status, stdout, err = slurm(klass, "--out", out, "--arch", "90", "--dry-run", capsys=capsys)
+    assert status == 0, err
+    assert set(scripts_of(stdout)) == {"build.sbatch", "gpu.sbatch", "merge.sbatch"}
+    assert "not checked: the partitions and --gres (sinfo failed: slurm_load_partitions: Unable to contact" in stdout
+    for name in ("build", "gpu", "merge"):
+        assert f"not checked: {name}.sbatch with sbatch --test-only (no Slurm controller answered: sbatch: " \
+               "error: Batch job submission failed: Unable to contact slurm controller" in stdout
+    monkeypatch.delenv("FAKE_NO_CONTROLLER")
+    monkeypatch.setenv("FAKE_SINFO", "debug* (null)\ngpu gpu:a100:4(S:0-1)\ngpu gpu:h100:4(S:0-1)")
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--partition", "gpu", "--dry-run",
+                              "--per-task", "1", "--array-max", "2", capsys=capsys)
+    assert status == 0
+    assert "warning: --gres gpu:1 on partition 'gpu', whose nodes hold a100 (sm_80), h100 (sm_90): a task given " \
+           "a100 cannot run the build for --arch 90; ask --gres gpu:h100:1, or build for every type " \
+           "(--arch '80 90')" in stdout
+    assert "--per-task 1 raised to 2: 4 grading(s) must fit in at most 2 task(s) per array" in stdout
+    assert "#SBATCH --array=0-1\n" in scripts_of(stdout)["gpu.sbatch"]
+    status, stdout, _ = slurm(klass, "--out", out, "--arch", "80 90", "--partition", "gpu", "--dry-run", capsys=capsys)
+    assert status == 0 and "warning: --gres" not in stdout
+    assert not out.exists() and fake_slurm() == []
+
+
+def test_an_old_python3_on_the_node_fails_in_one_line(klass, tmp_path, capsys, monkeypatch):
+    """The job scripts check python3's version before running the kit (a SyntaxError otherwise)."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    status, stdout, _ = slurm(klass, "--out", tmp_path / "out", "--arch", "90", "--dry-run", capsys=capsys)
+    script = scripts_of(stdout)["build.sbatch"]
+    old = tmp_path / "oldbin"
+    write_script(old / "python3", "")
+    (old / "python3").write_text("#!/bin/sh\n[ \"$1\" = -V ] && { echo 'Python 3.6.8'; exit 0; }\nexit 1\n")
+    (tmp_path / "job.sh").write_text(script)
+    done = subprocess.run(["bash", str(tmp_path / "job.sh")], capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{old}:/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "1"})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("Python 3.6.8 at ")
+    assert "the kit needs Python 3.11 or later; add a module load or a virtual environment" in done.stderr
 
 
 def test_the_scripts_ask_for_what_the_recording_measured(klass, fake_kit, tmp_path, capsys, fake_slurm):
@@ -576,7 +629,7 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
                "--max-running", "3", "--recording", recording)
     status, stdout, err = slurm(klass, *options, "--dry-run", capsys=capsys)
     assert status == 0, err
-    assert "partitions and --gres checked with sinfo" in stdout
+    assert "checked with sinfo: the partitions and --gres" in stdout
     for name in ("build.sbatch", "gpu.sbatch", "merge.sbatch"):
         assert f"{name}: sbatch --test-only accepts it" in stdout, stdout
     assert not out.exists()

@@ -56,6 +56,7 @@ from .plan import ClassPlan, Task
 from .submissions import ClassError, shown
 
 TASK_STAGES = ("build", "gpu", "merge")
+PYTHON_MIN = (3, 11)          # the oldest Python the kit runs on (README); the job scripts check it
 RUN_FILE = "run.json"
 RUNS = outdir.RUNS
 SETUP_FILE = "setup.sh"
@@ -94,10 +95,6 @@ def shards(count: int, per_task: int, max_tasks: int | None = None) -> tuple[int
     return size, math.ceil(count / size)
 
 
-def runs_dir(out: Path) -> Path:
-    return out / RUNS
-
-
 def check_out(out: Path) -> None:
     """ClassError when OUT is a path make cannot take (a space: build.make_path_problem): a batch
     run builds in OUT/batch/run-N/builds/, which every node sees."""
@@ -109,17 +106,12 @@ def check_out(out: Path) -> None:
 def next_run_dir(out: Path) -> Path:
     """OUT/batch/run-N for the first N taken by no run of OUT (outdir.run_folders)."""
     taken = [int(p.name[4:]) for p in outdir.run_folders(out) if p.name[4:].isdigit()]
-    return runs_dir(out) / f"run-{max(taken, default=0) + 1}"
+    return out / RUNS / f"run-{max(taken, default=0) + 1}"
 
 
 def earlier_runs(out: Path) -> list[tuple[Path, dict]]:
     """(run folder, run.json) of every earlier run in OUT whose merge has not run."""
-    found = []
-    for path in outdir.run_folders(out):
-        data = outdir.read_json(path / RUN_FILE)
-        if data and not data.get("merged"):
-            found.append((path, data))
-    return found
+    return [(p, d) for p in outdir.run_folders(out) if (d := outdir.read_json(p / RUN_FILE)) and not d.get("merged")]
 
 
 class RunDir:
@@ -298,7 +290,8 @@ class Shape:
 
 def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str | None) -> list[str]:
     """The shell lines that end a job script of a shape: the setup lines, then the interpreter
-    found on the node (after them: a module or a virtual environment may provide it), then
+    found on the node (after them: a module or a virtual environment may provide it) and its
+    version checked (PYTHON_MIN: an older one fails in one line, not in a SyntaxError), then
     `exec python3 grade.py class-task STAGE RUN --task TASK --job JOB`.  task_expr, job_expr:
     the engine's shell words for its array index and job id (shell variables its jobs have),
     written in double quotes; every other word is quoted (shlex): only the kit's and OUT's
@@ -306,8 +299,10 @@ def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str 
     lines = []
     if shape.setup:
         lines += [f"# the lines of --setup (a copy: {shape.path / SETUP_FILE})"] + shape.setup
-    lines += ["PYTHON=$(command -v python3) || { echo \"no python3 on $(hostname): add a module load or a virtual "
-              "environment to --setup\" >&2; exit 2; }"]
+    need, fix = ".".join(map(str, PYTHON_MIN)), "add a module load or a virtual environment to --setup"
+    lines += [f'PYTHON=$(command -v python3) || {{ echo "no python3 on $(hostname): {fix}" >&2; exit 2; }}',
+              f'"$PYTHON" -c \'import sys; sys.exit(sys.version_info < {PYTHON_MIN})\' || {{ echo "$("$PYTHON" -V 2>&1) '
+              f'at $PYTHON on $(hostname): the kit needs Python {need} or later; {fix}" >&2; exit 2; }}']
     words = " ".join(shlex.quote(str(a)) for a in (worker.GRADE_PY, "class-task", stage, shape.path))
     if task_expr:
         words += f' --task "{task_expr}"'
@@ -408,6 +403,10 @@ class BatchEngine(Backend):
         specs = {s.lab: s for s in plan.specs}
         per_task = o.per_task or resources.default_per_task(recording, list(specs.values()))
         size, count = shards(len(items), per_task, self.max_tasks)
+        if o.per_task and size != o.per_task:           # said, never silently
+            self.notes.append(f"--per-task {o.per_task} raised to {size}: {len(items)} grading(s) must fit in at "
+                              f"most {self.max_tasks} task(s) per array (the engine's limit: --array-max)")
+            self.say(self.notes[-1])
         parts = [[specs[i.lab] for i in items[k * size:(k + 1) * size]] for k in range(count)]
         requests = {stage: resources.task_request(stage, parts, recording, o.time_per_lab) for stage in ("build", "gpu")}
         requests["merge"] = resources.merge_request(len(items) + len(plan.kept))
@@ -463,13 +462,14 @@ def submit(args, engine_class: type[BatchEngine], say: Callable[[str], None] = p
         return 0
     if engine.options.dry_run:
         shape = engine.shape(plan, items)
-        for line in engine.validate(shape):
-            say(line)
         for name, text in engine.scripts(shape).items():
             say(f"---- {shape.path / name}")
             say(text)
         say("---- the commands, as shell lines (--dry-run: nothing submitted, nothing written)")
         for line in engine.commands(shape):
+            say(line)
+        say("---- what was checked here")
+        for line in engine.validate(shape):
             say(line)
         return 0
     outdir.claim(plan.out, plan.submissions)

@@ -24,7 +24,8 @@ def _class_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="where reports go (outside SUBMISSIONS_DIR); run again into the same DIR to grade only "
                         "what has no final grade there")
-    p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
+    p.add_argument("--labs", help="comma-separated lab names (default: the labs CLASS/roster.csv has imported, "
+                                  "else every lab)")
     p.add_argument("--student", help="(re)grade this student only (the folder's name, as written), whatever "
                                      "grades it has")
     p.add_argument("--regrade", action="store_true",
@@ -51,6 +52,12 @@ def register(sub) -> None:
                    help="the class folder (created if missing; the input of `grade.py class`)")
     p.add_argument("--force", action="store_true",
                    help="replace a kernel.cu already in CLASS that differs from the export's")
+    p.add_argument("--groups", type=Path, metavar="FILE",
+                   help="a group assignment's export: the site's group file (Canvas: the group set's groups CSV; "
+                        "Moodle: the assignment's grading worksheet; Gradescope: none, its export says)")
+    p.add_argument("--accept", action="append", default=[], metavar="WHO",
+                   help="take this student's one near miss (Kernel.cu, kernel (1).cu, a .zip holding one "
+                        "kernel.cu) as their kernel.cu: their folder as printed, or site id, or 'all' (repeatable)")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("class", help="instructor mode: grade a directory of submissions on this host's GPUs")
@@ -132,7 +139,7 @@ def print_result(result: merge.ClassResult) -> int:
 def cmd_import(args) -> int:
     try:
         return importers.import_export(args.site, args.export, args.lab, args.into, force=args.force,
-                                       say=_progress).exit_status
+                                       say=_progress, groups=args.groups, accept=args.accept).exit_status
     except ClassError as err:
         raise UsageError(str(err)) from None
 

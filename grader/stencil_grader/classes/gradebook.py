@@ -7,41 +7,19 @@ CLASS/roster.csv (the identifiers `grade.py import` kept: importers/roster.py):
 
     OUT/gradescope/<lab>/<student>/results.json   one Gradescope assignment per lab
                                                   (grading/gradescope.py: the documented format)
-    OUT/gradebook/canvas.csv                      Canvas's Gradebook import, its students
-    OUT/gradebook/moodle-<lab>.csv                Moodle's grading worksheet of each lab's
-                                                  assignment, its students
-    OUT/gradebook/gradescope-<lab>.csv            each Gradescope student's folder and
-                                                  identifiers beside their score (the lookup
-                                                  an autograder serving the files needs)
+    OUT/gradebook/...                             each course site's files, written by its
+                                                  module (importers/canvas.py: canvas.csv;
+                                                  moodle.py: moodle-<lab>.csv; gradescope.py:
+                                                  gradescope-<lab>.csv), for its students
 
-What is no grade is never a 0: a lab "not_measured", "kit_error", "pending" or
-"grader_error" is a blank cell (Canvas: no change; Moodle: skipped) and no Gradescope file
-(one written before, from a grade, stays); a "missing" lab is blank and has no file unless
-missing_as_zero asks for 0.  A bonus lab (lab.json "bonus": true) is extra credit on every
-site: Canvas gets 0 points possible for it (what Canvas counts on top of the total), and a
-bonus lab never submitted stays blank even with missing_as_zero.
-
-The formats, from each site's own code and documentation:
-
-  Canvas, Gradebook > Import: a header "Student", "ID", "SIS User ID", "SIS Login ID",
-  "Section", then one column per assignment (an existing assignment of that exact title is
-  updated, any other title creates one), a "Points Possible" row, then a row per student,
-  matched by "ID", Canvas's user id: the id in the "Download Submissions" file names that
-  the importer kept.  Blank cells change nothing.  Source: canvas-lms
-  app/models/gradebook_importer.rb (row_has_student_headers?, update_column_count,
-  process_pp, process_student, no_score?), and the Instructor Guide, "How do I import
-  grades in the Gradebook?", https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807.
-  Anonymous submissions (ids "anon_...") cannot be matched and are left out, with a note.
-  Extra credit as a 0-point assignment: e.g. https://vlcross.ucdavis.edu/blog/giving-extra-credit-canvas.
-
-  Moodle, an assignment's "Upload grading worksheet" (feedback type "Offline grading
-  worksheet"): columns found by their English headings "Identifier" ("Participant <id>":
-  the participant id of the "Download all submissions" folders the importer kept), "Grade"
-  and "Last modified (grade)"; a blank grade is skipped.  Source: moodle
-  mod/assign/feedback/offline/importgradeslib.php (init, next) and locallib.php
-  (process_import_grades), strings in mod/assign/lang/en/assign.php ('hiddenuser',
-  'recordid', 'lastmodifiedgrade'); the feedback type: https://docs.moodle.org/en/Assignment_settings
-  ("Feedback types").
+Only what was asked is counted: the labs OUT holds reports of (the labs graded: plan.py), and
+each student's row of the roster; a member of a group gets the grading of the group's folder
+(roster.csv's "<lab> group") in every file.  What is no grade is never a 0: a lab
+"not_measured", "kit_error", "pending" or "grader_error" is a blank cell (Canvas: no change;
+Moodle: skipped) and no Gradescope file (one written before, from a grade, stays); a "missing"
+lab is blank and has no file unless missing_as_zero asks for 0, which it never is for a near
+miss (something submitted under another name: outdir.is_near_miss) nor for a bonus lab
+(lab.json "bonus": true; extra credit on every site: Canvas gets 0 points possible for it).
 
 A name cell that a spreadsheet would take for a formula (=, +, -, @) is written after a "'"
 (outdir.sheet_cell): the names come from the students.
@@ -49,39 +27,27 @@ A name cell that a spreadsheet would take for a formula (=, +, -, @) is written 
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 from ..grading import gradescope
 from . import outdir
-from .importers.roster import Roster, RosterError
+from .importers import common, sites
+from .importers.roster import Roster, RosterError, is_group
 from .submissions import ROSTER, shown
 
 FOLDER = "gradebook"
-CANVAS_HEAD = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-MOODLE_HEAD = ("Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)")
-#: Moodle's prefix of a participant's identifier (mod/assign/lang/en/assign.php 'hiddenuser').
-MOODLE_PARTICIPANT = "Participant "
-GRADESCOPE_HEAD = ("folder", "site_id", "email", "name", "score", "results")
 
 
 def cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -> str:
     """A gradebook cell: the points of a grade ("%.2f"), "0" for a missing required lab with
-    missing_as_zero, else "" (what is no grade is never 0)."""
+    missing_as_zero (not a near miss), else "" (what is no grade is never 0)."""
     if report is None:
         return ""
     if outdir.is_grade(report):
         return f"{float(report.get('points') or 0.0):.2f}"
-    if report.get("verdict") == outdir.MISSING and missing_as_zero and not bonus:
+    if report.get("verdict") == outdir.MISSING and missing_as_zero and not bonus and not outdir.is_near_miss(report):
         return "0"
     return ""
-
-
-def _csv(rows: list[list]) -> str:
-    text = io.StringIO()
-    csv.writer(text).writerows(rows)         # RFC 4180: CRLF, and a name holding CR or LF quoted
-    return text.getvalue()
 
 
 def facts_of(table: dict[str, dict[str, dict]], lab_facts: dict[str, dict] | None) -> dict[str, dict]:
@@ -103,7 +69,7 @@ def write_gradescope(out: Path, lab: str, student: str, report: dict, missing_as
     target = outdir.gradescope_path(out, lab, student)
     if report.get("verdict") in outdir.NOT_A_GRADE:
         return None
-    if report.get("verdict") == outdir.MISSING and (bonus or not missing_as_zero):
+    if report.get("verdict") == outdir.MISSING and (bonus or not missing_as_zero or outdir.is_near_miss(report)):
         target.unlink(missing_ok=True)
         return None
     return outdir.write_json(target, gradescope.results(dict(report, bonus=bonus), leaderboard))
@@ -124,50 +90,6 @@ def roster_of(out: Path) -> tuple[Roster | None, str]:
         return None, f"{err}: no Canvas or Moodle gradebook file written"
 
 
-def write_canvas(out: Path, rows: list[tuple[str, dict]], table, facts, missing_as_zero) -> tuple[Path, list[str]]:
-    """OUT/gradebook/canvas.csv for the roster rows of Canvas students (module docstring)."""
-    labs = list(facts)
-    lines = [list(CANVAS_HEAD) + labs,
-             ["Points Possible", "", "", "", ""] + [f"{0 if facts[l].get('bonus') else facts[l]['points']:g}"
-                                                     for l in labs]]
-    left_out = []
-    for folder, row in rows:
-        if row.get("site_id", "").startswith("anon_"):
-            left_out.append(folder)
-            continue
-        found = table.get(folder, {})
-        lines.append([outdir.sheet_cell(row.get("name", "")), row["site_id"], "", "", ""]
-                     + [cell(found.get(l), missing_as_zero, facts[l].get("bonus")) for l in labs])
-    notes = [f"canvas.csv leaves out {len(left_out)} anonymous submission(s) ({', '.join(map(shown, left_out))}): "
-             "Canvas matches a row by its user id, which an anonymous export does not give"] if left_out else []
-    return outdir.write_atomic(out / FOLDER / "canvas.csv", _csv(lines)), notes
-
-
-def write_moodle(out: Path, lab: str, rows: list[tuple[str, dict]], table, facts, missing_as_zero) -> Path:
-    """OUT/gradebook/moodle-<lab>.csv: the grading worksheet of the lab's Moodle assignment."""
-    lines = [list(MOODLE_HEAD)]
-    for folder, row in rows:
-        report = table.get(folder, {}).get(lab)
-        graded_at = ((report or {}).get("class") or {}).get("graded_at", "")
-        lines.append([MOODLE_PARTICIPANT + row["site_id"], outdir.sheet_cell(row.get("name", "")),
-                      cell(report, missing_as_zero, facts[lab].get("bonus")), f"{facts[lab]['points']:g}", graded_at])
-    return outdir.write_atomic(out / FOLDER / f"moodle-{lab}.csv", _csv(lines))
-
-
-def write_gradescope_index(out: Path, lab: str, rows: list[tuple[str, dict]], table, missing_as_zero, bonus) -> Path:
-    """OUT/gradebook/gradescope-<lab>.csv: each Gradescope student's folder, SID (or e-mail),
-    e-mail and name beside the score and the results.json path (relative to OUT)."""
-    lines = [list(GRADESCOPE_HEAD)]
-    for folder, row in rows:
-        report = table.get(folder, {}).get(lab)
-        path = outdir.gradescope_path(out, lab, folder)
-        lines.append([outdir.sheet_cell(folder), outdir.sheet_cell(row["site_id"]),
-                      outdir.sheet_cell(row.get("email", "")),
-                      outdir.sheet_cell(row.get("name", "")), cell(report, missing_as_zero, bonus),
-                      path.relative_to(out).as_posix() if path.is_file() else ""])
-    return outdir.write_atomic(out / FOLDER / f"gradescope-{lab}.csv", _csv(lines))
-
-
 def write_all(out: Path, table: dict[str, dict[str, dict]], lab_facts: dict[str, dict] | None = None,
               missing_as_zero: bool = False, leaderboard: dict | None = None) -> list[str]:
     """Every gradebook file of the module docstring; returns the lines the class summary adds.
@@ -184,26 +106,39 @@ def write_all(out: Path, table: dict[str, dict[str, dict]], lab_facts: dict[str,
     roster, why = roster_of(out)
     if roster is None:
         return [why] if why else []
-    notes, by_site = [], {}
+    labs = [lab for lab in facts if any(lab in found for found in table.values())]
+    facts = {lab: facts[lab] for lab in labs}
+
+    def graded_in(folder: str, row: dict, lab: str) -> str:
+        return row.get(f"{lab} group") or folder
+
+    def report(folder: str, row: dict, lab: str) -> dict | None:
+        return table.get(graded_in(folder, row, lab), {}).get(lab)
+
+    notes, by_site, accounted = [], {}, set()
     for folder, row in sorted(roster.rows.items()):
-        if folder in table and row.get("site_id"):
+        if is_group(row):
+            accounted.add(folder)
+            continue
+        homes = {graded_in(folder, row, lab) for lab in labs}
+        if row.get("site_id") and homes & set(table):
             by_site.setdefault(row.get("site"), []).append((folder, row))
-    unknown = sorted(set(table) - set(roster.rows))
+            accounted |= homes
+    unknown = sorted(set(table) - accounted - set(roster.rows))
     if unknown:
         notes.append(f"{len(unknown)} student folder(s) have no row in {ROSTER}, so no course-site gradebook line: "
                      + ", ".join(map(shown, unknown)))
     written = []
-    facts = {lab: f for lab, f in facts.items() if any(lab in labs for labs in table.values())}
-    if by_site.get("canvas"):
-        path, more = write_canvas(out, by_site["canvas"], table, facts, missing_as_zero)
-        written.append(path)
+    for site in sites.SITES:
+        if not by_site.get(site):
+            continue
+        book = common.Book(labs, facts, by_site[site],
+                           lambda f, r, lab: cell(report(f, r, lab), missing_as_zero, facts[lab].get("bonus")),
+                           report, lambda name, text: outdir.write_atomic(out / FOLDER / name, text),
+                           outdir.sheet_cell, shown)
+        paths, more = sites.module(site).gradebook(out, book)
+        written += paths
         notes += more
-    for lab in facts:
-        if by_site.get("moodle"):
-            written.append(write_moodle(out, lab, by_site["moodle"], table, facts, missing_as_zero))
-        if by_site.get("gradescope"):
-            written.append(write_gradescope_index(out, lab, by_site["gradescope"], table, missing_as_zero,
-                                                  bool(facts[lab].get("bonus"))))
     if written:
         notes.append(f"course-site gradebooks: {out / FOLDER}/ ({', '.join(p.name for p in written)})")
     return notes

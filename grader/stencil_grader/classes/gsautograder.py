@@ -6,19 +6,27 @@ Gradescope documents no upload of a results.json made elsewhere: results.json is
 autograder writes in Gradescope's container (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
 The kit grades on the course's GPUs, so this zip is an autograder that grades nothing: for each
 submission Gradescope runs it on, it copies the submitter's results.json, which the class
-grading wrote to OUT/gradescope/<lab>/<student>/, to /autograder/results/results.json.  The zip:
+grading wrote to OUT/gradescope/<lab>/<student>/, to /autograder/results/results.json, but
+only to the very submission that was graded: Gradescope runs the autograder again on every
+submission at "Regrade All", a student's new upload included, and a grade of their older
+kernel.cu must not be served as the grade of the new one.  The zip:
 
     setup.sh          installs python3 where the image lacks it (Gradescope runs it once)
     run_autograder    runs serve.py (Gradescope runs it per submission)
     serve.py          gsserve.py of this package: finds the submitter, copies their file
-    index.json        {"lab", "made_at", "kit", "by_email": {e-mail: path}, "by_sid": {SID: path}}
+    index.json        {"lab", "made_at", "kit", "by_email": {e-mail: entry}, "by_sid": {SID: entry}},
+                      entry: {"grade": the zip's path of the results.json, "submission": the
+                      Gradescope submission id whose kernel.cu was graded}
     grades/<n>.json   the students' results.json files, numbered (no student name in the zip's paths)
 
 The students come from CLASS/roster.csv (grade.py import --from gradescope kept each one's
-e-mail and SID from submission_metadata.yml); a student is served when OUT holds a Gradescope
-file of theirs for the lab (a grade: what is no grade has no file, gradebook.py).  One e-mail or
-SID on two students' folders is refused (GradescopeZipError): the zip would serve one of them
-at random.
+e-mail and SID from submission_metadata.yml, and the submission id in "<lab> file"); a member
+of a group is served the group's grading.  A student is served when OUT holds a Gradescope file
+of the lab for the folder they are graded in (a grade: what is no grade has no file,
+gradebook.py), the roster gives the submission id, and the report's kernel.cu is the one CLASS
+holds now (its sha256 in the report's class stamp); else they are listed as without a grade,
+and their run fails saying why.  One e-mail or SID on two students' folders is refused
+(GradescopeZipError): the zip would serve one of them at random.
 
 Upload: the lab's Gradescope programming assignment > Configure Autograder > Zip file upload,
 then Manage Submissions > Regrade All Submissions (grader/README.md, "Gradebooks").
@@ -35,7 +43,9 @@ from pathlib import Path
 
 from .. import __version__
 from . import gradebook, outdir
-from .submissions import ClassError
+from .importers import gradescope
+from .importers.roster import is_group
+from .submissions import SOURCE, ClassError
 
 SITE = "gradescope"
 SERVER = Path(__file__).with_name("gsserve.py")
@@ -56,7 +66,8 @@ class GradescopeZipError(ClassError):
 
 @dataclass
 class Built:
-    """What build() wrote: the zip, how many students it serves, and the students it cannot."""
+    """What build() wrote: the zip, how many grade files it serves, and the students it cannot
+    serve (no grade of the lab, no submission id, or a grade of another kernel.cu than CLASS's)."""
     path: Path
     served: int
     without_grade: list[str]
@@ -93,27 +104,35 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
     if dest is not None and target.exists() and not force:
         raise GradescopeZipError(f"{target} exists: give another --zip, or --force to replace it")
     table = outdir.read_reports(out, [lab])
-    by_email: dict[str, str] = {}
-    by_sid: dict[str, str] = {}
+    by_email: dict[str, dict] = {}
+    by_sid: dict[str, dict] = {}
     owner: dict[str, str] = {}
-    files: list[tuple[str, Path]] = []
+    files: dict[Path, str] = {}
     without: list[str] = []
+    class_dir = Path((outdir.read_json(out / outdir.MANIFEST) or {}).get("submissions", ""))
     for folder, row in sorted(roster.rows.items()):
-        if row.get("site") != SITE or folder not in table:
+        graded_in = row.get(f"{lab} group") or folder
+        if row.get("site") != SITE or is_group(row) or graded_in not in table:
             continue
-        source = outdir.gradescope_path(out, lab, folder)
-        if not source.is_file():
-            without.append(folder)
-            continue
-        member = f"grades/{len(files) + 1}.json"
-        files.append((member, source))
-        keys = [("e-mail", by_email, row.get("email", "").strip().lower()), ("SID", by_sid, row.get("site_id", ""))]
-        for kind, index, key in keys:
-            if key and key in index:
+        keys = [(by_email, row.get("email", "").strip().lower()), (by_sid, row.get("site_id", ""))]
+        for kind, key in zip(("e-mail", "SID"), (k for _, k in keys)):
+            if key and kind + key in owner:
                 raise GradescopeZipError(f"the {kind} {key!r} belongs to two student folders ({owner[kind + key]!r} "
                                          f"and {folder!r}) in {gradebook.ROSTER}: merge them into one folder")
             if key:
-                index[key], owner[kind + key] = member, folder
+                owner[kind + key] = folder
+        source = outdir.gradescope_path(out, lab, graded_in)
+        report = table[graded_in].get(lab) or {}
+        submission = gradescope.submission_id(row.get(f"{lab} file", ""))
+        graded = (report.get("class") or {}).get("source_sha256")
+        if not source.is_file() or not submission \
+                or graded != outdir.digest(class_dir / graded_in / lab / SOURCE):
+            without.append(folder)
+            continue
+        entry = {"grade": files.setdefault(source, f"grades/{len(files) + 1}.json"), "submission": submission}
+        for index, key in keys:
+            if key:
+                index[key] = entry
     if not files:
         raise GradescopeZipError(f"no Gradescope student of {out} has a grade of {lab} (grade the class first; "
                                  "what is not measured has no file to serve)")
@@ -124,7 +143,7 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
         _member(archive, "run_autograder", RUN, executable=True)
         _member(archive, "serve.py", SERVER.read_bytes(), executable=True)
         _member(archive, "index.json", json.dumps(index, indent=2, ensure_ascii=False) + "\n")
-        for member, source in files:
+        for source, member in files.items():
             _member(archive, member, source.read_bytes())
     target.parent.mkdir(parents=True, exist_ok=True)
     outdir.write_atomic(target, data.getvalue())

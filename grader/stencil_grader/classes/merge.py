@@ -25,7 +25,8 @@ empty, no gradebook holds a number for it (a Gradescope file written before, fro
 stays as it is), and the command says so loudly and exits 1: zeros that only mean "no GPU
 here" or "the node died" must never be uploaded as grades.  A "missing" lab shows
 "missing" and adds nothing to the total; the gradebooks leave it out, unless
-missing_as_zero counts a required lab as 0 there.
+missing_as_zero counts a required lab as 0 there; a near miss (outdir.is_near_miss) shows
+"near miss", is listed apart in the summary, and is never a 0.
 """
 
 from __future__ import annotations
@@ -102,10 +103,17 @@ class ClassResult:
     exit_status: int
 
 
+#: What class.csv shows for a near miss (outdir.is_near_miss) instead of "missing".
+NEAR_MISS_CELL = "near miss"
+
+
 def cell(report: dict | None) -> str:
-    """A class.csv cell: the points of a grade, the verdict of anything else, "" for no report."""
+    """A class.csv cell: the points of a grade, the verdict of anything else ("near miss" for a
+    missing lab submitted under another name), "" for no report."""
     if report is None:
         return ""
+    if outdir.is_near_miss(report):
+        return NEAR_MISS_CELL
     return f"{float(report.get('points') or 0.0):.2f}" if outdir.is_grade(report) else str(report.get("verdict"))
 
 
@@ -204,7 +212,13 @@ def summarize(out: Path, table: dict[str, dict[str, dict]], saved: list[outdir.S
     if failed:
         lines.append(f"{len(failed)} lab(s) failed, with the reason:")
         lines += _listed(failed)
-    missing = [g for g in everything if g.missing]
+    near = [g for g in everything if g.missing and g.message.startswith(outdir.NEAR_MISS)]
+    missing = [g for g in everything if g.missing and g not in near]
+    if near:
+        lines.append(f"{len(near)} lab(s) submitted under another name (a near miss), shown as '{NEAR_MISS_CELL}' in "
+                     "class.csv and never counted as 0 (grade.py import --accept takes the file, or put it in "
+                     "place as kernel.cu):")
+        lines += _listed(near, verdict=False)
     if missing:
         counted = ("counted as 0 in the gradebook files, but for a bonus lab (--missing-as-zero)" if missing_as_zero
                    else "left out of the gradebook files (--missing-as-zero counts them as 0)")

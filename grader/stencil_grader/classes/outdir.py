@@ -33,6 +33,9 @@ A report's "class" stamp says what was graded and by whom:
      "backend": "local" | "slurm" | ..., "run": "local" | "run-3",  who graded it (the engine)
      "job": "1234_5" | null, "host": "node12", "graded_at": ...}
 
+A "missing" report whose message starts with NEAR_MISS is a near miss: something was submitted
+under another name; it is never counted as 0 (is_near_miss).
+
 A report is a grade when its verdict is one (is_grade): not "missing", "not_measured",
 "kit_error", "pending" or "grader_error", whose 0 points mean nothing.  A grading is
 final (not graded again by a resumed run) when its report is a grade, says "final":
@@ -274,6 +277,16 @@ def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
 def is_grade(report: dict | None) -> bool:
     """True when report's verdict is a grade (module docstring): its points count."""
     return bool(report) and report.get("verdict") not in NOT_A_GRADE + (MISSING,)
+
+
+#: How a "missing" report's message starts when something was submitted under another name (a
+#: near miss: Kernel.cu, kernel (1).cu, a .zip, ...): never counted as 0 (plan.py writes it).
+NEAR_MISS = "near miss: "
+
+
+def is_near_miss(report: dict | None) -> bool:
+    """True for a "missing" report of a near miss (NEAR_MISS): submitted, under another name."""
+    return bool(report) and report.get("verdict") == MISSING and reason(report).startswith(NEAR_MISS)
 
 
 def reason(report: dict) -> str:

@@ -10,6 +10,13 @@ a cluster), is three steps, each in its own module:
                          each report in OUT (outdir.save)
     merge.class_files()  the class files, rebuilt from every report in OUT
 
+What is asked: the labs named with --labs, else the labs CLASS/roster.csv says were imported
+(grade.py import), else every lab; a student whose lab is a group's submission (roster.csv's
+"<lab> group") is graded in the group's folder, not in their own.  A lab without its kernel.cu
+is "missing"; a near miss (something submitted under another name: found in the student's
+folder, or in the export with no file taken: roster.csv's "<lab> files" and "<lab> file") says so in its message (outdir.NEAR_MISS)
+and is never counted as 0.
+
 Resuming is the rule of the plan: a (student, lab) whose report in OUT is final for the
 same kernel.cu, kit version and lab.json (outdir.is_final) is kept, not graded again,
 unless asked (--regrade: every selected lab; --student NAME: that student's).  A lab
@@ -25,6 +32,7 @@ from .. import KIT_ROOT
 from ..base import labspec
 from ..grading import build
 from . import outdir, submissions
+from .importers.roster import ROSTER, Roster, RosterError, imported_labs
 from .submissions import ClassError, shown
 
 
@@ -107,20 +115,35 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
     if why := build.make_path_problem(kit):
         raise ClassError(f"the kit lies in {str(kit)!r}, a path that {why}, which make cannot take: move the kit "
                          "(or a copy of it) to a path without it")
-    specs = select_labs(labs, kit)
+    every = select_labs(None, kit)
+    site_roster = _site_roster(subs)
+    asked_labs = labs or imported_labs(site_roster.columns, [s.lab for s in every]) if site_roster else labs
+    specs = select_labs(asked_labs, kit)
     roster = submissions.read_roster(subs, student)
     outdir.claim(out, subs, write=False)
-    tasks = []
+    tasks, notes, in_groups = [], list(roster.notes), []
+    if not labs and site_roster and asked_labs:
+        notes.append(f"labs: {', '.join(asked_labs)}, the ones {ROSTER} says were imported (--labs to choose)")
     for name in roster.students:
+        row = site_roster.rows.get(name, {}) if site_roster else {}
         for spec in specs:
+            if row.get(f"{spec.lab} group"):
+                in_groups.append(f"{shown(name)}/{spec.lab} -> {shown(row[f'{spec.lab} group'])}")
+                continue
             source, why = submissions.find_source(subs, name, spec.lab)
+            submitted = _int(row.get(f"{spec.lab} files")) and not row.get(f"{spec.lab} file")   # none taken
+            if source is None and (submissions.near_miss(why) or submitted):
+                why = outdir.NEAR_MISS + (row.get(f"{spec.lab} note") or why)
             tasks.append(Task(name, spec, source, why))
+    if in_groups:
+        notes.append(f"{len(in_groups)} lab(s) of students in a group are graded in the group's folder "
+                     f"({ROSTER}): " + ", ".join(in_groups))
     if not any(t.source for t in tasks):
         who = f"student {shown(student)!r}" if student else f"{len(roster.students)} student folder(s)"
         raise ClassError(f"nothing to grade: no {submissions.SOURCE} of {', '.join(s.lab for s in specs)} "
                          f"in {who} of {subs} (expected {subs}/<student>/<lab>/{submissions.SOURCE})")
     asked = regrade or student is not None
-    todo, kept, notes = [], [], list(roster.notes)
+    todo, kept = [], []
     for task in tasks:
         report = outdir.read_json(outdir.report_path(out, task.student, task.lab))
         if asked or not (outdir.is_final(report, task.source, task.spec) if task.source is not None
@@ -131,9 +154,22 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
         if task.source is None:
             notes.append(f"{task.key}: {submissions.SOURCE} is no longer in the submissions; its grade "
                          f"({report['verdict']}) stays (--regrade or --student records it as missing)")
-    every = select_labs(None, kit)
     return ClassPlan(subs, out, specs, roster.students, todo, [s.lab for s in every], missing_as_zero, notes, kept,
                      asked, lab_facts(every))
+
+
+def _int(text: str | None) -> int:
+    return int(text) if (text or "").isdigit() else 0
+
+
+def _site_roster(subs: Path) -> Roster | None:
+    """CLASS/roster.csv (grade.py import), None when there is none; ClassError when unreadable."""
+    if not (subs / ROSTER).is_file():
+        return None
+    try:
+        return Roster.load(subs / ROSTER)
+    except RosterError as err:
+        raise ClassError(shown(str(err))) from None
 
 
 def lab_facts(specs: list[labspec.LabSpec]) -> dict[str, dict]:

@@ -121,6 +121,11 @@ def _walk(folder: Path, depth: int):
             yield from _walk(entry, depth - 1)
 
 
+def near_miss(why: str) -> bool:
+    """Whether find_source's why names something submitted in the wrong place or name."""
+    return "; found " in why or why.endswith("is a folder, not a file")
+
+
 def find_source(submissions: Path, student: str, lab: str) -> tuple[Path | None, str]:
     """(SUBMISSIONS/student/lab/kernel.cu, "") when it is a file; else (None, why), naming a near
     miss when there is one:

@@ -31,10 +31,18 @@ names every grading they did not do; the same command again grades them.
 tasks on one node, all seeing every GPU; they then share the node's GPUs under a lock file per
 GPU (tasks.py, "node" locks), so that no two time their kernels on one GPU at once.
 
---dry-run prints the scripts and the sbatch commands and writes nothing; where sinfo is
-there it checks the partitions and that the GPU partition's nodes offer the --gres asked for,
-and where sbatch is there it hands each script to `sbatch --test-only` (the sbatch lines it
-would accept, nothing queued).
+--dry-run prints the scripts and the sbatch commands and writes nothing, then what it could
+check here: where sinfo answers, the partitions and that the GPU partition's nodes offer the
+--gres asked for; where sbatch reaches a controller, each script through `sbatch --test-only`
+(the #SBATCH lines it would accept, nothing queued).  What it could not check is said, with
+why (no sbatch, no controller reachable, no answer in SLURM_TIMEOUT_S), and never a refusal;
+what --test-only never checks is said too (the scripts' own lines run only on a node).
+
+A GPU partition whose nodes hold several GPU types (sinfo's typed gres, gpu:a100:4 beside
+gpu:h100:4): --gres gpu:1 may land on any of them, and a build for --arch runs only on GPUs of
+that architecture's major version at or above it; each node type that cannot run the build is
+a warning naming it and what to ask instead (GRES_ARCH: the compute capability of the gres
+type names clusters use, from NVIDIA's CUDA GPUs list, https://developer.nvidia.com/cuda-gpus).
 """
 
 from __future__ import annotations
@@ -56,6 +64,21 @@ STAGES = ("build", "gpu", "merge")
 _GRES = re.compile(r"^[a-z][a-z0-9_-]*(:[A-Za-z0-9_.-]+)?:[1-9][0-9]*$")
 #: A node's gres as sinfo prints it: gpu:4, gpu:a100:4, gpu:a100:4(S:0-1); several comma-separated.
 _NODE_GRES = re.compile(r"([a-z][a-z0-9_-]*)(?::([A-Za-z0-9_.-]+))?:(\d+)")
+#: Compute capability (no dot) of the GPU type names clusters give their gres (gres.conf Type=),
+#: lower case, from https://developer.nvidia.com/cuda-gpus.
+GRES_ARCH = {"p100": "60", "v100": "70", "v100s": "70", "t4": "75", "rtx6000": "75", "rtx8000": "75",
+             "a100": "80", "a30": "80", "a10": "86", "a40": "86", "a6000": "86", "rtxa6000": "86", "a5000": "86",
+             "l4": "89", "l40": "89", "l40s": "89", "rtx4090": "89", "h100": "90", "h200": "90", "gh200": "90",
+             "b200": "100", "gb200": "100"}
+#: What sbatch or sinfo say when no controller answers (the dry run then says "not checked").
+_NO_CONTROLLER = re.compile(r"contact slurm controller|connect(ion)? (failure|refused)|timed out|not responding|"
+                            r"Unable to establish|slurm\.conf|configuration source|Zero Bytes were transmitted", re.I)
+
+
+def runs_on(node_arch: str, archs: list[str]) -> bool:
+    """Whether a GPU of compute capability node_arch runs a build for any of archs: the same
+    major version, at or above it (SASS is built, not PTX)."""
+    return any(a[:-1] == node_arch[:-1] and int(node_arch) >= int(a) for a in archs)
 
 
 def slurm_time(seconds: float) -> str:
@@ -118,16 +141,22 @@ class SlurmEngine(BatchEngine):
         if shutil.which("sbatch") is None:
             raise ClassError("sbatch not found on PATH: run grade.py slurm on a login node of a Slurm cluster "
                              "(--dry-run prints the scripts without it; grade.py class grades on one machine)")
-        self._check_cluster()
+        for line in self._check_cluster():
+            if line.startswith("warning:"):
+                self.notes.append(line)
+                self.say(line)
 
-    def _check_cluster(self) -> str:
+    def _check_cluster(self) -> list[str]:
         """ClassError for a partition sinfo does not list, or a --gres the GPU partition's nodes
-        do not offer; "" when checked, else why not (no sinfo here)."""
+        do not offer; else lines: what was checked, or why not, and warnings (a node type of the
+        GPU partition that cannot run the --arch build)."""
         if not shutil.which("sinfo"):
-            return "sinfo not found: the partitions and --gres were not checked"
+            return ["not checked: the partitions and --gres (sinfo is not on PATH here)"]
         done = self._slurm("sinfo", "-h", "-o", "%P %G")
         if done is None or done.returncode != 0:
-            return "sinfo failed: the partitions and --gres were not checked"
+            why = "no answer in {:g} s".format(SLURM_TIMEOUT_S) if done is None else \
+                ((done.stderr or done.stdout).strip().splitlines() or ["exit %d" % done.returncode])[-1]
+            return [f"not checked: the partitions and --gres (sinfo failed: {why})"]
         gres: dict[str, set[str]] = {}
         default = None
         for line in done.stdout.splitlines():
@@ -149,20 +178,51 @@ class SlurmEngine(BatchEngine):
                 have = ", ".join(sorted(gres[gpu_partition])) or "none"
                 raise ClassError(f"--gres {self.args.gres}: no node of partition {gpu_partition!r} offers it (sinfo: "
                                  f"{have}); choose --partition, or --gres none where the nodes give GPUs without gres")
-        return ""
+            lines = ["checked with sinfo: the partitions and --gres"]
+            return lines + self._arch_warnings(gpu_partition, name, kind, offered)
+        return ["checked with sinfo: the partitions"]
+
+    def _arch_warnings(self, partition: str, name: str, kind: str | None, offered) -> list[str]:
+        """A warning for each GPU type of the partition's nodes that --gres may land on and that
+        cannot run the --arch build (module docstring); a note for a type of unknown architecture."""
+        archs = (self.options.arch or "").split()
+        types = sorted({m.group(2) for m in offered if m.group(1) == name and m.group(2) and kind in (None, m.group(2))})
+        known = {t: GRES_ARCH[t.lower()] for t in types if t.lower() in GRES_ARCH}
+        bad = [t for t, arch in known.items() if not runs_on(arch, archs)]
+        good = [t for t in known if t not in bad]
+        lines = []
+        if archs and bad:
+            ask = f"--gres {name}:{good[0]}:1" if good else "another --partition"
+            lines.append(f"warning: --gres {self.args.gres} on partition {partition!r}, whose nodes hold "
+                         + ", ".join(f"{t} (sm_{a})" for t, a in known.items())
+                         + f": a task given {', '.join(bad)} cannot run the build for --arch {' '.join(archs)}; "
+                           f"ask {ask}, or build for every type (--arch '{' '.join(sorted(set(archs) | set(known.values())))}')")
+        unknown = [t for t in types if t not in known]
+        if archs and unknown:
+            lines.append(f"note: the kit does not know the architecture of GPU type(s) {', '.join(unknown)} of "
+                         f"partition {partition!r}: make sure --arch {' '.join(archs)} runs there")
+        return lines
 
     def validate(self, shape: Shape) -> list[str]:
-        """--dry-run: the partitions and gres (sinfo), and every script through `sbatch --test-only`."""
-        lines = [why] if (why := self._check_cluster()) else ["partitions and --gres checked with sinfo"]
+        """--dry-run: the partitions and gres (sinfo), and every script through `sbatch --test-only`;
+        ClassError only when sbatch refuses a script; what could not be checked is a line saying why."""
+        lines = self._check_cluster()
+        never = ("never checked by sbatch --test-only: the scripts' own lines (--setup, python3 and its version, "
+                 "the run folder on a filesystem every node sees), which run only on a node")
         if not shutil.which("sbatch"):
-            return lines + ["sbatch not found: the scripts were not checked with sbatch --test-only"]
+            return lines + [f"not checked: {', '.join(self.scripts(shape))} with sbatch --test-only (sbatch is not "
+                            "on PATH here)", never]
         for name, text in self.scripts(shape).items():
             done = self._slurm("sbatch", "--test-only", stdin=text)
-            if done is None or done.returncode != 0:
-                why = (done.stderr or done.stdout).strip() if done is not None else "sbatch could not be run"
-                raise ClassError(f"sbatch --test-only refuses {name}: {why}")
-            lines.append(f"{name}: sbatch --test-only accepts it ({done.stderr.strip() or done.stdout.strip()})")
-        return lines
+            said = "" if done is None else (done.stderr or done.stdout).strip()
+            if done is None or (done.returncode != 0 and _NO_CONTROLLER.search(said)):
+                why = f"no answer in {SLURM_TIMEOUT_S:g} s" if done is None else said.splitlines()[-1]
+                lines.append(f"not checked: {name} with sbatch --test-only (no Slurm controller answered: {why})")
+            elif done.returncode != 0:
+                raise ClassError(f"sbatch --test-only refuses {name}: {said}")
+            else:
+                lines.append(f"{name}: sbatch --test-only accepts it ({said})")
+        return lines + [never]
 
     def still_queued(self, jobs: list[str]) -> list[str]:
         """The jobs squeue still lists (queued or running)."""

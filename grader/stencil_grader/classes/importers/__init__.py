@@ -1,54 +1,27 @@
 """`grade.py import`: a course site's export of one lab, laid out as the kit's class folder.
 
-    grade.py import --from canvas|moodle|gradescope EXPORT --lab NN-slug --into CLASS [--force]
+    grade.py import --from canvas|moodle|gradescope EXPORT --lab NN-slug --into CLASS
+                    [--groups FILE] [--accept WHO ...] [--force]
 
 EXPORT is the .zip the site gave (read with zipfile, never unpacked) or the folder it was
 unpacked into.  Each student gets CLASS/<student folder>/<lab>/kernel.cu, and CLASS/roster.csv
 says who each folder is (roster.py: the columns, and the folder rule "<name> (<site id>)").
-The three layouts, as each site's own code writes them (the pages cited are what the tests'
-samples follow):
+Each site's layout, the rules of its names and its group file are in its own module
+(canvas.py, moodle.py, gradescope.py: sites.py lists them), each citing the site's own code.
 
-  Canvas, "Download Submissions": one flat zip of files
-        <name>[_LATE]_<user id>_<file id>_<file name>
-    name: the sortable name ("García, José") lower-cased, every non-word character removed
-    ("garcíajosé"); LATE (older Canvas: late) for a late submission; under anonymous grading
-    [LATE_]anon_<anonymous id>_<file id>_<file name>, without the name; online text and URL
-    entries as <prefix>_text.html, <prefix>_link.html.  A file uploaded again under the name of
-    an earlier one is renamed kernel-1.cu, kernel-2.cu, ...  Sources:
-    https://github.com/instructure/canvas-lms/blob/master/lib/content_zipper.rb (get_filename,
-    add_upload_submission, sanitize_file_name, sanitize_user_name),
-    https://github.com/instructure/canvas-lms/blob/master/app/models/attachment.rb
-    (make_unique_filename: "<base>-<n><ext>").
-
-  Moodle, "Download all submissions": a zip with a folder per student,
-        <Full Name>_<participant id>_assignsubmission_file/<the student's files>    (4.1 and later)
-        <Full Name>_<participant id>_assignsubmission_file_/<the student's files>   (3.1 to 4.0)
-    or, with "Download submissions in folders" off (and before 3.1), files
-        <Full Name>_<participant id>_assignsubmission_file_<file name>
-    The name has its "_" turned into spaces; the online text plugin's part
-    (..._assignsubmission_onlinetext...) is ignored.  Sources:
-    https://github.com/moodle/moodle/blob/main/mod/assign/classes/downloader.php
-    (get_student_prefix, load_submissionplugin_filelist), mod/assign/locallib.php
-    download_submissions() of 3.1 to 4.0 (prefix . '_' . subtype . '_' . type . '_'), and the
-    option's help, https://github.com/moodle/moodle/commit/381bb721538cbba98ac84447a6da22fdb4dc94a2
-    ("Each submission is then put in a separate folder ... and files are not renamed").
-
-  Gradescope, "Export Submissions": a zip (assignment_<id>_export/) of submission_<id>/
-    folders holding the files as uploaded, and submission_metadata.yml naming each folder's
-    submitters (:name:, :sid:, :email:; several for a group: each member gets the group's
-    kernel.cu).  The student's identifier is the SID, else the e-mail.  Sources:
-    https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/ (the
-    submission's users: name, email, several for a group),
-    https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments
-    ("Exporting Submission Data"), and the reader of that export in otter-grader,
-    https://github.com/ucbds-infra/otter-grader/blob/master/otter/grade/metadata.py
-    (GradescopeParser: submission_metadata.yml, ":submitters", ":name").  The YAML subset is
-    read by metadata_yml.py.
+Groups: a group submission is imported once, into a folder of the group's own
+("<group name> (group:<id>)"), and each member's roster row names that folder for the lab
+("<lab> group"), so that it is graded once and every member gets that grading in every
+gradebook.  Gradescope's export names the members itself; Canvas and Moodle need their group
+file (--groups: canvas.py, moodle.py say which); a Moodle export of a team assignment without
+it is refused in one line naming the file to pass.
 
 What it does with each student's files: the one file named kernel.cu, at any depth of their
-submission (Canvas: or kernel-N.cu), is taken (sites.choose_kernel); two candidates: none
+submission (Canvas: or kernel-N.cu), is taken (common.choose_kernel); two candidates: none
 (never a guess), and the console says which; none: the near misses are named (Kernel.cu,
-kernel.cu.txt, kernel (1).cu, a .zip, which is never opened).  A kernel.cu already in CLASS is
+kernel.cu.txt, kernel (1).cu, a .zip, which is not opened), and --accept WHO (the student's
+folder, as printed, or site id; "all": every student) takes the one near miss, a .zip's one
+kernel.cu included (common.choose_kernel), saying so in the roster's note.  A kernel.cu already in CLASS is
 replaced only with --force (the same bytes: "unchanged").  Entries that would land outside
 --into, symbolic links, names that are not UTF-8 and files over 1 MiB are refused
 (export.py).  Late: Canvas says; Moodle and Gradescope exports do not ("" in the roster).
@@ -71,7 +44,8 @@ from ... import KIT_ROOT
 from ...base import labspec
 from .. import outdir
 from ..submissions import ClassError
-from . import export as export_mod, roster as roster_mod, sites
+from . import common, export as export_mod, roster as roster_mod, sites
+from .common import GroupsError
 from .export import MAX_KERNEL_BYTES, EntryError, ExportError
 from .roster import Roster, RosterError
 
@@ -99,7 +73,7 @@ def shown(text: str) -> str:
 def _target(into: Path, folder: str, lab: str) -> tuple[Path, str]:
     """(CLASS/folder/lab/kernel.cu, "") or (that path, why it may not be written): a symbolic link
     on the way could send the write outside --into; a file where a folder goes, or the reverse."""
-    path = into / folder / lab / sites.SOURCE
+    path = into / folder / lab / common.SOURCE
     for p, kind in ((into / folder, "folder"), (into / folder / lab, "folder"), (path, "file")):
         if p.is_symlink():
             return path, f"{shown(str(p))} is a symbolic link; not written through"
@@ -109,9 +83,12 @@ def _target(into: Path, folder: str, lab: str) -> tuple[Path, str]:
 
 
 def import_export(site: str, export: Path, lab: str, into: Path, force: bool = False,
-                  kit_root: Path = KIT_ROOT, say: Callable[[str], None] = print) -> ImportResult:
+                  kit_root: Path = KIT_ROOT, say: Callable[[str], None] = print, groups: Path | None = None,
+                  accept: list[str] | None = None) -> ImportResult:
     """Import one lab of a site's export into the class folder `into` (module docstring).
-    Raises ClassError (exit 2) for a usage problem or an export or roster.csv that cannot be read."""
+    groups: the site's group file; accept: the students (folder or site id, or "all") whose one
+    near miss is taken.  Raises ClassError (exit 2) for a usage problem or an export, group
+    file or roster.csv that cannot be read."""
     if site not in SITES:
         raise ClassError(f"--from {site!r}: the sites are {', '.join(SITES)}")
     labs = [d.name for d in labspec.discover_labs(kit_root)]
@@ -124,13 +101,14 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
         raise ClassError(f"--into {into} lies inside the export {export}: choose a class folder outside it")
     try:
         roster = Roster.load(into / roster_mod.ROSTER)
+        group_file = sites.module(site).read_groups(Path(groups)) if groups is not None else None
         with export_mod.open_export(export) as listing:
-            parsed = sites.parse(site, listing)
+            parsed = sites.parse(site, listing, group_file)
             result = ImportResult()
             say(f"import: {site.capitalize()} export {shown(str(export))} -> {shown(str(into))}, lab {lab}")
             into.mkdir(parents=True, exist_ok=True)
             for sub in sorted(parsed.submissions.values(), key=lambda s: roster_mod.folder_name(s.student)):
-                _import_one(sub, site, lab, into, roster, force, result, say)
+                _import_one(sub, site, lab, into, roster, force, result, say, set(accept or ()))
             for path, why in listing.refused:
                 result.counts["refused"] += 1
                 result.counts[f"refused: {why.split(':')[0]}"] += 1
@@ -145,19 +123,23 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
                 more = f" (and {len(paths) - 1} more like it)" if len(paths) > 1 else ""
                 say(f"  note       {shown(paths[0])}{more}: {note}")
             result.counts["ignored"] = listing.ignored
+            hint = getattr(sites.module(site), "GROUPS_HINT", "") if groups is None else ""
+            if hint:
+                say(f"  note       {hint}")
     except ExportError as err:
         text = shown(str(err))
         raise ClassError(text if str(err).startswith(str(export)) else f"{shown(str(export))}: {text}") from None
-    except RosterError as err:
+    except (RosterError, GroupsError) as err:
         raise ClassError(shown(str(err))) from None
     result.roster = roster.save()
     say(summary(result, len(parsed.submissions)))
     return result
 
 
-def _import_one(sub: sites.Submission, site: str, lab: str, into: Path, roster: Roster, force: bool,
-                result: ImportResult, say: Callable[[str], None]) -> None:
-    """Import one student's submission: choose its kernel.cu, check, write, record in the roster."""
+def _import_one(sub: common.Submission, site: str, lab: str, into: Path, roster: Roster, force: bool,
+                result: ImportResult, say: Callable[[str], None], accept: set[str] = frozenset()) -> None:
+    """Import one submission: choose its kernel.cu, check, write, record in the roster (a
+    group's: its row, and each member's naming the group's folder)."""
     student = sub.student
     folder, why = roster.folder_for(student)
     who = shown(folder or roster_mod.folder_name(student))
@@ -170,7 +152,23 @@ def _import_one(sub: sites.Submission, site: str, lab: str, into: Path, roster: 
     roster.record(folder, student)
     late = "" if sub.late is None else ("yes" if sub.late else "no")
     tag = "  [late]" if sub.late else ""
-    choice = sites.choose_kernel(sub, site)
+    if sub.members:
+        names = ", ".join(shown(m.name or m.site_id) for m in sub.members)
+        say(f"  group      {who}: {len(sub.members)} member(s), graded once for all: {names}")
+    wanted = "all" in accept or folder in accept or student.site_id in accept
+    choice = common.choose_kernel(sub, getattr(sites.module(site), "RENAMED", None), wanted, site.capitalize())
+
+    def record(**fields: str) -> None:
+        """The lab's cells of the submission's row, and of each member's row (group: this folder)."""
+        roster.record(folder, student, lab, files=str(len(sub.files)), group="", **fields)
+        for member in sub.members:
+            home, why = roster.folder_for(member)
+            if why:
+                result.counts["conflict"] += 1
+                say(f"  conflict   {shown(roster_mod.folder_name(member))}: {why}")
+                continue
+            roster.record(home, member, lab, files=str(len(sub.files)), group=folder, **fields)
+
     data, note = None, choice.note
     if choice.entry is None:
         kind = "ambiguous" if choice.ambiguous else "no kernel"
@@ -185,15 +183,15 @@ def _import_one(sub: sites.Submission, site: str, lab: str, into: Path, roster: 
             say(f"  refused    {shown(note)}")
     if data is None:
         if not roster.has_lab(folder, lab):           # the lab's cells describe what is on disk
-            roster.record(folder, student, lab, late=late, file="", note=note)
+            record(late=late, file="", note=note)
         return
-    rel = f"{who}/{lab}/{sites.SOURCE}"
+    rel = f"{who}/{lab}/{common.SOURCE}"
     source = f"  <- {shown(choice.path)}{tag}" + (f"  ({shown(note)})" if note else "")
     if target.exists():
         if target.read_bytes() == data:
             result.counts["unchanged"] += 1
             say(f"  unchanged  {rel}{source}")
-            roster.record(folder, student, lab, late=late, file=choice.path, note=note)
+            record(late=late, file=choice.path, note=note)
             return
         if not force:
             result.counts["kept"] += 1
@@ -203,7 +201,7 @@ def _import_one(sub: sites.Submission, site: str, lab: str, into: Path, roster: 
     result.counts["imported"] += 1
     result.counts["late"] += bool(sub.late)
     say(f"  imported   {rel}{source}")
-    roster.record(folder, student, lab, late=late, file=choice.path, note=note)
+    record(late=late, file=choice.path, note=note)
 
 
 def summary(result: ImportResult, students: int) -> str:

@@ -7,7 +7,15 @@ One row per student folder; the columns (csv module, UTF-8):
                                                 site exported it, the e-mail (Gradescope only)
     <lab> late, <lab> file, <lab> note          per imported lab: yes|no ("" when the site does
                                                 not say), the file taken (its path in the export),
-                                                what happened ("" when nothing to say)
+                                                what happened ("" when nothing to say),
+    <lab> files, <lab> group                    how many files the export held for them (0: they
+                                                submitted nothing; more with no file taken: a near
+                                                miss, never counted as 0), and the folder of the
+                                                group whose submission is theirs ("" if none)
+
+A group (a site's group submission) has a row of its own, its site_id "group:<the site's group
+id>" (is_group), and a folder in CLASS like a student's, graded once; its members have rows
+(and folders only where they submitted something themselves) whose "<lab> group" names it.
 
 An import merges into the file that is there: rows and columns are only ever added or updated,
 never dropped (columns an instructor added, such as a section, are kept in place).
@@ -37,7 +45,9 @@ from .. import outdir
 from ..submissions import ROSTER  # noqa: F401  (the file's name, read by submissions.py too)
 
 BASE_COLUMNS = ("folder", "site", "site_id", "name", "email")
-LAB_FIELDS = ("late", "file", "note")
+LAB_FIELDS = ("late", "file", "note", "files", "group")
+#: The prefix of a group's site_id (is_group).
+GROUP_PREFIX = "group:"
 #: Longest file name most file systems take (NAME_MAX), in bytes of UTF-8.
 NAME_MAX = 255
 _BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -77,6 +87,16 @@ def folder_name(student: Student) -> str:
     tail = f" ({site_id})"
     name = _cut(clean(student.name), NAME_MAX - len(tail.encode("utf-8"))) or "anonymous"
     return name + tail
+
+
+def is_group(row: dict) -> bool:
+    """Whether a roster row is a group's (its site_id starts with GROUP_PREFIX)."""
+    return row.get("site_id", "").startswith(GROUP_PREFIX)
+
+
+def imported_labs(row_columns: list[str], labs: list[str]) -> list[str]:
+    """The labs of `labs` (in that order) that a roster with these columns has imported."""
+    return [lab for lab in labs if f"{lab} file" in row_columns]
 
 
 def lab_columns(lab: str) -> list[str]:
