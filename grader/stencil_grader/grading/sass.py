@@ -92,7 +92,10 @@ def parse_sass(text: str, harness: Path = HARNESS) -> dict[int, dict[str, SassFu
 
 
 def cuobjdump() -> str | None:
-    """The toolkit's cuobjdump (beside the nvcc that builds), else the one on PATH."""
+    """CUOBJDUMP when set, else the toolkit's cuobjdump (beside the nvcc that builds), else the one
+    on PATH."""
+    if os.environ.get("CUOBJDUMP"):
+        return os.environ["CUOBJDUMP"]
     nvcc = find_nvcc()
     beside = Path(nvcc).parent / "cuobjdump" if nvcc else None
     return str(beside) if beside and beside.is_file() else shutil.which("cuobjdump")
