@@ -76,6 +76,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             r.stream = m->streamId;
             r.correlation = m->correlationId;
             r.bytes = m->bytes;
+            r.src_memory = m->srcKind;
+            r.dst_memory = m->dstKind;
             r.ms = (double)(m->end - m->start) / 1e6;
         } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
             const memset_record *m = (const memset_record *)a;
@@ -84,9 +86,10 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             r.stream = m->streamId;
             r.correlation = m->correlationId;
             r.bytes = m->bytes;
+            r.src_memory = r.dst_memory = (unsigned char)m->memoryKind;
             r.ms = (double)(m->end - m->start) / 1e6;
         } else {
-            continue;
+            continue;           /* a kind not enabled (KINDS) */
         }
         keep(&r);
     }
@@ -116,6 +119,8 @@ void audit_begin(cudaStream_t stream)
     pthread_mutex_lock(&lock);
     nrecords = overflow = 0;
     pthread_mutex_unlock(&lock);
+    size_t before = 0;          /* records dropped before this window: not this call's */
+    cuptiActivityGetNumDroppedRecords(NULL, 0, &before);
     for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++) {
         const CUptiResult result = cuptiActivityEnable(KINDS[i]);
         if (result != CUPTI_SUCCESS)
@@ -137,7 +142,12 @@ int audit_end(audit_record *out, int max, unsigned *stream_id)
     for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
         cuptiActivityDisable(KINDS[i]);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    /* Records CUPTI could not buffer are lost records: the rules fail closed on them. */
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS)
+        dropped = 1;
     pthread_mutex_lock(&lock);
+    overflow += (int)dropped;
     qsort(records, (size_t)nrecords, sizeof records[0], by_correlation);
     /* The first API call of the window launched the marker: its record gives the stream's id. */
     int found = nrecords > 0 && records[0].kind == 'k' && strstr(records[0].name, "harness_audit_marker");
@@ -154,6 +164,21 @@ int audit_end(audit_record *out, int max, unsigned *stream_id)
 
 /* ------------------------------------------------- the bench's log of audited calls */
 
+/* CUpti_ActivityMemoryKind, as the bench JSON names it (launches.py: DEVICE_MEMORY). */
+static const char *memory_name(unsigned kind)
+{
+    switch (kind) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "device_static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "managed_static";
+    default: return "unknown";
+    }
+}
+
 static void log_add(audit_log *log, int launcher, const audit_record *r, unsigned harness_stream)
 {
     const int on_stream = r->stream == harness_stream;
@@ -162,7 +187,8 @@ static void log_add(audit_log *log, int launcher, const audit_record *r, unsigne
         if (a->launcher == launcher && a->on_stream == on_stream && a->r.kind == r->kind &&
             !strcmp(a->r.name, r->name) && !memcmp(a->r.grid, r->grid, sizeof r->grid) &&
             !memcmp(a->r.block, r->block, sizeof r->block) && a->r.static_smem == r->static_smem &&
-            a->r.dynamic_smem == r->dynamic_smem && a->r.bytes == r->bytes) {
+            a->r.dynamic_smem == r->dynamic_smem && a->r.bytes == r->bytes &&
+            a->r.src_memory == r->src_memory && a->r.dst_memory == r->dst_memory) {
             a->count++;
             return;
         }
@@ -225,6 +251,8 @@ void audit_write(json_writer *w, const audit_log *log, const char *const *launch
             json_integer(w, KEY_launch_registers, r->registers);
         } else {
             json_integer(w, KEY_launch_bytes, (long long)r->bytes);
+            json_string(w, KEY_launch_src_memory, memory_name(r->src_memory));
+            json_string(w, KEY_launch_dst_memory, memory_name(r->dst_memory));
         }
         json_number(w, KEY_launch_ms, r->ms);
         json_close(w);

@@ -39,6 +39,8 @@ typedef struct {
     int static_smem, dynamic_smem;  /* bytes of shared memory per block (kernels) */
     int registers;              /* per thread (kernels) */
     unsigned long long bytes;   /* memcpy and memset */
+    unsigned char src_memory, dst_memory;  /* memcpy and memset: CUpti_ActivityMemoryKind of each side
+                                              (a memset's are both its memory's) */
     double ms;                  /* on the GPU, milliseconds */
 } audit_record;
 
@@ -55,7 +57,8 @@ void audit_begin(cudaStream_t stream);
  * recorded since audit_begin(), the marker left out, in the order of the API
  * calls: at most `max` records into out; *stream_id receives the id of the
  * stream given to audit_begin.  Returns the number of records (which may
- * exceed max: only max were stored), or -1 when the marker was not seen.
+ * exceed max: only max were stored; records CUPTI dropped count too), or -1
+ * when the marker was not seen.
  */
 int audit_end(audit_record *out, int max, unsigned *stream_id);
 
@@ -76,7 +79,8 @@ typedef struct {
     int available;              /* CUPTI works here (and --no-audit was not given) */
     char message[512];          /* why not */
     int calls;                  /* calls audited */
-    int lost;                   /* records beyond AUDIT_MAX_LAUNCHES, or a window without its marker */
+    int lost;                   /* records beyond AUDIT_MAX_LAUNCHES (distinct or not), records CUPTI
+                                   dropped, or a window without its marker: the rules fail closed */
     int nlaunches;
     audited_launch launches[AUDIT_MAX_LAUNCHES];
 } audit_log;

@@ -32,8 +32,11 @@ the symbol check.  Markers in the submission's kernel.cu:
     BENCH_BAD_OUTPUT bench: output_ok false
     BENCH_CUDA      bench: exits 3 (CUDA error)
     RATIO=0.45      bench: ratio (default 0.85: full points) with copy bandwidth 3000 GB/s
-    DIVREM          kernel.ptx holds integer div instructions
+    DIVREM          kernel.ptx holds integer div instructions, and the machine code an I2F.RP
     SHARED          kernel.ptx declares shared memory
+
+The machine code of the fake bench is what fake/cuobjdump prints (the CUOBJDUMP variable names it
+to the grader): kernels stencil5 (LDG), tiled (STS, LDS) and plain, as `cuobjdump -sass` lays them out.
 """
 
 from __future__ import annotations
@@ -230,6 +233,22 @@ if cc:
     subprocess.run([cc, "-c", "-fno-builtin", c_file, "-o", obj], check=True)
 '''
 
+#: fake/cuobjdump -sass BENCH: the student's machine code, with an integer division when BENCH's
+#: baked source says DIVREM.
+FAKE_CUOBJDUMP = r'''
+import sys
+src = open(sys.argv[-1]).read()
+print("\nFatbin elf code:\n================\narch = sm_90\ncode version = [1,8]\nhost = linux\n"
+      "compile_size = 64bit\nidentifier = kernel.cu\n\n\tcode for sm_90")
+def function(name, *ops):
+    print(f"\t\tFunction : {name}")
+    for i, op in enumerate(ops + ("EXIT ;",)):
+        print(f"        /*{16 * i:04x}*/                   {op}")
+function("_Z8stencil5PKfPfii", "LDG.E R2, desc[UR4][R2.64] ;", *(["I2F.RP R0, R7 ;"] if "DIVREM" in src else []))
+function("_Z5tiledPKfPfi", "STS [R7+UR4], R0 ;", "LDS R9, [R6+UR4] ;")
+function("_Z5plainPKfPfi", "LDG.E R2, desc[UR4][R2.64] ;")
+'''
+
 GOOD_KERNEL = """\
 #include "stencil_lab.h"
 __global__ void stencil5(const float *in, float *out, int nx, int ny) { /* ... */ }
@@ -272,6 +291,7 @@ class FakeKit:
         (self.fake / "bake.py").write_text(FAKE_BAKE)
         write_script(self.fake / "check", FAKE_CHECK)
         write_script(self.fake / "bench", FAKE_BENCH)
+        write_script(self.fake / "cuobjdump", FAKE_CUOBJDUMP)
         (self.fake / "ptxas.log").write_text((DATA / "ptxas_two_arch.log").read_text())
         (self.fake / "plain.ptx").write_text(PLAIN_PTX)
         (self.fake / "div.ptx").write_text((DATA / "kernels_div.ptx").read_text())
@@ -301,8 +321,10 @@ class FakeKit:
 
 
 @pytest.fixture
-def fake_kit(tmp_path) -> FakeKit:
-    return FakeKit(tmp_path / "kit")
+def fake_kit(tmp_path, monkeypatch) -> FakeKit:
+    kit = FakeKit(tmp_path / "kit")
+    monkeypatch.setenv("CUOBJDUMP", str(kit.fake / "cuobjdump"))
+    return kit
 
 
 def run_grade(*args, timeout=120, env=None) -> subprocess.CompletedProcess:

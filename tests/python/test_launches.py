@@ -1,19 +1,21 @@
-"""launches.py: the launch audit's rules (issues 17 and 27), on audit records as the bench writes
-them and PTX compiled by nvcc (tests/python/data/kernels_tile.ptx)."""
+"""launches.py: the launch audit's rules, on audit records as the bench writes them and the
+machine code of kernels compiled by nvcc (tests/python/data/program.sass, cuobjdump -sass)."""
 
 import json
-import shutil
-import subprocess
 
 import pytest
 
 from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
 from stencil_grader.base import labspec
-from stencil_grader.grading import launches, ptx
+from stencil_grader.grading import launches, sass
+
+PROGRAM = sass.parse_sass((DATA / "program.sass").read_text(), "/tmp/data/harness")   # where it was built
+CODE = launches.Code(PROGRAM[90], "sm_90")
+FLOAT4 = "_Z11float4_loadPK6float4Pf"
 
 
 def kernel(**changes):
-    record = {"launcher": "stencil3d_sweep", "kind": "kernel", "name": "_Z6regtilePKfPfiii",
+    record = {"launcher": "stencil3d_sweep", "kind": "kernel", "name": FLOAT4,
               "on_launcher_stream": True, "stream": 13, "count": 5, "grid": [4, 37, 2],
               "block": [32, 16, 1], "static_smem": 8704, "dynamic_smem": 0, "registers": 64, "ms": 0.37}
     record.update(changes)
@@ -42,10 +44,6 @@ def lab6(tmp_path):
     return spec(tmp_path, shared_memory=True, shared_tile=LAB6_TILE, max_shared_planes=1)
 
 
-def module_of(text):
-    return ptx.parse_ptx(text)
-
-
 def test_every_operation_on_the_launchers_stream_passes():
     assert launches.stream_check(bench(kernel())).status == "pass"
 
@@ -69,28 +67,12 @@ def test_no_audit_is_not_verified_never_passed():
     assert check.status == "skipped" and check.message.startswith("not verified")
 
 
-FLOAT4_PTX = """.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry _Z6regtilePKfPfiii(
-\t.param .u64 p0
-)
-.maxntid 512, 1, 1
-{
-\t.reg .f32 \t%f<5>;
-\t.reg .b64 \t%rd<2>;
-\tld.global.nc.v4.f32 \t{%f1, %f2, %f3, %f4}, [%rd1];
-\tret;
-}
-"""
-
-
 def test_the_lab_6_reference_as_launched_fits_one_plane(lab6, tmp_path):
-    """4 x 37 blocks of 32 x 16 threads, float4 loads (the PTX says), 8704 bytes: one plane of a
+    """4 x 37 blocks of 32 x 16 threads, float4 loads (LDG.E.128), 8704 bytes: one plane of a
     128 x 14 tile with its halo rows and padded halo columns."""
     allowed, how = launches.plane_bound(1, 1.75, 512, 512, [4, 37, 2], 512, 16)
     assert allowed == int(1 * 1.75 * 4 * (512 * 512 / 148)) and 8704 <= allowed < 2 * 8192
-    check = launches.planes_check(lab6, bench(kernel()), module_of(FLOAT4_PTX))
+    check = launches.planes_check(lab6, bench(kernel()), CODE)
     assert check.status == "pass" and "8704 bytes" in check.details[0]
 
 
@@ -102,7 +84,7 @@ def test_the_plane_factor_is_the_smallest_tile_of_lab_json():
 
 def test_two_halo_free_planes_fail(lab6, tmp_path):
     """Two planes of a 128 x 16 tile without any halo: 16384 bytes, more than one plane with its halo."""
-    check = launches.planes_check(lab6, bench(kernel(static_smem=16384)), module_of(FLOAT4_PTX))
+    check = launches.planes_check(lab6, bench(kernel(static_smem=16384)), CODE)
     assert check.status == "fail" and "16384 bytes" in check.message and "performance gets 0" in check.message
 
 
@@ -110,12 +92,12 @@ def test_three_planes_in_a_block_that_declares_more_threads_than_it_launches_fai
     """__launch_bounds__(1024) but 256 threads launched, holding three planes of its 128 x 6 tile:
     the bound follows the launch (the old static check read 1024 from the PTX and let it pass)."""
     record = kernel(grid=[4, 86, 1], block=[32, 8, 1], static_smem=3 * 136 * 8 * 4)
-    check = launches.planes_check(lab6, bench(record), module_of(FLOAT4_PTX))
+    check = launches.planes_check(lab6, bench(record), CODE)
     assert check.status == "fail"
 
 
 def test_dynamic_shared_memory_counts(lab6, tmp_path):
-    check = launches.planes_check(lab6, bench(kernel(static_smem=0, dynamic_smem=20000)), None)
+    check = launches.planes_check(lab6, bench(kernel(static_smem=0, dynamic_smem=20000)), CODE)
     assert check.status == "fail" and "20000 dynamic" in check.details[-1]
 
 
@@ -124,20 +106,26 @@ def test_a_grid_stride_block_cannot_claim_the_whole_plane(lab6, tmp_path):
     block's threads can hold (two rows of their widest load each)."""
     allowed, _ = launches.plane_bound(1, 1.75, 512, 512, [132, 1, 1], 512, 4)
     assert allowed == int(1.75 * 4 * 512 * 2)
-    record = kernel(grid=[132, 1, 1], static_smem=3 * 34 * 18 * 4)       # three 32 x 16 planes
-    assert launches.planes_check(lab6, bench(record), None).status == "fail"
+    record = kernel(name="_Z5plainPKfPfi", grid=[132, 1, 1], static_smem=3 * 34 * 18 * 4)   # three 32 x 16 planes
+    assert launches.planes_check(lab6, bench(record), CODE).status == "fail"
 
 
-def test_labs_without_the_constraints_get_only_the_stream_check(tmp_path):
+@pytest.fixture
+def disassembled(monkeypatch):
+    """check_launches reads program.sass as the bench program's machine code."""
+    monkeypatch.setattr(sass, "student_code", lambda build_dir: PROGRAM)
+
+
+def test_labs_without_the_constraints_get_only_the_stream_and_host_checks(tmp_path, disassembled):
     plain = labspec.parse(BASE_LAB_JSON, tmp_path / FAKE_LAB / "lab.json")
-    assert [c.name for c in launches.check_launches(plain, bench(kernel()), tmp_path)] == ["launch stream"]
+    assert [c.name for c in launches.check_launches(plain, dict(bench(kernel()), cc="9.0"), tmp_path)] == [
+        "launch stream", "host memory"]
     assert launches.check_launches(plain, None, tmp_path) == []
 
 
 
 # ---------------------------------------------------------------- the shared tile (issue 27)
 
-TILE_PTX = (DATA / "kernels_tile.ptx").read_text()
 TILE_READ, WEIGHTS, WRITE_ONLY, PLAIN = ("_Z9tile_readPKfPfi", "_Z12weights_onlyPKfPfiS0_",
                                          "_Z15tile_write_onlyPKfPfi", "_Z5plainPKfPfi")
 
@@ -154,7 +142,7 @@ def lab2(tmp_path):
 
 
 def tile(spec_, *records):
-    return launches.tile_check(spec_, dict(bench(*records), nz=1), module_of(TILE_PTX))
+    return launches.tile_check(spec_, dict(bench(*records), nz=1), CODE)
 
 
 def test_a_tile_with_its_halo_read_back_passes(lab2):
@@ -170,22 +158,16 @@ def test_weights_only_fail_saying_what_the_rule_measures(lab2):
     assert "on every kernel your launcher starts" in check.message and "Stage the block's input tile" in check.message
 
 
-def test_a_tile_written_and_never_read_fails():
-    module = module_of(TILE_PTX)
-    assert ptx.reads_shared(module.function(TILE_READ), module)
-    assert not ptx.reads_shared(module.function(WRITE_ONLY), module)
-
-
 def test_a_tile_written_and_never_read_fails_the_rule(lab2):
     check = tile(lab2, launched(WRITE_ONLY, 18 * 18 * 4))
-    assert check.status == "fail" and "never reads shared memory (no ld.shared in its PTX)" in check.message
+    assert check.status == "fail" and "never reads shared memory (no LDS in its machine code)" in check.message
 
 
 def test_a_decoy_never_launched_counts_for_nothing(lab2):
-    """The launched kernel has no shared memory; the PTX's tile_read declares a tile and never ran."""
+    """The launched kernel has no shared memory; tile_read has a tile and never ran."""
     check = tile(lab2, launched(PLAIN, 0))
     assert check.status == "fail" and "kernel plain uses 0 bytes" in check.message
-    assert any("kernel tile_read declares shared memory but was never launched" in d for d in check.details)
+    assert any("kernel tile_read uses shared memory but was never launched" in d for d in check.details)
 
 
 def test_a_launched_decoy_beside_a_kernel_without_shared_memory_fails(lab2):
@@ -193,12 +175,14 @@ def test_a_launched_decoy_beside_a_kernel_without_shared_memory_fails(lab2):
     assert check.status == "fail" and "kernel plain uses 0 bytes" in check.message
 
 
-def test_a_kernel_the_ptx_lacks_cannot_pass(lab2):
-    assert tile(lab2, launched("_Z7missingv", 4096)).status == "fail"
+def test_a_kernel_the_machine_code_lacks_cannot_pass(lab2):
+    """A kernel the driver loaded from elsewhere (cuModuleLoadData), or a name forged in text."""
+    check = tile(lab2, launched("_Z7missingv", 4096))
+    assert check.status == "fail" and "is not in the machine code of kernel.cu (sm_90)" in check.message
 
 
 def test_the_tile_rule_needs_the_audit(lab2):
-    check = launches.tile_check(lab2, dict(bench(status="unavailable"), nz=1), module_of(TILE_PTX))
+    check = launches.tile_check(lab2, dict(bench(status="unavailable"), nz=1), CODE)
     assert check.status == "skipped" and check.message.startswith("not verified")
 
 
@@ -218,7 +202,7 @@ def test_tile_bound_on_the_kits_designs(what, halo, nx, ny, grid, block, load, s
     assert (smem >= needed) == ok, f"{what}: {smem} bytes against {needed} ({how})"
 
 
-# ---------------------------------------------------------------- grid storage (issue 27)
+# ---------------------------------------------------------------- grid storage
 
 FIXED, HALF = "_Z17fixed_point_storePKfPhi", "_Z10half_storePKfP6__halfi"
 
@@ -228,43 +212,111 @@ def stored(tmp_path):
     return spec(tmp_path, grid_storage={"type": "fp32", "rule": "Grids are fp32 between sweeps."})
 
 
-def test_byte_stores_of_a_launched_kernel_fail_naming_the_line(stored):
-    check = launches.storage_check(stored, bench(launched(FIXED, 0)), module_of(TILE_PTX))
+def test_byte_stores_of_a_launched_kernel_fail_naming_the_instruction(stored):
+    check = launches.storage_check(stored, bench(launched(FIXED, 0)), CODE)
     assert check.status == "fail" and check.severity == "constraint"
-    assert "kernels_tile.cu line 51" in check.message and "st.global.u8" in check.message
+    assert "fixed_point_store, sm_90 offset 0x0130: STG.E.U8" in check.message
     assert "Grids are fp32 between sweeps." in check.message
 
 
 def test_half_precision_fails_on_its_conversion_and_its_16_bit_store(stored):
-    check = launches.storage_check(stored, bench(launched(HALF, 0)), module_of(TILE_PTX))
+    check = launches.storage_check(stored, bench(launched(HALF, 0)), CODE)
     assert check.status == "fail"
-    assert any("cvt.rn.f16.f32" in d and "kernels_tile.cu line 58" in d for d in check.details)
-    assert any("st.global.u16" in d for d in check.details)
+    assert [d.split(": ")[-1] for d in check.details] == ["F2FP.F16.F32.PACK_AB", "STG.E.U16"]
 
 
 def test_float_kernels_pass_and_unlaunched_ones_do_not_count(stored):
-    assert launches.storage_check(stored, bench(launched(TILE_READ, 1296)), module_of(TILE_PTX)).status == "pass"
+    assert launches.storage_check(stored, bench(launched(TILE_READ, 1296)), CODE).status == "pass"
 
 
-def test_without_the_audit_every_kernel_of_the_ptx_is_read(stored):
-    check = launches.storage_check(stored, bench(status="unavailable"), module_of(TILE_PTX))
+def test_without_the_audit_every_kernel_of_the_machine_code_is_read(stored):
+    check = launches.storage_check(stored, bench(status="unavailable"), CODE)
     assert check.status == "fail" and "the launch audit did not run" in check.message
 
 
-def _nvcc():
-    return shutil.which("nvcc") or next((p for p in ["/usr/local/cuda/bin/nvcc"] if ptx.Path(p).is_file()), None)
+# ---------------------------------------------------------------- floating-point atomics (lab 7)
+
+def residual(name, **changes):
+    return kernel(launcher="residual_norm2", name=name, **changes)
 
 
-@pytest.mark.skipif(not _nvcc(), reason="nvcc not installed")
-def test_the_fixture_reads_as_this_nvccs_ptx_does(tmp_path):
-    """kernels_tile.ptx was made by nvcc 13.0; the PTX this machine's nvcc makes of the same source
-    gives the same findings (ld.shared, narrow accesses), so the parsers follow the real format."""
-    out = tmp_path / "k.ptx"
-    subprocess.run([_nvcc(), "-ptx", "-lineinfo", "-arch=compute_75", str(DATA / "kernels_tile.cu"), "-o", str(out)],
-                   check=True, capture_output=True, timeout=120)
-    fresh, recorded = module_of(out.read_text()), module_of(TILE_PTX)
-    for m in (fresh, recorded):
-        findings = {f.name: (ptx.reads_shared(f, m), [i for i, _, _ in ptx.narrow_accesses(f, m)])
-                    for f in m.functions if f.kind == "entry"}
-        assert findings[TILE_READ] == (True, []) and findings[WEIGHTS][0] and not findings[WRITE_ONLY][0]
-        assert findings[FIXED][1] == ["st.global.u8"] * 3 and "cvt.rn.f16.f32" in findings[HALF][1]
+def deterministic(*records):
+    return dict(bench(*records), launchers=[{"name": "residual_norm2", "repeats": 3},
+                                            {"name": "jacobi_sweep", "repeats": 3}])
+
+
+def test_double_and_float_atomics_of_a_deterministic_launcher_fail():
+    """atomicAdd(double) of block partials rounded to float afterwards: repeated calls compare equal,
+    the machine code still adds in any order (REDG.E.ADD.F64.RN)."""
+    check = launches.atomics_check(deterministic(residual("_Z13float_atomicsPKfPdPf")), CODE)
+    assert check.status == "fail" and check.severity == "constraint"
+    assert [d.split(": ")[-1] for d in check.details] == ["REDG.E.ADD.F64.RN.STRONG.GPU",
+                                                          "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU"]
+
+
+def test_a_compare_and_swap_loop_adding_doubles_fails():
+    check = launches.atomics_check(deterministic(residual("_Z7cas_addPKfPd")), CODE)
+    assert check.status == "fail" and "ATOMG.E.CAS.64" in check.message
+
+
+def test_an_integer_ticket_passes_and_labs_without_determinism_have_no_rule():
+    assert launches.atomics_check(deterministic(residual("_Z14integer_ticketPKfPf")), CODE).status == "pass"
+    assert launches.atomics_check(bench(residual("_Z13float_atomicsPKfPdPf")), CODE) is None
+
+
+def test_atomics_on_the_sm_80_code_read_as_red():
+    check = launches.atomics_check(deterministic(residual("_Z13float_atomicsPKfPdPf")),
+                                   launches.Code(PROGRAM[80], "sm_80"))
+    assert "RED.E.ADD.F64.RN.STRONG.GPU" in check.message
+
+
+# ---------------------------------------------------------------- host memory, at run time
+
+def copy(src, dst, kind="memcpy"):
+    return {"launcher": "residual_norm2", "kind": kind, "name": kind, "on_launcher_stream": True, "stream": 13,
+            "count": 1, "bytes": 8192, "src_memory": src, "dst_memory": dst, "ms": 0.01}
+
+
+@pytest.mark.parametrize("src, dst", [("device", "pageable"), ("device", "pinned"), ("managed", "device"),
+                                      ("device", "unknown"), ("pageable", "pageable")])
+def test_a_copy_reaching_host_memory_fails_whatever_the_source_names(src, dst):
+    check = launches.host_memory_check(bench(copy(src, dst)))
+    assert check.status == "fail" and check.severity == "constraint"
+    assert f"from {src} to {dst} memory" in check.message
+
+
+def test_device_copies_and_sets_pass():
+    records = [copy("device", "device"), copy("device_static", "array"), copy("device", "device", "memset")]
+    assert launches.host_memory_check(bench(*records)).status == "pass"
+
+
+def test_a_set_of_host_memory_fails():
+    assert launches.host_memory_check(bench(copy("pinned", "pinned", "memset"))).status == "fail"
+
+
+# ---------------------------------------------------------------- the audit fails closed
+
+def test_a_lost_record_fails_every_rule_the_audit_feeds(tmp_path, disassembled):
+    """A first call that floods the audit's table (256 filler launches of distinct grids) loses
+    the real kernel's record: every rule fails, never passes on what was seen."""
+    lab = spec(tmp_path, shared_memory=True, shared_tile={"halo": 1, "rule": "A tile."},
+               grid_storage={"type": "fp32", "rule": "fp32."})
+    data = dict(bench(launched(TILE_READ, 18 * 18 * 4)), cc="9.0", nz=1)
+    assert all(c.status == "pass" for c in launches.check_launches(lab, data, tmp_path))
+    data["audit"]["lost"] = 1
+    checks = launches.check_launches(lab, data, tmp_path)
+    assert [c.name for c in checks] == ["launch stream", "host memory", "shared tile", "grid storage"]
+    assert all(c.status == "fail" and c.message.startswith("the audit could not see every launch") for c in checks)
+
+
+def test_the_code_of_another_architecture_is_not_verified(tmp_path, disassembled):
+    """A GPU whose architecture the program holds no machine code for ran PTX the driver compiled."""
+    lab = spec(tmp_path, shared_memory=True, shared_tile=LAB6_TILE, max_shared_planes=1)
+    checks = launches.check_launches(lab, dict(bench(kernel()), cc="10.0"), tmp_path)
+    assert {c.name: c.status for c in checks} == {"launch stream": "pass", "host memory": "pass",
+                                                  "shared tile": "skipped", "max shared planes": "skipped"}
+    assert "no machine code of kernel.cu for sm_100" in checks[2].message
+
+
+def test_a_kernel_loaded_on_sm_86_runs_the_sm_80_code():
+    assert sass.for_device(PROGRAM, "8.6")[1] == "sm_80" and sass.for_device(PROGRAM, "9.0")[1] == "sm_90"

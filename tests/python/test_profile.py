@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
-from stencil_grader.grading import pipeline, ptx
+from stencil_grader.grading import pipeline
+from stencil_grader.student.profile import ptxtext as ptx
 from stencil_grader.student import profile
 from stencil_grader.student.profile import buildfacts, command, common, counters, ncu, rawpage
 from stencil_grader.student.profile import text as rendering

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
-from stencil_grader.grading import ptx
+from stencil_grader.student.profile import ptxtext as ptx
 from stencil_grader.student import profile
 from stencil_grader.student.profile import access, command, nocounters
 from stencil_grader.student.profile import rules as rule_table

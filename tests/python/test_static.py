@@ -1,12 +1,16 @@
-"""static.py: forbidden calls in code (not in comments or strings) and PTX constraints."""
+"""static.py: forbidden calls in code (not in comments or strings) and the rules on machine code."""
 
 import json
 import shutil
+import subprocess
+
+import pytest
 
 
 from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
 from stencil_grader.base import labspec
-from stencil_grader.grading import names, ptx as ptxmod, source, static
+from stencil_grader.grading import names, sass, source, static
+from stencil_grader.student.profile import ptxtext as ptxmod
 
 
 def found(src):
@@ -87,14 +91,16 @@ def test_check_source_reports_each_use(tmp_path):
     src = tmp_path / "kernel.cu"
     src.write_text("void f() {\n  cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);\n}\n")
     result = source.check_source(src)
-    assert (result.status, result.severity) == ("fail", "forbidden")
+    assert (result.status, result.severity) == ("fail", "signal")         # the audit judges the copy
     assert result.details[0].startswith("line 2: cudaMemcpyDeviceToHost: a copy to or from host memory")
+    src.write_text('#include "harness.h"\n' + src.read_text())
+    assert source.check_source(src).severity == "forbidden"
     src.write_text("// cudaMemcpyDeviceToHost\nconst int cpu_count = 0;\n")
     assert source.check_source(src).status == "pass"
     assert source.check_source(tmp_path / "missing.cu").status == "fail"
 
 
-# ---------------------------------------------------------------- PTX
+# ---------------------------------------------------------------- the profile's PTX reader
 
 def test_ptx_functions_and_shared_declarations():
     module = ptxmod.parse_ptx((DATA / "kernels_shared.ptx").read_text())
@@ -104,9 +110,6 @@ def test_ptx_functions_and_shared_declarations():
     tiled = module.functions[1]
     assert tiled.shared == [("_ZZ5tiledPKfPfiE4tile", 1032)]
     assert module.shared == [("s", None, True)]                 # extern __shared__ float s[];
-    users = ptxmod.shared_users(module)
-    assert users == ["kernel _Z5tiledPKfPfi: _ZZ5tiledPKfPfiE4tile (1032 bytes, static)",
-                     "kernel _Z3dynPKfPfi: s (dynamic, extern)"]
 
 
 def test_integer_div_rem_found_float_div_ignored():
@@ -147,55 +150,92 @@ def spec_with(tmp_path, **constraints):
     return labspec.load(path)
 
 
-def build_dir_with(tmp_path, ptx_name):
-    build_dir = tmp_path / "build"
-    build_dir.mkdir(exist_ok=True)
-    shutil.copy(DATA / ptx_name, build_dir / "kernel.ptx")
-    return build_dir
+PROGRAM = sass.parse_sass((DATA / "program.sass").read_text(), "/tmp/data/harness")   # where it was built
 
 
-def test_no_div_rem_constraint(tmp_path):
-    spec = spec_with(tmp_path, no_div_rem=True)
-    (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
+@pytest.fixture
+def disassembled(monkeypatch):
+    """The static stage reads program.sass as the bench program's machine code."""
+    monkeypatch.setattr(sass, "student_code", lambda build_dir: PROGRAM)
+
+
+def test_no_div_rem_is_judged_on_the_machine_code(tmp_path, disassembled):
+    """Integer division from C and from inline PTX that a text reader misses (two instructions on
+    a line, a brace in a block comment), on every architecture of the program; float division
+    and a constant divisor are none; the harness's own division is not the student's."""
+    (check,) = sass.check_machine_code(spec_with(tmp_path, no_div_rem=True), tmp_path)
     assert (check.name, check.status, check.severity) == ("no div/rem", "fail", "constraint")
-    # the source line from the PTX's .loc lines, and the readable name (issue 26)
-    assert "kernels_div.cu line 1 (kernel.ptx line 26): div.s32 in helper" in check.details
-    assert "kernels_div.cu line 5 (kernel.ptx line 69): div.s64 in divk" in check.details
-    (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
+    assert "c_divide, sm_90 offset 0x0110: I2F.U32.RP" in check.details
+    assert "c_divide, sm_90 offset 0x04d0: I2F.U64.RP" in check.details
+    found = {d.split(",")[0] for d in check.details}
+    assert found == {"c_divide", "ptx_two_per_line", "ptx_brace_in_comment"}
+    assert {d.split(", ")[1].split()[0] for d in check.details} == {"sm_80", "sm_90"}
+
+
+def test_machine_code_without_division_passes(tmp_path, monkeypatch):
+    clean = {a: {n: f for n, f in fns.items() if not sass.integer_divisions(f)} for a, fns in PROGRAM.items()}
+    monkeypatch.setattr(sass, "student_code", lambda build_dir: clean)
+    (check,) = sass.check_machine_code(spec_with(tmp_path, no_div_rem=True), tmp_path)
     assert check.status == "pass"
 
 
-def test_shared_memory_is_a_first_signal_never_the_verdict(tmp_path):
-    """The PTX says early whether anything declares shared memory; the verdict is the launch
-    audit's (launches.tile_check): a failing signal costs nothing (score.py reads constraints)."""
+def test_a_program_without_machine_code_fails_the_rule_it_cannot_judge(tmp_path, monkeypatch):
+    monkeypatch.setattr(sass, "student_code", lambda build_dir: {})
+    checks = sass.check_machine_code(spec_with(tmp_path, shared_memory=True, no_div_rem=True), tmp_path)
+    assert [(c.name, c.status) for c in checks] == [("no div/rem", "fail"), ("shared memory", "fail")]
+    assert "no machine code of kernel.cu" in checks[0].message
+
+
+def test_shared_memory_is_a_first_signal_never_the_verdict(tmp_path, disassembled, monkeypatch):
+    """The machine code says early whether any kernel touches shared memory; the verdict is the
+    launch audit's (launches.tile_check): a failing signal costs nothing."""
     spec = spec_with(tmp_path, shared_memory=True)
-    (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_shared.ptx"))
-    assert check.status == "pass" and len(check.details) == 2
-    (check,) = ptxmod.check_ptx(spec, build_dir_with(tmp_path, "kernels_div.ptx"))
-    assert (check.status, check.severity) == ("fail", "signal")
-    assert "no function declares shared memory" in check.message and "launch audit" in check.message
+    (check,) = sass.check_machine_code(spec, tmp_path)
+    assert check.status == "pass" and check.details == ["kernel tile_read", "kernel tile_write_only",
+                                                        "kernel weights_only"]
+    monkeypatch.setattr(sass, "student_code", lambda build_dir: {90: {"_Z5plainPKfPfi": PROGRAM[90]["_Z5plainPKfPfi"]}})
+    (check,) = sass.check_machine_code(spec, tmp_path)
+    assert (check.status, check.severity) == ("fail", "signal") and "launch audit" in check.message
     assert not static.StaticResult([check]).constraint_failed
 
 
-def test_missing_ptx_fails_the_constraint_it_cannot_verify(tmp_path):
-    spec = spec_with(tmp_path, shared_memory=True, no_div_rem=True)
-    checks = ptxmod.check_ptx(spec, tmp_path)
-    assert [(c.name, c.status) for c in checks] == [("no div/rem", "fail"), ("shared memory", "fail")]
-    assert "cannot be verified" in checks[0].message
+def test_no_constraints_no_disassembly(tmp_path):
+    assert sass.check_machine_code(spec_with(tmp_path), tmp_path) == []
 
 
-def test_no_constraints_no_ptx_needed(tmp_path):
-    assert ptxmod.check_ptx(spec_with(tmp_path), tmp_path) == []
+def test_a_missing_disassembler_is_the_graders_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(sass, "cuobjdump", lambda: None)
+    with pytest.raises(sass.SassError, match="cuobjdump"):
+        sass.student_code(tmp_path)
+
+
+def _cuda_tools():
+    nvcc = sass.find_nvcc()
+    return nvcc, sass.cuobjdump()
+
+
+@pytest.mark.skipif(not all(_cuda_tools()), reason="nvcc and cuobjdump not both installed")
+def test_the_fixture_reads_as_this_toolkits_machine_code(tmp_path):
+    """program.sass was made by nvcc 13.0 and cuobjdump 13.5; a program this machine's toolkit
+    builds of kernels_sass.cu, disassembled by student_code, gives the same findings."""
+    nvcc, _ = _cuda_tools()
+    (tmp_path / "src").mkdir()
+    shutil.copy(DATA / "kernels_sass.cu", tmp_path / "src" / "kernels_sass.cu")
+    (tmp_path / "main.cu").write_text("int main() { return 0; }\n")
+    subprocess.run([nvcc, "-O3", "-lineinfo", "-gencode", "arch=compute_90,code=sm_90", "-o", str(tmp_path / "bench"),
+                    str(tmp_path / "src" / "kernels_sass.cu"), str(tmp_path / "main.cu")],
+                   check=True, capture_output=True, timeout=300)
+    fresh = sass.student_code(tmp_path)[90]
+    for fns in (fresh, PROGRAM[90]):
+        assert {n for n, f in fns.items() if sass.integer_divisions(f)} == {
+            "_Z8c_dividePiii", "_Z16ptx_two_per_linePiii", "_Z20ptx_brace_in_commentPiii"}
+        assert {n for n, f in fns.items() if sass.float_atomics(f)} == {"_Z13float_atomicsPKfPdPf", "_Z7cas_addPKfPd"}
+        assert sass.widest_global_load(fns["_Z11float4_loadPK6float4Pf"]) == 16
 
 
 # ---------------------------------------------------------------- planes of shared memory (lab 6)
 
-def test_widest_global_load():
-    module = ptxmod.parse_ptx((DATA / "kernels_planes.ptx").read_text())
-    width = {f.name: ptxmod.widest_global_load(f, module) for f in module.functions}
-    assert width["_Z12one_plane_v4PKfPfi"] == 16           # ld.global.nc.v4.f32
-    assert width["_Z12three_planesPKfPfi"] == 4            # ld.global.nc.f32
-    assert width["_Z11async_planePKfPfi"] == 16            # cp.async.cg.shared.global ..., 16, 16
+def test_global_load_bytes():
     loads = ["ld.global.nc.v4.f32 {%f1,%f2,%f3,%f4}, [%rd1];", "@%p1 ld.global.v2.f32 {%f1,%f2}, [%rd1];",
              "ld.global.nc.L1::no_allocate.v2.u64 {%rd1,%rd2}, [%rd3];", "ld.relaxed.gpu.global.b32 %r1, [%rd1];",
              "ldu.global.f32 %f1, [%rd1];", "ld.global.u8 %rs1, [%rd1];", "ld.shared.v4.f32 {%f1,%f2,%f3,%f4}, [%r1];",
@@ -216,12 +256,12 @@ def _ptx_function(ptx, name):
         i += 1
 
 
-def test_run_static_combines_object_source_and_ptx(tmp_path):
-    """One stage, in the report's order: the object's symbols, the source, the PTX."""
+def test_run_static_combines_object_source_and_machine_code(tmp_path, disassembled):
+    """One stage, in the report's order: the object's symbols, the source, the machine code."""
     spec = spec_with(tmp_path, no_div_rem=True)
     src = tmp_path / "kernel.cu"
-    src.write_text("void f(float *h, float *d) { cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost); }\n")
-    result = static.run_static(spec, src, build_dir_with(tmp_path, "kernels_div.ptx"))
+    src.write_text('#include "harness.h"\n')
+    result = static.run_static(spec, src, tmp_path)
     assert result.forbidden and result.constraint_failed
     assert [c.name for c in result.checks] == ["linked symbols", "forbidden calls", "no div/rem"]
 

@@ -64,7 +64,7 @@ profiles without grading.  Where nothing can be profiled (no ncu, no GPU) the ch
 Without a GPU an entry with "needs_gpu": true is reported as not measured
 (skipped): neither passed nor failed, unless its build or static check already
 gives a verdict that differs from the expected one.  Without the build tooling
-(grader/lab.mk, make, nvcc, Check) every entry is skipped, with the reason.
+(grader/lab.mk, make, nvcc, cuobjdump, Check) every entry is skipped, with the reason.
 
 Plain Python, so it runs on a GPU machine without pytest; the pytest suite
 parametrizes over collect() and calls check_entry() (tests/python/test_submissions.py).
@@ -90,7 +90,7 @@ from stencil_grader.base import labspec
 from stencil_grader.base.files import read_json  # noqa: E402
 from stencil_grader.base import toolkit  # noqa: E402
 from stencil_grader.classes import outdir  # noqa: E402
-from stencil_grader.grading import pipeline, score  # noqa: E402  (needs the path above)
+from stencil_grader.grading import pipeline, sass, score  # noqa: E402  (needs the path above)
 
 #: Verdicts a build and static checks settle without a GPU.
 _SETTLED_WITHOUT_GPU = ("compile_error", "forbidden")
@@ -267,6 +267,8 @@ def tooling_missing(kit_root: Path = KIT_ROOT) -> str | None:
         return "make is not installed"
     if not toolkit.find_nvcc():
         return f"nvcc not found: {toolkit.why_no_nvcc()}"
+    if not sass.cuobjdump():
+        return "cuobjdump not found (the lab's rules read the machine code with it; it ships with the toolkit)"
     try:
         found = subprocess.run(["pkg-config", "--exists", "check"], timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):

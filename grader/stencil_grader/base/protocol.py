@@ -96,6 +96,10 @@ AUDIT_LAUNCH_KEYS = {
     "dynamic_smem": Key(int, "bytes of dynamic shared memory per block (kernels)", required=False),
     "registers": Key(int, "registers per thread (kernels)", required=False),
     "bytes": Key(int, "bytes copied or set (memcpy, memset)", required=False),
+    "src_memory": Key(str, "where a copy read (memcpy; a memset: its memory), as CUPTI saw it: device, "
+                           "device_static, array, pageable, pinned, managed, managed_static or unknown",
+                      required=False),
+    "dst_memory": Key(str, "where a copy or set wrote, named as src_memory", required=False),
     "ms": Key(float, "its time on the GPU, milliseconds"),
 }
 #: The launch audit (bench JSON "audit"): grader/harness/audit.c, grading/launches.py.
@@ -103,7 +107,8 @@ AUDIT_KEYS = {
     "status": Key(str, "ok, or unavailable (no CUPTI, or --no-audit)"),
     "message": Key(str, "why it is unavailable"),
     "calls": Key(int, "calls audited"),
-    "lost": Key(int, "records lost (more than the bench keeps, or a window without its marker)"),
+    "lost": Key(int, "records lost (more than the bench keeps, records CUPTI dropped, or a window "
+                     "without its marker): every rule the audit feeds then fails"),
     "launches": Key(list, "every distinct operation of the audited calls", schema=AUDIT_LAUNCH_KEYS),
 }
 #: The bench's own phases (bench JSON "seconds"), wall seconds.

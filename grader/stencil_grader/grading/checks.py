@@ -1,4 +1,4 @@
-"""The result of the static stage: one StaticCheck per check (source.py, symbols.py, ptx.py),
+"""The result of the static stage: one StaticCheck per check (source.py, symbols.py, sass.py),
 gathered by static.py.  What a failure costs is decided in score.py."""
 
 from __future__ import annotations

@@ -3,29 +3,40 @@
 The bench records, with CUPTI, every kernel, memcpy and memset that audited
 calls of the launcher started (grader/harness/audit.c; the bench JSON's
 "audit", keys in base/protocol.py): its stream, grid, block, static and dynamic
-shared memory per block, registers.  The rules below read those records and
-the PTX of each launched kernel (ptx.py), each a StaticCheck of severity
-"constraint" (performance gets 0; correctness stands).  Every kernel the
-launcher starts counts; a kernel that is declared and never launched counts
-for nothing.
+shared memory per block, registers, and the memory each copy or set reached.
+The rules below read those records and the machine code of each launched
+kernel, matched by its mangled name to the student's SASS in the bench program
+for the GPU that ran (sass.py), each a StaticCheck of severity "constraint"
+(performance gets 0; correctness stands).  Every kernel the launcher starts
+counts; a kernel that is declared and never launched counts for nothing.
 
 - "launch stream": every operation ran on the stream the launcher was given.
   The API says launchers are asynchronous on `stream`; work on another stream
   is not ordered with what the caller does next on `stream`.  (It gains
   nothing in time: the bench's timer covers every stream a launcher can reach.)
+- "host memory": no copy or set reached memory outside the GPU (pageable,
+  pinned, managed or unknown memory, as CUPTI saw it): a launcher works on the
+  device buffers it is given, whatever names its source uses.
 - "shared tile" (lab.json constraints.shared_memory, shared_tile): each kernel
   stages at least its block's input tile in shared memory, as launched, and
-  reads it (tile_bound, ptx.reads_shared).
+  reads it (tile_bound, sass.reads_shared).
 - "max shared planes" (constraints.max_shared_planes, lab 6): each kernel's
   shared memory per block within what `planes` planes of its tile need
   (plane_bound).
 - "grid storage" (constraints.grid_storage): no launched kernel reads or writes
-  global memory in a format narrower than the fp32 grids (ptx.narrow_accesses).
+  global memory in a format narrower than the fp32 grids (sass.narrow_accesses).
+- "no float atomics": no kernel of a launcher the kind asks determinism of
+  (lab 7) adds floats with atomics (sass.float_atomics): their order, and so the
+  bits, change from run to run.
 
-When the audit could not run (no CUPTI), the stream rule is reported as not
-verified (a note), a lab whose constraint needs the launches gets its
-performance "not measured" rather than a verdict made up from nothing, and the
-storage rule reads every kernel of the PTX instead of the launched ones.
+The audit fails closed: a record it lost (more than it keeps, CUPTI's dropped
+records, a window without its marker) makes every rule fail, saying that the
+audit could not see every launch; a launched kernel the student's machine code
+lacks fails the rules that read code.  When the audit could not run (no CUPTI),
+the stream and host-memory rules are reported as not verified (a note), a lab
+whose constraint needs the launches gets its performance "not measured" rather
+than a verdict made up from nothing, and the storage rule reads every kernel of
+the machine code instead of the launched ones.
 """
 
 from __future__ import annotations
@@ -35,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.labspec import LabSpec
-from . import ptx
+from . import sass
 from .checks import MAX_REPORTED, StaticCheck
 from .names import kernel_label
 
@@ -154,28 +165,45 @@ def plane_bound(planes: int, factor: float, nx: int, ny: int, grid: list[int], t
 
 @dataclass
 class _Kernel:
-    """One launched kernel as the rules read it: its audit record, shape and PTX."""
+    """One launched kernel as the rules read it: its audit record, shape and machine code."""
 
     record: dict
     grid: list[int]
     threads: int
     used: int                           # bytes of shared memory per block, static plus dynamic
-    fn: ptx.PtxFunction | None          # its PTX (None: not in kernel.ptx)
-    load_bytes: int                     # its widest global load (4 when its PTX is missing)
+    fn: sass.SassFunction | None        # its SASS (None: not in the student's machine code)
+    load_bytes: int                     # its widest global load (4 when its code is missing)
     shown: str                          # its readable name
 
 
-def _launched(data: dict, module: ptx.PtxModule | None) -> list[_Kernel]:
+@dataclass
+class Code:
+    """The student's kernels as the driver loaded them on the GPU that ran (sass.for_device)."""
+
+    kernels: dict[str, sass.SassFunction]
+    elf: str                            # "sm_90", or why there is none
+
+    def missing(self, name: str) -> str:
+        return (f"kernel {kernel_label(name)} was launched but is not in the machine code of kernel.cu "
+                f"({self.elf}): the audit cannot match it to the code that ran")
+
+
+def _launched(data: dict, code: Code) -> list[_Kernel]:
     kernels = []
     for x in _kernels(data):
         grid, _, threads, used = _shape(x)
-        fn = module.function(x["name"]) if module is not None else None
-        kernels.append(_Kernel(x, grid, threads, used, fn, (ptx.widest_global_load(fn, module) if fn else 4) or 4,
+        fn = code.kernels.get(x["name"])
+        kernels.append(_Kernel(x, grid, threads, used, fn, (sass.widest_global_load(fn) if fn else 4) or 4,
                                kernel_label(x["name"])))
     return kernels
 
 
-def tile_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> StaticCheck | None:
+def _failed(name: str, failures: list[str], details: list[str], tail: str = ": performance gets 0") -> StaticCheck:
+    return StaticCheck(name, "fail", "constraint", failures[0] + (
+        f" (and {len(failures) - 1} more finding(s))" if len(failures) > 1 else "") + tail, failures[1:] + details)
+
+
+def tile_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
     """lab.json constraints.shared_tile against every launched kernel (None when the lab has none)."""
     tile = spec.constraints.shared_tile
     if tile is None:
@@ -185,42 +213,33 @@ def tile_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> Stati
         return skipped
     nx, ny = int(data["nx"]), int(data["ny"])
     failures, details = [], []
-    for k in _launched(data, module):
+    for k in _launched(data, code):
         needed, how = tile_bound(tile.halo, nx, ny, k.grid, k.threads, k.load_bytes)
-        if k.used < needed:
+        if k.fn is None:
+            failures.append(code.missing(k.record["name"]))
+        elif k.used < needed:
             failures.append(f"kernel {k.shown} uses {k.used} bytes of shared memory per block, less than the "
                             f"{needed} bytes of its block's input tile")
-        elif k.fn is None:
-            failures.append(f"kernel {k.shown} is not in kernel.ptx: whether it reads its tile cannot be told")
-        elif not ptx.reads_shared(k.fn, module):
-            failures.append(f"kernel {k.shown} never reads shared memory (no ld.shared in its PTX): a tile that "
-                            "is only declared, or only written, is no tile")
+        elif not sass.reads_shared(k.fn):
+            failures.append(f"kernel {k.shown} never reads shared memory (no LDS in its machine code): a tile "
+                            "that is only declared, or only written, is no tile")
         details.append(f"kernel {k.shown}: {_configuration(k.record)}; its input tile needs at least {needed} = {how}")
     if not details:
         failures.append("the launcher started no kernel")
     if failures:
-        unlaunched = _unlaunched_with_shared(data, module)
-        return StaticCheck(name, "fail", "constraint",
-                           failures[0] + (f" (and {len(failures) - 1} more finding(s))" if len(failures) > 1 else "")
-                           + f". This rule measures, on every kernel your launcher starts (the launch audit), "
-                           f"its shared memory per block and whether it reads it; the lab asks: {tile.rule} "
-                           "Performance gets 0", failures[1:] + details + unlaunched)
+        launched = {x["name"] for x in _kernels(data)}
+        unlaunched = [f"kernel {kernel_label(n)} uses shared memory but was never launched: it counts for nothing"
+                      for n, fn in code.kernels.items() if n not in launched and sass.uses_shared(fn)]
+        return _failed(name, failures, details + unlaunched,
+                       f". This rule measures, on every kernel your launcher starts (the launch audit), its "
+                       f"shared memory per block and whether its machine code reads it; the lab asks: {tile.rule} "
+                       "Performance gets 0")
     return StaticCheck(name, "pass", "constraint",
                        "every kernel the launcher started stages at least its block's input tile in shared "
                        "memory and reads it", details)
 
 
-def _unlaunched_with_shared(data: dict, module: ptx.PtxModule | None) -> list[str]:
-    """A line per kernel of the PTX that uses shared memory and was never launched."""
-    if module is None:
-        return []
-    launched = {x["name"] for x in _kernels(data)}
-    return [f"kernel {kernel_label(f.name)} declares shared memory but was never launched: it counts for "
-            "nothing" for f in module.functions
-            if f.kind == "entry" and f.name not in launched and ptx.shared_users(ptx.PtxModule([f], module.shared))]
-
-
-def planes_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> StaticCheck | None:
+def planes_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
     """lab.json constraints.max_shared_planes against the audited launches (None without it)."""
     planes = spec.constraints.max_shared_planes
     if planes is None:
@@ -231,7 +250,9 @@ def planes_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> Sta
     factor = spec.constraints.shared_tile.plane_factor
     nx, ny = int(data["nx"]), int(data["ny"])
     failures, details = [], []
-    for k in _launched(data, module):
+    for k in _launched(data, code):
+        if k.fn is None:
+            failures.append(code.missing(k.record["name"]))
         if k.used == 0:
             continue
         allowed, how = plane_bound(planes, factor, nx, ny, k.grid, k.threads, k.load_bytes)
@@ -240,9 +261,7 @@ def planes_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> Sta
                             f"{allowed} bytes that {planes} plane(s) of its tile need")
         details.append(f"kernel {k.shown}: launched with {_configuration(k.record)}; at most {allowed} allowed = {how}")
     if failures:
-        return StaticCheck(name, "fail", "constraint",
-                           failures[0] + (f" (and {len(failures) - 1} more finding(s))" if len(failures) > 1
-                                          else "") + ": performance gets 0", failures[1:] + details)
+        return _failed(name, failures, details)
     if not details:
         return StaticCheck(name, "pass", "constraint", "no kernel launched with shared memory")
     return StaticCheck(name, "pass", "constraint",
@@ -250,45 +269,107 @@ def planes_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> Sta
                        "within its bound", details)
 
 
-def storage_check(spec: LabSpec, data: dict, module: ptx.PtxModule | None) -> StaticCheck | None:
+def _code_rule(data: dict, code: Code, launchers: set[str] | None, finder) -> tuple[list[str], str]:
+    """(findings of finder(fn) on every launched kernel of `launchers` (all: None), or on every kernel
+    of the machine code when the audit did not run; which kernels were read)."""
+    if _audit(data).get("status") != "ok":
+        return ([f"{fn.where(o)}: {op}" for fn in code.kernels.values() for o, op in finder(fn)],
+                f"kernel of the machine code ({code.elf}; the launch audit did not run)")
+    found = []
+    for x in _kernels(data):
+        if launchers is None or x.get("launcher") in launchers:
+            fn = code.kernels.get(x["name"])
+            found += [code.missing(x["name"])] if fn is None else [f"{fn.where(o)}: {op}" for o, op in finder(fn)]
+    return list(dict.fromkeys(found)), f"launched kernel ({code.elf})"
+
+
+def storage_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
     """lab.json constraints.grid_storage: no launched kernel reads or writes global memory in
-    a narrower format than fp32 (ptx.narrow_accesses); every kernel of the PTX when the audit
-    did not run.  None when the lab states no storage rule."""
+    a narrower format than fp32 (sass.narrow_accesses).  None when the lab states none."""
     storage = spec.constraints.grid_storage
     if storage is None:
         return None
     name = "grid storage"
-    if module is None:
-        return StaticCheck(name, "skipped", "constraint", "not verified: kernel.ptx could not be read")
-    audited = _audit(data).get("status") == "ok"
-    names = [x["name"] for x in _kernels(data)] if audited else \
-        [f.name for f in module.functions if f.kind == "entry"]
-    found = []
-    for kernel in dict.fromkeys(names):
-        fn = module.function(kernel)
-        if fn is not None:
-            by_name = {f.name: f for f in module.functions}
-            found += [f"{module.where(by_name[f], line)}: {insn} in {kernel_label(f)} (kernel "
-                      f"{kernel_label(kernel)})" for insn, f, line in ptx.narrow_accesses(fn, module)]
-    which = "launched kernel" if audited else "kernel of kernel.ptx (the launch audit did not run)"
+    found, which = _code_rule(data, code, None, sass.narrow_accesses)
     if not found:
         return StaticCheck(name, "pass", "constraint",
                            f"every {which} reads and writes global memory as {storage.type} or wider")
     return StaticCheck(name, "fail", "constraint",
                        f"a {which} reads or writes global memory in a narrower format than {storage.type} "
                        f"({found[0]}). This rule measures the width of every global load and store (and "
-                       f"conversions to half or 8-bit floats) in the PTX; the lab asks: {storage.rule} "
+                       f"conversions to half or 8-bit floats) in the machine code; the lab asks: {storage.rule} "
                        "Performance gets 0", found[:MAX_REPORTED])
 
 
+def atomics_check(data: dict, code: Code) -> StaticCheck | None:
+    """No floating-point atomic (or compare-and-swap) in a launched kernel of a launcher the kind
+    asks determinism of (bench JSON launchers[].repeats > 0).  None when it asks of none."""
+    deterministic = {x.get("name") for x in data.get("launchers") or [] if x.get("repeats", 0) > 0}
+    if not deterministic:
+        return None
+    name = "no float atomics"
+    if skipped := _not_verified(name, data):
+        return skipped
+    found, which = _code_rule(data, code, deterministic, sass.float_atomics)
+    if not found:
+        return StaticCheck(name, "pass", "constraint",
+                           f"no floating-point atomic in a {which} of {', '.join(sorted(deterministic))}")
+    return StaticCheck(name, "fail", "constraint",
+                       f"a {which} adds with a floating-point atomic or a compare-and-swap ({found[0]}): the order "
+                       "of such additions changes from run to run, so the sum's bits do, whatever is rounded "
+                       "afterwards; sum in a fixed order (a tree, then one block or a last-block pass). "
+                       "Performance gets 0", found[:MAX_REPORTED])
+
+
+#: CUPTI's memory kinds that are the GPU's own (audit.c names them).
+DEVICE_MEMORY = {"device", "device_static", "array"}
+
+
+def host_memory_check(data: dict) -> StaticCheck:
+    """No audited copy or set reached memory outside the GPU (module docstring)."""
+    name = "host memory"
+    if skipped := _not_verified(name, data):
+        return skipped
+    reached = [x for x in _launches(data) if x.get("kind") in ("memcpy", "memset")
+               and not {x.get("src_memory"), x.get("dst_memory")} <= DEVICE_MEMORY]
+    if not reached:
+        return StaticCheck(name, "pass", "constraint", "every copy and set stayed in the GPU's memory")
+    details = [f"{x['launcher']}: a {x['kind']} of {x.get('bytes', 0)} bytes from {x.get('src_memory')} to "
+               f"{x.get('dst_memory')} memory ({x['count']} time(s))" for x in reached[:MAX_REPORTED]]
+    return StaticCheck(name, "fail", "constraint",
+                       f"{details[0]}: a launcher works in the device buffers it is given, and the audit saw it "
+                       "reach host (or unknown) memory, whatever the source calls it; performance gets 0", details)
+
+
+def _blind(data: dict) -> str | None:
+    """Why the audit cannot vouch for what it saw (records lost), or None."""
+    audit = _audit(data)
+    if audit.get("status") != "ok":
+        return None
+    lost = audit.get("lost", 0)
+    if not isinstance(lost, int) or lost != 0:
+        return (f"the audit could not see every launch: {lost} record(s) of the audited calls were lost (more "
+                "operations than it keeps, records CUPTI dropped, or a call it could not delimit); every rule it "
+                "feeds fails rather than pass on what it saw")
+    return None
+
+
 def check_launches(spec: LabSpec, data: dict | None, build_dir: Path) -> list[StaticCheck]:
-    """The audit's checks for one timed run (empty when there are no bench figures)."""
+    """The audit's checks for one timed run (empty when there are no bench figures).  Raises
+    sass.SassError when the bench program cannot be disassembled."""
     if not data:
         return []
-    try:
-        module = ptx.parse_ptx((Path(build_dir) / "kernel.ptx").read_text(errors="replace"))
-    except OSError:
-        module = None
-    checks = [stream_check(data), tile_check(spec, data, module), planes_check(spec, data, module),
-              storage_check(spec, data, module)]
-    return [c for c in checks if c is not None]
+    c = spec.constraints
+    reads_code = c.shared_tile or c.max_shared_planes is not None or c.grid_storage or \
+        any(x.get("repeats", 0) > 0 for x in data.get("launchers") or [])
+    kernels, elf = sass.for_device(sass.student_code(build_dir), data.get("cc")) if reads_code else ({}, "")
+    code = Code(kernels, elf)
+    checks = [c for c in (stream_check(data), host_memory_check(data), tile_check(spec, data, code),
+                          planes_check(spec, data, code), storage_check(spec, data, code),
+                          atomics_check(data, code)) if c is not None]
+    if (blind := _blind(data)) is not None:
+        return [StaticCheck(c.name, "fail", "constraint", blind, [c.message]) for c in checks]
+    if reads_code and not kernels and _kernels(data):
+        return [StaticCheck(c.name, "skipped", "constraint", f"not verified: {elf}") if c.name not in
+                ("launch stream", "host memory") else c for c in checks]
+    return checks

@@ -13,9 +13,10 @@ Rules, in order:
    timeout > crash > incorrect (cases not run after a timeout count as the
    timeout; a case whose launch the runtime refused is incorrect, and the
    message counts it apart).  Performance is not measured (0 points).
-4. A failed static constraint (no div/rem) keeps the correctness points and
-   gives performance 0: "constraint".  A "signal" (the PTX's first look at
-   shared memory) costs nothing: the launch audit judges that rule (6).
+4. A failed static constraint (no div/rem in the machine code) keeps the
+   correctness points and gives performance 0: "constraint".  A "signal" (the
+   machine code's first look at shared memory, a host copy named in the source)
+   costs nothing: the launch audit judges those rules (6).
 5. With no GPU nothing is measured: 0 points and the reason, verdict
    "not_measured", even when rule 4's PTX constraint already failed (its
    message says so): a grade needs the correctness that was not measured.
@@ -25,9 +26,11 @@ Rules, in order:
      - ratio > 1.05 (faster than copying):    "implausible", performance 0
        (K x 1.05 for a lab that fuses K sweeps per pass: bench.max_fused_sweeps);
      - the launch audit (launches.py) found an operation on another stream
-       than the launcher's, a launched kernel without its tile in shared
-       memory (or more than the lab's planes allow), or grids stored narrower
-       than fp32:                             "constraint", performance 0;
+       than the launcher's, a copy or set reaching host memory, a launched
+       kernel without its tile in shared memory (or more than the lab's
+       planes allow), grids stored narrower than fp32, a floating-point
+       atomic in a launcher asked for determinism, or it lost records (it
+       fails closed):                         "constraint", performance 0;
        a lab whose constraint needs the audit, where it could not run:
                                               "not_measured", performance 0;
      - else points.performance * clamp((ratio - floor) / (target - floor), 0, 1)
@@ -286,7 +289,8 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
         return Score("grader_error", corr, perf, choice, messages=[perf.message])
     if perf.verdict in ("pass", "slow"):
         failed = [c for c in launches or [] if c.status == "fail"]
-        unverified = [c for c in launches or [] if c.status == "skipped" and c.name != "launch stream"]
+        unverified = [c for c in launches or [] if c.status == "skipped"
+                      and c.name not in ("launch stream", "host memory")]
         if failed:
             perf = StageScore("constraint", 0.0, p.performance,
                               f"0 points: the launch audit found: {failed[0].message}")

@@ -1,11 +1,14 @@
 """The lexical rules on the student's source: the few that give a better message than a symbol can.
 
 Read after C/C++ comments and string/char literals are blanked out (strip_source):
-a copy to the host named on its line, a cudaMemcpy*Async whose direction is not
-named, a #define of a cudaMemcpy name, and `#include` of the harness.  None of them
-matches a name a student may choose (`cpu_count` passes).  The authority on what
-the file calls is the compiled object (symbols.py); the lab's own forbidden
-identifiers (lab.json constraints.forbidden_calls) are checked there, once.
+`#include` of the harness (forbidden); and, as an early friendly message only (a
+"signal", which costs nothing), a copy to the host named on its line, a
+cudaMemcpy*Async whose direction is not named, a #define of a cudaMemcpy name: where
+copies really go is judged at run time on what the launch audit saw (launches.py,
+"host memory"), whatever names the source uses.  None of them matches a name a
+student may choose (`cpu_count` passes).  The authority on what the file calls is
+the compiled object (symbols.py); the lab's own forbidden identifiers (lab.json
+constraints.forbidden_calls) are checked there, once.
 """
 
 from __future__ import annotations
@@ -146,7 +149,8 @@ def lexical_findings(src: str) -> list[tuple[int, str, str]]:
 
 
 def check_source(source: Path) -> StaticCheck:
-    """The "forbidden calls" check of one student file (the lexical rules above)."""
+    """The "forbidden calls" check of one student file (the lexical rules above): severity
+    "forbidden" when the harness is included, else "signal" (the copies' early message)."""
     name = "forbidden calls"
     try:
         src = Path(source).read_text(encoding="utf-8", errors="replace")
@@ -159,6 +163,11 @@ def check_source(source: Path) -> StaticCheck:
     details = [f"line {line}: {what}: {why}" for line, what, why in findings[:MAX_REPORTED]]
     if len(findings) > MAX_REPORTED:
         details.append(f"... and {len(findings) - MAX_REPORTED} more")
+    if all(why != _HARNESS_INCLUDE for _, _, why in findings):
+        return StaticCheck(name, "fail", "signal",
+                           f"{len(findings)} copy or copies in {Path(source).name} that may reach host memory: "
+                           "the launch audit will judge where they go (performance 0 if they leave the GPU)",
+                           details)
     return StaticCheck(name, "fail", "forbidden",
                        f"{len(findings)} forbidden use(s) in {Path(source).name}; the lab is not run",
                        details)

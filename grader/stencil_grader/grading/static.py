@@ -2,8 +2,10 @@
 
 1. symbols.py: what the compiled object links against, defines and executes (severity "forbidden":
    the lab gets 0 and is not run);
-2. source.py: the lexical rules on the source (severity "forbidden");
-3. ptx.py: the lab's PTX constraints (severity "constraint": performance gets 0).
+2. source.py: the lexical rules on the source (severity "forbidden"; the copies' early message a
+   "signal");
+3. sass.py: the lab's rules on the machine code of the linked bench program (severity
+   "constraint": performance gets 0).
 
 The policy (what each severity costs) is score.py's.
 """
@@ -13,13 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.labspec import LabSpec
-from . import ptx, source, symbols
+from . import sass, source, symbols
 from .checks import StaticCheck, StaticResult
 
 __all__ = ["StaticCheck", "StaticResult", "run_static"]
 
 
 def run_static(spec: LabSpec, src: Path, build_dir: Path) -> StaticResult:
-    """Every static check of one lab build: the object, the source, the PTX."""
+    """Every static check of one lab build: the object, the source, the machine code.  Raises
+    sass.SassError when the built program cannot be disassembled (the grader's fault)."""
     return StaticResult([symbols.check_object(build_dir, src, spec.constraints.forbidden_calls),
-                         source.check_source(src)] + ptx.check_ptx(spec, build_dir))
+                         source.check_source(src)] + sass.check_machine_code(spec, build_dir))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...grading import ptx
+from . import ptxtext as ptx
 
 Poly = dict  # {(atom, ...): coefficient}: a sum of products of atoms, () the constant term
 

@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 
 from ...grading import build as grading_build
-from ...grading import names, ptx
+from ...grading import names
 from . import access
+from . import ptxtext as ptx
 from .common import EXIT_FAILED, ProfileError
 
 _STORE = re.compile(r"^\s*(?:@!?%?\w+\s+)?(st\.[\w.:]*)")

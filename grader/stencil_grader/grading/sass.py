@@ -1,0 +1,227 @@
+"""The machine code that ran: the SASS of the student's file inside the linked `bench` program.
+
+Every lab rule on code is judged here, on what the driver loads, never on a second compile
+of kernel.cu or on the text of kernel.ptx (grader/README.md, section 6):
+
+- `cuobjdump -sass BUILD_DIR/bench` (cuobjdump ships with every CUDA toolkit; it needs no
+  GPU) lists each ELF (cubin) of the program's fat binaries: its architecture (`arch =
+  sm_90`), the source file it was compiled from (`identifier = PATH`) and, per kernel
+  (`Function : <mangled name>`), one instruction a line with its offset.  The student's
+  code is every ELF but the harness's, whose identifiers name its own files under
+  grader/harness/ (nvcc names an ELF after the file it compiled; a file cannot rename it).
+  A kernel's listing holds the device functions it calls (whole-program compilation places
+  them in the kernel's own section).
+- A launched kernel is matched by the mangled name that CUPTI gave the audit (launches.py) to
+  the function of that name in the student's ELF for the architecture that ran
+  (for_device): one the student's machine code lacks was loaded some other way, and fails.
+
+What each rule reads of an instruction (its opcode and dot-separated modifiers):
+
+- integer division or remainder: `I2F...RP`, the divisor converted rounding up, which starts
+  every integer division nvcc and ptxas emit for a divisor not known at compile time (32- and
+  64-bit, inline PTX `div`/`rem` included); a constant divisor becomes a multiply;
+- a read of shared memory: LDS, LDSM, ATOMS, or a generic LD (which may address shared memory);
+- the widest global load: LDG and LDGSTS (cp.async) widths, .128 = 16 bytes;
+- accesses narrower than fp32: 8- and 16-bit global or generic loads, stores and atomics, and
+  conversions to or from half and 8-bit floats (F2F with such a type, any F2FP pack);
+- floating-point atomics: RED, ATOM, ATOMG, ATOMS on F32, F64, F16x2 or BF16x2, and
+  compare-and-swap (CAS, CAST), which adds floats in any order too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import KIT_ROOT
+from ..base.labspec import LabSpec
+from ..base.toolkit import find_nvcc
+from .checks import MAX_REPORTED, StaticCheck
+from .names import kernel_label
+
+DISASSEMBLE_TIMEOUT_S = 120.0
+#: The harness's CUDA files (device.cu, kinds/*.cu): their ELFs are not the student's.
+HARNESS = KIT_ROOT / "grader" / "harness"
+
+_ARCH = re.compile(r"^arch = sm_(\d+)[a-z]?\s*$")
+_IDENTIFIER = re.compile(r"^identifier = (.*?)\s*$")
+_FUNCTION = re.compile(r"^\s*Function : (\S+)\s*$")
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)"
+                          r"([^;]*);")
+
+
+class SassError(RuntimeError):
+    """The grader could not disassemble a program it built (its own machinery's failure)."""
+
+
+@dataclass
+class SassFunction:
+    """One kernel of one ELF: its mangled name, architecture (90 for sm_90) and instructions
+    as (offset, opcode with modifiers, operands)."""
+
+    name: str
+    arch: int
+    instructions: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def where(self, offset: int) -> str:
+        return f"{kernel_label(self.name)}, sm_{self.arch} offset 0x{offset:04x}"
+
+
+def parse_sass(text: str, harness: Path = HARNESS) -> dict[int, dict[str, SassFunction]]:
+    """The student's kernels in `cuobjdump -sass` text: {architecture: {mangled name:
+    SassFunction}}.  ELFs compiled from a file under `harness` are left out."""
+    harness = Path(os.path.abspath(harness))
+    code: dict[int, dict[str, SassFunction]] = {}
+    arch, ours, fn = 0, True, None
+    for line in text.splitlines():
+        if line.startswith("Fatbin "):
+            arch, ours, fn = 0, True, None
+        elif m := _ARCH.match(line):
+            arch = int(m.group(1))
+        elif m := _IDENTIFIER.match(line):
+            ours = harness not in Path(os.path.abspath(m.group(1))).parents
+        elif ours and (m := _FUNCTION.match(line)):
+            fn = code.setdefault(arch, {}).setdefault(m.group(1), SassFunction(m.group(1), arch))
+        elif fn is not None and (m := _INSTRUCTION.match(line)):
+            fn.instructions.append((int(m.group(1), 16), m.group(2), m.group(3).strip()))
+    return code
+
+
+def cuobjdump() -> str | None:
+    """CUOBJDUMP when set, else the toolkit's cuobjdump (beside the nvcc that builds), else the one
+    on PATH."""
+    if os.environ.get("CUOBJDUMP"):
+        return os.environ["CUOBJDUMP"]
+    nvcc = find_nvcc()
+    beside = Path(nvcc).parent / "cuobjdump" if nvcc else None
+    return str(beside) if beside and beside.is_file() else shutil.which("cuobjdump")
+
+
+def student_code(build_dir: Path) -> dict[int, dict[str, SassFunction]]:
+    """The SASS of the student's file in BUILD_DIR/bench (parse_sass).  Raises SassError when
+    cuobjdump is missing or fails: the grader's machinery, never the student's fault."""
+    tool = cuobjdump()
+    if tool is None:
+        raise SassError("cuobjdump, which ships with the CUDA toolkit, was not found beside nvcc or on PATH: "
+                        "the lab's rules on code are judged on the program's machine code")
+    binary = Path(build_dir) / "bench"
+    try:
+        done = subprocess.run([tool, "-sass", str(binary)], capture_output=True, text=True, errors="replace",
+                              timeout=DISASSEMBLE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise SassError(f"cuobjdump -sass {binary}: {err}") from err
+    if done.returncode != 0:
+        raise SassError(f"cuobjdump -sass {binary} failed: {done.stderr.strip()[:300]}")
+    return parse_sass(done.stdout)
+
+
+def for_device(code: dict[int, dict[str, SassFunction]], cc: str | None) -> tuple[dict[str, SassFunction], str]:
+    """(the kernels the driver loads on a GPU of compute capability `cc` ("9.0"), which ELF):
+    the ELF of that architecture, else the newest of the same major version below it (binary
+    compatible).  Empty, with why, when there is none: the driver compiled PTX then."""
+    major, _, minor = (cc or "").partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        return {}, f"the GPU's compute capability is not known ({cc!r})"
+    want = int(major) * 10 + int(minor)
+    usable = [a for a in code if a // 10 == want // 10 and a <= want]
+    if not usable:
+        return {}, (f"the program holds no machine code of kernel.cu for sm_{want} (it has "
+                    f"{', '.join(f'sm_{a}' for a in sorted(code)) or 'none'}): the driver compiled PTX, "
+                    "whose machine code the grader cannot read")
+    return code[max(usable)], f"sm_{max(usable)}"
+
+
+def _parts(opcode: str) -> list[str]:
+    return opcode.upper().split(".")
+
+
+def integer_divisions(fn: SassFunction) -> list[tuple[int, str]]:
+    """(offset, opcode) of each integer division or remainder (module docstring)."""
+    return [(o, op) for o, op, _ in fn.instructions if _parts(op)[0] == "I2F" and "RP" in _parts(op)]
+
+
+_SHARED_READS = {"LDS", "LDSM", "ATOMS", "LD"}
+_SHARED_ANY = _SHARED_READS | {"STS", "LDGSTS", "STSM"}
+
+
+def reads_shared(fn: SassFunction) -> bool:
+    """Whether the kernel reads shared memory (module docstring)."""
+    return any(_parts(op)[0] in _SHARED_READS for _, op, _ in fn.instructions)
+
+
+def uses_shared(fn: SassFunction) -> bool:
+    return any(_parts(op)[0] in _SHARED_ANY for _, op, _ in fn.instructions)
+
+
+_WIDTHS = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16, "256": 32}
+
+
+def widest_global_load(fn: SassFunction) -> int:
+    """Bytes of the widest global load one thread makes (LDG, LDGSTS); 0 when it makes none."""
+    return max((next((_WIDTHS[p] for p in _parts(op) if p in _WIDTHS), 4)
+                for _, op, _ in fn.instructions if _parts(op)[0] in ("LDG", "LDGSTS")), default=0)
+
+
+_NARROW_MEMORY = {"LDG", "STG", "LD", "ST", "ATOMG", "ATOM", "RED", "REDG"}
+_NARROW_FLOATS = {"F16", "BF16", "F16X2", "BF16X2", "E4M3", "E5M2", "E2M1", "E2M3", "E3M2", "UE8M0"}
+
+
+def narrow_accesses(fn: SassFunction) -> list[tuple[int, str]]:
+    """(offset, opcode) of each access narrower than fp32 (module docstring)."""
+    found = []
+    for offset, op, _ in fn.instructions:
+        parts = _parts(op)
+        if parts[0] in _NARROW_MEMORY and {"U8", "S8", "U16", "S16"} & set(parts) or parts[0] == "F2FP" \
+                or parts[0] == "F2F" and _NARROW_FLOATS & set(parts):
+            found.append((offset, op))
+    return found
+
+
+_ATOMICS = {"RED", "REDG", "ATOM", "ATOMG", "ATOMS", "REDAS"}
+_FLOAT_TYPES = {"F32", "F64", "F16X2", "BF16X2", "F16", "BF16"}
+
+
+def float_atomics(fn: SassFunction) -> list[tuple[int, str]]:
+    """(offset, opcode) of each floating-point atomic or compare-and-swap (module docstring)."""
+    return [(o, op) for o, op, _ in fn.instructions
+            if _parts(op)[0] in _ATOMICS and (_FLOAT_TYPES | {"CAS", "CAST"}) & set(_parts(op))]
+
+
+def check_machine_code(spec: LabSpec, build_dir: Path) -> list[StaticCheck]:
+    """The static stage's rules on the student's machine code, every architecture the program
+    holds: no integer div/rem (severity "constraint") and the shared-memory signal (a first look
+    that costs nothing: the launch audit judges the tile).  None when lab.json asks for neither."""
+    c = spec.constraints
+    if not (c.no_div_rem or c.shared_memory):
+        return []
+    code = student_code(build_dir)
+    kernels = [fn for functions in code.values() for fn in functions.values()]
+    checks = []
+    if c.no_div_rem:
+        found = [f"{fn.where(o)}: {op}" for fn in kernels for o, op in integer_divisions(fn)]
+        if not kernels:
+            checks.append(StaticCheck("no div/rem", "fail", "constraint",
+                                      "the program holds no machine code of kernel.cu (built as PTX alone): this "
+                                      "rule is judged on machine code; build for your GPU (CUDA_ARCH=90, say)"))
+        elif found:
+            checks.append(StaticCheck("no div/rem", "fail", "constraint",
+                                      f"{len(found)} integer division(s) or remainder(s) in the machine code of "
+                                      "your kernels (from / or % on integers, or div/rem in inline PTX, with a "
+                                      "divisor known only at run time); this lab asks for none: performance "
+                                      "gets 0", found[:MAX_REPORTED]))
+        else:
+            checks.append(StaticCheck("no div/rem", "pass", "constraint",
+                                      "no integer division or remainder in the machine code of your kernels"))
+    if c.shared_memory:
+        users = sorted({kernel_label(fn.name) for fn in kernels if uses_shared(fn)})
+        checks.append(StaticCheck("shared memory", "pass" if users else "fail", "signal",
+                                  "shared memory used (the launch audit judges the tile on the kernels your "
+                                  "launcher starts)" if users else
+                                  "no kernel touches shared memory (__shared__): this lab asks every kernel your "
+                                  "launcher starts to stage its tile in shared memory, which the launch audit "
+                                  "will find missing (performance 0)", [f"kernel {u}" for u in users]))
+    return checks
