@@ -77,9 +77,11 @@ $(UNIT_BIN): tests/unit/check_harness.c grader/harness/*.c grader/include/*.h bu
 	  $(addprefix grader/harness/,errors.c random.c stats.c compare.c cpu_reference.c launch_guard.c) \
 	  -o $@ $$(pkg-config --libs check) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(abspath $(CUDA_HOME))/lib64 -lcudart -lm
 
+# cuobjdump from PyPI when the toolkit has none (tests/install-deps.sh)
+PYPI_CUOBJDUMP = $(firstword $(wildcard build/cuobjdump/nvidia/*/bin/cuobjdump))
 test-python:
 	@echo "== pytest: the grader, and the known submissions"
-	@$(or $(PYTEST_PYTHON),$(PYTHON)) -m pytest -q -rs tests/python
+	@$(if $(PYPI_CUOBJDUMP),CUOBJDUMP=$(abspath $(PYPI_CUOBJDUMP))) $(or $(PYTEST_PYTHON),$(PYTHON)) -m pytest -q -rs tests/python
 
 # ---- grading ----------------------------------------------------------------------------
 include grader/check.mk
