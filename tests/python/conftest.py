@@ -234,7 +234,7 @@ if cc:
 '''
 
 #: fake/cuobjdump -sass BENCH: the student's machine code, with an integer division when BENCH's
-#: baked source says DIVREM.
+#: baked source says DIVREM, and the shared-memory kernel `tiled` when it says SHARED or names it.
 FAKE_CUOBJDUMP = r'''
 import sys
 src = open(sys.argv[-1]).read()
@@ -245,7 +245,8 @@ def function(name, *ops):
     for i, op in enumerate(ops + ("EXIT ;",)):
         print(f"        /*{16 * i:04x}*/                   {op}")
 function("_Z8stencil5PKfPfii", "LDG.E R2, desc[UR4][R2.64] ;", *(["I2F.RP R0, R7 ;"] if "DIVREM" in src else []))
-function("_Z5tiledPKfPfi", "STS [R7+UR4], R0 ;", "LDS R9, [R6+UR4] ;")
+if "SHARED" in src or "_Z5tiled" in src:
+    function("_Z5tiledPKfPfi", "STS [R7+UR4], R0 ;", "LDS R9, [R6+UR4] ;")
 function("_Z5plainPKfPfi", "LDG.E R2, desc[UR4][R2.64] ;")
 '''
 

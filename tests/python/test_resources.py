@@ -56,7 +56,8 @@ def test_requests_from_recordings(tmp_path, fake_kit):
                                              "peak_rss_mib_max": 2000}
     gpu = resources.task_request("gpu", [[spec] * 300, [spec] * 10], rec)
     assert gpu.seconds == 300 * 3 * 3 + 120                        # the longest shard: median x 3 + slack
-    assert gpu.mem_mib == 3328                                     # (2000 + 2 x 100) x 1.5, to 256 MiB
+    # (2000 x 2 reruns at once on its 2 CPUs + 2 x 100) x 1.5, to 256 MiB: the concurrent peak
+    assert gpu.mem_mib == 6400 and gpu.cpus == 2
     assert gpu.cpus == 2                                           # 6 CPU-s over 3 s wall
     assert gpu.basis.startswith(f"measured: {h100} (NVIDIA H100 80GB HBM3, 2026-01-01); {h200}")
     build = resources.task_request("build", [[spec]], rec)

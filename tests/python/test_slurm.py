@@ -534,8 +534,9 @@ def test_the_scripts_ask_for_what_the_recording_measured(klass, fake_kit, tmp_pa
     gpu = script["gpu.sbatch"]
     # 2 gradings x 3 x 40 s + 120 s = 360 s: below the floor of 600 s
     assert "#SBATCH --time=0-00:10:00" in gpu and "#SBATCH --array=0-1%5" in gpu
-    # (3000 MiB + 2 x 100 MiB) x 1.5 = 4800 MiB, rounded up to 256 MiB: 4864 MiB; 120 CPU-s in 40 s: 3 CPUs
-    assert "#SBATCH --mem=4864M" in gpu and "#SBATCH --cpus-per-task=3" in gpu and "#SBATCH --requeue" in gpu
+    # 120 CPU-s in 40 s: 3 CPUs, so 3 reruns at once: (3 x 3000 MiB + 2 x 100 MiB) x 1.5 = 13800 MiB,
+    # rounded up to 256 MiB: 13824 MiB
+    assert "#SBATCH --mem=13824M" in gpu and "#SBATCH --cpus-per-task=3" in gpu and "#SBATCH --requeue" in gpu
     assert f"measured: {recording} (Fake GPU 80GB, 2026-01-01)" in gpu
     assert "#SBATCH --partition=gpu" in script["build.sbatch"] and "#SBATCH --partition=gpu" in script["merge.sbatch"]
     lines = gpu.splitlines()

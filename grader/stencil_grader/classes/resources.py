@@ -25,6 +25,8 @@ of any of those models) a task asks for:
             grading past its own limit (worker.time_limit_s) still ends alone as grader_error,
             and a task past its time is named by the merge and graded again by the next run
     memory  MEM_SAFETY x (the largest peak resident set of a stage's programs over its labs
+            x the programs of one grading that run at once (concurrent_programs: the GPU
+            stages' reruns, as many as the task's CPUs allow)
             + GRADER_PROCESSES x the grading process's peak), rounded up to MEM_ROUND_MIB, at
             least MEM_FLOOR_MIB
     cpus    the largest ratio of median CPU seconds to median wall seconds over its labs (make,
@@ -46,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import KIT_ROOT
+from ..grading import checkrun
 from . import worker
 
 #: The figures of a recording's row, per lab and task stage.
@@ -163,6 +166,16 @@ class Request:
     basis: str
 
 
+def concurrent_programs(stage: str, cpus: int) -> int:
+    """Programs of one grading that run at once in a task of `cpus` CPUs, each up to the recorded
+    peak: a build runs one at a time; the GPU stages' reruns up to checkrun.rerun_split's processes
+    (each one's forked case holds the CUDA context; the grading's thread budget is the task's CPUs:
+    sandbox.usable_cpus)."""
+    if stage != "gpu":
+        return 1
+    return checkrun.rerun_split(checkrun.RERUN_PROCESSES, cpus)[0]
+
+
 def _round_mib(mib: float) -> int:
     return max(MEM_FLOOR_MIB, MEM_ROUND_MIB * math.ceil(mib / MEM_ROUND_MIB))
 
@@ -188,10 +201,11 @@ def task_request(stage: str, shards: list[list], recording: Recording | None,
     if not measured:
         mem, cpus = default["mem_mib"], default["cpus"]
     else:
-        peak = max(f["peak_rss_mib_max"] for f in measured) + GRADER_PROCESSES * recording.grader_peak_rss_mib
-        mem = _round_mib(MEM_SAFETY * peak)
         ratio = max(f["cpu_s_median"] / f["wall_s_median"] if f["wall_s_median"] else 1.0 for f in measured)
         cpus = min(MAX_CPUS, max(1, math.ceil(ratio)))
+        peak = (max(f["peak_rss_mib_max"] for f in measured) * concurrent_programs(stage, cpus)
+                + GRADER_PROCESSES * recording.grader_peak_rss_mib)
+        mem = _round_mib(MEM_SAFETY * peak)
         if unmeasured:                         # a lab the recordings lack: the defaults bound it too
             mem, cpus = max(mem, default["mem_mib"]), max(cpus, default["cpus"])
     if not recording:

@@ -36,7 +36,7 @@ from .submissions import ClassError
 GRADE_PY = KIT_ROOT / "grader" / "grade.py"
 #: Environment variables a grading process keeps; everything else is dropped.
 ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH",
-            "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+            "CUDA_HOME", "CUDA_PATH", "CUOBJDUMP", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
             sandbox.SANDBOX_UIDS_ENV, sandbox.THREADS_ENV) + sandbox.CUDA_ENV_KEEP
 #: Seconds a grading process may take beyond its stages' own limits (Python start-up, the report).
 SLACK_S = 120.0

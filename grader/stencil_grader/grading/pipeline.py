@@ -42,7 +42,7 @@ from typing import Callable
 from .. import KIT_ROOT, __version__
 from ..base import gpus, labspec, locks, process
 from ..base.files import display_path, sha256_of
-from . import bench, build, checkrun, launches, score, static
+from . import bench, build, checkrun, launches, sass, score, static
 from .checks import StaticCheck
 
 #: The longest build directory name impl_tag gives, in bytes (a file name holds at most 255).
@@ -286,7 +286,10 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
             run.build.outcome = "kit_error"
         if run.build.ok:
             with run.timed("static"):
-                run.static = static.run_static(spec, run.source, build_dir)
+                try:
+                    run.static = static.run_static(spec, run.source, build_dir)
+                except sass.SassError as err:              # no disassembler: the machine, not the student
+                    _machine_fault(run, err)
     if not score.may_run(run.build, run.static)[0]:
         run.score = score.score_lab(spec, run.build, run.static)
     elif stage == "build":
@@ -301,6 +304,12 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
     # ru_maxrss: KiB on Linux; the grading process's own peak, which a batch task holds beside its programs
     run.resources["grader"] = {"peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     return run
+
+
+def _machine_fault(run: LabRun, err: Exception) -> None:
+    """The kit's tools failed on this machine (sass.SassError: no cuobjdump, say): kit_error, no grade."""
+    run.build.outcome = "kit_error"
+    run.build.message = f"kit error: {err}"
 
 
 def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks.GpuPool | None,
@@ -343,7 +352,10 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
                     run.notes += run.bench.notes
                     if run.bench.data and not run.device:
                         run.device = {k: run.bench.data.get(k) for k in ("device", "cc", "sm_count")}
-                    run.launches = launches.check_launches(spec, run.bench.data, build_dir)
+                    try:
+                        run.launches = launches.check_launches(spec, run.bench.data, build_dir)
+                    except sass.SassError as err:
+                        _machine_fault(run, err)
     finally:
         pool.__exit__(None, None, None)
     name = (run.device or {}).get("name") or (run.device or {}).get("device")
