@@ -127,6 +127,8 @@ SRC := $(firstword $(wildcard $(abspath $(IMPL))/$(LAB)/kernel.cu $(abspath $(IM
 IMPL_TAG := dir-$(subst /,_,$(patsubst /%,%,$(abspath $(IMPL))))
 endif
 
+# Where a missing kernel.cu's near misses are looked for (Kernel.cu, kernel.cu.txt, kernel (1).cu).
+SRC_FOLDERS := $(if $(filter starter reference,$(IMPL)),$(KIT)/$(IMPL)/$(LAB),$(abspath $(IMPL))/$(LAB) $(abspath $(IMPL)))
 BUILD_DIR ?= $(KIT)/build/$(LAB)/$(IMPL_TAG)
 # One harness library per toolkit and architecture list: another CUDA_HOME builds its own.
 HARNESS_DIR := $(KIT)/build/harness/cuda$(or $(CUDA_RELEASE),-unknown)-$(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
@@ -187,7 +189,8 @@ help:
 	@echo "make profile     why your kernel is slow: Nsight Compute's counters, ranked findings (no grade)"
 	$(if $(filter 1,$(KIND_HAS_SOLVER)),@echo "make solve       run your Jacobi solver on the model Poisson problem [N=33 (an N x N grid)] [REDUCTION=1e-5]")
 	@echo "make clean       remove this lab's build directory, build/$(LAB)"
-	@echo "variables: IMPL=starter|$(if $(HAVE_REFERENCE),reference|)DIR  SEED=N  CUDA_ARCH=90  DEBUG=1"
+	@echo "make print-build-dir   print where this build goes (BUILD_DIR; the handouts' ptxas.log, kernel.ptx, report.json)"
+	@echo "variables: IMPL=starter|$(if $(HAVE_REFERENCE),reference|)DIR  SEED=N  CUDA_ARCH=90  DEBUG=1  BUILD_DIR=DIR"
 
 # ---- grading -----------------------------------------------------------------------
 check: require-src
@@ -230,7 +233,8 @@ build: require-src require-nvcc require-check require-cupti $(BUILD_DIR)/check $
 
 require-src:
 	@$(if $(filter reference,$(IMPL)),$(if $(HAVE_REFERENCE),,echo "error: IMPL=reference: $(NO_REFERENCE_MSG)" >&2; exit 2))
-	@test -n "$(SRC)" -a -f "$(SRC)" || { echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(if $(filter starter reference,$(IMPL)),$(SRC),$(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu))" >&2; exit 2; }
+	@test -n "$(SRC)" -a -f "$(SRC)" || { near=$$(for d in $(SRC_FOLDERS); do find "$$d" -maxdepth 1 -type f \( -iname 'kernel*' -o -iname '*.cu' \) -printf '%f\n' 2>/dev/null; done | sort -u | paste -sd '|' | sed 's/|/, /g'); \
+	  echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(if $(filter starter reference,$(IMPL)),$(SRC),$(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu))$${near:+; found $$near: the file must be named kernel.cu}" >&2; exit 2; }
 
 require-nvcc:
 	@test -n "$(NVCC)" || { echo "kit error: no CUDA compiler: $$(NVCC='$(NVCC)' CUDA_HOME='$(CUDA_HOME)' $(PYTHON) $(KIT)/grader/stencil_grader/base/toolkit.py why)" >&2; exit 2; }

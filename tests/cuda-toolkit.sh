@@ -95,9 +95,10 @@ done
 whl=$stage/whl/nvidia
 for part in cuda_nvcc cuda_runtime cuda_cupti; do
     cp -a "$whl/$part/include/." "$toolkit/include/"
-    [[ $part == cuda_nvcc ]] || cp -a "$whl/$part/lib/." "$toolkit/lib64/"
 done
-rm -f "$toolkit"/include/__init__.py "$toolkit"/lib64/__init__.py
+# The runtime and CUPTI alone (CUPTI's profiling-host libraries are not what the launch audit needs).
+cp -a "$whl"/cuda_runtime/lib/libcudart.so.* "$whl"/cuda_cupti/lib/libcupti.so.* "$toolkit/lib64/"
+rm -f "$toolkit"/include/__init__.py
 major=${release%%.*}
 # The unversioned names the linker looks for (-lcudart, -lcupti).
 ln -sfn "libcudart.so.$major" "$toolkit/lib64/libcudart.so"

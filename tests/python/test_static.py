@@ -223,7 +223,7 @@ def test_run_static_combines_object_source_and_ptx(tmp_path):
     src.write_text("void f(float *h, float *d) { cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost); }\n")
     result = static.run_static(spec, src, build_dir_with(tmp_path, "kernels_div.ptx"))
     assert result.forbidden and result.constraint_failed
-    assert [c.name for c in result.checks] == ["linked symbols", "forbidden calls", "no div/rem"]
+    assert [c.name for c in result.checks] == ["linked symbols", "source rules", "no div/rem"]
 
 
 def test_kernel_label_shows_integer_template_arguments():

@@ -3,7 +3,8 @@
 1. symbols.py: what the compiled object links against, defines and executes (severity "forbidden":
    the lab gets 0 and is not run);
 2. source.py: the lexical rules on the source (severity "forbidden");
-3. ptx.py: the lab's PTX constraints (severity "constraint": performance gets 0).
+3. ptx.py: the lab's PTX constraints (severity "constraint": performance gets 0);
+4. source.py's notes, when there are any (status "warn", severity "note": they cost nothing).
 
 The policy (what each severity costs) is score.py's.
 """
@@ -21,5 +22,6 @@ __all__ = ["StaticCheck", "StaticResult", "run_static"]
 
 def run_static(spec: LabSpec, src: Path, build_dir: Path) -> StaticResult:
     """Every static check of one lab build: the object, the source, the PTX."""
+    notes = source.check_notes(src)
     return StaticResult([symbols.check_object(build_dir, src, spec.constraints.forbidden_calls),
-                         source.check_source(src)] + ptx.check_ptx(spec, build_dir))
+                         source.check_source(src)] + ptx.check_ptx(spec, build_dir) + ([notes] if notes else []))

@@ -1,0 +1,93 @@
+"""What a student is told, tried as a new student would: the next step after a static failure,
+a misnamed kernel.cu, one verdict on the calls the file makes, the notes a GPU is not needed
+for (an untouched starter, a block over 1024 threads), and the words of `make help`.
+
+The builds are real (this machine's nvcc; no GPU needed: the grading then says "not measured").
+"""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import KIT_ROOT, run_grade
+from stencil_grader.base import toolkit
+from stencil_grader.grading import nextstep, source
+
+needs_nvcc = pytest.mark.skipif(not toolkit.find_nvcc() or shutil.which("pkg-config") is None
+                                or subprocess.run(["pkg-config", "--exists", "check"]).returncode != 0,
+                                reason="needs nvcc and the Check library to build a lab")
+
+
+def _grade(lab: str, kernel: str, tmp_path) -> dict:
+    folder = tmp_path / "mine" / lab
+    folder.mkdir(parents=True)
+    (folder / "kernel.cu").write_text(kernel)
+    out = tmp_path / "report.json"
+    run_grade("lab", lab, "--impl", tmp_path / "mine", "--build-dir", tmp_path / "build", "--json", out,
+              "--no-preflight", timeout=600)
+    return json.loads(out.read_text())
+
+
+@needs_nvcc
+def test_a_static_failure_without_a_gpu_is_named_in_the_next_step(tmp_path):
+    """Lab 3's starter divides in its kernel: the closing line names that failure instead of
+    saying the file passed the static checks."""
+    report = _grade("03-boundary-neat", (KIT_ROOT / "starter/03-boundary-neat/kernel.cu").read_text(), tmp_path)
+    assert any(s["name"] == "no div/rem" and s["status"] == "fail" for s in report["static"])
+    tone, headline, detail = nextstep.next_step(report)
+    assert "passed the static checks" not in detail
+    assert "a static check failed (no div/rem:" in detail
+
+
+def test_the_next_step_of_a_synthetic_report_names_every_failed_check():
+    report = {"verdict": "not_measured", "build": {"outcome": "ok"}, "gpu": {"status": "no_gpu", "message": "no GPU"},
+              "static": [{"name": "shared memory", "status": "fail", "message": "no kernel reads a tile"},
+                         {"name": "notes", "status": "warn", "message": "1 thing", "details": ["line 3: a block"]}]}
+    detail = nextstep.next_step(report)[2]
+    assert "a static check failed (shared memory: no kernel reads a tile)" in detail
+    assert "Note: line 3: a block." in detail
+
+
+@needs_nvcc
+def test_a_host_printf_gets_one_verdict_and_the_untouched_starter_a_note(tmp_path):
+    kernel = (KIT_ROOT / "starter/01-naive-5pt/kernel.cu").read_text()
+    kernel = "#include <cstdio>\n" + kernel.replace("cudaStream_t stream)\n{", 'cudaStream_t stream)\n{\n    printf("hi\\n");', 1)
+    assert 'printf("hi' in kernel
+    report = _grade("01-naive-5pt", kernel, tmp_path)
+    checks = {s["name"]: s for s in report["static"]}
+    assert checks["linked symbols"]["status"] == "fail" and "printf" in " ".join(checks["linked symbols"]["details"])
+    said = checks["source rules"]["message"]
+    assert "none" not in said and "forbidden calls" not in json.dumps(report["static"])
+    assert checks["notes"]["status"] == "warn" and "TODO(lab01) still on lines" in checks["notes"]["details"][0]
+
+
+def test_a_constant_block_over_1024_threads_is_a_note(tmp_path):
+    src = tmp_path / "kernel.cu"
+    src.write_text("#define BX 64\nconstexpr int BY = 32;\n__global__ void k() {}\n"
+                   "void go(cudaStream_t s) {\n  dim3 block(BX, BY);\n  k<<<1, block, 0, s>>>();\n"
+                   "  k<<<1, dim3(32, 8), 0, s>>>();\n  k<<<1, 2048>>>();\n}\n")
+    note = source.check_notes(src)
+    assert note.status == "warn" and note.severity == "note"
+    assert [d.split(":")[0] for d in note.details] == ["line 6", "line 8"]
+    assert "a block of 2048 threads" in note.details[0]
+    src.write_text("__global__ void k() {}\nvoid go(int n) { k<<<1, n>>>(); k<<<1, 1024>>>(); }\n")
+    assert source.check_notes(src) is None
+
+
+@pytest.mark.parametrize("name", ["Kernel.cu", "kernel.cu.txt", "kernel (1).cu"])
+def test_a_misnamed_kernel_cu_is_named_by_make_check(tmp_path, name):
+    folder = tmp_path / "mine" / "01-naive-5pt"
+    folder.mkdir(parents=True)
+    (folder / name).write_text("// mine\n")
+    done = subprocess.run(["make", "--no-print-directory", "-C", str(KIT_ROOT / "labs/01-naive-5pt"), "check",
+                           f"IMPL={tmp_path / 'mine'}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert f"no kernel.cu found" in done.stderr and f"found {name}: the file must be named kernel.cu" in done.stderr
+
+
+def test_make_help_in_a_lab_names_every_target_and_variable_the_handouts_use():
+    done = subprocess.run(["make", "--no-print-directory", "-C", str(KIT_ROOT / "labs/01-naive-5pt"), "help"],
+                          capture_output=True, text=True, timeout=60)
+    assert "make print-build-dir" in done.stdout and "BUILD_DIR=" in done.stdout
