@@ -6,6 +6,7 @@ The builds are real (this machine's nvcc; no GPU needed: the grading then says "
 """
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -91,3 +92,35 @@ def test_make_help_in_a_lab_names_every_target_and_variable_the_handouts_use():
     done = subprocess.run(["make", "--no-print-directory", "-C", str(KIT_ROOT / "labs/01-naive-5pt"), "help"],
                           capture_output=True, text=True, timeout=60)
     assert "make print-build-dir" in done.stdout and "BUILD_DIR=" in done.stdout
+
+
+@needs_nvcc
+def test_a_no_gpu_report_says_cuda_s_message_once(tmp_path):
+    done = run_grade("lab", "01-naive-5pt", "--impl", "starter", "--build-dir", tmp_path / "b", "--no-preflight",
+                     timeout=600)
+    if "no GPU" not in done.stdout:
+        pytest.skip("a GPU is here: the run was measured")
+    assert done.stdout.count("CUDA says") <= 1 and "not measured (no GPU, see next)" in done.stdout
+
+
+def test_the_sweep_counts_of_lab_7_are_rounded_up():
+    """ln R / ln cos(pi h) sweeps: 593.4 at n = 17 means 594 reach R = 1e-5."""
+    import math
+    import re
+    text = (KIT_ROOT / "handouts/07-reduction-residual.md").read_text()
+    for n in (17, 33, 65, 129, 513):
+        row = re.search(rf"^\| {n} \| 1/{n - 1} \| [0-9.]+ \| ([0-9,]+) \|", text, re.MULTILINE)
+        assert row, n
+        need = math.log(1e-5) / math.log(math.cos(math.pi / (n - 1)))
+        assert int(row.group(1).replace(",", "")) == math.ceil(need), (n, need)
+
+
+def test_lab_7_questions_name_only_what_the_student_kit_has():
+    text = (KIT_ROOT / "handouts/07-reduction-residual.md").read_text()
+    assert "atomic_add_double" not in text
+
+
+def test_the_reduction_tree_calls_last_only_the_last_ticket():
+    svg = (KIT_ROOT / "handouts/img/07-reduction-tree.svg").read_text()
+    assert "..." not in re.sub(r"\[2\] \+ \.\.\.", "", svg.replace("&#x2E;", "."))
+    assert "the tickets run 0 to 5; the block that draws ticket 5, the last (here block 2)" in svg
