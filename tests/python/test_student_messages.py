@@ -141,3 +141,17 @@ def test_every_handout_states_its_lab_s_rules_from_lab_json():
                 assert " ".join(rule["rule"].split()) in " ".join(block.group(1).split()), number
     lab2 = (KIT_ROOT / "handouts/02-shared-tiling.md").read_text()
     assert "requires at least one kernel or\n  device function to declare shared memory" not in lab2
+
+
+def test_the_notebook_tells_a_new_student_what_colab_and_kaggle_do():
+    """How to open it, that the runtime's files are wiped, the Python it needs, a newly uploaded kit,
+    apt without network, the reason of a summary line, and no IPython warning per lab."""
+    cells = json.loads((KIT_ROOT / "notebooks/colab.ipynb").read_text())["cells"]
+    text = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in cells)
+    assert "File > Upload notebook" in text and "File > Import Notebook" in text
+    assert "is wiped when the" in text and "drive.mount" in text
+    assert "sys.version_info < (3, 11)" in text
+    assert "a newer {archives[-1]} was uploaded" in text and "key=os.path.getmtime" in text
+    assert "could not install the Check library (no network?" in text and '"pkg-config"], env=env, check=True)' not in text
+    assert 'report.get("not_measured")' not in text and 'removeprefix("not measured: ")' in text
+    assert "display(HTML('<div><iframe" in text
