@@ -8,7 +8,8 @@
 #       the 130 MB folder does not travel), what the GPU machine needs besides the checkout.
 #
 #   bash tests/cuda12-gpu.sh grade SLUG [CUDA_ARCH ...]
-#       on the GPU, with build/cuda/12.4.tar.xz carried along: unpacks it (once), then for each
+#       on the GPU, with build/cuda/12.4.tar.xz carried along: unpacks it (once, into
+#       $STENCIL_CUDA12_DIR, default /tmp/stencil-cuda12, readable by the sandbox's user), then for each
 #       CUDA_ARCH word (default: 90 compute_70 compute_75 compute_80: machine code for sm_90, and
 #       PTX alone of 7.0, 7.5 and 8.0, which the driver JIT-compiles when the programs load) and
 #       each of reference and starter runs `make check IMPL=... CUDA_ARCH=...` with CUDA_HOME at
@@ -24,13 +25,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=$PWD
 python=${PYTHON:-python3}
-home=$kit/build/cuda/12.4
 archive=$kit/build/cuda/12.4.tar.xz
+# The grader runs the programs as an unprivileged user (base/sandbox.py), and they load libcudart.so.12
+# and libcupti.so.12 from the toolkit at run time: it is unpacked where every user can read it.
+unpacked=${STENCIL_CUDA12_DIR:-/tmp/stencil-cuda12}
+home=$unpacked/12.4
 runs=$kit/build/cuda12-gpu
 
 case ${1:-} in
 pack)
-    [[ -f $home/.complete ]] || { echo "cuda12-gpu.sh pack: no $home: run make cuda12 first" >&2; exit 2; }
+    [[ -f $kit/build/cuda/12.4/.complete ]] || { echo "cuda12-gpu.sh pack: no build/cuda/12.4: run make cuda12 first" >&2; exit 2; }
     tar -C "$kit/build/cuda" -cf - 12.4 | xz -6 -T0 > "$archive.tmp" && mv "$archive.tmp" "$archive"
     echo "carry build/cuda/12.4.tar.xz ($(du -h "$archive" | cut -f1))"
     ;;
@@ -41,7 +45,9 @@ grade)
     [[ ${#words[@]} -gt 0 ]] || words=(90 compute_70 compute_75 compute_80)
     if [[ ! -f $home/.complete ]]; then
         [[ -f $archive ]] || { echo "cuda12-gpu.sh: neither $home nor $archive: carry build/cuda/12.4.tar.xz" >&2; exit 2; }
-        tar -C "$kit/build/cuda" -xJf "$archive"
+        mkdir -p "$unpacked"
+        tar -C "$unpacked" -xJf "$archive"
+        chmod -R a+rX "$unpacked"
     fi
     export CUDA_HOME=$home
     unset NVCC
