@@ -41,11 +41,12 @@ test:
 	@py=$$(bash tests/install-deps.sh | tail -n 1) && \
 	  $(MAKE) --no-print-directory test-build test-unit cuda12 test-python PYTEST_PYTHON="$$py"
 
-# CUDA 12.9 from PyPI's wheels, in a virtual environment under build/cuda12/, for the build matrix
-# (tests/python/test_toolkits.py builds every lab with each toolkit for each architecture of
-# grader/toolkits.mk).  Without network the matrix's CUDA 12 tests are skipped, saying why.
+# CUDA 12.4 (Debian's nvcc, PyPI's runtime, headers and CUPTI) laid out in build/cuda/12.4, the
+# downloads kept in build/cuda/cache, for the build matrix (tests/python/test_toolkits.py builds
+# every lab with each toolkit for each architecture of its release in grader/toolkits.mk).
+# Without network the matrix's CUDA 12 tests are skipped, saying why.
 cuda12:
-	@bash tests/cuda12-toolkit.sh build/cuda12
+	@bash tests/cuda-toolkit.sh 12.4 build/cuda
 
 # Every lab's starter and reference must compile (for the local GPU, or several
 # architectures when there is none).

@@ -35,11 +35,14 @@ GRADE := $(PYTHON) $(KIT)/grader/grade.py
 # ---- the CUDA toolchain and the target architecture --------------------------------
 # One finder for make and the grader (grader/stencil_grader/base/toolkit.py): NVCC when set,
 # else CUDA_HOME/bin/nvcc when CUDA_HOME is set, else nvcc on PATH, else /usr/local/cuda/bin/nvcc.
-# It prints "NVCC CUDA_HOME MAJOR" ("-" for what it did not find).
+# It prints "NVCC CUDA_HOME RELEASE ROW" ("-" for what it did not find; ROW: the release's row of
+# toolkits.mk, 12.0 for CUDA 12.4).
 TOOLKIT := $(shell NVCC='$(NVCC)' CUDA_HOME='$(CUDA_HOME)' $(PYTHON) $(KIT)/grader/stencil_grader/base/toolkit.py make)
 NVCC := $(filter-out -,$(word 1,$(TOOLKIT)))
 CUDA_HOME := $(filter-out -,$(word 2,$(TOOLKIT)))
-CUDA_MAJOR := $(filter-out -,$(word 3,$(TOOLKIT)))
+CUDA_RELEASE := $(filter-out -,$(word 3,$(TOOLKIT)))
+CUDA_ROW := $(filter-out -,$(word 4,$(TOOLKIT)))
+CUDA_MAJOR := $(firstword $(subst ., ,$(CUDA_RELEASE)))
 CC ?= cc
 # CUPTI (the bench's launch audit) ships with the toolkit, in one of these places.
 CUPTI_INC := $(patsubst %/cupti.h,%,$(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h \
@@ -47,7 +50,7 @@ CUPTI_INC := $(patsubst %/cupti.h,%,$(firstword $(wildcard $(CUDA_HOME)/extras/C
 CUPTI_LIB := $(patsubst %/libcupti.so,%,$(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so \
                $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/lib/libcupti.so $(CUDA_HOME)/targets/*/lib/libcupti.so)))
 
-# The architectures each toolkit supports (ARCHS_CUDA12, ARCHS_CUDA13, ARCHS_NO_GPU).
+# The architectures each toolkit release supports (ARCHS_CUDA12.0, ..., ARCHS_NO_GPU).
 include $(KIT)/grader/toolkits.mk
 
 ifeq ($(origin CUDA_ARCH),undefined)
@@ -68,13 +71,13 @@ endif
 # driver compiles when the program loads (on any GPU of 9.0 or later).  Without a compute_
 # word, PTX of the last architecture is added.  Architectures below the toolkit's oldest are
 # left out, with one line saying why.
-TOOLKIT_ARCHS := $(ARCHS_CUDA$(CUDA_MAJOR))
+TOOLKIT_ARCHS := $(ARCHS_CUDA$(CUDA_ROW))
 ifneq ($(strip $(CUDA_ARCH)),)
 ifneq ($(TOOLKIT_ARCHS),)
-ARCH_TOO_OLD := $(foreach a,$(CUDA_ARCH),$(if $(shell test $(call _ARCH_STEM,$(a)) -lt $(firstword $(TOOLKIT_ARCHS)) && echo x),$(a)))
+ARCH_TOO_OLD := $(strip $(foreach a,$(CUDA_ARCH),$(if $(shell test $(call _ARCH_STEM,$(a)) -lt $(firstword $(TOOLKIT_ARCHS)) && echo x),$(a))))
 ifneq ($(ARCH_TOO_OLD),)
 ifndef MAKE_RESTARTS
-$(info lab.mk: $(strip $(addprefix sm_,$(patsubst compute_%,%,$(ARCH_TOO_OLD)))) left out: CUDA $(CUDA_MAJOR) builds for compute capability $(firstword $(TOOLKIT_ARCHS)) and later ($(ARCHS_CUDA$(CUDA_MAJOR)_BELOW)))
+$(info lab.mk: $(strip $(addprefix sm_,$(patsubst compute_%,%,$(ARCH_TOO_OLD)))) left out: CUDA $(CUDA_RELEASE) builds for compute capability $(firstword $(TOOLKIT_ARCHS)) and later ($(ARCHS_CUDA$(CUDA_MAJOR)_BELOW)))
 endif
 ifeq ($(strip $(filter-out $(ARCH_TOO_OLD),$(CUDA_ARCH))),)
 $(error lab.mk: no architecture left to build for: set CUDA_ARCH to one of $(TOOLKIT_ARCHS), or CUDA_HOME to a toolkit that supports yours)
@@ -124,9 +127,11 @@ SRC := $(firstword $(wildcard $(abspath $(IMPL))/$(LAB)/kernel.cu $(abspath $(IM
 IMPL_TAG := dir-$(subst /,_,$(patsubst /%,%,$(abspath $(IMPL))))
 endif
 
+# Where a missing kernel.cu's near misses are looked for (Kernel.cu, kernel.cu.txt, kernel (1).cu).
+SRC_FOLDERS := $(if $(filter starter reference,$(IMPL)),$(KIT)/$(IMPL)/$(LAB),$(abspath $(IMPL))/$(LAB) $(abspath $(IMPL)))
 BUILD_DIR ?= $(KIT)/build/$(LAB)/$(IMPL_TAG)
 # One harness library per toolkit and architecture list: another CUDA_HOME builds its own.
-HARNESS_DIR := $(KIT)/build/harness/cuda$(or $(CUDA_MAJOR),-unknown)-$(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
+HARNESS_DIR := $(KIT)/build/harness/cuda$(or $(CUDA_RELEASE),-unknown)-$(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
 HARNESS_LIB := $(HARNESS_DIR)/libharness.a
 
 # ---- flags -------------------------------------------------------------------------
@@ -143,6 +148,13 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS_KIT := -Xcompiler -fopenmp
 BENCH_LIBS := -L$(CUPTI_LIB) -lcupti -Xlinker -rpath=$(CUPTI_LIB)
+# nvcc links the CUDA runtime statically, from the toolkit's libcudart_static.a.  A toolkit
+# without one (laid out from Debian's compiler and PyPI's runtime: tests/cuda-toolkit.sh) links
+# its libcudart.so, found again at run time through the programs' RUNPATH; never a static runtime
+# of another toolkit that the linker's default folders hold.
+CUDART_LIB := $(firstword $(patsubst %/libcudart.so,%,$(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/lib/libcudart.so)))
+CUDART_LINK := $(if $(wildcard $(CUDA_HOME)/lib64/libcudart_static.a $(CUDA_HOME)/lib/libcudart_static.a \
+                 $(CUDA_HOME)/targets/*/lib/libcudart_static.a),,$(if $(CUDART_LIB),-cudart shared -L$(CUDART_LIB) -Xlinker -rpath=$(abspath $(CUDART_LIB))))
 
 # Everything in BUILD_DIR is rebuilt when the flags change (another CUDA_ARCH, DEBUG=1):
 # flags.stamp is rewritten only when its content would differ.
@@ -177,7 +189,8 @@ help:
 	@echo "make profile     why your kernel is slow: Nsight Compute's counters, ranked findings (no grade)"
 	$(if $(filter 1,$(KIND_HAS_SOLVER)),@echo "make solve       run your Jacobi solver on the model Poisson problem [N=33 (an N x N grid)] [REDUCTION=1e-5]")
 	@echo "make clean       remove this lab's build directory, build/$(LAB)"
-	@echo "variables: IMPL=starter|$(if $(HAVE_REFERENCE),reference|)DIR  SEED=N  CUDA_ARCH=90  DEBUG=1"
+	@echo "make print-build-dir   print where this build goes (BUILD_DIR; the handouts' ptxas.log, kernel.ptx, report.json)"
+	@echo "variables: IMPL=starter|$(if $(HAVE_REFERENCE),reference|)DIR  SEED=N  CUDA_ARCH=90  DEBUG=1  BUILD_DIR=DIR"
 
 # ---- grading -----------------------------------------------------------------------
 check: require-src
@@ -220,7 +233,8 @@ build: require-src require-nvcc require-check require-cupti $(BUILD_DIR)/check $
 
 require-src:
 	@$(if $(filter reference,$(IMPL)),$(if $(HAVE_REFERENCE),,echo "error: IMPL=reference: $(NO_REFERENCE_MSG)" >&2; exit 2))
-	@test -n "$(SRC)" -a -f "$(SRC)" || { echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(if $(filter starter reference,$(IMPL)),$(SRC),$(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu))" >&2; exit 2; }
+	@test -n "$(SRC)" -a -f "$(SRC)" || { near=$$(for d in $(SRC_FOLDERS); do find "$$d" -maxdepth 1 -type f \( -iname 'kernel*' -o -iname '*.cu' \) -printf '%f\n' 2>/dev/null; done | sort -u | paste -sd '|' | sed 's/|/, /g'); \
+	  echo "error: IMPL=$(IMPL): no kernel.cu found (looked for $(if $(filter starter reference,$(IMPL)),$(SRC),$(abspath $(IMPL))/$(LAB)/kernel.cu and $(abspath $(IMPL))/kernel.cu))$${near:+; found $$near: the file must be named kernel.cu}" >&2; exit 2; }
 
 require-nvcc:
 	@test -n "$(NVCC)" || { echo "kit error: no CUDA compiler: $$(NVCC='$(NVCC)' CUDA_HOME='$(CUDA_HOME)' $(PYTHON) $(KIT)/grader/stencil_grader/base/toolkit.py why)" >&2; exit 2; }
@@ -279,10 +293,10 @@ KIND_OBJS := $(foreach f,$(KIND_SOURCES),$(BUILD_DIR)/kind_$(basename $(f)).o)
 LAUNCH_WRAP := -Xlinker --wrap=__cudaPushCallConfiguration
 
 $(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
-	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
+	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) $(CUDART_LINK) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
 
 $(BUILD_DIR)/bench: $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
-	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
+	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) $(CUDART_LINK) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
 
 # ---- the harness library, once per architecture -------------------------------------
 # The lab-independent part: inputs, CPU references, comparison, the device side, the private
@@ -302,14 +316,6 @@ $(HARNESS_DIR)/device.o: $(KIT)/grader/harness/device.cu $(HEADERS) | $(HARNESS_
 
 $(HARNESS_LIB): $(HARNESS_OBJS)
 	ar rcs $@ $^
-
-# The lab's C side alone, which needs no nvcc: the harness's C files, the Check runner, the case
-# driver, the bench and the kind's C sources, compiled against CUDA_HOME's headers and CUPTI.
-# The build matrix checks a toolkit without nvcc so (tests/python/test_toolkits.py).
-.PHONY: c-objects
-c-objects: require-check require-cupti $(HARNESS_C:%=$(HARNESS_DIR)/%.o) $(BUILD_DIR)/check_runner.o \
-           $(BUILD_DIR)/lab_driver.o $(BUILD_DIR)/bench.o $(BUILD_DIR)/check_$(LAB_NUMBER).o \
-           $(foreach f,$(filter %.c,$(KIND_SOURCES)),$(BUILD_DIR)/kind_$(basename $(f)).o)
 
 # The harness alone (the top-level `make check` builds it once before building the labs in parallel).
 .PHONY: harness

@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from conftest import KIT_ROOT
-from stencil_grader.instructor import commands, figures, recordings, records, tour
+from stencil_grader.instructor import commands, figtables, figures, recordings, records, tour
 
 T0 = datetime.datetime(2026, 11, 23, 10, 0, tzinfo=datetime.timezone.utc)
 DEVICE = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132, "sm_clock_max_mhz": 1980.0,
@@ -217,18 +217,18 @@ def test_a_table_shows_the_rows_asked_for_with_speedups_over_the_rows_shown(tmp_
 
 def test_a_one_row_table_has_no_speedups(tmp_path):
     recs = figures.load_recordings(_data(tmp_path, t100_tour=_tour_record()))
-    body, missing, _ = figures.tour_table("t100/tour 2d rows=02/reference", recs)
+    body, missing, _ = figtables.tour_table("t100/tour 2d rows=02/reference", recs)
     assert missing == [] and "speed-up" not in body and "| lab 2 | 0.400 | 2500 | 0.83 |" in body
 
 
 def test_a_table_of_a_provisional_recording_says_so(tmp_path):
     recs = figures.load_recordings(_data(tmp_path, t100_tour=_tour_record(provisional=True, rows={"01/reference"})))
-    body, missing, _ = figures.tour_table("t100/tour 2d rows=01/reference,02/reference", recs)
+    body, missing, _ = figtables.tour_table("t100/tour 2d rows=01/reference,02/reference", recs)
     assert "Provisional: transcribed for a test" in " ".join(body.split())
     assert "| 02/reference |" + " not measured |" * 5 in body
     assert len(missing) == 1 and "has no row 02/reference in part 2d" in missing[0]
     with pytest.raises(figures.FiguresError, match="tables come from tour records"):
-        figures.tour_table("t100/check 2d", recs)
+        figtables.tour_table("t100/check 2d", recs)
 
 
 # ------------------------------------------------------------------ lab.json targets

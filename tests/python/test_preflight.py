@@ -168,3 +168,20 @@ def test_gpu_state_from_nvidia_smi(machine):
     assert state == gpus.GpuState(81000, 81559, False, ((17, "a b, c", 12),))
     assert gpus.gpu_state("GPU-other") is None
     assert gpus.driver_version() == "580.159.04"
+
+
+def pairs(found):
+    return [(f.level, f.message) for f in found]
+
+
+def test_the_refusal_names_the_release_that_builds_for_the_gpu():
+    """The toolkits.mk row of the toolkit's release, not its major: CUDA 12.4 has no Blackwell."""
+    ((level, message),) = pairs(preflight.architecture_findings("NVIDIA RTX PRO 6000", "12.0", "12.4"))
+    assert level == "refuse" and "newer than CUDA 12.4 builds for (7.0 to 9.0)" in message
+    assert "build with CUDA 12.8 or later: CUDA_HOME=/path/to/cuda-12.8" in message and "compute_90" in message
+    assert preflight.architecture_findings("NVIDIA RTX PRO 6000", "12.0", "12.4", cuda_arch="compute_90") == []
+    assert preflight.architecture_findings("NVIDIA RTX PRO 6000", "12.0", "12.8") == []
+    ((level, message),) = pairs(preflight.architecture_findings("Tesla V100", "7.0", "13.0"))
+    assert "build with CUDA 12.0 to 12.9" in message
+    ((level, message),) = pairs(preflight.architecture_findings("Tesla T4", "7.5", "11.8"))
+    assert level == "refuse" and "CUDA 11.8 is older than the kit supports (CUDA 12.0 and later" in message

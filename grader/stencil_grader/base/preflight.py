@@ -6,8 +6,10 @@ here with what to do about it, before minutes go into a build:
     refused (exit 2, one line)
       - a driver older than the toolkit: the driver supports CUDA up to X, the toolkit that
         builds the labs is Y; update the driver, or build with a toolkit of X's major release;
-      - a GPU below the toolkit's oldest architecture (grader/toolkits.mk): Volta with CUDA 13,
-        anything below 7.0 with every toolkit;
+      - a GPU outside the architectures of the toolkit's release (grader/toolkits.mk), with the
+        releases that build for it: Volta with CUDA 13 (CUDA 12.0 to 12.9), Blackwell with
+        CUDA 12.4 (12.8 or later; unless CUDA_ARCH is given), anything below 7.0 with every
+        toolkit; and a toolkit older than the kit supports (CUDA 11.8);
     warned (the grading goes on)
       - too little free GPU memory for a lab's bench grid: the bench scales the grid down (as
         bench.c's fit_grid does: halving the slowest dimension until the kind's arrays fit beside
@@ -78,24 +80,46 @@ def driver_findings(driver: int, release: str, driver_name: str | None, nvcc: st
     return []
 
 
-def architecture_findings(name: str, cc: str, release: str) -> list[Finding]:
-    """The GPU's compute capability ("7.0") against the toolkit's oldest architecture."""
+def _which_toolkits(number: int) -> str:
+    """The releases whose toolkits build for compute capability `number` (70: "CUDA 12.0 to 12.9";
+    120: "CUDA 12.8 or later"), "" for none."""
+    first, last = toolkit.first_release_for(number), toolkit.last_release_for(number)
+    if not first:
+        return ""
+    return f"CUDA {first} or later" if last == toolkit.rows()[-1] else f"CUDA {first} to {last}"
+
+
+def architecture_findings(name: str, cc: str, release: str, cuda_arch: str = "") -> list[Finding]:
+    """The GPU's compute capability ("7.0") against the architectures of the toolkit's release
+    ("12.4": grader/toolkits.mk's row), with the releases that build for it.  cuda_arch: the
+    CUDA_ARCH the build was given; when set, a GPU newer than the toolkit is no refusal (PTX of
+    an older architecture, compute_90, runs there)."""
     try:
         number = int(cc.replace(".", ""))
-        major = int(release.split(".")[0])
+        int(release.split(".")[0])
     except (ValueError, AttributeError):
         return []
-    oldest = toolkit.minimum_cc(major)
-    if oldest is None or number >= oldest:
+    archs = toolkit.architectures(release)
+    if number in archs:
         return []
-    others = [m for m in toolkit.toolkit_majors() if (toolkit.minimum_cc(m) or 999) <= number]
-    fix = (f"build with CUDA {others[-1]}: CUDA_HOME=/path/to/cuda-{others[-1]}.x make check" if others
+    which = _which_toolkits(number)
+    fix = (f"build with {which}: CUDA_HOME=/path/to/cuda-{toolkit.first_release_for(number)} make check" if which
            else "no CUDA toolkit the kit supports builds for it: use a GPU of compute capability "
-                f"{min(toolkit.minimum_cc(m) or 999 for m in toolkit.toolkit_majors()) / 10:.1f} or later "
+                f"{min(toolkit.minimum_cc(r) or 999 for r in toolkit.rows()) / 10:.1f} or later "
                 "(Colab and Kaggle lend a T4, 7.5)")
-    below = toolkit.below_note(major)
-    return [Finding("refuse", f"{name} is compute capability {cc}, and CUDA {release} builds for {oldest / 10:.1f} "
-                    f"and later{f' ({below})' if below else ''}: {fix}")]
+    if not archs:
+        return [Finding("refuse", f"CUDA {release} is older than the kit supports (CUDA {toolkit.oldest_release()} "
+                        f"and later; grader/toolkits.mk says why): {fix}")]
+    if number > archs[-1]:
+        if cuda_arch.strip():
+            return []
+        return [Finding("refuse", f"{name} is compute capability {cc}, newer than CUDA {release} builds for "
+                        f"({archs[0] / 10:.1f} to {archs[-1] / 10:.1f}): {fix}; or CUDA_ARCH=compute_{archs[-1]} "
+                        "make check builds PTX that the driver compiles for this GPU")]
+    below = toolkit.below_note(release) if number < archs[0] else ""
+    return [Finding("refuse", f"{name} is compute capability {cc}, and CUDA {release} builds for "
+                    f"{archs[0] / 10:.1f} and later{f' ({below})' if below else ''}"
+                    f"{'' if number < archs[0] else ' except this one'}: {fix}")]
 
 
 def bench_bytes(nx: int, ny: int, nz: int, kind: str, l2_bytes: int) -> int:
@@ -168,7 +192,9 @@ def check(labs=(), probe=None, state=None, osrelease: Path = OSRELEASE, environ=
     driver_name = gpus.driver_version()
     l2 = probe.l2_bytes or L2_BYTES_UNKNOWN
     needs = [(spec.lab, bench_bytes(spec.bench.nx, spec.bench.ny, spec.bench.nz, spec.api, l2)) for spec in labs]
-    found = (driver_findings(probe.driver, release, driver_name, nvcc) + architecture_findings(probe.name, probe.cc, release)
+    cuda_arch = (os.environ if environ is None else environ).get("CUDA_ARCH", "")
+    found = (driver_findings(probe.driver, release, driver_name, nvcc)
+             + architecture_findings(probe.name, probe.cc, release, cuda_arch)
              + memory_findings(state.memory_free_mib, needs) + process_findings(state.processes)
              + mig_findings(state.mig, probe.name) + wsl_findings(osrelease))
     return sorted(found, key=lambda f: f.level != "refuse")

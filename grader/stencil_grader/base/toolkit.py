@@ -11,12 +11,13 @@ same nvcc.  The rule (find_nvcc):
     4. /usr/local/cuda/bin/nvcc.
 
 The toolkit's folder (cuda_home) is CUDA_HOME, else the folder above nvcc's bin/.  Its release
-comes from `nvcc --version`, or, for a toolkit folder without nvcc (the CUDA 12 runtime and
-CUPTI wheels of PyPI that `make test` installs under build/), from CUDART_VERSION in its
+comes from `nvcc --version`, or, for a toolkit folder without nvcc, from CUDART_VERSION in its
 include/cuda_runtime_api.h.
 
 The architectures and drivers: grader/toolkits.mk, the one list (lab.mk includes it;
-architectures() and minimum_driver() read it here), compute capabilities without the dot (75 = 7.5), per CUDA major release.
+architectures() and minimum_driver() read it here), compute capabilities without the dot (75 = 7.5),
+per release row (a row holds from its release up to the next row of its major: CUDA 12.4 builds by
+the 12.0 row, which has no Blackwell) and, for drivers, per major release.
 
 Standard library only, no import of the kit: this file also runs as a script, before anything
 is built.
@@ -103,51 +104,93 @@ def release(nvcc: str | None = None, home: Path | None = None) -> str | None:
 
 
 def read_architectures(path: Path = TOOLKITS_FILE) -> dict[str, list[str]]:
-    """The variables of toolkits.mk: {"ARCHS_CUDA12": ["70", ...], ...} (make's `NAME := words`
+    """The variables of toolkits.mk: {"ARCHS_CUDA12.0": ["70", ...], ...} (make's `NAME := words`
     lines; comments and other lines ignored).  Raises OSError when the file cannot be read."""
     found = {}
     for line in Path(path).read_text().splitlines():
-        if m := re.match(r"^([A-Z0-9_]+)\s*:=\s*(.*?)\s*$", line):
+        if m := re.match(r"^([A-Z0-9_.]+)\s*:=\s*(.*?)\s*$", line):
             found[m.group(1)] = m.group(2).split()
     return found
 
 
-def architectures(major: int | str, path: Path = TOOLKITS_FILE) -> list[int]:
-    """The compute capabilities (75 = 7.5) the kit supports with CUDA `major`, oldest first;
-    [] for a release the file does not list."""
-    return [int(a) for a in read_architectures(path).get(f"ARCHS_CUDA{major}", [])]
+def _key(release: str) -> tuple[int, int]:
+    """"12.4" -> (12, 4); "12" -> (12, 999) (a major alone stands for its latest release)."""
+    major, _, minor = str(release).partition(".")
+    return int(major), int(minor) if minor else 999
+
+
+def rows(path: Path = TOOLKITS_FILE) -> list[str]:
+    """The release rows of toolkits.mk, oldest first: ["12.0", "12.8", "12.9", "13.0"]."""
+    found = [k.removeprefix("ARCHS_CUDA") for k in read_architectures(path) if re.fullmatch(r"ARCHS_CUDA\d+\.\d+", k)]
+    return sorted(found, key=_key)
+
+
+def row(release: str | int | None, path: Path = TOOLKITS_FILE) -> str | None:
+    """The row a toolkit of `release` ("12.4", or a major alone, 12: its latest) builds by: the
+    latest row of the same major not after it ("12.0" for "12.4"); None for a release older than
+    its major's first row, or of a major the file does not list (CUDA 11.8)."""
+    if release is None or release == "":
+        return None
+    try:
+        want = _key(str(release))
+    except ValueError:
+        return None
+    same = [r for r in rows(path) if _key(r)[0] == want[0] and _key(r) <= want]
+    return same[-1] if same else None
+
+
+def architectures(release: str | int, path: Path = TOOLKITS_FILE) -> list[int]:
+    """The compute capabilities (75 = 7.5) the kit supports with CUDA `release` ("12.4"; a major
+    alone, 12: its latest release), oldest first; [] for a release the file does not cover."""
+    found = row(release, path)
+    return [int(a) for a in read_architectures(path)[f"ARCHS_CUDA{found}"]] if found else []
 
 
 def toolkit_majors(path: Path = TOOLKITS_FILE) -> list[int]:
     """The CUDA major releases the file lists (12, 13)."""
-    return sorted(int(k.removeprefix("ARCHS_CUDA")) for k in read_architectures(path)
-                  if re.fullmatch(r"ARCHS_CUDA\d+", k))
+    return sorted({_key(r)[0] for r in rows(path)})
+
+
+def oldest_release(path: Path = TOOLKITS_FILE) -> str:
+    """The oldest release the kit supports, the first row ("12.0")."""
+    return rows(path)[0]
+
+
+def first_release_for(cc: int, path: Path = TOOLKITS_FILE) -> str | None:
+    """The oldest row whose toolkit builds for compute capability `cc` (120 -> "12.8"), or None."""
+    return next((r for r in rows(path) if cc in architectures(r, path)), None)
+
+
+def last_release_for(cc: int, path: Path = TOOLKITS_FILE) -> str | None:
+    """The newest row whose toolkit builds for `cc` (70 -> "12.9": Volta's last), or None."""
+    return next((r for r in reversed(rows(path)) if cc in architectures(r, path)), None)
 
 
 def minimum_driver(major: int | str, path: Path = TOOLKITS_FILE) -> str | None:
     """The oldest Linux driver that runs what CUDA `major` builds ("580.65.06"), or None."""
-    words = read_architectures(path).get(f"DRIVER_CUDA{major}")
+    words = read_architectures(path).get(f"DRIVER_CUDA{_key(str(major))[0]}")
     return words[0] if words else None
 
 
 def below_note(major: int | str, path: Path = TOOLKITS_FILE) -> str:
     """Why architectures below CUDA `major`'s oldest are not built (ARCHS_CUDA13_BELOW), or ""."""
-    return " ".join(read_architectures(path).get(f"ARCHS_CUDA{major}_BELOW", []))
+    return " ".join(read_architectures(path).get(f"ARCHS_CUDA{_key(str(major))[0]}_BELOW", []))
 
 
-def minimum_cc(major: int | str, path: Path = TOOLKITS_FILE) -> int | None:
-    """The oldest compute capability CUDA `major` builds for (75 for CUDA 13), or None."""
-    archs = architectures(major, path)
+def minimum_cc(release: int | str, path: Path = TOOLKITS_FILE) -> int | None:
+    """The oldest compute capability CUDA `release` builds for (75 for CUDA 13), or None."""
+    archs = architectures(release, path)
     return archs[0] if archs else None
 
 
 def make_words(environ=None) -> str:
-    """What lab.mk reads: 'NVCC CUDA_HOME MAJOR' on one line, '-' for what was not found."""
+    """What lab.mk reads: 'NVCC CUDA_HOME RELEASE ROW' on one line (ROW: toolkits.mk's row of
+    the release, "12.0" for "12.4"), '-' for what was not found."""
     env = os.environ if environ is None else environ
     nvcc = find_nvcc(env)
     home = cuda_home(env, nvcc)
     found = release(nvcc, home)
-    return " ".join([nvcc or "-", str(home) if home else "-", found.split(".")[0] if found else "-"])
+    return " ".join([nvcc or "-", str(home) if home else "-", found or "-", row(found) or "-"])
 
 
 def main(argv: list[str]) -> int:

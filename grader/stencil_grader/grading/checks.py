@@ -12,8 +12,8 @@ MAX_REPORTED = 20
 class StaticCheck:
     """One static check.
 
-    status: "pass", "fail" or "skipped"; severity: what a failure costs,
-    "forbidden" (lab gets 0, not run) or "constraint" (performance gets 0).
+    status: "pass", "fail", "skipped" or "warn" (a note); severity: what a failure costs,
+    "forbidden" (lab gets 0, not run), "constraint" (performance gets 0) or "note" (nothing).
     details: one line per finding ("line 12: cudaMemcpy: memory copy: ...").
     """
 

@@ -53,7 +53,7 @@ MAX_FAILED_SHOWN = 50
 MAX_OUTPUT_CHARS = 20000
 _COORD = re.compile(r"\(x=-?\d+, y=-?\d+(?:, z=-?\d+)?\)")
 _OK = ("pass", "ok")
-_SLOW = ("slow", "not_measured", "not_run", "skipped")
+_SLOW = ("slow", "not_measured", "not_run", "skipped", "warn")
 #: Keys of report["performance"]["target"] the page shows by name; any other is listed as it is.
 _TARGET_KEYS = ("table", "note", "floor", "target", "calibrated", "reference_ratio")
 

@@ -66,14 +66,19 @@ def next_step(report: dict) -> tuple[str, str, str]:
             f"{_sentence(without_prefix(line).splitlines()[0]) if line else ''} Grade again; if it fails the same "
             "way, tell your instructor (with the report).").strip()
     if verdict == "forbidden":
-        failed = [s for s in report.get("static") or [] if s.get("status") != "pass"]
+        failed = [s for s in report.get("static") or [] if s.get("status") == "fail"]
         what = (failed[0].get("details") or [failed[0].get("message")])[0] if failed else (messages or [""])[0]
         return "bad", "Your file uses something a kernel file may not, so it was not run.", (
             f"{_sentence(what)} Remove it (the static checks list every use), then run make check again.")
     if verdict == "not_measured":
         built = (report.get("build") or {}).get("outcome") == "ok"
         why = without_prefix(gpu.get("message") or p.get("message") or c.get("message") or (messages or [""])[0])
-        where = ("Your file built and passed the static checks. " if built else "")
+        failed = "; ".join(f"{s.get('name')}: {s.get('message')}" for s in report.get("static") or []
+                           if s.get("status") == "fail")
+        notes = " ".join(_sentence(d) for s in report.get("static") or [] if s.get("status") == "warn"
+                         for d in s.get("details") or [s.get("message")])
+        where = ("" if not built else f"Your file built, but a static check failed ({failed}): fix that first. "
+                 if failed else "Your file built and passed the static checks. ") + (f"Note: {notes} " if notes else "")
         todo = ("Run make check on a machine with an NVIDIA GPU for a grade."
                 if gpu.get("status") == "no_gpu" else "Run make check again once that is fixed.")
         return "warn", "No grade yet: correctness and bandwidth were not measured.", f"{where}Why: {_sentence(why)} {todo}"

@@ -23,7 +23,7 @@ from .. import KIT_ROOT, __version__
 from ..base.files import display_path
 from . import score
 from .build import BUILD_LOG, make_path_problem
-from .nextstep import next_step
+from .nextstep import next_step, without_prefix
 from .pipeline import LabRun
 
 FIRST_FAILURES = 3
@@ -307,9 +307,14 @@ def _output_lines(text: str) -> list[str]:
     return ["  output of your code (its printf, from the correctness and timing runs):"] + shown + more
 
 
-def _not_measured(stage_name: str, stage: dict, colour: bool) -> str:
-    """The plain line of a stage that was not measured: "correctness: not measured (no GPU: ...)"."""
+def _not_measured(stage_name: str, stage: dict, colour: bool, gpu: dict | None = None) -> str:
+    """The plain line of a stage that was not measured: "correctness: not measured (no GPU: ...)".
+    Without a GPU, the probe's message (CUDA's own words) is left to the closing "next:" line,
+    which says it once."""
     reason = stage["message"].removeprefix("not measured: ")
+    said = without_prefix((gpu or {}).get("message"))
+    if (gpu or {}).get("status") == "no_gpu" and said and said in reason:
+        reason = reason.replace(said, "no GPU, see next")
     return f"  {stage_name}: {paint('not measured', colour)} ({reason}), {_pts(stage)} points"
 
 
@@ -330,7 +335,7 @@ def _case_line(case: dict) -> str:
 def _correctness_lines(report: dict, colour: bool) -> list[str]:
     c = report["correctness"]
     if c["verdict"] == "not_measured":
-        return [_not_measured("correctness", c, colour)]
+        return [_not_measured("correctness", c, colour, report.get("gpu"))]
     if c["total"] is None:
         return [_row("correctness", c["verdict"], f"{_pts(c)}  {c['message']}", colour)]
     status = "pass" if c["verdict"] == "pass" else c["verdict"]
@@ -358,7 +363,7 @@ def _correctness_lines(report: dict, colour: bool) -> list[str]:
 def _performance_lines(report: dict, colour: bool) -> list[str]:
     p = report["performance"]
     if p["verdict"] == "not_measured":
-        lines = [_not_measured("performance", p, colour)]
+        lines = [_not_measured("performance", p, colour, report.get("gpu"))]
     else:
         lines = [_row("performance", p["verdict"], f"{_pts(p)}  {p['message']}", colour)]
     data = p.get("bench")

@@ -1,14 +1,18 @@
 """The lexical rules on the student's source: the few that give a better message than a symbol can.
 
 Read after C/C++ comments and string/char literals are blanked out (strip_source):
-`#include` of the harness (forbidden); and, as an early friendly message only (a
-"signal", which costs nothing), a copy to the host named on its line, a
-cudaMemcpy*Async whose direction is not named, a #define of a cudaMemcpy name: where
-copies really go is judged at run time on what the launch audit saw (launches.py,
-"host memory"), whatever names the source uses.  None of them matches a name a
-student may choose (`cpu_count` passes).  The authority on what the file calls is
-the compiled object (symbols.py); the lab's own forbidden identifiers (lab.json
-constraints.forbidden_calls) are checked there, once.
+`#include` of the harness (forbidden, "source rules", check_source); and, as an early
+friendly message only (a "signal", which costs nothing), a copy to the host named on its
+line, a cudaMemcpy*Async whose direction is not named, a #define of a cudaMemcpy name:
+where copies really go is judged at run time on what the launch audit saw (launches.py,
+"host memory"), whatever names the source uses.  None of them matches a name a student
+may choose (`cpu_count` passes).  The authority on what the file calls is the compiled
+object (symbols.py, "linked symbols"); the lab's own forbidden identifiers (lab.json
+constraints.forbidden_calls) are checked there, once: this check names no call as allowed.
+
+Two notes cost nothing and need no GPU (check_notes, status "warn"): a TODO(labNN) of the
+starter still in the file, and a block of constant size over the 1024 threads a CUDA
+block may hold (the launch would fail with "invalid configuration argument").
 """
 
 from __future__ import annotations
@@ -149,9 +153,9 @@ def lexical_findings(src: str) -> list[tuple[int, str, str]]:
 
 
 def check_source(source: Path) -> StaticCheck:
-    """The "forbidden calls" check of one student file (the lexical rules above): severity
+    """The "source rules" check of one student file (the lexical rules above): severity
     "forbidden" when the harness is included, else "signal" (the copies' early message)."""
-    name = "forbidden calls"
+    name = "source rules"
     try:
         src = Path(source).read_text(encoding="utf-8", errors="replace")
     except OSError as err:
@@ -159,7 +163,9 @@ def check_source(source: Path) -> StaticCheck:
                            f"cannot read the student file {source}: {err.strerror or err}")
     findings = lexical_findings(src)
     if not findings:
-        return StaticCheck(name, "pass", "forbidden", f"none in {Path(source).name}")
+        return StaticCheck(name, "pass", "forbidden", f"no copy to the host, copy of unnamed direction, #define of a "
+                           f"cudaMemcpy name or harness include in {Path(source).name} (the calls it makes: "
+                           "linked symbols)")
     details = [f"line {line}: {what}: {why}" for line, what, why in findings[:MAX_REPORTED]]
     if len(findings) > MAX_REPORTED:
         details.append(f"... and {len(findings) - MAX_REPORTED} more")
@@ -171,3 +177,95 @@ def check_source(source: Path) -> StaticCheck:
     return StaticCheck(name, "fail", "forbidden",
                        f"{len(findings)} forbidden use(s) in {Path(source).name}; the lab is not run",
                        details)
+
+
+# ---------------------------------------------------------------- notes (no grade)
+
+MAX_THREADS_PER_BLOCK = 1024
+_TODO = re.compile(r"\bTODO\((lab\d\d)\)")
+_CONSTANT = re.compile(r"^[ \t]*(?:#[ \t]*define[ \t]+(\w+)[ \t]+\(?(\d+)[uU]?\)?[ \t]*$"
+                       r"|(?:static[ \t]+)?(?:constexpr|const)[ \t]+(?:unsigned[ \t]+)?(?:int|unsigned)[ \t]+(\w+)"
+                       r"[ \t]*=[ \t]*(\d+)[uU]?[ \t]*;)", re.MULTILINE)
+_DIM3_DECL = re.compile(r"\bdim3[ \t]+(\w+)[ \t]*(?:=[ \t]*dim3[ \t]*)?[({]([^(){};]*)[)}]")
+_LAUNCH = re.compile(r"<<<")
+
+
+def _constant_value(expr: str, constants: dict[str, int]) -> int | None:
+    """A product of integer literals and named constants ("32 * TILE"), or None."""
+    value = 1
+    for factor in expr.split("*"):
+        factor = factor.strip().rstrip("uU")
+        if factor.isdigit():
+            value *= int(factor)
+        elif factor in constants:
+            value *= constants[factor]
+        else:
+            return None
+    return value
+
+
+def _threads(args: str, constants: dict[str, int]) -> int | None:
+    """The threads of dim3(args) (each argument constant), or None."""
+    sizes = [_constant_value(a, constants) for a in args.split(",")] if args.strip() else [None]
+    if any(v is None for v in sizes):
+        return None
+    total = 1
+    for v in sizes:
+        total *= v
+    return total
+
+
+def block_size_findings(src: str) -> list[tuple[int, int]]:
+    """(line, threads) for each launch whose block has a constant size over 1024 threads: the
+    second argument of <<<...>>>, a literal, a named constant (#define, const or constexpr int),
+    dim3(...) of those, or a dim3 variable declared with them."""
+    _, bare = strip_source(src)
+    constants = {}
+    for m in _CONSTANT.finditer(bare):
+        constants[m.group(1) or m.group(3)] = int(m.group(2) or m.group(4))
+    blocks = {m.group(1): _threads(m.group(2), constants) for m in _DIM3_DECL.finditer(bare)}
+    found = []
+    for m in _LAUNCH.finditer(bare):
+        config = bare[m.end():bare.find(">>>", m.end())]
+        parts, depth, start = [], 0, 0
+        for i, ch in enumerate(config):
+            depth += ch == "("
+            depth -= ch == ")"
+            if ch == "," and depth == 0:
+                parts.append(config[start:i])
+                start = i + 1
+        parts.append(config[start:])
+        if len(parts) < 2:
+            continue
+        block = parts[1].strip()
+        if inner := re.fullmatch(r"dim3[ \t]*\((.*)\)", block, re.DOTALL):
+            threads = _threads(inner.group(1), constants)
+        elif block in blocks:
+            threads = blocks[block]
+        else:
+            threads = _constant_value(block, constants)
+        if threads is not None and threads > MAX_THREADS_PER_BLOCK:
+            found.append((_line_of(bare, m.start()), threads))
+    return found
+
+
+def check_notes(source: Path) -> StaticCheck | None:
+    """The "notes" of one student file (module docstring), status "warn"; None when there are
+    none or the file cannot be read (check_source says so)."""
+    try:
+        src = Path(source).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    details = []
+    todos = [(_line_of(src, m.start()), m.group(1)) for m in _TODO.finditer(src)]
+    if todos:
+        lines = ", ".join(str(line) for line, _ in todos[:MAX_REPORTED])
+        details.append(f"TODO({todos[0][1]}) still on line{'s' if len(todos) > 1 else ''} {lines}: the starter's "
+                       "unfinished parts; its correctness cases fail until they are done")
+    for line, threads in block_size_findings(src):
+        details.append(f"line {line}: a block of {threads} threads: a CUDA block holds at most "
+                       f"{MAX_THREADS_PER_BLOCK}, so this launch fails (invalid configuration argument)")
+    if not details:
+        return None
+    return StaticCheck("notes", "warn", "note", f"{len(details)} thing(s) to fix in {Path(source).name} "
+                       "before a GPU grades it", details)

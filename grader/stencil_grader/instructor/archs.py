@@ -9,8 +9,9 @@ is not one.  `grade.py record-check` records each such run (a check record); thi
 several of them together as one record of kind "archs" (records.RECORD_FORMAT), for
 handouts/data/SLUG/archs.json:
 
-    builds   [{label, cuda_arch, cuda}]: each run's build (LABEL, e.g. compute_75), the CUDA_ARCH
-             it was made with, and the CUDA release that built it
+    builds   [{label, cuda_arch, cuda}]: each build (LABEL, e.g. compute_75), the CUDA_ARCH
+             it was made with, and the CUDA release that built it; once for the runs of several
+             impls built so (tests/cuda12-gpu.sh grades reference and starter per build)
     rows     every row of every run, its id "NN/impl@LABEL" (e.g. "08/reference@compute_75") and
              its "build" (LABEL); the rest as in a check record
 
@@ -43,7 +44,9 @@ def record_archs(runs: list[tuple[str, dict]]) -> dict:
         if (run.get("device") or {}).get("name") != first["device"]["name"]:
             raise ArchsError(f"{label}: graded on {run['device'].get('name')}, not {first['device']['name']}: "
                              "one record holds one GPU's runs")
-        record["builds"].append({"label": label, "cuda_arch": label, "cuda": (run.get("device") or {}).get("cuda")})
+        build = {"label": label, "cuda_arch": label, "cuda": (run.get("device") or {}).get("cuda")}
+        if build not in record["builds"]:
+            record["builds"].append(build)
         for row in run.get("rows") or []:
             record["rows"].append(dict(row, id=f"{row['id']}@{label}", build=label))
     record["copy_gbps"] = median_or_none(row.get("copy_gbps") for row in record["rows"])

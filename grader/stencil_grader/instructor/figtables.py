@@ -1,5 +1,7 @@
 """The tables of the tour's parts that the handouts and README.md show: `<!-- figures SLUG/tour PART
-[rows=ID,...] -->` markers (figures.py), rendered from a recorded tour with a caption naming the run.
+[rows=ID,...] -->` markers (figures.py), rendered from a recorded tour with a caption naming the run;
+and each handout's rules, `<!-- figures lab/NN rules -->`, rendered from labs/NN-*/lab.json's
+constraints (rules_text), so that "How it is graded" says what the grader judges.
 
     tour_table(spec, recs) -> (text, why-missing notes, record)
     provenance(record) -> str       "NVIDIA H100 80GB HBM3 (compute capability 9.0, ...), 2026-11-25"
@@ -112,3 +114,49 @@ def provenance(record: Record) -> str:
     inside = ", ".join(facts) + ("; " if facts and soft else "") + ", ".join(soft)
     day = record.data.get("date")
     return f"{d['name']}" + (f" ({inside})" if inside else "") + (f", {day}" if day else "")
+
+
+# ---------------------------------------------------------------- the rules of a lab, from lab.json
+
+#: What the grader judges for each rule without a sentence of its own in lab.json.
+NO_DIV_REM_RULE = ("No kernel your launcher starts executes an integer division or remainder (a `div` or `rem` "
+                   "instruction of any integer width in the machine code the driver loaded): wrap indices with "
+                   "compares and adds. Floating-point division, division by a constant the compiler turns into "
+                   "a multiply, and host code are not counted; the report lists each instruction found.")
+SHARED_MEMORY_RULE = "At least one kernel your launcher starts reads shared memory."
+
+
+def rules_text(number: str, kit_root) -> str:
+    """The body of `<!-- figures lab/NN rules -->`: one bullet per rule of labs/NN-*/lab.json's
+    constraints, in the words the grader judges it by (each rule's own sentence where lab.json
+    has one), and what failing one costs.  Raises FiguresError."""
+    from .recordings import lab_json
+    _, raw = lab_json(number, kit_root)
+    c = raw.get("constraints") or {}
+    performance = (raw.get("points") or {}).get("performance")
+    rules = []
+    if c.get("shared_tile"):
+        rules.append(("the shared-memory tile", c["shared_tile"]["rule"]))
+    elif c.get("shared_memory"):
+        rules.append(("shared memory", SHARED_MEMORY_RULE))
+    if c.get("no_div_rem"):
+        rules.append(("no integer division", NO_DIV_REM_RULE))
+    if c.get("grid_storage"):
+        rules.append((f"{c['grid_storage']['type']} storage", c["grid_storage"]["rule"]))
+    if c.get("forbidden_calls"):
+        rules.append(("this lab's forbidden calls", "Your file calls none of " +
+                      ", ".join(f"`{n}`" for n in c["forbidden_calls"]) + "."))
+    lines = [textwrap.fill(f"- **Rule: {name}.** {rule}", 114, subsequent_indent="  ") for name, rule in rules]
+    cost = (f"- **What a rule costs.** Each rule is judged on what ran (the machine code the driver loaded and the launches the bench "
+            f"audited), never on what the file declares; failing one costs the {performance} performance points, "
+            "and correctness still runs and counts (`constraints` in `lab.json`; the report's static checks and "
+            "launches say what was seen).")
+    return "\n".join(lines + [textwrap.fill(cost, 114, subsequent_indent="  ")]) + "\n"
+
+
+def block(spec: str, recs: Recordings, kit_root) -> tuple[str, list[str], Record | None]:
+    """A block marker's body: `lab/NN rules` (rules_text) or a tour table (tour_table)."""
+    tokens = spec.split()
+    if len(tokens) == 2 and tokens[0].startswith("lab/") and tokens[1] == "rules":
+        return rules_text(tokens[0][4:], kit_root), [], None
+    return tour_table(spec, recs)

@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
-from .figtables import tour_table
+from .figtables import block
 from .recordings import (DATA_DIR, MISSING_TEXT, FiguresError, Record, Recordings, consistency, lab_json as _lab_json,
                          load_recordings, shown as _shown)
 from .tuning import tuning_path
@@ -363,12 +363,13 @@ def rewrite_text(text: str, shown: str, recs: Recordings, result: Result, kit_ro
                                  f"Markdown reads as an HTML block: put a word before it on the same line")
         if m.re is _BLOCK:
             try:
-                new, missing, record = tour_table(m.group("spec"), recs)
+                new, missing, record = block(m.group("spec"), recs, kit_root)
             except FiguresError as err:
                 result.errors.append(f"{shown}:{line}: <!-- figures {m.group('spec')} -->: {err}")
                 continue
             where = m.span("body")
-            place = Place(shown, line, m.group("spec"), m.group("body"), new, missing, {record.shown})
+            place = Place(shown, line, m.group("spec"), m.group("body"), new, missing,
+                          {record.shown} if record else set())
         else:
             try:
                 fig = figure(m.group("spec"), recs, kit_root)

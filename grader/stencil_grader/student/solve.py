@@ -210,7 +210,7 @@ def summary(data: dict, every: int | None = None) -> str:
                      f"cos(pi h) = {cos_ph:.6f}, difference {value - cos_ph:+.1e}")
     need = sweeps_for(data["reduction"], cos_ph)
     lines.append(f"  at cos(pi h) a reduction by {data['reduction']:g} takes ln R / ln cos(pi h) = "
-                 f"{need:.0f} sweeps, about 2 ln(1/R) / (pi h)^2 = {need * h * h:.2f} / h^2: O(1/h^2)")
+                 f"{math.ceil(need) if math.isfinite(need) else need} sweeps (rounded up: the last one reaches it), about 2 ln(1/R) / (pi h)^2 = {need * h * h:.2f} / h^2: O(1/h^2)")
     err, disc = data["max_error"], data["discretisation_error"]
     lines.append(f"  max |u - u*| = {err:.3e} against u* = -sin(pi x) sin(pi y); the 5-point "
                  f"Laplacian's own error at h = 1/{n - 1} is {disc:.3e}"

@@ -87,13 +87,13 @@ def reduction_tree(kit: Path) -> Canvas:
         c.text(x + 43, gy + 46, f"g_partials[{b}]", size=10, anchor="middle", family=MONO)
         c.text(x + 43, gy + 70, f"ticket {t}", size=11, anchor="middle", fill=VERMILION if last_one else MUTED)
         c.arrow(x + 43, gy + 76, x0 + len(tickets) * pw / 2 - 50 + b * 20, gy + 110, stroke=GREY, sw=0.9, head=5)
-    c.text(x0 + len(tickets) * pw + 4, gy + 46, "...", size=13)
     fx = x0 + len(tickets) * pw / 2 - 150
     c.rect(fx, gy + 112, 300, 24, fill=tint(ORANGE, 0.5), rx=3)
     c.text(fx + 150, gy + 128, "the last ticket: [0] + [1] + [2] + ... in index order", size=12, anchor="middle")
-    c.text(24, gy + 160, "The block that draws the last ticket (here block 2) adds the partials by the same tree, "
-                         "writes *d_result", size=12)
-    c.text(24, gy + 176, "and resets the counter.", size=12)
+    last = len(tickets) - 1
+    c.text(24, gy + 160, f"In this grid of {len(tickets)} blocks the tickets run 0 to {last}; the block that draws "
+                         f"ticket {last}, the last (here block {tickets.index(last)}),", size=12)
+    c.text(24, gy + 176, "adds the partials by the same tree, writes *d_result and resets the counter.", size=12)
     c.text(24, gy + 194, "Which block is last varies from run to run; the order of the additions does not.",
            size=12, fill=MUTED)
     return c
