@@ -121,15 +121,15 @@ fi
 
 # cuobjdump: the lab rules read the machine code of the linked programs with it (grading/sass.py).
 # It ships with every CUDA toolkit; a toolkit installed without it (an nvcc alone, as on the CI
-# machine) gets PyPI's nvidia-cuda-cuobjdump in build/cuobjdump, which the Makefile hands the tests
-# as CUOBJDUMP.  Without it the tests that build real labs are skipped and say why.
+# machine) gets PyPI's nvidia-cuda-cuobjdump in build/cuobjdump, with nvidia-cuda-nvdisasm beside it
+# (cuobjdump -sass runs nvdisasm from its own folder), which the Makefile hands the tests as CUOBJDUMP.  Without it the tests that build real labs are skipped and say why.
 toolkit_bin=$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")
 cuobjdump_deps=$kit/build/cuobjdump
 if [[ ! -x $toolkit_bin/cuobjdump ]] && ! command -v cuobjdump >/dev/null 2>&1 \
-        && ! compgen -G "$cuobjdump_deps/nvidia/*/bin/cuobjdump" >/dev/null && [[ -n $py ]]; then
+        && ! compgen -G "$cuobjdump_deps/nvidia/*/bin/nvdisasm" >/dev/null && [[ -n $py ]]; then
     echo "installing cuobjdump (nvidia-cuda-cuobjdump) into $cuobjdump_deps" >&2
     "$py" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
-        --target "$cuobjdump_deps" 'nvidia-cuda-cuobjdump==13.*' >&2 \
+        --upgrade --target "$cuobjdump_deps" 'nvidia-cuda-cuobjdump==13.*' 'nvidia-cuda-nvdisasm==13.*' >&2 \
         || echo "install-deps.sh: could not install nvidia-cuda-cuobjdump: the real-build tests will be skipped" >&2
 fi
 
