@@ -181,6 +181,17 @@ def test_a_kernel_the_machine_code_lacks_cannot_pass(lab2):
     assert check.status == "fail" and "is not in the machine code of kernel.cu (sm_90)" in check.message
 
 
+def test_a_kernel_two_elfs_of_one_architecture_define_cannot_pass(lab2):
+    """A second fat binary put in .nv_fatbin by hand, whose `plain` reads a tile: cuobjdump lists
+    it beside nvcc's, and which of the two the driver loads cannot be told from the listing."""
+    text = (DATA / "program.sass").read_text()
+    body = text[text.index(f"Function : {TILE_READ}"):]
+    forged = "Fatbin elf code:\narch = sm_90\n\t\t" + body[:body.index("Function :", 12)].replace(TILE_READ, PLAIN)
+    code = launches.Code(sass.parse_sass(text + forged, "/tmp/data/harness")[90], "sm_90")
+    check = launches.tile_check(lab2, dict(bench(launched(PLAIN, 4096)), nz=1), code)
+    assert check.status == "fail" and "is not in the machine code of kernel.cu once (sm_90)" in check.message
+
+
 def test_the_tile_rule_needs_the_audit(lab2):
     check = launches.tile_check(lab2, dict(bench(status="unavailable"), nz=1), CODE)
     assert check.status == "skipped" and check.message.startswith("not verified")

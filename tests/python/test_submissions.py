@@ -78,6 +78,13 @@ MAX_CHANGED_LINES = {
     "04-max-smem/fixed_point_24": 2,                        # STORE_FIXED 1
     "06-register-tiling/three_planes_declared_1024": 6,     # a smaller tile, 1024 threads declared
     "07-reduction-residual/atomic_above_bench_size": 27,    # atomics above the Check grids
+    # an attack on the machine-code rules or the audit: its base plus the attack
+    "02-shared-tiling/audit_table_filled": 26,              # lab 1's kernel, 255 sets and the sweep on the first call
+    "02-shared-tiling/graph_launch": 14,                    # the sweep as a graph's node
+    "05-z-coarsening/ptx_forged_entry": 12,                 # the forged .entry in a comment, dynamic smem
+    "06-register-tiling/audit_table_filled": 20,            # the filler, 256 grids on the first call
+    "07-reduction-residual/atomic_rounded_to_float": 16,    # atomicAdd(double), rounded to float
+    "07-reduction-residual/host_sum_unnamed_copy": 14,      # copies with cudaMemcpyDefault, the host sum
     # a known-good design, renamed into a forbidden one
     "01-naive-5pt/extern_c_named_step": 5,                  # the kernel named step, and its comment
 }

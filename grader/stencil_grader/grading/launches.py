@@ -183,8 +183,14 @@ class Code:
     kernels: dict[str, sass.SassFunction]
     elf: str                            # "sm_90", or why there is none
 
+    def get(self, name: str) -> sass.SassFunction | None:
+        """The kernel's code, or None when it has none, or more than one (sass.SassFunction.copies)."""
+        fn = self.kernels.get(name)
+        return fn if fn and fn.copies == 1 else None
+
     def missing(self, name: str) -> str:
-        return (f"kernel {kernel_label(name)} was launched but is not in the machine code of kernel.cu "
+        once = " once" if name in self.kernels else ""
+        return (f"kernel {kernel_label(name)} was launched but is not in the machine code of kernel.cu{once} "
                 f"({self.elf}): the audit cannot match it to the code that ran")
 
 
@@ -192,7 +198,7 @@ def _launched(data: dict, code: Code) -> list[_Kernel]:
     kernels = []
     for x in _kernels(data):
         grid, _, threads, used = _shape(x)
-        fn = code.kernels.get(x["name"])
+        fn = code.get(x["name"])
         kernels.append(_Kernel(x, grid, threads, used, fn, (sass.widest_global_load(fn) if fn else 4) or 4,
                                kernel_label(x["name"])))
     return kernels
@@ -278,7 +284,7 @@ def _code_rule(data: dict, code: Code, launchers: set[str] | None, finder) -> tu
     found = []
     for x in _kernels(data):
         if launchers is None or x.get("launcher") in launchers:
-            fn = code.kernels.get(x["name"])
+            fn = code.get(x["name"])
             found += [code.missing(x["name"])] if fn is None else [f"{fn.where(o)}: {op}" for o, op in finder(fn)]
     return list(dict.fromkeys(found)), f"launched kernel ({code.elf})"
 

@@ -13,7 +13,8 @@ of kernel.cu or on the text of kernel.ptx (grader/README.md, section 6):
   them in the kernel's own section).
 - A launched kernel is matched by the mangled name that CUPTI gave the audit (launches.py) to
   the function of that name in the student's ELF for the architecture that ran
-  (for_device): one the student's machine code lacks was loaded some other way, and fails.
+  (for_device): one the student's machine code lacks was loaded some other way, and fails; so does
+  one that two ELFs of that architecture define (a fat binary put in `.nv_fatbin` by hand).
 
 What each rule reads of an instruction (its opcode and dot-separated modifiers):
 
@@ -60,12 +61,14 @@ class SassError(RuntimeError):
 
 @dataclass
 class SassFunction:
-    """One kernel of one ELF: its mangled name, architecture (90 for sm_90) and instructions
-    as (offset, opcode with modifiers, operands)."""
+    """One kernel of one architecture: its mangled name, architecture (90 for sm_90), instructions
+    as (offset, opcode with modifiers, operands), and how many ELFs of that architecture define it
+    (more than one: which the driver loads is not known, and the instructions are those of all)."""
 
     name: str
     arch: int
     instructions: list[tuple[int, str, str]] = field(default_factory=list)
+    copies: int = 1
 
     def where(self, offset: int) -> str:
         return f"{kernel_label(self.name)}, sm_{self.arch} offset 0x{offset:04x}"
@@ -85,7 +88,10 @@ def parse_sass(text: str, harness: Path = HARNESS) -> dict[int, dict[str, SassFu
         elif m := _IDENTIFIER.match(line):
             ours = harness not in Path(os.path.abspath(m.group(1))).parents
         elif ours and (m := _FUNCTION.match(line)):
-            fn = code.setdefault(arch, {}).setdefault(m.group(1), SassFunction(m.group(1), arch))
+            if fn := code.setdefault(arch, {}).get(m.group(1)):
+                fn.copies += 1
+            else:
+                fn = code[arch][m.group(1)] = SassFunction(m.group(1), arch)
         elif fn is not None and (m := _INSTRUCTION.match(line)):
             fn.instructions.append((int(m.group(1), 16), m.group(2), m.group(3).strip()))
     return code
