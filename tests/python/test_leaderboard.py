@@ -1,4 +1,4 @@
-"""The class leaderboard (classes/leaderboard.py; issue 29): who opted in, under a pseudonym, ranked
+"""The class leaderboard (classes/leaderboard.py): who opted in, under a pseudonym, ranked
 by the ratio to copy bandwidth, only correct labs without a failed check, one board per GPU model;
 and the Gradescope `leaderboard` entries.
 

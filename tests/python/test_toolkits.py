@@ -1,4 +1,4 @@
-"""The CUDA toolkits and GPU architectures the kit supports (issues 25 and 28).
+"""The CUDA toolkits and GPU architectures the kit supports.
 
 The build matrix: every lab's starter and reference, the harness and the Check suite, built with
 each CUDA toolkit at hand for every architecture it supports, as grader/toolkits.mk lists
