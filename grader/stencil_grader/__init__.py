@@ -29,7 +29,7 @@ only; cli offers the commands of the subpackages that are there.
 from pathlib import Path
 
 #: The kit's version, part of every class report's stamp: a class graded by another version is graded
-#: again (classes/outdir.py is_final).  2.1: student folders of any name grade right (issue 23), so
+#: again (classes/outdir.py is_final).  2.1: student folders of any name grade right, so
 #: the finals of 2.0, some of them wrong 0s, are not kept.
 __version__ = "2.1"
 

@@ -89,7 +89,7 @@ def test_a_second_object_on_the_channel_is_rejected(tmp_path):
 
 def test_a_kernels_printf_is_the_students_output_not_an_error(tmp_path):
     """A device printf lands on stdout: the figures on the channel stand, and what the kernel
-    printed is kept for the report (issue 17: a debug printf costs the student nothing)."""
+    printed is kept for the report: a debug printf costs the student nothing."""
     fake_bench(tmp_path, "print('x=1 y=2 (device printf)', flush=True)\n"
                + writes_json(GOOD, extra="print('more printf after the figures')\n"))
     run = bench.run_bench(tmp_path, 30)

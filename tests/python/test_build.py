@@ -1,5 +1,5 @@
 """build.py: make's outcome (ok / compile_error / timeout), the ptxas -v report and its kernels' labels,
-and what a student reads after a failed build (buildmessage.py; issue 20, items 6 to 8, 10 and 11)."""
+and what a student reads after a failed build (buildmessage.py)."""
 
 import re
 import os
@@ -373,9 +373,9 @@ def test_a_binary_kernel_is_refused_in_one_line_before_make(tmp_path, content, s
 
 @needs_make
 def test_make_gets_only_the_graders_paths(tmp_path):
-    """Issue 23: a student's folder (a space, quotes, `$(...)`, backticks) reached make as IMPL=, and
-    lab.mk's shell ran what its name said.  Now its kernel.cu is copied to BUILD_DIR/src/<lab>/
-    and make is given that folder."""
+    """A student's folder (a space, quotes, `$(...)`, backticks) never reaches make, whose shell
+    would run what its name says: its kernel.cu is copied to BUILD_DIR/src/<lab>/ and make is
+    given that folder as IMPL=."""
     lab = make_lab(tmp_path, '@echo "$(IMPL)" > $(BUILD_DIR)/impl; test -f $(IMPL)/lab/kernel.cu')
     sub = tmp_path / "o'brien \"x\" $(touch PWNED) `touch PWNED`; -rf"
     sub.mkdir()
@@ -475,7 +475,8 @@ NEEDS_TOOLCHAIN = not (NVCC and shutil.which("make") and shutil.which("pkg-confi
 
 @pytest.mark.skipif(NEEDS_TOOLCHAIN, reason="nvcc, make or the Check library (pkg-config check) not installed")
 def test_an_empty_kernel_cu_of_lab_1_is_told_what_to_define(tmp_path):
-    """The real lab 1 build (nvcc and the linker, no GPU): the message of issue 20, item 6."""
+    """The real lab 1 build (nvcc and the linker, no GPU): an empty kernel.cu is told which
+    launcher to define."""
     sub = tmp_path / "alice"
     sub.mkdir()
     (sub / "kernel.cu").write_text("")
@@ -488,7 +489,7 @@ def test_an_empty_kernel_cu_of_lab_1_is_told_what_to_define(tmp_path):
     assert "undefined reference to `stencil2d_sweep'" in (tmp_path / "b" / build.BUILD_LOG).read_text()
 
 
-# ---------------------------------------------------------------- common mistakes get a hint (issue 26)
+# ---------------------------------------------------------------- common mistakes get a hint
 
 PRINTF_KERNEL = '__global__ void k(const float *a) { printf("a[0] = %f\\n", a[0]); }\n'
 

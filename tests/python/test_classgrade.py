@@ -1,8 +1,8 @@
 """Instructor mode: a class of submissions, one process per (student, lab), on this host.
 
-Also the class-directory defects of issue 20 (items 1, 2, 12, 13, 14) and issue 23 (a grade
-never lost, the class files rebuilt from every report, clear refusals), each with a test that
-failed before its fix.  Student names of every kind: test_classnames.py.
+Also what a class folder holds (constraints without a GPU, missing labs, stray folders, bad
+paths, lab order), a grade never lost, the class files rebuilt from every report, and clear
+refusals.  Student names of every kind: test_classnames.py.
 """
 
 import csv
@@ -254,7 +254,7 @@ def test_class_command_exits_1_and_shouts_when_nothing_was_measured(fake_kit, tm
     assert status == 1
 
 
-# ---------------------------------------------------------------- issue 20, items 1, 2, 12, 13, 14
+# ---------------------------------------------------------------- what a class folder holds
 
 def test_static_constraint_without_gpu_is_not_measured(fake_kit, tmp_path, monkeypatch, capsys):
     """Item 1: lab 5's starter on a machine without a GPU got 'constraint' and 0.00 in class.csv, a
@@ -383,7 +383,7 @@ def test_submissions_reader_unit(tmp_path):
     assert "put it in the lab's folder" in submissions.find_source(subs, "cy", "02-y")[1]
 
 
-# ---------------------------------------------------------------- issue 23: no grade lost, files rebuilt, refusals
+# ---------------------------------------------------------------- no grade lost, files rebuilt, refusals
 
 def gpu_gone(fake_kit):
     """From now on the fake check and bench find no GPU, whatever the kernel: a machine or a run
@@ -584,8 +584,8 @@ def test_make_grade_passes_paths_whole_and_names_the_graders_status(tmp_path):
 
 
 def test_the_class_layer_has_no_import_circle_and_no_module_over_500_lines():
-    """Issue 28: classes/backend.py <-> classgrade.py was an import circle, hidden by a function-local
-    import.  Every import between the modules of classes/ (function-local ones too): no circle."""
+    """Every import between the modules of classes/, function-local ones too (where a circle
+    hides): no circle."""
     import ast
     package = KIT / "grader" / "stencil_grader" / "classes"
     modules = {p.stem: p for p in package.glob("*.py")}
@@ -616,8 +616,8 @@ def test_the_class_layer_has_no_import_circle_and_no_module_over_500_lines():
 
 
 def test_instructor_paths_with_a_space(fake_kit, tmp_path, monkeypatch):
-    """Issue 23: a parent folder with a space ("/tmp/spring class/") gave every student compile_error.
-    The submissions and --out may have one (the build is in a temporary folder of the grader's);
+    """A parent folder with a space ("/tmp/spring class/") grades like any other: the submissions
+    and --out may have one (the build is in a temporary folder of the grader's);
     a kit in such a path is refused in one line, since make cannot build there; a TMPDIR with a
     space is passed over for /tmp."""
     subs = tmp_path / "spring class" / "subs"

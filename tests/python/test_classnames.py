@@ -1,4 +1,4 @@
-"""Student names as course sites export them, and as a hostile student chooses them (issue 23).
+"""Student names as course sites export them, and as a hostile student chooses them.
 
 A class folder's names are the students' (or their course site's): spaces, quotes of both kinds,
 backticks, `$(...)`, `;`, `&`, `|`, `*`, a newline, a leading `-`, `..`, one accented name in NFC

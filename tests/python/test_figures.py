@@ -40,7 +40,7 @@ def test_every_recording_is_valid_and_names_one_gpu_per_folder():
 
 
 def test_the_handouts_follow_the_recording_not_a_typed_figure():
-    """Issue 20 (item 16) and the 3D naive figure of DESIGN.md: the same figure reads the same everywhere,
+    """The 3D naive figure of DESIGN.md: the same figure reads the same everywhere,
     because every copy of it is a marker on the same recording."""
     recs = figures.load_recordings()
     naive = figures.figure("h100/tour 05/naive_3d ratio", recs).text
@@ -311,7 +311,7 @@ def test_the_command_checks_and_rewrites(tmp_path, capsys):
     assert commands.cmd_figures(args) == 0
 
 
-# ------------------------------------------------------------------ issue 26: sources, arithmetic, one copy figure
+# ------------------------------------------------------------------ sources, arithmetic, one copy figure
 
 def test_a_recorded_run_quotes_one_copy_bandwidth_and_says_what_it_is_the_median_of():
     """Every table of one recorded tour names the same copy bandwidth (the record's), whichever rows it shows."""
@@ -381,7 +381,7 @@ def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp
 def test_kernel_comments_teach_and_quote_no_timing():
     """Measured figures live in handouts/data and the tuning files, quoted through markers: a kernel's comments
     (the starters, the references, the tour's textbook kernels) say why, and quote no bandwidth, ratio of copy
-    or time that would drift from the recordings (issue 26; STYLE.md: development logs belong elsewhere)."""
+    or time that would drift from the recordings (STYLE.md: development logs belong elsewhere)."""
     import re
     from stencil_grader.grading.source import strip_source
     timing = re.compile(r"\d[\d,]*(\.\d+)?\s*(GB/s|TB/s|ms per)|\b[0-4]\.\d{2,3}\b[^\n]{0,30}\b(of (the )?copy|x the copy)"

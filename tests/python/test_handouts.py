@@ -1,4 +1,4 @@
-"""What the handouts must tell a student (issue 26 and issue 27's handout items): checked in their text, so a
+"""What the handouts must tell a student: checked in their text, so a
 rewrite cannot drop it without a failing test.  The pictures are test_diagrams.py's, the figures test_figures.py's."""
 
 import re

@@ -106,8 +106,8 @@ def lab_reference_ratio(lab: str, table: str) -> float:
 
 
 def test_reference_ratio_is_lab_jsons_never_the_free_text():
-    """lab.json's reference_ratio, as the report recorded it, else as lab.json holds it (issue 28:
-    the free-text "calibrated" note is never parsed)."""
+    """lab.json's reference_ratio, as the report recorded it, else as lab.json holds it; the
+    free-text "calibrated" note is never parsed."""
     def rep(**target):
         return {"lab": "02-shared-tiling", "performance": {"target": target}}
     assert html.reference_ratio(rep(table="NVIDIA H100 80GB HBM3", reference_ratio=0.7,
@@ -237,10 +237,10 @@ def class_with_ungraded_labs(tmp_path: Path) -> Path:
 
 
 def test_class_page_leads_with_the_students_and_counts_grades_only(tmp_path):
-    """Issue 23, item 5: class.html showed missing and not_measured as 0.00, counted them in each
-    lab's median and histogram ("10 graded" when 2 were), totalled 0.00 where class.csv left the
-    total blank, had no banner when nothing was measured, and put the students table last
-    without the verdict's reason in its cells."""
+    """class.html shows a lab missing or not_measured as its verdict (never 0.00), leaves it out of each
+    lab's median, histogram and graded count, leaves the total blank where class.csv does, shows a
+    banner when nothing was measured, and puts the students table first, with the verdict's
+    reason in its cells."""
     out = class_with_ungraded_labs(tmp_path)
     table = outdir.read_reports(out, LABS)
     page = classhtml.write_class_html(out, LABS).read_text()

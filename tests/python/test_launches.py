@@ -124,7 +124,7 @@ def test_labs_without_the_constraints_get_only_the_stream_and_host_checks(tmp_pa
 
 
 
-# ---------------------------------------------------------------- the shared tile (issue 27)
+# ---------------------------------------------------------------- the shared tile
 
 TILE_READ, WEIGHTS, WRITE_ONLY, PLAIN = ("_Z9tile_readPKfPfi", "_Z12weights_onlyPKfPfiS0_",
                                          "_Z15tile_write_onlyPKfPfi", "_Z5plainPKfPfi")

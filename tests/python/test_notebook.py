@@ -1,4 +1,4 @@
-"""notebooks/colab.ipynb: a valid notebook that runs top to bottom (issue 25).
+"""notebooks/colab.ipynb: a valid notebook that runs top to bottom.
 
 The notebook is executed as Colab or Kaggle would, by nbclient with a Python 3 kernel (Debian's
 python3-nbclient and python3-ipykernel, which tests/install-deps.sh installs when root on

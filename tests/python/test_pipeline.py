@@ -316,7 +316,7 @@ def test_a_build_for_another_gpu_is_refused(tmp_path):
 
 
 def test_a_kernels_printf_grades_as_its_twin_and_is_shown(grade):
-    """Issue 17: a correct kernel that leaves a debug printf gets the grade of its twin without
+    """A correct kernel that leaves a debug printf gets the grade of its twin without
     it, and sees what it printed (terminal, report, Gradescope)."""
     _, twin, _ = grade(GOOD_KERNEL, name="twin")
     done, report, _ = grade(GOOD_KERNEL + "// PRINTF\n", name="printer")
@@ -333,7 +333,8 @@ def report_gradescope(report):
 
 
 def test_work_on_another_stream_costs_the_performance_points(grade):
-    """Issue 17: the audit saw the launcher's kernel on another stream than the one it was given."""
+    """The launch audit sees the launcher's kernel on another stream than the one it was given:
+    "constraint", the correctness points kept and the performance points lost."""
     done, report, _ = grade(GOOD_KERNEL + "// OTHER_STREAM\n")
     assert report["verdict"] == "constraint" and report["points"] == 60
     assert report["performance"]["points"] == 0 and "another stream" in report["performance"]["message"]
@@ -367,7 +368,7 @@ def test_shared_planes_are_judged_as_launched(grade, fake_kit):
 
 
 def test_each_stage_says_what_its_programs_used(grade):
-    """Issue 24: a batch task asks for the memory and CPUs its stages use; each report records, per
+    """A batch task asks for the memory and CPUs its stages use, so each report records, per
     stage, the CPU seconds and peak resident set of the stage's programs, and the grading's own."""
     _, report, _ = grade(GOOD_KERNEL)
     used = report["resources"]

@@ -197,7 +197,7 @@ def test_picture_with_ceilings_is_a_png_file(tmp_path):
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-# ---------------------------------------------------------------- the recorded tours' pictures (issue 26)
+# ---------------------------------------------------------------- the recorded tours' pictures
 
 def recorded_roofline(slug: str):
     """The roofline data of a recorded tour (handouts/data/SLUG/tour.json), as the handouts' picture draws it."""

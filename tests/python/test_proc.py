@@ -291,7 +291,7 @@ for path in ({str(build / 'report.json')!r}, os.path.join(os.path.dirname(__file
 
 
 def test_what_a_run_used_is_measured(tmp_path):
-    """Issue 24: the kit measures what each stage's programs use (wait4's resource usage of the
+    """The kit measures what each stage's programs use (wait4's resource usage of the
     program and the children it waited for): CPU seconds and the largest resident set.  Linux keeps a
     process's peak across fork and exec, so a child's ru_maxrss is at least this (pytest) process's
     resident set when it forked: the grandchild allocates 150 MiB more than that."""

@@ -98,7 +98,7 @@ def test_every_defect_rule_has_a_diagnostic_submission(rules):
         assert expected_first(f"{d.parent.name}--{d.name}"), f"{d}: expected.json names no \"profile\""
 
 
-def test_the_issue_s_six_defects_are_covered():
+def test_each_of_the_six_diagnosed_defects_has_a_recorded_profile():
     wanted = {"uncoalesced", "bank_conflicts", "spills", "smem_occupancy", "div_rem", "redundant_loads"}
     assert wanted <= {expected_first(p.stem) for p in FIXTURES}
 

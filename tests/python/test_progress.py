@@ -1,4 +1,4 @@
-"""Each student's progress (grading/progress.py, classes/classdiff.py; issue 29): every grading of a
+"""Each student's progress (grading/progress.py, classes/classdiff.py): every grading of a
 (student, lab) appended to a history that is never rewritten, in a student's own build folder and
 in a class's output folder; report.html's chart of the ratio over the attempts; class.html's
 "since each lab's previous grading"; `grade.py class-diff OUTA OUTB`.

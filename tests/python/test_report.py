@@ -114,7 +114,7 @@ def test_replay_command_mentions_impl_only_when_not_starter():
 
 
 def test_replay_commands_are_quoted_for_the_shell():
-    """Issue 23: the replay command named a student's folder unquoted."""
+    """The replay command quotes a student's folder, whatever its name holds."""
     base = {"lab_dir": "labs/01-naive-5pt", "seed": 12}
     odd = "/class/o'brien $(touch PWNED) `id`"
     assert shlex.split(report.replay_command(dict(base, impl=odd))) == [

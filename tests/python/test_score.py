@@ -128,7 +128,7 @@ def test_constraint_keeps_correctness_zero_performance(spec):
     # an incorrect result is the worse verdict
     s = score.score_lab(spec, OK_BUILD, failed, checked("pass", "fail"))
     assert s.verdict == "incorrect"
-    # without a GPU the constraint is known, but nothing was measured: no grade (issue 20, item 1)
+    # without a GPU the constraint is known, but nothing was measured: no grade
     s = score.score_lab(spec, OK_BUILD, failed, None, not_measured="no GPU: none")
     assert s.verdict == "not_measured" and s.points == 0 and s.verdict in score.NOT_GRADED
     assert "a constraint of this lab failed" in " ".join(s.messages)
@@ -197,7 +197,7 @@ def test_fused_sweeps_move_the_plausibility_bound(fused_spec, ratio, perf, verdi
 
 
 def test_a_refused_launch_is_a_failure_counted_apart_not_a_crash(spec):
-    """Issue 27, item 5: a textbook kernel that leaves the boundary unwritten and asks for
+    """A textbook kernel that leaves the boundary unwritten and asks for
     gridDim.y above 65535 on the tall grids: 29 cases wrong, 3 refused at launch.  Incorrect,
     and the message says both counts (it used to read `crash`)."""
     from stencil_grader.base import protocol
@@ -217,7 +217,7 @@ def test_every_way_a_case_ends_is_counted(spec):
     assert s.correctness.message == "1/5 cases passed; 1 wrong, 1 crashed, 1 timed out and 1 not run (worst: timeout)"
 
 
-# ---------------------------------------------------------------- the generic table (issue 25)
+# ---------------------------------------------------------------- the generic table
 
 def test_every_lab_s_generic_table_is_at_most_its_calibrated_gpus():
     for lab_dir in labspec.discover_labs():

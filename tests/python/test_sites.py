@@ -84,7 +84,7 @@ def test_moodle_names_built_by_its_rules_parse_back(who, site_id, style, default
     assert m["id"] == (None if default_team else str(site_id))
 
 
-def test_canvas_name_forms_from_the_issue(tmp_path):
+def test_canvas_names_of_digits_late_and_anon_are_students_of_their_own(tmp_path):
     """A student whose sortable name is only digits, one named "Late", one named "Anon", and a
     LATE one: each their own Canvas user, each file kernel.cu."""
     export = make_zip(tmp_path / "c.zip", {"20231001_5001_9101_kernel.cu": kernel("digits"),

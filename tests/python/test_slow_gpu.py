@@ -1,4 +1,4 @@
-"""A slow GPU's `make check` stays under a minute (issue 25).
+"""A slow GPU's `make check` stays under a minute.
 
 A T4 (Colab, Kaggle) copies memory at about a tenth of an H100's rate, so every kernel of a
 grading, the student's and the harness's, takes about ten times as long.  The bench adapts: it

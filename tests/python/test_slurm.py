@@ -406,7 +406,7 @@ def test_a_gpu_task_whose_gpu_fails_its_probe_grades_nothing(klass, tmp_path, ca
 
 def test_hostile_names_grade_as_plain_ones_through_the_batch_tasks(fake_kit, tmp_path, capsys, monkeypatch,
                                                                   fake_slurm):
-    """Issue 23: no student's name reaches a path of the run folder, make or a batch script; each
+    """No student's name reaches a path of the run folder, make or a batch script; each
     grades as the same kernel under a plain name.  An --out make cannot take is refused."""
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
     subs = tmp_path / "subs"
@@ -444,8 +444,8 @@ def test_a_second_submission_while_the_first_is_queued_is_refused(klass, tmp_pat
 
 
 def test_the_dry_run_checks_partitions_gres_and_each_script(klass, tmp_path, capsys, monkeypatch, fake_slurm):
-    """Issue 24: --dry-run accepted partitions that do not exist; a --gres no node of the GPU
-    partition offers is refused too, and each script goes through sbatch --test-only."""
+    """--dry-run refuses a partition that does not exist and a --gres no node of the GPU partition
+    offers, and puts each script through sbatch --test-only."""
     out = tmp_path / "out"
     refused = lambda *args: slurm(klass, "--out", out, "--arch", "90", "--dry-run", *args, capsys=capsys)
     status, _, err = refused("--partition", "gpux")
@@ -558,9 +558,9 @@ def test_the_scripts_ask_for_what_the_recording_measured(klass, fake_kit, tmp_pa
 
 
 def test_gpu_tasks_without_gres_share_the_nodes_gpus_under_locks(klass, tmp_path, capsys, monkeypatch, fake_slurm):
-    """Issue 24: with --gres none nothing kept two tasks on one node off one GPU.  Now each
-    grading of a "node" gpu task takes one of the node's probed GPUs under the lock files every
-    task of the node shares (base/locks.py GpuPool)."""
+    """With --gres none, two tasks on one node never share one GPU: each grading of a "node" gpu
+    task takes one of the node's probed GPUs under the lock files every task of the node shares
+    (base/locks.py GpuPool)."""
     out = tmp_path / "out"
     assert slurm(klass, "--out", out, "--arch", "90", "--gres", "none", "--student", "cat", capsys=capsys)[0] == 0
     run = batch.RunDir(out / "batch" / "run-1")

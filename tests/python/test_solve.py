@@ -201,8 +201,8 @@ def test_fixture_is_the_benchs_format():
 
 
 def test_a_long_history_arrives_whole_and_printf_does_not_matter(tmp_path):
-    """Issue 20, item 15: N = 129 and more gave tens of thousands of sweeps, a JSON of hundreds of
-    KiB that the process runner cut at 64 KiB.  The channel keeps it whole; a kernel's printf on
+    """N = 129 and more gives tens of thousands of sweeps, a JSON of hundreds of KiB (more than
+    the process runner's 64 KiB of output): the channel keeps it whole, and a kernel's printf on
     stdout changes nothing."""
     data = json.loads(FIXTURE.read_text())
     sweeps = 40000

@@ -48,7 +48,6 @@ from typing import Callable
 from .. import __version__
 from ..base import gpus as gpulist
 from ..base import labspec
-from ..base.cliargs import lab_list
 from ..grading import build
 from . import merge, outdir, plan as planning, resources, worker
 from .backend import Backend
@@ -202,7 +201,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 @dataclass
 class BatchOptions:
-    """What add_options parsed, checked."""
+    """The options of add_options, checked (checked())."""
 
     arch: str | None = None
     per_task: int | None = None
@@ -213,16 +212,19 @@ class BatchOptions:
     dry_run: bool = False
 
     @classmethod
-    def from_args(cls, args) -> "BatchOptions":
-        for name in ("per_task", "max_running"):
-            if getattr(args, name) is not None and getattr(args, name) < 1:
-                raise ClassError(f"--{name.replace('_', '-')} must be at least 1")
-        if args.time_per_lab is not None and args.time_per_lab <= 0:
+    def checked(cls, arch: str | None = None, per_task: int | None = None, max_running: int | None = None,
+                time_per_lab: float | None = None, recording: list[Path] | None = None, setup: Path | None = None,
+                dry_run: bool = False) -> "BatchOptions":
+        """add_options' options (setup: the FILE, read here); ClassError naming one out of range."""
+        for name, value in (("per-task", per_task), ("max-running", max_running)):
+            if value is not None and value < 1:
+                raise ClassError(f"--{name} must be at least 1")
+        if time_per_lab is not None and time_per_lab <= 0:
             raise ClassError("--time-per-lab must be a positive number of seconds")
-        if args.arch is not None and not _ARCH.match(args.arch.strip()):
-            raise ClassError(f"--arch {args.arch!r}: give compute capabilities without the dot, e.g. 90 or '80 90'")
-        return cls(args.arch.replace(",", " ").strip() if args.arch else None, args.per_task, args.max_running,
-                   args.time_per_lab, args.recording, read_setup(args.setup) if args.setup else [], args.dry_run)
+        if arch is not None and not _ARCH.match(arch.strip()):
+            raise ClassError(f"--arch {arch!r}: give compute capabilities without the dot, e.g. 90 or '80 90'")
+        return cls(arch.replace(",", " ").strip() if arch else None, per_task, max_running, time_per_lab, recording,
+                   read_setup(setup) if setup else [], dry_run)
 
 
 def read_setup(path: Path) -> list[str]:
@@ -326,16 +328,16 @@ class BatchEngine(Backend):
     max_tasks: int | None = None
     gpu_locks = "engine"
 
-    def __init__(self, args, say: Callable[[str], None] = print):
+    def __init__(self, options: BatchOptions, say: Callable[[str], None] = print):
+        """options: the batch layer's; an engine with options of its own takes them as keywords."""
         super().__init__()
-        self.args, self.say = args, say
-        self.options = BatchOptions.from_args(args)
+        self.options, self.say = options, say
         self.jobs: dict[str, str] = {}
         self.run_dir: RunDir | None = None
 
     @classmethod
     def add_options(cls, parser: argparse.ArgumentParser) -> None:
-        """The engine's own options."""
+        """The engine's own options, each with a default."""
 
     def validate(self, shape: Shape) -> list[str]:
         """What --dry-run can check here of the engine's options and of the scripts it would
@@ -429,13 +431,13 @@ def refuse_queued_runs(engine: BatchEngine, out: Path) -> None:
                              f"wait for its merge, or cancel them, then run this again")
 
 
-def submit(args, engine_class: type[BatchEngine], say: Callable[[str], None] = print,
+def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | None = None,
+           students: list[str] | None = None, missing_as_zero: bool = False, regrade: bool = False,
            kit_root: Path | None = None) -> int:
-    """`grade.py <engine>` (module docstring): check, plan, then --dry-run or submit; the exit
-    status.  ClassError for a refusal (before anything is written)."""
-    engine = engine_class(args, say)
-    plan = planning.make_plan(args.submissions, args.out, lab_list(args.labs), args.student, kit_root,
-                              args.missing_as_zero, args.regrade)
+    """`grade.py <engine>` (module docstring): check, plan (labs, students: None for all), then
+    --dry-run or submit; the exit status.  ClassError for a refusal (before anything is written)."""
+    say = engine.say
+    plan = planning.make_plan(submissions, out, labs, students, kit_root, missing_as_zero, regrade)
     check_out(plan.out)
     if engine.options.arch is None:
         engine.options.arch, why = detect_arch()

@@ -40,7 +40,7 @@ import statistics
 from pathlib import Path
 from urllib.parse import quote
 
-from ..grading import html as lab_html, progress
+from ..grading import html as lab_html, progress, score
 from ..grading.html import escape as _e
 from ..grading.report import student_view
 from . import classdiff, leaderboard, outdir, similarity
@@ -203,7 +203,7 @@ def _student_table(reports: Table, lab_order: list[str], similar: dict[str, list
 
 def _banner(reports: Table) -> str:
     rows = [r for found in reports.values() for r in found.values()]
-    ungraded = [r for r in rows if r.get("verdict") in outdir.NOT_A_GRADE]
+    ungraded = [r for r in rows if r.get("verdict") in score.NOT_GRADED]
     if not ungraded:
         return ""
     verdicts = ", ".join(sorted({str(r.get("verdict")) for r in ungraded}))

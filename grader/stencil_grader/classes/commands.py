@@ -158,9 +158,21 @@ def cmd_class(args) -> int:
     return print_result(result)
 
 
+def own_options(engine: type[batch.BatchEngine]) -> list[str]:
+    """The names (argparse's dest) of an engine's own options (its add_options): the keywords its
+    __init__ takes."""
+    parser = argparse.ArgumentParser(add_help=False)
+    engine.add_options(parser)
+    return list(vars(parser.parse_args([])))
+
+
 def cmd_batch(args) -> int:
     try:
-        return batch.submit(args, args.engine, say=_progress)
+        options = batch.BatchOptions.checked(args.arch, args.per_task, args.max_running, args.time_per_lab,
+                                             args.recording, args.setup, args.dry_run)
+        engine = args.engine(options, _progress, **{name: getattr(args, name) for name in own_options(args.engine)})
+        return batch.submit(engine, args.submissions, args.out, lab_list(args.labs), args.student,
+                            args.missing_as_zero, args.regrade)
     except ClassError as err:
         raise UsageError(str(err)) from None
 

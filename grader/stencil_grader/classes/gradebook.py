@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..grading import gradescope
+from ..grading import gradescope, score
 from . import outdir
 from .importers import common, sites
 from .importers.roster import Roster, RosterError, is_group
@@ -67,7 +67,7 @@ def write_gradescope(out: Path, lab: str, student: str, report: dict, missing_as
     """OUT/gradescope/<lab>/<student>/results.json of one report (module docstring's rules);
     the file written, or None (left as it was, or removed: a lab "missing" and not counted)."""
     target = outdir.gradescope_path(out, lab, student)
-    if report.get("verdict") in outdir.NOT_A_GRADE:
+    if report.get("verdict") in score.NOT_GRADED:
         return None
     if report.get("verdict") == outdir.MISSING and (bonus or not missing_as_zero or outdir.is_near_miss(report)):
         target.unlink(missing_ok=True)

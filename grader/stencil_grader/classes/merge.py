@@ -37,8 +37,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..grading import score
 from . import gradebook, leaderboard, outdir
-from .outdir import GRADER_ERROR, MISSING, NOT_A_GRADE
+from .outdir import GRADER_ERROR, MISSING
 from .submissions import shown
 
 #: Characters of a reason in summary.txt at most (the reports hold the whole message).
@@ -63,8 +64,8 @@ class Grading:
 
     @property
     def graded(self) -> bool:
-        """False when the verdict is no grade (outdir.NOT_A_GRADE): its 0 points mean nothing."""
-        return self.verdict not in NOT_A_GRADE
+        """False when the verdict is no grade (score.NOT_GRADED): its 0 points mean nothing."""
+        return self.verdict not in score.NOT_GRADED
 
     @property
     def missing(self) -> bool:

@@ -79,7 +79,6 @@ EARLIER_SIGNS = ("class.csv", GRADESCOPE)
 #: score.NOT_GRADED: graded again by the next run).
 GRADER_ERROR = "grader_error"
 MISSING = "missing"
-NOT_A_GRADE = tuple(score.NOT_GRADED)
 ATTEMPT = ".attempt"
 HISTORY = ".history.jsonl"
 
@@ -276,7 +275,7 @@ def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
 
 def is_grade(report: dict | None) -> bool:
     """True when report's verdict is a grade (module docstring): its points count."""
-    return bool(report) and report.get("verdict") not in NOT_A_GRADE + (MISSING,)
+    return bool(report) and report.get("verdict") not in score.NOT_GRADED + (MISSING,)
 
 
 #: How a "missing" report's message starts when something was submitted under another name (a
@@ -315,7 +314,7 @@ def sheet_cell(text: str) -> str:
 def total(reports: list[dict]) -> float | None:
     """The class total of one student's reports: their points ("missing" adds 0), or None when
     one of them is no grade (then there is no total to upload)."""
-    if any(r.get("verdict") in NOT_A_GRADE for r in reports):
+    if any(r.get("verdict") in score.NOT_GRADED for r in reports):
         return None
     return round(sum(float(r.get("points") or 0.0) for r in reports if is_grade(r)), 2)
 
@@ -344,7 +343,7 @@ def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str)
     refused before any ran (a kernel.cu over its size: "compile_error"); final when a grade."""
     return {"lab": spec.lab, "title": spec.title, "bonus": spec.bonus, "student": student, "verdict": verdict,
             "points": 0.0, "max_points": spec.points.total, "full_points": False,
-            "final": verdict not in NOT_A_GRADE + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}
+            "final": verdict not in score.NOT_GRADED + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}
 
 
 @dataclass

@@ -43,9 +43,9 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import labspec
 from ..base.files import sha256_of
-from . import plot, progress
+from . import plot, progress, score
 from .charts import bandwidth_svg, roofline_svg  # noqa: F401  (part of this module's interface)
-from .nextstep import NO_GRADE, next_step, without_prefix as _why
+from .nextstep import next_step, without_prefix as _why
 
 #: Failed cases listed in full (the rest are counted).
 MAX_FAILED_SHOWN = 50
@@ -160,7 +160,7 @@ def _summary(r: dict) -> str:
             ("graded", f"{_e(r.get('generated_at'))}, grader {_e(r.get('grader_version'))}")]
     tone, headline, detail = next_step(r)
     verdict = r.get("verdict")
-    if verdict in NO_GRADE:
+    if verdict in score.NOT_GRADED:
         points = f'<p><span class="big">No grade</span> &nbsp;{_badge(verdict)}</p>'
     else:
         points = (f'<p><span class="big">{_num(r.get("points"), ".2f")}</span> / {_num(r.get("max_points"), "g")} '
@@ -201,7 +201,7 @@ def _score(r: dict) -> str:
              else _e(_why(c.get("message"))))
     ratio, floor, target = p.get("ratio"), t.get("floor"), t.get("target")
     if ratio is not None and floor is not None and target is not None and target > floor:
-        share = min(1.0, max(0.0, (ratio - floor) / (target - floor)))
+        share = score.ramp(ratio, floor, target)
         how_p = (f"{_num(p.get('max_points'), 'g')} x clamp((ratio {ratio:.3f} - floor {floor:g}) / "
                  f"(target {target:g} - floor {floor:g}), 0, 1) = {_num(p.get('max_points'), 'g')} x {share:.3f}")
     elif p.get("verdict") in ("not_run", "not_measured"):
@@ -226,7 +226,7 @@ def _not_measured(r: dict) -> str:
     c = r.get("correctness") or {}
     message = c.get("message") or (r.get("performance") or {}).get("message")
     why = _at_the_top(r, message) or _why(message) or "no case ran"
-    stage = "not measured" if r.get("verdict") in NO_GRADE else "not run"
+    stage = "not measured" if r.get("verdict") in score.NOT_GRADED else "not run"
     return (f'<section id="cases"><h2>Correctness and bandwidth: {stage}</h2><p>No case ran and nothing was '
             f'timed: {_e(why)}.</p>'
             + (f"<pre>{_e(c.get('stderr_tail'))}</pre>" if c.get("stderr_tail") else "") + "</section>")
@@ -390,7 +390,7 @@ def render_lab_html(report: dict, profile: dict | None = None, stale_note: str |
     default, so a report of a build failure or a class placeholder renders too).  history: the
     lab's gradings, oldest first (progress.read), for the progress section."""
     verdict = report.get("verdict")
-    points = "no grade" if verdict in NO_GRADE else \
+    points = "no grade" if verdict in score.NOT_GRADED else \
         f"{_num(report.get('points'), '.2f')}/{_num(report.get('max_points'), 'g')}"
     title = f"Lab {report.get('lab')}: {verdict} {points}"
     if _measured(report):

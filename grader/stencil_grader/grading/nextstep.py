@@ -9,11 +9,6 @@ from __future__ import annotations
 
 import re
 
-from .score import NOT_GRADED
-
-#: Verdicts whose 0 points are no grade (score.NOT_GRADED).
-NO_GRADE = tuple(NOT_GRADED)
-
 
 def without_prefix(message: str | None) -> str:
     """A stage's message without the "not measured: " or "not run: " it starts with (the page says

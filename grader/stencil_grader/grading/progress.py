@@ -33,7 +33,7 @@ import os
 from pathlib import Path
 
 from ..base.files import sha256_of
-from . import nextstep
+from . import score
 
 #: The history of a build directory (a student's own make check).
 BUILD_HISTORY = "history.jsonl"
@@ -42,8 +42,8 @@ HISTORY_KEYS = ("graded_at", "verdict", "points", "max_points", "ratio", "gbps",
                 "total", "source_sha256", "seed", "grader_version", "final")
 #: Reports that are no grading of their own: nothing is appended for them.
 NOT_AN_ATTEMPT = ("pending", "missing")
-#: Verdicts whose points mean nothing (nextstep's, and a class's "missing").
-NO_GRADE = nextstep.NO_GRADE + ("missing",)
+#: Verdicts whose points mean nothing (score.NOT_GRADED, and a class's "missing").
+NO_GRADE = score.NOT_GRADED + ("missing",)
 #: Attempts listed in the table at most (the newest; the chart shows them all).
 TABLE_ROWS = 30
 #: The longest line read back (a history line is about 400 bytes).

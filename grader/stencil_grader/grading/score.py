@@ -150,6 +150,17 @@ def ramp(ratio: float, floor: float, target: float) -> float:
     return min(1.0, max(0.0, (ratio - floor) / (target - floor)))
 
 
+def performance_points(maximum: float, ratio: float, floor: float, target: float) -> float:
+    """The performance points a measured, plausible ratio earns (rule 6): maximum x ramp, rounded
+    to 0.01 as every figure shown."""
+    return round(maximum * ramp(ratio, floor, target), 2)
+
+
+def performance_message(ratio: float, floor: float, target: float, table: str) -> str:
+    """The performance stage's message of a graded ratio: the figures its points came from."""
+    return f"ratio {ratio:.3f} (floor {floor:g}, target {target:g}, table {table})"
+
+
 def _all_passed(check: CheckRun) -> bool:
     return (check.total > 0 and check.passed == check.total
             and check.status == "ok" and check.exit_status == 0)
@@ -224,9 +235,8 @@ def _performance(spec: LabSpec, bench: BenchRun, choice: TargetChoice) -> tuple[
                           f"ratio {ratio:.3f} > {bound:g}: {limit}; suspect skipped "
                           "work (cells not computed, or computed in an earlier call)"), ratio
     t = choice.target
-    points = round(maximum * ramp(ratio, t.floor, t.target), 2)
-    stage = StageScore("pass", points, maximum,
-                       f"ratio {ratio:.3f} (floor {t.floor:g}, target {t.target:g}, table {choice.table})")
+    stage = StageScore("pass", performance_points(maximum, ratio, t.floor, t.target), maximum,
+                       performance_message(ratio, t.floor, t.target, choice.table))
     if not stage.full:
         stage.verdict = "slow"
     return stage, ratio

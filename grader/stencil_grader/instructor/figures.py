@@ -60,8 +60,9 @@ Provisional recordings
 ----------------------
 A record with "provisional": true (figures transcribed from elsewhere until the kit's own run
 replaces them) renders like any other, and --check prints a warning naming it.  SLUG/notes.json is
-always provisional: the development notes of the references, typed from runs that no recording
-holds (scratch benchmarks, ablations, the design a reference replaced), each row saying which run;
+always provisional: the development notes of the references and the timings of development
+sessions, typed from runs that no recording holds (scratch benchmarks, ablations, the design a
+reference replaced), each row saying which run;
 quoting one through a marker keeps every copy of it equal, and --check counts them.  A figure such a
 record lacks (a row it does not have, a null field) renders as MISSING_TEXT, with a warning; in a
 final record the same is an error, because the text must not quote what the run did not measure.

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
-from ..grading import html, plot
+from ..grading import html, plot, score
 from .figures import DATA_DIR, load_recordings
 from . import tuning
 from .tour import TourRow, draw
@@ -96,18 +96,17 @@ def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
     entry = spec.targets.get(target.get("table"))
     if entry is None:
         raise PictureError(f"{report['lab']}: lab.json has no targets table {target.get('table')!r}")
-    old = f"(floor {target.get('floor'):g}, target {target.get('target'):g}, "
     target.update(floor=entry.floor, target=entry.target, calibrated=entry.calibrated,
                   reference_ratio=entry.reference_ratio)
-    if isinstance(perf.get("message"), str):       # score.py's "ratio R (floor F, target T, table X)"
-        perf["message"] = perf["message"].replace(old, f"(floor {entry.floor:g}, target {entry.target:g}, ")
     ratio = perf.get("ratio")
     if ratio is not None and perf.get("max_points"):
-        share = min(1.0, max(0.0, (ratio - entry.floor) / (entry.target - entry.floor)))
-        if round(share * perf["max_points"], 2) != round(perf.get("points", 0.0), 2):
+        points = score.performance_points(perf["max_points"], ratio, entry.floor, entry.target)
+        if points != round(perf.get("points", 0.0), 2):
             raise PictureError(f"{report['lab']}: under today's targets the recorded ratio {ratio:.3f} would earn "
-                               f"{share * perf['max_points']:.2f} performance points, not the recorded "
+                               f"{points:.2f} performance points, not the recorded "
                                f"{perf.get('points')}: record a new grading instead")
+        if perf.get("verdict") in ("pass", "slow"):
+            perf["message"] = score.performance_message(ratio, entry.floor, entry.target, target["table"])
     return out
 
 

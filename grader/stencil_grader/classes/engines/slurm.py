@@ -55,7 +55,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from ..batch import BatchEngine, Shape, task_command
+from ..batch import BatchEngine, BatchOptions, Shape, task_command
 from ..submissions import ClassError
 
 DEFAULT_ARRAY_MAX = 1000          # Slurm's default MaxArraySize is 1001 (indices 0 to 1000)
@@ -120,14 +120,19 @@ class SlurmEngine(BatchEngine):
                        help="an extra sbatch option for every job, e.g. --sbatch-option=--qos=short (repeatable; "
                             "written after the kit's own, so it wins over them)")
 
-    def __init__(self, args, say: Callable[[str], None] = print):
-        super().__init__(args, say)
-        if args.array_max < 1:
+    def __init__(self, options: BatchOptions, say: Callable[[str], None] = print, *, partition: str | None = None,
+                 cpu_partition: str | None = None, account: str | None = None, gres: str = "gpu:1",
+                 array_max: int = DEFAULT_ARRAY_MAX, requeue: bool = False, sbatch_option: list[str] | None = None):
+        """The options of add_options, by their names; ClassError for a bad --array-max or --gres."""
+        super().__init__(options, say)
+        if array_max < 1:
             raise ClassError("--array-max must be at least 1")
-        if args.gres != "none" and not _GRES.match(args.gres):
-            raise ClassError(f"--gres {args.gres!r}: give NAME[:TYPE]:COUNT, e.g. gpu:1 or gpu:a100:1, or none")
-        self.max_tasks = args.array_max
-        self.gpu_locks = "node" if args.gres == "none" else "engine"
+        if gres != "none" and not _GRES.match(gres):
+            raise ClassError(f"--gres {gres!r}: give NAME[:TYPE]:COUNT, e.g. gpu:1 or gpu:a100:1, or none")
+        self.partition, self.cpu_partition, self.account, self.gres = partition, cpu_partition, account, gres
+        self.requeue, self.sbatch_options = requeue, list(sbatch_option or [])
+        self.max_tasks = array_max
+        self.gpu_locks = "node" if gres == "none" else "engine"
 
     # ---------------------------------------------------------------- checks
     def _slurm(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess | None:
@@ -164,19 +169,19 @@ class SlurmEngine(BatchEngine):
             if name.endswith("*"):
                 name = default = name[:-1]
             gres.setdefault(name, set()).add(node_gres.strip())
-        for p in (self.args.partition, self.args.cpu_partition):
+        for p in (self.partition, self.cpu_partition):
             if p and p not in gres:
                 raise ClassError(f"unknown partition {p!r}: this cluster's partitions are "
                                  f"{', '.join(sorted(gres)) or 'none'} (sinfo)")
-        gpu_partition = self.args.partition or default
-        if self.args.gres != "none" and gpu_partition:
-            name, *rest = self.args.gres.split(":")
+        gpu_partition = self.partition or default
+        if self.gres != "none" and gpu_partition:
+            name, *rest = self.gres.split(":")
             kind, count = (rest[0], int(rest[1])) if len(rest) == 2 else (None, int(rest[0]))
             offered = [m for g in gres[gpu_partition] for m in _NODE_GRES.finditer(g)]
             if not any(m.group(1) == name and (kind is None or m.group(2) == kind) and int(m.group(3)) >= count
                        for m in offered):
                 have = ", ".join(sorted(gres[gpu_partition])) or "none"
-                raise ClassError(f"--gres {self.args.gres}: no node of partition {gpu_partition!r} offers it (sinfo: "
+                raise ClassError(f"--gres {self.gres}: no node of partition {gpu_partition!r} offers it (sinfo: "
                                  f"{have}); choose --partition, or --gres none where the nodes give GPUs without gres")
             lines = ["checked with sinfo: the partitions and --gres"]
             return lines + self._arch_warnings(gpu_partition, name, kind, offered)
@@ -193,7 +198,7 @@ class SlurmEngine(BatchEngine):
         lines = []
         if archs and bad:
             ask = f"--gres {name}:{good[0]}:1" if good else "another --partition"
-            lines.append(f"warning: --gres {self.args.gres} on partition {partition!r}, whose nodes hold "
+            lines.append(f"warning: --gres {self.gres} on partition {partition!r}, whose nodes hold "
                          + ", ".join(f"{t} (sm_{a})" for t, a in known.items())
                          + f": a task given {', '.join(bad)} cannot run the build for --arch {' '.join(archs)}; "
                            f"ask {ask}, or build for every type (--arch '{' '.join(sorted(set(archs) | set(known.values())))}')")
@@ -238,24 +243,24 @@ class SlurmEngine(BatchEngine):
     # ---------------------------------------------------------------- scripts
     def script(self, shape: Shape, stage: str) -> str:
         """The batch script of one stage (module docstring)."""
-        a, request = self.args, shape.requests[stage]
-        partition = a.partition if stage == "gpu" else a.cpu_partition
+        request = shape.requests[stage]
+        partition = self.partition if stage == "gpu" else self.cpu_partition
         lines = ["#!/bin/bash",
                  f"#SBATCH --job-name=stencil-{_job_word(shape.class_name)}-{shape.name}-{stage}"]
         if stage != "merge":
             lines.append(f"#SBATCH --array=0-{shape.tasks - 1}" + (f"%{shape.max_running}" if shape.max_running else ""))
         if partition:
             lines.append(f"#SBATCH --partition={partition}")
-        if a.account:
-            lines.append(f"#SBATCH --account={a.account}")
+        if self.account:
+            lines.append(f"#SBATCH --account={self.account}")
         if stage == "gpu" and self.gpu_locks == "engine":
-            lines.append(f"#SBATCH --gres={a.gres}")
+            lines.append(f"#SBATCH --gres={self.gres}")
         pattern = self.log_pattern.format(stage=stage, job="%A", task="%a") if stage != "merge" \
             else self.log_pattern.format(stage="merge", job="%j", task="0")
         lines += [f"#SBATCH --time={slurm_time(request.seconds)}", f"#SBATCH --mem={request.mem_mib}M",
-                  f"#SBATCH --cpus-per-task={request.cpus}", f"#SBATCH --{'' if a.requeue else 'no-'}requeue",
+                  f"#SBATCH --cpus-per-task={request.cpus}", f"#SBATCH --{'' if self.requeue else 'no-'}requeue",
                   "#SBATCH --open-mode=append", f"#SBATCH --output={shape.path / pattern}"]
-        lines += [f"#SBATCH {opt}" for opt in a.sbatch_option]
+        lines += [f"#SBATCH {opt}" for opt in self.sbatch_options]
         what = {"build": "builds and static checks of this task's shard (no GPU)",
                 "gpu": ("GPU stages of this task's shard, on the GPU Slurm gives it" if self.gpu_locks == "engine"
                         else "GPU stages of this task's shard, on the node's GPUs, each under a lock shared by the "

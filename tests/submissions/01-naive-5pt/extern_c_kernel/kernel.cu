@@ -2,7 +2,7 @@
  * CuPy or PyCUDA declares its kernels (their loaders look a kernel up by its unmangled name).  Its
  * host stub is a C-linkage symbol of kernel.o; no library that check and bench are linked with
  * defines or uses the name stencil_kernel, so it replaces nothing and passes the symbol check
- * (it used to be "forbidden": any C-linkage definition but a launcher was refused; issue 27). */
+ * (it used to be "forbidden": any C-linkage definition but a launcher was refused). */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"

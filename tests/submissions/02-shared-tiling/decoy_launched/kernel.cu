@@ -1,7 +1,7 @@
 /* Known cheat (decoy_launched): lab 1's kernel without shared memory does the sweep, and a
  * one-block decoy with a 32 KB shared array, which it fills and reads back, is launched on the
  * same stream before it.  Every kernel the launcher starts must hold its block's input tile: the
- * sweep holds 0 bytes, so the tile rule fails ("constraint"), below tile_twin (issue 27). */
+ * sweep holds 0 bytes, so the tile rule fails ("constraint"), below tile_twin. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"

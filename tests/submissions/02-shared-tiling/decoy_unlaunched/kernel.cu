@@ -2,7 +2,7 @@
  * from global memory, launched; beside it a kernel that declares a shared tile and is never
  * launched.  The old PTX check accepted shared memory declared in any function.  The launch
  * audit judges the kernels the launcher started: `sweep` holds 0 bytes of shared memory, so
- * the tile rule fails ("constraint"), below tile_twin (issue 27). */
+ * the tile rule fails ("constraint"), below tile_twin. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"

@@ -1,7 +1,6 @@
 /* Known cheat (tile_write_only): lab 1's kernel that also writes each cell into a shared tile
  * (volatile, so that nvcc keeps it) and never reads it back: the launch holds a tile's bytes, but
- * the kernel's PTX has no ld.shared, so the tile rule fails ("constraint"), below tile_twin
- * (issue 27). */
+ * the kernel's PTX has no ld.shared, so the tile rule fails ("constraint"), below tile_twin. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"

@@ -1,7 +1,7 @@
 /* Known cheat (weights_only): stages only the five weights in shared memory (a real student's
  * shortcut) and reads every neighbour from global memory.  20 bytes of shared memory per block
  * are no tile: the block's input tile needs at least 4 bytes x (256 cells + their halo), so the
- * tile rule fails ("constraint"), below tile_twin (issue 27). */
+ * tile rule fails ("constraint"), below tile_twin. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"

@@ -1,7 +1,7 @@
 /* Known-good (fixed_point_twin): every grid kept as fp32 between sweeps (a lab 2 tile sweep,
  * 32 x 8 output cells and their halo in shared memory, ping-ponging d_a and d_b): correct.
  * fixed_point_24, kept as a patch against this file, sets STORE_FIXED to 1 and must score at
- * most this (issue 27). */
+ * most this. */
 #include <cuda_runtime.h>
 
 #include "stencil_lab.h"

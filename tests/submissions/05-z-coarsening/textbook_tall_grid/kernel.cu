@@ -5,7 +5,7 @@
  * poison stays there), and they size the grid as ceil(ny / 14) x ceil(nz / 14) blocks, which
  * the runtime refuses above 65535 on the tall and deep grids.  29 of the 32 cases are wrong and
  * 3 fail to launch: "incorrect", the message counting both, each refused case naming
- * stencil3d_sweep and the gridDim it asked for (issue 27; it used to read `crash`, naming a
+ * stencil3d_sweep and the gridDim it asked for (it used to read `crash`, naming a
  * line of the harness). */
 #include <cuda_runtime.h>
 

@@ -1,7 +1,7 @@
 /* Known cheat (decoy_unlaunched): register tiling without the shared plane -- each thread marches
  * its column along z with the z neighbours in registers and reads its x and y neighbours from
- * global memory -- beside a kernel that declares a shared plane and is never launched.  Issue 27
- * reports a file of this shape graded on an H100 through class mode (2026-11-25) at 82.96 points:
+ * global memory -- beside a kernel that declares a shared plane and is never launched.  A file of this
+ * shape was graded on an H100 through class mode (2026-11-25) at 82.96 points:
  * the PTX check took shared memory declared anywhere, and the plane rule passed a launch with
  * none.  The launch audit's tile rule now reads the kernel that ran: 0 bytes of shared memory,
  * "constraint", below book_register_tiling_t32, its honest twin. */
