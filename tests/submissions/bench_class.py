@@ -24,10 +24,10 @@ over 8 GPUs and the build time over the cores.  It ignores the batch system's ow
 
 --scaling 1,2,4 grades the same class once per GPU count (the first N usable GPUs of this host,
 each run into an OUT of its own) and prints the speed-up over the first count; --scaling-record
-FILE (handouts/data/<gpu>/class-scaling.json) keeps each run as {"gpus", "cpus",
-"submission_labs", "wall_s", "verdicts_sha256"} (the digest over the sorted student, lab and
-verdict of every grading: the same class must get the same verdicts on any number of GPUs),
-replacing an earlier run of the same GPU and CPU counts.
+FILE (handouts/data/<gpu>/class-scaling.json, a record of kind "class-scaling") keeps each run as a
+row {"id", "gpus", "cpus", "submission_labs", "wall_s", "verdicts_sha256"} (the digest over the
+sorted student, lab and verdict of every grading: the same class must get the same verdicts on any
+number of GPUs), replacing an earlier row of the same GPU and CPU counts.
 
 Without a GPU the GPU figures are "not measured" (the GPU stages end at once) and only the
 build rate means something.  Prints the device (nvidia-smi's name), date and figures;
@@ -155,7 +155,7 @@ def scaling(subs: Path, work: Path, args, labs: list[str] | None, count: int, de
         print(f"bench_class: --scaling {args.scaling} needs {max(counts)} GPU(s); this host lists "
               f"{len(found)} ({why or ', '.join(g.name for g in found)})", file=sys.stderr)
         return 2
-    runs = []
+    runs, started = [], records.now()
     for n in counts:
         out = work / f"grades-{n}gpu"
         wall, status = grade(subs, out, args, labs, ",".join(str(g.index) for g in found[:n]))
@@ -175,13 +175,12 @@ def scaling(subs: Path, work: Path, args, labs: list[str] | None, count: int, de
               f"{base['gpus']} GPU(s) ({same})")
     if args.scaling_record:
         path = args.scaling_record
-        record = json.loads(path.read_text()) if path.is_file() else {"record": "class-scaling", "runs": []}
-        key = {(r["gpus"], r["cpus"]) for r in runs}
-        record["runs"] = [r for r in record.get("runs", []) if (r["gpus"], r["cpus"]) not in key] + \
-            [dict(r, device=device, date=datetime.date.today().isoformat()) for r in runs]
-        record["source"] = "python3 tests/submissions/bench_class.py " + " ".join(sys.argv[1:])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=2) + "\n")
+        source = "python3 tests/submissions/bench_class.py " + " ".join(sys.argv[1:])
+        record = records.record_header("class-scaling", source, {"name": device}, started)
+        rows = [dict(r, id=f"{r['gpus']}gpu-{r['cpus']}cpu") for r in runs]
+        earlier = json.loads(path.read_text()).get("rows", []) if path.is_file() else []
+        record["rows"] = [r for r in earlier if r.get("id") not in {n["id"] for n in rows}] + rows
+        records.write_record(record, path)
         print(f"  runs: {path}")
     return 0 if len({r["verdicts_sha256"] for r in runs}) == 1 else 1
 

@@ -91,6 +91,7 @@ def cmd_record_archs(args) -> int:
         record = archs.record_archs(archs.read_runs(args.runs))
     except archs.ArchsError as err:
         raise UsageError(str(err)) from None
+    record["record"] = Path(args.out).stem          # a record is named as its file (archs, cuda12)
     print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {records.write_record(record, args.out)}")
     return EXIT_FULL
 

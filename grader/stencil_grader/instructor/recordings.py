@@ -21,7 +21,7 @@ from .records import RECORD_FORMAT
 
 #: Where the recorded runs live: one folder per GPU (its slug), one file per record kind.
 DATA_DIR = KIT_ROOT / "handouts" / "data"
-RECORD_KINDS = ("tour", "check", "calibrate", "archs", "profile", "notes", "class")
+RECORD_KINDS = ("tour", "check", "calibrate", "archs", "cuda12", "profile", "notes", "class", "class-scaling")
 #: What a figure a provisional recording lacks is rendered as.
 MISSING_TEXT = "not measured"
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
