@@ -151,10 +151,12 @@ BENCH_LIBS := -L$(CUPTI_LIB) -lcupti -Xlinker -rpath=$(CUPTI_LIB)
 # nvcc links the CUDA runtime statically, from the toolkit's libcudart_static.a.  A toolkit
 # without one (laid out from Debian's compiler and PyPI's runtime: tests/cuda-toolkit.sh) links
 # its libcudart.so, found again at run time through the programs' RUNPATH; never a static runtime
-# of another toolkit that the linker's default folders hold.
+# of another toolkit that the linker's default folders hold.  No program of the kit launches
+# kernels from the device (dynamic parallelism is refused), so none links the device runtime
+# (-cudadevrt none): such a toolkit has no libcudadevrt.a, and another toolkit's would not do.
 CUDART_LIB := $(firstword $(patsubst %/libcudart.so,%,$(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/lib/libcudart.so)))
 CUDART_LINK := $(if $(wildcard $(CUDA_HOME)/lib64/libcudart_static.a $(CUDA_HOME)/lib/libcudart_static.a \
-                 $(CUDA_HOME)/targets/*/lib/libcudart_static.a),,$(if $(CUDART_LIB),-cudart shared -L$(CUDART_LIB) -Xlinker -rpath=$(abspath $(CUDART_LIB))))
+                 $(CUDA_HOME)/targets/*/lib/libcudart_static.a),,$(if $(CUDART_LIB),-cudart shared -L$(CUDART_LIB) -Xlinker -rpath=$(abspath $(CUDART_LIB)))) -cudadevrt none
 
 # Everything in BUILD_DIR is rebuilt when the flags change (another CUDA_ARCH, DEBUG=1):
 # flags.stamp is rewritten only when its content would differ.

@@ -7,7 +7,7 @@
 #
 # The .deb carries the compiler (nvcc, cicc, cudafe++, ptxas, fatbinary, nvlink, cuobjdump and
 # nvcc's crt stubs) and libdevice; the headers, the runtime (libcudart.so) and CUPTI come from
-# NVIDIA's wheels of the same release on PyPI (nvidia-cuda-{runtime,nvcc,cupti}-cuXX).  Debian's
+# NVIDIA's wheels of the same release on PyPI (nvidia-cuda-{runtime,nvcc,cupti,cccl}-cuXX).  Debian's
 # headers and static runtime (nvidia-cuda-dev, 934 MB) are not needed: lab.mk links the runtime
 # shared when the toolkit has no libcudart_static.a.
 #
@@ -27,9 +27,11 @@ dir=${2:?usage: cuda-toolkit.sh RELEASE DIR}
 python=${PYTHON:-python3}
 case $release in
     12.4) deb_version=12.4.131~12.4.1-2 suite=trixie cu=cu12
-          wheels=(nvidia-cuda-nvcc-cu12==12.4.131 nvidia-cuda-runtime-cu12==12.4.127 nvidia-cuda-cupti-cu12==12.4.127) ;;
+          wheels=(nvidia-cuda-nvcc-cu12==12.4.131 nvidia-cuda-runtime-cu12==12.4.127 nvidia-cuda-cupti-cu12==12.4.127
+                  nvidia-cuda-cccl-cu12==12.4.127.post1) ;;
     11.8) deb_version=11.8.89~11.8.0-5~deb12u1 suite=bookworm cu=cu11
-          wheels=(nvidia-cuda-nvcc-cu11==11.8.89 nvidia-cuda-runtime-cu11==11.8.89 nvidia-cuda-cupti-cu11==11.8.87) ;;
+          wheels=(nvidia-cuda-nvcc-cu11==11.8.89 nvidia-cuda-runtime-cu11==11.8.89 nvidia-cuda-cupti-cu11==11.8.87
+                  nvidia-cuda-cccl-cu11==11.8.89.post1) ;;
     *) echo "cuda-toolkit.sh: release $release is not one this script lays out (12.4, 11.8)" >&2; exit 2 ;;
 esac
 
@@ -89,11 +91,14 @@ for f in nvcc cicc; do mv "$ours/bin/$f" "$toolkit/bin/"; done
 mv "$ours/bin/crt" "$toolkit/bin/crt"
 for f in cudafe++ ptxas fatbinary nvlink cuobjdump bin2c; do mv "$stage/deb/usr/bin/$f" "$toolkit/bin/"; done
 mv "$ours/libdevice" "$toolkit/nvvm/libdevice"
-for part in nvcc runtime cupti; do
+for part in nvcc runtime cupti cccl; do
     "$python" -m zipfile -e "$(compgen -G "$cache/wheels/nvidia_cuda_${part}_${cu}-*.whl" | head -n 1)" "$stage/whl"
 done
 whl=$stage/whl/nvidia
-for part in cuda_nvcc cuda_runtime cuda_cupti; do
+# cuda_cccl: libcu++ (nv/target, cuda/barrier), CUB and Thrust, which the runtime's own headers
+# include (cuda_awbarrier_helpers.h): without them a build would take whatever CCCL the compiler's
+# default folders hold (another toolkit's, /usr/local/include).
+for part in cuda_nvcc cuda_runtime cuda_cupti cuda_cccl; do
     cp -a "$whl/$part/include/." "$toolkit/include/"
 done
 # The runtime and CUPTI alone (CUPTI's profiling-host libraries are not what the launch audit needs).
