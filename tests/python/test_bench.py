@@ -195,7 +195,8 @@ def test_launches_py_reads_only_declared_keys():
     from stencil_grader.base import protocol
     source = (KIT_ROOT / "grader" / "stencil_grader" / "grading" / "launches.py").read_text()
     read = set(re.findall(r"""(?:\[|\.get\()["'](\w+)["']""", source))
-    declared = set(protocol.BENCH_KEYS) | set(protocol.AUDIT_KEYS) | set(protocol.AUDIT_LAUNCH_KEYS)
+    declared = (set(protocol.BENCH_KEYS) | set(protocol.AUDIT_KEYS) | set(protocol.AUDIT_LAUNCH_KEYS)
+                | set(protocol.LAUNCHER_KEYS))
     assert read and read <= declared, read - declared
 
 

@@ -375,7 +375,7 @@ def test_student_kit_builds_and_says_what_it_cannot_measure_without_a_gpu(packed
     check = run(["make", "check"], lab, timeout=600)
     assert check.returncode != 0 and "] Error 1" in check.stderr, check.stdout[-2000:] + check.stderr[-2000:]
     assert re.search(r"^  verdict +not_measured +0\.00/100 points$", check.stdout, re.MULTILINE), check.stdout
-    assert "correctness: not measured (no GPU: " in check.stdout
+    assert "correctness: not measured (no GPU, see next)" in check.stdout and "Why: no GPU: " in check.stdout
     assert re.search(r"^  static +ok ", check.stdout, re.MULTILINE)
     profile = run(["make", "-s", "profile"], lab, timeout=600)
     assert profile.returncode != 0 and "grade.py profile: no GPU to run the bench on" in profile.stderr, \

@@ -99,7 +99,8 @@ def test_a_new_kind_is_its_own_files_and_two_shared_edits(tmp_path):
                                      "HOME": str(tmp_path)})
         report = json.loads(report_path.read_text())
         assert report["build"]["outcome"] == "ok", graded.stdout + graded.stderr
-        assert all(c["status"] == "pass" for c in report["static"]), report["static"]
+        # every rule passes; a note (the starter's TODO(lab90) still there) costs nothing
+        assert all(c["status"] == "pass" for c in report["static"] if c["severity"] != "note"), report["static"]
         if report["verdict"] == "not_measured":        # no GPU here: the CPU side is all there is
             assert "no GPU" in report["correctness"]["message"]
         else:                                          # on a GPU machine: the kind works end to end

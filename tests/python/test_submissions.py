@@ -185,7 +185,7 @@ def known(fake_kit):
     table = {
         "good": ("pass", True, ""),
         "broken": ("compile_error", False, "COMPILE_ERROR\n"),
-        "cheat": ("forbidden", False, "void f() { cudaMemcpy(0, 0, 0, cudaMemcpyDeviceToHost); }\n"),
+        "cheat": ("forbidden", False, "// CALLS=cudaMemcpy: a copy to the host, which the object links\n"),
         "claims-pass-but-wrong": ("pass", True, "// WRONG\n"),
         "no-gpu-here": ("pass", True, "// NO_GPU\n"),
         "no-gpu-but-broken": ("pass", True, "// NO_GPU\nCOMPILE_ERROR\n"),

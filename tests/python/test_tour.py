@@ -10,7 +10,7 @@ import pytest
 from conftest import KIT_ROOT
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
-from stencil_grader.instructor import calibrate, figures, recordings, records, roofs, tour, tuning
+from stencil_grader.instructor import calibrate, figtables, figures, recordings, records, roofs, tour, tuning
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):
@@ -172,7 +172,7 @@ def test_run_tour_writes_a_self_describing_record(monkeypatch, tmp_path):
         assert key in lab8
     # and the renderer reads it: a table of the 3D part and one figure
     recs = figures.load_recordings(tmp_path)
-    table, missing, _ = figures.tour_table("h100/tour 3d", recs)
+    table, missing, _ = figtables.tour_table("h100/tour 3d", recs)
     assert missing == [] and "naive 3D: one thread per cell" in table and "Test GPU" in table
     assert figures.figure("h100/tour 05/reference ratio", recs).text == "0.50"
 
