@@ -53,7 +53,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from .protocol import CHANNEL_FD_ENV
 
@@ -279,14 +279,10 @@ def _started_by(sid: int, mark: str) -> list[int]:
     return found
 
 
-def kill_started(sid: int, mark: str) -> None:
-    """SIGKILL every process a `run()` started: its session sid, and whatever carries its mark."""
-    try:
-        os.killpg(sid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for _ in range(5):
-        pids = _started_by(sid, mark)
+def kill_all(find: Callable[[], list[int]], rounds: int = 5, pause_s: float = 0.05) -> None:
+    """SIGKILL every process find() names, a few rounds (a fork in flight shows up in the next one)."""
+    for _ in range(rounds):
+        pids = find()
         if not pids:
             return
         for pid in pids:
@@ -294,7 +290,16 @@ def kill_started(sid: int, mark: str) -> None:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        time.sleep(0.05)
+        time.sleep(pause_s)
+
+
+def kill_started(sid: int, mark: str) -> None:
+    """SIGKILL every process a `run()` started: its session sid, and whatever carries its mark."""
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    kill_all(lambda: _started_by(sid, mark))
 
 
 def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,

@@ -35,7 +35,6 @@ import os
 import pwd
 import resource
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -44,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .process import RUN_MARK
+from .process import RUN_MARK, kill_all
 
 #: The user ids student code runs as when the grader is root: "FIRST-LAST"; empty: do not switch.
 SANDBOX_UIDS_ENV = "STENCIL_SANDBOX_UIDS"
@@ -199,17 +198,8 @@ def processes_of(uid: int) -> list[int]:
 
 
 def kill_user(uid: int) -> None:
-    """SIGKILL every process of uid, a few rounds (a fork in flight shows up in the next one)."""
-    for _ in range(10):
-        pids = processes_of(uid)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.02)
+    """SIGKILL every process of uid (process.kill_all)."""
+    kill_all(lambda: processes_of(uid), rounds=10, pause_s=0.02)
 
 
 def _lock_dir() -> Path:
