@@ -17,7 +17,6 @@ import zipfile
 
 import pytest
 
-from stencil_grader.classes import importers
 from stencil_grader.classes.importers import canvas, moodle
 from stencil_grader.classes.submissions import ClassError
 from test_import import LAB, kernel, make_zip, read_roster, run

@@ -85,7 +85,7 @@ def test_a_misnamed_kernel_cu_is_named_by_make_check(tmp_path, name):
     done = subprocess.run(["make", "--no-print-directory", "-C", str(KIT_ROOT / "labs/01-naive-5pt"), "check",
                            f"IMPL={tmp_path / 'mine'}"], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
-    assert f"no kernel.cu found" in done.stderr and f"found {name}: the file must be named kernel.cu" in done.stderr
+    assert "no kernel.cu found" in done.stderr and f"found {name}: the file must be named kernel.cu" in done.stderr
 
 
 def test_make_help_in_a_lab_names_every_target_and_variable_the_handouts_use():
