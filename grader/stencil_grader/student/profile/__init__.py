@@ -6,8 +6,8 @@
 What it does, in order:
 
 1. builds the lab (grading/build.py, the same build `make check` makes) and reads the student's
-   kernels from the build's ptxas report (their mangled names, registers, spills) and PTX (integer
-   div/rem instructions, the widest global load and store of each kernel);
+   kernels from the build's ptxas report (their mangled names, registers, spills) and machine code
+   (integer divisions, the widest global load and store of each kernel: grading/sass.py);
 2. runs the lab's bench program (grader/README.md, section 3) under Nsight Compute on the lab's
    bench grid:
 
@@ -58,16 +58,16 @@ Figures per kernel (units: bytes; GB/s with 1 GB = 1e9 bytes; milliseconds)
   indexed at run time) as a share of all L1 sectors, and ptxas's spill bytes per thread;
 - the warp-stall reasons, in cycles per issued instruction
   (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio), the three largest;
-- integer div/rem: the count of div/rem instructions in the kernel's PTX (and the device functions
-  it calls), and the share of executed instructions on the XU pipe (conversions and the reciprocal
+- integer div/rem: the count of integer divisions in the kernel's machine code (and the device
+  functions it calls), and the share of executed instructions on the XU pipe (conversions and the reciprocal
   that a division by a run-time value needs; smsp__inst_executed_pipe_xu / smsp__inst_executed).
 
 Without counters
 ----------------
 Where ncu may not read the counters (ERR_NVGPUCTRPERM), where ncu is missing, or when asked
 (--no-counters, STENCIL_PROFILE_COUNTERS=off), the profile says so in one line and diagnoses from
-what the kit sees itself: the PTX (how neighbouring lanes address global and shared memory,
-divisions), ptxas's registers and spills, the launch the audit saw (the bench run as make check
+what the kit sees itself: the PTX (how neighbouring lanes address global and shared memory), the
+machine code (divisions), ptxas's registers and spills, the launch the audit saw (the bench run as make check
 runs it) and the GPU's limits per SM (nocounters.py has the figures).  The result's "mode" says
 which ("counters" or "ptx"), and the rules of grader/profile_rules.json are those of that mode.
 
@@ -76,7 +76,7 @@ The modules, one job each:
     ncu.py          finding ncu, the profiled run, reading its report back
     rawpage.py      ncu's raw page (CSV) as rows of metrics
     counters.py     the figures of a launch from its counters
-    buildfacts.py   what ptxas.log and kernel.ptx say of each kernel
+    buildfacts.py   what ptxas.log, the machine code and kernel.ptx say of each kernel
     access.py       how the lanes of a warp address memory, from the PTX
     nocounters.py   the diagnosis without counters: the bench, the audit, the figures
     rules.py        the rule table and its findings

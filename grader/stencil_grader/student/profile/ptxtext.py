@@ -3,9 +3,8 @@
 The lab's rules are judged on the machine code of the linked program (grading/sass.py).  The
 profile (`make profile`, a diagnosis and no grade) reads the PTX for what it says line by line:
 each function's body with the source line of each instruction (with -lineinfo every
-instruction follows a `.loc F L` line naming its line L of source file F, `.file F "path"`),
-the integer div/rem instructions and the width of each global load (buildfacts.py), and the
-address arithmetic of each access (access.py).
+instruction follows a `.loc F L` line naming its line L of source file F, `.file F "path"`) and
+the address arithmetic of each access (access.py).
 """
 
 from __future__ import annotations
@@ -14,13 +13,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-INT_TYPES = {".s16", ".u16", ".s32", ".u32", ".s64", ".u64"}
-
 _FUNC_HEADER = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+"
                           r"(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$]*)")
 _SHARED_DECL = re.compile(r"^\s*(?:\.(?:extern|visible|weak)\s+)*\.shared((?:\s+\.\w+(?:\s+\d+)?)*)"
                           r"\s+([A-Za-z_$%][\w$]*)\s*(\[\s*(\d*)\s*\])?")
-_DIVREM = re.compile(r"^\s*(?:@!?%?\w+\s+)?((?:div|rem)(?:\.\w+)+)")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)(?:.*\binlined_at\s+(\d+)\s+(\d+))?")
 
@@ -103,41 +99,3 @@ def _decl_bytes(m: re.Match) -> int | None:
     if m.group(4) and ".b8" in m.group(1):
         return int(m.group(4))
     return None
-
-
-def integer_div_rem(module: PtxModule) -> list[tuple[str, str, int]]:
-    """(instruction, function, PTX line) for each integer div/rem instruction."""
-    found = []
-    for fn in module.functions:
-        for number, line in fn.lines:
-            m = _DIVREM.match(line)
-            if m and INT_TYPES & {"." + s for s in m.group(1).split(".")[1:]}:
-                found.append((m.group(1), fn.name, number))
-    return found
-
-
-_OPCODE = re.compile(r"^\s*\{?\s*(?:@!?%?\w+\s+)?([a-z][\w.:]*)")      # `{ cvt...}`: inline asm
-_VECTOR = re.compile(r"^v(\d+)$")
-_SCALAR_TYPE = re.compile(r"^[bfsu](\d+)$")
-_CP_ASYNC_SIZE = re.compile(r"\]\s*,\s*(\d+)\s*[,;]")
-
-
-def global_load_bytes(line: str) -> int:
-    """Bytes one global load instruction of a PTX line moves per thread (0 when it is not one).
-
-    ld/ldu with the .global state space: vector count times element size
-    (ld.global.nc.v4.f32: 16); cp.async ... .shared.global with a constant
-    size: that size.  Bulk copies (cp.async.bulk, sized by a register) count 0.
-    """
-    m = _OPCODE.match(line)
-    if not m:
-        return 0
-    parts = m.group(1).split(".")
-    if parts[0] in ("ld", "ldu") and "global" in parts:
-        count = next((int(v.group(1)) for p in parts if (v := _VECTOR.match(p))), 1)
-        bits = next((int(t.group(1)) for p in reversed(parts) if (t := _SCALAR_TYPE.match(p))), 32)
-        return count * bits // 8
-    if parts[:2] == ["cp", "async"] and "global" in parts and "bulk" not in parts:
-        size = _CP_ASYNC_SIZE.search(line)
-        return int(size.group(1)) if size else 0
-    return 0
