@@ -1,31 +1,9 @@
 """The output directory of a class grading: its layout, the reports in it, and the rules that
-keep a grade (resume, never lost).
+keep a grade (resume, never lost): grader/README.md, section 9, "The output folder" and "Resume,
+and a grade never lost"; each path has its function here (report_path, attempt_path, ...).
 
-    OUT/class.json                          which class this folder belongs to (MANIFEST)
-    OUT/class.csv, gradings.csv, summary.txt, class.html      the class files (merge.py)
-    OUT/students/<student>/<lab>.json       the lab's report, with a "class" stamp (below)
-    OUT/students/<student>/<lab>.log        what the grading printed
-    OUT/students/<student>/<lab>.attempt.json, .attempt.log   a later grading that measured
-                                            nothing, kept beside the grade it did not replace
-    OUT/students/<student>/<lab>.history.jsonl   every grading of that lab, one line each,
-                                            only ever appended to (grading/progress.py)
-    OUT/students/<student>/*.html           the pages of that student (classhtml.py)
-    OUT/gradescope/<lab>/<student>/results.json   Gradescope's file of that student and lab
-    OUT/gradebook/                          the course sites' gradebook files (gradebook.py)
-    OUT/batch/run-N/                        a batch back end's run (batch.py; OUT/slurm/run-N
-                                            in the layout before)
-    OUT/similarity/<lab>/                   grade.py similarity's files (similarity.py)
-
-Students live only under students/ and gradescope/<lab>/, each in a folder named as written,
-so that no name (`gradescope`, `class.csv`, `batch`, a leading `-`, 255 bytes) reaches a file
-of the kit: the top level holds only the names above.  An OUT of an earlier layout is moved
-when it is claimed (claim): its OUT/<student>/ folders into students/, its Gradescope files
-of all labs at once (OUT/gradescope/<student>/results.json) into gradescope/.earlier/.
-
-Every file is written under a temporary name and renamed into place, so a grading
-killed at any moment (a time limit, a preempted or failed node) leaves the old file
-or the new one, never half of one (and the hidden temporary file such a kill leaves is
-removed when the class files are next written: sweep_temporaries).
+Every file is written under a temporary name and renamed into place (write_atomic), so a grading
+killed at any moment leaves the old file or the new one, never half of one.
 
 A report's "class" stamp says what was graded and by whom:
 
@@ -33,16 +11,12 @@ A report's "class" stamp says what was graded and by whom:
      "backend": "local" | "slurm" | ..., "run": "local" | "run-3",  who graded it (the engine)
      "job": "1234_5" | null, "host": "node12", "graded_at": ...}
 
-A "missing" report whose message starts with NEAR_MISS is a near miss: something was submitted
-under another name; it is never counted as 0 (is_near_miss).
-
 A report is a grade when its verdict is one (is_grade): not "missing", "not_measured",
-"kit_error", "pending" or "grader_error", whose 0 points mean nothing.  A grading is
-final (not graded again by a resumed run) when its report is a grade, says "final":
-true, and the stamp's source, kit version and lab.json digests are those of now: a
-changed kernel.cu, a new kit or a recalibrated lab.json is graded again (is_final).
-A grade is never replaced by what is not one, and by "missing" only when asked (save).
-Whatever save keeps, the grading is appended to the lab's history (history_path).
+"kit_error", "pending" or "grader_error", whose 0 points mean nothing.  A grading is final (not
+graded again by a resumed run) when its report is a grade, says "final": true, and the stamp's
+source, kit version and lab.json digests are those of now (is_final).  A grade is never replaced
+by what is not one, and by "missing" only when asked (save).  A "missing" report whose message
+starts with NEAR_MISS is a near miss: never counted as 0 (is_near_miss).
 """
 
 from __future__ import annotations
