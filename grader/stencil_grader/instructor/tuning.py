@@ -1,54 +1,13 @@
 """A lab's tuning: the bounds of its parameter sweep (labs/NN-slug/tune.json), the results kept per
 GPU (labs/NN-slug/tuning/<device-slug>.json) and what a reference's build takes from them.
 
-Each reference declares its compile-time parameters with defaults, one block each:
-
-    #ifndef TUNE_K
-    #define TUNE_K 8          /* sweeps per pass at most */
-    #endif
-
-and each lab that can be tuned states the bounds of its sweep in labs/NN-slug/tune.json:
-
-    {
-      "about": "what the sweep varies, and why these values",
-      "parameters": {"K": [4, 8], "VEC": [4, 8], "SEG": [64, 128, 256]},
-      "constraints": ["(2 * VEC * K + 64) * OCC <= 2048"],
-      "plot": {"x": "SEG", "y": "VEC"}
-    }
-
-A parameter NAME is the macro TUNE_NAME of the lab's reference/NN-slug/kernel.cu; its
-values are integers.  The candidates are every combination of the values for which every
-constraint holds (integer arithmetic: + - * // % ( ), comparisons, and, or, not, min,
-max), plus the file's own defaults.  "plot" names the two parameters of the heat map
-(x and y; each cell shows the best variant over the other parameters); without it the
-sweep is drawn as bars, one per variant.
-
-A sweep (instructor/tune.py) writes its best variant, with every variant's figures, to
-
-    labs/NN-slug/tuning/<device-slug>.json     (device_slug("NVIDIA H100 80GB HBM3") =
-                                                "nvidia-h100-80gb-hbm3")
-
-which the reference's builds then use on that GPU: lab.mk asks `grade.py tune
---print-defines LAB` for KERNEL_DEFINES whenever IMPL=reference and KERNEL_DEFINES is not
-given (make check of the reference, make tour, make calibrate).  A GPU without a tuning
-file gets the defaults of the source.  What a build was compiled with is recorded in its
-BUILD_DIR/flags.stamp (lab.mk): built_parameters reads it back.
-
-The tuning file:
-
-    {"lab": ..., "device": ..., "date": "YYYY-MM-DD", "seed": N, "nvcc": "release ...",
-     # (the figures below are an example)
-     "best": {"K": 8, ...},                    # what the reference's builds use
-     "default": {"K": 8, ...},                 # the source's defaults when measured
-     "best_ratio": 3.6, "default_ratio": 3.4,  # fractions of the copy bandwidth
-     "min_gain": 0.02,
-     "variants": [{"params": {...}, "status": "ok", "ratio": ..., "gbps": ..., "ms": ...,
-                   "copy_gbps": ..., "registers": ..., "spill_bytes": ..., "message": ""}, ...]}
-
-registers and spill_bytes: the most of any kernel of the build (ptxas), per thread.
-
-Units: gbps and copy_gbps in GB/s (1 GB = 1e9 bytes, the bench's), ms the bench's median
-milliseconds per call, ratio = gbps / copy_gbps.
+grader/README.md, section 10, gives both files' keys, the candidates (every combination of the
+values for which every constraint holds, plus the source's defaults), and how the reference's
+builds take `best` (lab.mk asks `grade.py tune --print-defines LAB`).  A parameter NAME is the
+macro TUNE_NAME of reference/NN-slug/kernel.cu, an integer; a constraint is integer arithmetic
+(+ - * // % ( ), comparisons, and, or, not, min, max).  Units of a variant: gbps and copy_gbps in
+GB/s (1 GB = 1e9 bytes), ms the bench's median per call, ratio = gbps / copy_gbps; registers and
+spill_bytes the most of any kernel of the build (ptxas), per thread.
 """
 
 from __future__ import annotations
