@@ -15,34 +15,10 @@ them with sbatch; every Slurm word of the kit is in this module:
                    same shard) has ended well, not when the slowest build has
     merge.sbatch   one job, --dependency=afterany on the second: the class files
 
-Each asks for --time (D-HH:MM:SS), --mem and --cpus-per-task from resources.py (what the labs'
-stages used, recorded on a GPU machine; said in the script's comment, "not measured" when no
-recording is there), names the class and the run in its job name, states its requeue policy
-(--no-requeue unless --requeue: a task graded again after a requeue keeps every grade it had
-saved, by outdir.save's rule), throttles its array with %N (--max-running N), and opens with
-the --setup lines (module loads, a virtual environment) before finding python3 on the node.
-
-aftercorr, not afterok or afterany on the whole array: a GPU task waits for its own build
-task only.  A build task that Slurm kills leaves its GPU task never started (Slurm cancels it:
---kill-on-invalid-dep=yes), and the merge (afterany: it runs whatever the GPU tasks' end)
-names every grading they did not do; the same command again grades them.
-
---gres none (a partition whose nodes give GPUs without gres): Slurm may start several GPU
-tasks on one node, all seeing every GPU; they then share the node's GPUs under a lock file per
-GPU (tasks.py, "node" locks), so that no two time their kernels on one GPU at once.
-
---dry-run prints the scripts and the sbatch commands and writes nothing, then what it could
-check here: where sinfo answers, the partitions and that the GPU partition's nodes offer the
---gres asked for; where sbatch reaches a controller, each script through `sbatch --test-only`
-(the #SBATCH lines it would accept, nothing queued).  What it could not check is said, with
-why (no sbatch, no controller reachable, no answer in SLURM_TIMEOUT_S), and never a refusal;
-what --test-only never checks is said too (the scripts' own lines run only on a node).
-
-A GPU partition whose nodes hold several GPU types (sinfo's typed gres, gpu:a100:4 beside
-gpu:h100:4): --gres gpu:1 may land on any of them, and a build for --arch runs only on GPUs of
-that architecture's major version at or above it; each node type that cannot run the build is
-a warning naming it and what to ask instead (GRES_ARCH: the compute capability of the gres
-type names clusters use, from NVIDIA's CUDA GPUs list, https://developer.nvidia.com/cuda-gpus).
+What each script asks for (--time as D-HH:MM:SS, --mem and --cpus-per-task from resources.py,
+the requeue policy, the array's %N), why aftercorr, --gres none (node locks, tasks.py), what
+--dry-run checks (sinfo, `sbatch --test-only`, GRES_ARCH on typed gres) and what it says it could
+not check: grader/README.md, section 9, "Slurm".
 """
 
 from __future__ import annotations
