@@ -4,16 +4,9 @@
     python3 grader/grade.py figures --check    # exit 1, listing every place where the text differs
 
 A figure that was measured is never typed into the text: the text holds a marker, and this module
-writes the figure between the marker's two halves from a *recorded run*, a JSON file under
-handouts/data/SLUG/ (SLUG names a GPU, e.g. h100, h200) written by the kit itself:
-
-    handouts/data/SLUG/tour.json       grade.py tour --json FILE        (make tour)
-    handouts/data/SLUG/check.json      grade.py record-check FILE       (after make check)
-    handouts/data/SLUG/calibrate.json  grade.py calibrate --json FILE   (make calibrate)
-
-instructor/records.py (RECORD_FORMAT) documents what a record holds.  `make record SLUG=h100` on a GPU
-writes the first two (calibrate.json only comes from a calibration), then `grade.py figures`
-rewrites the text.  handouts/data/README.md is the instructor's guide to all this.
+writes the figure between the marker's two halves from a *recorded run*, handouts/data/SLUG/RECORD.json
+(SLUG names a GPU: h100, h200).  Which command writes each record, and how to regenerate them:
+handouts/data/README.md; what a record holds: instructor/records.py (RECORD_FORMAT).
 
 Markers
 -------
@@ -56,16 +49,10 @@ factors `*N` or `/N` applied in order.  FORMAT is a Python format specification 
 they are.  An inline marker may not start a line: CommonMark reads a line that starts with `<!--`
 as an HTML block, even inside a paragraph, and the rest of the line would not be Markdown.
 
-Provisional recordings
-----------------------
-A record with "provisional": true (figures transcribed from elsewhere until the kit's own run
-replaces them) renders like any other, and --check prints a warning naming it.  SLUG/notes.json is
-always provisional: the development notes of the references and the timings of development
-sessions, typed from runs that no recording holds (scratch benchmarks, ablations, the design a
-reference replaced), each row saying which run;
-quoting one through a marker keeps every copy of it equal, and --check counts them.  A figure such a
-record lacks (a row it does not have, a null field) renders as MISSING_TEXT, with a warning; in a
-final record the same is an error, because the text must not quote what the run did not measure.
+Provisional recordings ("provisional": true; SLUG/notes.json always) render like any other, with a
+warning from --check (handouts/data/README.md, "Provisional files"); a figure such a record lacks
+renders as MISSING_TEXT, with a warning, and in a final record is an error: the text must not
+quote what the run did not measure.
 
 Consistency with lab.json: every calibrate record's rows that were written into lab.json must
 still match that lab.json's targets for the record's device (unless the lab now has a
