@@ -5,7 +5,7 @@ The fixtures (tests/python/data/ncu/, README.md there) are profile-inputs.json f
 starter and every diagnostic submission.  The tests hold the table to what the issue asks: every
 reference gets no finding above "info", and every diagnostic submission gets its own defect (the
 "profile" of its entry in tests/submissions/<lab>/expected.json) as its first finding.  The rest
-checks the pieces: the raw-CSV reader, the PTX loop test, the rule-table validation, what happens
+checks the pieces: the raw-CSV reader, the machine code's loop test, the rule-table validation, what happens
 without ncu or without permission (a fake ncu), and that a profile never touches a graded figure.
 """
 
@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
-from stencil_grader.grading import pipeline
-from stencil_grader.student.profile import ptxtext as ptx
+from stencil_grader.grading import pipeline, sass
 from stencil_grader.student import profile
 from stencil_grader.student.profile import buildfacts, command, common, counters, ncu, rawpage
 from stencil_grader.student.profile import text as rendering
@@ -196,35 +195,37 @@ def test_kernel_filter_selects_exactly_the_names():
     assert pattern.match("_Z5tiledPKfPfi") and not pattern.match("_Z5tiledPKfPfi_more")
 
 
-PTX_LOOP = """
-.visible .entry _Z1kPfi(
-)
-{
-	div.u32 	%r1, %r2, %r3;
-$L__BB0_2:
-	rem.s32 	%r4, %r5, %r6;
-	@%p1 bra 	$L__BB0_4;
-	div.s32 	%r7, %r8, %r9;
-$L__BB0_4:
-	@%p2 bra 	$L__BB0_2;
-	ret;
-}
+SASS_LOOP = """arch = sm_90
+identifier = /tmp/kernel.cu
+\t\tFunction : _Z1kPfi
+        /*0000*/                   I2F.U32.RP R3, c[0x0][0x16c] ;
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0020*/                   I2F.RP R5, R4 ;
+        /*0030*/               @P0 BRA 0x50 ;
+        /*0040*/                   I2F.RP R6, R4 ;
+        /*0050*/              @!P1 BRA !P2, 0x20 ;
+        /*0060*/                   STG.E.64 desc[UR4][R2.64], R4 ;
+        /*0070*/                   EXIT ;
+        /*0080*/                   BRA 0x80;
 """
 
 
-def test_in_loop_finds_divisions_between_a_label_and_a_branch_back():
-    module = ptx.parse_ptx(PTX_LOOP)
-    fn = module.functions[0]
-    divs = {line for _, _, line in ptx.integer_div_rem(module)}
-    assert len(divs) == 3
-    looped = buildfacts.in_loop(fn, divs)
-    assert len(looped) == 2 and min(divs) not in looped                 # the first is before the loop
+def test_build_facts_count_divisions_in_loops_and_widest_accesses_from_the_machine_code(tmp_path, monkeypatch):
+    """A division between a BRA and the earlier offset it branches back to is in a loop; the one
+    before is not; the end's branch to itself is no loop."""
+    (tmp_path / "ptxas.log").write_text("ptxas info    : Compiling entry function '_Z1kPfi' for 'sm_90'\n"
+                                        "ptxas info    : Used 28 registers\n")
+    monkeypatch.setattr(buildfacts.sass, "student_code", lambda build_dir: sass.parse_sass(SASS_LOOP))
+    fact = buildfacts.static_facts(tmp_path)["_Z1kPfi"]
+    assert (fact["div_rem"], fact["div_rem_in_loop"], fact["widest_load"], fact["widest_store"]) == (3, 2, 16, 8)
 
 
-def test_global_store_bytes():
-    assert buildfacts.global_store_bytes("\tst.global.v4.f32 \t[%rd1], {%f1, %f2, %f3, %f4};") == 16
-    assert buildfacts.global_store_bytes("\tst.global.f32 \t[%rd1], %f1;") == 4
-    assert buildfacts.global_store_bytes("\tst.shared.f32 \t[%r1], %f1;") == 0
+def test_build_facts_without_machine_code_cannot_profile(tmp_path, monkeypatch):
+    (tmp_path / "ptxas.log").write_text("ptxas info    : Compiling entry function '_Z1kPfi' for 'sm_90'\n")
+    monkeypatch.setenv("CUOBJDUMP", str(tmp_path / "missing-cuobjdump"))
+    with pytest.raises(common.ProfileError) as err:
+        buildfacts.static_facts(tmp_path)
+    assert err.value.exit_code == common.EXIT_CANNOT and "cuobjdump -sass" in str(err.value)
 
 
 def test_rule_table_validation_names_the_rule_and_key():
@@ -279,7 +280,8 @@ print("==PROF== Disconnected")
 @pytest.fixture
 def fake_ncu(tmp_path, monkeypatch):
     """A fake ncu on PATH and a build directory holding a lab 1 build's ptxas.log, kernel.ptx and
-    a bench whose usage names --no-audit, with the recorded lab 1 reference profile behind it."""
+    a bench whose usage names --no-audit (no machine code), with the recorded lab 1 reference
+    profile behind it."""
     data = load(NCU_DATA / "01-naive-5pt--reference.json")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -303,6 +305,7 @@ def fake_ncu(tmp_path, monkeypatch):
     bench = build / "bench"
     bench.write_text("#!/bin/sh\necho 'usage: bench --json FILE [--no-audit]' >&2\nexit 64\n")
     bench.chmod(0o755)
+    monkeypatch.setattr(buildfacts.sass, "student_code", lambda build_dir: {})     # the bench is a script
     return build
 
 

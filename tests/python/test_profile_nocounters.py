@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
+from stencil_grader.grading import sass
 from stencil_grader.student.profile import ptxtext as ptx
 from stencil_grader.student import profile
 from stencil_grader.student.profile import access, command, nocounters
@@ -227,6 +228,7 @@ def test_locked_counters_are_said_in_one_line_then_diagnosed_without(tmp_path, m
     bench = build / "bench"
     bench.write_text("#!/bin/sh\necho 'usage: bench --json FILE [--no-audit]' >&2\nexit 64\n")
     bench.chmod(0o755)
+    monkeypatch.setattr(sass, "student_code", lambda build_dir: {})      # the bench is a script
     monkeypatch.setattr(command.grading_build, "build", lambda *a, **k: type("B", (), {"ok": True})())
     asked = []
     monkeypatch.setattr(nocounters, "collect", lambda spec, impl, b, seed, static, why: asked.append(why) or data)

@@ -102,43 +102,15 @@ def test_check_source_reports_each_use(tmp_path):
 
 # ---------------------------------------------------------------- the profile's PTX reader
 
-def test_ptx_functions_and_shared_declarations():
-    module = ptxmod.parse_ptx((DATA / "kernels_shared.ptx").read_text())
-    assert [(f.name, f.kind) for f in module.functions] == [
+def test_ptx_functions_and_prototypes():
+    functions = ptxmod.parse_ptx((DATA / "kernels_shared.ptx").read_text())
+    assert [(f.name, f.kind) for f in functions] == [
         ("_Z5plainPKfPfi", "entry"), ("_Z5tiledPKfPfi", "entry"), ("_Z3dynPKfPfi", "entry"),
         ("_Z5spillPfi", "entry")]
-    tiled = module.functions[1]
-    assert tiled.shared == [("_ZZ5tiledPKfPfiE4tile", 1032)]
-    assert module.shared == [("s", None, True)]                 # extern __shared__ float s[];
-
-
-def test_integer_div_rem_found_float_div_ignored():
-    module = ptxmod.parse_ptx((DATA / "kernels_div.ptx").read_text())
-    found_insns = ptxmod.integer_div_rem(module)
-    assert {(insn, fn) for insn, fn, _ in found_insns} == {
-        ("div.s32", "_Z6helperii"), ("div.s64", "_Z4divkPiii"), ("div.u32", "_Z4divkPiii"),
-        ("div.s32", "_Z4divkPiii")}
-    assert not any(fn == "_Z4fdivPff" for _, fn, _ in found_insns)   # div.rn.f32 is allowed
-    assert ptxmod.integer_div_rem(ptxmod.parse_ptx((DATA / "kernels_shared.ptx").read_text())) == []
-
-
-def test_rem_and_predicated_instructions():
-    ptx = (".visible .entry k(\n.param .u32 k_param_0\n)\n{\n"
-           "\t@%p1 rem.u32 \t%r3, %r1, %r2;\n"
-           "\t@!%p2 div.s16 \t%rs3, %rs1, %rs2;\n"
-           "\tdiv.approx.f32 \t%f3, %f1, %f2;\n"
-           "\t// div.s32 in a comment\n"
-           "\tst.shared.u32 \t[%r4], %r3;\n}\n")
-    assert [insn for insn, _, _ in ptxmod.integer_div_rem(ptxmod.parse_ptx(ptx))] == ["rem.u32", "div.s16"]
-
-
-def test_extern_function_prototypes_are_not_bodies():
     ptx = (".extern .func  (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n"
            "\t.param .b64 vprintf_param_1\n)\n;\n"
-           ".visible .entry k()\n{\n\tdiv.u64 \t%rd3, %rd1, %rd2;\n}\n")
-    module = ptxmod.parse_ptx(ptx)
-    assert [f.name for f in module.functions] == ["k"]
-    assert ptxmod.integer_div_rem(module) == [("div.u64", "k", 9)]
+           ".visible .entry k()\n{\n\tdiv.u64 \t%rd3, %rd1, %rd2; // a comment\n}\n")
+    assert [(f.name, f.lines) for f in ptxmod.parse_ptx(ptx)] == [("k", [(9, "\tdiv.u64 \t%rd3, %rd1, %rd2; "), (10, "}")])]
 
 
 def spec_with(tmp_path, **constraints):
@@ -231,29 +203,6 @@ def test_the_fixture_reads_as_this_toolkits_machine_code(tmp_path):
             "_Z8c_dividePiii", "_Z16ptx_two_per_linePiii", "_Z20ptx_brace_in_commentPiii"}
         assert {n for n, f in fns.items() if sass.float_atomics(f)} == {"_Z13float_atomicsPKfPdPf", "_Z7cas_addPKfPd"}
         assert sass.widest_global_load(fns["_Z11float4_loadPK6float4Pf"]) == 16
-
-
-# ---------------------------------------------------------------- planes of shared memory (lab 6)
-
-def test_global_load_bytes():
-    loads = ["ld.global.nc.v4.f32 {%f1,%f2,%f3,%f4}, [%rd1];", "@%p1 ld.global.v2.f32 {%f1,%f2}, [%rd1];",
-             "ld.global.nc.L1::no_allocate.v2.u64 {%rd1,%rd2}, [%rd3];", "ld.relaxed.gpu.global.b32 %r1, [%rd1];",
-             "ldu.global.f32 %f1, [%rd1];", "ld.global.u8 %rs1, [%rd1];", "ld.shared.v4.f32 {%f1,%f2,%f3,%f4}, [%r1];",
-             "ld.param.u64 %rd1, [k_param_0];", "cp.async.ca.shared.global [%r1], [%rd1], 8;",
-             "st.global.v4.f32 [%rd1], {%f1,%f2,%f3,%f4};"]
-    assert [ptxmod.global_load_bytes(x) for x in loads] == [16, 8, 16, 4, 4, 1, 0, 0, 8, 0]
-
-
-def _ptx_function(ptx, name):
-    """The text of one .entry of ptx, from its header to its closing brace."""
-    start = ptx.index(f".entry {name}(")
-    start = ptx.rindex("\n", 0, start) + 1
-    depth, i = 0, ptx.index("{", start)
-    while True:
-        depth += {"{": 1, "}": -1}.get(ptx[i], 0)
-        if depth == 0:
-            return ptx[start:i + 1] + "\n"
-        i += 1
 
 
 def test_run_static_combines_object_source_and_machine_code(tmp_path, disassembled):

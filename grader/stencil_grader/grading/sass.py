@@ -22,7 +22,7 @@ What each rule reads of an instruction (its opcode and dot-separated modifiers):
   every integer division nvcc and ptxas emit for a divisor not known at compile time (32- and
   64-bit, inline PTX `div`/`rem` included); a constant divisor becomes a multiply;
 - a read of shared memory: LDS, LDSM, ATOMS, or a generic LD (which may address shared memory);
-- the widest global load: LDG and LDGSTS (cp.async) widths, .128 = 16 bytes;
+- the widest global load (store): LDG and LDGSTS (cp.async) widths (STG), .128 = 16 bytes;
 - accesses narrower than fp32: 8- and 16-bit global or generic loads, stores and atomics, and
   conversions to or from half and 8-bit floats (F2F with such a type, any F2FP pack);
 - floating-point atomics: RED, ATOM, ATOMG, ATOMS on F32, F64, F16x2 or BF16x2, and
@@ -166,10 +166,22 @@ def uses_shared(fn: SassFunction) -> bool:
 _WIDTHS = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16, "256": 32}
 
 
-def widest_global_load(fn: SassFunction) -> int:
-    """Bytes of the widest global load one thread makes (LDG, LDGSTS); 0 when it makes none."""
+def widest_global_load(fn: SassFunction, opcodes: tuple[str, ...] = ("LDG", "LDGSTS")) -> int:
+    """Bytes of the widest global load one thread makes (LDG, LDGSTS; a store with ("STG",));
+    0 when it makes none."""
     return max((next((_WIDTHS[p] for p in _parts(op) if p in _WIDTHS), 4)
-                for _, op, _ in fn.instructions if _parts(op)[0] in ("LDG", "LDGSTS")), default=0)
+                for _, op, _ in fn.instructions if _parts(op)[0] in opcodes), default=0)
+
+
+_BRANCH_TARGET = re.compile(r"(?:^|,)\s*0x([0-9a-f]+)\s*$")
+
+
+def in_loops(fn: SassFunction, offsets: list[int]) -> list[int]:
+    """Those of `offsets` inside a loop: between a BRA and the earlier offset it branches back to
+    (nvcc lays out every loop so: for, while, grid-stride)."""
+    loops = [(int(m.group(1), 16), o) for o, op, args in fn.instructions
+             if _parts(op)[0] == "BRA" and (m := _BRANCH_TARGET.search(args)) and int(m.group(1), 16) < o]
+    return [x for x in offsets if any(start <= x <= end for start, end in loops)]
 
 
 _NARROW_MEMORY = {"LDG", "STG", "LD", "ST", "ATOMG", "ATOM", "RED", "REDG"}

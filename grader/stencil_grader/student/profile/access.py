@@ -248,10 +248,10 @@ def _listed(frozen: tuple | None) -> list | None:
     return None if frozen is None else [[list(k), v] for k, v in frozen]
 
 
-def kernel_accesses(module: ptx.PtxModule) -> dict[str, list[dict]]:
+def kernel_accesses(functions: list[ptx.PtxFunction]) -> dict[str, list[dict]]:
     """Per kernel (mangled name): its accesses (_Analysis.accesses)."""
     out = {}
-    for fn in module.functions:
+    for fn in functions:
         if fn.kind == "entry":
             analysis = _Analysis(fn)
             analysis.run()

@@ -85,7 +85,7 @@ def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
     total_inst = get("smsp__inst_executed.sum")
     threads = (get("launch__grid_size") or 0) * (get("launch__block_size") or 0)
     threads_per_cell = threads / cells if threads and cells else None
-    # Divisions a cell pays for, estimated from the PTX: one per cell for each div/rem inside a
+    # Divisions a cell pays for, estimated from the machine code: one per cell for each div/rem inside a
     # loop (a grid-stride or row loop visits each cell once), one per thread for the others.
     divisions = None
     if fact and threads_per_cell is not None:

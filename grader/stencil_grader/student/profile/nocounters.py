@@ -5,8 +5,8 @@ most containers, shared servers with NVreg_RestrictProfilingToAdminUsers=1), whe
 installed, and when asked (`grade.py profile --no-counters`, or STENCIL_PROFILE_COUNTERS=off).
 Its inputs:
 
-- the build (buildfacts.py): ptxas's registers and spills; the PTX's divisions, and for every
-  global and shared load and store how neighbouring lanes address memory (access.py);
+- the build (buildfacts.py): ptxas's registers and spills; the machine code's divisions; for every
+  global and shared load and store of the PTX, how neighbouring lanes address memory (access.py);
 - the launches: the bench runs as `make check` runs it (sandboxed, timed, with the launch
   audit), and the audit gives each kernel that ran its grid, block, shared memory per block and
   registers (grader/README.md, section 3).  Only kernels that ran are diagnosed;

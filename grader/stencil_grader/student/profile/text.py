@@ -40,7 +40,7 @@ def _ptx_kernel_lines(k: dict) -> list[str]:
     lines += [f"    occupancy  theoretical {_fmt(f.get('theoretical_occupancy'), '.0f')}% (limited by "
               f"{f.get('occupancy_limiter') or '?'})",
               f"    spills     ptxas: {_fmt(f.get('spill_bytes'), '.0f')} B per thread",
-              f"    div/rem    {_fmt(f.get('div_rem_ptx'), '.0f')} in the PTX, about {_fmt(f.get('div_rem_per_cell'), '.3g')} "
+              f"    div/rem    {_fmt(f.get('div_rem_ptx'), '.0f')} in the machine code, about {_fmt(f.get('div_rem_per_cell'), '.3g')} "
               "per cell",
               f"    analysed   {f.get('accesses_analysed', 0)} loads and stores of the PTX; "
               f"{f.get('accesses_skipped', 0)} whose lanes' addresses it cannot follow"]
@@ -84,7 +84,7 @@ def render_text(result: dict) -> str:
                 f"    local      {_fmt(f['local_bytes'], '.0f')} B of local-memory traffic "
                 f"({_pct(f['local_share'], '.1f')} of L1 sectors); ptxas: {_fmt(f['spill_bytes'], '.0f')} B of "
                 "spills per thread",
-                f"    div/rem    {_fmt(f['div_rem_ptx'], '.0f')} in the PTX, about {_fmt(f['div_rem_per_cell'], '.3g')} "
+                f"    div/rem    {_fmt(f['div_rem_ptx'], '.0f')} in the machine code, about {_fmt(f['div_rem_per_cell'], '.3g')} "
                 f"per cell; {_pct(f['xu_share'], '.1f')} of instructions on the XU pipe",
                 "    stalls     " + (", ".join(f"{r} {v:.1f}" for r, v in f["stalls"]) or "?")
                 + " (cycles per issued instruction)"]
