@@ -54,6 +54,20 @@ if ((${#missing[@]})); then
     fi
 fi
 
+# The instructor side's libraries, listed once in grader/requirements.txt (module, Debian package).
+instructor_missing=()
+py=$(python_with_pytest || true)
+while read -r module package _; do
+    [[ -z $module || $module == \#* ]] && continue
+    [[ -n $py ]] && "$py" -c "import $module" 2>/dev/null || instructor_missing+=("$package")
+done < "$(dirname "${BASH_SOURCE[0]}")/../grader/requirements.txt"
+if ((${#instructor_missing[@]})) && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian packages for the instructor tools: ${instructor_missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${instructor_missing[@]}"; } >&2 \
+        || echo "install-deps.sh: could not install ${instructor_missing[*]}: the tests that need them will be skipped" >&2
+fi
+
 # Optional: a real one-node Slurm for tests/python/test_slurm.py (Debian 12: Slurm 22.05).  Installed
 # when we are root on Debian; anywhere else that test is skipped and says why.  The packages'
 # own services are not needed (the test starts its daemons on loopback ports of its own).
