@@ -316,6 +316,7 @@ def check_profile(entry: Entry, kit_root: Path = KIT_ROOT) -> Outcome:
     compare the first finding's rule with the entry's "profile"; skipped, with the reason, where
     nothing can be profiled (no ncu, no GPU, counters not permitted)."""
     from stencil_grader.student import profile
+    from stencil_grader.student.profile.common import EXIT_CANNOT
 
     try:
         with tempfile.TemporaryDirectory(prefix=f"profile-{entry.lab}-") as tmp, \
@@ -323,7 +324,7 @@ def check_profile(entry: Entry, kit_root: Path = KIT_ROOT) -> Outcome:
             run = profile.profile_lab(Path(kit_root) / "labs" / entry.lab, str(folder), Path(tmp) / "build")
     except PatchError as err:
         return Outcome("failed", None, str(err))
-    if run.exit_code == profile.EXIT_CANNOT:
+    if run.exit_code == EXIT_CANNOT:
         return Outcome("skipped", None, "not profiled: " + " ".join(run.text.split())[:300])
     findings = (run.result or {}).get("findings") or []
     first = findings[0]["rule"] if findings else None
