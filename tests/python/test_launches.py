@@ -113,7 +113,7 @@ def test_a_grid_stride_block_cannot_claim_the_whole_plane(lab6, tmp_path):
 @pytest.fixture
 def disassembled(monkeypatch):
     """check_launches reads program.sass as the bench program's machine code."""
-    monkeypatch.setattr(sass, "student_code", lambda build_dir: PROGRAM)
+    monkeypatch.setattr(sass, "student_code", lambda build_dir, cc=None: PROGRAM)
 
 
 def test_labs_without_the_constraints_get_only_the_stream_and_host_checks(tmp_path, disassembled):

@@ -205,6 +205,35 @@ def test_the_fixture_reads_as_this_toolkits_machine_code(tmp_path):
         assert sass.widest_global_load(fns["_Z11float4_loadPK6float4Pf"]) == 16
 
 
+@pytest.mark.skipif(not all(_cuda_tools()), reason="nvcc and cuobjdump not both installed")
+def test_a_program_of_ptx_alone_is_judged_on_what_the_driver_compiles(tmp_path):
+    """Built as PTX alone (CUDA_ARCH=compute_75), the program holds no ELF: the rules read the
+    machine code ptxas makes of that PTX, for the GPU that ran or, statically, for the PTX's own
+    target; a GPU older than every PTX target gets nothing, which the rules say they cannot judge."""
+    nvcc, _ = _cuda_tools()
+    (tmp_path / "main.cu").write_text("int main() { return 0; }\n")
+    subprocess.run([nvcc, "-O3", "-gencode", "arch=compute_75,code=compute_75", "-o", str(tmp_path / "bench"),
+                    str(DATA / "kernels_sass.cu"), str(tmp_path / "main.cu")], check=True, capture_output=True,
+                   timeout=300)
+    for cc, arch in (("9.0", 90), (None, 75)):
+        code = sass.student_code(tmp_path, cc)
+        assert list(code) == [arch] and all(f.from_ptx for f in code[arch].values())
+        assert {n for n, f in code[arch].items() if sass.integer_divisions(f)} == {
+            "_Z8c_dividePiii", "_Z16ptx_two_per_linePiii", "_Z20ptx_brace_in_commentPiii"}
+        kernels, elf = sass.for_device(code, cc or "7.5")
+        assert kernels and "compiled by ptxas from the program's PTX" in elf
+    kernels, elf = sass.for_device(sass.student_code(tmp_path, "7.0"), "7.0")
+    assert not kernels and "CUDA_ARCH=70" in elf
+
+
+def test_ptx_sections_leave_the_harness_out():
+    text = ("Fatbin ptx code:\n================\narch = sm_75\nidentifier = /kit/grader/harness/device.cu\n"
+            ".version 9.0\n.target sm_75\n"
+            "Fatbin ptx code:\n================\narch = sm_80\ncompressed\nidentifier = /lab/kernel.cu\n"
+            "ptxasOptions = -v\n\n//\n.version 9.0\n.target sm_80\n")
+    assert sass.parse_ptx_sections(text, "/kit/grader/harness") == [(80, "//\n.version 9.0\n.target sm_80\n")]
+
+
 def test_run_static_combines_object_source_and_machine_code(tmp_path, disassembled):
     """One stage, in the report's order: the object's symbols, the source, the machine code."""
     spec = spec_with(tmp_path, no_div_rem=True)

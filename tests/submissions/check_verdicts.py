@@ -316,7 +316,7 @@ def check_profile(entry: Entry, kit_root: Path = KIT_ROOT) -> Outcome:
     compare the first finding's rule with the entry's "profile"; skipped, with the reason, where
     nothing can be profiled (no ncu, no GPU, counters not permitted)."""
     from stencil_grader.student import profile
-    from stencil_grader.student.profile.common import EXIT_CANNOT
+    from stencil_grader.student.profile.common import EXIT_CANNOT, EXIT_PROFILED
 
     try:
         with tempfile.TemporaryDirectory(prefix=f"profile-{entry.lab}-") as tmp, \
@@ -330,9 +330,9 @@ def check_profile(entry: Entry, kit_root: Path = KIT_ROOT) -> Outcome:
     first = findings[0]["rule"] if findings else None
     ranked = ", ".join(f"{f['rule']} ({f['severity']})" for f in findings[:4]) or "none"
     detail = f"first finding {first}, expected {entry.profile}; ranked: {ranked}; {run.seconds:.0f} s"
-    if run.exit_code == profile.EXIT_PROFILED and first == entry.profile:
+    if run.exit_code == EXIT_PROFILED and first == entry.profile:
         return Outcome("passed", None, detail)
-    return Outcome("failed", None, detail if run.exit_code == profile.EXIT_PROFILED else " ".join(run.text.split())[:400])
+    return Outcome("failed", None, detail if run.exit_code == EXIT_PROFILED else " ".join(run.text.split())[:400])
 
 
 def against_twin(entry: Entry, mine: Outcome, twin: Outcome) -> Outcome:

@@ -368,7 +368,7 @@ def check_launches(spec: LabSpec, data: dict | None, build_dir: Path) -> list[St
     c = spec.constraints
     reads_code = c.shared_tile or c.max_shared_planes is not None or c.grid_storage or \
         any(x.get("repeats", 0) > 0 for x in data.get("launchers") or [])
-    kernels, elf = sass.for_device(sass.student_code(build_dir), data.get("cc")) if reads_code else ({}, "")
+    kernels, elf = sass.for_device(sass.student_code(build_dir, data.get("cc")), data.get("cc")) if reads_code else ({}, "")
     code = Code(kernels, elf)
     checks = [c for c in (stream_check(data), host_memory_check(data), tile_check(spec, data, code),
                           planes_check(spec, data, code), storage_check(spec, data, code),

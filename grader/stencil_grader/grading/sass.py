@@ -15,6 +15,13 @@ of kernel.cu or on the text of kernel.ptx (grader/README.md, section 6):
   the function of that name in the student's ELF for the architecture that ran
   (for_device): one the student's machine code lacks was loaded some other way, and fails; so does
   one that two ELFs of that architecture define (a fat binary put in `.nv_fatbin` by hand).
+- A program without an ELF for the GPU that ran (built as PTX alone, `CUDA_ARCH=compute_70`; or
+  for an older architecture family) ran code the driver compiled from its PTX at load time.
+  That code is not in the file; the grader compiles the same PTX (`cuobjdump -ptx`, the newest
+  target the GPU can run, as the driver picks) with the toolkit's `ptxas` for the GPU's
+  architecture, the compiler the driver's JIT shares (CUDA C++ Programming Guide, "Just-in-Time
+  Compilation"), and judges that (student_code).  Where ptxas cannot (a toolkit older than the
+  GPU) the rules that need machine code say "not verified", never pass.
 
 What each rule reads of an instruction (its opcode and dot-separated modifiers):
 
@@ -35,6 +42,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,12 +71,14 @@ class SassError(RuntimeError):
 class SassFunction:
     """One kernel of one architecture: its mangled name, architecture (90 for sm_90), instructions
     as (offset, opcode with modifiers, operands), and how many ELFs of that architecture define it
-    (more than one: which the driver loads is not known, and the instructions are those of all)."""
+    (more than one: which the driver loads is not known, and the instructions are those of all),
+    and whether ptxas compiled it from the program's PTX (the driver's JIT: module docstring)."""
 
     name: str
     arch: int
     instructions: list[tuple[int, str, str]] = field(default_factory=list)
     copies: int = 1
+    from_ptx: bool = False
 
     def where(self, offset: int) -> str:
         return f"{kernel_label(self.name)}, sm_{self.arch} offset 0x{offset:04x}"
@@ -107,38 +117,117 @@ def cuobjdump() -> str | None:
     return str(beside) if beside and beside.is_file() else shutil.which("cuobjdump")
 
 
-def student_code(build_dir: Path) -> dict[int, dict[str, SassFunction]]:
-    """The SASS of the student's file in BUILD_DIR/bench (parse_sass).  Raises SassError when
-    cuobjdump is missing or fails: the grader's machinery, never the student's fault."""
+def _run(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                              timeout=DISASSEMBLE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise SassError(f"{' '.join(argv)}: {err}") from err
+    if done.returncode != 0:
+        raise SassError(f"{' '.join(argv)} failed: {done.stderr.strip()[:300]}")
+    return done.stdout
+
+
+_PTX_BODY = re.compile(r"^\s*(//|\.version\b)")
+
+
+def parse_ptx_sections(text: str, harness: Path = HARNESS) -> list[tuple[int, str]]:
+    """The student's PTX in `cuobjdump -ptx` text: (target architecture, PTX text) per section, the
+    harness's left out (parse_sass's rule)."""
+    harness = Path(os.path.abspath(harness))
+    sections: list[tuple[int, bool, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("Fatbin "):
+            sections.append((0, True, []))
+        elif not sections:
+            continue
+        elif sections[-1][2] or _PTX_BODY.match(line):
+            sections[-1][2].append(line)
+        elif m := _ARCH.match(line):
+            sections[-1] = (int(m.group(1)), sections[-1][1], [])
+        elif m := _IDENTIFIER.match(line):
+            ours = harness not in Path(os.path.abspath(m.group(1))).parents
+            sections[-1] = (sections[-1][0], ours, [])
+    return [(arch, "\n".join(body) + "\n") for arch, ours, body in sections if ours and body]
+
+
+def _arch_of(cc: str | None) -> int | None:
+    major, _, minor = (cc or "").partition(".")
+    return int(major) * 10 + int(minor) if major.isdigit() and minor.isdigit() else None
+
+
+def _runs_on(arch: int, want: int) -> bool:
+    """Whether an ELF for sm_`arch` loads on a GPU of sm_`want` (same major version, not newer)."""
+    return arch // 10 == want // 10 and arch <= want
+
+
+def _jit(tool: str, binary: Path, want: int | None) -> dict[str, SassFunction]:
+    """The student's kernels compiled by ptxas from the program's PTX for sm_`want` (None: the newest
+    PTX target itself), as the driver does at load time; empty when the program holds no PTX the
+    GPU can run or the toolkit's ptxas does not know sm_`want`.  Raises SassError when ptxas is
+    missing (the toolkit's)."""
+    sections = parse_ptx_sections(_run([tool, "-ptx", str(binary)]))
+    targets = [a for a, _ in sections if want is None or a <= want]
+    if not targets:
+        return {}
+    nvcc = find_nvcc()
+    ptxas = Path(nvcc).parent / "ptxas" if nvcc else None
+    if ptxas is None or not ptxas.is_file():
+        raise SassError("ptxas, which ships with the CUDA toolkit, was not found beside nvcc: the program holds "
+                        "PTX alone for this GPU, whose machine code the grader compiles as the driver does")
+    arch = want or max(targets)
+    found: dict[str, SassFunction] = {}
+    with tempfile.TemporaryDirectory(prefix="stencil-jit-") as tmp:
+        for i, (_, ptx) in enumerate(s for s in sections if s[0] == max(targets)):
+            source, cubin = Path(tmp) / f"{i}.ptx", Path(tmp) / f"{i}.cubin"
+            source.write_text(ptx)
+            try:
+                _run([str(ptxas), f"-arch=sm_{arch}", "-o", str(cubin), str(source)])
+            except SassError:
+                return {}
+            for name, fn in parse_sass(f"arch = sm_{arch}\n" + _run([tool, "-sass", str(cubin)])).get(arch, {}).items():
+                fn.from_ptx = True
+                if name in found:
+                    found[name].copies += 1
+                else:
+                    found[name] = fn
+    return found
+
+
+def student_code(build_dir: Path, cc: str | None = None) -> dict[int, dict[str, SassFunction]]:
+    """The SASS of the student's file in BUILD_DIR/bench (parse_sass), and, where the program holds
+    no ELF that a GPU of compute capability `cc` ("9.0") loads, or no ELF at all (cc None), the
+    machine code compiled from its PTX as the driver would (module docstring).  Raises SassError
+    when cuobjdump or ptxas is missing or cuobjdump fails: the grader's machinery, never the
+    student's fault."""
     tool = cuobjdump()
     if tool is None:
         raise SassError("cuobjdump, which ships with the CUDA toolkit, was not found beside nvcc or on PATH: "
                         "the lab's rules on code are judged on the program's machine code")
     binary = Path(build_dir) / "bench"
-    try:
-        done = subprocess.run([tool, "-sass", str(binary)], capture_output=True, text=True, errors="replace",
-                              timeout=DISASSEMBLE_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise SassError(f"cuobjdump -sass {binary}: {err}") from err
-    if done.returncode != 0:
-        raise SassError(f"cuobjdump -sass {binary} failed: {done.stderr.strip()[:300]}")
-    return parse_sass(done.stdout)
+    code = parse_sass(_run([tool, "-sass", str(binary)]))
+    want = _arch_of(cc)
+    if not any(_runs_on(a, want) for a in code) if want else not code:
+        if jitted := _jit(tool, binary, want):
+            code[next(iter(jitted.values())).arch] = jitted
+    return code
 
 
 def for_device(code: dict[int, dict[str, SassFunction]], cc: str | None) -> tuple[dict[str, SassFunction], str]:
     """(the kernels the driver loads on a GPU of compute capability `cc` ("9.0"), which ELF):
     the ELF of that architecture, else the newest of the same major version below it (binary
     compatible).  Empty, with why, when there is none: the driver compiled PTX then."""
-    major, _, minor = (cc or "").partition(".")
-    if not (major.isdigit() and minor.isdigit()):
+    want = _arch_of(cc)
+    if want is None:
         return {}, f"the GPU's compute capability is not known ({cc!r})"
-    want = int(major) * 10 + int(minor)
-    usable = [a for a in code if a // 10 == want // 10 and a <= want]
+    usable = [a for a in code if _runs_on(a, want)]
     if not usable:
         return {}, (f"the program holds no machine code of kernel.cu for sm_{want} (it has "
-                    f"{', '.join(f'sm_{a}' for a in sorted(code)) or 'none'}): the driver compiled PTX, "
-                    "whose machine code the grader cannot read")
-    return code[max(usable)], f"sm_{max(usable)}"
+                    f"{', '.join(f'sm_{a}' for a in sorted(code)) or 'none'}), and the toolkit's ptxas could not "
+                    "compile its PTX for that GPU as the driver did: build for your GPU (CUDA_ARCH=" f"{want})")
+    chosen = code[max(usable)]
+    jit = any(fn.from_ptx for fn in chosen.values())
+    return chosen, f"sm_{max(usable)}" + (", compiled by ptxas from the program's PTX as the driver did" if jit else "")
 
 
 def _parts(opcode: str) -> list[str]:
@@ -223,8 +312,9 @@ def check_machine_code(spec: LabSpec, build_dir: Path) -> list[StaticCheck]:
         found = [f"{fn.where(o)}: {op}" for fn in kernels for o, op in integer_divisions(fn)]
         if not kernels:
             checks.append(StaticCheck("no div/rem", "fail", "constraint",
-                                      "the program holds no machine code of kernel.cu (built as PTX alone): this "
-                                      "rule is judged on machine code; build for your GPU (CUDA_ARCH=90, say)"))
+                                      "the program holds no machine code of kernel.cu, nor PTX that the toolkit's "
+                                      "ptxas compiles: this rule is judged on machine code; build for your GPU "
+                                      "(CUDA_ARCH=90, say)"))
         elif found:
             checks.append(StaticCheck("no div/rem", "fail", "constraint",
                                       f"{len(found)} integer division(s) or remainder(s) in the machine code of "
