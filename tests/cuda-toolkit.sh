@@ -38,7 +38,9 @@ esac
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 toolkit=$dir/$release
-[[ -f $toolkit/.complete ]] && exit 0
+# .complete holds this script's digest: a layout made by an earlier version of it is made again.
+stamp=$(sha256sum "${BASH_SOURCE[0]}" | cut -d" " -f1)
+[[ -f $toolkit/.complete && $(cat "$toolkit/.complete") == "$stamp" ]] && exit 0
 rm -f "$dir/$release.unavailable"
 cache=$dir/cache
 log=$dir/$release.log
@@ -120,5 +122,5 @@ EOF
 rm -rf "$stage"
 "$toolkit/bin/nvcc" --version | grep -q "release $release" \
     || unavailable "the laid-out nvcc does not say release $release: $("$toolkit/bin/nvcc" --version 2>&1 | tail -n 1)"
-touch "$toolkit/.complete"
+echo "$stamp" > "$toolkit/.complete"
 echo "CUDA $release laid out in $toolkit ($(du -sh "$toolkit" | cut -f1))" >&2

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
+from ..base import gpus
 from ..base.labspec import LabSpec
 from ..base.toolkit import find_nvcc
 from .checks import MAX_REPORTED, StaticCheck
@@ -118,8 +119,11 @@ def cuobjdump() -> str | None:
 
 
 def _run(argv: list[str]) -> str:
+    """argv's output; its own folder first on PATH, so that cuobjdump runs the nvdisasm of its
+    own toolkit (another release's may not know the architecture)."""
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(argv[0]).parent), os.environ.get("PATH", "")]))
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
                               timeout=DISASSEMBLE_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise SassError(f"{' '.join(argv)}: {err}") from err
@@ -161,12 +165,23 @@ def _runs_on(arch: int, want: int) -> bool:
     return arch // 10 == want // 10 and arch <= want
 
 
+def this_gpu() -> str | None:
+    """The compute capability ("9.0") of the GPU this grading runs on: CUDA_VISIBLE_DEVICES's first
+    (an index or a UUID), else the first nvidia-smi lists; None without a GPU."""
+    found, _ = gpus.list_gpus()
+    wanted = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    chosen = [g for g in found if wanted in (g.uuid, str(g.index))] or found
+    return chosen[0].compute_cap if chosen else None
+
+
 def _jit(tool: str, binary: Path, want: int | None) -> dict[str, SassFunction]:
-    """The student's kernels compiled by ptxas from the program's PTX for sm_`want` (None: the newest
-    PTX target itself), as the driver does at load time; empty when the program holds no PTX the
+    """The student's kernels compiled by ptxas from the program's PTX for sm_`want` (None: this
+    machine's GPU, else the newest PTX target itself), as the driver does at load time; empty when
+    the program holds no PTX the
     GPU can run or the toolkit's ptxas does not know sm_`want`.  Raises SassError when ptxas is
     missing (the toolkit's)."""
     sections = parse_ptx_sections(_run([tool, "-ptx", str(binary)]))
+    want = want or _arch_of(this_gpu())
     targets = [a for a, _ in sections if want is None or a <= want]
     if not targets:
         return {}
