@@ -67,11 +67,7 @@ _IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\(img/(?P<name>[A-Za-z0-9_-]+)\.svg\)"
 def render(kit_root: Path = KIT_ROOT) -> dict[Diagram, tuple[str, str]]:
     """{picture: (its alt text, its SVG)} as the code draws them now.  Raises DiagramError when a
     lab source lacks a constant a picture needs, UsageError without matplotlib."""
-    out = {}
-    for d in DIAGRAMS:
-        sketch = d.draw(Path(kit_root))
-        out[d] = (sketch.alt, sketch.svg())
-    return out
+    return {d: (s.alt, s.svg()) for d in DIAGRAMS for s in (d.draw(Path(kit_root)),)}
 
 
 def _handout_text(kit_root: Path, drawn: dict[Diagram, tuple[str, str]]) -> dict[Path, tuple[str, str]]:

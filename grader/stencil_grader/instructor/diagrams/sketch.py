@@ -76,13 +76,11 @@ class Sketch:
             arrowstyle="-|>,head_length=0.5,head_width=0.25", color=colour, linewidth=lw * PT,
             shrinkA=0, shrinkB=0, connectionstyle=f"arc3,rad={bend}"))
 
-    def legend(self, x, y, entries, size=12.0) -> float:
-        """Swatches and labels in a column from (x, y): (fill, edge or None, label); returns the y below."""
-        for fill, edge, label in entries:
-            self.box(x, y, 12, 12, fill, edge or LINE)
-            self.text(x + 18, y + 10, label, size)
-            y += 18
-        return y
+    def legend(self, x, y, entries, size=12.0) -> None:
+        """Swatches and labels in a column from (x, y), 18 apart: (fill, edge or None, label)."""
+        for i, (fill, edge, label) in enumerate(entries):
+            self.box(x, y + 18 * i, 12, 12, fill, edge or LINE)
+            self.text(x + 18, y + 18 * i + 10, label, size)
 
     def svg(self) -> str:
         """The picture as SVG text, its <title> the alt text."""

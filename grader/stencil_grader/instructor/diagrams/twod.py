@@ -193,14 +193,10 @@ def periodic_wrap(kit: Path) -> Sketch:
     # The reference's threads on a wider grid.
     bx0, by0, tx_n, ty_n, small = 430, 84, 6, 4, 11
     s.text(bx0, 70, f"the reference: a thread owns {vec} x {rows} cells (one float4, {rows} rows)")
-    for ty in range(ty_n):
-        for tx in range(tx_n):
-            fill = tint(ORANGE, 0.35) if tx in (0, tx_n - 1) or ty in (0, ty_n - 1) else tint(SKY, 0.5)
-            px, py = bx0 + tx * vec * small, by0 + ty * rows * small
-            for j in range(rows):
-                for i in range(vec):
-                    s.box(px + i * small, py + j * small, small, small, fill, WHITE, 0.6)
-            s.box(px, py, vec * small, rows * small, edge=INK)
+    s.box(bx0, by0, tx_n * vec * small, ty_n * rows * small, tint(ORANGE, 0.35))       # the edge threads' cells
+    s.box(bx0 + vec * small, by0 + rows * small, (tx_n - 2) * vec * small, (ty_n - 2) * rows * small, tint(SKY, 0.5))
+    s.grid(bx0, by0, tx_n * vec, ty_n * rows, small, small, lw=0.6)
+    s.grid(bx0, by0, tx_n, ty_n, vec * small, rows * small, INK, 1.0)
     s.box(bx0, by0, tx_n * vec * small, ty_n * rows * small, edge=INK, lw=1.8)
     ly = by0 + ty_n * rows * small + 14
     s.legend(bx0, ly, [(tint(ORANGE, 0.35), None, "touches an edge: the edge copy, whose selects wrap"),
@@ -246,9 +242,9 @@ def bytes_in_flight(kit: Path) -> Sketch:
         y = oy + j * rh
         s.text(ox - 8, y + 14, "ya-1" if j == 0 else f"ya+{j - 1}" if j > 1 else "ya", 11, MUTED, ha="right",
                family="monospace")
-        for t in range(threads):
-            s.box(ox + t * col, y, col, rh - 3,
-                  tint(SKY if t % 2 == 0 else BLUE, 0.75 if j in (0, window - 1) else 0.35))
+        s.box(ox, y, threads * col, rh - 3, tint(SKY, 0.75 if j in (0, window - 1) else 0.35))
+        for t in range(1, threads, 2):                 # every other thread's column a darker blue
+            s.box(ox + t * col, y, col, rh - 3, tint(BLUE, 0.75 if j in (0, window - 1) else 0.35))
         s.box(ox - col, y + 4, col - 1, rh - 11, halo)
         s.box(ox + threads * col + 1, y + 4, col - 1, rh - 11, halo)
     me, right = min(9, threads - 1), ox + threads * col
