@@ -10,6 +10,7 @@ import pytest
 from stencil_grader.base import kinds
 from stencil_grader.base.cliargs import UsageError
 from stencil_grader.grading import plot
+from stencil_grader.instructor import roofs
 
 #: What one cell update is worth, as grader/kinds.json declares it: 9 FLOP (2D 5-point) or 13 (3D
 #: 7-point) over 8 compulsory bytes.
@@ -124,32 +125,32 @@ def test_lab_roofline_draws_only_what_it_can_place(monkeypatch, tmp_path):
 
 def test_peak_without_fma_is_half_the_fma_peak():
     # an FMUL or an FADD is 1 FLOP per lane and clock, an FMA 2: H100 SXM 33,454 GFLOP/s
-    assert plot.peak_fp32_no_fma_gflops(132, 1980) == pytest.approx(66908.16 / 2)
-    assert plot.peak_fp32_no_fma_gflops(108, 1410, lanes_per_sm=64) == pytest.approx(19491.84 / 2)
+    assert roofs.peak_fp32_no_fma_gflops(132, 1980) == pytest.approx(66908.16 / 2)
+    assert roofs.peak_fp32_no_fma_gflops(108, 1410, lanes_per_sm=64) == pytest.approx(19491.84 / 2)
 
 
 def test_rate_ceiling_is_sms_times_rate_times_clock_over_cost_per_useful_update():
     # issue: 132 SMs x 128 thread instructions per clock x 1.98 GHz = 3.345e13 instructions/s;
     # 9 instructions per useful update (every one a useful FLOP, no FMA) gives the no-FMA peak
-    issue = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 9.0, FIVE.flop_per_cell)
-    assert issue == pytest.approx(plot.peak_fp32_no_fma_gflops(132, 1980))
+    issue = roofs.rate_ceiling_gflops(132, 1980, roofs.ISSUE_PER_SM_PER_CLOCK, 9.0, FIVE.flop_per_cell)
+    assert issue == pytest.approx(roofs.peak_fp32_no_fma_gflops(132, 1980))
     # 14.7 instructions per useful update: 9/14.7 of it, 18.2 TB/s of effective bandwidth
-    lab8 = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 14.7, FIVE.flop_per_cell)
+    lab8 = roofs.rate_ceiling_gflops(132, 1980, roofs.ISSUE_PER_SM_PER_CLOCK, 14.7, FIVE.flop_per_cell)
     assert lab8 == pytest.approx(132 * 128 * 1.98e9 / 14.7 * 9 / 1e9)
     assert lab8 * 8 / 9 == pytest.approx(18205, rel=1e-3)
     # shared memory: 32 four-byte accesses per clock, 6 per update, R = 1.173: 9.5 TB/s effective
-    tile = plot.rate_ceiling_gflops(132, 1980, plot.SHARED_ACCESSES_PER_SM_PER_CLOCK, 6 * 1.173, FIVE.flop_per_cell)
+    tile = roofs.rate_ceiling_gflops(132, 1980, roofs.SHARED_ACCESSES_PER_SM_PER_CLOCK, 6 * 1.173, FIVE.flop_per_cell)
     assert tile * 8 / 9 == pytest.approx(132 * 32 * 1.98e9 / (6 * 1.173) * 8 / 1e9)
-    assert plot.rate_ceiling_gflops(132, 1980, 128, 9.0, SEVEN.flop_per_cell) == pytest.approx(issue * 13 / 9)
+    assert roofs.rate_ceiling_gflops(132, 1980, 128, 9.0, SEVEN.flop_per_cell) == pytest.approx(issue * 13 / 9)
     with pytest.raises(ValueError, match="per_useful_update"):
-        plot.rate_ceiling_gflops(132, 1980, 128, 0, 9)
+        roofs.rate_ceiling_gflops(132, 1980, 128, 0, 9)
     with pytest.raises(ValueError, match="clock_mhz"):
-        plot.rate_ceiling_gflops(132, float("nan"), 128, 9, 9)
+        roofs.rate_ceiling_gflops(132, float("nan"), 128, 9, 9)
 
 
 def test_roofline_data_keeps_ceilings_and_the_roof():
-    no_fma = plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")
-    issue = plot.Ceiling("issue, lab 8", 18205.0 * 9 / 8, "SMs x 128 x clock / 14.7")   # 18205 GB/s effective
+    no_fma = roofs.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")
+    issue = roofs.Ceiling("issue, lab 8", 18205.0 * 9 / 8, "SMs x 128 x clock / 14.7")   # 18205 GB/s effective
     lab8 = plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)
     d = plot.roofline_data([lab8], H100_COPY, 66908.16, [no_fma, issue])
     assert d.ceilings == (no_fma, issue)                           # the caller's order, unchanged
@@ -159,12 +160,12 @@ def test_roofline_data_keeps_ceilings_and_the_roof():
 
 
 @pytest.mark.parametrize("ceiling, match", [
-    (plot.Ceiling("", 100.0, "derived"), "needs a label"),
-    (plot.Ceiling("x", 100.0, " "), "how it was measured or derived"),
-    (plot.Ceiling("x", 0.0, "derived"), "gflops of ceiling 'x'"),
-    (plot.Ceiling("x", float("inf"), "derived"), "gflops of ceiling 'x'"),
-    (plot.Ceiling("x", 70000.0, "derived"), "above the compute roof"),
-    (("x", 100.0, "derived"), "plot.Ceiling"),
+    (roofs.Ceiling("", 100.0, "derived"), "needs a label"),
+    (roofs.Ceiling("x", 100.0, " "), "how it was measured or derived"),
+    (roofs.Ceiling("x", 0.0, "derived"), "gflops of ceiling 'x'"),
+    (roofs.Ceiling("x", float("inf"), "derived"), "gflops of ceiling 'x'"),
+    (roofs.Ceiling("x", 70000.0, "derived"), "above the compute roof"),
+    (("x", 100.0, "derived"), "has a label, gflops and how"),
 ])
 def test_bad_ceilings_are_refused(ceiling, match):
     with pytest.raises(ValueError, match=match):
@@ -172,7 +173,7 @@ def test_bad_ceilings_are_refused(ceiling, match):
 
 
 def test_a_ceiling_given_twice_is_refused():
-    c = plot.Ceiling("x", 100.0, "derived")
+    c = roofs.Ceiling("x", 100.0, "derived")
     with pytest.raises(ValueError, match="given twice"):
         plot.roofline_data([plot.RooflinePoint("a", 1, 1)], H100_COPY, 66908.16, [c, c])
 
@@ -181,18 +182,18 @@ def test_without_matplotlib_ceilings_are_still_checked(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     pts = [plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)]
-    good = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")]
+    good = [roofs.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")]
     assert plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", good) is False
     with pytest.raises(ValueError, match="above the compute roof"):
-        plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", [plot.Ceiling("x", 1e6, "d")])
+        plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", [roofs.Ceiling("x", 1e6, "d")])
     assert list(tmp_path.iterdir()) == []
 
 
 def test_picture_with_ceilings_is_a_png_file(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed: the pictures are optional")
     pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE), plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)]
-    ceilings = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak: no FMA in lab 8"),
-                plot.Ceiling("issue, lab 8 reference", 18205.0 * 9 / 8,
+    ceilings = [roofs.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak: no FMA in lab 8"),
+                roofs.Ceiling("issue, lab 8 reference", 18205.0 * 9 / 8,
                              "132 SMs x 128 instructions per clock x 1.98 GHz / 14.7 per useful update")]
     assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png", ceilings) is True
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -202,7 +203,7 @@ def test_picture_with_ceilings_is_a_png_file(tmp_path):
 
 def recorded_roofline(slug: str):
     """The roofline data of a recorded tour (handouts/data/SLUG/tour.json), as the handouts' picture draws it."""
-    from stencil_grader.instructor import figures, pictures, roofs, tour
+    from stencil_grader.instructor import figures, pictures, tour
     record = figures.load_recordings().get(slug, "tour").data
     rows = pictures.tour_rows(record)
     device = record["device"]

@@ -6,10 +6,8 @@ Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point ope
 - Memory roof: the copy bandwidth the bench measured, the grader's yardstick: at arithmetic
   intensity I the roof is I x copy GB/s.  Compute roof: the peak fp32 GFLOP/s, estimated by
   peak_fp32_gflops (SMs x fp32 lanes x 2 FLOP per FMA x clock); they meet at the ridge, peak / copy.
-- Ceilings (Ceiling, dashed): limits under the compute roof in useful GFLOP/s, each with how it was
-  derived (the tour's: instructor/roofs.py): peak_fp32_no_fma_gflops, the peak when multiplies
-  and adds never fuse (lab 8's bitwise rule), and rate_ceiling_gflops, a resource an SM serves at a
-  fixed rate per clock divided by what a useful update costs of it.
+- Ceilings (dashed): limits under the compute roof in useful GFLOP/s, each with how it was derived
+  (the tour's: instructor/roofs.py).
 - A kernel's point: x = useful FLOP per compulsory DRAM byte, flop_per_cell x sweeps_per_pass /
   bytes_per_cell (2D 5-point: 9 FLOP over 8 bytes, 1.125; lab 8 fusing K sweeps: 9 K / 8; redundant
   halo updates and halo re-reads are not counted), y = achieved useful GFLOP/s, the effective
@@ -36,12 +34,6 @@ if TYPE_CHECKING:
 
 #: fp32 lanes (FMA units) per SM: 64 on Volta, Turing and the A100 (GA100), 128 on GA10x, Ada and Hopper.
 FP32_LANES_PER_SM = 128
-#: Thread instructions an SM issues per clock at most: 4 warp schedulers, one warp instruction each
-#: (Volta to Hopper: NVIDIA's V100, A100 and H100 architecture whitepapers).
-ISSUE_PER_SM_PER_CLOCK = 4 * 32
-#: Four-byte shared-memory accesses an SM serves per clock without bank conflicts: 32 banks of 4 bytes
-#: (CUDA C++ Programming Guide, compute capabilities 5.x and later, "Shared Memory").
-SHARED_ACCESSES_PER_SM_PER_CLOCK = 32
 
 
 @dataclass(frozen=True)
@@ -58,16 +50,6 @@ class RooflinePoint:
 
 
 @dataclass(frozen=True)
-class Ceiling:
-    """A dashed limit under the compute roof: `gflops` useful GFLOP/s at most for the kernels `label`
-    names; `how` says how it was measured or derived (the legend shows it)."""
-
-    label: str
-    gflops: float
-    how: str
-
-
-@dataclass(frozen=True)
 class RooflineData:
     """What a roofline shows: the roofs, their ridge (FLOP/B), the decades of intensity it spans, the
     roof's (intensity, GFLOP/s) corners, the points and the ceilings (the caller's order)."""
@@ -78,14 +60,15 @@ class RooflineData:
     x_range: tuple[float, float]
     roof: tuple[tuple[float, float], ...]
     points: tuple[RooflinePoint, ...]
-    ceilings: tuple[Ceiling, ...] = ()
+    ceilings: tuple = ()
 
     def fraction_of_roof(self, p: RooflinePoint) -> float:
         """p's GFLOP/s over the roof above it, min(peak, intensity x copy)."""
         return p.gflops / min(self.peak_gflops, p.intensity * self.copy_gbps)
 
 
-def _positive(name: str, value: float) -> float:
+def positive(name: str, value: float) -> float:
+    """value as a float; ValueError naming it unless it is a finite number > 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
@@ -94,57 +77,43 @@ def _positive(name: str, value: float) -> float:
 def peak_fp32_gflops(sm_count: int, clock_mhz: float, lanes_per_sm: int = FP32_LANES_PER_SM) -> float:
     """Estimated peak fp32 GFLOP/s: SMs x lanes x 2 x clock (H100 SXM, 132 SMs at 1980 MHz: 66,908,
     the datasheet's 67 TFLOP/s; a long kernel may run at a lower clock)."""
-    return _positive("sm_count", sm_count) * _positive("lanes_per_sm", lanes_per_sm) * 2 \
-        * _positive("clock_mhz", clock_mhz) / 1e3
-
-
-def peak_fp32_no_fma_gflops(sm_count: int, clock_mhz: float, lanes_per_sm: int = FP32_LANES_PER_SM) -> float:
-    """Half of peak_fp32_gflops: each lane completes one FMUL or FADD (1 FLOP) per clock where an FMA
-    is 2; lab 8 rounds every product and sum on its own (__fmul_rn, __fadd_rn), so this is its roof."""
-    return peak_fp32_gflops(sm_count, clock_mhz, lanes_per_sm) / 2
-
-
-def rate_ceiling_gflops(sm_count: int, clock_mhz: float, per_sm_per_clock: float, per_useful_update: float,
-                        flop_per_cell: float) -> float:
-    """Useful GFLOP/s allowed by a resource every SM serves at per_sm_per_clock, when a useful update
-    costs per_useful_update of it (redundant updates included): SMs x rate x clock / cost x FLOP per
-    update.  A ceiling, not a prediction (the resource busy on every clock).  ValueError unless > 0."""
-    return (_positive("sm_count", sm_count) * _positive("per_sm_per_clock", per_sm_per_clock)
-            * _positive("clock_mhz", clock_mhz) * 1e6 / _positive("per_useful_update", per_useful_update)
-            * _positive("flop_per_cell", flop_per_cell) / 1e9)
+    return positive("sm_count", sm_count) * positive("lanes_per_sm", lanes_per_sm) * 2 \
+        * positive("clock_mhz", clock_mhz) / 1e3
 
 
 def intensity(work: "Launcher", sweeps_per_pass: float = 1) -> float:
     """Useful FLOP per compulsory DRAM byte of `work` (flop_per_cell, bytes_per_cell) at sweeps_per_pass."""
-    return (_positive("flop_per_cell", work.flop_per_cell) * _positive("sweeps_per_pass", sweeps_per_pass)
-            / _positive("bytes_per_cell", work.bytes_per_cell))
+    return (positive("flop_per_cell", work.flop_per_cell) * positive("sweeps_per_pass", sweeps_per_pass)
+            / positive("bytes_per_cell", work.bytes_per_cell))
 
 
 def point_from_gbps(label: str, gbps: float, work: "Launcher", sweeps_per_pass: float = 1,
                     ratio: float | None = None) -> RooflinePoint:
     """The point of an effective bandwidth (compulsory bytes of every sweep / time): gbps x
     flop_per_cell / bytes_per_cell useful GFLOP/s."""
-    gflops = _positive("gbps", gbps) * work.flop_per_cell / work.bytes_per_cell
+    gflops = positive("gbps", gbps) * work.flop_per_cell / work.bytes_per_cell
     return RooflinePoint(label, intensity(work, sweeps_per_pass), gflops, ratio, int(sweeps_per_pass))
 
 
 def roofline_data(points: Iterable[RooflinePoint], copy_gbps: float, peak_gflops: float,
-                  ceilings: Iterable[Ceiling] = ()) -> RooflineData:
-    """The roofs, the ridge and the span of a roofline.  ValueError on a figure that is not > 0, or a
-    ceiling without label or derivation, given twice, or above the compute roof."""
-    copy_gbps, peak_gflops = _positive("copy_gbps", copy_gbps), _positive("peak_gflops", peak_gflops)
+                  ceilings: Iterable = ()) -> RooflineData:
+    """The roofs, the ridge and the span of a roofline.  ceilings: dashed limits under the compute
+    roof, each with a label, useful gflops and how it was derived (the tour's: roofs.Ceiling).
+    ValueError on a figure that is not > 0, or a ceiling without label or derivation, given twice,
+    or above the compute roof."""
+    copy_gbps, peak_gflops = positive("copy_gbps", copy_gbps), positive("peak_gflops", peak_gflops)
     points, ceilings = tuple(points), tuple(ceilings)
     for p in points:
-        _positive(f"intensity of {p.label!r}", p.intensity)
-        _positive(f"gflops of {p.label!r}", p.gflops)
+        positive(f"intensity of {p.label!r}", p.intensity)
+        positive(f"gflops of {p.label!r}", p.gflops)
     for i, c in enumerate(ceilings):
-        if not isinstance(c, Ceiling):
-            raise ValueError(f"a ceiling must be a plot.Ceiling(label, gflops, how), got {c!r}")
+        if not all(hasattr(c, a) for a in ("label", "gflops", "how")):
+            raise ValueError(f"a ceiling has a label, gflops and how, got {c!r}")
         if not str(c.label).strip() or not str(c.how).strip():
             raise ValueError(f"ceiling {c.label!r} needs a label and how it was measured or derived")
         if c.label in (d.label for d in ceilings[:i]):
             raise ValueError(f"ceiling {c.label!r} is given twice")
-        if _positive(f"gflops of ceiling {c.label!r}", c.gflops) > peak_gflops:
+        if positive(f"gflops of ceiling {c.label!r}", c.gflops) > peak_gflops:
             raise ValueError(f"ceiling {c.label!r} ({c.gflops:.0f} GFLOP/s) lies above the compute roof "
                              f"({peak_gflops:.0f} GFLOP/s)")
     ridge = peak_gflops / copy_gbps
@@ -247,7 +216,7 @@ def roofline_figure(data: RooflineData, title: str):
 
 
 def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, peak_gflops: float,
-             path: str | Path, ceilings: Iterable[Ceiling] = (), title: str | None = None) -> bool:
+             path: str | Path, ceilings: Iterable = (), title: str | None = None) -> bool:
     """The roofline with the points and the dashed ceilings, as PNG at `path` (title default
     "Roofline: <device>").  False, and no file, without matplotlib; ValueError (roofline_data) first."""
     data = roofline_data(points, copy_gbps, peak_gflops, ceilings)
