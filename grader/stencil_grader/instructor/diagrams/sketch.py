@@ -84,9 +84,8 @@ class Sketch:
 
     def svg(self) -> str:
         """The picture as SVG text, its <title> the alt text."""
-        self.plt.rcParams["svg.hashsalt"] = "stencil-lab-kit"
         out = io.StringIO()
-        with self.plt.rc_context({"svg.fonttype": "none"}):
+        with self.plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "stencil-lab-kit"}):
             self.fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
         self.plt.close(self.fig)
         text = out.getvalue()
