@@ -8,7 +8,9 @@ from dataclasses import dataclass
 import pytest
 
 from stencil_grader.base import kinds
+from stencil_grader.base.cliargs import UsageError
 from stencil_grader.grading import plot
+from stencil_grader.instructor import roofs
 
 #: What one cell update is worth, as grader/kinds.json declares it: 9 FLOP (2D 5-point) or 13 (3D
 #: 7-point) over 8 compulsory bytes.
@@ -41,11 +43,9 @@ def test_roofline_places_points_under_the_roof():
     d = plot.roofline_data(pts, H100_COPY, 66908.16)
     assert d.ridge == pytest.approx(66908.16 / H100_COPY)          # about 22.6 FLOP/B
     lab4, lab8, made_up = d.points
-    assert lab4.bound == "memory" and lab4.attainable_gflops == pytest.approx(1.125 * H100_COPY)
-    assert lab4.fraction_of_roof == pytest.approx(2991.0 / H100_COPY)   # the ratio the grader scores
-    assert lab8.bound == "memory" and lab8.attainable_gflops == pytest.approx(9 * H100_COPY)
-    assert lab8.fraction_of_roof == pytest.approx(7390.7 / (8 * H100_COPY))
-    assert made_up.bound == "compute" and made_up.attainable_gflops == 66908.16
+    assert d.fraction_of_roof(lab4) == pytest.approx(2991.0 / H100_COPY)   # the ratio the grader scores
+    assert d.fraction_of_roof(lab8) == pytest.approx(7390.7 / (8 * H100_COPY))
+    assert d.fraction_of_roof(made_up) == pytest.approx(50000.0 / 66908.16)   # right of the ridge: under the peak
     lo, hi = d.x_range
     assert lo <= 1.125 / 2 and hi >= 2 * 100 and hi >= 2 * d.ridge
     assert math.log10(lo).is_integer() and math.log10(hi).is_integer()
@@ -64,20 +64,23 @@ def test_bad_figures_are_refused(copy, peak, point, match):
         plot.roofline_data([point], copy, peak)
 
 
-def test_bars_accept_pairs_and_tour_rows():
-    @dataclass
-    class Row:                       # the two attributes of tour.TourRow that a bar needs
-        kernel: str
-        ratio: float
+@dataclass
+class Row:                           # the attributes of tour.TourRow that a bar needs
+    kernel: str
+    ratio: float
+    part: str = ""
 
-    assert plot.bars_data([("lab 1", 0.69), Row("lab 8", 2.498)]) == [("lab 1", 0.69), ("lab 8", 2.498)]
+
+def test_bars_refuse_a_ratio_that_is_no_fraction(tmp_path):
     with pytest.raises(ValueError, match="ratio of 'x'"):
-        plot.bars_data([("x", -1.0)])
+        plot.path_bars([("x", -1.0)], "GPU", tmp_path / "b.png")
     with pytest.raises(ValueError, match="ratio of 'y'"):
-        plot.bars_data([("y", float("inf"))])
+        plot.path_bars([Row("y", float("inf"))], "GPU", tmp_path / "b.png")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_without_matplotlib_nothing_is_drawn(tmp_path, monkeypatch):
+    """Optional pictures are left out; a command that needs them names the package (exit 2)."""
     monkeypatch.setitem(sys.modules, "matplotlib", None)          # import matplotlib -> ImportError
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE)]
@@ -86,6 +89,8 @@ def test_without_matplotlib_nothing_is_drawn(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError):                               # figures are checked all the same
         plot.roofline(pts, "GPU", -1, 66908.16, tmp_path / "r.png")
+    with pytest.raises(UsageError, match="the pictures need matplotlib: install python3-matplotlib"):
+        plot.pyplot("the pictures")
 
 
 def test_pictures_are_png_files(tmp_path):
@@ -95,7 +100,8 @@ def test_pictures_are_png_files(tmp_path):
     assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png") is True
     assert plot.path_bars([("lab 1", 0.69), ("lab 4", 1.01), ("lab 8", 2.50)], "NVIDIA H100 80GB HBM3",
                           tmp_path / "b.png") is True
-    for name in ("r.png", "b.png"):
+    assert plot.path_bars([Row("lab 1", 0.69, "2D"), Row("lab 5", 0.5, "3D")], "GPU", tmp_path / "p.png") is True
+    for name in ("r.png", "b.png", "p.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -108,7 +114,7 @@ def test_lab_roofline_draws_only_what_it_can_place(monkeypatch, tmp_path):
     monkeypatch.setattr(plot, "max_sm_clock_mhz", lambda: None)
     assert plot.lab_roofline(kinds.get("stencil3d_sweep"), bench, tmp_path / "r.png") is None
     monkeypatch.setattr(plot, "max_sm_clock_mhz", lambda: 1980.0)
-    if plot._pyplot() is None:
+    if plot.pyplot() is None:
         assert plot.lab_roofline(kinds.get("stencil3d_sweep"), bench, tmp_path / "r.png") is None
     else:
         assert plot.lab_roofline(kinds.get("stencil3d_sweep"), bench, tmp_path / "r.png") == str(tmp_path / "r.png")
@@ -119,51 +125,47 @@ def test_lab_roofline_draws_only_what_it_can_place(monkeypatch, tmp_path):
 
 def test_peak_without_fma_is_half_the_fma_peak():
     # an FMUL or an FADD is 1 FLOP per lane and clock, an FMA 2: H100 SXM 33,454 GFLOP/s
-    assert plot.peak_fp32_no_fma_gflops(132, 1980) == pytest.approx(66908.16 / 2)
-    assert plot.peak_fp32_no_fma_gflops(108, 1410, lanes_per_sm=64) == pytest.approx(19491.84 / 2)
+    assert roofs.peak_fp32_no_fma_gflops(132, 1980) == pytest.approx(66908.16 / 2)
+    assert roofs.peak_fp32_no_fma_gflops(108, 1410, lanes_per_sm=64) == pytest.approx(19491.84 / 2)
 
 
 def test_rate_ceiling_is_sms_times_rate_times_clock_over_cost_per_useful_update():
     # issue: 132 SMs x 128 thread instructions per clock x 1.98 GHz = 3.345e13 instructions/s;
     # 9 instructions per useful update (every one a useful FLOP, no FMA) gives the no-FMA peak
-    issue = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 9.0, FIVE.flop_per_cell)
-    assert issue == pytest.approx(plot.peak_fp32_no_fma_gflops(132, 1980))
+    issue = roofs.rate_ceiling_gflops(132, 1980, roofs.ISSUE_PER_SM_PER_CLOCK, 9.0, FIVE.flop_per_cell)
+    assert issue == pytest.approx(roofs.peak_fp32_no_fma_gflops(132, 1980))
     # 14.7 instructions per useful update: 9/14.7 of it, 18.2 TB/s of effective bandwidth
-    lab8 = plot.rate_ceiling_gflops(132, 1980, plot.ISSUE_PER_SM_PER_CLOCK, 14.7, FIVE.flop_per_cell)
+    lab8 = roofs.rate_ceiling_gflops(132, 1980, roofs.ISSUE_PER_SM_PER_CLOCK, 14.7, FIVE.flop_per_cell)
     assert lab8 == pytest.approx(132 * 128 * 1.98e9 / 14.7 * 9 / 1e9)
     assert lab8 * 8 / 9 == pytest.approx(18205, rel=1e-3)
     # shared memory: 32 four-byte accesses per clock, 6 per update, R = 1.173: 9.5 TB/s effective
-    tile = plot.rate_ceiling_gflops(132, 1980, plot.SHARED_ACCESSES_PER_SM_PER_CLOCK, 6 * 1.173, FIVE.flop_per_cell)
+    tile = roofs.rate_ceiling_gflops(132, 1980, roofs.SHARED_ACCESSES_PER_SM_PER_CLOCK, 6 * 1.173, FIVE.flop_per_cell)
     assert tile * 8 / 9 == pytest.approx(132 * 32 * 1.98e9 / (6 * 1.173) * 8 / 1e9)
-    assert plot.rate_ceiling_gflops(132, 1980, 128, 9.0, SEVEN.flop_per_cell) == pytest.approx(issue * 13 / 9)
+    assert roofs.rate_ceiling_gflops(132, 1980, 128, 9.0, SEVEN.flop_per_cell) == pytest.approx(issue * 13 / 9)
     with pytest.raises(ValueError, match="per_useful_update"):
-        plot.rate_ceiling_gflops(132, 1980, 128, 0, 9)
+        roofs.rate_ceiling_gflops(132, 1980, 128, 0, 9)
     with pytest.raises(ValueError, match="clock_mhz"):
-        plot.rate_ceiling_gflops(132, float("nan"), 128, 9, 9)
+        roofs.rate_ceiling_gflops(132, float("nan"), 128, 9, 9)
 
 
-def test_roofline_data_keeps_ceilings_and_places_points_under_them():
-    no_fma = plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")
-    issue = plot.Ceiling("issue, lab 8", 18205.0 * 9 / 8, "SMs x 128 x clock / 14.7")   # 18205 GB/s effective
+def test_roofline_data_keeps_ceilings_and_the_roof():
+    no_fma = roofs.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")
+    issue = roofs.Ceiling("issue, lab 8", 18205.0 * 9 / 8, "SMs x 128 x clock / 14.7")   # 18205 GB/s effective
     lab8 = plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)
     d = plot.roofline_data([lab8], H100_COPY, 66908.16, [no_fma, issue])
     assert d.ceilings == (no_fma, issue)                           # the caller's order, unchanged
-    (placed,) = d.points
-    fractions = dict(placed.fraction_of_ceilings)
-    assert fractions["issue, lab 8"] == pytest.approx(13631.0 / 18205.0)     # about 75 %
-    assert fractions["fp32 without FMA"] == pytest.approx(13631.0 * 9 / 8 / 33454.08)
+    assert d.points == (lab8,)
     # the roof itself is unchanged by ceilings
     assert d.roof == plot.roofline_data([lab8], H100_COPY, 66908.16).roof
-    assert plot.roofline_data([lab8], H100_COPY, 66908.16).points[0].fraction_of_ceilings == ()
 
 
 @pytest.mark.parametrize("ceiling, match", [
-    (plot.Ceiling("", 100.0, "derived"), "needs a label"),
-    (plot.Ceiling("x", 100.0, " "), "how it was measured or derived"),
-    (plot.Ceiling("x", 0.0, "derived"), "gflops of ceiling 'x'"),
-    (plot.Ceiling("x", float("inf"), "derived"), "gflops of ceiling 'x'"),
-    (plot.Ceiling("x", 70000.0, "derived"), "above the compute roof"),
-    (("x", 100.0, "derived"), "plot.Ceiling"),
+    (roofs.Ceiling("", 100.0, "derived"), "needs a label"),
+    (roofs.Ceiling("x", 100.0, " "), "how it was measured or derived"),
+    (roofs.Ceiling("x", 0.0, "derived"), "gflops of ceiling 'x'"),
+    (roofs.Ceiling("x", float("inf"), "derived"), "gflops of ceiling 'x'"),
+    (roofs.Ceiling("x", 70000.0, "derived"), "above the compute roof"),
+    (("x", 100.0, "derived"), "has a label, gflops and how"),
 ])
 def test_bad_ceilings_are_refused(ceiling, match):
     with pytest.raises(ValueError, match=match):
@@ -171,7 +173,7 @@ def test_bad_ceilings_are_refused(ceiling, match):
 
 
 def test_a_ceiling_given_twice_is_refused():
-    c = plot.Ceiling("x", 100.0, "derived")
+    c = roofs.Ceiling("x", 100.0, "derived")
     with pytest.raises(ValueError, match="given twice"):
         plot.roofline_data([plot.RooflinePoint("a", 1, 1)], H100_COPY, 66908.16, [c, c])
 
@@ -180,18 +182,18 @@ def test_without_matplotlib_ceilings_are_still_checked(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     pts = [plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)]
-    good = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")]
+    good = [roofs.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak")]
     assert plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", good) is False
     with pytest.raises(ValueError, match="above the compute roof"):
-        plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", [plot.Ceiling("x", 1e6, "d")])
+        plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png", [roofs.Ceiling("x", 1e6, "d")])
     assert list(tmp_path.iterdir()) == []
 
 
 def test_picture_with_ceilings_is_a_png_file(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed: the pictures are optional")
     pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE), plot.point_from_gbps("lab 8", 13631.0, FIVE, sweeps_per_pass=8)]
-    ceilings = [plot.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak: no FMA in lab 8"),
-                plot.Ceiling("issue, lab 8 reference", 18205.0 * 9 / 8,
+    ceilings = [roofs.Ceiling("fp32 without FMA", 33454.08, "half the FMA peak: no FMA in lab 8"),
+                roofs.Ceiling("issue, lab 8 reference", 18205.0 * 9 / 8,
                              "132 SMs x 128 instructions per clock x 1.98 GHz / 14.7 per useful update")]
     assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png", ceilings) is True
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -201,7 +203,7 @@ def test_picture_with_ceilings_is_a_png_file(tmp_path):
 
 def recorded_roofline(slug: str):
     """The roofline data of a recorded tour (handouts/data/SLUG/tour.json), as the handouts' picture draws it."""
-    from stencil_grader.instructor import figures, pictures, roofs, tour
+    from stencil_grader.instructor import figures, pictures, tour
     record = figures.load_recordings().get(slug, "tour").data
     rows = pictures.tour_rows(record)
     device = record["device"]
@@ -218,11 +220,11 @@ def test_the_roofline_legend_quotes_the_tables_ratios():
     from stencil_grader.instructor import figures
     rows, data = recorded_roofline("h100")
     recs = figures.load_recordings()
-    for number, (row, placed) in enumerate(zip(rows, data.points), 1):
+    for number, (row, point) in enumerate(zip(rows, data.points), 1):
         table = figures.figure(f"h100/tour {row.id} ratio", recs).text
-        assert f"{number}. {row.kernel}: {table} of copy" in plot._legend_text(number, placed)
+        assert f"{number}. {row.kernel}: {table} of copy" in plot._legend_text(number, point, data)
     lab5 = next(p for r, p in zip(rows, data.points) if r.id == "05/reference")
-    assert plot._legend_text(10, lab5).endswith(": 0.96 of copy")
+    assert plot._legend_text(10, lab5, data).endswith(": 0.96 of copy")
 
 
 @pytest.mark.parametrize("slug", ["h100", "h200"])

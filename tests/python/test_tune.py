@@ -332,6 +332,11 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
     data = json.loads((lab / "tuning" / "fake-gpu.json").read_text())
     assert data["best"] == {"K": 4, "VEC": 8} and data["default"] == {"K": 8, "VEC": 4}
     assert data["best_ratio"] == 0.6 and data["seed"] == 5
+    if tuneplot.pyplot() is not None:                  # the pictures of the sweep and of its tuning file
+        assert tuneplot.draw_sweep(sweep, sweep.space, tmp_path / "s.png") == tmp_path / "s.png"
+        assert tuneplot.draw_devices("08", ["Fake GPU"], tmp_path / "d.png", lab.parent.parent) == tmp_path / "d.png"
+        for name in ("s.png", "d.png"):
+            assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {v["status"] for v in data["variants"]} == {"ok", "compile_error", "forbidden", "incorrect",
                                                         "constraint"}
     text = tune.render(sweep)

@@ -38,7 +38,7 @@ PAGE_WIDTH = 1100
 
 
 class PictureError(RuntimeError):
-    """A picture cannot be made here: no recording, no matplotlib, no Chromium; the message says which."""
+    """A picture cannot be made here: no recording, no SM clock, no Chromium; the message says which."""
 
 
 def tour_rows(record: dict) -> list[TourRow]:
@@ -53,12 +53,11 @@ def tour_rows(record: dict) -> list[TourRow]:
 
 def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> list[str]:
     """path-SLUG.png and roofline-SLUG.png from the recorded tour of SLUG; one line per picture.
-    Raises PictureError without the recording, matplotlib, or the GPU's SM count and clock."""
-    recs = load_recordings(data_dir)
-    record = recs.get(slug, "tour").data
+    Raises PictureError without the GPU's SM count and clock, FiguresError without the recording,
+    UsageError (exit 2) without matplotlib."""
+    record = load_recordings(data_dir).get(slug, "tour").data
     device = record["device"]
-    if plot._pyplot() is None:
-        raise PictureError("the pictures need matplotlib (python3-matplotlib on Debian)")
+    plot.pyplot("the handouts' pictures")
     if not device.get("sm_count") or not device.get("sm_clock_max_mhz"):
         raise PictureError(f"{slug}/tour.json records no SM count or SM clock: no roofline can be drawn")
     title = f"{device['name']}: make tour of {record['date']}"
@@ -111,10 +110,8 @@ def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
 
 
 def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
+    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome",
+                                                "google-chrome-stable"))), None)
 
 
 def report_page(out: Path = IMG_DIR / "report-page.png", height: int = 2860) -> str:

@@ -13,6 +13,40 @@ from dataclasses import dataclass
 from .. import KIT_ROOT
 from ..base import labspec
 from ..grading import plot
+from ..grading.plot import FP32_LANES_PER_SM, positive
+
+#: Thread instructions an SM issues per clock at most: 4 warp schedulers, one warp instruction each
+#: (Volta to Hopper: NVIDIA's V100, A100 and H100 architecture whitepapers).
+ISSUE_PER_SM_PER_CLOCK = 4 * 32
+#: Four-byte shared-memory accesses an SM serves per clock without bank conflicts: 32 banks of 4 bytes
+#: (CUDA C++ Programming Guide, compute capabilities 5.x and later, "Shared Memory").
+SHARED_ACCESSES_PER_SM_PER_CLOCK = 32
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A dashed limit under the compute roof (plot.roofline): `gflops` useful GFLOP/s at most for the
+    kernels `label` names; `how` says how it was measured or derived (the legend shows it)."""
+
+    label: str
+    gflops: float
+    how: str
+
+
+def peak_fp32_no_fma_gflops(sm_count: int, clock_mhz: float, lanes_per_sm: int = FP32_LANES_PER_SM) -> float:
+    """Half of plot.peak_fp32_gflops: each lane completes one FMUL or FADD (1 FLOP) per clock where an
+    FMA is 2; lab 8 rounds every product and sum on its own (__fmul_rn, __fadd_rn), so this is its roof."""
+    return plot.peak_fp32_gflops(sm_count, clock_mhz, lanes_per_sm) / 2
+
+
+def rate_ceiling_gflops(sm_count: int, clock_mhz: float, per_sm_per_clock: float, per_useful_update: float,
+                        flop_per_cell: float) -> float:
+    """Useful GFLOP/s allowed by a resource every SM serves at per_sm_per_clock, when a useful update
+    costs per_useful_update of it (redundant updates included): SMs x rate x clock / cost x FLOP per
+    update.  A ceiling, not a prediction (the resource busy on every clock).  ValueError unless > 0."""
+    return (positive("sm_count", sm_count) * positive("per_sm_per_clock", per_sm_per_clock)
+            * positive("clock_mhz", clock_mhz) * 1e6 / positive("per_useful_update", per_useful_update)
+            * positive("flop_per_cell", flop_per_cell) / 1e9)
 
 
 def strip_redundancy(K: int, VEC: int, SEG: int, **_ignored) -> float:
@@ -37,7 +71,7 @@ def tile_redundancy(K: int, tx: int, ty: int) -> float:
 @dataclass(frozen=True)
 class DesignCount:
     """What one design's hot loop costs per cell update of one resource, counted once, and the
-    ceiling that sets on the roofline (plot.rate_ceiling_gflops):
+    ceiling that sets on the roofline (rate_ceiling_gflops):
 
         SMs x per_sm_per_clock x clock / (per_update x redundancy) useful updates per second
 
@@ -61,7 +95,7 @@ class DesignCount:
 DESIGN_COUNTS = (
     DesignCount(
         "08/reference", "instruction issue, lab 8 reference", "instructions",
-        per_update=732 / 64, per_sm_per_clock=plot.ISSUE_PER_SM_PER_CLOCK,
+        per_update=732 / 64, per_sm_per_clock=ISSUE_PER_SM_PER_CLOCK,
         redundancy=strip_redundancy(K=8, VEC=4, SEG=128),
         params={"K": 8, "VEC": 4, "SEG": 128, "WARPS": 2, "OCC": 16, "AHEAD": 3},
         source="nvdisasm of the sm_90 build (CUDA 13.0) of reference/08-temporal-blocking/kernel.cu with "
@@ -71,7 +105,7 @@ DESIGN_COUNTS = (
                "(strip_redundancy)"),
     DesignCount(
         "08/good_overlapped_tile", "shared memory, overlapped tile", "shared-memory accesses",
-        per_update=6, per_sm_per_clock=plot.SHARED_ACCESSES_PER_SM_PER_CLOCK,
+        per_update=6, per_sm_per_clock=SHARED_ACCESSES_PER_SM_PER_CLOCK,
         redundancy=tile_redundancy(8, 128, 64), params=None,
         source="its source: 5 operand loads and 1 store of 4 bytes in shared memory per update, a 128 x 64 "
                "tile at K = 8 (tile_redundancy: 1.17 updates per useful one); conflict-free at best"),
@@ -79,26 +113,26 @@ DESIGN_COUNTS = (
 
 
 def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
-                      params_of=None) -> tuple[list[plot.Ceiling], list[str]]:
+                      params_of=None) -> tuple[list[Ceiling], list[str]]:
     """The dashed ceilings of the tour's roofline, and a note for each one left out:
 
     - with any 2D row (2D 5-point, 9 FLOP per update): the fp32 peak without fused multiply-adds
-      (plot.peak_fp32_no_fma_gflops), lab 8's roof: its update rounds every product and sum;
+      (peak_fp32_no_fma_gflops), lab 8's roof: its update rounds every product and sum;
     - for each DESIGN_COUNTS entry whose row is in the tour: its rate ceiling, when the build timed
       is the one counted (params_of(lab, impl) equals the count's params; a tuning file that
       chose others leaves it out, with a note).
     rows: the tour's rows (tour.TourRow: id, lab, part, part_id).  Each ceiling is in useful GFLOP/s
-    (plot.Ceiling), its `how` the arithmetic that gave it; sm_count and clock_mhz (the maximum SM
+    (Ceiling), its `how` the arithmetic that gave it; sm_count and clock_mhz (the maximum SM
     clock, MHz) as for plot.peak_fp32_gflops.  params_of(lab, impl): the TUNE_ parameters of the
     build the tour timed (tour.built_parameters; None, or no params_of: unknown)."""
-    ceilings: list[plot.Ceiling] = []
+    ceilings: list[Ceiling] = []
     notes: list[str] = []
     two_d = [r for r in rows if r.part_id != "3d" and not r.part.startswith("3D")]
     if not two_d:
         return ceilings, notes
-    ceilings.append(plot.Ceiling(
-        "fp32 without FMA (2D)", plot.peak_fp32_no_fma_gflops(sm_count, clock_mhz),
-        f"half the FMA peak: {sm_count} SMs x {plot.FP32_LANES_PER_SM} lanes x 1 FLOP x {clock_mhz:.0f} MHz; "
+    ceilings.append(Ceiling(
+        "fp32 without FMA (2D)", peak_fp32_no_fma_gflops(sm_count, clock_mhz),
+        f"half the FMA peak: {sm_count} SMs x {FP32_LANES_PER_SM} lanes x 1 FLOP x {clock_mhz:.0f} MHz; "
         "lab 8 rounds every product and sum (__fmul_rn, __fadd_rn)"))
     timed = {r.id: r for r in two_d}
     for count in DESIGN_COUNTS:
@@ -114,8 +148,8 @@ def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
                 continue
         per_useful = count.per_update * count.redundancy
         work = labspec.load(KIT_ROOT / "labs" / row.lab / "lab.json").kind.launchers[0]
-        gflops = plot.rate_ceiling_gflops(sm_count, clock_mhz, count.per_sm_per_clock, per_useful, work.flop_per_cell)
-        ceilings.append(plot.Ceiling(
+        gflops = rate_ceiling_gflops(sm_count, clock_mhz, count.per_sm_per_clock, per_useful, work.flop_per_cell)
+        ceilings.append(Ceiling(
             count.label, gflops,
             f"{sm_count} SMs x {count.per_sm_per_clock} {count.unit} per clock x {clock_mhz:.0f} MHz / "
             f"({count.per_update:.1f} per update x {count.redundancy:.2f} updates per useful one); "

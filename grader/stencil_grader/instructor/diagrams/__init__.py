@@ -1,6 +1,6 @@
-"""The handouts' diagrams: SVG pictures of the geometry each lab teaches, drawn from the labs' own
-constants (tile sizes, rows per thread, planes, K ...), so that a picture cannot disagree with the
-starter or the reference it describes.
+"""The handouts' diagrams: SVG pictures of the geometry each lab teaches, drawn with matplotlib from
+the labs' own constants (tile sizes, rows per thread, planes, K ...), so that a picture cannot
+disagree with the starter or the reference it describes.
 
     python3 grader/grade.py figures           # writes handouts/img/*.svg too (make figures)
     python3 grader/grade.py figures --check   # and fails when a committed picture differs
@@ -8,21 +8,25 @@ starter or the reference it describes.
 DIAGRAMS lists every picture: its file under handouts/img/, the handout that shows it and the
 function that draws it from the kit.  A picture's alt text is its SVG <title>, written from the
 same constants; the handout shows it as ![alt text](img/NAME.svg), and `make figures` rewrites
-that alt text when the picture's changes (--check fails until it does).  The drawing functions live in
-twod.py (labs 1 to 4), threed.py (labs 5 and 6) and solver.py (labs 7 and 8); svg.py writes the
-SVG (standard library only, deterministic bytes), constants.py reads the labs' constants.
+that alt text when the picture's changes (--check fails until it does).  A committed picture
+differs when its title or its labels (sketch.labels: every number in it is in a label) differ
+from what the code draws, so that another matplotlib's drawing of the same figures is not a
+difference.  The drawing functions live in twod.py (labs 1 to 4), threed.py (labs 5 and 6) and
+solver.py (labs 7 and 8); sketch.py is the canvas, constants.py reads the labs' constants.
+Without matplotlib every function here raises UsageError (exit 2) naming the package to install.
 """
 
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ... import KIT_ROOT
 from .constants import DiagramError
-from .svg import Canvas
+from .sketch import Sketch, labels
 from . import solver, threed, twod
 
 __all__ = ["DIAGRAMS", "Diagram", "DiagramError", "render", "differences", "write"]
@@ -33,11 +37,11 @@ IMG_DIR = Path("handouts") / "img"
 @dataclass(frozen=True)
 class Diagram:
     """One picture: handouts/img/<name>.svg, shown by handouts/<handout>.  draw(kit root) returns
-    the picture, whose title is its alt text, written from the same constants as the picture."""
+    the picture (Sketch) and its alt text, written from the same constants."""
 
     name: str
     handout: str
-    draw: Callable[[Path], Canvas]
+    draw: Callable[[Path], Sketch]
 
     @property
     def path(self) -> Path:
@@ -60,37 +64,38 @@ DIAGRAMS: tuple[Diagram, ...] = (
 _IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\(img/(?P<name>[A-Za-z0-9_-]+)\.svg\)")
 
 
-def render(kit_root: Path = KIT_ROOT) -> dict[Diagram, Canvas]:
-    """Every picture as the code draws it now.  Raises DiagramError when a lab source lacks a
-    constant a picture needs."""
-    return {d: d.draw(Path(kit_root)) for d in DIAGRAMS}
+def render(kit_root: Path = KIT_ROOT) -> dict[Diagram, tuple[str, str]]:
+    """{picture: (its alt text, its SVG)} as the code draws them now.  Raises DiagramError when a
+    lab source lacks a constant a picture needs, UsageError without matplotlib."""
+    return {d: (s.alt, s.svg()) for d in DIAGRAMS for s in (d.draw(Path(kit_root)),)}
 
 
-def _handout_text(kit_root: Path, drawn: dict[Diagram, Canvas]) -> dict[Path, tuple[str, str]]:
+def _handout_text(kit_root: Path, drawn: dict[Diagram, tuple[str, str]]) -> dict[Path, tuple[str, str]]:
     """{handout: (its text, its text with every diagram's alt text as drawn now)}."""
     out = {}
     for name in sorted({d.handout for d in drawn}):
         path = Path(kit_root) / "handouts" / name
         old = path.read_text(encoding="utf-8")
-        alts = {d.name: c.title for d, c in drawn.items() if d.handout == name}
+        alts = {d.name: alt for d, (alt, _) in drawn.items() if d.handout == name}
         new = _IMAGE.sub(lambda m: f"![{alts.get(m.group('name'), m.group('alt'))}](img/{m.group('name')}.svg)", old)
         out[path] = (old, new)
     return out
 
 
 def differences(kit_root: Path = KIT_ROOT) -> list[str]:
-    """One line per committed picture that differs from what the code draws or is missing, per
-    handout that does not show its picture, and per alt text that differs from the picture's."""
+    """One line per committed picture whose title or labels differ from what the code draws, or
+    that is missing, per handout that does not show its picture, and per alt text that differs
+    from the picture's."""
     kit_root = Path(kit_root)
     drawn = render(kit_root)
     out = []
-    for d, canvas in drawn.items():
+    for d, (_, svg) in drawn.items():
         try:
-            old = (kit_root / d.path).read_text(encoding="utf-8")
-        except OSError:
-            out.append(f"{d.path}: missing (make figures draws it)")
+            old = labels((kit_root / d.path).read_text(encoding="utf-8"))
+        except (OSError, ET.ParseError):
+            out.append(f"{d.path}: missing or not SVG (make figures draws it)")
             continue
-        if old != canvas.svg():
+        if old != labels(svg):
             out.append(f"{d.path}: differs from what the code draws from the labs' constants (make figures)")
     texts = _handout_text(kit_root, drawn)
     for d in drawn:
@@ -99,20 +104,19 @@ def differences(kit_root: Path = KIT_ROOT) -> list[str]:
         shown = [m for m in _IMAGE.finditer(old) if m.group("name") == d.name]
         if not shown:
             out.append(f"handouts/{d.handout}: does not show {d.path} (![alt text](img/{d.name}.svg))")
-        elif any(m.group("alt") != drawn[d].title for m in shown):
+        elif any(m.group("alt") != drawn[d][0] for m in shown):
             out.append(f"handouts/{d.handout}: the alt text of img/{d.name}.svg differs from the picture's "
                        "(make figures)")
     return out
 
 
 def write(kit_root: Path = KIT_ROOT) -> list[Path]:
-    """Write every picture that changed, and the handouts' alt texts; returns the files written."""
+    """Write every picture whose bytes changed, and the handouts' alt texts; returns the files written."""
     kit_root = Path(kit_root)
     drawn = render(kit_root)
     written = []
-    for d, canvas in drawn.items():
+    for d, (_, text) in drawn.items():
         path = kit_root / d.path
-        text = canvas.svg()
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
