@@ -2,32 +2,26 @@
 
     write_class_html(out, lab_order, table=None) -> Path
 
-from every OUT/students/<student>/<lab>.json (outdir.read_reports; merge.py passes the table it
-read: report.to_dict()'s dict, or the placeholder of a "missing" or "grader_error" lab) writes
+from every report of OUT (outdir.read_reports, or the table merge.py read) writes, through the
+Jinja2 templates (pages.py):
 
-    OUT/class.html                       (templates/class.html) a banner when some lab was not
-                                         measured; every student's row, each cell the lab's verdict
-                                         and why, and its points when it is a grade, linked to that
-                                         student's page of that lab; then per lab: verdict counts, the
-                                         distribution of the graded labs' points and of the bandwidth
-                                         ratio, the outliers
-    OUT/students/<student>/<lab>.html    the lab's report page (grading/html.py), from its JSON as
-                                         the student may see it (report.student_view: no path of
-                                         the instructor's), with the lab's history
-    OUT/students/<student>/index.html    (templates/student.html) the student's labs, linked
+    OUT/class.html                     (class.html) a banner when some lab was not measured; each
+                                       student's row, each cell the lab's verdict and why, and its
+                                       points when it is a grade, linked to that student's page of
+                                       that lab; per lab: verdict counts, histograms of the graded
+                                       labs' points and bandwidth ratios, the outliers
+    OUT/students/<student>/<lab>.html  the lab's report page (grading/html.py) as the student may
+                                       see it (report.student_view), with the lab's history
+    OUT/students/<student>/index.html  (student.html) the student's labs, linked
 
-Around the grades, each from a module of its own, none of which changes a grade: the students
-table's similarity column (similarity.column, when `grade.py similarity` wrote OUT/similarity/), the
-labs that moved since their previous grading (classdiff.py), the leaderboard of the students who
-opted in (leaderboard.py).
+and, none changing a grade: the similarity column (similarity.column), the labs that moved since
+their previous grading (classdiff.py), the leaderboard of who opted in (leaderboard.py).
 
-Only grades count in the statistics (outdir.is_grade): a "missing" or "not_measured" lab is no
-0 in a median or a histogram, and its cell shows its verdict, never points; a student's total
-is blank when one of their labs is no grade, as in class.csv (outdir.total).  Outliers: a measured
-ratio outside Tukey's fences of its lab (below Q1 - 1.5 IQR or above Q3 + 1.5 IQR, quartiles of
-the class's measured ratios, at least 4 of them), and every grader_error, crash, timeout and
-forbidden verdict.  Ratios: effective bandwidth / copy bandwidth.  Pages are Jinja2's
-(pages.py), autoescaped.
+Only grades count in the statistics (outdir.is_grade): a "missing" or "not_measured" lab is no 0 in
+a median or a histogram, its cell shows its verdict, and the student's total is blank, as in
+class.csv (outdir.total).  Outliers: a measured ratio outside Tukey's fences of its lab (Q1 - 1.5
+IQR, Q3 + 1.5 IQR over at least 4 measured ratios), and every grader_error, crash, timeout and
+forbidden verdict.  Ratios: effective bandwidth / copy bandwidth.
 """
 
 from __future__ import annotations

@@ -4,42 +4,34 @@ look at, never a grade.
     run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write (below)
     compare_lab(lab, students, others, starter) -> LabResult   every pair, ranked
     column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column
-    require() -> module                      copydetect, or ClassError saying how to install it
 
-Fingerprinting, comparing and highlighting are copydetect's (PyPI; MIT; the winnowing of Schleimer,
-Wilkerson and Aiken, "Winnowing: local algorithms for document fingerprinting", SIGMOD 2003, as
-MOSS uses it), an optional dependency of the instructor's: without it `grade.py similarity` says
-how to install it.  copydetect tokenises each file with Pygments' CUDA lexer and normalises it
-(comments and white space dropped, every identifier V, a function F, a struct or class O, a string
-S; keywords, CUDA built-ins and numbers kept); a fingerprint is a hash of NOISE characters of that
-code, every one kept (a window of 1), so that scores do not depend on Python's string hashing.  The
-fingerprints of the lab's starter file are removed from every file first (fingerprint(): not with
-copydetect's own boilerplate filter, which drops a file's repeated code too).  copydetect's own
-report (CopyDetector.generate_html_report) is not written: it loads Bootstrap from a CDN, prints
-file names unescaped, and knows files by path, not by the students' names.
+Fingerprinting, comparing and highlighting are copydetect's (PyPI, MIT: the winnowing of Schleimer,
+Wilkerson and Aiken, SIGMOD 2003, as MOSS uses it), an optional tool of the instructor's (require()
+says how to install it).  It normalises each file with Pygments' CUDA lexer (comments and white
+space dropped, every name V, F or O, every string S) and hashes every NOISE characters of it (a
+window of 1: scores do not depend on Python's string hashing).  The starter file's fingerprints are
+removed from every file first (fingerprint(); copydetect's own boilerplate filter drops a file's
+repeated code too).  copydetect's own report is not written: it loads Bootstrap from a CDN, prints
+file names unescaped and knows files by path, not by the students' names.
 
-What the kit adds is which pairs, per lab, under which names, and where the results go.  A file's
-share is the part of its fingerprinted code the other file shares; a pair's score is the larger
-share (a copy padded with code of its own still scores by the part copied), flagged at FLAG.
-Measured on the kit's own solutions (tests/python/test_similarity.py keeps these figures on their
-sides): a copy with every identifier renamed, comments changed and lines rejoined, with or without
-its functions in another order, scored 0.94 or more; every two independent correct solutions of a
-lab (each lab's reference, known-good submissions and tour kernels) 0.71 or less.
+What the kit adds: which pairs, per lab, under which names, and where the results go.  A file's share
+is the part of its fingerprinted code the other file shares; a pair's score is the larger share (a
+copy padded with code of its own still scores by the part copied), flagged at FLAG.  Measured on the
+kit's own solutions (tests/python/test_similarity.py keeps these on their sides): a copy with every
+identifier renamed, comments changed and lines rejoined, its functions reordered or not, scored 0.94
+or more; two independent correct solutions of a lab 0.71 or less.
 
 Compared: every two students of the lab (by their folder names, as the course site exported them),
-and every student with each file of `against` (earlier terms' submissions and known public
-solutions: every *.cu file under that folder with a folder named as the lab on its path, e.g.
-AGAINST/2025-fall/<student>/02-shared-tiling/kernel.cu) and with the kit's own reference and tour
-kernels (reference/<lab>/kernel.cu, reference/tour/<lab>/*/kernel.cu): a leaked solution is the
-commonest copy.  Files of `against` and the kit are not compared with each other.
-
-Written, for each lab, in OUT/similarity/<lab>/ (no name a student chose is part of a path):
+and every student with each file of `against` (earlier terms' submissions and public solutions:
+every *.cu under it with a folder named as the lab on its path, e.g.
+AGAINST/2025-fall/<student>/02-shared-tiling/kernel.cu) and with the kit's reference and tour kernels
+(reference/<lab>/kernel.cu, reference/tour/<lab>/*/kernel.cu).  Files of `against` and of the kit are
+not compared with each other.  Written in OUT/similarity/<lab>/ (no name a student chose in a path):
     pairs.csv          every pair: rank, score, both shares, matched characters, both names and
                        kinds (student, against, kit), flagged, its page
     pairs.txt          the flagged pairs, and the REPORTED_BELOW highest below them
     similarity.json    the same, for class.html: settings, flagged pairs, each student's highest
-    pair-<rank>.html   each flagged pair side by side, the matching code highlighted
-                       (templates/pair.html)
+    pair-<rank>.html   each flagged pair side by side, the matching code highlighted (pair.html)
 """
 
 from __future__ import annotations
@@ -89,8 +81,7 @@ def require():
 
 @dataclass
 class Source:
-    """One file compared: its name (a student's folder; a path under --against, or in the kit),
-    its kind (KINDS) and its text."""
+    """A file compared: its name (a student's folder, a path under --against or in the kit), kind, text."""
 
     name: str
     kind: str
@@ -270,6 +261,12 @@ def highlighted(text: str, slices) -> html.Markup:
 
 # ------------------------------------------------------------------------------- the files written
 
+def _sides(p: dict) -> list[tuple]:
+    """(name, kind, other's name, other's kind) of a pair (asdict(Pair)), from each side."""
+    return [(p.get("a"), p.get("a_kind"), p.get("b"), p.get("b_kind")),
+            (p.get("b"), p.get("b_kind"), p.get("a"), p.get("a_kind"))]
+
+
 def lab_folder(out: Path, lab: str) -> Path:
     """OUT/similarity/<lab> (lab: a lab of the kit, never a student's string)."""
     return Path(out) / outdir.SIMILARITY / lab
@@ -298,15 +295,15 @@ def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
                          p.a_kind, outdir.sheet_cell(p.b), p.b_kind, "yes" if p.flagged else "no", p.page])
     written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue()),
                outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n")]
+    pairs = [{k: v for k, v in asdict(p).items() if not k.endswith("_slices")} for p in result.pairs]
     highest: dict[str, dict] = {}
-    for p in result.pairs:                     # highest first: a student's first pair is their highest
-        for me, kind, other, other_kind in ((p.a, p.a_kind, p.b, p.b_kind), (p.b, p.b_kind, p.a, p.a_kind)):
+    for p in pairs:                            # highest first: a student's first pair is their highest
+        for me, kind, other, other_kind in _sides(p):
             if kind == "student" and me not in highest:
-                highest[me] = {"score": p.score, "other": other, "other_kind": other_kind, "page": p.page}
+                highest[me] = {"score": p["score"], "other": other, "other_kind": other_kind, "page": p["page"]}
     data = {"lab": result.lab, "generated_at": generated_at, "tool": TOOL, "version": result.version,
             "noise": NOISE, "threshold": result.threshold, "settings": result.settings(), "notes": result.notes,
-            "pairs": len(result.pairs), "highest": highest,
-            "flagged": [{k: v for k, v in asdict(p).items() if not k.endswith("_slices")} for p in result.flagged]}
+            "pairs": len(pairs), "highest": highest, "flagged": [p for p in pairs if p["flagged"]]}
     written.append(outdir.write_json(folder / "similarity.json", data))
     for rank, p in enumerate(result.pairs, 1):
         if p.page:
@@ -398,28 +395,21 @@ def class_step(subs: Path, out: Path, labs: list[str], against: Path | None, say
 
 # ------------------------------------------------------------------------------- for class.html
 
-def read(out: Path, lab: str) -> dict | None:
-    """OUT/similarity/<lab>/similarity.json, or None."""
-    return outdir.read_json(lab_folder(out, lab) / "similarity.json")
-
-
 def column(out: Path, lab_order: list[str]) -> dict[str, list[dict]]:
-    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab that
-    has similarity results in OUT, in lab order, every flagged pair of the student, or, when none
-    is, the student's highest pair."""
+    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab of
+    lab_order with OUT/similarity/<lab>/similarity.json, every flagged pair of the student, or,
+    when none is, the student's highest pair."""
     found: dict[str, list[dict]] = {}
     for lab in lab_order:
-        data = read(out, lab) or {}
+        data = outdir.read_json(lab_folder(out, lab) / "similarity.json") or {}
         flagged: dict[str, list[dict]] = {}
         for p in data.get("flagged") or []:
-            for me, kind, other, other_kind in ((p.get("a"), p.get("a_kind"), p.get("b"), p.get("b_kind")),
-                                                (p.get("b"), p.get("b_kind"), p.get("a"), p.get("a_kind"))):
+            for me, kind, other, other_kind in _sides(p):
                 if kind == "student":
                     flagged.setdefault(str(me), []).append({"lab": lab, "score": p.get("score"), "other": other,
                                                             "other_kind": other_kind, "page": p.get("page"),
                                                             "flagged": True})
         for student, best in (data.get("highest") or {}).items():
             if isinstance(best, dict) and isinstance(best.get("score"), (int, float)):
-                found.setdefault(student, []).extend(flagged.get(student)
-                                                     or [dict(best, lab=lab, flagged=False)])
+                found.setdefault(student, []).extend(flagged.get(student) or [dict(best, lab=lab, flagged=False)])
     return found

@@ -1,33 +1,20 @@
 """The report page of one graded lab: BUILD_DIR/report.html, beside report.json.
 
     render_lab_html(report, profile=None) -> str       the page, from report.to_dict()'s dict
-    write_lab_html(report, path, profile=None) -> Path  written atomically; the profile, when not
-                                                        given, is BUILD_DIR/profile.json if it
-                                                        belongs to the graded source
+    write_lab_html(report, path, profile=None) -> Path  written atomically; the profile, when not given,
+                                                        BUILD_DIR/profile.json if of the graded source
     page(title, body) -> str                           any page of the grader around its body
-    (what the student should do next is nextstep.py's, which the terminal table uses too)
 
-The markup is templates/lab.html, blocks of string.Template (students run this: standard library
-only) that fill() fills, escaping every value with html.escape unless it is Markup this module built
-from blocks: nothing of a report is trusted as markup.  Self-contained: inline CSS
-(templates/report.css), inline SVG (charts.py), no script, no network asset.
+The markup is templates/lab.html: blocks in str.format's syntax (students run this: standard library
+only), filled by fill(), which escapes every value with html.escape unless it is Markup built here
+from blocks.  Self-contained: inline CSS (templates/report.css), inline SVG (charts.py), no script,
+no network asset.  What the student should do next is nextstep.py's (the terminal says it too).
 
-It leads with what the student must do next, then what stopped or scored the run, in the order the
-stages ran.  Each section has a stable id (the tests look for them):
-    summary     lab, the next step (id "next"), the points (or, for a run that is no grade, why
-                not), seed and the command that replays it, the device, the targets' table
-    build       the build (a failed one's compiler output as printed, carets in place), kernels
-                (registers, shared memory, spills), static checks, launches
-    score       how the points were computed: the formulas with this run's figures in them
-    cases       every correctness case, failures first, with the mismatch coordinates pulled out
-    bandwidth   effective bandwidth against the copy bandwidth and the floor and target
-    roofline    the student's kernel and the reference on the roofline of the GPU it ran on
-    diagnosis   `make profile`'s ranked findings, when one was profiled for this source, or
-                the suggestion to run it, once the kernel was timed
-    progress    the ratio over this lab's earlier gradings (progress.py), when a history is given
-    output      what the student's code printed, when it printed anything
-When the GPU stages did not run (no GPU, a failed build, a forbidden call), cases, bandwidth and
-roofline are one section (id "cases") saying so once.
+The page leads with it, then what stopped or scored the run, in the order the stages ran; each
+section has a stable id: summary (with "next"), build, score, cases, bandwidth, roofline, diagnosis
+(`make profile`'s findings, or the advice to run it once the kernel was timed), progress (this
+lab's earlier gradings, progress.py), output (what the student's code printed).  When the GPU
+stages did not run, one section (id "cases") says so for cases, bandwidth and roofline.
 Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 FLOP, milliseconds.
 """
 
