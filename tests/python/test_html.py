@@ -16,6 +16,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 import zlib
 from pathlib import Path
@@ -302,6 +303,20 @@ def test_class_page_escapes_student_names(tmp_path):
         assert std_html.escape(name) in page and f"students/{quote(name, safe='')}/index.html" in page
         index = (out / "students" / name / "index.html").read_text()
         assert f"<h1>{std_html.escape(name)}</h1>" in index and "<script" not in index
+
+
+def test_without_jinja2_the_class_page_says_what_to_install(tmp_path, monkeypatch):
+    """The class files are written all the same; the summary names the package the page needs."""
+    from stencil_grader.classes import merge, pages
+    out = make_class(tmp_path)
+    monkeypatch.setitem(sys.modules, "jinja2", None)              # import jinja2 raises ImportError
+    pages.environment.cache_clear()
+    try:
+        result = merge.class_files(out, LABS)
+    finally:
+        pages.environment.cache_clear()
+    assert (out / "class.csv").is_file() and not (out / "class.html").exists()
+    assert any("python3-jinja2" in line for line in result.summary)
 
 
 def test_an_unreadable_report_is_a_grader_error_not_a_gap(tmp_path):
