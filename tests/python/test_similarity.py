@@ -1,4 +1,4 @@
-"""Similarity between the students' kernel.cu files (classes/similarity.py, simpages.py).
+"""Similarity between the students' kernel.cu files (classes/similarity.py, templates/pair.html).
 
 A made-up class of the kit's own code: a student's solution, a copy of it with every name renamed,
 its comments changed and its lines rejoined, a copy with its functions in another order, the

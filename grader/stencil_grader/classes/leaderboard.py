@@ -29,6 +29,7 @@ the grader writes, keyed by folder; the pseudonym is data, escaped wherever it i
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,15 +51,14 @@ Table = dict[str, dict[str, dict]]
 @dataclass
 class Row:
     """One entry of a board: the rank (1 = highest ratio; equal ratios share a rank), the
-    pseudonym, the ratio and effective bandwidth (GB/s), the verdict and points.  student is the
-    folder, for the instructor's tools: never shown on a board."""
+    pseudonym, the ratio and effective bandwidth (GB/s), the verdict.  student is the folder, for
+    the instructor's tools: never shown on a board."""
 
     rank: int
     pseudonym: str
     ratio: float
     gbps: float | None
     verdict: str
-    points: float
     student: str
 
 
@@ -89,14 +89,8 @@ def pseudonyms(path: Path | None) -> tuple[dict[str, str], list[str]]:
         return {}, []
     names = {folder: clean(row.get(COLUMN) or "") for folder, row in roster.rows.items()}
     names = {folder: name for folder, name in names.items() if name}
-    notes = []
-    seen: dict[str, int] = {}
-    for name in names.values():
-        seen[name] = seen.get(name, 0) + 1
-    for name, n in sorted(seen.items()):
-        if n > 1:
-            notes.append(f"leaderboard: the pseudonym {name!r} is chosen by {n} students (all shown)")
-    return names, notes
+    return names, [f"leaderboard: the pseudonym {name!r} is chosen by {n} students (all shown)"
+                   for name, n in sorted(Counter(names.values()).items()) if n > 1]
 
 
 def roster_of(out: Path) -> Path | None:
@@ -146,8 +140,7 @@ def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = No
                 if i == 0 or round(ratio, 3) != round(entries[i - 1][0], 3):
                     rank = i + 1
                 bench = (report.get("performance") or {}).get("bench") or {}
-                rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]),
-                                float(report.get("points") or 0.0), student))
+                rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]), student))
             result[lab].append(Board(lab, gpu, rows))
     return result
 
