@@ -140,7 +140,8 @@ def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = No
                 if i == 0 or round(ratio, 3) != round(entries[i - 1][0], 3):
                     rank = i + 1
                 bench = (report.get("performance") or {}).get("bench") or {}
-                rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]), student))
+                rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]),
+                                student))
             result[lab].append(Board(lab, gpu, rows))
     return result
 

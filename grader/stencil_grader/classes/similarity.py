@@ -276,7 +276,8 @@ def _side(result: LabResult, pair: Pair, side: str) -> dict:
     """One side of a pair page (templates/pair.html)."""
     name, kind, share, slices = (getattr(pair, side + key) for key in ("", "_kind", "_share", "_slices"))
     text = result.sources[(kind, name)].text
-    return {"id": side, "name": name, "kind": kind, "share": share, "chars": len(text), "code": highlighted(text, slices),
+    return {"id": side, "name": name, "kind": kind, "share": share, "chars": len(text),
+            "code": highlighted(text, slices),
             "marked": 0 if slices is None or not len(slices) else int(sum(slices[1] - slices[0])),
             "numbers": "\n".join(map(str, range(1, text.count("\n") + 2)))}
 
@@ -291,8 +292,9 @@ def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
     writer.writerow(["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind",
                      "flagged", "page"])
     for rank, p in enumerate(result.pairs, 1):
-        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched, outdir.sheet_cell(p.a),
-                         p.a_kind, outdir.sheet_cell(p.b), p.b_kind, "yes" if p.flagged else "no", p.page])
+        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched,
+                         outdir.sheet_cell(p.a), p.a_kind, outdir.sheet_cell(p.b), p.b_kind,
+                         "yes" if p.flagged else "no", p.page])
     written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue()),
                outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n")]
     pairs = [{k: v for k, v in asdict(p).items() if not k.endswith("_slices")} for p in result.pairs]

@@ -289,7 +289,8 @@ def _roofline(r: dict, peak_gflops: float | None) -> Markup:
     except ValueError as err:
         return fill("no_roofline", why=err)
     return fill("roofline", body=svg + fill("roofline_note", intensity=intensity, flop=flop, nbytes=nbytes)
-                + (_NO if ref else fill("muted", text="No reference point: lab.json has no reference_ratio for this GPU.")))
+                + (_NO if ref else fill("muted", text="No reference point: lab.json has no reference_ratio for "
+                                                     "this GPU.")))
 
 
 def _diagnosis(r: dict, profile: dict | None, stale: str | None) -> Markup:
@@ -298,8 +299,10 @@ def _diagnosis(r: dict, profile: dict | None, stale: str | None) -> Markup:
             return _NO          # nothing was timed: make profile has nothing to explain yet
         return fill("no_profile", stale=fill("muted", text=stale) if stale else _NO)
     findings = [fill("finding", f=f, badge=_badge(f.get("severity")),
-                     number=str(f.get("handout", "")).split("-", 1)[0].lstrip("0")) for f in profile.get("findings") or []]
-    kernels = [fill("profiled_kernel", label=k.get("label"), f=k.get("figures") or {}) for k in profile.get("kernels") or []]
+                     number=str(f.get("handout", "")).split("-", 1)[0].lstrip("0"))
+                for f in profile.get("findings") or []]
+    kernels = [fill("profiled_kernel", label=k.get("label"), f=k.get("figures") or {})
+               for k in profile.get("kernels") or []]
     return fill("diagnosis", p=profile, findings=fill("findings", items=_join(findings)) if findings
                 else Markup("<p>No rule fired.</p>"), kernels=fill("profiled", rows=_join(kernels)) if kernels else _NO)
 
