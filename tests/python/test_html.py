@@ -9,15 +9,18 @@ chromium the browser tests are skipped, with the reason.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import shutil
 import struct
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 import zlib
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -43,6 +46,9 @@ BANNER_IDS = ("overview", "not-measured", "students", "student-table")
 #: An H100 SXM's estimated fp32 peak (132 SMs x 128 lanes x 2 x 1980 MHz), for a drawn compute roof.
 H100_PEAK_GFLOPS = 132 * 128 * 2 * 1980 / 1e3
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+#: The class pages are Jinja2's (an instructor's library: grader/requirements.txt).
+needs_jinja2 = pytest.mark.skipif(importlib.util.find_spec("jinja2") is None,
+                                  reason="Jinja2 is not installed (grader/requirements.txt: python3-jinja2)")
 
 
 def report() -> dict:
@@ -77,7 +83,7 @@ def test_escapes_everything_a_student_controls():
     page = html.render_lab_html(r, p)
     assert HOSTILE not in page and "<script" not in page and "<img" not in page
     assert page.count("&lt;script&gt;") >= 5
-    assert '<td class=\'coord\'>(x=3, y=4)</td>' in page  # the coordinates pulled out of the message
+    assert '<td class="coord">(x=3, y=4)</td>' in page  # the coordinates pulled out of the message
 
 
 def test_failed_cases_list_mismatch_coordinates():
@@ -205,6 +211,7 @@ def make_class(tmp_path: Path) -> Path:
     return out
 
 
+@needs_jinja2
 def test_class_page_counts_links_and_outliers(tmp_path):
     out = make_class(tmp_path)
     page_path = classhtml.write_class_html(out, LABS)
@@ -236,6 +243,7 @@ def class_with_ungraded_labs(tmp_path: Path) -> Path:
     return out
 
 
+@needs_jinja2
 def test_class_page_leads_with_the_students_and_counts_grades_only(tmp_path):
     """class.html shows a lab missing or not_measured as its verdict (never 0.00), leaves it out of each
     lab's median, histogram and graded count, leaves the total blank where class.csv does, shows a
@@ -280,14 +288,35 @@ def test_outliers_and_quartiles():
     assert "outside the class's fences" in found["s5"] and "crash" in found["s6"]
 
 
+@needs_jinja2
 def test_class_page_escapes_student_names(tmp_path):
+    """Folder names as course sites export them: markup, quotes, accents, spaces; each shown as
+    text in class.html and on the student's own page, linked percent-encoded."""
+    import html as std_html
     out = make_class(tmp_path)
-    odd = '<b>eve&"x'
-    shutil.copytree(out / "students" / "alice", out / "students" / odd)
+    odd = ['<b>eve&"x', "<script>alert('x')", "Zoë O'Brien", "ann  lee (2)"]        # no "/": folder names
+    for name in odd:
+        shutil.copytree(out / "students" / "alice", out / "students" / name)
     page = classhtml.write_class_html(out, LABS).read_text()
-    assert odd not in page and "&lt;b&gt;eve&amp;&quot;x" in page
-    assert "students/%3Cb%3Eeve%26%22x/index.html" in page
-    assert (out / "students" / odd / "index.html").is_file()
+    assert "<script" not in page and "<b>" not in page and "&lt;b&gt;eve&amp;&quot;x" in page
+    for name in odd:
+        assert std_html.escape(name) in page and f"students/{quote(name, safe='')}/index.html" in page
+        index = (out / "students" / name / "index.html").read_text()
+        assert f"<h1>{std_html.escape(name)}</h1>" in index and "<script" not in index
+
+
+def test_without_jinja2_the_class_page_says_what_to_install(tmp_path, monkeypatch):
+    """The class files are written all the same; the summary names the package the page needs."""
+    from stencil_grader.classes import merge, pages
+    out = make_class(tmp_path)
+    monkeypatch.setitem(sys.modules, "jinja2", None)              # import jinja2 raises ImportError
+    pages.environment.cache_clear()
+    try:
+        result = merge.class_files(out, LABS)
+    finally:
+        pages.environment.cache_clear()
+    assert (out / "class.csv").is_file() and not (out / "class.html").exists()
+    assert any("python3-jinja2" in line for line in result.summary)
 
 
 def test_an_unreadable_report_is_a_grader_error_not_a_gap(tmp_path):
@@ -392,6 +421,7 @@ def rendered_pages(tmp_path: Path) -> list[tuple[Path, tuple[str, ...]]]:
     return pages
 
 
+@needs_jinja2
 def test_the_class_page_in_chromium_shows_verdicts_not_zeros(need_chromium, tmp_path):
     """The banner, then the students: what a browser shows of a lab without a grade is its verdict."""
     page = classhtml.write_class_html(class_with_ungraded_labs(tmp_path), LABS)
@@ -408,6 +438,7 @@ def test_the_class_page_in_chromium_shows_verdicts_not_zeros(need_chromium, tmp_
     assert_not_blank(shot)
 
 
+@needs_jinja2
 def test_pages_render_in_headless_chromium(need_chromium, tmp_path):
     for page, ids in rendered_pages(tmp_path):
         shot = page.with_suffix(".png")

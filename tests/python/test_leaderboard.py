@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA
+from test_html import needs_jinja2
 from stencil_grader.classes import classhtml, leaderboard, outdir
 
 LABS = ["01-naive-5pt", "02-shared-tiling"]
@@ -97,6 +98,7 @@ def test_a_flagged_or_unmeasured_lab_is_never_on_a_board(graded, change):
     assert "alice" not in [r.student for r in board.rows]
 
 
+@needs_jinja2
 def test_the_class_page_shows_pseudonyms_never_folders(graded):
     out, _ = graded
     page = classhtml.write_class_html(out, LABS).read_text()
@@ -109,6 +111,7 @@ def test_the_class_page_shows_pseudonyms_never_folders(graded):
     assert "4 student(s) opted in" in section
 
 
+@needs_jinja2
 def test_no_roster_column_no_leaderboard(graded):
     out, subs = graded
     (subs / "roster.csv").write_text("folder,site,site_id,name\nalice,canvas,1,Alice\n")
@@ -120,6 +123,7 @@ def test_no_roster_column_no_leaderboard(graded):
     assert names == {} and "listed twice" in notes[0]
 
 
+@needs_jinja2
 def test_a_pseudonym_chosen_twice_is_said(graded):
     out, subs = graded
     write_roster(subs, [{"folder": "alice", leaderboard.COLUMN: "same"}, {"folder": "carol", leaderboard.COLUMN: "same"}])

@@ -1,4 +1,4 @@
-"""Similarity between the students' kernel.cu files (classes/similarity.py, simpages.py).
+"""Similarity between the students' kernel.cu files (classes/similarity.py, templates/pair.html).
 
 A made-up class of the kit's own code: a student's solution, a copy of it with every name renamed,
 its comments changed and its lines rejoined, a copy with its functions in another order, the
@@ -24,7 +24,7 @@ import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, SIMILARITY_DEPS
 from stencil_grader import cli
-from stencil_grader.classes import backend, gpupool, outdir, similarity, simpages
+from stencil_grader.classes import backend, gpupool, outdir, similarity
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import check_verdicts  # noqa: E402  (needs the path above)
@@ -270,13 +270,12 @@ def test_the_pair_page_escapes_code_and_names(cd, made_up_class, tmp_path):
         assert f'id="{ident}"' in page
 
 
-def test_highlighted_lines_and_ranges():
-    text = "ab\ncd <x>\n\nef"
-    shown = simpages.highlighted(text, [(1, 4), (8, 20)])
-    lines = shown.split("\n")
-    assert lines[0] == '<span class="ln">1 </span>a<mark>b</mark>'
-    assert lines[1] == '<span class="ln">2 </span><mark>c</mark>d &lt;x<mark>&gt;</mark>'
-    assert lines[2] == '<span class="ln">3 </span>' and lines[3] == '<span class="ln">4 </span><mark>ef</mark>'
+def test_highlighted_code_is_escaped_marked_and_shows_controls(cd):
+    import numpy
+    text = "ab\ncd <x>\u202e\n\nef"
+    shown = similarity.highlighted(text, numpy.array([[1, 8], [4, 20]]))
+    assert shown == 'a<mark>b\nc</mark>d &lt;x<mark>&gt;<span class="ctl">\\u202e</span>\n\nef</mark>'
+    assert similarity.highlighted("<b>", None) == "&lt;b&gt;"          # nothing matched: escaped all the same
 
 
 def test_the_pages_render_in_headless_chromium(cd, made_up_class, tmp_path):

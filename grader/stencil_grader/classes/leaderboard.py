@@ -4,7 +4,6 @@ copy bandwidth.
     pseudonyms(roster_csv) -> (names, notes)   {student folder: pseudonym} of who opted in
     roster_of(out) -> Path | None              the roster.csv of the class OUT was graded from
     boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
-    section(boards, notes) -> str              class.html's "leaderboard" section
     gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}
 
 Who appears: only a student with a pseudonym in the `leaderboard` column of CLASS/roster.csv
@@ -23,17 +22,18 @@ model get a board of their own; Gradescope's one board per assignment carries th
 column instead (gradescope_entries).
 
 A student cannot reach another's entry: the boards are made from the reports in OUT, which only
-the grader writes, keyed by folder; the pseudonym is data, escaped wherever it is shown.
+the grader writes, keyed by folder; the pseudonym is data, escaped wherever it is shown (class.html's
+"leaderboard" section, templates/class.html).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import progress
-from ..grading.html import escape as _e
 from . import outdir
 from .importers import roster as roster_csv
 from .submissions import ROSTER
@@ -51,15 +51,14 @@ Table = dict[str, dict[str, dict]]
 @dataclass
 class Row:
     """One entry of a board: the rank (1 = highest ratio; equal ratios share a rank), the
-    pseudonym, the ratio and effective bandwidth (GB/s), the verdict and points.  student is the
-    folder, for the instructor's tools: never shown on a board."""
+    pseudonym, the ratio and effective bandwidth (GB/s), the verdict.  student is the folder, for
+    the instructor's tools: never shown on a board."""
 
     rank: int
     pseudonym: str
     ratio: float
     gbps: float | None
     verdict: str
-    points: float
     student: str
 
 
@@ -90,14 +89,8 @@ def pseudonyms(path: Path | None) -> tuple[dict[str, str], list[str]]:
         return {}, []
     names = {folder: clean(row.get(COLUMN) or "") for folder, row in roster.rows.items()}
     names = {folder: name for folder, name in names.items() if name}
-    notes = []
-    seen: dict[str, int] = {}
-    for name in names.values():
-        seen[name] = seen.get(name, 0) + 1
-    for name, n in sorted(seen.items()):
-        if n > 1:
-            notes.append(f"leaderboard: the pseudonym {name!r} is chosen by {n} students (all shown)")
-    return names, notes
+    return names, [f"leaderboard: the pseudonym {name!r} is chosen by {n} students (all shown)"
+                   for name, n in sorted(Counter(names.values()).items()) if n > 1]
 
 
 def roster_of(out: Path) -> Path | None:
@@ -148,7 +141,7 @@ def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = No
                     rank = i + 1
                 bench = (report.get("performance") or {}).get("bench") or {}
                 rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]),
-                                float(report.get("points") or 0.0), student))
+                                student))
             result[lab].append(Board(lab, gpu, rows))
     return result
 
@@ -170,33 +163,3 @@ def gradescope_entries(table: Table, names: dict[str, str]) -> dict[tuple[str, s
                 items.append({"name": "GPU", "value": board.gpu or "unknown"})
                 entries[(row.student, lab)] = items
     return entries
-
-
-def section(lab_boards: dict[str, list[Board]], notes: list[str], opted_in: int) -> str:
-    """class.html's "leaderboard" section (id "leaderboard"): per lab, a table per GPU model of
-    rank, pseudonym, ratio, GB/s and verdict; "" when nobody opted in."""
-    if not opted_in:
-        return ""
-    parts = ['<section id="leaderboard"><h2>Leaderboard</h2><p class="muted">'
-             f"{opted_in} student(s) opted in (the <code>{COLUMN}</code> column of {ROSTER}); shown under their "
-             "pseudonym, ranked by the ratio to copy bandwidth, only correct labs with no failed check. "
-             "Labs graded on different GPU models are ranked separately.</p>"]
-    parts += [f"<p class='muted'>{_e(n)}</p>" for n in notes]
-    if not lab_boards:
-        parts.append("<p>No eligible lab yet.</p>")
-    for lab, lab_boards_of in lab_boards.items():
-        for board in lab_boards_of:
-            ident = f"board-{lab}-{len(parts)}".replace(".", "_")
-            parts.append(f'<h3>{_e(lab)}' + (f" on {_e(board.gpu)}" if board.gpu else "") + "</h3>"
-                         f'<table id="{_e(ident)}" class="board"><tr><th>rank</th><th>pseudonym</th>'
-                         "<th>ratio</th><th>GB/s</th><th>verdict</th></tr>"
-                         + "".join(f"<tr><td>{r.rank}</td><td>{_e(r.pseudonym)}</td><td>{r.ratio:.3f}</td>"
-                                   f"<td>{'' if r.gbps is None else f'{r.gbps:.0f}'}</td><td>{_e(r.verdict)}</td></tr>"
-                                   for r in board.rows) + "</table>")
-    return "".join(parts) + "</section>"
-
-
-def class_section(out: Path, table: Table, lab_order: list[str]) -> str:
-    """The leaderboard section of OUT's class.html, from OUT's class roster (roster_of)."""
-    names, notes = pseudonyms(roster_of(out))
-    return section(boards(table, names, lab_order), notes, len([s for s in names if s in table]))

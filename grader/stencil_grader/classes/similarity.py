@@ -1,48 +1,37 @@
 """Similarity between the kernel.cu files of a class, lab by lab: pointers for the instructor to
 look at, never a grade.
 
-    require() -> module                      copydetect, or ClassError saying how to install it
-    compare_lab(lab, students, others, starter) -> LabResult   every pair, ranked
     run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write (below)
-    read(out, lab) -> dict | None            OUT/similarity/<lab>/similarity.json
-    column(out, lab_order) -> {student: [flagged pair, ...]}   class.html's similarity column
+    compare_lab(lab, students, others, starter) -> LabResult   every pair, ranked
+    column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column
 
-The fingerprinting is copydetect's (PyPI; MIT; the winnowing of Schleimer, Wilkerson and Aiken,
-"Winnowing: local algorithms for document fingerprinting", SIGMOD 2003, as MOSS uses it), an
-optional dependency of the instructor's: students never need it, and without it `grade.py
-similarity` says how to install it (require).  The kit writes no fingerprinting of its own.
-copydetect tokenises each file with Pygments' CUDA lexer and normalises it: comments and white
-space dropped, every identifier written V (a function F, a struct or class O), every string S,
-keywords, CUDA built-ins (threadIdx, __syncthreads) and numbers kept.  A fingerprint is a hash of
-NOISE characters of that normalised code; every one is kept (copydetect's guarantee threshold
-equal to its noise threshold: a window of 1), so the scores do not depend on Python's per-process
-string hashing.  The fingerprints of the lab's starter file are removed from every file first, so
-the skeleton every student was given matches nothing.
+Fingerprinting, comparing and highlighting are copydetect's (PyPI, MIT: the winnowing of Schleimer,
+Wilkerson and Aiken, SIGMOD 2003, as MOSS uses it), an optional tool of the instructor's (require()
+says how to install it).  It normalises each file with Pygments' CUDA lexer (comments and white
+space dropped, every name V, F or O, every string S) and hashes every NOISE characters of it (a
+window of 1: scores do not depend on Python's string hashing).  The starter file's fingerprints are
+removed from every file first (fingerprint(); copydetect's own boilerplate filter drops a file's
+repeated code too).  copydetect's own report is not written: it loads Bootstrap from a CDN, prints
+file names unescaped and knows files by path, not by the students' names.
 
-A file's share is copydetect's similarity: the part of its fingerprinted code that the other file
-shares.  A pair's score is the larger of the two shares (a copy padded with code of its own still
-scores by the part that was copied), and a pair is flagged at FLAG.  Measured on the kit's own
-solutions (tests/python/test_similarity.py, which checks these figures stay on their sides): a
-copy with every identifier renamed, comments changed and lines rejoined, with or without its
-functions in another order, scored 0.94 or more; every two independent correct solutions of one
-lab (each lab's reference, its known-good submissions and its tour's textbook kernels) 0.71 or
-less (lab 1's dozen-line kernel, which any two solutions write alike).  FLAG = 0.80 lies between.
+What the kit adds: which pairs, per lab, under which names, and where the results go.  A file's share
+is the part of its fingerprinted code the other file shares; a pair's score is the larger share (a
+copy padded with code of its own still scores by the part copied), flagged at FLAG.  Measured on the
+kit's own solutions (tests/python/test_similarity.py keeps these on their sides): a copy with every
+identifier renamed, comments changed and lines rejoined, its functions reordered or not, scored 0.94
+or more; two independent correct solutions of a lab 0.71 or less.
 
-Compared: every two students of the lab, and every student with each file of `against` (earlier
-terms' submissions and known public solutions: every *.cu file under that folder with a folder
-named as the lab on its path, e.g. AGAINST/2025-fall/<student>/02-shared-tiling/kernel.cu or
-AGAINST/public/02-shared-tiling/blog-post.cu) and with the kit's own reference and tour kernels
-(reference/<lab>/kernel.cu, reference/tour/<lab>/*/kernel.cu): a leaked solution is the commonest
-copy.  Files of `against` and the kit are not compared with each other.
-
-Written, for each lab, in OUT/similarity/<lab>/ (no name a student chose is part of a path):
-
+Compared: every two students of the lab (by their folder names, as the course site exported them),
+and every student with each file of `against` (earlier terms' submissions and public solutions:
+every *.cu under it with a folder named as the lab on its path, e.g.
+AGAINST/2025-fall/<student>/02-shared-tiling/kernel.cu) and with the kit's reference and tour kernels
+(reference/<lab>/kernel.cu, reference/tour/<lab>/*/kernel.cu).  Files of `against` and of the kit are
+not compared with each other.  Written in OUT/similarity/<lab>/ (no name a student chose in a path):
     pairs.csv          every pair: rank, score, both shares, matched characters, both names and
                        kinds (student, against, kit), flagged, its page
     pairs.txt          the flagged pairs, and the REPORTED_BELOW highest below them
     similarity.json    the same, for class.html: settings, flagged pairs, each student's highest
-    pair-<rank>.html   a side-by-side page of each flagged pair, matching code highlighted
-                       (simpages.py)
+    pair-<rank>.html   each flagged pair side by side, the matching code highlighted (pair.html)
 """
 
 from __future__ import annotations
@@ -50,11 +39,12 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..grading import build
+from ..grading import build, html
 from . import outdir, plan, submissions
 from .submissions import ClassError, shown
 
@@ -71,8 +61,11 @@ FLAG = 0.80
 REPORTED_BELOW = 10
 #: Side-by-side pages written at most per lab (the highest flagged pairs; pairs.csv lists them all).
 MAX_PAGES = 300
-FOLDER = outdir.SIMILARITY
 KINDS = ("student", "against", "kit")
+#: Characters a pair page shows as escapes: C0 and C1 controls but tab and newline, DEL, the
+#: bidirectional marks, embeddings, overrides and isolates, with which code can be made to read
+#: otherwise than it compiles ("Trojan Source", CVE-2021-42574).
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def require():
@@ -88,8 +81,7 @@ def require():
 
 @dataclass
 class Source:
-    """One file compared: its name (a student's folder; a path under --against, or in the kit),
-    its kind (KINDS) and its text."""
+    """A file compared: its name (a student's folder, a path under --against or in the kit), kind, text."""
 
     name: str
     kind: str
@@ -99,8 +91,8 @@ class Source:
 @dataclass
 class Pair:
     """Two files of a lab and what copydetect found: each file's share, the score (the larger
-    share), the normalised characters they share, and the matching code of each file as
-    [start, end) character ranges of its text."""
+    share), the normalised characters they share, and where each file's matching code is
+    (copydetect's slices: a 2 x N array of [start, end) offsets into its text)."""
 
     a: str
     a_kind: str
@@ -110,8 +102,8 @@ class Pair:
     a_share: float
     b_share: float
     matched: int
-    a_ranges: list[tuple[int, int]] = field(default_factory=list)
-    b_ranges: list[tuple[int, int]] = field(default_factory=list)
+    a_slices: object = field(default=None, repr=False)
+    b_slices: object = field(default=None, repr=False)
     flagged: bool = False
     page: str = ""
 
@@ -132,6 +124,12 @@ class LabResult:
     def flagged(self) -> list[Pair]:
         return [p for p in self.pairs if p.flagged]
 
+    def settings(self) -> str:
+        return (f"{TOOL} {self.version}, fingerprints of {NOISE} characters of normalised code (comments, white "
+                "space and names normalised), " + ("the starter file as boilerplate" if self.boilerplate else
+                                                   "no boilerplate (no starter file)")
+                + f"; flagged at {self.threshold:.2f}")
+
 
 # ------------------------------------------------------------------------------- the files
 
@@ -148,47 +146,40 @@ def read_text(path: Path) -> tuple[str | None, str]:
     return data.decode("utf-8", "replace"), ""
 
 
-def student_sources(subs: Path, lab: str, notes: list[str]) -> list[Source]:
-    """The kernel.cu of each student of the class folder who has one for this lab."""
+def _sources(paths, kind: str, notes: list[str]) -> list[Source]:
+    """A Source of each (name, path, what a note calls it) whose file can be read; a note for each
+    that cannot."""
     found = []
-    for student in submissions.read_roster(subs).students:
-        path, _ = submissions.find_source(subs, student, lab)
-        if path is None:
-            continue
+    for name, path, called in paths:
         text, why = read_text(path)
         if text is None:
-            notes.append(f"{shown(student)}/{lab}/{submissions.SOURCE} not compared: {why}")
-            continue
-        found.append(Source(student, "student", text))
+            notes.append(f"{called} not compared: {why}")
+        else:
+            found.append(Source(name, kind, text))
     return found
+
+
+def student_sources(subs: Path, lab: str, notes: list[str]) -> list[Source]:
+    """The kernel.cu of each student of the class folder who has one for this lab."""
+    paths = ((s, submissions.find_source(subs, s, lab)[0]) for s in submissions.read_roster(subs).students)
+    return _sources([(s, p, f"{shown(s)}/{lab}/{submissions.SOURCE}") for s, p in paths if p is not None],
+                    "student", notes)
 
 
 def other_sources(lab: str, against: Path | None, kit: Path, notes: list[str]) -> list[Source]:
     """The files of `against` for this lab, then the kit's reference and tour kernels (module
     docstring), each named by its path below its folder."""
-    found = []
-    if against is not None:
-        for folder, dirs, files in os.walk(against):
-            dirs.sort()
-            rel = Path(folder).relative_to(against)
-            if lab not in rel.parts:
-                continue
-            for name in sorted(files):
-                if not name.endswith(".cu"):
-                    continue
-                text, why = read_text(Path(folder) / name)
-                label = (rel / name).as_posix()
-                if text is None:
-                    notes.append(f"--against {shown(label)} not compared: {why}")
-                else:
-                    found.append(Source(label, "against", text))
+    paths = []
+    for folder, dirs, files in os.walk(against) if against is not None else ():
+        dirs.sort()
+        rel = Path(folder).relative_to(against)
+        if lab in rel.parts:
+            paths += [((rel / n).as_posix(), Path(folder) / n, f"--against {shown((rel / n).as_posix())}")
+                      for n in sorted(files) if n.endswith(".cu")]
     reference = Path(kit) / "reference"
-    for path in [reference / lab / submissions.SOURCE] + sorted((reference / "tour" / lab).glob(f"*/{submissions.SOURCE}")):
-        if path.is_file():
-            text, _ = read_text(path)
-            if text is not None:
-                found.append(Source(path.relative_to(kit).as_posix(), "kit", text))
-    return found
+    ours = [reference / lab / submissions.SOURCE] + sorted((reference / "tour" / lab).glob(f"*/{submissions.SOURCE}"))
+    return (_sources(paths, "against", notes)
+            + _sources([(p.relative_to(kit).as_posix(), p, "") for p in ours if p.is_file()], "kit", []))
 
 
 # ------------------------------------------------------------------------------- copydetect
@@ -231,12 +222,6 @@ def fingerprint(cd, text: str, boilerplate: set | None = None):
     return fp
 
 
-def _ranges(slices) -> list[tuple[int, int]]:
-    if slices is None or len(slices) == 0 or len(slices[0]) == 0:
-        return []
-    return [(int(s), int(e)) for s, e in zip(slices[0], slices[1]) if e > s]
-
-
 def compare_lab(lab: str, students: list[Source], others: list[Source], starter: str | None,
                 threshold: float = FLAG) -> LabResult:
     """Every pair of students, and every student with every other file, scored by copydetect
@@ -248,13 +233,10 @@ def compare_lab(lab: str, students: list[Source], others: list[Source], starter:
     for i, a in enumerate(students):
         for b in students[i + 1:] + others:
             fa, fb = prints[(a.kind, a.name)], prints[(b.kind, b.name)]
-            if not fa.hashes & fb.hashes:
-                pairs.append(Pair(a.name, a.kind, b.name, b.kind, 0.0, 0.0, 0.0, 0))
-                continue
-            matched, (sa, sb), (slices_a, slices_b) = cd.compare_files(fa, fb)
-            score = max(float(sa), float(sb))
-            pairs.append(Pair(a.name, a.kind, b.name, b.kind, round(score, 4), round(float(sa), 4),
-                              round(float(sb), 4), int(matched), _ranges(slices_a), _ranges(slices_b)))
+            matched, (sa, sb), (slices_a, slices_b) = cd.compare_files(fa, fb) if fa.hashes & fb.hashes \
+                else (0, (0.0, 0.0), (None, None))
+            pairs.append(Pair(a.name, a.kind, b.name, b.kind, round(max(float(sa), float(sb)), 4), round(float(sa), 4),
+                              round(float(sb), 4), int(matched), slices_a, slices_b))
     pairs.sort(key=lambda p: (-p.score, p.a, p.b))
     for rank, p in enumerate(pairs, 1):
         if p.score >= threshold:
@@ -267,54 +249,71 @@ def compare_lab(lab: str, students: list[Source], others: list[Source], starter:
     return result
 
 
+def highlighted(text: str, slices) -> html.Markup:
+    """text escaped, the [start, end) slices of it (copydetect's 2 x N array) in <mark> (by
+    copydetect's highlight_overlap), each _INVISIBLE character as a red \\uXXXX."""
+    if slices is not None and len(slices) == 2 and len(slices[0]):
+        marked, _ = require().utils.highlight_overlap(text, slices, "<mark>", "</mark>", escape_html=True)
+    else:
+        marked = html.escape(text)
+    return html.Markup(_INVISIBLE.sub(lambda m: f'<span class="ctl">\\u{ord(m.group()):04x}</span>', marked))
+
+
 # ------------------------------------------------------------------------------- the files written
+
+def _sides(p: dict) -> list[tuple]:
+    """(name, kind, other's name, other's kind) of a pair (asdict(Pair)), from each side."""
+    return [(p.get("a"), p.get("a_kind"), p.get("b"), p.get("b_kind")),
+            (p.get("b"), p.get("b_kind"), p.get("a"), p.get("a_kind"))]
+
 
 def lab_folder(out: Path, lab: str) -> Path:
     """OUT/similarity/<lab> (lab: a lab of the kit, never a student's string)."""
-    return Path(out) / FOLDER / lab
+    return Path(out) / outdir.SIMILARITY / lab
 
 
-def _settings(result: LabResult) -> str:
-    return (f"{TOOL} {result.version}, fingerprints of {NOISE} characters of normalised code (comments, white "
-            f"space and names normalised), " + ("the starter file as boilerplate" if result.boilerplate else
-                                                "no boilerplate (no starter file)")
-            + f"; flagged at {result.threshold:.2f}")
+def _side(result: LabResult, pair: Pair, side: str) -> dict:
+    """One side of a pair page (templates/pair.html)."""
+    name, kind, share, slices = (getattr(pair, side + key) for key in ("", "_kind", "_share", "_slices"))
+    text = result.sources[(kind, name)].text
+    return {"id": side, "name": name, "kind": kind, "share": share, "chars": len(text),
+            "code": highlighted(text, slices),
+            "marked": 0 if slices is None or not len(slices) else int(sum(slices[1] - slices[0])),
+            "numbers": "\n".join(map(str, range(1, text.count("\n") + 2)))}
 
 
 def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
     """Write the lab's files (module docstring) by rename; pages of earlier runs that no pair of
     this one has are removed.  Returns the paths written."""
-    from . import simpages
+    from . import pages
     folder = lab_folder(out, result.lab)
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind",
                      "flagged", "page"])
     for rank, p in enumerate(result.pairs, 1):
-        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched, outdir.sheet_cell(p.a),
-                         p.a_kind, outdir.sheet_cell(p.b), p.b_kind, "yes" if p.flagged else "no", p.page])
-    written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue())]
-    written.append(outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n"))
+        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched,
+                         outdir.sheet_cell(p.a), p.a_kind, outdir.sheet_cell(p.b), p.b_kind,
+                         "yes" if p.flagged else "no", p.page])
+    written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue()),
+               outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n")]
+    pairs = [{k: v for k, v in asdict(p).items() if not k.endswith("_slices")} for p in result.pairs]
     highest: dict[str, dict] = {}
-    for p in result.pairs:                     # highest first: a student's first pair is their highest
-        for me, kind, other, other_kind in ((p.a, p.a_kind, p.b, p.b_kind), (p.b, p.b_kind, p.a, p.a_kind)):
+    for p in pairs:                            # highest first: a student's first pair is their highest
+        for me, kind, other, other_kind in _sides(p):
             if kind == "student" and me not in highest:
-                highest[me] = {"score": p.score, "other": other, "other_kind": other_kind, "page": p.page}
+                highest[me] = {"score": p["score"], "other": other, "other_kind": other_kind, "page": p["page"]}
     data = {"lab": result.lab, "generated_at": generated_at, "tool": TOOL, "version": result.version,
-            "noise": NOISE, "threshold": result.threshold, "settings": _settings(result), "notes": result.notes,
-            "pairs": len(result.pairs),
-            "flagged": [{k: v for k, v in asdict(p).items() if k not in ("a_ranges", "b_ranges")}
-                        for p in result.flagged],
-            "highest": highest}
+            "noise": NOISE, "threshold": result.threshold, "settings": result.settings(), "notes": result.notes,
+            "pairs": len(pairs), "highest": highest, "flagged": [p for p in pairs if p["flagged"]]}
     written.append(outdir.write_json(folder / "similarity.json", data))
-    keep = set()
     for rank, p in enumerate(result.pairs, 1):
         if p.page:
-            keep.add(p.page)
-            written.append(outdir.write_atomic(folder / p.page, simpages.pair_page(result, p, rank, _settings(result))))
-    for stale in folder.glob("pair-*.html"):
-        if stale.name not in keep:
-            stale.unlink()
+            written.append(pages.write(folder / p.page, "pair.html", title=f"{result.lab}: similarity {p.score:.3f}",
+                                       lab=result.lab, rank=rank, pair=p, settings=result.settings(),
+                                       sides=[_side(result, p, "a"), _side(result, p, "b")]))
+    for stale in set(folder.glob("pair-*.html")) - set(written):
+        stale.unlink()
     return written
 
 
@@ -323,7 +322,7 @@ def summary_lines(result: LabResult) -> list[str]:
     kinds = {k: sum(1 for (kind, _) in result.sources if kind == k) for k in KINDS}
     lines = [f"similarity of {result.lab}: {kinds['student']} student file(s), compared with each other and with "
              f"{kinds['against'] + kinds['kit']} other file(s) ({kinds['against']} from --against, {kinds['kit']} of "
-             f"the kit); {len(result.pairs)} pair(s)", f"  {_settings(result)}",
+             f"the kit); {len(result.pairs)} pair(s)", f"  {result.settings()}",
              "  a pointer to look at, never a grade: a score is the larger of the two files' shared parts"]
     lines += [f"  note: {shown(n)}" for n in result.notes]
     flagged = result.flagged
@@ -398,28 +397,21 @@ def class_step(subs: Path, out: Path, labs: list[str], against: Path | None, say
 
 # ------------------------------------------------------------------------------- for class.html
 
-def read(out: Path, lab: str) -> dict | None:
-    """OUT/similarity/<lab>/similarity.json, or None."""
-    return outdir.read_json(lab_folder(out, lab) / "similarity.json")
-
-
 def column(out: Path, lab_order: list[str]) -> dict[str, list[dict]]:
-    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab that
-    has similarity results in OUT, in lab order, every flagged pair of the student, or, when none
-    is, the student's highest pair."""
+    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab of
+    lab_order with OUT/similarity/<lab>/similarity.json, every flagged pair of the student, or,
+    when none is, the student's highest pair."""
     found: dict[str, list[dict]] = {}
     for lab in lab_order:
-        data = read(out, lab) or {}
+        data = outdir.read_json(lab_folder(out, lab) / "similarity.json") or {}
         flagged: dict[str, list[dict]] = {}
         for p in data.get("flagged") or []:
-            for me, kind, other, other_kind in ((p.get("a"), p.get("a_kind"), p.get("b"), p.get("b_kind")),
-                                                (p.get("b"), p.get("b_kind"), p.get("a"), p.get("a_kind"))):
+            for me, kind, other, other_kind in _sides(p):
                 if kind == "student":
                     flagged.setdefault(str(me), []).append({"lab": lab, "score": p.get("score"), "other": other,
                                                             "other_kind": other_kind, "page": p.get("page"),
                                                             "flagged": True})
         for student, best in (data.get("highest") or {}).items():
             if isinstance(best, dict) and isinstance(best.get("score"), (int, float)):
-                found.setdefault(student, []).extend(flagged.get(student)
-                                                     or [dict(best, lab=lab, flagged=False)])
+                found.setdefault(student, []).extend(flagged.get(student) or [dict(best, lab=lab, flagged=False)])
     return found

@@ -1,0 +1,57 @@
+"""The instructor's web pages, rendered from the Jinja2 templates in grader/stencil_grader/templates/
+(base.html and one template per page), autoescaped: every value a template prints is escaped with
+grading/html.py's escape (html.escape, as the lab page; None as an em dash) unless it is markup the
+kit built (html.Markup, such as the style sheet, or a macro's output).
+
+    render(template, **context) -> str
+    write(path, template, **context) -> Path     by rename (outdir.write_atomic)
+    href(*parts) -> str                          a relative link, each part percent-encoded
+
+Jinja2 is an optional library of the instructor's (grader/requirements.txt): without it, render
+raises ClassError saying which package to install.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from urllib.parse import quote
+
+from ..grading import html
+from . import outdir
+from .submissions import ClassError
+
+INSTALL = "python3-jinja2 (Debian), or: python3 -m pip install Jinja2"
+
+
+def href(*parts: str) -> str:
+    """parts joined by "/", each percent-encoded (a name's bytes that are not UTF-8 as they were)."""
+    return "/".join(quote(str(p).encode("utf-8", "surrogateescape"), safe="") for p in parts)
+
+
+def _escaped(value) -> str:
+    return value if hasattr(value, "__html__") else html.Markup(html.escape(value))
+
+
+@functools.lru_cache(maxsize=1)
+def environment():
+    """The Jinja2 environment of the kit's templates; ClassError when Jinja2 is missing."""
+    try:
+        import jinja2
+    except ImportError as err:
+        raise ClassError(f"the instructor's pages need Jinja2 ({err}): install {INSTALL}") from None
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(html.TEMPLATES), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True, finalize=_escaped)
+    env.globals.update(css=html.css(), href=href, is_grade=outdir.is_grade, reason=outdir.reason,
+                       class_total=outdir.total, STUDENTS=outdir.STUDENTS, SIMILARITY=outdir.SIMILARITY)
+    return env
+
+
+def render(template: str, **context) -> str:
+    """templates/<template> rendered with context (and the globals of environment())."""
+    return environment().get_template(template).render(**context)
+
+
+def write(path: Path, template: str, **context) -> Path:
+    """render() written to path by rename; returns path."""
+    return outdir.write_atomic(Path(path), render(template, **context))
