@@ -361,7 +361,7 @@ def consistency(recs: Recordings, kit_root: Path = KIT_ROOT) -> list[str]:
 
 class Place(NamedTuple):
     """One marker of one file: where it is, what the text says, what the recording says, why figures
-    are missing, and the record it rests on (its path, or None)."""
+    are missing, and the record it rests on (or None)."""
 
     file: str
     line: int
@@ -369,16 +369,15 @@ class Place(NamedTuple):
     old: str
     new: str
     missing: list[str]
-    source: str | None
+    record: Record | None
 
 
 @dataclass
 class Result:
-    """What a run over some files found: every marker, errors, and the records used."""
+    """What a run over some files found: every marker, and errors."""
 
     places: list[Place] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    used: dict[str, Record] = field(default_factory=dict)
     rewritten: dict[Path, str] = field(default_factory=dict)    # path -> new text, where it changed
 
     @property
@@ -387,9 +386,9 @@ class Result:
 
     def warnings(self) -> list[str]:
         """One line per provisional record used, and one per figure rendered as MISSING_TEXT."""
-        said = []
-        for record in (r for r in self.used.values() if r.provisional):
-            count = sum(p.source == record.shown for p in self.places)
+        said, used = [], {p.record.shown: p.record for p in self.places if p.record}
+        for record in (r for r in used.values() if r.provisional):
+            count = sum(p.record is record for p in self.places)
             how = (f"grade.py calibrate --json {record.shown}" if record.name == "calibrate"
                    else f"make record SLUG={record.slug}")
             said.append(f"{record.shown}: {count} marker(s) quote development notes, typed from runs that no "
@@ -421,10 +420,7 @@ def rewrite_text(text: str, where: str, recs: Recordings, result: Result, kit_ro
             result.errors.append(f"{where}:{line}: {marker}: {err}")
             continue
         body = "text" if inline else "body"
-        if fig.record is not None:
-            result.used[fig.record.shown] = fig.record
-        result.places.append(Place(where, line, m.group("spec"), m.group(body), fig.text, fig.missing,
-                                   fig.record.shown if fig.record else None))
+        result.places.append(Place(where, line, m.group("spec"), m.group(body), *fig))
         pieces += [text[done:m.start(body)], fig.text]
         done = m.end(body)
     pieces.append(text[done:])
@@ -465,23 +461,17 @@ def run(files: list[Path] | None = None, data_dir: Path = DATA_DIR, kit_root: Pa
     return result
 
 
-def _first_difference(old: str, new: str) -> tuple[int, str, str]:
-    """(index, old line, new line) of the first line where two texts differ ("(nothing)" past an end)."""
-    o, n = old.splitlines(), new.splitlines()
-    i = next((i for i in range(max(len(o), len(n))) if o[i:i + 1] != n[i:i + 1]), 0)
-    return i, (o[i] if i < len(o) else "(nothing)"), (n[i] if i < len(n) else "(nothing)")
-
-
 def report(result: Result, check: bool) -> tuple[int, str]:
     """(exit status, text) of a run: --check lists every difference and exits 1 on any difference
     or error; the rewrite exits 1 on errors only.  Warnings never change the status."""
     out = [f"error: {err}" for err in result.errors]
     for p in result.differences if check else []:
         old, new = p.old.strip(), p.new.strip()
-        if "\n" in old or "\n" in new:
-            i, old, new = _first_difference(old, new)
+        if "\n" in old or "\n" in new:           # a table: its first line that differs
+            o, n = old.splitlines() + ["(nothing)"], new.splitlines() + ["(nothing)"]
+            i = next((i for i in range(min(len(o), len(n))) if o[i] != n[i]), 0)
             out.append(f"{p.file}:{p.line}: table <!-- figures {p.spec} -->, line {i + 1} of it:\n"
-                       f"    text:      {old}\n    recording: {new}")
+                       f"    text:      {o[i]}\n    recording: {n[i]}")
         else:
             out.append(f"{p.file}:{p.line}: <!-- fig {p.spec} -->: the text says {old!r}, the recording says {new!r}")
     out += [f"warning: {line}" for line in result.warnings()]
