@@ -144,8 +144,8 @@ def _tuning(source: str, row: str | None, path: str, recs: Recordings, kit_root:
     if number == "all":
         if path != "variants" or wanted:
             raise RecordError("tune/all SLUG takes one field: variants (their count over every lab)")
-        return {"variants": [v for f in files if f.is_file() for v in read_json(f, RecordError).get("variants") or []]}, \
-            f"the tuning files for {device}"
+        variants = [v for f in files if f.is_file() for v in read_json(f, RecordError).get("variants") or []]
+        return {"variants": variants}, f"the tuning files for {device}"
     if not files[0].is_file():
         raise RecordError(f"{shown(files[0])}: no tuning file for {device} (make tune writes it)")
     data = read_json(files[0], RecordError)
@@ -199,10 +199,10 @@ def figure(spec: str, recs: Recordings, kit_root: Path = KIT_ROOT) -> Figure:
     try:
         value = _walk(obj, path, what)
         if over is not None and not _NUMBER.fullmatch(over):     # a field of the same object divides
-            over = _walk(obj, over, what)
-            if isinstance(over, bool) or not isinstance(over, (int, float)):
+            dividend = _walk(obj, over, what)
+            if isinstance(dividend, bool) or not isinstance(dividend, (int, float)):
                 raise KeyError(f"{what} {over} is not a number, so it cannot divide")
-            over = repr(float(over))
+            over = repr(float(dividend))
         if value is None and record is not None and record.provisional:
             return Figure(MISSING_TEXT, [f"{what} {path} is null (not transcribed)"], record)
         if value is None:
@@ -477,8 +477,8 @@ def report(result: Result, check: bool) -> tuple[int, str]:
     out += [f"warning: {line}" for line in result.warnings()]
     count, bad = len(result.places), len(result.differences)
     if check and (bad or result.errors):
-        return 1, "\n".join(out + [f"{bad} of {count} marked figures differ from their recordings, "
-                                   f"{len(result.errors)} error(s): run `python3 grader/grade.py figures` to rewrite them"])
+        return 1, "\n".join(out + [f"{bad} of {count} marked figures differ from their recordings, {len(result.errors)} "
+                                   "error(s): run `python3 grader/grade.py figures` to rewrite them"])
     if check:
         return 0, "\n".join(out + [f"all {count} marked figures match their recordings"])
     if result.errors:

@@ -267,13 +267,10 @@ def validate_record(data, path: Path) -> list[str]:
     need("device", lambda v: isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"].strip(),
          "an object whose name is the GPU's name")
     need("rows", lambda v: isinstance(v, list), "a list of row objects")
-    seen = set()
-    for i, row in enumerate(data.get("rows") or []):
-        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-            problems.append(f"{where}: rows[{i}] must be an object with a string id")
-        elif row["id"] in seen:
-            problems.append(f"{where}: rows[{i}]: the id {row['id']} appears twice")
-        seen.add(row.get("id") if isinstance(row, dict) else None)
+    ids = [row.get("id") if isinstance(row, dict) else None for row in data.get("rows") or []]
+    problems += [f"{where}: rows[{i}] must be an object with a string id" if not isinstance(x, str) else
+                 f"{where}: rows[{i}]: the id {x} appears twice" for i, x in enumerate(ids)
+                 if not isinstance(x, str) or x in ids[:i]]
     if data.get("record") == "tour":
         parts = data.get("parts")
         if not isinstance(parts, list) or not all(isinstance(p, dict) and "id" in p for p in parts):
