@@ -82,10 +82,8 @@ def _walk(obj, path: str, what: str):
 def format_value(value, path: str, ops: str = "", fmt: str | None = None, over: str | None = None) -> str:
     """A figure as text: a number as `over / value` when over (a number as text) is given, then through
     ops ("*9/8", "-1*100") in order, then fmt (default: DEFAULT_FORMATS by the path's last name, else
-    "g"); a list of numbers as "a, b and c"; a bool as yes/no; a string as it is.  ValueError when
-    text is given arithmetic or a format, or over divides by 0."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
+    "g"); a list of numbers as "a, b and c"; a string as it is.  ValueError when text is given
+    arithmetic or a format, or over divides by 0."""
     if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
         parts = [format_value(v, path, ops, fmt, over) for v in value]
         return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
