@@ -2,13 +2,10 @@
 profile's reader of BUILD_DIR/kernel.ptx (parse_ptx), a diagnosis and never a judge (the lab's rules
 are judged on the linked program's machine code, grading/sass.py).
 
-For every global and shared load and store of a kernel, the address is followed back through
-the PTX to what it is made of (threadIdx, blockIdx, blockDim, the kernel's parameters, shared
-variables), as a polynomial, and differentiated by threadIdx.x and threadIdx.y: the byte
-distance between two neighbouring lanes, the *stride*.  Neighbouring lanes 4 bytes apart in a
-float load are coalesced; lanes `nx` floats apart (threadIdx.x walking y) are not, and each
-takes a 32-byte sector of its own; lanes 128 bytes apart in shared memory hit one bank
-(CUDA C++ Programming Guide, "Device Memory Accesses" and "Shared Memory", 32 banks of 4 bytes).
+For every global and shared load and store, the *stride*: the byte distance between neighbouring
+lanes, the address followed back to threadIdx, blockIdx, blockDim, the kernel's parameters and shared
+variables as a polynomial, differentiated by threadIdx.x and .y (grader/README.md, section 8; CUDA C++
+Programming Guide, "Device Memory Accesses" and "Shared Memory", 32 banks of 4 bytes).
 
 The evaluation is symbolic and conservative: registers are followed through mov, cvt, cvta,
 add, sub, mul, mad, shl and neg; a register given its value in a loop (a grid-stride index)
