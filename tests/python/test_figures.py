@@ -12,7 +12,8 @@ import warnings
 import pytest
 
 from conftest import KIT_ROOT
-from stencil_grader.instructor import commands, figtables, figures, recordings, records, tour
+from stencil_grader.base.files import display_path
+from stencil_grader.instructor import commands, figures, records, tour
 
 T0 = datetime.datetime(2026, 11, 23, 10, 0, tzinfo=datetime.timezone.utc)
 DEVICE = {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132, "sm_clock_max_mhz": 1980.0,
@@ -138,7 +139,7 @@ def test_fields_arithmetic_and_formats(tmp_path, spec, text):
 ])
 def test_bad_markers_say_what_is_wrong(tmp_path, spec, message):
     recs = figures.load_recordings(_data(tmp_path, t100_tour=_tour_record()))
-    with pytest.raises(figures.FiguresError, match=message):
+    with pytest.raises(records.RecordError, match=message):
         figures.figure(spec, recs)
 
 
@@ -146,9 +147,9 @@ def test_a_final_recording_may_not_lack_a_quoted_figure(tmp_path):
     record = _tour_record(rows={"01/reference"})
     record["rows"][0]["gbps"] = None
     recs = figures.load_recordings(_data(tmp_path, t100_tour=record))
-    with pytest.raises(figures.FiguresError, match="no row 02/reference"):
+    with pytest.raises(records.RecordError, match="no row 02/reference"):
         figures.figure("t100/tour 02/reference ratio", recs)
-    with pytest.raises(figures.FiguresError, match="gbps is null: the run did not measure it"):
+    with pytest.raises(records.RecordError, match="gbps is null: the run did not measure it"):
         figures.figure("t100/tour 01/reference gbps", recs)
 
 
@@ -178,7 +179,7 @@ def test_a_marker_may_not_start_a_line(tmp_path):
     doc = _md(tmp_path, "The kernel reaches\n<!-- fig t100/tour 01/reference ratio -->0.67<!-- /fig --> of copy.\n"
                         "- a list item\n  <!-- fig t100/tour 01/reference ratio -->0.67<!-- /fig --> too\n")
     result = figures.run([doc], data)
-    assert [e.split(": ", 1)[0] for e in result.errors] == [f"{figures._shown(doc)}:2", f"{figures._shown(doc)}:4"]
+    assert [e.split(": ", 1)[0] for e in result.errors] == [f"{display_path(doc)}:2", f"{display_path(doc)}:4"]
     assert all("put a word before it" in e for e in result.errors)
 
 
@@ -217,18 +218,18 @@ def test_a_table_shows_the_rows_asked_for_with_speedups_over_the_rows_shown(tmp_
 
 def test_a_one_row_table_has_no_speedups(tmp_path):
     recs = figures.load_recordings(_data(tmp_path, t100_tour=_tour_record()))
-    body, missing, _ = figtables.tour_table("t100/tour 2d rows=02/reference", recs)
+    body, missing, _ = figures.tour_table("t100/tour 2d rows=02/reference", recs)
     assert missing == [] and "speed-up" not in body and "| lab 2 | 0.400 | 2500 | 0.83 |" in body
 
 
 def test_a_table_of_a_provisional_recording_says_so(tmp_path):
     recs = figures.load_recordings(_data(tmp_path, t100_tour=_tour_record(provisional=True, rows={"01/reference"})))
-    body, missing, _ = figtables.tour_table("t100/tour 2d rows=01/reference,02/reference", recs)
+    body, missing, _ = figures.tour_table("t100/tour 2d rows=01/reference,02/reference", recs)
     assert "Provisional: transcribed for a test" in " ".join(body.split())
     assert "| 02/reference |" + " not measured |" * 5 in body
     assert len(missing) == 1 and "has no row 02/reference in part 2d" in missing[0]
-    with pytest.raises(figures.FiguresError, match="tables come from tour records"):
-        figtables.tour_table("t100/check 2d", recs)
+    with pytest.raises(records.RecordError, match="tables come from tour records"):
+        figures.tour_table("t100/check 2d", recs)
 
 
 # ------------------------------------------------------------------ lab.json targets
@@ -250,9 +251,9 @@ def test_lab_targets_come_from_lab_json(tmp_path):
     assert figures.figure("lab/08 generic target", recs, kit).text == "1.20"
     assert figures.figure("lab/08 t100 floor", recs, kit).text == "0.50"          # t100's GPU: Test GPU
     assert figures.figure("lab/08 policy target*100 :.0f", recs, kit).text == "120"
-    with pytest.raises(figures.FiguresError, match=r"lab/07: no labs/07-\*/lab\.json"):
+    with pytest.raises(records.RecordError, match=r"lab/07: no labs/07-\*/lab\.json"):
         figures.figure("lab/07 generic floor", recs, kit)
-    with pytest.raises(figures.FiguresError, match="name the table"):
+    with pytest.raises(records.RecordError, match="name the table"):
         figures.figure("lab/08 floor", recs, kit)
 
 
@@ -288,7 +289,7 @@ def test_a_bad_recording_is_refused_with_its_file_and_key(tmp_path, change, mess
     record = _tour_record()
     change(record)
     data = _data(tmp_path, t100_tour=record)
-    with pytest.raises(figures.FiguresError, match=message) as err:
+    with pytest.raises(records.RecordError, match=message) as err:
         figures.load_recordings(data)
     assert "t100/tour.json" in str(err.value)
 
@@ -296,7 +297,7 @@ def test_a_bad_recording_is_refused_with_its_file_and_key(tmp_path, change, mess
 def test_one_folder_is_one_gpu(tmp_path):
     other = dict(tour.record_header("check", "test", dict(DEVICE, name="Other GPU"), T0), rows=[])
     data = _data(tmp_path, t100_tour=_tour_record(), t100_check=other)
-    with pytest.raises(figures.FiguresError, match=r"its records name different GPUs \(Other GPU, Test GPU\)"):
+    with pytest.raises(records.RecordError, match=r"its records name different GPUs \(Other GPU, Test GPU\)"):
         figures.load_recordings(data)
 
 
@@ -341,7 +342,7 @@ def test_tuning_files_are_a_source(tmp_path):
                           ("tune/05 h100:ROWS_PER_THREAD=2 ratio", "3 variants have"),
                           ("tune/05 ratio", "name the GPU"),
                           ("tune/99 h100 ratio", "no labs/99-")):
-        with pytest.raises(figures.FiguresError, match=message):
+        with pytest.raises(records.RecordError, match=message):
             figures.figure(spec, recs)
 
 
@@ -349,16 +350,16 @@ def test_a_field_may_divide_another_and_be_offset(tmp_path):
     assert figures.format_value(3.29, "ratio", "-1*100", ".0f", repr(4.51)) == "37"
     recs = figures.load_recordings()
     assert figures.figure("h100/notes 08/edge_only defaults_ratio/ratio-1*100 :.0f", recs).text == "37"
-    with pytest.raises(figures.FiguresError, match="has no field"):
+    with pytest.raises(records.RecordError, match="has no field"):
         figures.figure("h100/notes 08/edge_only nothing/ratio", recs)
 
 
 def test_development_notes_are_always_provisional_and_counted(tmp_path):
     rec = {"record": "notes", "format": records.RECORD_FORMAT, "provisional": False, "source": "typed",
            "date": "2026-11-25", "device": {"name": "G"}, "rows": []}
-    assert any("provisional" in p for p in recordings.validate_record(rec, tmp_path / "notes.json"))
+    assert any("provisional" in p for p in records.validate_record(rec, tmp_path / "notes.json"))
     rec["provisional"] = True
-    assert recordings.validate_record(rec, tmp_path / "notes.json") == []
+    assert records.validate_record(rec, tmp_path / "notes.json") == []
     said = "\n".join(figures.run().warnings())
     assert "notes.json: " in said and "development notes" in said
 
@@ -373,7 +374,7 @@ def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp
     again = profile.analyse(json.loads(inputs[[p.name for p in inputs].index("01-naive-5pt--diag_uncoalesced.json")]
                                        .read_text()), profile.load_rules())
     assert row["figures"]["gld_sectors_per_request"] == again["kernels"][0]["figures"]["gld_sectors_per_request"]
-    assert recordings.validate_record(record, tmp_path / "profile.json") == []
+    assert records.validate_record(record, tmp_path / "profile.json") == []
     committed = figures.load_recordings().get("h100", "profile").data
     assert {r["id"] for r in record["rows"]} <= {r["id"] for r in committed["rows"]}
 

@@ -24,7 +24,7 @@ import pytest
 from conftest import DATA, GRADE_PY, KIT_ROOT
 from stencil_grader.grading import pipeline, sass
 from stencil_grader.student import profile
-from stencil_grader.student.profile import buildfacts, command, common, counters, ncu, rawpage
+from stencil_grader.student.profile import command, common, counters, ncu
 from stencil_grader.student.profile import text as rendering
 from stencil_grader.student.profile import rules as rule_table
 
@@ -160,20 +160,20 @@ RAW = '''==PROF== Connected to process 7
 
 
 def test_parse_raw_csv_skips_banner_and_units_and_reads_grouped_numbers():
-    rows = rawpage.parse_raw_csv(RAW)
+    rows = ncu.parse_raw_csv(RAW)
     assert [r["id"] for r in rows] == ["0", "1"]
     m = rows[0]["metrics"]
     assert m["gpu__time_duration.sum"] == 1_500_000.0 and m["dram__bytes_read.sum"] == 1073741824.0
     assert "gpu__time_duration.sum" not in rows[1]["metrics"]            # n/a is no number
     assert rows[0]["block"] == "(128, 1, 1)" and rows[0]["name"] == "_Z1kv"
     with pytest.raises(ValueError, match="Kernel Name"):
-        rawpage.parse_raw_csv("no header here\n")
+        ncu.parse_raw_csv("no header here\n")
 
 
 def test_occupancy_limiter_and_stalls_from_raw_rows():
     inputs = {"bench": {"nx": 64, "ny": 128, "nz": 1, "copy_gbps": 1000.0},
               "launchers": [{"name": "stencil2d_sweep", "bytes_per_cell": 8, "flop_per_cell": 9}]}
-    rows = rawpage.parse_raw_csv(RAW)
+    rows = ncu.parse_raw_csv(RAW)
     f = counters.derive(rows[0], {}, inputs, 1.5)
     assert f["occupancy_limiter"] == "shared memory" and f["limited_by_shared"] == 1.0
     assert f["stalls"][0] == ("long_scoreboard", 12.25) and f["top_stall"] == "long_scoreboard"
@@ -184,8 +184,8 @@ def test_occupancy_limiter_and_stalls_from_raw_rows():
 
 
 def test_number():
-    assert rawpage.number("1,234.5") == 1234.5
-    assert rawpage.number("n/a") is None and rawpage.number("") is None and rawpage.number("inf") is None
+    assert ncu.number("1,234.5") == 1234.5
+    assert ncu.number("n/a") is None and ncu.number("") is None and ncu.number("inf") is None
 
 
 def test_kernel_filter_selects_exactly_the_names():
@@ -215,8 +215,8 @@ def test_build_facts_count_divisions_in_loops_and_widest_accesses_from_the_machi
     before is not; the end's branch to itself is no loop."""
     (tmp_path / "ptxas.log").write_text("ptxas info    : Compiling entry function '_Z1kPfi' for 'sm_90'\n"
                                         "ptxas info    : Used 28 registers\n")
-    monkeypatch.setattr(buildfacts.sass, "student_code", lambda build_dir: sass.parse_sass(SASS_LOOP))
-    fact = buildfacts.static_facts(tmp_path)["_Z1kPfi"]
+    monkeypatch.setattr(command.sass, "student_code", lambda build_dir: sass.parse_sass(SASS_LOOP))
+    fact = command.static_facts(tmp_path)["_Z1kPfi"]
     assert (fact["div_rem"], fact["div_rem_in_loop"], fact["widest_load"], fact["widest_store"]) == (3, 2, 16, 8)
 
 
@@ -224,7 +224,7 @@ def test_build_facts_without_machine_code_cannot_profile(tmp_path, monkeypatch):
     (tmp_path / "ptxas.log").write_text("ptxas info    : Compiling entry function '_Z1kPfi' for 'sm_90'\n")
     monkeypatch.setenv("CUOBJDUMP", str(tmp_path / "missing-cuobjdump"))
     with pytest.raises(common.ProfileError) as err:
-        buildfacts.static_facts(tmp_path)
+        command.static_facts(tmp_path)
     assert err.value.exit_code == common.EXIT_CANNOT and "cuobjdump -sass" in str(err.value)
 
 
@@ -305,7 +305,7 @@ def fake_ncu(tmp_path, monkeypatch):
     bench = build / "bench"
     bench.write_text("#!/bin/sh\necho 'usage: bench --json FILE [--no-audit]' >&2\nexit 64\n")
     bench.chmod(0o755)
-    monkeypatch.setattr(buildfacts.sass, "student_code", lambda build_dir: {})     # the bench is a script
+    monkeypatch.setattr(command.sass, "student_code", lambda build_dir: {})     # the bench is a script
     return build
 
 

@@ -25,7 +25,6 @@ import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
 from stencil_grader.grading import sass
-from stencil_grader.student.profile import ptxtext as ptx
 from stencil_grader.student import profile
 from stencil_grader.student.profile import access, command, nocounters
 from stencil_grader.student.profile import rules as rule_table
@@ -173,7 +172,7 @@ $L__BB0_1:
 
 
 def test_strides_follow_the_registers_through_a_grid_stride_loop():
-    (accesses,) = access.kernel_accesses(ptx.parse_ptx(PTX)).values()
+    (accesses,) = access.kernel_accesses(access.parse_ptx(PTX)).values()
     shown = [(a["space"], a["op"], a["width"], access.stride_bytes(a["stride_x"], [128, 1, 1], [64, 1, 1]))
              for a in accesses]
     assert shown == [("global", "load", 4, 4),                # in[i]: coalesced

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT
 from stencil_grader.classes import backend, gpupool, outdir, plan, resources
-from stencil_grader.instructor import records, recordings
+from stencil_grader.instructor import records
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import bench_class  # noqa: E402
@@ -87,14 +87,14 @@ def test_bench_class_records_what_the_class_used(fake_kit, tmp_path, monkeypatch
     monkeypatch.setattr(bench_class.gpulist, "list_gpus", lambda: ([], "nvidia-smi not found (test)"))
     path = tmp_path / "data" / "fake" / "class.json"
     rec = bench_class.record_resources(out, path, records.now(), "bench_class.py --record", {"students": 3})
-    assert recordings.validate_record(json.loads(path.read_text()), path) == []
+    assert records.validate_record(json.loads(path.read_text()), path) == []
     assert rec["device"]["name"] == "Fake GPU 80GB"                # the GPU the reports' stages ran on
     by_id = {r["id"]: r for r in rec["rows"]}
     assert by_id["01/build"]["n"] == 3 and by_id["01/gpu"]["n"] == 2   # cy's GPU stages measured nothing
     assert by_id["01/gpu"]["peak_rss_mib_max"] > 1 and rec["grader_peak_rss_mib"] > 10
     loaded = resources.load([path])
     assert loaded.figures(FAKE_LAB, "build")["n"] == 3
-    assert recordings.load_recordings(tmp_path / "data").records[("fake", "class")]
+    assert records.load_recordings(tmp_path / "data").records[("fake", "class")]
 
 
 def test_one_command_records_a_gpu_machine(tmp_path):

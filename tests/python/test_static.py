@@ -10,7 +10,7 @@ import pytest
 from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
 from stencil_grader.base import labspec
 from stencil_grader.grading import names, sass, source, static
-from stencil_grader.student.profile import ptxtext as ptxmod
+from stencil_grader.student.profile import access
 
 
 def found(src):
@@ -103,14 +103,14 @@ def test_check_source_reports_each_use(tmp_path):
 # ---------------------------------------------------------------- the profile's PTX reader
 
 def test_ptx_functions_and_prototypes():
-    functions = ptxmod.parse_ptx((DATA / "kernels_shared.ptx").read_text())
+    functions = access.parse_ptx((DATA / "kernels_shared.ptx").read_text())
     assert [(f.name, f.kind) for f in functions] == [
         ("_Z5plainPKfPfi", "entry"), ("_Z5tiledPKfPfi", "entry"), ("_Z3dynPKfPfi", "entry"),
         ("_Z5spillPfi", "entry")]
     ptx = (".extern .func  (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n"
            "\t.param .b64 vprintf_param_1\n)\n;\n"
            ".visible .entry k()\n{\n\tdiv.u64 \t%rd3, %rd1, %rd2; // a comment\n}\n")
-    assert [(f.name, f.lines) for f in ptxmod.parse_ptx(ptx)] == [("k", [(9, "\tdiv.u64 \t%rd3, %rd1, %rd2; "), (10, "}")])]
+    assert [(f.name, f.lines) for f in access.parse_ptx(ptx)] == [("k", [(9, "\tdiv.u64 \t%rd3, %rd1, %rd2; "), (10, "}")])]
 
 
 def spec_with(tmp_path, **constraints):

@@ -129,12 +129,12 @@ def test_the_reduction_tree_calls_last_only_the_last_ticket():
 def test_every_handout_states_its_lab_s_rules_from_lab_json():
     """How it is graded: the rules block is generated from lab.json's constraints (make figures),
     so lab 2's says the tile with its halo and fp32 storage, as the grader judges them."""
-    from stencil_grader.instructor import figtables
+    from stencil_grader.instructor import figures
     for lab_json in sorted((KIT_ROOT / "labs").glob("*/lab.json")):
         number = lab_json.parent.name[:2]
         handout = (KIT_ROOT / "handouts" / f"{lab_json.parent.name}.md").read_text()
         block = re.search(rf"<!-- figures lab/{number} rules -->\n(.*?)<!-- /figures -->", handout, re.S)
-        assert block and block.group(1) == figtables.rules_text(number, KIT_ROOT), number
+        assert block and block.group(1) == figures.rules_text(number, KIT_ROOT), number
         constraints = json.loads(lab_json.read_text())["constraints"]
         for rule in (constraints.get("shared_tile") or {}, constraints.get("grid_storage") or {}):
             if rule:

@@ -10,7 +10,7 @@ import pytest
 from conftest import KIT_ROOT
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
-from stencil_grader.instructor import calibrate, figtables, figures, recordings, records, roofs, tour, tuning
+from stencil_grader.instructor import calibrate, figures, records, roofs, tour, tuning
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):
@@ -154,7 +154,7 @@ def test_run_tour_writes_a_self_describing_record(monkeypatch, tmp_path):
     out = tmp_path / "h100" / "tour.json"
     tour.run_tour(out_json=out)
     record = json.loads(out.read_text())
-    assert recordings.validate_record(record, out) == []
+    assert records.validate_record(record, out) == []
     assert record["record"] == "tour" and record["format"] == records.RECORD_FORMAT
     assert record["provisional"] is False and "grade.py tour" in record["source"]
     assert record["device"] == {"name": "Test GPU", "compute_capability": "9.0", "sm_count": 132,
@@ -172,7 +172,7 @@ def test_run_tour_writes_a_self_describing_record(monkeypatch, tmp_path):
         assert key in lab8
     # and the renderer reads it: a table of the 3D part and one figure
     recs = figures.load_recordings(tmp_path)
-    table, missing, _ = figtables.tour_table("h100/tour 3d", recs)
+    table, missing, _ = figures.tour_table("h100/tour 3d", recs)
     assert missing == [] and "naive 3D: one thread per cell" in table and "Test GPU" in table
     assert figures.figure("h100/tour 05/reference ratio", recs).text == "0.50"
 
@@ -331,7 +331,7 @@ def test_record_check_collects_every_lab(monkeypatch):
     reports = [_report("01-naive-5pt", 0.697),
                _report("07-reduction-residual", 1.003, launchers=[("residual_norm2", 0.969), ("jacobi_sweep", 1.04)])]
     record = records.record_check(reports)
-    assert recordings.validate_record(record, KIT_ROOT / "x" / "check.json") == []
+    assert records.validate_record(record, KIT_ROOT / "x" / "check.json") == []
     assert record["date"] == "2026-11-23" and record["impl"] == "reference" and record["copy_gbps"] == 3000.0
     assert record["device"]["name"] == "Test GPU" and record["device"]["driver"] == "999.1"
     one, seven = record["rows"]
@@ -364,7 +364,7 @@ def test_collect_reports_reads_make_checks_build_folders(tmp_path):
     (build / "report.json").write_text(json.dumps(_report("01-naive-5pt", 0.7)))
     assert [r["lab"] for r in records.collect_reports("reference", tmp_path)] == ["01-naive-5pt"]
     (build / "report.json").write_text("{not json")
-    with pytest.raises(records.RecordError, match="not JSON"):
+    with pytest.raises(records.RecordError, match="not valid JSON"):
         records.collect_reports("reference", tmp_path)
 
 
@@ -394,7 +394,7 @@ def test_calibrate_leaves_a_lab_with_a_targets_policy_alone(monkeypatch, tmp_pat
     entry = json.loads((lab1 / "lab.json").read_text())["targets"]["Test GPU"]
     assert (entry["floor"], entry["target"], entry["reference_ratio"]) == (0.35, 0.66, 0.7)   # 0.5 and 0.95 x 0.7
     record = json.loads(out.read_text())
-    assert recordings.validate_record(record, out) == []
+    assert records.validate_record(record, out) == []
     rows = {r["id"]: r for r in record["rows"]}
     assert rows["08/reference"]["written"] is False and rows["08/reference"]["policy"] is True
     assert rows["08/reference"]["target"] == 1.2 and rows["08/reference"]["median"] == 2.5

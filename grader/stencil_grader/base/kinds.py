@@ -1,21 +1,9 @@
-"""The problem kinds, read from grader/kinds.json: the one place for their facts.
-
-A kind is what a lab asks a student to write, independent of how fast: its
-dimensions, its boundary, whether a call runs several sweeps, the student's
-launchers (with the compulsory bytes and the useful FLOP per cell of each),
-the extra tolerances it reads from lab.json, and the harness sources that
-test and time it (grader/harness/kinds/).  lab.json's "api" names one.
-
-Both sides read the same table: the grader here (labspec validates lab.json
-against it, the roofline takes its FLOP per cell), and the C harness through
-the KIND_* macros that labspec.c_header writes into each build's
-lab_config.h, and the sources that labspec.make_fragment writes into its
-lab_config.mk.  `bench --describe` prints what a build compiled in, and a
-test compares it with this table (tests/python/test_kinds.py).
-
-A new kind: one entry in grader/kinds.json, its module under
-grader/harness/kinds/, its launcher(s) declared in grader/include/stencil_lab.h
-(grader/README.md, section "A new problem kind", walks through an example).
+"""The problem kinds, read from grader/kinds.json: the one place for their facts (dimensions, boundary,
+sweeps per call, the student's launchers with compulsory bytes and useful FLOP per cell, extra
+tolerances, harness sources; lab.json's "api" names one).  The C harness reads the same table through
+the KIND_* macros labspec.c_header writes into each build's lab_config.h and the sources
+labspec.make_fragment writes into lab_config.mk; tests/python/test_kinds.py compares `bench
+--describe` with it.  A new kind: grader/README.md, section 7.
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
-"""Before any build: can this machine's GPU grade the labs, and how well?
-
-What students meet on shared servers, cloud notebooks and their own machines, each caught
-here with what to do about it, before minutes go into a build:
-
-    refused (exit 2, one line)
-      - a driver older than the toolkit: the driver supports CUDA up to X, the toolkit that
-        builds the labs is Y; update the driver, or build with a toolkit of X's major release;
-      - a GPU outside the architectures of the toolkit's release (grader/toolkits.mk), with the
-        releases that build for it: Volta with CUDA 13 (CUDA 12.0 to 12.9), Blackwell with
-        CUDA 12.4 (12.8 or later; unless CUDA_ARCH is given), anything below 7.0 with every
-        toolkit; and a toolkit older than the kit supports (CUDA 11.8);
-    warned (the grading goes on)
-      - too little free GPU memory for a lab's bench grid: the bench scales the grid down (as
-        bench.c's fit_grid does: halving the slowest dimension until the kind's arrays fit beside
-        twice the L2 cache and BENCH_RESERVE_BYTES), and the report says so;
-      - other processes on the GPU: they share its bandwidth, so the timings are unreliable;
-      - a MIG slice, and WSL2: what works there;
-      - a driver of the toolkit's major release but older than it: CUDA's minor-version
-        compatibility runs the build, which holds machine code for the GPU.
-
-No GPU, or no driver, is no refusal: the grading then says that correctness and performance
-were not measured.  The facts come from the quick form of the probe (base/gpuprobe.py:
-libcuda through ctypes, no context), nvidia-smi (base/gpus.py) and the toolkit's release
-(base/toolkit.py).
+"""Before any build: can this machine's GPU grade the labs, and how well?  What is refused (exit 2,
+one line with the fix) and what is warned: grader/README.md, section 4 ("Before any build").  No GPU,
+or no driver, is no refusal: the grading then says that correctness and performance were not measured.
+Sources: the quick form of the probe (base/gpuprobe.py: libcuda through ctypes, no context),
+nvidia-smi (base/gpus.py) and the toolkit's release (base/toolkit.py, grader/toolkits.mk).
 """
 
 from __future__ import annotations

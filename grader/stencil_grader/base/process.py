@@ -1,45 +1,19 @@
-"""Run one program under a time limit and leave nothing of it behind.
+"""Run one program under a time limit and leave nothing of it behind (run()):
 
-Every program the grader starts (make, check, bench) goes through `run()`:
+- it gets its own session and a mark in its environment (STENCIL_GRADER_RUN), so that everything it
+  starts is found again (Check puts each forked case in a process group of its own); when it ends or
+  its time limit passes, every process still in that session or carrying that mark is killed
+  (SIGKILL).  Only a process that both calls setsid and clears its environment escapes; the grader
+  then stops waiting for its output after a few seconds (and a sandbox's CPU-time limit ends it);
+- stdout and stderr are read as they come and kept bounded (the first 64 KiB and the last 256 KiB);
+- `channel=True`: the private channel (grader/README.md, "How the pieces talk"; the descriptor named
+  in protocol.CHANNEL_FD_ENV), kept whole up to CHANNEL_MAX_BYTES; a watcher (`watch=`) is fed from it
+  (or from stdout without one) as data arrives: checkrun.py stops at the first case that times out;
+- what a run used, from wait4(2) (the program and every descendant it waited for): CPU seconds and
+  the peak resident set of the largest process (at least the grader's own when it forked: a floor of
+  a few tens of MiB); `metered()` sums them over a block of runs (pipeline.py's stage figures).
 
-- it gets its own process session and a mark in its environment
-  (STENCIL_GRADER_RUN), so that everything it starts can be found again:
-  Check forks one child per case and puts each child in a process group of
-  its own, so killing the parent's group alone would leave a hung case
-  running forever; and a grading process killed by instructor mode has
-  children in sessions of their own, found by the mark they inherited;
-- after the program ends, or when its time limit passes, every process still
-  in that session or carrying that mark is killed (SIGKILL);
-- stdout and stderr are read as they come and kept bounded (the first 64 KiB
-  and the last 256 KiB of each), so a program printing in a loop cannot fill
-  the grader's memory.
-
-Only a process that both leaves the session (setsid) and clears its
-environment escapes; the grader then stops waiting for its output after a few
-seconds (and, in a sandbox, its CPU-time limit ends it).
-
-The private channel (`channel=True`): a pipe of its own, besides stdout and
-stderr, whose write end the program finds as the file descriptor named in
-its environment (protocol.CHANNEL_FD_ENV).  The harness reports there (Check's
-XML log, the bench's JSON); a student's code can reach it only through the
-system calls the symbol check forbids, while a kernel's printf lands on
-stdout, which the grader shows to the student as their program's output.
-The channel is kept whole up to CHANNEL_MAX_BYTES (never cut in the middle,
-as stdout is), and a watcher (`watch=`) is fed from it as data arrives (or
-from stdout when there is no channel): checkrun.py stops a Check run at the
-first case that times out.
-
-What a run used: the process is reaped with wait4(2), whose resource usage
-covers the program and every descendant it waited for (make's nvcc, Check's
-forked cases): CPU seconds (user + system) and the peak resident set of the
-largest of those processes (ru_maxrss; Linux carries a process's peak across
-fork and exec, so it is at least the grader's own resident set when it started
-the program: a floor of a few tens of MiB).  `metered()` sums them over the runs
-of a block (pipeline.py: each stage's figures in the report).
-
-The sandbox that programs running student code get is sandbox.py's; the
-program itself is started here, with the sandbox's layers applied between
-fork and exec.
+The sandbox's layers (sandbox.py) are applied here between fork and exec.
 """
 
 from __future__ import annotations

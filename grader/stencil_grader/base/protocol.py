@@ -1,17 +1,9 @@
-"""What the harness's programs (check, bench) and the grader agree on, declared once.
-
-The C side never spells these out: `c_header()` turns them into protocol.h,
-which lab.mk generates into each harness build (`grade.py protocol`), so an
-exit status or a JSON key cannot differ between the two sides.  The meaning
-of each is in grader/README.md, section "How the pieces talk".
-
-- The private channel: the environment variable naming the file descriptor on
-  which a program reports to the grader (base/process.py), apart from stdout
-  and stderr, which belong to the student's code (a kernel's printf).
-- Exit statuses of check and bench.
-- The bench's JSON, every key of every nested object with its type and meaning
-  (the schema), which bench.c writes through the KEY_* macros, grading/bench.py
-  checks with check_object, and grading/launches.py reads.
+"""What the harness's programs (check, bench) and the grader agree on, declared once: the private
+channel's environment variable, the exit statuses, and the bench's JSON (every key of every nested
+object with its type and meaning: the schema bench.c writes through the KEY_* macros, grading/bench.py
+checks with check_object and grading/launches.py reads).  c_header() turns them into protocol.h, which
+lab.mk generates into each harness build (`grade.py protocol`); what each means: grader/README.md,
+section "How the pieces talk".
 """
 
 from __future__ import annotations

@@ -1,30 +1,16 @@
-"""The sandbox that programs running student code (check, bench) get.
+"""The sandbox that programs running student code (check, bench) get: a user id of its own when the
+grader is root (one of the pool STENCIL_SANDBOX_UIDS, "FIRST-LAST", claimed by an flock(2) for as long
+as the directory exists; every process of the id killed when it ends), a network namespace, a
+temporary directory holding a copy of the program, an environment holding only what CUDA needs and the
+grading's thread budget (STENCIL_THREADS; default every CPU this process may use), and limits on CPU
+time, file size, processes and core dumps.  What each layer defends, and what not: grader/README.md,
+section 6.
 
-When the grader is root, such a program runs as a user id of its own: each
-sandbox claims one id of a pool (STENCIL_SANDBOX_UIDS, "FIRST-LAST"; by default
-256 ids no account of this machine uses), held by an flock(2) on a lock file in
-a folder only root can write, for as long as its directory exists.  Gradings
-that run at once therefore never share a user: one cannot signal, trace or read
-another's processes and files, and a per-user limit (RLIMIT_NPROC) counts one
-grading's threads alone, never the grading beside it.  When the sandbox ends,
-every process still running as its id is killed, so an escaped process cannot
-wait for the next grading that gets the id; an id that some process outside
-the kit runs as is never claimed.
-
-Beside the user: a network namespace of its own (no network); always a
-temporary directory of its own holding a copy of the program, an environment
-holding only what CUDA needs and the grading's thread budget (OpenMP's
-variables: `threads`, from STENCIL_THREADS, which class grading sets to the
-CPUs per GPU; by default every CPU this process may use), and limits on CPU time, file size,
-processes and core dumps.  A layer that this machine cannot give is reported
-as off, with why, and the run goes on without it.  What the machine should
-give and does not (no free id in the pool, a lock folder that is not root's)
-raises SandboxError: a failure of the grader, never of the student.
-
-`plan_sandbox()` decides the layers, `SandboxDir` is the directory (and the
-user id's claim), and process.run(sandbox=...) applies the layers between fork
-and exec.  grader/README.md, section Threat model, says what this defends and
-what not.
+A layer this machine cannot give is reported as off, with why, and the run goes on without it.  What
+the machine should give and does not (no free id in the pool, a lock folder that is not root's) raises
+SandboxError: a failure of the grader, never of the student.  plan_sandbox() decides the layers,
+SandboxDir is the directory (and the id's claim), process.run(sandbox=...) applies them between fork
+and exec.
 """
 
 from __future__ import annotations

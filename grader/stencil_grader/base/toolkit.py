@@ -14,10 +14,8 @@ The toolkit's folder (cuda_home) is CUDA_HOME, else the folder above nvcc's bin/
 comes from `nvcc --version`, or, for a toolkit folder without nvcc, from CUDART_VERSION in its
 include/cuda_runtime_api.h.
 
-The architectures and drivers: grader/toolkits.mk, the one list (lab.mk includes it;
-architectures() and minimum_driver() read it here), compute capabilities without the dot (75 = 7.5),
-per release row (a row holds from its release up to the next row of its major: CUDA 12.4 builds by
-the 12.0 row, which has no Blackwell) and, for drivers, per major release.
+The architectures and drivers: grader/toolkits.mk, the one list (its rows: grader/README.md's table),
+read here by architectures() and minimum_driver(); compute capabilities without the dot (75 = 7.5).
 
 Standard library only, no import of the kit: this file also runs as a script, before anything
 is built.

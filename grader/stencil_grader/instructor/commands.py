@@ -183,7 +183,7 @@ def cmd_pictures(args) -> int:
         slugs = args.slug or sorted({s for s, n in figures.load_recordings().records if n == "tour"})
         for slug in slugs:
             print("\n".join(pictures.draw_tour(slug)))
-    except (pictures.PictureError, figures.FiguresError) as err:
+    except (pictures.PictureError, figures.RecordError) as err:
         print(f"grade.py pictures: {err}", file=sys.stderr)
         return EXIT_NOT_FULL
     return EXIT_FULL

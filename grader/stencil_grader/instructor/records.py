@@ -1,68 +1,73 @@
-"""Recorded runs: the self-describing JSON that the handouts' and README's measured figures come
-from (handouts/data/<gpu>/*.json, rendered by instructor/figures.py).  `grade.py tour --json` writes a
-tour's (instructor/tour.py), `calibrate --json` a calibration's (instructor/calibrate.py), and `record-check`
-turns the reports a `make check` left behind into one (record_check).  RECORD_FORMAT says what
-every record holds; record_header writes the fields they share, with what this run ran on (the
-GPU as the bench reported it, the driver and SM clock from nvidia-smi, nvcc's CUDA release, the
-kit's version and git commit).
+"""Recorded runs: the self-describing JSON, handouts/data/SLUG/KIND.json (SLUG names a GPU), that the
+measured figures of README.md and the handouts are written from (instructor/figures.py).  Written by
+`grade.py tour --json` (tour.py), `calibrate --json` (calibrate.py), `record-check` (record_check here),
+`record-profile` (profilerecord.py), `record-archs` (archs.py) and tests/submissions/bench_class.py;
+read and validated by load_recordings.  Which command writes which file: handouts/data/README.md.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import shutil
+import re
 import statistics
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT, __version__
 from ..base import labspec, toolkit
+from ..base.files import display_path as shown, read_json
 
-#: The format of every recorded run (tour, check, calibrate, profile), read by instructor/figures.py:
-#:   record            "tour", "check", "calibrate", "profile" or "class"
-#:   format            RECORD_FORMAT (an integer; a reader refuses a format it does not know)
-#:   provisional       true while the figures are not a run of the tool named in `source`
-#:   source            how the figures were produced (a command line, or where they were transcribed from)
-#:   date              the day of the run, YYYY-MM-DD (UTC); started_at: the moment, ISO 8601
-#:   kit               {version, commit, modified}: the grader's version and the git commit of the kit
-#:                     (modified: uncommitted changes were present), null where unknown
-#:   device            {name, compute_capability, sm_count, sm_clock_max_mhz, driver, cuda}: the GPU as
-#:                     the bench reports it, the driver and the maximum SM clock from nvidia-smi, the
-#:                     CUDA release of the nvcc that built the kernels; null where unknown
-#:   copy_gbps         the median of the copy bandwidths measured with the rows (GB/s), or null
-#:   rows              a list of objects, each with a unique "id" ("NN/impl": the lab's number and the
-#:                     implementation's folder name, e.g. "05/reference", "05/naive_3d")
-#: and per record kind:
-#:   tour              parts [{id, title, grid, scaled_down}]; rows: part, lab, impl, kernel, steps,
-#:                     sweeps_per_pass, repetitions, ms_median (one call), ms_per_sweep, gbps, copy_gbps,
-#:                     ratio, step_speedup (over the row above in its part; null for the first),
-#:                     cumulative_speedup (over the part's first row)
-#:   check             impl; rows: lab, impl, verdict, points, max_points, cases_passed, cases_total,
-#:                     ratio, gbps, copy_gbps, ms_median, steps, seconds, target {table, floor, target},
-#:                     launchers {name: {ms_median, gbps, ratio}} (lab 7 has two), generated_at
-#:   calibrate         runs; rows: lab, ratios (one per run), median, floor, target, written, policy
-#:   profile           ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings
-#:                     (instructor/profilerecord.py: make profile's analysis of recorded profile inputs)
-#:   class             students, jobs, cpus, grader_peak_rss_mib; rows ("NN/build", "NN/gpu"): lab, stage,
-#:                     n, wall_s_median, wall_s_max, cpu_s_median (seconds), peak_rss_mib_max (MiB): what
-#:                     each lab's stages used in a class graded by grade.py class (classes/resources.py;
-#:                     tests/submissions/bench_class.py --record, what make bench-class SLUG=... runs)
-#: A field that was not measured is null.  Times are milliseconds, bandwidths GB/s (1 GB = 1e9 B),
-#: ratios fractions of the copy bandwidth of the same bench run.
+#: Every record holds: record (its kind, RECORD_KINDS, the file's name); format (RECORD_FORMAT; a reader refuses
+#: another); provisional (true while the figures are not a run of the tool named in source; notes: always);
+#: source (a command line, or where the figures were transcribed from); date (YYYY-MM-DD, UTC); started_at
+#: (ISO 8601); kit {version, commit, modified: uncommitted changes}; device {name, compute_capability, sm_count
+#: (the bench's), sm_clock_max_mhz, driver (nvidia-smi's), cuda (nvcc's release)}; copy_gbps (the median of
+#: the rows' copy bandwidths); rows, each with a unique id (row_id).  Per kind:
+#:   tour       parts [{id, title, grid, scaled_down}]; rows: part, lab, impl, kernel, steps, sweeps_per_pass,
+#:              repetitions, ms_median (one call), ms_per_sweep, gbps, copy_gbps, ratio, step_speedup (over
+#:              the row above in its part; null for the first), cumulative_speedup (over the part's first row)
+#:   check      impl; rows: lab, impl, verdict, points, max_points, cases_passed, cases_total, ratio, gbps,
+#:              copy_gbps, ms_median, steps, seconds, target {table, floor, target}, launchers {name:
+#:              {ms_median, gbps, ratio}} (lab 7 has two), generated_at
+#:   archs      check records of builds for other architectures, put together (archs.py); cuda12 too
+#:   calibrate  runs; rows: lab, ratios (one per run), median, floor, target, written, policy
+#:   profile    ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings (profilerecord.py)
+#:   class      students, jobs, cpus, grader_peak_rss_mib; rows "NN/build", "NN/gpu": lab, stage, n,
+#:              wall_s_median, wall_s_max, cpu_s_median, peak_rss_mib_max (classes/resources.py); class-scaling
+#: A field that was not measured is null.  Times are ms (seconds where a name ends in _s), bandwidths GB/s
+#: (1 GB = 1e9 B), memory MiB, ratios fractions of the copy bandwidth of the same bench run.
 RECORD_FORMAT = 1
-
-
-def row_id(lab: str, impl: str) -> str:
-    """A row's name in the records: the lab's number and the implementation's folder name,
-    "05/reference", "05/naive_3d" (what the handouts' markers address)."""
-    return f"{lab[:2]}/{Path(impl).name}"
+RECORD_KINDS = ("tour", "check", "calibrate", "archs", "cuda12", "profile", "notes", "class", "class-scaling")
+#: Where the recorded runs live: one folder per GPU (its slug), one file per record kind.
+DATA_DIR = KIT_ROOT / "handouts" / "data"
+#: The longest a `make check` of every lab may take for its reports to count as one run.
+MAX_CHECK_SPAN = datetime.timedelta(hours=6)
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 class RecordError(RuntimeError):
-    """The reports of a `make check` cannot be one record: none, unreadable, from several GPUs, without
-    a GPU, or written too far apart."""
+    """A record cannot be made (a make check's reports that are not one run) or read (a file that is
+    not a valid record), or a marker cannot quote it; the message says where and why."""
 
+
+def row_id(lab: str, impl: str) -> str:
+    """A row's name in the records, what the markers address: "05/reference", "05/naive_3d"."""
+    return f"{lab[:2]}/{Path(impl).name}"
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def median_or_none(values) -> float | None:
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return statistics.median(values) if values else None
+
+
+# ------------------------------------------------------------------ writing
 
 def _run_text(argv: list[str], timeout_s: float = 30) -> str | None:
     """The standard output of a short command, or None when it cannot run or fails."""
@@ -74,20 +79,18 @@ def _run_text(argv: list[str], timeout_s: float = 30) -> str | None:
 
 
 def nvidia_smi_facts(device_name: str | None) -> dict:
-    """{driver, sm_clock_max_mhz} of the GPU named device_name (the first one, when no name
-    matches) from nvidia-smi; each None when nvidia-smi is missing or does not say."""
+    """{driver, sm_clock_max_mhz} of the GPU named device_name (else the first) from nvidia-smi;
+    each None when nvidia-smi is missing or does not say."""
     facts = {"driver": None, "sm_clock_max_mhz": None}
-    out = _run_text(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm",
-                     "--format=csv,noheader,nounits"])
+    out = _run_text(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader,nounits"])
     lines = [[c.strip() for c in line.split(",")] for line in (out or "").splitlines() if line.count(",") >= 2]
-    if not lines:
-        return facts
-    chosen = next((cells for cells in lines if cells[0] == device_name), lines[0])
-    facts["driver"] = chosen[1] or None
-    try:
-        facts["sm_clock_max_mhz"] = float(chosen[2])
-    except ValueError:
-        pass
+    if lines:
+        chosen = next((cells for cells in lines if cells[0] == device_name), lines[0])
+        facts["driver"] = chosen[1] or None
+        try:
+            facts["sm_clock_max_mhz"] = float(chosen[2])
+        except ValueError:
+            pass
     return facts
 
 
@@ -98,11 +101,9 @@ def cuda_release() -> str | None:
 
 
 def kit_facts(kit_root: Path = KIT_ROOT) -> dict:
-    """{version, commit, modified}: the grader's version, and the kit's git commit and whether the
-    checkout had uncommitted changes (both None outside a git checkout)."""
+    """{version, commit, modified}: the grader's version, the kit's git commit and whether the checkout
+    had uncommitted changes (both None outside a git checkout)."""
     facts = {"version": __version__, "commit": None, "modified": None}
-    if shutil.which("git") is None:
-        return facts
     commit = _run_text(["git", "-C", str(kit_root), "rev-parse", "HEAD"])
     if commit:
         facts["commit"] = commit.strip()
@@ -112,14 +113,11 @@ def kit_facts(kit_root: Path = KIT_ROOT) -> dict:
 
 
 def device_facts(bench_data: dict) -> dict:
-    """The record's device object: name, compute capability and SM count as the bench reported
-    them, driver and maximum SM clock from nvidia-smi, and the CUDA release of nvcc (None where
-    a tool cannot tell)."""
+    """The record's device object from a bench's {device, cc, sm_count}, nvidia-smi and nvcc."""
     name = bench_data.get("device")
-    facts = {"name": name, "compute_capability": bench_data.get("cc"), "sm_count": bench_data.get("sm_count")}
     smi = nvidia_smi_facts(name)
-    facts.update(sm_clock_max_mhz=smi["sm_clock_max_mhz"], driver=smi["driver"], cuda=cuda_release())
-    return facts
+    return {"name": name, "compute_capability": bench_data.get("cc"), "sm_count": bench_data.get("sm_count"),
+            "sm_clock_max_mhz": smi["sm_clock_max_mhz"], "driver": smi["driver"], "cuda": cuda_release()}
 
 
 def record_header(kind: str, source: str, device: dict, started: datetime.datetime) -> dict:
@@ -127,11 +125,6 @@ def record_header(kind: str, source: str, device: dict, started: datetime.dateti
     return {"record": kind, "format": RECORD_FORMAT, "provisional": False, "source": source,
             "date": started.date().isoformat(), "started_at": started.isoformat(timespec="seconds"),
             "kit": kit_facts(), "device": device, "copy_gbps": None}
-
-
-def median_or_none(values) -> float | None:
-    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return statistics.median(values) if values else None
 
 
 def write_record(record: dict, path: Path) -> Path:
@@ -142,36 +135,20 @@ def write_record(record: dict, path: Path) -> Path:
     return path
 
 
-def now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
-# ------------------------------------------------------------------ make check, recorded
-
 def check_row(report: dict) -> dict:
     """One lab's row of a check record from its report.json (grading/report.py's to_dict)."""
     perf = report.get("performance") or {}
-    bench_data = perf.get("bench") or {}
-    corr = report.get("correctness") or {}
-    target = perf.get("target") or None
-    launchers = {}
-    for launcher in bench_data.get("launchers") or []:
-        launchers[launcher.get("name")] = {k: launcher.get(k) for k in ("ms_median", "gbps", "ratio")}
-    impl = report.get("impl", "")
-    seconds = report.get("seconds") or {}
-    return {"id": row_id(report["lab"], impl), "lab": report["lab"], "impl": impl,
-            "verdict": report.get("verdict"), "points": report.get("points"),
-            "max_points": report.get("max_points"),
-            "cases_passed": corr.get("passed"), "cases_total": corr.get("total"),
-            "ratio": perf.get("ratio"), "gbps": bench_data.get("gbps"), "copy_gbps": bench_data.get("copy_gbps"),
-            "ms_median": bench_data.get("ms_median"), "steps": bench_data.get("steps"),
+    bench = perf.get("bench") or {}
+    corr, target, seconds = report.get("correctness") or {}, perf.get("target"), report.get("seconds") or {}
+    launchers = {b.get("name"): {k: b.get(k) for k in ("ms_median", "gbps", "ratio")}
+                 for b in bench.get("launchers") or []}
+    return {"id": row_id(report["lab"], report.get("impl", "")), "lab": report["lab"], "impl": report.get("impl", ""),
+            **{k: report.get(k) for k in ("verdict", "points", "max_points")},
+            "cases_passed": corr.get("passed"), "cases_total": corr.get("total"), "ratio": perf.get("ratio"),
+            **{k: bench.get(k) for k in ("gbps", "copy_gbps", "ms_median", "steps")},
             "seconds": round(sum(v for v in seconds.values() if isinstance(v, (int, float))), 2) or None,
             "target": {k: target.get(k) for k in ("table", "floor", "target")} if target else None,
             "launchers": launchers or None, "generated_at": report.get("generated_at")}
-
-
-#: The longest a `make check` of every lab may take for its reports to count as one run.
-MAX_CHECK_SPAN = datetime.timedelta(hours=6)
 
 
 def _stamp(report: dict) -> datetime.datetime | None:
@@ -184,11 +161,9 @@ def _stamp(report: dict) -> datetime.datetime | None:
 
 
 def record_check(reports: list[dict], started: datetime.datetime | None = None) -> dict:
-    """The recorded run of a `make check` from its labs' report.json objects, in lab order.
-
-    Raises RecordError when there is no report, when the reports name different GPUs, when one was
-    graded without a GPU (nothing to record), or when they were written more than MAX_CHECK_SPAN
-    apart (left over from different runs)."""
+    """The recorded run of a `make check` from its labs' report.json objects, in lab order.  Raises
+    RecordError when there is no report, when they name different GPUs, when one was graded without a
+    GPU, or when they were written more than MAX_CHECK_SPAN apart (left over from different runs)."""
     if not reports:
         raise RecordError("no report to record: run `make check` (grade.py all) first")
     gpus = [(r.get("gpu") or {}).get("device") or {} for r in reports]
@@ -198,18 +173,14 @@ def record_check(reports: list[dict], started: datetime.datetime | None = None) 
     names = {gpu.get("name") or gpu.get("device") for gpu in gpus}   # the check's or the bench's key
     if len(names) != 1 or None in names:
         raise RecordError(f"the reports come from different GPUs ({', '.join(sorted(map(str, names)))}): "
-                        "run make check again on one GPU")
-    device = {"name": names.pop(), "compute_capability": gpus[0].get("cc"), "sm_count": gpus[0].get("sm_count")}
-    smi = nvidia_smi_facts(device["name"])
-    device.update(sm_clock_max_mhz=smi["sm_clock_max_mhz"], driver=smi["driver"], cuda=cuda_release())
-    stamps = sorted(_stamp(r) for r in reports if _stamp(r))
+                          "run make check again on one GPU")
+    device = device_facts({"device": names.pop(), "cc": gpus[0].get("cc"), "sm_count": gpus[0].get("sm_count")})
+    stamps = sorted(filter(None, map(_stamp, reports)))
     if stamps and stamps[-1] - stamps[0] > MAX_CHECK_SPAN:
-        raise RecordError(f"the reports were written between {stamps[0]:%Y-%m-%d %H:%M} and {stamps[-1]:%Y-%m-%d %H:%M}, "
-                        "not by one make check: run make check again")
-    if started is None:
-        started = stamps[0] if stamps else now()
-    record = record_header("check", "grade.py all (make check), collected by grade.py record-check",
-                           device, started)
+        raise RecordError(f"the reports were written between {stamps[0]:%Y-%m-%d %H:%M} and "
+                          f"{stamps[-1]:%Y-%m-%d %H:%M}, not by one make check: run make check again")
+    started = started or (stamps[0] if stamps else now())
+    record = record_header("check", "grade.py all (make check), collected by grade.py record-check", device, started)
     record["impl"] = reports[0].get("impl")
     record["rows"] = [check_row(r) for r in reports]
     record["copy_gbps"] = median_or_none(row["copy_gbps"] for row in record["rows"])
@@ -217,16 +188,124 @@ def record_check(reports: list[dict], started: datetime.datetime | None = None) 
 
 
 def collect_reports(impl: str = "reference", kit_root: Path = KIT_ROOT) -> list[dict]:
-    """The report.json that `make check` (grade.py all) left in build/<lab>/<impl> for every lab
-    that has one, in lab order."""
+    """The report.json that `make check` (grade.py all) left in build/<lab>/<impl>, in lab order."""
     from ..grading.pipeline import default_build_dir     # the grading's own rule for its folder
 
-    reports = []
-    for lab_dir in labspec.discover_labs(kit_root):
-        path = default_build_dir(lab_dir.name, impl, kit_root) / "report.json"
-        if path.is_file():
+    paths = [default_build_dir(d.name, impl, kit_root) / "report.json" for d in labspec.discover_labs(kit_root)]
+    try:
+        return [read_json(path, RecordError) for path in paths if path.is_file()]
+    except RecordError as err:
+        raise RecordError(f"{err}: run make check again") from None
+
+
+# ------------------------------------------------------------------ reading
+
+@dataclass
+class Record:
+    """One recorded run: handouts/data/SLUG/NAME.json, its rows by id."""
+
+    path: Path
+    slug: str
+    name: str
+    data: dict = field(repr=False)
+    rows: dict[str, dict] = field(repr=False)
+
+    @property
+    def provisional(self) -> bool:
+        return bool(self.data.get("provisional"))
+
+    @property
+    def shown(self) -> str:
+        return shown(self.path)
+
+
+@dataclass
+class Recordings:
+    """Every record under a data folder, by (slug, name)."""
+
+    root: Path
+    records: dict[tuple[str, str], Record] = field(default_factory=dict)
+
+    def get(self, slug: str, name: str) -> Record:
+        if (slug, name) not in self.records:
+            have = ", ".join(f"{s}/{n}" for s, n in sorted(self.records)) or "none"
+            raise RecordError(f"no recording {slug}/{name} ({shown(self.root / slug / (name + '.json'))} "
+                              f"does not exist; recordings: {have})")
+        return self.records[(slug, name)]
+
+    def devices(self, slug: str) -> set[str]:
+        return {r.data["device"]["name"] for (s, _), r in self.records.items() if s == slug}
+
+    def device(self, slug: str) -> str:
+        """The GPU name the records of folder `slug` share."""
+        names = self.devices(slug)
+        if not names:
+            raise RecordError(f"no recording under {shown(self.root / slug)} names the GPU of {slug!r}")
+        return names.pop()
+
+
+def validate_record(data, path: Path) -> list[str]:
+    """The problems of one record (RECORD_FORMAT), each naming the file and the key; [] when good."""
+    where, stem = shown(path), Path(path).stem
+    if not isinstance(data, dict):
+        return [f"{where}: the top level must be an object"]
+    problems = []
+
+    def need(key, test, allowed):
+        if key not in data:
+            problems.append(f"{where}: {key} is missing ({allowed})")
+        elif not test(data[key]):
+            problems.append(f"{where}: {key} must be {allowed}, got {json.dumps(data[key])}")
+
+    need("record", lambda v: v == stem, f'"{stem}" (the file\'s name)')
+    need("format", lambda v: v == RECORD_FORMAT, f"{RECORD_FORMAT} (the format this grader reads)")
+    need("provisional", lambda v: isinstance(v, bool) and (v or data.get("record") != "notes"),
+         "true or false (true for development notes, which no kit command wrote)")
+    need("source", lambda v: isinstance(v, str) and v.strip(), "a non-empty string saying how it was made")
+    need("date", lambda v: isinstance(v, str) and _DATE.match(v) or v is None and data.get("provisional") is True,
+         "a day, YYYY-MM-DD (null only in a provisional placeholder)")
+    need("device", lambda v: isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"].strip(),
+         "an object whose name is the GPU's name")
+    need("rows", lambda v: isinstance(v, list), "a list of row objects")
+    ids = [row.get("id") if isinstance(row, dict) else None for row in data.get("rows") or []]
+    problems += [f"{where}: rows[{i}] must be an object with a string id" if not isinstance(x, str) else
+                 f"{where}: rows[{i}]: the id {x} appears twice" for i, x in enumerate(ids)
+                 if not isinstance(x, str) or x in ids[:i]]
+    if data.get("record") == "tour":
+        parts = data.get("parts")
+        if not isinstance(parts, list) or not all(isinstance(p, dict) and "id" in p for p in parts):
+            return problems + [f"{where}: parts must be a list of objects with an id"]
+        known = {p["id"] for p in parts}
+        problems += [f"{where}: row {row.get('id')}: part {json.dumps(row.get('part'))} is not one of the parts "
+                     f"({', '.join(sorted(known)) or 'none'})"
+                     for row in data.get("rows") or [] if isinstance(row, dict) and row.get("part") not in known]
+    return problems
+
+
+def load_recordings(root: Path = DATA_DIR) -> Recordings:
+    """Read and validate every root/SLUG/KIND.json.  Raises RecordError listing every problem,
+    including two records of one folder that name different GPUs."""
+    recs, problems = Recordings(Path(root)), []
+    for path in sorted(recs.root.glob("*/*.json")):
+        slug, name = path.parent.name, path.stem
+        if not _SLUG.match(slug):
+            problems.append(f"{shown(path)}: the folder name {slug!r} is not a slug (lower-case, digits, -)")
+        elif name not in RECORD_KINDS:
+            problems.append(f"{shown(path)}: not a record kind ({', '.join(RECORD_KINDS)})")
+        else:
             try:
-                reports.append(json.loads(path.read_text()))
-            except json.JSONDecodeError as err:
-                raise RecordError(f"{path} is not JSON ({err.msg}): run make check again") from None
-    return reports
+                data = read_json(path, RecordError)
+            except RecordError as err:
+                problems.append(str(err))
+                continue
+            found = validate_record(data, path)
+            problems += found
+            if not found:
+                recs.records[(slug, name)] = Record(path, slug, name, data, {r["id"]: r for r in data["rows"]})
+    for slug in sorted({s for s, _ in recs.records}):
+        if len(recs.devices(slug)) > 1:
+            problems.append(f"{shown(recs.root / slug)}: its records name different GPUs "
+                            f"({', '.join(sorted(recs.devices(slug)))})")
+    if problems:
+        raise RecordError("\n".join(problems))
+    return recs

@@ -1,37 +1,23 @@
-"""`make solve` in lab 7: the student's Jacobi solver on the model Poisson problem.
+"""`make solve` in lab 7: the student's Jacobi solver on the model Poisson problem (the handout's
+section on convergence teaches what it shows).
 
     python3 grader/grade.py solve BUILD_DIR [--n 33] [--reduction 1e-5] [--every K] [--plot PNG]
 
-runs `BUILD_DIR/bench --solve N [--reduction R]` (the bench of a lab 7 build;
-grader/harness/kinds/jacobi_residual.c) and explains what it printed.  The
-model problem, on the unit square with an N x N grid and h = 1/(N-1):
+runs `BUILD_DIR/bench --solve N [--reduction R]` (grader/harness/kinds/jacobi_residual.c): from u = 0 on
+the unit square, h = 1/(N-1), laplace(u) = f = 2 pi^2 sin(pi x) sin(pi y), u = 0 on the boundary (u* =
+-sin(pi x) sin(pi y)), the student's jacobi_sweep and residual_norm2 until the residual 2-norm has
+fallen by R, stopped falling, or after 40 N^2 sweeps (at most 1e6).  It reads one JSON object from the
+private channel: n, h, sweeps, converged, reduction, rate_expected (cos(pi h)), rate_measured (over the
+last 20 sweeps), max_error (largest |u - u*|), discretisation_error, residual (after each sweep), and
+prints the sweeps, every K-th residual, the rate beside cos(pi h), the error beside the discretisation
+error, and with matplotlib a plot (BUILD_DIR/solve.png by default).
 
-    laplace(u) = f,  f = 2 pi^2 sin(pi x) sin(pi y),  u = 0 on the boundary,
+Sources: cos(pi h) is the spectral radius of Jacobi for the 5-point Laplacian on the unit square
+(Barrett et al., "Templates for the Solution of Linear Systems", SIAM 1994, section 2.2.1); the
+discretisation error is grader/include/harness.h's harness_poisson_discretisation_error.
 
-whose solution is u* = -sin(pi x) sin(pi y).  Starting from u = 0, the bench
-runs the student's jacobi_sweep and residual_norm2 until the residual 2-norm
-has fallen by R, or has stopped falling (float's rounding floor), or after
-40 N^2 sweeps (at most 1e6), and writes one JSON object on the grader's
-private channel (kept whole, whatever N: base/process.py): n, h, sweeps,
-converged, reduction, rate_expected (cos(pi h)), rate_measured (over the last
-20 sweeps), max_error (largest |u - u*|), discretisation_error, and residual
-(the 2-norm after each sweep, 0 .. sweeps).
-
-This module prints the number of sweeps, a short residual history (every
-K-th sweep), the rate per sweep measured on the history next to cos(pi h),
-the sweeps Jacobi needs at that rate, and the error against u* next to the
-discretisation error of the 5-point Laplacian; with matplotlib it also
-writes a plot of log residual against sweep with the line cos(pi h)^k beside
-it (BUILD_DIR/solve.png by default).
-
-Sources: the rate cos(pi h) is the spectral radius of the Jacobi iteration
-matrix for the 5-point Laplacian on the unit square, reached by this f, the
-slowest eigenmode (Barrett et al., "Templates for the Solution of Linear
-Systems", SIAM 1994, section 2.2.1); the discretisation error is
-grader/include/harness.h's harness_poisson_discretisation_error.
-
-Exit status: 0 when the solver ran and its residuals are finite numbers,
-1 otherwise (no GPU, a CUDA error, a NaN residual), 2 for a usage error.
+Exit status: 0 when the solver ran and its residuals are finite numbers, 1 otherwise (no GPU, a CUDA
+error, a NaN residual), 2 for a usage error.
 """
 
 from __future__ import annotations

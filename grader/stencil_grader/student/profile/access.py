@@ -1,12 +1,11 @@
-"""How the lanes of a warp address memory, read from a kernel's PTX (no GPU, no counters).
+"""How the lanes of a warp address memory, read from a kernel's PTX (no GPU, no counters): the
+profile's reader of BUILD_DIR/kernel.ptx (parse_ptx), a diagnosis and never a judge (the lab's rules
+are judged on the linked program's machine code, grading/sass.py).
 
-For every global and shared load and store of a kernel, the address is followed back through
-the PTX to what it is made of (threadIdx, blockIdx, blockDim, the kernel's parameters, shared
-variables), as a polynomial, and differentiated by threadIdx.x and threadIdx.y: the byte
-distance between two neighbouring lanes, the *stride*.  Neighbouring lanes 4 bytes apart in a
-float load are coalesced; lanes `nx` floats apart (threadIdx.x walking y) are not, and each
-takes a 32-byte sector of its own; lanes 128 bytes apart in shared memory hit one bank
-(CUDA C++ Programming Guide, "Device Memory Accesses" and "Shared Memory", 32 banks of 4 bytes).
+For every global and shared load and store, the *stride*: the byte distance between neighbouring
+lanes, the address followed back to threadIdx, blockIdx, blockDim, the kernel's parameters and shared
+variables as a polynomial, differentiated by threadIdx.x and .y (grader/README.md, section 8; CUDA C++
+Programming Guide, "Device Memory Accesses" and "Shared Memory", 32 banks of 4 bytes).
 
 The evaluation is symbolic and conservative: registers are followed through mov, cvt, cvta,
 add, sub, mul, mad, shl and neg; a register given its value in a loop (a grid-stride index)
@@ -23,9 +22,43 @@ profile's inputs, so `--from-inputs` and the tests need no PTX.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from . import ptxtext as ptx
+_FUNC_HEADER = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+"
+                          r"(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$]*)")
+
+
+@dataclass
+class PtxFunction:
+    name: str
+    kind: str                                   # "entry" (a kernel) or "func" (a device function)
+    lines: list[tuple[int, str]] = field(default_factory=list)   # (line number, text without comment)
+
+
+def parse_ptx(text: str) -> list[PtxFunction]:
+    """The functions of PTX text, each with its body's lines; a prototype (`.extern .func ...;`)
+    has no body and is none."""
+    functions: list[PtxFunction] = []
+    pending: PtxFunction | None = None
+    current: PtxFunction | None = None
+    depth = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.split("//", 1)[0]
+        if depth == 0:
+            if m := _FUNC_HEADER.match(stripped):
+                pending = PtxFunction(m.group(2), m.group(1))
+            if pending and "{" in stripped:
+                current, pending = pending, None
+                functions.append(current)
+            elif pending and stripped.rstrip().endswith(";"):
+                pending = None
+        elif current:
+            current.lines.append((number, stripped))
+        depth += stripped.count("{") - stripped.count("}")
+        if depth <= 0:
+            depth, current = 0, None
+    return functions
+
 
 Poly = dict  # {(atom, ...): coefficient}: a sum of products of atoms, () the constant term
 
@@ -88,7 +121,7 @@ def _thawed(t: tuple | None) -> Poly | None:
 class _Analysis:
     """The symbolic evaluation of one function body (module docstring)."""
 
-    def __init__(self, fn: ptx.PtxFunction):
+    def __init__(self, fn: PtxFunction):
         self.fn = fn
         self.instructions = []               # (line number, opcode, operands)
         for number, text in fn.lines:
@@ -248,7 +281,7 @@ def _listed(frozen: tuple | None) -> list | None:
     return None if frozen is None else [[list(k), v] for k, v in frozen]
 
 
-def kernel_accesses(functions: list[ptx.PtxFunction]) -> dict[str, list[dict]]:
+def kernel_accesses(functions: list[PtxFunction]) -> dict[str, list[dict]]:
     """Per kernel (mangled name): its accesses (_Analysis.accesses)."""
     out = {}
     for fn in functions:

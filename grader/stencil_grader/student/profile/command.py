@@ -1,10 +1,11 @@
-"""`grade.py profile`: build, profile (with Nsight Compute's counters, or without them), analyse,
-write the files (the package docstring says which and when)."""
+"""`grade.py profile`: build, read what the build says of each kernel (static_facts), profile (with
+Nsight Compute's counters, or without them), analyse, write the files (grader/README.md, section 8)."""
 
 from __future__ import annotations
 
 import datetime
 import json
+import re
 import shutil
 import sys
 import time
@@ -14,10 +15,9 @@ from pathlib import Path
 from ...base import labspec
 from ...base.files import display_path
 from ...grading import build as grading_build
-from ...grading import names, pipeline
+from ...grading import names, pipeline, sass
 from ...grading.report import write_json
-from . import counters, ncu, nocounters, rawpage, rules as rule_table, text as rendering
-from .buildfacts import static_facts
+from . import access, counters, ncu, nocounters, rules as rule_table, text as rendering
 from .common import EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, INPUTS_FORMAT, CountersLocked, ProfileError
 
 
@@ -40,6 +40,48 @@ def _target_ratio(spec: labspec.LabSpec, device: str | None) -> float | None:
         return None
 
 
+def static_facts(build_dir: Path) -> dict[str, dict]:
+    """Per student kernel (mangled name): what the build says of it.
+
+    From BUILD_DIR/ptxas.log (the last architecture it lists): registers per thread, static shared
+    memory per block (bytes), spill stores and loads and stack frame (bytes per thread).  From the
+    SASS of that architecture in BUILD_DIR/bench (the device functions the kernel calls included):
+    div_rem (integer divisions or remainders, sass.integer_divisions), div_rem_in_loop (those inside
+    a loop), widest_load and widest_store (bytes per thread of its widest global access, 0 when it
+    has none).  From BUILD_DIR/kernel.ptx: accesses.  label: the name people read ('sweep<4>').
+    Raises ProfileError when the build holds no kernel of the student's, or (EXIT_CANNOT) when its
+    machine code cannot be read.
+    """
+    log = Path(build_dir) / "ptxas.log"
+    resources = grading_build.parse_ptxas_log(log.read_text(errors="replace")) if log.is_file() else []
+    facts: dict[str, dict] = {}
+    for k in resources:
+        if k.entry:
+            facts[k.name] = {"label": names.kernel_label(k.name), "arch": k.arch, "registers": k.registers,
+                             "smem_bytes": k.smem_bytes, "spill_stores": k.spill_stores,
+                             "spill_loads": k.spill_loads, "stack_bytes": k.stack_bytes,
+                             "div_rem": 0, "div_rem_in_loop": 0, "widest_load": 0, "widest_store": 0,
+                             "accesses": []}
+    if not facts:
+        raise ProfileError(f"{log} lists no kernel (__global__ function) of your file: there is nothing "
+                           "to profile", EXIT_FAILED)
+    try:
+        code = sass.student_code(build_dir)
+    except sass.SassError as err:
+        raise ProfileError(str(err), EXIT_CANNOT) from err
+    for name, fact in facts.items():
+        if fn := code.get(int(re.sub(r"\D", "", fact["arch"] or "") or 0), {}).get(name):
+            divisions = [o for o, _ in sass.integer_divisions(fn)]
+            fact.update(div_rem=len(divisions), div_rem_in_loop=len(sass.in_loops(fn, divisions)),
+                        widest_load=sass.widest_global_load(fn), widest_store=sass.widest_global_load(fn, ("STG",)))
+    ptx_path = Path(build_dir) / "kernel.ptx"
+    if ptx_path.is_file():
+        accesses = access.kernel_accesses(access.parse_ptx(ptx_path.read_text(errors="replace")))
+        for name, fact in facts.items():
+            fact["accesses"] = accesses.get(name, [])
+    return facts
+
+
 def collect_inputs(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int | None,
                    reps: int = ncu.BENCH_REPS, timeout_s: float = ncu.NCU_TIMEOUT_S) -> dict:
     """Profile a good build under Nsight Compute; returns the profile-inputs record (mode
@@ -49,7 +91,7 @@ def collect_inputs(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int 
         raise ProfileError(ncu.NO_NCU_FIX)
     static = static_facts(build_dir)
     command, raw, bench = ncu.run_ncu(found, static.keys(), build_dir, seed, reps, timeout_s)
-    if not rawpage.parse_raw_csv(raw):
+    if not ncu.parse_raw_csv(raw):
         raise ProfileError("ncu profiled none of your kernels: did the launcher launch any? "
                            f"(looked for {', '.join(f['label'] for f in static.values())})")
     source = grading_build.impl_source(spec.lab, impl)
@@ -87,7 +129,7 @@ def collect_without_counters(spec: labspec.LabSpec, impl: str, build_dir: Path, 
 def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, seed: int | None = None,
                 arch: str | None = None, reps: int = ncu.BENCH_REPS, from_inputs: Path | None = None,
                 table: rule_table.RuleTable | None = None, counters_wanted: bool = True) -> ProfileRun:
-    """The whole command: build, profile, analyse, write (the package docstring); never raises
+    """The whole command: build, profile, analyse, write (grader/README.md, section 8); never raises
     for what the student's code or this machine does (see ProfileRun.exit_code).
 
     counters_wanted: False (or STENCIL_PROFILE_COUNTERS=off) diagnoses without counters even
@@ -172,7 +214,7 @@ def _rewrite_report_page(build_dir: Path, result: dict) -> Path | None:
 
 
 def _counter_kernels(inputs: dict) -> list[dict]:
-    rows = rawpage.parse_raw_csv(inputs["ncu_raw_csv"])
+    rows = ncu.parse_raw_csv(inputs["ncu_raw_csv"])
     static = inputs.get("static", {})
     by_label = {f["label"]: name for name, f in static.items()}
     total_ms = sum((r["metrics"].get("gpu__time_duration.sum") or 0.0) / 1e6 for r in rows)

@@ -1,5 +1,10 @@
-"""The figures of one profiled launch, from Nsight Compute's counters (the package docstring
-lists them, with their sources)."""
+"""The figures of one profiled launch from Nsight Compute's counters (derive names each figure's
+counters; grader/README.md, section 8, what each means).  Units: bytes, GB/s (1 GB = 1e9 bytes),
+milliseconds; shares are fractions.  Compulsory bytes: the kind's bytes per cell (grader/kinds.json)
+of the kernel's launcher times the bench grid's cells.  The ideal sectors per request of a warp's 32
+coalesced accesses of W bytes is W (CUDA C++ Best Practices Guide, "Coalesced Access to Global
+Memory"); load amplification is L1 bytes loaded per DRAM byte read (about 1 when each input is loaded
+once, about 5 when each thread loads its five neighbours itself)."""
 
 from __future__ import annotations
 

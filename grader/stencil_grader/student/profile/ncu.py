@@ -1,16 +1,14 @@
-"""Nsight Compute: finding ncu, running the lab's bench under it (the command line is in the
-package docstring), reading its report back.
-
-Only the student's kernels are profiled (named from ptxas.log, so the harness's own kernels,
-fill_random, l2_read, ref_*, count_*, copy_float4, never are), and each distinct launch
-configuration once.  `--clock-control none` leaves the GPU's clocks as they are (ncu's default
-locks them, which virtualised GPUs refuse).  The report's raw page is then printed as CSV
-(`ncu --import ... --page raw --csv --print-units base`) for rawpage.py.
+"""Nsight Compute: finding ncu, running the lab's bench under it, reading its raw page back
+(`ncu --import ... --page raw --csv --print-units base`, parse_raw_csv).  Only the student's kernels
+(named from ptxas.log), each launch configuration once, the clocks left alone: grader/README.md,
+section 8.
 """
-
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 import os
 import re
 import shutil
@@ -192,3 +190,46 @@ def run_ncu(ncu: str, kernels, build_dir: Path, seed: int | None, reps: int = BE
                            f"{process.tail_lines(imported.stderr, 4)}")
     return command, imported.stdout, bench_data
 
+
+# ------------------------------------------------------------------ the raw page
+
+def number(text: str) -> float | None:
+    """A raw-page value as a float ('1,073,741,824' -> 1073741824.0); None for 'n/a' and text."""
+    cleaned = text.strip().replace(",", "")
+    try:
+        value = float(cleaned)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def parse_raw_csv(text: str) -> list[dict]:
+    """The rows of `ncu --page raw --csv`: one dict per profiled launch with 'name' (Kernel Name),
+    'block', 'grid', 'id' and 'metrics' {metric: float} (values that are not numbers left out).
+
+    The page is a header row of column names, then (with --print-units) a row of units whose ID
+    cell is empty, then one row per launch.  Lines before the header (ncu's ==PROF== lines, if
+    any) are skipped.  Raises ValueError when there is no header with 'Kernel Name'.
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if '"Kernel Name"' in line or line.startswith("ID,")), None)
+    if start is None:
+        raise ValueError("ncu's raw CSV has no header row naming 'Kernel Name'")
+    reader = csv.reader(io.StringIO("\n".join(lines[start:])))
+    header = next(reader)
+    rows = []
+    for cells in reader:
+        if len(cells) != len(header):
+            continue
+        row = dict(zip(header, cells))
+        if not row.get("ID", "").strip():           # the units row
+            continue
+        metrics = {}
+        for key, cell in row.items():
+            value = number(cell)
+            if value is not None and "__" in key:
+                metrics[key] = value
+        rows.append({"id": row.get("ID", "").strip(), "name": row.get("Kernel Name", "").strip(),
+                     "block": row.get("Block Size", "").strip(), "grid": row.get("Grid Size", "").strip(),
+                     "metrics": metrics})
+    return rows

@@ -1,17 +1,7 @@
-"""The diagnosis without counters, from what the kit sees itself.
-
-Used where Nsight Compute cannot read the GPU's performance counters (ERR_NVGPUCTRPERM: Colab,
-most containers, shared servers with NVreg_RestrictProfilingToAdminUsers=1), where ncu is not
-installed, and when asked (`grade.py profile --no-counters`, or STENCIL_PROFILE_COUNTERS=off).
-Its inputs:
-
-- the build (buildfacts.py): ptxas's registers and spills; the machine code's divisions; for every
-  global and shared load and store of the PTX, how neighbouring lanes address memory (access.py);
-- the launches: the bench runs as `make check` runs it (sandboxed, timed, with the launch
-  audit), and the audit gives each kernel that ran its grid, block, shared memory per block and
-  registers (grader/README.md, section 3).  Only kernels that ran are diagnosed;
-- the GPU's limits per SM (base/gpuprobe.py: threads, registers, shared memory, blocks), for the
-  theoretical occupancy.
+"""The diagnosis without counters, from what the kit sees itself (when and why: grader/README.md,
+section 8): the build (command.static_facts: ptxas's registers and spills, the machine code's divisions,
+how neighbouring lanes address memory, access.py), the launches the audit saw in the bench run as `make
+check` runs it (only kernels that ran are diagnosed), and the GPU's limits per SM (base/gpuprobe.py).
 
 Figures per kernel (the rules of mode "ptx" in grader/profile_rules.json read them):
 
