@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 from stencil_grader import KIT_ROOT
-from stencil_grader.classes import gsautograder, importers, merge, outdir, plan
+from stencil_grader.classes import classfiles, gsautograder, importers, outdir, plan, resume
 from stencil_grader.classes.importers.roster import Roster
 from test_import import make_zip
 
@@ -92,7 +92,7 @@ def make_class(tmp: Path) -> Path:
     return into
 
 
-def write_out(subs: Path, out: Path, missing_as_zero: bool) -> merge.ClassResult:
+def write_out(subs: Path, out: Path, missing_as_zero: bool) -> classfiles.ClassResult:
     """OUT: a report of each (student folder, lab) laid out as a grading leaves it, then the class files."""
     facts = plan.lab_facts(plan.select_labs(None, KIT_ROOT))
     outdir.claim(out, subs)
@@ -105,8 +105,8 @@ def write_out(subs: Path, out: Path, missing_as_zero: bool) -> merge.ClassResult
             kind = kinds[0] if folder in PSEUDONYMS else kinds[(i + (lab == BONUS)) % len(kinds)]
             report = stamp(kind, folder, lab, facts, i)
             outdir.write_json(outdir.report_path(out, folder, lab), report)
-            saved.append(outdir.Saved(folder, lab, report, report if i == 3 else None))
-    return merge.class_files(out, list(facts), missing_as_zero, ["a note of the back end"], saved, 2, facts)
+            saved.append(resume.Saved(folder, lab, report, report if i == 3 else None))
+    return classfiles.class_files(out, list(facts), missing_as_zero, ["a note of the back end"], saved, 2, facts)
 
 
 def digests(tmp: Path, roots: list[Path]) -> dict[str, str]:
@@ -128,7 +128,7 @@ def digests(tmp: Path, roots: list[Path]) -> dict[str, str]:
     return found
 
 
-def result_text(tmp: Path, result: merge.ClassResult) -> str:
+def result_text(tmp: Path, result: classfiles.ClassResult) -> str:
     lines = [line for line in result.summary + result.alarm if not line.startswith(("class page:", "could not write"))]
     return "\n".join(lines + [f"exit {result.exit_status}"]).replace(str(tmp), "<TMP>")
 

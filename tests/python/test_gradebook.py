@@ -1,4 +1,4 @@
-"""The course sites' gradebooks (classes/gradebook.py): a class imported from each site's export
+"""The course sites' gradebooks (classes/classfiles.py, importers/<site>.py): a class imported from each site's export
 (grade.py import), graded, and the files that carry its grades back, read as each site reads them.
 
   Canvas      app/models/gradebook_importer.rb (canvas-lms): a header "Student", "ID", "SIS User ID",

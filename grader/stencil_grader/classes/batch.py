@@ -49,9 +49,10 @@ from .. import __version__
 from ..base import gpus as gpulist
 from ..base import labspec
 from ..grading import build
-from . import merge, outdir, plan as planning, resources, worker
+from . import classfiles, grades, outdir, plan as planning, resources, resume, worker
 from .backend import Backend
 from .plan import ClassPlan, Task
+from .resume import Saved
 from .submissions import ClassError, shown
 
 TASK_STAGES = ("build", "gpu", "merge")
@@ -157,20 +158,20 @@ class RunDir:
         pattern = self.data.get("log_pattern", "logs/{stage}-{job}_{task}.out")
         return str(self.path / pattern.format(stage=stage, job=job or "JOB", task=index if index is not None else 0))
 
-    def done_here(self, item: Item) -> outdir.Saved | None:
+    def done_here(self, item: Item) -> Saved | None:
         """What this run saved of item in OUT (outdir.save: its report, or its attempt beside the
         grade that stood), when this run saved it."""
         report = outdir.read_json(outdir.report_path(self.out, item.student, item.lab))
         if report and (report.get("class") or {}).get("run") == self.name:
-            return outdir.Saved(item.student, item.lab, report)
+            return Saved(item.student, item.lab, report)
         attempt = outdir.read_json(outdir.attempt_path(self.out, item.student, item.lab))
         if attempt and (attempt.get("class") or {}).get("run") == self.name:
-            return outdir.Saved(item.student, item.lab, attempt, report)
+            return Saved(item.student, item.lab, attempt, report)
         return None
 
-    def save(self, item: Item, report: dict, log: str) -> outdir.Saved:
+    def save(self, item: Item, report: dict, log: str) -> Saved:
         """Save item's report in OUT (outdir.save, with the run's --regrade or --student)."""
-        return outdir.save(self.out, item.student, item.lab, report, log, bool(self.data.get("asked")))
+        return resume.save(self.out, item.student, item.lab, report, log, bool(self.data.get("asked")))
 
 
 def record_jobs(run: RunDir, jobs: dict[str, str]) -> None:
@@ -477,12 +478,12 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
     outdir.claim(plan.out, plan.submissions)
     for task in plan.tasks:
         if task.source is None:
-            report = outdir.placeholder(task.spec, task.student, outdir.MISSING, task.why_missing)
-            report["class"] = outdir.stamp(None, task.spec, engine.name, "submit")
-            outdir.save(plan.out, task.student, task.lab, report, task.why_missing + "\n", plan.asked)
+            report = grades.placeholder(task.spec, task.student, grades.MISSING, task.why_missing)
+            report["class"] = resume.stamp(None, task.spec, engine.name, "submit")
+            resume.save(plan.out, task.student, task.lab, report, task.why_missing + "\n", plan.asked)
     if not items:
         say("nothing to grade: every submitted lab already has a final grade; class files rewritten")
-        result = merge.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + engine.notes,
+        result = classfiles.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + engine.notes,
                                    [], len(plan.kept), plan.lab_facts)
         for line in result.summary:
             say(line)

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from . import gradebook, outdir
+from . import classtable, outdir
 from .importers import gradescope
 from .importers.roster import is_group
-from .submissions import SOURCE, ClassError
+from .submissions import ROSTER, SOURCE, ClassError
 
 SITE = "gradescope"
 SERVER = Path(__file__).with_name("gsserve.py")
@@ -75,7 +75,7 @@ class Built:
 
 def default_zip(out: Path, lab: str) -> Path:
     """OUT/gradebook/gradescope-<lab>-autograder.zip, rebuilt from OUT whenever asked."""
-    return Path(out) / gradebook.FOLDER / f"gradescope-{lab}-autograder.zip"
+    return Path(out) / outdir.GRADEBOOK / f"gradescope-{lab}-autograder.zip"
 
 
 def _member(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: bool = False) -> None:
@@ -96,7 +96,7 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
     if not (out / outdir.MANIFEST).is_file():
         raise GradescopeZipError(f"{out} holds no class grading ({outdir.MANIFEST} is missing): give the --out "
                                  "folder of grade.py class")
-    roster, why = gradebook.roster_of(out)
+    roster, why = classtable.class_roster(out)
     if roster is None:
         raise GradescopeZipError(why or f"the class of {out} has no roster: import the lab with "
                                         "grade.py import --from gradescope")
@@ -118,7 +118,7 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
         for kind, key in zip(("e-mail", "SID"), (k for _, k in keys)):
             if key and kind + key in owner:
                 raise GradescopeZipError(f"the {kind} {key!r} belongs to two student folders ({owner[kind + key]!r} "
-                                         f"and {folder!r}) in {gradebook.ROSTER}: merge them into one folder")
+                                         f"and {folder!r}) in {ROSTER}: merge them into one folder")
             if key:
                 owner[kind + key] = folder
         source = outdir.gradescope_path(out, lab, graded_in)

@@ -31,7 +31,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import labspec
 from ..grading import build
-from . import outdir, submissions
+from . import grades, outdir, resume, submissions
 from .importers.roster import ROSTER, Roster, RosterError, imported_labs
 from .submissions import ClassError, shown
 
@@ -133,7 +133,7 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
             source, why = submissions.find_source(subs, name, spec.lab)
             submitted = _int(row.get(f"{spec.lab} files")) and not row.get(f"{spec.lab} file")   # none taken
             if source is None and (submissions.near_miss(why) or submitted):
-                why = outdir.NEAR_MISS + (row.get(f"{spec.lab} note") or why)
+                why = grades.NEAR_MISS + (row.get(f"{spec.lab} note") or why)
             tasks.append(Task(name, spec, source, why))
     if in_groups:
         notes.append(f"{len(in_groups)} lab(s) of students in a group are graded in the group's folder "
@@ -146,8 +146,8 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
     todo, kept = [], []
     for task in tasks:
         report = outdir.read_json(outdir.report_path(out, task.student, task.lab))
-        if asked or not (outdir.is_final(report, task.source, task.spec) if task.source is not None
-                         else outdir.is_grade(report)):
+        if asked or not (resume.is_final(report, task.source, task.spec) if task.source is not None
+                         else grades.is_grade(report)):
             todo.append(task)
             continue
         kept.append(task)

@@ -60,6 +60,18 @@ def shown(name: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+#: A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets
+#: (OWASP, "CSV Injection": https://owasp.org/www-community/attacks/CSV_Injection).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def sheet_cell(text: str) -> str:
+    """A text a student controls (a name, a message) as a CSV cell no spreadsheet evaluates:
+    after a "'" when it starts like a formula (FORMULA_START), else as written.  Every CSV file
+    of OUT writes names through this, so `=HYPERLINK(...)` as a folder name stays text."""
+    return "'" + text if text[:1] in FORMULA_START else text
+
+
 @dataclass
 class Roster:
     """The students of a submissions directory (sorted) and what was skipped there, and why."""

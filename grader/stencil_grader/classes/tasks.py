@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import gpus as gpulist
-from . import gpupool, merge as classfiles, outdir, worker
+from . import classfiles, gpupool, grades, outdir, resume, worker
 from .batch import RUN_FILE, Item, RunDir
 from .plan import Task
+from .resume import Saved
 
 #: Exit status of a gpu task whose GPU failed its probe (nothing graded; the merge says so).
 EXIT_GPU_FAILED = 3
@@ -130,7 +131,7 @@ def _node_gpus(say: Callable[[str], None]) -> tuple[str | None, str | None]:
 
 
 def _stamp(run: RunDir, task: Task, report: dict, stage: str, job_task: str | None) -> dict:
-    report["class"] = outdir.stamp(task.source, task.spec, run.data.get("engine", "batch"), run.name, job_task,
+    report["class"] = resume.stamp(task.source, task.spec, run.data.get("engine", "batch"), run.name, job_task,
                                    stage=stage)
     return report
 
@@ -248,19 +249,19 @@ def merge(run_dir: Path, job: str | None = None, say: Callable[[str], None] = pr
     run = RunDir(run_dir)
     status = _Status(run, "merge", 0, job)
     say(f"merging {run.path}: {len(run.items)} grading(s)")
-    saved: list[outdir.Saved] = []
+    saved: list[Saved] = []
     for position, item in enumerate(run.items):
         done = run.done_here(item)
         if done is None:
             task = item.task()
-            data = outdir.placeholder(task.spec, item.student, outdir.GRADER_ERROR,
+            data = grades.placeholder(task.spec, item.student, grades.GRADER_ERROR,
                                       f"not graded: {why_not_graded(run, position, item)}")
             done = run.save(item, _stamp(run, task, data, "merge", None), data["messages"][0] + "\n")
         saved.append(done)
     for student, lab in run.data.get("missing", []):
         data = outdir.read_json(outdir.report_path(run.out, student, lab))
         if data is not None:
-            saved.append(outdir.Saved(student, lab, data))
+            saved.append(Saved(student, lab, data))
     order = {lab: i for i, lab in enumerate(run.data["lab_order"])}
     saved.sort(key=lambda s: (s.student, order.get(s.lab, 0)))
     notes = list(run.data.get("notes", [])) + [f"run: {run.path} (jobs: " + ", ".join(

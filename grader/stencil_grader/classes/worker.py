@@ -29,7 +29,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import labspec, process, sandbox
 from ..grading import build, pipeline
-from . import outdir
+from . import grades
 from .plan import Task
 from .submissions import ClassError
 
@@ -154,9 +154,9 @@ def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", bui
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
     if task.source is None:
-        return outdir.placeholder(task.spec, task.student, outdir.MISSING, task.why_missing), ""
+        return grades.placeholder(task.spec, task.student, grades.MISSING, task.why_missing), ""
     if why := build.size_problem(task.source):
-        return outdir.placeholder(task.spec, task.student, "compile_error", why), why + "\n"
+        return grades.placeholder(task.spec, task.student, "compile_error", why), why + "\n"
     if stage != "all" and build_dir is None:
         raise ValueError(f"stage {stage!r} needs a build_dir shared by both halves")
     with tempfile.TemporaryDirectory(prefix=f"grade-{task.lab}-", dir=temp_root()) as tmp:
@@ -176,5 +176,5 @@ def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", bui
         if report is None or run.timed_out or run.returncode not in (0, 1):
             last = [line for line in (run.stderr or run.stdout).strip().splitlines() if line.strip()]
             why = f"the grading process {run.describe()}" + (f": {last[-1].strip()}" if last else "")
-            report = outdir.placeholder(task.spec, task.student, outdir.GRADER_ERROR, why)
+            report = grades.placeholder(task.spec, task.student, grades.GRADER_ERROR, why)
     return report, log
