@@ -20,7 +20,7 @@ from pathlib import Path
 from stencil_grader import KIT_ROOT
 from stencil_grader.classes import classfiles, gsautograder, importers, outdir, plan, resume
 from stencil_grader.classes.importers.roster import Roster
-from test_import import make_zip
+from test_import import NEEDS_YAML, make_zip
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "classfiles.json"
 RECORDED = Path(__file__).resolve().parent / "data" / "html" / "class" / "students"
@@ -133,6 +133,7 @@ def result_text(tmp: Path, result: classfiles.ClassResult) -> str:
     return "\n".join(lines + [f"exit {result.exit_status}"]).replace(str(tmp), "<TMP>")
 
 
+@NEEDS_YAML
 def test_the_class_files_are_byte_identical_to_the_golden_digests(tmp_path):
     subs = make_class(tmp_path)
     results = {}
