@@ -1,21 +1,12 @@
-"""Who runs a class's gradings, and where: the back ends, behind one small interface; and
-grade_class(), a class graded on this host from start to end.
+"""Who runs a class's gradings: the back ends, behind one small interface, and grade_class (plan,
+run, class files on this host).
 
-    backend.check()                   refuse early (ClassError) what this engine cannot do
-    saved = backend.run(plan, say)    grade plan.tasks and save each report (outdir.save);
-                                      what was saved, or None when the gradings end later
-                                      (a batch system: its merge job writes the class files)
+    backend.check()              refuse early (ClassError) what this engine cannot do
+    backend.run(plan, say)       grade plan.tasks, saving each report (resume.save): what was
+                                 saved, or None when the gradings end later (a batch merge)
 
-Every back end runs the same worker (worker.grade: one `grade.py lab` process per
-grading) and leaves the same files (outdir.py); only the scheduling differs:
-
-    LocalBackend   this host: `jobs` gradings at once in threads (builds in parallel on the
-                   CPUs), each grading's GPU stages on one GPU of the pool at a time
-                   (base/locks.py GpuPool: one lock file per GPU), every GPU probed first
-                   (gpupool.py)
-    BatchEngine    a batch system (batch.py: the run folder and the submission; tasks.py: what
-                   its jobs run): a build array, a GPU array, a merge job; each engine (Slurm:
-                   engines/slurm.py) is one module of engines/ that writes and submits them
+LocalBackend: this host, `jobs` gradings at once in threads, each grading's GPU stages on one GPU
+of the pool (every GPU probed first); BatchEngine (batch.py): a batch system.
 """
 
 from __future__ import annotations

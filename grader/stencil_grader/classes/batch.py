@@ -1,37 +1,8 @@
-"""A class grading run by a batch system: the run folder, what an engine must do, and submitting.
-
-Engine-neutral: an engine (Slurm, ...) is one module of classes/engines/ holding a
-BatchEngine, which writes its job scripts and submits them; everything else is here and in
-tasks.py.  A run passes state through its folder, which therefore must be on a filesystem
-that every node sees (as must the submissions and the kit):
-
-    OUT/batch/run-N/
-        run.json            the plan: the gradings of this run (items), their shards, the
-                            build architecture, the time limits, the engine and its job ids
-        <the engine's job scripts>, setup.sh (a copy of --setup FILE)
-        logs/               the engine's output files, one per task (log_pattern)
-        tasks/<stage>-<i>.json   what each task did (tasks.py)
-        pending/<i>.json, .log   a build waiting for its GPU stages (i: the grading's place in
-                            run.json's items: no student's name is part of a path here)
-        builds/<i>/              that build (removed once graded)
-
-Since make builds in the run folder, OUT must be a path make can take (check_out).
-
-`submit()` (what `grade.py <engine>` runs on a login node): the plan (plan.py: resuming, a
-final grade is kept), the checks (the engine's, an earlier run still queued, a run folder on
-a filesystem of this node only), then --dry-run (print the scripts and commands, write
-nothing) or: claim OUT, record each lab never submitted as "missing", create the run folder
-and let the engine write and submit three jobs:
-
-    build   an array of `tasks` tasks, no GPU:   grade.py class-task build RUN --task I [--job J]
-    gpu     an array of `tasks` tasks, one GPU each (or the node's, under locks: tasks.py),
-            task i after build task i where the engine can say so (shard i is the same
-            gradings in both), else after the whole build array
-    merge   one task after every gpu task, whatever their end: grade.py class-task merge RUN
-
-The requests of each (time, memory, CPUs) come from resources.py; the gradings of a task
-from --per-task (default: resources.default_per_task) and the engine's most tasks per array.
-"""
+"""A class grading run by a batch system, whatever the engine (grader/README.md, section 9, "A batch
+system"): the run folder OUT/batch/run-N/ (RunDir: run.json, the job scripts, logs/, tasks/,
+pending/, builds/; on a filesystem every node sees), what an engine module of engines/ must do
+(BatchEngine) and `grade.py <engine>` (submit: plan, check, then --dry-run or the three jobs:
+a build array, a GPU array, the merge; what they run is tasks.py)."""
 
 from __future__ import annotations
 
@@ -107,11 +78,6 @@ def next_run_dir(out: Path) -> Path:
     """OUT/batch/run-N for the first N taken by no run of OUT (outdir.run_folders)."""
     taken = [int(p.name[4:]) for p in outdir.run_folders(out) if p.name[4:].isdigit()]
     return out / RUNS / f"run-{max(taken, default=0) + 1}"
-
-
-def earlier_runs(out: Path) -> list[tuple[Path, dict]]:
-    """(run folder, run.json) of every earlier run in OUT whose merge has not run."""
-    return [(p, d) for p in outdir.run_folders(out) if (d := outdir.read_json(p / RUN_FILE)) and not d.get("merged")]
 
 
 class RunDir:
@@ -425,7 +391,7 @@ def _items(plan: ClassPlan) -> tuple[list[Item], list[tuple[str, str]]]:
 
 def refuse_queued_runs(engine: BatchEngine, out: Path) -> None:
     """ClassError when an earlier run of OUT still has jobs queued or running (the engine says)."""
-    for path, data in earlier_runs(out):
+    for path, data in outdir.unmerged_runs(out):
         queued = engine.still_queued([str(j) for j in (data.get("jobs") or {}).values()])
         if queued:
             raise ClassError(f"{path.name} of {out} still has jobs queued or running ({', '.join(queued)}): "

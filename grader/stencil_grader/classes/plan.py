@@ -1,26 +1,12 @@
-"""The plan of a class grading: which (student, lab) this run grades, and which it keeps.
+"""The plan of a class grading, whoever runs it: which (student, lab) this run grades and which it
+keeps (grader/README.md, section 9, "Resume, and a grade never lost").
 
-    SUBMISSIONS/<student>/<lab>/kernel.cu      (mirrors starter/; submissions.py reads it)
-
-One class grading, whoever runs it (backend.py: this host; batch.py and an engine of engines/:
-a cluster), is three steps, each in its own module:
-
-    plan.make_plan()     check the input and decide the gradings       (this module)
-    backend.run(plan)    grade them, one `grade.py lab` process each  (worker.py), and save
-                         each report in OUT (outdir.save)
-    merge.class_files()  the class files, rebuilt from every report in OUT
-
-What is asked: the labs named with --labs, else the labs CLASS/roster.csv says were imported
-(grade.py import), else every lab; a student whose lab is a group's submission (roster.csv's
-"<lab> group") is graded in the group's folder, not in their own.  A lab without its kernel.cu
-is "missing"; a near miss (something submitted under another name: found in the student's
-folder, or in the export with no file taken: roster.csv's "<lab> files" and "<lab> file") says so in its message (outdir.NEAR_MISS)
-and is never counted as 0.
-
-Resuming is the rule of the plan: a (student, lab) whose report in OUT is final for the
-same kernel.cu, kit version and lab.json (outdir.is_final) is kept, not graded again,
-unless asked (--regrade: every selected lab; --student NAME: that student's).  A lab
-whose kernel.cu has gone from the submissions keeps a grade it had, unless asked.
+What is asked: --labs, else the labs CLASS/roster.csv has imported, else every lab; a lab of a
+group's submission (roster.csv's "<lab> group") is graded in the group's folder.  A lab without
+its kernel.cu is "missing", a near miss (submitted under another name, in the folder or in the
+export) saying so (grades.NEAR_MISS).  What is final for the same kernel.cu, kit version and
+lab.json is kept (resume.is_final), unless asked (--regrade; --student NAME); a grade whose
+kernel.cu has gone stays unless asked.
 """
 
 from __future__ import annotations

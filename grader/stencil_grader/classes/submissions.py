@@ -1,23 +1,9 @@
-"""Reading a submissions directory: who the students are, and where each lab's kernel.cu is.
-
-    SUBMISSIONS/<student>/<lab>/kernel.cu      (one folder per student, mirroring starter/)
-
-A student folder may have any name a file system allows (spaces, quotes, `$(...)`,
-a newline, a leading `-`, 255 bytes): the grader only reads it, copies each
-kernel.cu to a folder of its own before building (grading/build.py), and prints
-it with control characters escaped (shown).
-
-What a course's upload tools leave beside the students is skipped, each with a
-note for the class summary: hidden entries (`.git`, `.DS_Store`), archive
-artefacts (`__MACOSX`, any name starting with `__`) and loose files (`notes.txt`,
-an unpacked `alice.zip`).  A top-level ROSTER (`roster.csv`, which a course-site
-importer writes: one row per student folder) is skipped without a note.
-
-A lab without its kernel.cu is "missing"; when something close was submitted
-instead, the message names it, so that the instructor (and the student) sees
-why: `Kernel.cu` or `kernel.cu.txt` beside the right place, a folder named
-kernel.cu, the file one folder too deep (an archive's own top folder) or
-directly in the student's folder, a lab folder spelled with other capitals.
+"""The class folder, SUBMISSIONS/<student>/<lab>/kernel.cu: who the students are, where each lab's
+kernel.cu is or why it is missing (naming a near miss: Kernel.cu, kernel.cu.txt, a folder named
+kernel.cu, the file a folder too deep), and how a student's name is printed (shown) and written
+into a sheet (sheet_cell).  A folder may have any name (spaces, quotes, a newline, a leading
+`-`): it is only read, never handed to a shell or make.  Hidden entries, `__*` folders
+(__MACOSX) and loose files are skipped with a note; the importers' ROSTER silently.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
-"""One grading of one (student, lab), in a process of its own: what every back end runs.
-
-A back end (the local pool, a batch task) never grades in its own process: it runs
+"""One grading of one (student, lab) in a process of its own, what every back end runs:
 
     grade.py lab LABDIR --impl SUBMISSIONS/<student> --build-dir DIR --json FILE
                  [--stage build|gpu] [--arch ARCH] [--gpu-locks LOCKS --gpus 0,2]
 
-as an argument list (no shell), with a clean environment (clean_env), its own
-temporary folder (TMPDIR, so that the sandboxes of its runs go when it goes, even
-when it is killed; under temp_root, a path make can take) and a time limit
-(time_limit_s), and reads the report back.  The build copies the student's
-kernel.cu into DIR before make sees it (grading/build.py): the student's folder
-name reaches no make and no shell.  A crash, a hang or a compile error therefore
-costs that lab only; a grading process that dies or runs past its limit becomes a
-"grader_error" report naming what happened.  Which stages run, and in which order,
-is the pipeline's (grading/pipeline.py); this module only picks "all", or one of
-its halves.
+an argument list (no shell; the build copies kernel.cu under a name of its own, so a folder name
+reaches no make), a clean environment (clean_env), its own TMPDIR under temp_root and a time
+limit (time_limit_s).  A process that writes no report, dies or runs past its limit gives a
+"grader_error" report saying what happened.
 """
 
 from __future__ import annotations
