@@ -371,7 +371,7 @@ def test_submissions_reader_unit(tmp_path):
     subs = tmp_path / "s"
     put(subs, "ann", "01-x")
     (subs / "ann" / "01-X").mkdir()
-    roster = submissions.read_roster(subs)
+    roster = submissions.read_students(subs)
     assert roster.students == ["ann"]
     assert submissions.find_source(subs, "ann", "01-x")[0] == subs / "ann" / "01-x" / "kernel.cu"
     path, why = submissions.find_source(subs, "ann", "02-y")

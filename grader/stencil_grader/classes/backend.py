@@ -214,4 +214,5 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
         backend.notes += similar.class_step(the_plan.submissions, the_plan.out, [s.lab for s in the_plan.specs],
                                             against, progress, kit_root)
     return classfiles.class_files(the_plan.out, the_plan.lab_order, the_plan.missing_as_zero,
-                             the_plan.notes + backend.notes, saved, len(the_plan.kept))
+                                  the_plan.notes + backend.notes, saved, len(the_plan.kept), the_plan.lab_facts,
+                                  the_plan.roster)

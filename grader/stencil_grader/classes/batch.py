@@ -450,7 +450,7 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
     if not items:
         say("nothing to grade: every submitted lab already has a final grade; class files rewritten")
         result = classfiles.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + engine.notes,
-                                   [], len(plan.kept), plan.lab_facts)
+                                        [], len(plan.kept), plan.lab_facts, plan.roster)
         for line in result.summary:
             say(line)
         return 0

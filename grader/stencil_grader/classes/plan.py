@@ -51,7 +51,8 @@ class ClassPlan:
     lab_order: every lab of the kit, in order (the class files cover them all).
     lab_facts: for every lab of lab_order, what the gradebooks need of its lab.json:
         {"title", "points" (its total), "bonus" (extra credit, never required)}.
-    asked: grades are replaced as asked (--regrade or --student): outdir.save's rule.
+    asked: grades are replaced as asked (--regrade or --student): resume.save's rule.
+    roster: CLASS/roster.csv (grade.py import), read once here; None when there is none.
     notes: what was skipped in the submissions directory, and why; what is kept, and why.
     """
 
@@ -66,6 +67,7 @@ class ClassPlan:
     kept: list[Task] = field(default_factory=list)
     asked: bool = False
     lab_facts: dict[str, dict] = field(default_factory=dict)
+    roster: Roster | None = None
 
 
 def kit_root() -> Path:
@@ -102,16 +104,16 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
         raise ClassError(f"the kit lies in {str(kit)!r}, a path that {why}, which make cannot take: move the kit "
                          "(or a copy of it) to a path without it")
     every = select_labs(None, kit)
-    site_roster = _site_roster(subs)
-    asked_labs = labs or imported_labs(site_roster.columns, [s.lab for s in every]) if site_roster else labs
+    roster = _site_roster(subs)
+    asked_labs = labs or imported_labs(roster.columns, [s.lab for s in every]) if roster else labs
     specs = select_labs(asked_labs, kit)
-    roster = submissions.read_roster(subs, student)
+    found = submissions.read_students(subs, student)
     outdir.claim(out, subs, write=False)
-    tasks, notes, in_groups = [], list(roster.notes), []
-    if not labs and site_roster and asked_labs:
+    tasks, notes, in_groups = [], list(found.notes), []
+    if not labs and roster and asked_labs:
         notes.append(f"labs: {', '.join(asked_labs)}, the ones {ROSTER} says were imported (--labs to choose)")
-    for name in roster.students:
-        row = site_roster.rows.get(name, {}) if site_roster else {}
+    for name in found.students:
+        row = roster.rows.get(name, {}) if roster else {}
         for spec in specs:
             if row.get(f"{spec.lab} group"):
                 in_groups.append(f"{shown(name)}/{spec.lab} -> {shown(row[f'{spec.lab} group'])}")
@@ -125,7 +127,7 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
         notes.append(f"{len(in_groups)} lab(s) of students in a group are graded in the group's folder "
                      f"({ROSTER}): " + ", ".join(in_groups))
     if not any(t.source for t in tasks):
-        who = f"student {shown(student)!r}" if student else f"{len(roster.students)} student folder(s)"
+        who = f"student {shown(student)!r}" if student else f"{len(found.students)} student folder(s)"
         raise ClassError(f"nothing to grade: no {submissions.SOURCE} of {', '.join(s.lab for s in specs)} "
                          f"in {who} of {subs} (expected {subs}/<student>/<lab>/{submissions.SOURCE})")
     asked = regrade or student is not None
@@ -140,8 +142,8 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
         if task.source is None:
             notes.append(f"{task.key}: {submissions.SOURCE} is no longer in the submissions; its grade "
                          f"({report['verdict']}) stays (--regrade or --student records it as missing)")
-    return ClassPlan(subs, out, specs, roster.students, todo, [s.lab for s in every], missing_as_zero, notes, kept,
-                     asked, lab_facts(every))
+    return ClassPlan(subs, out, specs, found.students, todo, [s.lab for s in every], missing_as_zero, notes, kept,
+                     asked, lab_facts(every), roster)
 
 
 def _int(text: str | None) -> int:

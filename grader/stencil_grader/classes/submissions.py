@@ -59,7 +59,7 @@ def sheet_cell(text: str) -> str:
 
 
 @dataclass
-class Roster:
+class Students:
     """The students of a submissions directory (sorted) and what was skipped there, and why."""
 
     root: Path
@@ -67,7 +67,7 @@ class Roster:
     notes: list[str] = field(default_factory=list)
 
 
-def read_roster(submissions: Path, only: str | None = None) -> Roster:
+def read_students(submissions: Path, only: str | None = None) -> Students:
     """The student folders of `submissions`, or [only] after checking it is one of them.
 
     Raises ClassError: no such directory; a file instead of a directory (an archive: unpack
@@ -98,11 +98,15 @@ def read_roster(submissions: Path, only: str | None = None) -> Roster:
                     "there" if same else "")
             raise ClassError(f"no submissions for student {shown(only)!r} in {submissions} (a name of one of "
                              f"its student folders, as written){hint}")
-        return Roster(submissions, [only], notes)
+        return Students(submissions, [only], notes)
     if not names:
         raise ClassError(f"{submissions} holds no student folder (expected {submissions}/<student>/<lab>/"
                          f"{SOURCE}){'; ' + '; '.join(notes) if notes else ''}")
-    return Roster(submissions, names, notes)
+    return Students(submissions, names, notes)
+
+
+#: similarity.py's name for read_students, until it calls that.
+read_roster = read_students
 
 
 def _walk(folder: Path, depth: int):
