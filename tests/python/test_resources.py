@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT
-from stencil_grader.classes import backend, gpupool, grades, outdir, plan, resources
+from stencil_grader.classes import backend, gpupool, grades, plan, resources
 from stencil_grader.instructor import records, recordings
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
