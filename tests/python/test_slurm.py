@@ -32,6 +32,7 @@ from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, write_script
 from stencil_grader import cli
 from stencil_grader.base.gpus import Gpu
 from stencil_grader.classes import batch, outdir, plan, tasks
+from stencil_grader.classes.submissions import sheet_cell
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "slurm"))
 import minislurm  # noqa: E402
@@ -427,7 +428,7 @@ def test_hostile_names_grade_as_plain_ones_through_the_batch_tasks(fake_kit, tmp
     for name in names:
         data = report(out, name)
         assert (data["verdict"], data["points"], data["static"]) == (plain["verdict"], plain["points"], plain["static"])
-    assert sorted(read_csv(out / "class.csv")) == sorted(map(outdir.sheet_cell, names))   # "-rf" as text
+    assert sorted(read_csv(out / "class.csv")) == sorted(map(sheet_cell, names))   # "-rf" as text
     assert not list(tmp_path.rglob("PWNED")) and not list(fake_kit.root.rglob("PWNED"))
     for script in ("build", "gpu", "merge"):
         assert "brien" not in (run.path / f"{script}.sbatch").read_text()

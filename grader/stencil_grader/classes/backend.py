@@ -1,21 +1,12 @@
-"""Who runs a class's gradings, and where: the back ends, behind one small interface; and
-grade_class(), a class graded on this host from start to end.
+"""Who runs a class's gradings: the back ends, behind one small interface, and grade_class (plan,
+run, class files on this host).
 
-    backend.check()                   refuse early (ClassError) what this engine cannot do
-    saved = backend.run(plan, say)    grade plan.tasks and save each report (outdir.save);
-                                      what was saved, or None when the gradings end later
-                                      (a batch system: its merge job writes the class files)
+    backend.check()              refuse early (ClassError) what this engine cannot do
+    backend.run(plan, say)       grade plan.tasks, saving each report (resume.save): what was
+                                 saved, or None when the gradings end later (a batch merge)
 
-Every back end runs the same worker (worker.grade: one `grade.py lab` process per
-grading) and leaves the same files (outdir.py); only the scheduling differs:
-
-    LocalBackend   this host: `jobs` gradings at once in threads (builds in parallel on the
-                   CPUs), each grading's GPU stages on one GPU of the pool at a time
-                   (base/locks.py GpuPool: one lock file per GPU), every GPU probed first
-                   (gpupool.py)
-    BatchEngine    a batch system (batch.py: the run folder and the submission; tasks.py: what
-                   its jobs run): a build array, a GPU array, a merge job; each engine (Slurm:
-                   engines/slurm.py) is one module of engines/ that writes and submits them
+LocalBackend: this host, `jobs` gradings at once in threads, each grading's GPU stages on one GPU
+of the pool (every GPU probed first); BatchEngine (batch.py): a batch system.
 """
 
 from __future__ import annotations
@@ -29,9 +20,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import sandbox
-from . import gpupool, merge, outdir, plan, worker
+from . import classfiles, gpupool, grades, outdir, plan, resume, worker
 from . import similarity as similar
 from .plan import ClassPlan, Task
+from .resume import Saved
 from .submissions import ClassError, shown
 
 
@@ -47,17 +39,17 @@ class Backend(ABC):
         """Raise ClassError for what makes this engine unusable here, before anything is written."""
 
     @abstractmethod
-    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> list[outdir.Saved] | None:
+    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> list[Saved] | None:
         """Grade plan.tasks (or submit them); what was saved, in plan order, or None when they end later."""
 
 
-def progress_line(saved: outdir.Saved, show_gpu: bool = False) -> str:
+def progress_line(saved: Saved, show_gpu: bool = False) -> str:
     """One console row of a grading: student, lab, verdict, points ("-" when the verdict is no
     grade), seconds (and the GPU, with several), and the grade that stays when this grading
     measured nothing."""
     r = saved.report
     gpu = ((r.get("gpu") or {}).get("assigned") or {}).get("index")
-    points = f"{float(r.get('points') or 0.0):6.2f}" if outdir.is_grade(r) else "     -"     # no grade: no 0
+    points = f"{float(r.get('points') or 0.0):6.2f}" if grades.is_grade(r) else "     -"     # no grade: no 0
     line = (f"{shown(saved.student):<20} {saved.lab:<24} {r.get('verdict'):<14} "
             f"{points}/{float(r.get('max_points') or 0.0):g}"
             f"  ({float((r.get('seconds') or {}).get('total', 0.0)):.0f} s)"
@@ -74,7 +66,7 @@ def _unusable_gpu(report: dict) -> int | None:
     assigned = section.get("assigned") or {}
     if assigned.get("index") is None:
         return None
-    if section.get("status") == "no_gpu" or report.get("verdict") in ("crash", outdir.GRADER_ERROR):
+    if section.get("status") == "no_gpu" or report.get("verdict") in ("crash", grades.GRADER_ERROR):
         return assigned["index"]
     return None
 
@@ -124,7 +116,7 @@ class LocalBackend(Backend):
             self.notes.append(f"the GPUs of this host are of {len(models)} models ({', '.join(models)}): "
                               "scores compare within one model; --gpus picks one")
 
-    def _grade(self, task: Task, plan: ClassPlan, lock_dir: Path) -> outdir.Saved:
+    def _grade(self, task: Task, plan: ClassPlan, lock_dir: Path) -> Saved:
         report, log = None, ""
         if task.source is None:
             report, _ = worker.grade(task, plan.submissions, 0)
@@ -133,7 +125,7 @@ class LocalBackend(Backend):
         while report is None:
             usable = self.gpus.indices()          # "0,2"; "" when every GPU has been taken out
             if usable == "":
-                report = outdir.placeholder(task.spec, task.student, "not_measured",
+                report = grades.placeholder(task.spec, task.student, "not_measured",
                                             "not measured: no usable GPU left (" + "; ".join(self.gpus.notes) + ")")
                 break
             gpus = max(1, len(self.gpus.usable))
@@ -144,13 +136,13 @@ class LocalBackend(Backend):
             bad = _unusable_gpu(report)
             if bad is not None and self.gpus.suspect(bad):
                 report = None                  # that GPU is out of the pool now: grade again elsewhere
-            elif report.get("verdict") == outdir.GRADER_ERROR and tries < GRADER_ERROR_TRIES:
-                self.say(f"{shown(task.student)} {task.lab}: grader_error ({outdir.reason(report)}): grading again")
+            elif report.get("verdict") == grades.GRADER_ERROR and tries < GRADER_ERROR_TRIES:
+                self.say(f"{shown(task.student)} {task.lab}: grader_error ({grades.reason(report)}): grading again")
                 report = None
-        report["class"] = outdir.stamp(task.source, task.spec, "local", "local")
-        return outdir.save(plan.out, task.student, task.lab, report, log, plan.asked)
+        report["class"] = resume.stamp(task.source, task.spec, "local", "local")
+        return resume.save(plan.out, task.student, task.lab, report, log, plan.asked)
 
-    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> list[outdir.Saved]:
+    def run(self, plan: ClassPlan, say: Callable[[str], None]) -> list[Saved]:
         gpus = len(self.gpus.usable)
         say(f"grading {len(plan.tasks)} lab(s) of {len(plan.students)} student(s), {self.jobs} at a time, "
             + (f"on {gpus} GPU(s): " + ", ".join(gpupool.describe(g) for g in self.gpus.usable) if gpus
@@ -162,7 +154,7 @@ class LocalBackend(Backend):
                 self.notes.append(note)
         # The GPU locks of this run's gradings: a temporary folder, never the output folder.
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))
-        saved: list[outdir.Saved] = []
+        saved: list[Saved] = []
         try:
             with ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 # map() yields in the plan's order: the rows come out by student and lab.
@@ -189,7 +181,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 student: str | None = None, jobs: int | None = None,
                 progress: Callable[[str], None] = print, kit_root: Path | None = None,
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
-                regrade: bool = False, similarity: bool = False, against: Path | None = None) -> merge.ClassResult:
+                regrade: bool = False, similarity: bool = False, against: Path | None = None) -> classfiles.ClassResult:
     """Grade a class on this host: plan (plan.make_plan: what to grade, what is kept), run the
     gradings (LocalBackend), merge (merge.class_files: the class files from every report).
 
@@ -209,7 +201,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
     if similarity:
         similar.check(against)
     backend = LocalBackend(jobs or os.cpu_count() or 1, gpus=gpus, gpu_set=gpu_set, say=progress)
-    saved: list[outdir.Saved] = []
+    saved: list[Saved] = []
     if the_plan.tasks:
         backend.check()
     outdir.claim(the_plan.out, the_plan.submissions)
@@ -221,5 +213,6 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
     if similarity:
         backend.notes += similar.class_step(the_plan.submissions, the_plan.out, [s.lab for s in the_plan.specs],
                                             against, progress, kit_root)
-    return merge.class_files(the_plan.out, the_plan.lab_order, the_plan.missing_as_zero,
-                             the_plan.notes + backend.notes, saved, len(the_plan.kept))
+    return classfiles.class_files(the_plan.out, the_plan.lab_order, the_plan.missing_as_zero,
+                                  the_plan.notes + backend.notes, saved, len(the_plan.kept), the_plan.lab_facts,
+                                  the_plan.roster)

@@ -1,37 +1,8 @@
-"""A class grading run by a batch system: the run folder, what an engine must do, and submitting.
-
-Engine-neutral: an engine (Slurm, ...) is one module of classes/engines/ holding a
-BatchEngine, which writes its job scripts and submits them; everything else is here and in
-tasks.py.  A run passes state through its folder, which therefore must be on a filesystem
-that every node sees (as must the submissions and the kit):
-
-    OUT/batch/run-N/
-        run.json            the plan: the gradings of this run (items), their shards, the
-                            build architecture, the time limits, the engine and its job ids
-        <the engine's job scripts>, setup.sh (a copy of --setup FILE)
-        logs/               the engine's output files, one per task (log_pattern)
-        tasks/<stage>-<i>.json   what each task did (tasks.py)
-        pending/<i>.json, .log   a build waiting for its GPU stages (i: the grading's place in
-                            run.json's items: no student's name is part of a path here)
-        builds/<i>/              that build (removed once graded)
-
-Since make builds in the run folder, OUT must be a path make can take (check_out).
-
-`submit()` (what `grade.py <engine>` runs on a login node): the plan (plan.py: resuming, a
-final grade is kept), the checks (the engine's, an earlier run still queued, a run folder on
-a filesystem of this node only), then --dry-run (print the scripts and commands, write
-nothing) or: claim OUT, record each lab never submitted as "missing", create the run folder
-and let the engine write and submit three jobs:
-
-    build   an array of `tasks` tasks, no GPU:   grade.py class-task build RUN --task I [--job J]
-    gpu     an array of `tasks` tasks, one GPU each (or the node's, under locks: tasks.py),
-            task i after build task i where the engine can say so (shard i is the same
-            gradings in both), else after the whole build array
-    merge   one task after every gpu task, whatever their end: grade.py class-task merge RUN
-
-The requests of each (time, memory, CPUs) come from resources.py; the gradings of a task
-from --per-task (default: resources.default_per_task) and the engine's most tasks per array.
-"""
+"""A class grading run by a batch system, whatever the engine (grader/README.md, section 9, "A batch
+system"): the run folder OUT/batch/run-N/ (RunDir: run.json, the job scripts, logs/, tasks/,
+pending/, builds/; on a filesystem every node sees), what an engine module of engines/ must do
+(BatchEngine) and `grade.py <engine>` (submit: plan, check, then --dry-run or the three jobs:
+a build array, a GPU array, the merge; what they run is tasks.py)."""
 
 from __future__ import annotations
 
@@ -49,9 +20,10 @@ from .. import __version__
 from ..base import gpus as gpulist
 from ..base import labspec
 from ..grading import build
-from . import merge, outdir, plan as planning, resources, worker
+from . import classfiles, grades, outdir, plan as planning, resources, resume, worker
 from .backend import Backend
 from .plan import ClassPlan, Task
+from .resume import Saved
 from .submissions import ClassError, shown
 
 TASK_STAGES = ("build", "gpu", "merge")
@@ -108,11 +80,6 @@ def next_run_dir(out: Path) -> Path:
     return out / RUNS / f"run-{max(taken, default=0) + 1}"
 
 
-def earlier_runs(out: Path) -> list[tuple[Path, dict]]:
-    """(run folder, run.json) of every earlier run in OUT whose merge has not run."""
-    return [(p, d) for p in outdir.run_folders(out) if (d := outdir.read_json(p / RUN_FILE)) and not d.get("merged")]
-
-
 class RunDir:
     """A run folder (module docstring) and its run.json."""
 
@@ -157,20 +124,20 @@ class RunDir:
         pattern = self.data.get("log_pattern", "logs/{stage}-{job}_{task}.out")
         return str(self.path / pattern.format(stage=stage, job=job or "JOB", task=index if index is not None else 0))
 
-    def done_here(self, item: Item) -> outdir.Saved | None:
+    def done_here(self, item: Item) -> Saved | None:
         """What this run saved of item in OUT (outdir.save: its report, or its attempt beside the
         grade that stood), when this run saved it."""
         report = outdir.read_json(outdir.report_path(self.out, item.student, item.lab))
         if report and (report.get("class") or {}).get("run") == self.name:
-            return outdir.Saved(item.student, item.lab, report)
+            return Saved(item.student, item.lab, report)
         attempt = outdir.read_json(outdir.attempt_path(self.out, item.student, item.lab))
         if attempt and (attempt.get("class") or {}).get("run") == self.name:
-            return outdir.Saved(item.student, item.lab, attempt, report)
+            return Saved(item.student, item.lab, attempt, report)
         return None
 
-    def save(self, item: Item, report: dict, log: str) -> outdir.Saved:
+    def save(self, item: Item, report: dict, log: str) -> Saved:
         """Save item's report in OUT (outdir.save, with the run's --regrade or --student)."""
-        return outdir.save(self.out, item.student, item.lab, report, log, bool(self.data.get("asked")))
+        return resume.save(self.out, item.student, item.lab, report, log, bool(self.data.get("asked")))
 
 
 def record_jobs(run: RunDir, jobs: dict[str, str]) -> None:
@@ -424,7 +391,7 @@ def _items(plan: ClassPlan) -> tuple[list[Item], list[tuple[str, str]]]:
 
 def refuse_queued_runs(engine: BatchEngine, out: Path) -> None:
     """ClassError when an earlier run of OUT still has jobs queued or running (the engine says)."""
-    for path, data in earlier_runs(out):
+    for path, data in outdir.unmerged_runs(out):
         queued = engine.still_queued([str(j) for j in (data.get("jobs") or {}).values()])
         if queued:
             raise ClassError(f"{path.name} of {out} still has jobs queued or running ({', '.join(queued)}): "
@@ -477,13 +444,13 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
     outdir.claim(plan.out, plan.submissions)
     for task in plan.tasks:
         if task.source is None:
-            report = outdir.placeholder(task.spec, task.student, outdir.MISSING, task.why_missing)
-            report["class"] = outdir.stamp(None, task.spec, engine.name, "submit")
-            outdir.save(plan.out, task.student, task.lab, report, task.why_missing + "\n", plan.asked)
+            report = grades.placeholder(task.spec, task.student, grades.MISSING, task.why_missing)
+            report["class"] = resume.stamp(None, task.spec, engine.name, "submit")
+            resume.save(plan.out, task.student, task.lab, report, task.why_missing + "\n", plan.asked)
     if not items:
         say("nothing to grade: every submitted lab already has a final grade; class files rewritten")
-        result = merge.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + engine.notes,
-                                   [], len(plan.kept), plan.lab_facts)
+        result = classfiles.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + engine.notes,
+                                        [], len(plan.kept), plan.lab_facts, plan.roster)
         for line in result.summary:
             say(line)
         return 0

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..grading import progress
 from ..grading.html import escape as _e
 from . import outdir
+from .grades import is_grade
 from .submissions import ClassError, shown
 
 #: Points that count as a move (reports round points to 0.01).
@@ -42,21 +43,17 @@ class Change:
     kind: str
 
 
-def _graded(entry: dict | None) -> bool:
-    return bool(entry) and entry.get("verdict") not in progress.NO_GRADE
-
-
 def kind_of(before: dict | None, after: dict | None) -> str:
     """The kind of change between two entries (module docstring)."""
     if before is None or after is None:
         return "new" if before is None else "gone"
-    if _graded(before) and _graded(after):
+    if is_grade(before) and is_grade(after):
         moved = float(after.get("points") or 0.0) - float(before.get("points") or 0.0)
         if moved > POINTS_EPSILON:
             return "improved"
         if moved < -POINTS_EPSILON:
             return "regressed"
-    if before.get("verdict") != after.get("verdict") or _graded(before) != _graded(after):
+    if before.get("verdict") != after.get("verdict") or is_grade(before) != is_grade(after):
         return "changed"
     return "same"
 
@@ -81,7 +78,7 @@ def describe(entry: dict | None) -> str:
     if entry is None:
         return "none"
     words = str(entry.get("verdict"))
-    if _graded(entry):
+    if is_grade(entry):
         words += f" {float(entry.get('points') or 0.0):.2f}"
     if isinstance(entry.get("ratio"), (int, float)):
         words += f" (ratio {entry['ratio']:.3f})"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..base.cliargs import UsageError, lab_list
 from ..grading import html
-from . import (backend, batch, classdiff, gsautograder, importers, merge, outdir, plan, similarity, submissions,
-               tasks)
+from . import (backend, batch, classdiff, classfiles, gsautograder, importers, outdir, plan, similarity,
+               submissions, tasks)
 from .engines import engines
 from .submissions import ClassError
 
@@ -126,7 +126,7 @@ def _progress(line: str) -> None:
     print(line, flush=True)
 
 
-def print_result(result: merge.ClassResult) -> int:
+def print_result(result: classfiles.ClassResult) -> int:
     """Print a class summary (the alarm on stderr) and return its exit status."""
     print()
     for line in result.summary:
@@ -200,7 +200,7 @@ def cmd_similarity(args) -> int:
         out, lab_order = args.out.resolve(), [s.lab for s in plan.select_labs(None)]
         table = outdir.read_reports(out, lab_order)
         if table:                       # the class grading's folder: its page shows the similarity column
-            print(f"class page: {merge.write_class_html(out, table, lab_order)}")
+            print(f"class page: {classfiles.write_class_html(out, table, lab_order)}")
     except ClassError as err:
         raise UsageError(str(err)) from None
     return 0

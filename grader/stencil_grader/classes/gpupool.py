@@ -1,24 +1,8 @@
-"""The GPUs a class grading may use, each proved usable by a tiny CUDA program first.
-
-nvidia-smi can list a GPU that no program can use (fallen off the bus, a
-broken driver state, an ECC error that needs a reset).  Sent there, every lab
-would come back "not measured" or "crash".  So before grading, each GPU of the
-class's list is probed: a short program (PROBE_PROGRAM, run in its own process
-with CUDA_VISIBLE_DEVICES set to the GPU's UUID, and a time limit) initialises
-the CUDA driver, makes a context on the GPU, JIT-compiles a one-instruction PTX
-kernel, runs it and reads back what it wrote.  A GPU that fails is taken out of
-the pool with a message naming it and what failed; the others grade.  When a
-grading comes back saying its GPU was unusable, the GPU is probed again and
-taken out if it fails now (GpuSet.suspect).
-
-The probe is base/gpuprobe.py's (the CUDA driver API through ctypes: no build,
-no toolkit).  It also says which GPU CUDA shows a process (UUID, name, compute
-capability): the batch back ends use that to find the GPU the batch engine gave a task
-(identify()).
-
-The pool itself, the lock that keeps two gradings off one GPU, is base/locks.py's
-GpuPool: each grading process takes a free GPU among the indices this module
-hands it (`grade.py lab --gpu-locks DIR --gpus 0,2`).
+"""The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe (a
+context, a one-instruction PTX kernel run and read back, in a process of its own): a GPU that
+fails is taken out with a message, and one a grading found unusable is probed again
+(GpuSet.suspect).  identify() finds the GPU a batch engine gave a task; base/locks.py GpuPool
+keeps two gradings off one GPU.
 """
 
 from __future__ import annotations

@@ -1,35 +1,13 @@
-"""`grade.py gradescope-autograder`: the zip of a Gradescope autograder that serves one lab's grades.
+"""`grade.py gradescope-autograder`: the zip of a Gradescope autograder that serves one lab's grades
+(grader/README.md, section 9, "How the grades reach each site"): it grades nothing, and gives
+each submission the results.json of OUT/gradescope/<lab>/<student>/ only when that very
+submission was graded.
 
-    build(out, lab, dest=None, force=False) -> Built
-
-Gradescope documents no upload of a results.json made elsewhere: results.json is what an
-autograder writes in Gradescope's container (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
-The kit grades on the course's GPUs, so this zip is an autograder that grades nothing: for each
-submission Gradescope runs it on, it copies the submitter's results.json, which the class
-grading wrote to OUT/gradescope/<lab>/<student>/, to /autograder/results/results.json, but
-only to the very submission that was graded: Gradescope runs the autograder again on every
-submission at "Regrade All", a student's new upload included, and a grade of their older
-kernel.cu must not be served as the grade of the new one.  The zip:
-
-    setup.sh          installs python3 where the image lacks it (Gradescope runs it once)
-    run_autograder    runs serve.py (Gradescope runs it per submission)
-    serve.py          gsserve.py of this package: finds the submitter, copies their file
-    index.json        {"lab", "made_at", "kit", "by_email": {e-mail: entry}, "by_sid": {SID: entry}},
-                      entry: {"grade": the zip's path of the results.json, "submission": the
-                      Gradescope submission id whose kernel.cu was graded}
-    grades/<n>.json   the students' results.json files, numbered (no student name in the zip's paths)
-
-The students come from CLASS/roster.csv (grade.py import --from gradescope kept each one's
-e-mail and SID from submission_metadata.yml, and the submission id in "<lab> file"); a member
-of a group is served the group's grading.  A student is served when OUT holds a Gradescope file
-of the lab for the folder they are graded in (a grade: what is no grade has no file,
-gradebook.py), the roster gives the submission id, and the report's kernel.cu is the one CLASS
-holds now (its sha256 in the report's class stamp); else they are listed as without a grade,
-and their run fails saying why.  One e-mail or SID on two students' folders is refused
-(GradescopeZipError): the zip would serve one of them at random.
-
-Upload: the lab's Gradescope programming assignment > Configure Autograder > Zip file upload,
-then Manage Submissions > Regrade All Submissions (grader/README.md, "Gradebooks").
+    setup.sh, run_autograder    what Gradescope runs (once; per submission)
+    serve.py                    gsserve.py: finds the submitter, copies their file
+    index.json                  {"lab", "made_at", "kit", "by_email": {e-mail: entry}, "by_sid": {SID: entry}},
+                                entry: {"grade": "grades/<n>.json", "submission": the graded id}
+    grades/<n>.json             the students' results.json files (no name in the zip)
 """
 
 from __future__ import annotations
@@ -42,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from . import gradebook, outdir
+from . import classtable, outdir
 from .importers import gradescope
 from .importers.roster import is_group
-from .submissions import SOURCE, ClassError
+from .submissions import ROSTER, SOURCE, ClassError
 
 SITE = "gradescope"
 SERVER = Path(__file__).with_name("gsserve.py")
@@ -75,7 +53,7 @@ class Built:
 
 def default_zip(out: Path, lab: str) -> Path:
     """OUT/gradebook/gradescope-<lab>-autograder.zip, rebuilt from OUT whenever asked."""
-    return Path(out) / gradebook.FOLDER / f"gradescope-{lab}-autograder.zip"
+    return Path(out) / outdir.GRADEBOOK / f"gradescope-{lab}-autograder.zip"
 
 
 def _member(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: bool = False) -> None:
@@ -96,7 +74,7 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
     if not (out / outdir.MANIFEST).is_file():
         raise GradescopeZipError(f"{out} holds no class grading ({outdir.MANIFEST} is missing): give the --out "
                                  "folder of grade.py class")
-    roster, why = gradebook.roster_of(out)
+    roster, why = classtable.class_roster(out)
     if roster is None:
         raise GradescopeZipError(why or f"the class of {out} has no roster: import the lab with "
                                         "grade.py import --from gradescope")
@@ -118,7 +96,7 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
         for kind, key in zip(("e-mail", "SID"), (k for _, k in keys)):
             if key and kind + key in owner:
                 raise GradescopeZipError(f"the {kind} {key!r} belongs to two student folders ({owner[kind + key]!r} "
-                                         f"and {folder!r}) in {gradebook.ROSTER}: merge them into one folder")
+                                         f"and {folder!r}) in {ROSTER}: merge them into one folder")
             if key:
                 owner[kind + key] = folder
         source = outdir.gradescope_path(out, lab, graded_in)

@@ -1,23 +1,6 @@
-"""The output directory of a class grading: its layout, the reports in it, and the rules that
-keep a grade (resume, never lost): grader/README.md, section 9, "The output folder" and "Resume,
-and a grade never lost"; each path has its function here (report_path, attempt_path, ...).
-
-Every file is written under a temporary name and renamed into place (write_atomic), so a grading
-killed at any moment leaves the old file or the new one, never half of one.
-
-A report's "class" stamp says what was graded and by whom:
-
-    {"source_sha256": ..., "kit_version": ..., "lab_sha256": ...,   what was graded
-     "backend": "local" | "slurm" | ..., "run": "local" | "run-3",  who graded it (the engine)
-     "job": "1234_5" | null, "host": "node12", "graded_at": ...}
-
-A report is a grade when its verdict is one (is_grade): not "missing", "not_measured",
-"kit_error", "pending" or "grader_error", whose 0 points mean nothing.  A grading is final (not
-graded again by a resumed run) when its report is a grade, says "final": true, and the stamp's
-source, kit version and lab.json digests are those of now (is_final).  A grade is never replaced
-by what is not one, and by "missing" only when asked (save).  A "missing" report whose message
-starts with NEAR_MISS is a near miss: never counted as 0 (is_near_miss).
-"""
+"""The output folder of a class grading (grader/README.md, section 9, "The output folder"): its
+paths, its files (each written under a temporary name and renamed into place, so a grading killed
+at any moment leaves the old file or the new one), and whose class it is (class.json)."""
 
 from __future__ import annotations
 
@@ -26,14 +9,11 @@ import hashlib
 import json
 import os
 import re
-import socket
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from ..base import labspec
-from ..grading import progress, score
-from .submissions import ClassError
+from .grades import is_grade, reason, total  # noqa: F401  (classhtml, leaderboard: until they import grades)
+from .submissions import FORMULA_START, ClassError, sheet_cell  # noqa: F401  (similarity: until it imports them)
 
 MANIFEST = "class.json"
 #: The layout this module writes (MANIFEST records it; claim moves an earlier one).
@@ -42,6 +22,8 @@ STUDENTS = "students"
 GRADESCOPE = "gradescope"
 #: Where claim moves the Gradescope files of layout 2 (one file per student, every lab in it).
 GRADESCOPE_EARLIER = ".earlier"
+#: The course sites' gradebook files.
+GRADEBOOK = "gradebook"
 #: A batch back end's runs (batch.py); EARLIER_RUNS: their folder in layout 2, still read.
 RUNS = "batch"
 EARLIER_RUNS = "slurm"
@@ -49,10 +31,6 @@ EARLIER_RUNS = "slurm"
 SIMILARITY = "similarity"
 #: What a class grading of an earlier kit version (without MANIFEST) left in its OUT.
 EARLIER_SIGNS = ("class.csv", GRADESCOPE)
-#: The verdict of a grading whose process failed, or whose task the batch engine ended (one of
-#: score.NOT_GRADED: graded again by the next run).
-GRADER_ERROR = "grader_error"
-MISSING = "missing"
 ATTEMPT = ".attempt"
 HISTORY = ".history.jsonl"
 
@@ -238,126 +216,11 @@ def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
             if not path.exists():
                 continue
             data = read_json(path)
-            if data is None or "verdict" not in data:
-                data = {"lab": lab, "student": student, "verdict": GRADER_ERROR, "points": 0.0,
+            if data is None or "verdict" not in data:       # no gap: a grader_error (score.NOT_GRADED)
+                data = {"lab": lab, "student": student, "verdict": "grader_error", "points": 0.0,
                         "max_points": None, "final": False, "messages": [f"{path.name} could not be read"]}
             found.setdefault(student, {})[lab] = data
     return found
-
-
-# ------------------------------------------------------------------------------- what a report means
-
-def is_grade(report: dict | None) -> bool:
-    """True when report's verdict is a grade (module docstring): its points count."""
-    return bool(report) and report.get("verdict") not in score.NOT_GRADED + (MISSING,)
-
-
-#: How a "missing" report's message starts when something was submitted under another name (a
-#: near miss: Kernel.cu, kernel (1).cu, a .zip, ...): never counted as 0 (plan.py writes it).
-NEAR_MISS = "near miss: "
-
-
-def is_near_miss(report: dict | None) -> bool:
-    """True for a "missing" report of a near miss (NEAR_MISS): submitted, under another name."""
-    return bool(report) and report.get("verdict") == MISSING and reason(report).startswith(NEAR_MISS)
-
-
-def reason(report: dict) -> str:
-    """Why a report got its verdict, in one line: its first message, else the verdict's stage's."""
-    lines = [m for m in report.get("messages") or [] if isinstance(m, str) and m.strip()]
-    for stage in ("correctness", "performance"):
-        section = report.get(stage)
-        if isinstance(section, dict) and section.get("verdict") not in (None, "pass", "not_run") \
-                and section.get("message"):
-            lines.append(section["message"])
-    return lines[0].strip().splitlines()[0] if lines else ""
-
-
-#: A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets
-#: (OWASP, "CSV Injection": https://owasp.org/www-community/attacks/CSV_Injection).
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def sheet_cell(text: str) -> str:
-    """A text a student controls (a name, a message) as a CSV cell no spreadsheet evaluates:
-    after a "'" when it starts like a formula (FORMULA_START), else as written.  Every CSV file
-    of OUT writes names through this, so `=HYPERLINK(...)` as a folder name stays text."""
-    return "'" + text if text[:1] in FORMULA_START else text
-
-
-def total(reports: list[dict]) -> float | None:
-    """The class total of one student's reports: their points ("missing" adds 0), or None when
-    one of them is no grade (then there is no total to upload)."""
-    if any(r.get("verdict") in score.NOT_GRADED for r in reports):
-        return None
-    return round(sum(float(r.get("points") or 0.0) for r in reports if is_grade(r)), 2)
-
-
-def stamp(source: Path | None, spec: labspec.LabSpec, backend: str, run: str, job: str | None = None,
-          **extra) -> dict:
-    """The "class" stamp of a report (module docstring)."""
-    data = {"source_sha256": digest(source), "kit_version": __version__,
-            "lab_sha256": digest(Path(spec.lab_dir) / "lab.json"), "backend": backend, "run": run, "job": job,
-            "host": socket.gethostname(), "graded_at": now()}
-    data.update(extra)
-    return data
-
-
-def is_final(report: dict | None, source: Path | None, spec: labspec.LabSpec) -> bool:
-    """True when `report` is a final grade of this very source, kit version and lab.json."""
-    if not is_grade(report) or not report.get("final", True):
-        return False
-    mark = report.get("class") or {}
-    return (mark.get("source_sha256") == digest(source) and mark.get("kit_version") == __version__
-            and mark.get("lab_sha256") == digest(Path(spec.lab_dir) / "lab.json"))
-
-
-def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str) -> dict:
-    """A report for a lab that no grading reported on ("missing", "grader_error"), or that was
-    refused before any ran (a kernel.cu over its size: "compile_error"); final when a grade."""
-    return {"lab": spec.lab, "title": spec.title, "bonus": spec.bonus, "student": student, "verdict": verdict,
-            "points": 0.0, "max_points": spec.points.total, "full_points": False,
-            "final": verdict not in score.NOT_GRADED + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}
-
-
-@dataclass
-class Saved:
-    """What save() did with one grading: `report` is what this grading got; `kept` the grade
-    OUT keeps instead (this grading then went to the attempt files), or None."""
-
-    student: str
-    lab: str
-    report: dict
-    kept: dict | None = None
-
-    @property
-    def shown(self) -> dict:
-        """The report that stands in OUT now."""
-        return self.kept or self.report
-
-
-def save(out: Path, student: str, lab: str, report: dict, log: str | None = None, asked: bool = False) -> Saved:
-    """Write OUT/students/<student>/<lab>.json (and .log), each by rename, unless a grade stands
-    there that this report must not replace: a grade is never replaced by what is not one
-    (not_measured, grader_error, ...), nor by "missing" unless asked (--regrade, --student).
-    Such a report goes to <lab>.attempt.json (and .attempt.log) instead, beside the grade.
-    Either way the grading is appended to <lab>.history.jsonl (progress.append)."""
-    report["student"] = student
-    progress.append(history_path(out, student, lab), report)
-    target = report_path(out, student, lab)
-    old = read_json(target) if target.exists() else None
-    new_is_grade = is_grade(report)
-    if is_grade(old) and not new_is_grade and (report.get("verdict") != MISSING or not asked):
-        write_json(attempt_path(out, student, lab), report)
-        if log is not None:
-            write_atomic(attempt_path(out, student, lab).with_suffix(".log"), log)
-        return Saved(student, lab, report, old)
-    if log is not None:
-        write_atomic(target.with_suffix(".log"), log)
-    write_json(target, report)
-    for stale in (attempt_path(out, student, lab), attempt_path(out, student, lab).with_suffix(".log")):
-        stale.unlink(missing_ok=True)
-    return Saved(student, lab, report)
 
 
 def run_folders(out: Path) -> list[Path]:

@@ -1,26 +1,12 @@
-"""The plan of a class grading: which (student, lab) this run grades, and which it keeps.
+"""The plan of a class grading, whoever runs it: which (student, lab) this run grades and which it
+keeps (grader/README.md, section 9, "Resume, and a grade never lost").
 
-    SUBMISSIONS/<student>/<lab>/kernel.cu      (mirrors starter/; submissions.py reads it)
-
-One class grading, whoever runs it (backend.py: this host; batch.py and an engine of engines/:
-a cluster), is three steps, each in its own module:
-
-    plan.make_plan()     check the input and decide the gradings       (this module)
-    backend.run(plan)    grade them, one `grade.py lab` process each  (worker.py), and save
-                         each report in OUT (outdir.save)
-    merge.class_files()  the class files, rebuilt from every report in OUT
-
-What is asked: the labs named with --labs, else the labs CLASS/roster.csv says were imported
-(grade.py import), else every lab; a student whose lab is a group's submission (roster.csv's
-"<lab> group") is graded in the group's folder, not in their own.  A lab without its kernel.cu
-is "missing"; a near miss (something submitted under another name: found in the student's
-folder, or in the export with no file taken: roster.csv's "<lab> files" and "<lab> file") says so in its message (outdir.NEAR_MISS)
-and is never counted as 0.
-
-Resuming is the rule of the plan: a (student, lab) whose report in OUT is final for the
-same kernel.cu, kit version and lab.json (outdir.is_final) is kept, not graded again,
-unless asked (--regrade: every selected lab; --student NAME: that student's).  A lab
-whose kernel.cu has gone from the submissions keeps a grade it had, unless asked.
+What is asked: --labs, else the labs CLASS/roster.csv has imported, else every lab; a lab of a
+group's submission (roster.csv's "<lab> group") is graded in the group's folder.  A lab without
+its kernel.cu is "missing", a near miss (submitted under another name, in the folder or in the
+export) saying so (grades.NEAR_MISS).  What is final for the same kernel.cu, kit version and
+lab.json is kept (resume.is_final), unless asked (--regrade; --student NAME); a grade whose
+kernel.cu has gone stays unless asked.
 """
 
 from __future__ import annotations
@@ -31,7 +17,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import labspec
 from ..grading import build
-from . import outdir, submissions
+from . import grades, outdir, resume, submissions
 from .importers.roster import ROSTER, Roster, RosterError, imported_labs
 from .submissions import ClassError, shown
 
@@ -65,7 +51,8 @@ class ClassPlan:
     lab_order: every lab of the kit, in order (the class files cover them all).
     lab_facts: for every lab of lab_order, what the gradebooks need of its lab.json:
         {"title", "points" (its total), "bonus" (extra credit, never required)}.
-    asked: grades are replaced as asked (--regrade or --student): outdir.save's rule.
+    asked: grades are replaced as asked (--regrade or --student): resume.save's rule.
+    roster: CLASS/roster.csv (grade.py import), read once here; None when there is none.
     notes: what was skipped in the submissions directory, and why; what is kept, and why.
     """
 
@@ -80,6 +67,7 @@ class ClassPlan:
     kept: list[Task] = field(default_factory=list)
     asked: bool = False
     lab_facts: dict[str, dict] = field(default_factory=dict)
+    roster: Roster | None = None
 
 
 def kit_root() -> Path:
@@ -116,16 +104,16 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
         raise ClassError(f"the kit lies in {str(kit)!r}, a path that {why}, which make cannot take: move the kit "
                          "(or a copy of it) to a path without it")
     every = select_labs(None, kit)
-    site_roster = _site_roster(subs)
-    asked_labs = labs or imported_labs(site_roster.columns, [s.lab for s in every]) if site_roster else labs
+    roster = _site_roster(subs)
+    asked_labs = labs or imported_labs(roster.columns, [s.lab for s in every]) if roster else labs
     specs = select_labs(asked_labs, kit)
-    roster = submissions.read_roster(subs, student)
+    found = submissions.read_students(subs, student)
     outdir.claim(out, subs, write=False)
-    tasks, notes, in_groups = [], list(roster.notes), []
-    if not labs and site_roster and asked_labs:
+    tasks, notes, in_groups = [], list(found.notes), []
+    if not labs and roster and asked_labs:
         notes.append(f"labs: {', '.join(asked_labs)}, the ones {ROSTER} says were imported (--labs to choose)")
-    for name in roster.students:
-        row = site_roster.rows.get(name, {}) if site_roster else {}
+    for name in found.students:
+        row = roster.rows.get(name, {}) if roster else {}
         for spec in specs:
             if row.get(f"{spec.lab} group"):
                 in_groups.append(f"{shown(name)}/{spec.lab} -> {shown(row[f'{spec.lab} group'])}")
@@ -133,29 +121,29 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
             source, why = submissions.find_source(subs, name, spec.lab)
             submitted = _int(row.get(f"{spec.lab} files")) and not row.get(f"{spec.lab} file")   # none taken
             if source is None and (submissions.near_miss(why) or submitted):
-                why = outdir.NEAR_MISS + (row.get(f"{spec.lab} note") or why)
+                why = grades.NEAR_MISS + (row.get(f"{spec.lab} note") or why)
             tasks.append(Task(name, spec, source, why))
     if in_groups:
         notes.append(f"{len(in_groups)} lab(s) of students in a group are graded in the group's folder "
                      f"({ROSTER}): " + ", ".join(in_groups))
     if not any(t.source for t in tasks):
-        who = f"student {shown(student)!r}" if student else f"{len(roster.students)} student folder(s)"
+        who = f"student {shown(student)!r}" if student else f"{len(found.students)} student folder(s)"
         raise ClassError(f"nothing to grade: no {submissions.SOURCE} of {', '.join(s.lab for s in specs)} "
                          f"in {who} of {subs} (expected {subs}/<student>/<lab>/{submissions.SOURCE})")
     asked = regrade or student is not None
     todo, kept = [], []
     for task in tasks:
         report = outdir.read_json(outdir.report_path(out, task.student, task.lab))
-        if asked or not (outdir.is_final(report, task.source, task.spec) if task.source is not None
-                         else outdir.is_grade(report)):
+        if asked or not (resume.is_final(report, task.source, task.spec) if task.source is not None
+                         else grades.is_grade(report)):
             todo.append(task)
             continue
         kept.append(task)
         if task.source is None:
             notes.append(f"{task.key}: {submissions.SOURCE} is no longer in the submissions; its grade "
                          f"({report['verdict']}) stays (--regrade or --student records it as missing)")
-    return ClassPlan(subs, out, specs, roster.students, todo, [s.lab for s in every], missing_as_zero, notes, kept,
-                     asked, lab_facts(every))
+    return ClassPlan(subs, out, specs, found.students, todo, [s.lab for s in every], missing_as_zero, notes, kept,
+                     asked, lab_facts(every), roster)
 
 
 def _int(text: str | None) -> int:

@@ -1,42 +1,13 @@
-"""What a batch task asks its engine for: time, memory and CPUs, from what the labs' stages used.
+"""What a batch task asks its engine for (time, memory, CPUs), from class recordings of what the
+labs' stages used (handouts/data/<gpu>/class.json: `make bench-class`, summarize() makes its
+rows), each figure the largest of the recordings; without one, NOT_MEASURED's stated defaults
+and the labs' own stage limits.  The rules (grader/README.md, section 9, "What a task asks for"):
 
-A batch run's tasks (batch.py) each grade a shard of gradings: the build tasks the build and
-static checks ("build": pipeline stages build, static), the GPU tasks the GPU stages ("gpu":
-cases, bench).  Every report records, per pipeline stage, its wall seconds and what its
-programs used (pipeline.LabRun.resources: CPU seconds, peak resident set).  A *recording*
-summarises them per lab and task stage over a class graded on a GPU machine, a record of
-handouts/data (instructor/records.py RECORD_FORMAT, kind "class"):
-
-    make bench-class SLUG=h100      (tests/submissions/bench_class.py --record
-                                     handouts/data/h100/class.json)
-
-    {"record": "class", "device": {"name": ...}, "date", "kit", ...,
-     "grader_peak_rss_mib": the largest grading process (Python) seen,
-     "rows": [{"id": "05/gpu", "lab": "05-z-coarsening", "stage": "gpu", "n", "wall_s_median",
-               "wall_s_max", "cpu_s_median", "peak_rss_mib_max"}, ...]}
-
-(summarize makes the rows; a figure is null, n 0, where its stage was not measured).  From the
-recordings (every handouts/data/*/class.json, each figure the largest of them: the cluster's GPUs may be
-of any of those models) a task asks for:
-
-    time    the sum over its gradings of TIME_SAFETY x the lab's median stage seconds, plus
-            TASK_SLACK_S (start-up, the GPU probe), at least TIME_FLOOR_S: the median, not the
-            worst case, so that a task asks for what it needs and backfill can place it; a
-            grading past its own limit (worker.time_limit_s) still ends alone as grader_error,
-            and a task past its time is named by the merge and graded again by the next run
-    memory  MEM_SAFETY x (the largest peak resident set of a stage's programs over its labs
-            x the programs of one grading that run at once (concurrent_programs: the GPU
-            stages' reruns, as many as the task's CPUs allow)
-            + GRADER_PROCESSES x the grading process's peak), rounded up to MEM_ROUND_MIB, at
-            least MEM_FLOOR_MIB
-    cpus    the largest ratio of median CPU seconds to median wall seconds over its labs (make,
-            nvcc; Check's forked cases and the OpenMP CPU reference: how many CPUs the stage
-            keeps busy), rounded up, from 1 to MAX_CPUS; no safety factor: too few CPUs slow a
-            task, they never end it (unlike memory or time)
-
-Without a recording (or for a lab it lacks) each figure is NOT_MEASURED's stated default,
-and the time the labs' own stage limits (worker.time_limit_s): conservative, and the job
-scripts say "not measured".
+    time    sum over the task's gradings of TIME_SAFETY x the lab's median stage seconds,
+            + TASK_SLACK_S, at least TIME_FLOOR_S
+    memory  MEM_SAFETY x (the stage's largest peak x concurrent_programs + GRADER_PROCESSES x
+            the grading process's peak), in MEM_ROUND_MIB steps, at least MEM_FLOOR_MIB
+    cpus    the largest median CPU / wall ratio, rounded up, 1 to MAX_CPUS
 """
 
 from __future__ import annotations

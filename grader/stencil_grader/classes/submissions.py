@@ -1,23 +1,9 @@
-"""Reading a submissions directory: who the students are, and where each lab's kernel.cu is.
-
-    SUBMISSIONS/<student>/<lab>/kernel.cu      (one folder per student, mirroring starter/)
-
-A student folder may have any name a file system allows (spaces, quotes, `$(...)`,
-a newline, a leading `-`, 255 bytes): the grader only reads it, copies each
-kernel.cu to a folder of its own before building (grading/build.py), and prints
-it with control characters escaped (shown).
-
-What a course's upload tools leave beside the students is skipped, each with a
-note for the class summary: hidden entries (`.git`, `.DS_Store`), archive
-artefacts (`__MACOSX`, any name starting with `__`) and loose files (`notes.txt`,
-an unpacked `alice.zip`).  A top-level ROSTER (`roster.csv`, which a course-site
-importer writes: one row per student folder) is skipped without a note.
-
-A lab without its kernel.cu is "missing"; when something close was submitted
-instead, the message names it, so that the instructor (and the student) sees
-why: `Kernel.cu` or `kernel.cu.txt` beside the right place, a folder named
-kernel.cu, the file one folder too deep (an archive's own top folder) or
-directly in the student's folder, a lab folder spelled with other capitals.
+"""The class folder, SUBMISSIONS/<student>/<lab>/kernel.cu: who the students are, where each lab's
+kernel.cu is or why it is missing (naming a near miss: Kernel.cu, kernel.cu.txt, a folder named
+kernel.cu, the file a folder too deep), and how a student's name is printed (shown) and written
+into a sheet (sheet_cell).  A folder may have any name (spaces, quotes, a newline, a leading
+`-`): it is only read, never handed to a shell or make.  Hidden entries, `__*` folders
+(__MACOSX) and loose files are skipped with a note; the importers' ROSTER silently.
 """
 
 from __future__ import annotations
@@ -60,8 +46,20 @@ def shown(name: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+#: A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets
+#: (OWASP, "CSV Injection": https://owasp.org/www-community/attacks/CSV_Injection).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def sheet_cell(text: str) -> str:
+    """A text a student controls (a name, a message) as a CSV cell no spreadsheet evaluates:
+    after a "'" when it starts like a formula (FORMULA_START), else as written.  Every CSV file
+    of OUT writes names through this, so `=HYPERLINK(...)` as a folder name stays text."""
+    return "'" + text if text[:1] in FORMULA_START else text
+
+
 @dataclass
-class Roster:
+class Students:
     """The students of a submissions directory (sorted) and what was skipped there, and why."""
 
     root: Path
@@ -69,7 +67,7 @@ class Roster:
     notes: list[str] = field(default_factory=list)
 
 
-def read_roster(submissions: Path, only: str | None = None) -> Roster:
+def read_students(submissions: Path, only: str | None = None) -> Students:
     """The student folders of `submissions`, or [only] after checking it is one of them.
 
     Raises ClassError: no such directory; a file instead of a directory (an archive: unpack
@@ -100,11 +98,15 @@ def read_roster(submissions: Path, only: str | None = None) -> Roster:
                     "there" if same else "")
             raise ClassError(f"no submissions for student {shown(only)!r} in {submissions} (a name of one of "
                              f"its student folders, as written){hint}")
-        return Roster(submissions, [only], notes)
+        return Students(submissions, [only], notes)
     if not names:
         raise ClassError(f"{submissions} holds no student folder (expected {submissions}/<student>/<lab>/"
                          f"{SOURCE}){'; ' + '; '.join(notes) if notes else ''}")
-    return Roster(submissions, names, notes)
+    return Students(submissions, names, notes)
+
+
+#: similarity.py's name for read_students, until it calls that.
+read_roster = read_students
 
 
 def _walk(folder: Path, depth: int):

@@ -1,31 +1,15 @@
-"""What a batch run's jobs run: `grade.py class-task build|gpu|merge RUN_DIR [--task I] [--job ID]`.
+"""What a batch run's jobs run (grader/README.md, section 9, "A batch system"):
 
-Engine-neutral: the engine's job script hands in the task's index (--task, its array index)
-and its own job id (--job, for the status files and the merge's messages); nothing here reads
-an engine's environment.  The run folder is batch.py's.
+    grade.py class-task build|gpu RUN_DIR --task I [--job ID]    one array task: its shard
+    grade.py class-task merge RUN_DIR [--job ID]                  the merge
 
-1. build task i (no GPU): `grade.py lab --stage build --arch ARCH` for each grading of
-   shard i.  A final verdict there (compile_error, forbidden, kit_error) goes straight to
-   OUT (outdir.save); a build that needs its GPU stages goes to pending/.
-2. gpu task i: the GPU stages of each pending grading of shard i (`grade.py lab --stage
-   gpu`), saved in OUT (outdir.save: a grade there is never replaced by what is not one).
-   Its GPU, by the run's "gpu_locks":
-     "engine"  the engine gave the task one GPU (CUDA_VISIBLE_DEVICES): it is probed first
-               (gpupool.py); a GPU the node lists that fails the probe ends the task, with a
-               message, before any lab is sent to it; a node without any GPU grades on and
-               every GPU stage ends not_measured;
-     "node"    the engine gives no GPU per task (a partition without gres): every GPU of
-               the node is probed, and each grading takes a free one under a lock file per
-               GPU shared by every task of the node (NODE_LOCKS, base/locks.py GpuPool), so
-               that two tasks on one node never time their kernels on one GPU.
-3. merge: every grading of run.json whose report this run did not write becomes a
-   "grader_error" naming the task that should have written it (never started, or ended
-   while grading it: a time limit, preemption, a node failure, scancel), then the class
-   files from every report in OUT (merge.class_files).  It exits 0 once it has merged:
-   what was not measured is in its outputs (summary.txt, class.csv), not its exit status.
-
-Each task keeps a status file (tasks/<stage>-<i>.json: node, start, the grading it is on,
-"done", or "terminated" when SIGTERM came: the engine's time limit, preemption, a cancel).
+The engine's job script hands in the task index and its job id; nothing here reads an engine's
+environment.  A build task builds each grading of its shard (a final verdict goes to OUT, a
+build waiting for its GPU stages to pending/); a gpu task probes its GPU ("engine" locks: the
+GPU the engine gave it; "node": every GPU of the node, shared under NODE_LOCKS) and runs the
+GPU stages; the merge turns every grading without a report from this run into grader_error
+naming the task that should have written it, then writes the class files.  Each task keeps a
+status file (tasks/<stage>-<i>.json), "terminated" when SIGTERM came.
 """
 
 from __future__ import annotations
@@ -40,9 +24,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import gpus as gpulist
-from . import gpupool, merge as classfiles, outdir, worker
+from . import classfiles, gpupool, grades, outdir, resume, worker
 from .batch import RUN_FILE, Item, RunDir
 from .plan import Task
+from .resume import Saved
 
 #: Exit status of a gpu task whose GPU failed its probe (nothing graded; the merge says so).
 EXIT_GPU_FAILED = 3
@@ -130,7 +115,7 @@ def _node_gpus(say: Callable[[str], None]) -> tuple[str | None, str | None]:
 
 
 def _stamp(run: RunDir, task: Task, report: dict, stage: str, job_task: str | None) -> dict:
-    report["class"] = outdir.stamp(task.source, task.spec, run.data.get("engine", "batch"), run.name, job_task,
+    report["class"] = resume.stamp(task.source, task.spec, run.data.get("engine", "batch"), run.name, job_task,
                                    stage=stage)
     return report
 
@@ -248,19 +233,19 @@ def merge(run_dir: Path, job: str | None = None, say: Callable[[str], None] = pr
     run = RunDir(run_dir)
     status = _Status(run, "merge", 0, job)
     say(f"merging {run.path}: {len(run.items)} grading(s)")
-    saved: list[outdir.Saved] = []
+    saved: list[Saved] = []
     for position, item in enumerate(run.items):
         done = run.done_here(item)
         if done is None:
             task = item.task()
-            data = outdir.placeholder(task.spec, item.student, outdir.GRADER_ERROR,
+            data = grades.placeholder(task.spec, item.student, grades.GRADER_ERROR,
                                       f"not graded: {why_not_graded(run, position, item)}")
             done = run.save(item, _stamp(run, task, data, "merge", None), data["messages"][0] + "\n")
         saved.append(done)
     for student, lab in run.data.get("missing", []):
         data = outdir.read_json(outdir.report_path(run.out, student, lab))
         if data is not None:
-            saved.append(outdir.Saved(student, lab, data))
+            saved.append(Saved(student, lab, data))
     order = {lab: i for i, lab in enumerate(run.data["lab_order"])}
     saved.sort(key=lambda s: (s.student, order.get(s.lab, 0)))
     notes = list(run.data.get("notes", [])) + [f"run: {run.path} (jobs: " + ", ".join(

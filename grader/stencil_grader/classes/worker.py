@@ -1,20 +1,12 @@
-"""One grading of one (student, lab), in a process of its own: what every back end runs.
-
-A back end (the local pool, a batch task) never grades in its own process: it runs
+"""One grading of one (student, lab) in a process of its own, what every back end runs:
 
     grade.py lab LABDIR --impl SUBMISSIONS/<student> --build-dir DIR --json FILE
                  [--stage build|gpu] [--arch ARCH] [--gpu-locks LOCKS --gpus 0,2]
 
-as an argument list (no shell), with a clean environment (clean_env), its own
-temporary folder (TMPDIR, so that the sandboxes of its runs go when it goes, even
-when it is killed; under temp_root, a path make can take) and a time limit
-(time_limit_s), and reads the report back.  The build copies the student's
-kernel.cu into DIR before make sees it (grading/build.py): the student's folder
-name reaches no make and no shell.  A crash, a hang or a compile error therefore
-costs that lab only; a grading process that dies or runs past its limit becomes a
-"grader_error" report naming what happened.  Which stages run, and in which order,
-is the pipeline's (grading/pipeline.py); this module only picks "all", or one of
-its halves.
+an argument list (no shell; the build copies kernel.cu under a name of its own, so a folder name
+reaches no make), a clean environment (clean_env), its own TMPDIR under temp_root and a time
+limit (time_limit_s).  A process that writes no report, dies or runs past its limit gives a
+"grader_error" report saying what happened.
 """
 
 from __future__ import annotations
@@ -29,7 +21,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import labspec, process, sandbox
 from ..grading import build, pipeline
-from . import outdir
+from . import grades
 from .plan import Task
 from .submissions import ClassError
 
@@ -154,9 +146,9 @@ def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", bui
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
     if task.source is None:
-        return outdir.placeholder(task.spec, task.student, outdir.MISSING, task.why_missing), ""
+        return grades.placeholder(task.spec, task.student, grades.MISSING, task.why_missing), ""
     if why := build.size_problem(task.source):
-        return outdir.placeholder(task.spec, task.student, "compile_error", why), why + "\n"
+        return grades.placeholder(task.spec, task.student, "compile_error", why), why + "\n"
     if stage != "all" and build_dir is None:
         raise ValueError(f"stage {stage!r} needs a build_dir shared by both halves")
     with tempfile.TemporaryDirectory(prefix=f"grade-{task.lab}-", dir=temp_root()) as tmp:
@@ -176,5 +168,5 @@ def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", bui
         if report is None or run.timed_out or run.returncode not in (0, 1):
             last = [line for line in (run.stderr or run.stdout).strip().splitlines() if line.strip()]
             why = f"the grading process {run.describe()}" + (f": {last[-1].strip()}" if last else "")
-            report = outdir.placeholder(task.spec, task.student, outdir.GRADER_ERROR, why)
+            report = grades.placeholder(task.spec, task.student, grades.GRADER_ERROR, why)
     return report, log

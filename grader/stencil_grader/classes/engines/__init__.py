@@ -1,12 +1,5 @@
-"""The batch engines: each module of this folder defines one batch.BatchEngine subclass.
-
-    engines() -> [SlurmEngine, ...]      every engine, found by module, sorted by name
-
-A new engine (HTCondor, PBS, a cloud queue) is one module here and no other edit: it is found
-here, and classes/commands.py makes each engine `grade.py <engine.name>`, with the class
-options, batch.add_options and the engine's own (engine.add_options).  What it must do is
-batch.BatchEngine's docstring; the run folder, the tasks and the merge are the batch layer's
-(batch.py, tasks.py), whatever the engine.
+"""The batch engines: each module of this folder defines one batch.BatchEngine subclass, found by
+engines() and made `grade.py <name>` by commands.py; a new engine is one module, no other edit.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
-"""`grade.py slurm`: a class graded by Slurm job arrays, the engine university clusters run.
-
-    grade.py slurm SUBMISSIONS --out DIR [--partition P] [--cpu-partition P] [--account A]
-                   [--gres gpu:1|none] [--array-max N] [--requeue] [--sbatch-option OPT ...]
-                   [the batch options: --arch, --per-task, --max-running, --time-per-lab,
-                    --recording, --setup FILE, --dry-run] [--student NAME] [--labs ...]
-
-run on a login node, writes three batch scripts into the run folder (batch.py) and submits
-them with sbatch; every Slurm word of the kit is in this module:
-
-    build.sbatch   a job array, no GPU, on --cpu-partition or the cluster's default
-                   partition (never the GPU partition unless told): builds and static checks
-    gpu.sbatch     a job array on --partition (or the default), --gres per task (gpu:1),
-                   --dependency=aftercorr on the first: task i starts when build task i (the
-                   same shard) has ended well, not when the slowest build has
-    merge.sbatch   one job, --dependency=afterany on the second: the class files
-
-What each script asks for (--time as D-HH:MM:SS, --mem and --cpus-per-task from resources.py,
-the requeue policy, the array's %N), why aftercorr, --gres none (node locks, tasks.py), what
---dry-run checks (sinfo, `sbatch --test-only`, GRES_ARCH on typed gres) and what it says it could
-not check: grader/README.md, section 9, "Slurm".
+"""`grade.py slurm`: a class graded by Slurm job arrays; every Slurm word of the kit is here.
+build.sbatch (an array, no GPU), gpu.sbatch (an array, --gres, task i after build task i:
+aftercorr) and merge.sbatch (afterany on the GPU array), submitted with sbatch; what each asks
+for and what --dry-run checks: grader/README.md, section 9, "Slurm".
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
-"""`grade.py import`: a course site's export of one lab, laid out as the kit's class folder.
+"""`grade.py import`: a course site's export of one lab laid out as the class folder (grader/README.md,
+section 9, and the site's module: canvas.py, moodle.py, gradescope.py):
 
     grade.py import --from canvas|moodle|gradescope EXPORT --lab NN-slug --into CLASS
                     [--groups FILE] [--accept WHO ...] [--force]
 
-EXPORT is the .zip the site gave (read with zipfile, never unpacked) or the folder it was
-unpacked into.  Each student gets CLASS/<student folder>/<lab>/kernel.cu, and CLASS/roster.csv
-says who each folder is (roster.py: the columns, and the folder rule "<name> (<site id>)").
-Each site's layout, the rules of its names and its group file are in its own module
-(canvas.py, moodle.py, gradescope.py: sites.py lists them), each citing the site's own code.
-
-Groups: a group submission is imported once, into a folder of the group's own
-("<group name> (group:<id>)"), and each member's roster row names that folder for the lab
-("<lab> group"), so that it is graded once and every member gets that grading in every
-gradebook.  Gradescope's export names the members itself; Canvas and Moodle need their group
-file (--groups: canvas.py, moodle.py say which); a Moodle export of a team assignment without
-it is refused in one line naming the file to pass.
-
-What it does with each student's files: the one file named kernel.cu, at any depth of their
-submission (Canvas: or kernel-N.cu), is taken (common.choose_kernel); two candidates: none
-(never a guess), and the console says which; none: the near misses are named (Kernel.cu,
-kernel.cu.txt, kernel (1).cu, a .zip, which is not opened), and --accept WHO (the student's
-folder, as printed, or site id; "all": every student) takes the one near miss, a .zip's one
-kernel.cu included (common.choose_kernel), saying so in the roster's note.  A kernel.cu already in CLASS is
-replaced only with --force (the same bytes: "unchanged").  Entries that would land outside
---into, symbolic links, names that are not UTF-8 and files over 1 MiB are refused
-(export.py).  Late: Canvas says; Moodle and Gradescope exports do not ("" in the roster).
-
-Exit status: 0 when every student of the export has the lab's kernel.cu in CLASS (imported or
-unchanged); 1 when the import ran but something was not taken (no kernel.cu, two candidates,
-an existing kernel.cu kept, an entry refused or skipped), each on its own line and counted in
-the summary; 2 when nothing was done: a usage error, or an export or roster.csv that cannot be
-read (one line saying what was wrong).
+EXPORT is the site's .zip (read, never unpacked: export.py) or its folder.  Each student gets
+CLASS/<folder>/<lab>/kernel.cu and a row of CLASS/roster.csv (roster.py); a group's submission
+is imported once into a folder of its own, each member's row naming it ("<lab> group").  The
+one kernel.cu of a submission is taken (common.choose_kernel: two candidates, none taken; a
+near miss only with --accept); a different kernel.cu already in CLASS is replaced only with
+--force.  Exit status: 0 every student's kernel.cu is in CLASS; 1 something was not taken (each
+said on its line); 2 nothing done (usage, an unreadable export, group file or roster.csv).
 """
 
 from __future__ import annotations
@@ -43,7 +23,7 @@ from typing import Callable
 from ... import KIT_ROOT
 from ...base import labspec
 from .. import outdir
-from ..submissions import ClassError
+from ..submissions import ClassError, shown
 from . import common, export as export_mod, roster as roster_mod, sites
 from .common import GroupsError
 from .export import MAX_KERNEL_BYTES, EntryError, ExportError
@@ -63,11 +43,6 @@ class ImportResult:
     def exit_status(self) -> int:
         bad = ("kept", "no kernel", "ambiguous", "refused", "skipped", "conflict", "unreadable")
         return 1 if any(self.counts[k] for k in bad) else 0
-
-
-def shown(text: str) -> str:
-    """text for the console: control characters escaped, so a name cannot rewrite the screen."""
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def _target(into: Path, folder: str, lab: str) -> tuple[Path, str]:

@@ -51,6 +51,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..submissions import sheet_cell, shown
 from .common import Book, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
 from .export import Export
 from .roster import Student
@@ -204,8 +205,8 @@ def _owner(student: Student, groups: Groups | None) -> Student:
     return groups.group_student(groups.of[student.site_id])
 
 
-def gradebook(out: Path, book: Book) -> tuple[list[Path], list[str]]:
-    """OUT/gradebook/canvas.csv for the roster rows of Canvas students (module docstring)."""
+def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
+    """({"canvas.csv": text}, notes) for the roster rows of Canvas students (module docstring)."""
     labs = book.labs
     lines = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + labs,
              ["Points Possible", "", "", "", ""] + [f"{0 if book.facts[l].get('bonus') else book.facts[l]['points']:g}"
@@ -215,8 +216,8 @@ def gradebook(out: Path, book: Book) -> tuple[list[Path], list[str]]:
         if row.get("site_id", "").startswith("anon_"):
             left_out.append(folder)
             continue
-        lines.append([book.sheet_cell(row.get("name", "")), row["site_id"], "", "", ""]
+        lines.append([sheet_cell(row.get("name", "")), row["site_id"], "", "", ""]
                      + [book.cell(folder, row, lab) for lab in labs])
-    notes = [f"canvas.csv leaves out {len(left_out)} anonymous submission(s) ({', '.join(map(book.shown, left_out))}): "
+    notes = [f"canvas.csv leaves out {len(left_out)} anonymous submission(s) ({', '.join(map(shown, left_out))}): "
              "Canvas matches a row by its user id, which an anonymous export does not give"] if left_out else []
-    return [book.write("canvas.csv", csv_text(lines))], notes
+    return {"canvas.csv": csv_text(lines)}, notes

@@ -80,19 +80,17 @@ def csv_text(rows: list[list]) -> str:
 
 @dataclass
 class Book:
-    """What a site's gradebook writer is handed (gradebook.py makes it): the labs and their facts
-    ({"title", "points", "bonus"}), the roster rows of the site's students (folder, row), the
-    cell of a student and lab (groups and near misses resolved), the report behind it, and
-    how to write a file into OUT/gradebook/ and show a name."""
+    """What a site's gradebook writer is handed (classfiles.site_gradebooks): the labs and their
+    facts ({"title", "points", "bonus"}), the roster rows of the site's students (folder, row),
+    the report behind a student's lab (groups resolved), its Gradescope file relative to OUT ("":
+    none), and the gradebook cell (near misses and --missing-as-zero resolved)."""
 
     labs: list[str]
     facts: dict[str, dict]
     rows: list[tuple[str, dict]]
-    cell: Callable[[str, dict, str], str]
     report: Callable[[str, dict, str], dict | None]
-    write: Callable[[str, str], Path]
-    sheet_cell: Callable[[str], str]
-    shown: Callable[[str], str]
+    results: Callable[[str, dict, str], str]
+    cell: Callable[[str, dict, str], str]
 
 
 @dataclass

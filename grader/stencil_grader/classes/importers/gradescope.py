@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .. import outdir
+from ..submissions import sheet_cell
 from .common import GROUP_PREFIX, Book, Groups, Parsed, csv_text
 from .export import MAX_METADATA_BYTES, EntryError, Export, ExportError
 from .metadata_yml import MetadataError, read_submitters
@@ -118,16 +118,13 @@ def _student(person: dict[str, str]) -> Student | None:
     return Student(NAME, site_id, person["name"], person["email"]) if site_id else None
 
 
-def gradebook(out: Path, book: Book) -> tuple[list[Path], list[str]]:
-    """OUT/gradebook/gradescope-<lab>.csv of each lab (module docstring)."""
-    written = []
+def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
+    """({"gradescope-<lab>.csv": text} of each lab (module docstring), [])."""
+    written = {}
     for lab in book.labs:
         lines = [list(HEAD)]
         for folder, row in book.rows:
-            graded_in = row.get(f"{lab} group") or folder
-            path = outdir.gradescope_path(out, lab, graded_in)
-            lines.append([book.sheet_cell(folder), book.sheet_cell(row["site_id"]),
-                          book.sheet_cell(row.get("email", "")), book.sheet_cell(row.get("name", "")),
-                          book.cell(folder, row, lab), path.relative_to(out).as_posix() if path.is_file() else ""])
-        written.append(book.write(f"gradescope-{lab}.csv", csv_text(lines)))
+            lines.append([sheet_cell(folder), sheet_cell(row["site_id"]), sheet_cell(row.get("email", "")),
+                          sheet_cell(row.get("name", "")), book.cell(folder, row, lab), book.results(folder, row, lab)])
+        written[f"gradescope-{lab}.csv"] = csv_text(lines)
     return written, []

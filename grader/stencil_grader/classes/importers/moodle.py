@@ -51,6 +51,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+from ..submissions import sheet_cell
 from .common import GROUP_PREFIX, Book, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
 from .export import Export, ExportError
 from .roster import Student
@@ -171,9 +172,9 @@ def parse(export: Export, groups: Groups | None) -> Parsed:
     return parsed
 
 
-def gradebook(out: Path, book: Book) -> tuple[list[Path], list[str]]:
-    """OUT/gradebook/moodle-<lab>.csv of each lab: its grading worksheet (module docstring)."""
-    written = []
+def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
+    """({"moodle-<lab>.csv": text} of each lab: its grading worksheet (module docstring), [])."""
+    written = {}
     head = ["Full name", "Maximum Grade"] + [h[k] for h in HEADINGS.values()
                                              for k in ("recordid", "gradenoun", "lastmodifiedgrade")]
     for lab in book.labs:
@@ -182,7 +183,7 @@ def gradebook(out: Path, book: Book) -> tuple[list[Path], list[str]]:
             report = book.report(folder, row, lab) or {}
             graded_at = (report.get("class") or {}).get("graded_at", "")
             grade = book.cell(folder, row, lab)
-            lines.append([book.sheet_cell(row.get("name", "")), f"{book.facts[lab]['points']:g}"]
+            lines.append([sheet_cell(row.get("name", "")), f"{book.facts[lab]['points']:g}"]
                          + [v for h in HEADINGS.values() for v in (h["hiddenuser"] + row["site_id"], grade, graded_at)])
-        written.append(book.write(f"moodle-{lab}.csv", csv_text(lines)))
+        written[f"moodle-{lab}.csv"] = csv_text(lines)
     return written, []

@@ -1,0 +1,301 @@
+"""The last step of a class grading: the class files, rebuilt from every report in OUT whichever run
+wrote it (grader/README.md, section 9, "The class files" and "The gradebooks").
+
+    class_files(out, lab_order, ...) -> ClassResult
+
+reads the class table once (classtable.load) and writes what each writer makes of it:
+
+    class.csv       class_csv        a row per student, a cell per lab, the total
+    gradings.csv    gradings_csv     a row per report: verdict, points, GPU, host, stage seconds
+    gradescope/     gradescope_files Gradescope's results.json per lab and student
+    gradebook/      site_gradebooks  each course site's files (importers/<site>.py gradebook())
+    class.html      classhtml.py, when present
+    summary.txt     summarize        what OUT holds, what this run did, every failure and every
+                                     lab without a grade, with its one-line reason
+
+and returns the summary for the console, which therefore agrees with the files.  A name a
+spreadsheet would take for a formula is written after a "'" in every CSV file (sheet_cell).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..grading import gradescope, score
+from . import grades, outdir
+from .classtable import NEAR_MISS_CELL, ClassTable, book_cell, class_cell, gpu_of, load
+from .grades import GRADER_ERROR, MISSING
+from .importers import common, sites
+from .importers.roster import Roster, is_group
+from .resume import Saved
+from .submissions import ROSTER, sheet_cell, shown
+
+#: Characters of a reason in summary.txt at most (the reports hold the whole message).
+REASON_WIDTH = 300
+#: Verdicts that are grades without being failures.
+NOT_FAILURES = ("pass", "slow")
+GRADINGS_COLUMNS = ("student", "lab", "verdict", "points", "max_points", "gpu_index", "gpu_uuid", "gpu_name",
+                    "host", "backend", "run", "job", "graded_at", "build_s", "static_s", "gpu_wait_s", "cases_s",
+                    "bench_s", "total_s", "message")
+
+
+def _csv(rows) -> str:
+    text = io.StringIO()
+    csv.writer(text).writerows(rows)        # RFC 4180: CRLF, and a name holding CR or LF quoted
+    return text.getvalue()
+
+
+def class_csv(t: ClassTable) -> str:
+    """class.csv: a row per student of OUT, a cell per lab (class_cell), the total (grades.total)."""
+    rows = [["student"] + t.labs + ["total"]]
+    for student, found in t.reports.items():
+        sum_ = grades.total(list(found.values()))
+        rows.append([sheet_cell(student)] + [class_cell(found.get(lab)) for lab in t.labs]
+                    + ["" if sum_ is None else f"{sum_:.2f}"])
+    return _csv(rows)
+
+
+def gradings_csv(t: ClassTable) -> str:
+    """gradings.csv, one row per report (GRADINGS_COLUMNS): its points (empty when no grade), which
+    GPU (nvidia-smi index on its host, UUID, name) and host graded it, by which back end, and the
+    seconds of each stage (report["seconds"])."""
+    rows = [GRADINGS_COLUMNS]
+    for student, found in t.reports.items():
+        for lab, data in found.items():
+            gpu, mark, secs = gpu_of(data) or {}, data.get("class") or {}, data.get("seconds") or {}
+            rows.append([sheet_cell(student), lab, data["verdict"], class_cell(data) if grades.is_grade(data) else "",
+                         f"{float(data.get('max_points') or 0):g}",
+                         "" if gpu.get("index") is None else gpu["index"], gpu.get("uuid", ""), gpu.get("name", ""),
+                         mark.get("host", ""), mark.get("backend", ""), mark.get("run", ""), mark.get("job") or "",
+                         mark.get("graded_at", "")]
+                        + ["" if secs.get(k) is None else f"{secs[k]:.2f}"
+                           for k in ("build", "static", "gpu_wait", "cases", "bench", "total")]
+                        + [sheet_cell(grades.reason(data)[:REASON_WIDTH])])
+    return _csv(rows)
+
+
+def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
+    """{(lab, student): results.json's data, or None: remove it} for one Gradescope assignment per
+    lab.  What is no grade leaves the file as it was (one written before, from a grade, stays); a
+    "missing" lab has none unless missing_as_zero counts it (never a bonus lab nor a near miss)."""
+    files = {}
+    for student, labs in t.reports.items():
+        for lab, report in labs.items():
+            bonus = t.bonus(lab)
+            if report.get("verdict") in score.NOT_GRADED:
+                continue
+            if report.get("verdict") == MISSING and (bonus or not t.missing_as_zero or grades.is_near_miss(report)):
+                files[(lab, student)] = None
+                continue
+            files[(lab, student)] = gradescope.results(dict(report, bonus=bonus),
+                                                       (t.leaderboard or {}).get((student, lab)))
+    return files
+
+
+def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
+    """({file name under OUT/gradebook/: text}, notes) of each course site whose students the
+    roster has (importers/<site>.py gradebook()); present: the (lab, student) Gradescope files
+    OUT holds.  Only the labs OUT holds reports of; a group member gets the group's grading."""
+    roster: Roster | None = t.roster
+    if roster is None:
+        return {}, [t.roster_note] if t.roster_note else []
+    labs = [lab for lab in t.facts if any(lab in found for found in t.reports.values())]
+    facts = {lab: t.facts[lab] for lab in labs}
+
+    def graded_in(folder: str, row: dict, lab: str) -> str:
+        return row.get(f"{lab} group") or folder
+
+    def report(folder: str, row: dict, lab: str) -> dict | None:
+        return t.reports.get(graded_in(folder, row, lab), {}).get(lab)
+
+    def results(folder: str, row: dict, lab: str) -> str:
+        student = graded_in(folder, row, lab)
+        path = outdir.gradescope_path(t.out, lab, student)
+        return path.relative_to(t.out).as_posix() if (lab, student) in present else ""
+
+    notes, by_site, accounted = [], {}, set()
+    for folder, row in sorted(roster.rows.items()):
+        if is_group(row):
+            accounted.add(folder)
+            continue
+        homes = {graded_in(folder, row, lab) for lab in labs}
+        if row.get("site_id") and homes & set(t.reports):
+            by_site.setdefault(row.get("site"), []).append((folder, row))
+            accounted |= homes
+    unknown = sorted(set(t.reports) - accounted - set(roster.rows))
+    if unknown:
+        notes.append(f"{len(unknown)} student folder(s) have no row in {ROSTER}, so no course-site gradebook line: "
+                     + ", ".join(map(shown, unknown)))
+    books: dict[str, str] = {}
+    for site in sites.SITES:
+        if by_site.get(site):
+            book = common.Book(labs, facts, by_site[site], report, results,
+                               lambda f, r, lab: book_cell(report(f, r, lab), t.missing_as_zero,
+                                                           facts[lab].get("bonus")))
+            files, more = sites.module(site).gradebook(book)
+            books.update(files)
+            notes += more
+    if books:
+        notes.append(f"course-site gradebooks: {t.out / outdir.GRADEBOOK}/ ({', '.join(books)})")
+    return books, notes
+
+
+@dataclass
+class Grading:
+    """One (student, lab) as a summary sees it: its verdict, points and one-line reason."""
+
+    student: str
+    lab: str
+    verdict: str
+    points: float
+    message: str = ""
+
+    @property
+    def graded(self) -> bool:
+        """False when the verdict is no grade (score.NOT_GRADED): its 0 points mean nothing."""
+        return self.verdict not in score.NOT_GRADED
+
+    @classmethod
+    def of(cls, student: str, data: dict) -> "Grading":
+        return cls(student, data.get("lab", ""), data.get("verdict", GRADER_ERROR), float(data.get("points") or 0.0),
+                   grades.reason(data))
+
+
+@dataclass
+class ClassResult:
+    """What a class grading did and what OUT holds now: this run's gradings (in the plan's
+    order), the summary lines (also in OUT/summary.txt), the lines that must be shouted
+    (stderr, and at the end of summary.txt), and grade.py's exit status: 0 when every
+    report in OUT is a grade or "missing" and this run measured what it graded, else 1."""
+
+    gradings: list[Grading]
+    summary: list[str]
+    alarm: list[str]
+    exit_status: int
+
+
+def _counts(verdicts) -> str:
+    return ", ".join(f"{n} {v}" for v, n in sorted(Counter(verdicts).items())) or "none"
+
+
+def _listed(gradings: list[Grading], verdict: bool = True) -> list[str]:
+    """One line per grading: `  student/lab: verdict: reason` (names and reasons as printed)."""
+    return [f"  {shown(g.student)}/{g.lab}: " + (f"{g.verdict}: " if verdict else "")
+            + shown(g.message[:REASON_WIDTH]) for g in gradings]
+
+
+def mixed_models(t: ClassTable) -> dict[str, int]:
+    """GPU name -> graded labs, over every report in OUT, when more than one model graded."""
+    names = Counter((gpu_of(d) or {}).get("name") for found in t.reports.values() for d in found.values()
+                    if grades.is_grade(d))
+    names.pop(None, None)
+    names.pop("", None)
+    return dict(names) if len(names) > 1 else {}
+
+
+def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) -> ClassResult:
+    """The class summary: what OUT holds (what is no grade, loudly), what this run did."""
+    out = t.out
+    everything = [Grading.of(s, r) for s, found in t.reports.items() for r in found.values()]
+    this_run = [Grading.of(s.student, s.report) for s in saved]
+    lines = [f"the class in {out}: {len(t.reports)} student(s), {len(everything)} lab report(s): "
+             f"{_counts(g.verdict for g in everything)}",
+             f"this run: {len(this_run)} grading(s): {_counts(g.verdict for g in this_run)}"
+             + (f"; {kept} lab(s) kept, final already (--regrade grades them again)" if kept else ""),
+             f"class table: {out / 'class.csv'}; per grading (GPU, host, seconds): {out / 'gradings.csv'}"]
+    lines += [shown(n) for n in notes]
+    failed = [g for g in everything if g.graded and g.verdict not in (MISSING,) + NOT_FAILURES]
+    if failed:
+        lines.append(f"{len(failed)} lab(s) failed, with the reason:")
+        lines += _listed(failed)
+    near = [g for g in everything if g.verdict == MISSING and g.message.startswith(grades.NEAR_MISS)]
+    missing = [g for g in everything if g.verdict == MISSING and g not in near]
+    if near:
+        lines.append(f"{len(near)} lab(s) submitted under another name (a near miss), shown as '{NEAR_MISS_CELL}' in "
+                     "class.csv and never counted as 0 (grade.py import --accept takes the file, or put it in "
+                     "place as kernel.cu):")
+        lines += _listed(near, verdict=False)
+    if missing:
+        counted = ("counted as 0 in the gradebook files, but for a bonus lab (--missing-as-zero)" if t.missing_as_zero
+                   else "left out of the gradebook files (--missing-as-zero counts them as 0)")
+        lines.append(f"{len(missing)} lab(s) never submitted, shown as 'missing' in class.csv and {counted}:")
+        lines += _listed(missing, verdict=False)
+    errors = [g for g in everything if g.verdict == GRADER_ERROR]
+    if errors:
+        lines.append(f"{len(errors)} grading(s) failed to produce a report (verdict {GRADER_ERROR}; grade again "
+                     "to complete them):")
+        lines += _listed(errors, verdict=False)
+    ungraded = [g for g in everything if not g.graded and g.verdict != GRADER_ERROR]
+    if ungraded:
+        lines.append(f"{len(ungraded)} lab(s) not measured ({', '.join(sorted({g.verdict for g in ungraded}))}): "
+                     "no grade, shown as such in class.csv:")
+        lines += _listed(ungraded)
+    stood = [s for s in saved if s.kept]
+    if stood:
+        lines.append(f"{len(stood)} grading(s) of this run measured nothing, and the earlier grade stays (what "
+                     f"this run got is in students/<student>/<lab>{outdir.ATTEMPT}.json):")
+        lines += _listed([Grading.of(s.student, s.report) for s in stood])
+    alarm = []
+    if ungraded:
+        alarm += [f"NOTHING WAS MEASURED for {len(ungraded)} of {len(everything)} lab(s) in {out} "
+                  f"({', '.join(sorted({g.verdict for g in ungraded}))}): no GPU, or a broken machine.",
+                  "Their 0 points are NOT grades: class.csv shows the verdict instead of points, and no "
+                  "gradebook file holds a number for them.",
+                  "Grade again on a machine with a GPU (the reports say what was missing)."]
+    if models := mixed_models(t):
+        alarm.append("WARNING: this class was graded on GPUs of different models: "
+                     + ", ".join(f"{name} ({n} lab(s))" for name, n in sorted(models.items()))
+                     + ". Scores compare within one model (copy bandwidth is measured in each run, but "
+                       "targets are per model): grade the class on one model, or check gradings.csv.")
+    return ClassResult(this_run, lines, alarm, 1 if errors or ungraded or stood else 0)
+
+
+def write_class_html(out: Path, table: dict[str, dict[str, dict]], lab_order: list[str]) -> Path | None:
+    """OUT/class.html from classhtml.py, when that module is part of this kit (it is optional)."""
+    try:
+        from .classhtml import write_class_html as write_html
+    except ModuleNotFoundError as err:
+        if err.name and err.name.endswith("classhtml"):
+            return None
+        raise
+    return write_html(out, [lab for lab in lab_order if any(lab in labs for labs in table.values())], table)
+
+
+def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, notes: list[str] | None = None,
+                saved: list[Saved] | None = None, kept: int = 0, lab_facts: dict[str, dict] | None = None,
+                roster: Roster | None = None) -> ClassResult:
+    """Write every class file from every report in OUT (module docstring) and return the summary.
+
+    lab_order: every lab of the kit, in order; notes: lines for the summary (what was skipped in
+    the submissions, the back end's notes); saved: what this run graded (resume.save's answers,
+    in the plan's order); kept: how many labs the plan kept (final already); lab_facts:
+    plan.lab_facts; roster: the class roster, when the plan has read it."""
+    out = Path(out)
+    outdir.sweep_temporaries(out)
+    t = load(out, lab_order, lab_facts, missing_as_zero, roster)
+    outdir.write_atomic(out / "class.csv", class_csv(t))
+    outdir.write_atomic(out / "gradings.csv", gradings_csv(t))
+    files = gradescope_files(t)
+    for (lab, student), data in files.items():
+        if data is None:
+            outdir.gradescope_path(out, lab, student).unlink(missing_ok=True)
+        else:
+            outdir.write_json(outdir.gradescope_path(out, lab, student), data)
+    present = {k for k in t.gradescope if k not in files} | {k for k, data in files.items() if data is not None}
+    books, book_notes = site_gradebooks(t, present)
+    for name, text in books.items():
+        outdir.write_atomic(out / outdir.GRADEBOOK / name, text)
+    all_notes = list(notes or []) + book_notes
+    try:
+        page = write_class_html(out, t.reports, lab_order)
+        if page:
+            all_notes.append(f"class page: {page}")
+    except Exception as err:          # the page is a convenience: never lose the grading over it
+        all_notes.append(f"could not write the class page (classhtml.py): {type(err).__name__}: {err}")
+    result = summarize(t, list(saved or []), kept, all_notes)
+    outdir.write_atomic(out / "summary.txt", "\n".join(result.summary + result.alarm) + "\n")
+    return result

@@ -1,0 +1,121 @@
+"""The class table: every report in OUT, the class roster and the labs' facts, each read once; the
+class files (classfiles.py) are each a function of it.  What a cell of a class file shows is here
+too: the points of a grade, else the verdict (class.csv), or a blank (the gradebooks: what is no
+grade is never a number; "missing" is 0 only with missing_as_zero, never for a near miss nor a
+bonus lab)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import grades, leaderboard, outdir
+from .importers.roster import Roster, RosterError
+from .submissions import ROSTER
+
+Reports = dict[str, dict[str, dict]]
+#: What class.csv shows for a near miss (grades.is_near_miss) instead of "missing".
+NEAR_MISS_CELL = "near miss"
+
+
+@dataclass
+class ClassTable:
+    """reports: {student folder: {lab: report}} of OUT (outdir.read_reports: students sorted, labs
+    in the kit's order); facts: {lab: {"title", "points", "bonus"}}; roster: CLASS/roster.csv
+    (None: roster_note says why, "" when OUT names no class); leaderboard: {(student, lab):
+    Gradescope's leaderboard entries} of who opted in, None when nobody did; gradescope: the
+    (lab, student) whose Gradescope file OUT held when the table was read."""
+
+    out: Path
+    lab_order: list[str]
+    reports: Reports
+    facts: dict[str, dict]
+    roster: Roster | None
+    roster_note: str
+    missing_as_zero: bool
+    leaderboard: dict | None
+    gradescope: set[tuple[str, str]]
+
+    @property
+    def labs(self) -> list[str]:
+        """The labs of lab_order that OUT holds a report of, in that order."""
+        return [lab for lab in self.lab_order if any(lab in labs for labs in self.reports.values())]
+
+    def bonus(self, lab: str) -> bool:
+        return bool(self.facts.get(lab, {}).get("bonus"))
+
+
+def class_roster(out: Path) -> tuple[Roster | None, str]:
+    """CLASS/roster.csv of the class OUT belongs to (class.json names it), or (None, why not)."""
+    manifest = outdir.read_json(Path(out) / outdir.MANIFEST) or {}
+    if not manifest.get("submissions"):
+        return None, ""
+    path = Path(manifest["submissions"]) / ROSTER
+    if not path.is_file():
+        return None, (f"no {ROSTER} in {manifest['submissions']} (grade.py import writes it): no Canvas or Moodle "
+                      "gradebook file written")
+    try:
+        return Roster.load(path), ""
+    except RosterError as err:
+        return None, f"{err}: no Canvas or Moodle gradebook file written"
+
+
+def _facts(reports: Reports) -> dict[str, dict]:
+    """What the reports say of each lab, when the plan's facts are not at hand."""
+    found: dict[str, dict] = {}
+    for labs in reports.values():
+        for lab, r in labs.items():
+            found.setdefault(lab, {"title": r.get("title", lab), "points": float(r.get("max_points") or 0),
+                                   "bonus": bool(r.get("bonus"))})
+    return found
+
+
+def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = None, missing_as_zero: bool = False,
+         roster: Roster | None = None) -> ClassTable:
+    """The table of OUT.  lab_facts: plan.lab_facts (None: from the reports); roster: the class
+    roster when the caller has read it (the plan), else read here (class_roster)."""
+    out = Path(out)
+    reports = outdir.read_reports(out, lab_order)
+    note = ""
+    if roster is None:
+        roster, note = class_roster(out)
+    names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    entries = leaderboard.gradescope_entries(reports, names) if names else None
+    before = {(lab, s) for lab in lab_order for s in reports if outdir.gradescope_path(out, lab, s).is_file()}
+    return ClassTable(out, list(lab_order), reports, lab_facts or _facts(reports), roster, note, missing_as_zero,
+                      entries, before)
+
+
+def class_cell(report: dict | None) -> str:
+    """A class.csv cell: the points of a grade, the verdict of anything else ("near miss" for a
+    missing lab submitted under another name), "" for no report."""
+    if report is None:
+        return ""
+    if grades.is_near_miss(report):
+        return NEAR_MISS_CELL
+    return f"{float(report.get('points') or 0.0):.2f}" if grades.is_grade(report) else str(report.get("verdict"))
+
+
+def book_cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -> str:
+    """A gradebook cell: the points of a grade ("%.2f"), "0" for a missing required lab with
+    missing_as_zero (not a near miss), else "" (what is no grade is never 0)."""
+    if report is None:
+        return ""
+    if grades.is_grade(report):
+        return f"{float(report.get('points') or 0.0):.2f}"
+    if report.get("verdict") == grades.MISSING and missing_as_zero and not bonus and not grades.is_near_miss(report):
+        return "0"
+    return ""
+
+
+def gpu_of(data: dict) -> dict | None:
+    """The GPU a report's GPU stages ran on: {"index", "uuid", "name", "host"} (index and uuid
+    from the pool that handed it out, when one did), or None when no GPU ran them."""
+    section = data.get("gpu") or {}
+    assigned = section.get("assigned") or {}
+    device = section.get("device") or {}
+    name = assigned.get("name") or device.get("name") or device.get("device")
+    if not name and not assigned:
+        return None
+    return {"index": assigned.get("index"), "uuid": assigned.get("uuid", ""), "name": name or "",
+            "host": (data.get("class") or {}).get("host", "")}

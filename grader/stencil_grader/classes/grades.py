@@ -1,0 +1,53 @@
+"""What a report means for a class, from score.NOT_GRADED (grading/score.py): a report is a grade
+(is_grade) unless its verdict is "missing" or one of score.NOT_GRADED, whose 0 points mean
+nothing; a "missing" report of something submitted under another name is a near miss, never 0."""
+
+from __future__ import annotations
+
+from ..base import labspec
+from ..grading import score
+
+#: The verdict of a grading whose process failed, or whose task the batch engine ended (one of
+#: score.NOT_GRADED: graded again by the next run).
+GRADER_ERROR = "grader_error"
+MISSING = "missing"
+#: How a "missing" report's message starts when something was submitted under another name (a
+#: near miss: Kernel.cu, kernel (1).cu, a .zip, ...): never counted as 0 (plan.py writes it).
+NEAR_MISS = "near miss: "
+
+
+def is_grade(report: dict | None) -> bool:
+    """True when report's verdict is a grade: its points count."""
+    return bool(report) and report.get("verdict") not in score.NOT_GRADED + (MISSING,)
+
+
+def is_near_miss(report: dict | None) -> bool:
+    """True for a "missing" report of a near miss (NEAR_MISS): submitted, under another name."""
+    return bool(report) and report.get("verdict") == MISSING and reason(report).startswith(NEAR_MISS)
+
+
+def reason(report: dict) -> str:
+    """Why a report got its verdict, in one line: its first message, else the verdict's stage's."""
+    lines = [m for m in report.get("messages") or [] if isinstance(m, str) and m.strip()]
+    for stage in ("correctness", "performance"):
+        section = report.get(stage)
+        if isinstance(section, dict) and section.get("verdict") not in (None, "pass", "not_run") \
+                and section.get("message"):
+            lines.append(section["message"])
+    return lines[0].strip().splitlines()[0] if lines else ""
+
+
+def total(reports: list[dict]) -> float | None:
+    """The class total of one student's reports: their points ("missing" adds 0), or None when
+    one of them is no grade (then there is no total to upload)."""
+    if any(r.get("verdict") in score.NOT_GRADED for r in reports):
+        return None
+    return round(sum(float(r.get("points") or 0.0) for r in reports if is_grade(r)), 2)
+
+
+def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str) -> dict:
+    """A report for a lab that no grading reported on ("missing", "grader_error"), or that was
+    refused before any ran (a kernel.cu over its size: "compile_error"); final when a grade."""
+    return {"lab": spec.lab, "title": spec.title, "bonus": spec.bonus, "student": student, "verdict": verdict,
+            "points": 0.0, "max_points": spec.points.total, "full_points": False,
+            "final": verdict not in score.NOT_GRADED + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}
