@@ -24,7 +24,7 @@ import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, SIMILARITY_DEPS
 from stencil_grader import cli
-from stencil_grader.classes import backend, gpupool, outdir, similarity
+from stencil_grader.classes import backend, gpupool, outdir, similarity, submissions
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import check_verdicts  # noqa: E402  (needs the path above)
@@ -148,7 +148,7 @@ def test_the_copies_are_flagged_and_the_independent_solutions_are_not(cd, made_u
     assert {r["page"] for r in rows if r["flagged"] == "yes"} == {f"pair-{i}.html" for i in range(1, 5)}
     hostile = "'" + HOSTILE                    # by the csv module, after a "'": no spreadsheet formula
     assert any(r["a"] == hostile or r["b"] == hostile for r in rows)
-    assert not any(r[k][:1] in outdir.FORMULA_START for r in rows for k in ("a", "b"))
+    assert not any(r[k][:1] in submissions.FORMULA_START for r in rows for k in ("a", "b"))
     text = (folder / "pairs.txt").read_text()
     assert "4 pair(s) flagged" in text and "never a grade" in text and "flagged at 0.80" in text
     data = json.loads((folder / "similarity.json").read_text())

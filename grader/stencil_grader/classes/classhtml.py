@@ -17,9 +17,9 @@ Jinja2 templates (pages.py):
 and, none changing a grade: the similarity column (similarity.column), the labs that moved since
 their previous grading (classdiff.py), the leaderboard of who opted in (leaderboard.py).
 
-Only grades count in the statistics (outdir.is_grade): a "missing" or "not_measured" lab is no 0 in
+Only grades count in the statistics (grades.is_grade): a "missing" or "not_measured" lab is no 0 in
 a median or a histogram, its cell shows its verdict, and the student's total is blank, as in
-class.csv (outdir.total).  Outliers: a measured ratio outside Tukey's fences of its lab (Q1 - 1.5
+class.csv (grades.total).  Outliers: a measured ratio outside Tukey's fences of its lab (Q1 - 1.5
 IQR, Q3 + 1.5 IQR over at least 4 measured ratios), and every grader_error, crash, timeout and
 forbidden verdict.  Ratios: effective bandwidth / copy bandwidth.
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 from ..grading import html as lab_html, progress
 from ..grading.report import student_view
 from ..grading.score import NOT_GRADED
-from . import classdiff, leaderboard, outdir, pages, similarity
+from . import classdiff, grades, leaderboard, outdir, pages, similarity
 from .submissions import ROSTER
 
 #: Points are binned in tenths of a lab's maximum.
@@ -57,7 +57,7 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
 def _ratio(report: dict) -> float | None:
     perf = report.get("performance")
     ratio = perf.get("ratio") if isinstance(perf, dict) else None
-    return ratio if isinstance(ratio, (int, float)) and outdir.is_grade(report) else None
+    return ratio if isinstance(ratio, (int, float)) and grades.is_grade(report) else None
 
 
 def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
@@ -93,7 +93,7 @@ def histogram(values: list[float], lo: float, hi: float, bins: int = BINS) -> di
 
 def _lab_section(lab: str, reports: Table) -> dict:
     rows = [r[lab] for r in reports.values() if lab in r]
-    graded = [r for r in rows if outdir.is_grade(r)]
+    graded = [r for r in rows if grades.is_grade(r)]
     verdicts: dict[str, int] = {}
     for r in rows:
         verdicts[str(r.get("verdict"))] = verdicts.get(str(r.get("verdict")), 0) + 1
@@ -101,7 +101,7 @@ def _lab_section(lab: str, reports: Table) -> dict:
     points = [float(r.get("points") or 0.0) for r in graded]
     ratios = [x for x in map(_ratio, graded) if x is not None]
     return {"lab": lab, "ident": lab.replace(".", "_"), "rows": len(rows), "graded": len(graded), "top": top,
-            "without": sorted({str(r.get("verdict")) for r in rows if not outdir.is_grade(r)}),
+            "without": sorted({str(r.get("verdict")) for r in rows if not grades.is_grade(r)}),
             "verdicts": sorted(verdicts.items()), "outliers": outliers(reports, lab),
             "points": histogram(points, 0.0, float(top)) if points else None,
             "ratios": histogram(ratios, 0.0, max(1.1, max(ratios))) if ratios else None}
@@ -129,7 +129,7 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
     names, notes = leaderboard.pseudonyms(leaderboard.roster_of(out))
     return pages.write(
         out / "class.html", "class.html", title="Class report", labs=lab_order, reports=reports, count=len(every),
-        graded=sum(map(outdir.is_grade, every)), ungraded=[r for r in every if r.get("verdict") in NOT_GRADED],
+        graded=sum(map(grades.is_grade, every)), ungraded=[r for r in every if r.get("verdict") in NOT_GRADED],
         similar=similarity.column(out, lab_order), SIMILAR_SHOWN=SIMILAR_SHOWN, CELL_REASON=CELL_REASON,
         classdiff=lab_html.Markup(classdiff.class_section(out, lab_order)),
         boards=leaderboard.boards(reports, names, lab_order), board_notes=notes,

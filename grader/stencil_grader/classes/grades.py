@@ -10,15 +10,13 @@ from ..grading import score
 #: The verdict of a grading whose process failed, or whose task the batch engine ended (one of
 #: score.NOT_GRADED: graded again by the next run).
 GRADER_ERROR = "grader_error"
-MISSING = "missing"
+MISSING = score.MISSING
 #: How a "missing" report's message starts when something was submitted under another name (a
 #: near miss: Kernel.cu, kernel (1).cu, a .zip, ...): never counted as 0 (plan.py writes it).
 NEAR_MISS = "near miss: "
 
 
-def is_grade(report: dict | None) -> bool:
-    """True when report's verdict is a grade: its points count."""
-    return bool(report) and report.get("verdict") not in score.NOT_GRADED + (MISSING,)
+is_grade = score.is_grade
 
 
 def is_near_miss(report: dict | None) -> bool:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import progress
-from . import outdir
+from . import grades, outdir
 from .importers import roster as roster_csv
 from .submissions import ROSTER
 
@@ -107,7 +107,7 @@ def _number(value) -> float | None:
 
 def eligible(report: dict) -> bool:
     """Whether a report may appear on a board (module docstring: correct, unflagged, timed)."""
-    if report.get("verdict") not in CORRECT or not report.get("final") or not outdir.is_grade(report):
+    if report.get("verdict") not in CORRECT or not report.get("final") or not grades.is_grade(report):
         return False
     ratio = _number((report.get("performance") or {}).get("ratio"))
     if ratio is None or ratio <= 0:

@@ -12,8 +12,7 @@ import re
 from pathlib import Path
 
 from .. import __version__
-from .grades import is_grade, reason, total  # noqa: F401  (classhtml, leaderboard: until they import grades)
-from .submissions import FORMULA_START, ClassError, sheet_cell  # noqa: F401  (similarity: until it imports them)
+from .submissions import ClassError
 
 MANIFEST = "class.json"
 #: The layout this module writes (MANIFEST records it; claim moves an earlier one).

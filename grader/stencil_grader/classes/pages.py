@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..grading import html
-from . import outdir
+from . import grades, outdir
 from .submissions import ClassError
 
 INSTALL = "python3-jinja2 (Debian), or: python3 -m pip install Jinja2"
@@ -42,8 +42,8 @@ def environment():
         raise ClassError(f"the instructor's pages need Jinja2 ({err}): install {INSTALL}") from None
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(html.TEMPLATES), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, finalize=_escaped)
-    env.globals.update(css=html.css(), href=href, is_grade=outdir.is_grade, reason=outdir.reason,
-                       class_total=outdir.total, STUDENTS=outdir.STUDENTS, SIMILARITY=outdir.SIMILARITY)
+    env.globals.update(css=html.css(), href=href, is_grade=grades.is_grade, reason=grades.reason,
+                       class_total=grades.total, STUDENTS=outdir.STUDENTS, SIMILARITY=outdir.SIMILARITY)
     return env
 
 

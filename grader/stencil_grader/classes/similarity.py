@@ -161,7 +161,7 @@ def _sources(paths, kind: str, notes: list[str]) -> list[Source]:
 
 def student_sources(subs: Path, lab: str, notes: list[str]) -> list[Source]:
     """The kernel.cu of each student of the class folder who has one for this lab."""
-    paths = ((s, submissions.find_source(subs, s, lab)[0]) for s in submissions.read_roster(subs).students)
+    paths = ((s, submissions.find_source(subs, s, lab)[0]) for s in submissions.read_students(subs).students)
     return _sources([(s, p, f"{shown(s)}/{lab}/{submissions.SOURCE}") for s, p in paths if p is not None],
                     "student", notes)
 
@@ -293,7 +293,7 @@ def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
                      "flagged", "page"])
     for rank, p in enumerate(result.pairs, 1):
         writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched,
-                         outdir.sheet_cell(p.a), p.a_kind, outdir.sheet_cell(p.b), p.b_kind,
+                         submissions.sheet_cell(p.a), p.a_kind, submissions.sheet_cell(p.b), p.b_kind,
                          "yes" if p.flagged else "no", p.page])
     written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue()),
                outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n")]
@@ -350,7 +350,7 @@ def run(subs: str | Path, out: str | Path, labs: list[str] | None = None, agains
     subs, out = Path(subs).resolve(), Path(out).resolve()
     kit = Path(kit or plan.kit_root()).resolve()
     specs = plan.select_labs(labs, kit)
-    submissions.read_roster(subs)
+    submissions.read_students(subs)
     outdir.check_out(out, subs)
     outdir.claim(out, subs)
     when = outdir.now()

@@ -106,7 +106,6 @@ def read_students(submissions: Path, only: str | None = None) -> Students:
 
 
 #: similarity.py's name for read_students, until it calls that.
-read_roster = read_students
 
 
 def _walk(folder: Path, depth: int):

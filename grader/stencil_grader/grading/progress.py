@@ -43,7 +43,6 @@ HISTORY_KEYS = ("graded_at", "verdict", "points", "max_points", "ratio", "gbps",
 #: Reports that are no grading of their own: nothing is appended for them.
 NOT_AN_ATTEMPT = ("pending", "missing")
 #: Verdicts whose points mean nothing (score.NOT_GRADED, and a class's "missing").
-NO_GRADE = score.NOT_GRADED + ("missing",)
 #: Attempts listed in the table at most (the newest; the chart shows them all).
 TABLE_ROWS = 30
 #: The longest line read back (a history line is about 400 bytes).
@@ -189,7 +188,7 @@ def chart_svg(history: list[dict], floor: float | None = None, target: float | N
 
 
 def _points(e: dict) -> str:
-    if e.get("verdict") in NO_GRADE:
+    if not score.is_grade(e):
         return "no grade"
     most = _number(e.get("max_points"))
     return f"{_number(e.get('points')) or 0.0:.2f}" + (f" / {most:g}" if most is not None else "")

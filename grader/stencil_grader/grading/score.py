@@ -73,6 +73,14 @@ VERDICTS = ("pass", "slow", "not_measured", "constraint", "implausible", "incorr
 #: Verdicts whose 0 points are no grade: nothing about the student's code was measured, or the
 #: grader's own machinery failed (never final: the next run grades it again).
 NOT_GRADED = ("not_measured", "kit_error", "pending", "grader_error")
+#: The verdict of a class's lab that no file was submitted for: a grade of 0 (classes/plan.py).
+MISSING = "missing"
+
+
+def is_grade(report: dict | None) -> bool:
+    """True when a report's verdict is a grade, its points counting: not one of NOT_GRADED, and not
+    "missing" (a class's lab never submitted: 0 in class.csv, no grade of a kernel)."""
+    return bool(report) and report.get("verdict") not in NOT_GRADED + (MISSING,)
 #: A stage's verdict is one of these or "not_run" (gated by an earlier stage).
 #: Case outcome -> verdict, and their order of badness (worst first).
 _CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect", "not_run": "timeout"}

@@ -25,7 +25,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import labspec
 from ..grading import html, plot, score
-from .figures import DATA_DIR, load_recordings
+from .records import DATA_DIR, load_recordings
 from . import tuning
 from .tour import TourRow, draw
 
@@ -53,7 +53,7 @@ def tour_rows(record: dict) -> list[TourRow]:
 
 def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> list[str]:
     """path-SLUG.png and roofline-SLUG.png from the recorded tour of SLUG; one line per picture.
-    Raises PictureError without the GPU's SM count and clock, FiguresError without the recording,
+    Raises PictureError without the GPU's SM count and clock, RecordError without the recording,
     UsageError (exit 2) without matplotlib."""
     record = load_recordings(data_dir).get(slug, "tour").data
     device = record["device"]
