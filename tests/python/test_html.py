@@ -307,12 +307,12 @@ def test_class_page_escapes_student_names(tmp_path):
 
 def test_without_jinja2_the_class_page_says_what_to_install(tmp_path, monkeypatch):
     """The class files are written all the same; the summary names the package the page needs."""
-    from stencil_grader.classes import merge, pages
+    from stencil_grader.classes import classfiles, pages
     out = make_class(tmp_path)
     monkeypatch.setitem(sys.modules, "jinja2", None)              # import jinja2 raises ImportError
     pages.environment.cache_clear()
     try:
-        result = merge.class_files(out, LABS)
+        result = classfiles.class_files(out, LABS)
     finally:
         pages.environment.cache_clear()
     assert (out / "class.csv").is_file() and not (out / "class.html").exists()
