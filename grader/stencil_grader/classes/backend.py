@@ -183,7 +183,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
                 regrade: bool = False, similarity: bool = False, against: Path | None = None) -> classfiles.ClassResult:
     """Grade a class on this host: plan (plan.make_plan: what to grade, what is kept), run the
-    gradings (LocalBackend), merge (merge.class_files: the class files from every report).
+    gradings (LocalBackend), merge (classfiles.class_files: the class files from every report).
 
     gpus: "all" (default: every GPU nvidia-smi lists) or indices "0,2"; each is probed first
         and a GPU that fails is left out with a message.  gpu_set: a ready gpupool.GpuSet

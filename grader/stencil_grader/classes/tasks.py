@@ -229,7 +229,7 @@ def why_not_graded(run: RunDir, position: int, item: Item) -> str:
 
 
 def merge(run_dir: Path, job: str | None = None, say: Callable[[str], None] = print) -> classfiles.ClassResult:
-    """The merge step (module docstring); returns the class result (merge.class_files)."""
+    """The merge step (module docstring); returns the class result (classfiles.class_files)."""
     run = RunDir(run_dir)
     status = _Status(run, "merge", 0, job)
     say(f"merging {run.path}: {len(run.items)} grading(s)")
