@@ -36,12 +36,12 @@ import pytest
 
 from conftest import run_grade
 from stencil_grader.classes import importers, submissions
-from stencil_grader.classes.importers import export as export_mod, metadata_yml, roster as roster_mod
+from stencil_grader.classes.importers import export as export_mod, gradescope, roster as roster_mod
 from stencil_grader.classes.submissions import ClassError
 
 LAB, LAB2 = "01-naive-5pt", "02-shared-tiling"
 #: The tests that read a Gradescope export need PyYAML (grader/requirements.txt).
-NEEDS_YAML = pytest.mark.skipif(importlib.util.find_spec("yaml") is None, reason=metadata_yml.YAML_MISSING)
+NEEDS_YAML = pytest.mark.skipif(importlib.util.find_spec("yaml") is None, reason=gradescope.YAML_MISSING)
 NFC = unicodedata.normalize("NFC", "José García")
 NFD = unicodedata.normalize("NFD", "José García")
 
@@ -367,7 +367,7 @@ def test_gradescope_export(tmp_path):
 
 @NEEDS_YAML
 def test_gradescope_metadata_reader():
-    records = metadata_yml.read_submitters(GRADESCOPE_METADATA)
+    records = gradescope.read_submitters(GRADESCOPE_METADATA)
     assert list(records) == ["submission_409194023", "submission_500000001", "submission_600000002",
                              "submission_700000003", "submission_800000004"]
     assert records["submission_409194023"] == [{"name": "José García", "sid": "123456789",
@@ -381,15 +381,15 @@ def test_gradescope_metadata_reader():
               "    :sid: '0042'\r\n    :extra:\r\n      - :name: nested, not a submitter\r\n"
               "  - :name: Alexandra Konstantinopoulou-Papadimitriou\r\n"
               "      von Habsburg\r\n    :email: ~\r\n")
-    assert metadata_yml.read_submitters(folded)["submission_1"] == [
+    assert gradescope.read_submitters(folded)["submission_1"] == [
         {"name": "Maria", "sid": "0042", "email": ""},
         {"name": "Alexandra Konstantinopoulou-Papadimitriou von Habsburg", "sid": "", "email": ""}]
     for bad, where in (("submission_1:\n  :submitters: Bob\n", "line 2"),
                        ("submission_1:\n  :submitters:\n  - :name: \"unterminated\n", "line 3"),
                        ("  :submitters: []\n", "line 1"),
                        ("submission_1:\n  :submitters:\n  - :name: \"\\q\"\n", "unknown escape")):
-        with pytest.raises(metadata_yml.MetadataError, match=where):
-            metadata_yml.read_submitters(bad)
+        with pytest.raises(gradescope.MetadataError, match=where):
+            gradescope.read_submitters(bad)
 
 
 def test_gradescope_without_metadata_is_refused(tmp_path):

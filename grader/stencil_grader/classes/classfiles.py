@@ -29,7 +29,7 @@ from ..grading import gradescope, score
 from . import grades, outdir
 from .classtable import NEAR_MISS_CELL, ClassTable, book_cell, class_cell, gpu_of, load
 from .grades import GRADER_ERROR, MISSING
-from .importers import common, sites
+from .importers import SITES, common
 from .importers.roster import Roster, is_group
 from .resume import Saved
 from .submissions import ROSTER, sheet_cell, shown
@@ -131,12 +131,12 @@ def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[
         notes.append(f"{len(unknown)} student folder(s) have no row in {ROSTER}, so no course-site gradebook line: "
                      + ", ".join(map(shown, unknown)))
     books: dict[str, str] = {}
-    for site in sites.SITES:
+    for site, module in SITES.items():
         if by_site.get(site):
             book = common.Book(labs, facts, by_site[site], report, results,
                                lambda f, r, lab: book_cell(report(f, r, lab), t.missing_as_zero,
                                                            facts[lab].get("bonus")))
-            files, more = sites.module(site).gradebook(book)
+            files, more = module.gradebook(book)
             books.update(files)
             notes += more
     if books:

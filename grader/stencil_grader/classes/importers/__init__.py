@@ -1,16 +1,16 @@
-"""`grade.py import`: a course site's export of one lab laid out as the class folder (grader/README.md,
-section 9, and the site's module: canvas.py, moodle.py, gradescope.py):
+"""`grade.py import --from SITE EXPORT --lab NN-slug --into CLASS [--groups FILE] [--accept WHO
+...] [--force]`: one lab of a course site's export laid out as the class folder, with
+CLASS/roster.csv (grader/README.md, section 9, "From a course site"; exit status there).
 
-    grade.py import --from canvas|moodle|gradescope EXPORT --lab NN-slug --into CLASS
-                    [--groups FILE] [--accept WHO ...] [--force]
+A course site is one module of this folder and its line in SITES.  It defines:
 
-EXPORT is the site's .zip (read, never unpacked: export.py) or its folder.  Each student gets
-CLASS/<folder>/<lab>/kernel.cu and a row of CLASS/roster.csv (roster.py); a group's submission
-is imported once into a folder of its own, each member's row naming it ("<lab> group").  The
-one kernel.cu of a submission is taken (common.choose_kernel: two candidates, none taken; a
-near miss only with --accept); a different kernel.cu already in CLASS is replaced only with
---force.  Exit status: 0 every student's kernel.cu is in CLASS; 1 something was not taken (each
-said on its line); 2 nothing done (usage, an unreadable export, group file or roster.csv).
+    NAME                  the --from word and the roster's "site"
+    parse(export, groups) the export (export.Export) read as common.Parsed; ExportError when it is
+                          not laid out so (or is a group assignment's and groups is None)
+    gradebook(book)       its gradebook files from a common.Book: ({file name: text}, [notes])
+    read_groups(path)     (optional: no --groups without it) its group file as common.Groups
+    RENAMED, GROUPS_HINT  (optional) its name for a re-uploaded kernel.cu (a regular expression);
+                          a line said on an import without --groups
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from ... import KIT_ROOT
 from ...base import labspec
 from .. import outdir
 from ..submissions import ClassError, shown
-from . import common, export as export_mod, roster as roster_mod, sites
-from .common import GroupsError
-from .export import MAX_KERNEL_BYTES, EntryError, ExportError
-from .roster import Roster, RosterError
+from . import canvas, common, gradescope, moodle
+from .export import MAX_KERNEL_BYTES, EntryError, ExportError, open_export
+from .roster import ROSTER, Roster, RosterError, folder_name
 
-SITES = sites.SITES
+#: The course sites by NAME, in the order their gradebooks are written.
+SITES = {site.NAME: site for site in (canvas, moodle, gradescope)}
 
 
 @dataclass
@@ -45,48 +45,43 @@ class ImportResult:
         return 1 if any(self.counts[k] for k in bad) else 0
 
 
-def _target(into: Path, folder: str, lab: str) -> tuple[Path, str]:
-    """(CLASS/folder/lab/kernel.cu, "") or (that path, why it may not be written): a symbolic link
-    on the way could send the write outside --into; a file where a folder goes, or the reverse."""
-    path = into / folder / lab / common.SOURCE
-    for p, kind in ((into / folder, "folder"), (into / folder / lab, "folder"), (path, "file")):
-        if p.is_symlink():
-            return path, f"{shown(str(p))} is a symbolic link; not written through"
-        if p.exists() and not (p.is_dir() if kind == "folder" else p.is_file()):
-            return path, f"{shown(str(p))} is there and is not a {kind}"
-    return path, ""
-
-
 def import_export(site: str, export: Path, lab: str, into: Path, force: bool = False,
                   kit_root: Path = KIT_ROOT, say: Callable[[str], None] = print, groups: Path | None = None,
                   accept: list[str] | None = None) -> ImportResult:
-    """Import one lab of a site's export into the class folder `into` (module docstring).
-    groups: the site's group file; accept: the students (folder or site id, or "all") whose one
-    near miss is taken.  Raises ClassError (exit 2) for a usage problem or an export, group
+    """Import one lab of a site's export into the class folder `into`.  groups: the site's group
+    file; accept: the students (folder or site id, or "all") whose one near miss is taken; force:
+    replace a different kernel.cu.  ClassError (exit 2) for a usage problem or an export, group
     file or roster.csv that cannot be read."""
     if site not in SITES:
         raise ClassError(f"--from {site!r}: the sites are {', '.join(SITES)}")
-    labs = [d.name for d in labspec.discover_labs(kit_root)]
+    module, labs = SITES[site], [d.name for d in labspec.discover_labs(kit_root)]
     if lab not in labs:
         raise ClassError(f"--lab {lab!r}: not a lab of the kit; labs: {', '.join(labs)}")
+    if groups is not None and not hasattr(module, "read_groups"):
+        raise ClassError(f"--groups {groups}: a {site.capitalize()} export names each group's members itself; "
+                         f"give no --groups")
     export, into = Path(export), Path(into)
     if into.exists() and not into.is_dir():
         raise ClassError(f"--into {into}: a file, not the class folder")
     if export.is_dir() and into.resolve().is_relative_to(export.resolve()):
         raise ClassError(f"--into {into} lies inside the export {export}: choose a class folder outside it")
     try:
-        roster = Roster.load(into / roster_mod.ROSTER)
-        group_file = sites.module(site).read_groups(Path(groups)) if groups is not None else None
-        with export_mod.open_export(export) as listing:
-            parsed = sites.parse(site, listing, group_file)
-            result = ImportResult()
+        roster, result = Roster.load(into / ROSTER), ImportResult()
+        group_file = module.read_groups(Path(groups)) if groups is not None else None
+        with open_export(export) as listing:
+            parsed = module.parse(listing, group_file)
+            if not parsed.submissions:
+                example = f" (e.g. {parsed.skipped[0][0]!r})" if parsed.skipped else ""
+                raise ExportError(f"nothing in it is laid out as a {site.capitalize()} export{example}; "
+                                  f"is --from right?")
             say(f"import: {site.capitalize()} export {shown(str(export))} -> {shown(str(into))}, lab {lab}")
             into.mkdir(parents=True, exist_ok=True)
-            for sub in sorted(parsed.submissions.values(), key=lambda s: roster_mod.folder_name(s.student)):
-                _import_one(sub, site, lab, into, roster, force, result, say, set(accept or ()))
+            for sub in sorted(parsed.submissions.values(), key=lambda s: folder_name(s.student)):
+                wanted = bool({"all", sub.student.site_id, roster.folder_for(sub.student)[0]} & set(accept or ()))
+                _import_one(sub, common.choose_kernel(sub, getattr(module, "RENAMED", None), wanted,
+                                                      site.capitalize()), lab, into, roster, force, result, say)
             for path, why in listing.refused:
-                result.counts["refused"] += 1
-                result.counts[f"refused: {why.split(':')[0]}"] += 1
+                result.counts.update(["refused", f"refused: {why.split(':')[0]}"])
                 say(f"  refused    {shown(path)}: {why}")
             for path, why in parsed.skipped:
                 result.counts["skipped"] += 1
@@ -98,51 +93,54 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
                 more = f" (and {len(paths) - 1} more like it)" if len(paths) > 1 else ""
                 say(f"  note       {shown(paths[0])}{more}: {note}")
             result.counts["ignored"] = listing.ignored
-            hint = getattr(sites.module(site), "GROUPS_HINT", "") if groups is None else ""
-            if hint:
-                say(f"  note       {hint}")
+            if groups is None and getattr(module, "GROUPS_HINT", ""):
+                say(f"  note       {module.GROUPS_HINT}")
     except ExportError as err:
         text = shown(str(err))
         raise ClassError(text if str(err).startswith(str(export)) else f"{shown(str(export))}: {text}") from None
-    except (RosterError, GroupsError) as err:
+    except (RosterError, common.GroupsError) as err:
         raise ClassError(shown(str(err))) from None
     result.roster = roster.save()
     say(summary(result, len(parsed.submissions)))
     return result
 
 
-def _import_one(sub: common.Submission, site: str, lab: str, into: Path, roster: Roster, force: bool,
-                result: ImportResult, say: Callable[[str], None], accept: set[str] = frozenset()) -> None:
-    """Import one submission: choose its kernel.cu, check, write, record in the roster (a
-    group's: its row, and each member's naming the group's folder)."""
-    student = sub.student
-    folder, why = roster.folder_for(student)
-    who = shown(folder or roster_mod.folder_name(student))
-    target, why = (None, why) if why else _target(into, folder, lab)
+def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: Path, roster: Roster, force: bool,
+                result: ImportResult, say: Callable[[str], None]) -> None:
+    """Write the submission's chosen kernel.cu, unless a link or a file is on the way, and record
+    it in the roster (a group's: its row, and each member's naming the group's folder)."""
+    folder, why = roster.folder_for(sub.student)
+    who = shown(folder or folder_name(sub.student))
+    target = into / folder / lab / common.SOURCE
+    for path, kind in ((into / folder, "folder"), (into / folder / lab, "folder"), (target, "file")):
+        if why:
+            break
+        if path.is_symlink():
+            why = f"{shown(str(path))} is a symbolic link; not written through"
+        elif path.exists() and not (path.is_dir() if kind == "folder" else path.is_file()):
+            why = f"{shown(str(path))} is there and is not a {kind}"
     if why:
         result.counts["conflict"] += 1
         say(f"  conflict   {who}: {why}")
         return
     (into / folder).mkdir(exist_ok=True)
-    roster.record(folder, student)
-    late = "" if sub.late is None else ("yes" if sub.late else "no")
-    tag = "  [late]" if sub.late else ""
+    roster.record(folder, sub.student)
+    late, tag = "" if sub.late is None else ("yes" if sub.late else "no"), "  [late]" if sub.late else ""
     if sub.members:
-        names = ", ".join(shown(m.name or m.site_id) for m in sub.members)
-        say(f"  group      {who}: {len(sub.members)} member(s), graded once for all: {names}")
-    wanted = "all" in accept or folder in accept or student.site_id in accept
-    choice = common.choose_kernel(sub, getattr(sites.module(site), "RENAMED", None), wanted, site.capitalize())
+        say(f"  group      {who}: {len(sub.members)} member(s), graded once for all: "
+            + ", ".join(shown(m.name or m.site_id) for m in sub.members))
 
-    def record(**fields: str) -> None:
+    def record(file: str) -> None:
         """The lab's cells of the submission's row, and of each member's row (group: this folder)."""
-        roster.record(folder, student, lab, files=str(len(sub.files)), group="", **fields)
+        roster.record(folder, sub.student, lab, files=str(len(sub.files)), group="", late=late, file=file, note=note)
         for member in sub.members:
             home, why = roster.folder_for(member)
             if why:
                 result.counts["conflict"] += 1
-                say(f"  conflict   {shown(roster_mod.folder_name(member))}: {why}")
-                continue
-            roster.record(home, member, lab, files=str(len(sub.files)), group=folder, **fields)
+                say(f"  conflict   {shown(folder_name(member))}: {why}")
+            else:
+                roster.record(home, member, lab, files=str(len(sub.files)), group=folder, late=late, file=file,
+                              note=note)
 
     data, note = None, choice.note
     if choice.entry is None:
@@ -158,25 +156,22 @@ def _import_one(sub: common.Submission, site: str, lab: str, into: Path, roster:
             say(f"  refused    {shown(note)}")
     if data is None:
         if not roster.has_lab(folder, lab):           # the lab's cells describe what is on disk
-            record(late=late, file="", note=note)
+            record("")
         return
-    rel = f"{who}/{lab}/{common.SOURCE}"
-    source = f"  <- {shown(choice.path)}{tag}" + (f"  ({shown(note)})" if note else "")
-    if target.exists():
-        if target.read_bytes() == data:
-            result.counts["unchanged"] += 1
-            say(f"  unchanged  {rel}{source}")
-            record(late=late, file=choice.path, note=note)
-            return
-        if not force:
-            result.counts["kept"] += 1
-            say(f"  kept       {rel}: already there and different (--force replaces it){source}")
-            return
-    outdir.write_atomic(target, data)
-    result.counts["imported"] += 1
-    result.counts["late"] += bool(sub.late)
-    say(f"  imported   {rel}{source}")
-    record(late=late, file=choice.path, note=note)
+    rel, source = f"{who}/{lab}/{common.SOURCE}", f"  <- {shown(choice.path)}{tag}" + (f"  ({shown(note)})" if note else "")
+    if target.exists() and target.read_bytes() != data and not force:
+        result.counts["kept"] += 1
+        say(f"  kept       {rel}: already there and different (--force replaces it){source}")
+        return
+    if target.exists() and target.read_bytes() == data:
+        result.counts["unchanged"] += 1
+        say(f"  unchanged  {rel}{source}")
+    else:
+        outdir.write_atomic(target, data)
+        result.counts["imported"] += 1
+        result.counts["late"] += bool(sub.late)
+        say(f"  imported   {rel}{source}")
+    record(choice.path)
 
 
 def summary(result: ImportResult, students: int) -> str:

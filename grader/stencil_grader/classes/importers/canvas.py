@@ -1,48 +1,18 @@
-"""Canvas: its "Download Submissions" file names, its groups CSV, and its Gradebook import CSV.
+"""Canvas: "Download Submissions" file names, the group set's CSV, the Gradebook import CSV
+(grader/README.md, section 9).  A site module: what __init__.py says one defines.
 
-Everything Canvas-shaped in the kit is here; sites.py registers the module.
-
-The names, as canvas-lms lib/content_zipper.rb writes them
-(https://github.com/instructure/canvas-lms/blob/master/lib/content_zipper.rb: add_submission,
-get_filename, get_user_name, sanitize_user_name, sanitize_file_name, add_upload_submission,
-add_text_or_url), one flat zip of files; RULES below is that code as a table, and the property
-test (tests/python/test_import.py) builds names by it and parses them back:
-
-    prefix = [user name, "LATE" if late, user id].compact.join("_"), then every character that is
-             not [[:word:]] removed (sanitize_file_name)
-    user name: the sortable name ("García, José"), "_<digits>_" turned into "<digits>",
-             lower-cased (sanitize_user_name); for a group assignment, the group's name (the
-             assignment's representatives carry the group's name: app/models/assignment.rb
-             representatives); absent under anonymous grading, where the id is "anon_<id>"
-    file:    "<prefix>_<file id>_<display name>" ("\\0 / \\ : * ? \" < > |" runs as "_"), a
-             re-upload of one name renamed "<base>-<n><ext>" (app/models/attachment.rb
-             make_unique_filename); online entries "<prefix>_text.html", "<prefix>_link.html"
-    older Canvas lower-cased the whole prefix: "late" for "LATE".
-
-So a name may be only digits ("20231001"), may be "late" or "anon", and may end in "_<digits>"
-(the rule removes only "_<digits>_" inside it).  The parse is therefore done per export: an
-export is anonymous when every file has the anonymous form, else every file has a name (never
-empty); and a name that could end in "_<digits>" is the shortest that leaves
-"[LATE_]<id>_<file id>_<file>", unless only a longer one leaves a file named kernel.cu (then
-that one, with a note).
-
-Groups: a group assignment's zip holds one file per group, under the user id of one member
-(the representative) and the group's name.  The zip does not say it is a group's, so the
-groups CSV of the group set (People > Groups > the set > Export, columns "name",
-"canvas_user_id", "user_id", "login_id", "sections", "group_name", "canvas_group_id",
-"group_id": https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv)
-is passed with --groups; each submission whose user is in a group is that group's, and every
-member gets its grade.
-
-The gradebook: a header "Student", "ID", "SIS User ID", "SIS Login ID", "Section", one column
-per assignment (an existing assignment of that exact title is updated, any other title creates
-one), a "Points Possible" row, then a row per student matched by "ID", the Canvas user id.
-Blank cells change nothing.  Source: canvas-lms app/models/gradebook_importer.rb
-(row_has_student_headers?, update_column_count, process_pp, process_student, no_score?), and the
-Instructor Guide, "How do I import grades in the Gradebook?",
-https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807.
-Anonymous submissions (ids "anon_...") cannot be matched and are left out, with a note.  Extra
-credit as a 0-point assignment: https://vlcross.ucdavis.edu/blog/giving-extra-credit-canvas.
+Names, as canvas-lms lib/content_zipper.rb writes them (add_submission, get_user_name,
+sanitize_user_name, sanitize_file_name): one flat zip of "<prefix>_<file id>_<file>", prefix =
+[sortable name lower-cased, "LATE" if late, user id] joined by "_", every non-[[:word:]] character
+removed ("late" in older Canvas); anonymous grading: no name, the id "anon_<id>"; a group's file
+carries the group's name and one member's id (app/models/assignment.rb representatives); a
+re-upload "kernel-<n>.cu" (app/models/attachment.rb make_unique_filename).  A name may be digits,
+"late", "anon" or end in "_<digits>", so an export is anonymous when every file has that form,
+and of several parses the shortest name is taken unless only a longer one gives a kernel.cu.
+Groups CSV: People > Groups > the set > Export (canvas_user_id, group_name, canvas_group_id,
+https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv).
+Gradebook: canvas-lms app/models/gradebook_importer.rb (process_pp, process_student: rows
+matched by ID, blank cells change nothing); a bonus lab is a 0-point assignment (extra credit).
 """
 
 from __future__ import annotations
@@ -51,34 +21,26 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..submissions import sheet_cell, shown
+from ..submissions import SOURCE, sheet_cell, shown
 from .common import Book, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
 from .export import Export
-from .roster import Student
+from .roster import GROUP_PREFIX, Student
 
 NAME = "canvas"
-SOURCE = "kernel.cu"
-#: Canvas's rules for a file name of "Download Submissions" (module docstring), as regular
-#: expressions: (rule, what it matches).
+#: Canvas's parts of a file name (module docstring), as regular expressions: (rule, meaning).
 RULES = {
-    "word": (r"[^\W]", "a character of the prefix: [[:word:]] (letters, digits, marks, '_'), Unicode"),
     "late": (r"LATE|late", "the late mark: LATE, or late (older Canvas lower-cased the prefix)"),
     "user_id": (r"\d+", "Canvas's user id"),
     "anon_id": (r"anon_[A-Za-z0-9]+", "the anonymous id under anonymous grading"),
-    "file_id": (r"\d+", "the attachment's id"),
     "renamed": (r"kernel-\d+\.cu", "make_unique_filename's name for a re-uploaded kernel.cu"),
 }
-_TAIL = re.compile(rf"(?:(?P<late>{RULES['late'][0]})_)?(?P<id>{RULES['user_id'][0]})_(?P<file_id>\d+)_(?P<file>.+)",
-                   re.S)
-_ANON = re.compile(rf"(?:(?P<late>{RULES['late'][0]})_)?(?P<id>{RULES['anon_id'][0]})_(?P<file_id>\d+)_(?P<file>.+)",
-                   re.S)
+_LATE = rf"(?:(?P<late>{RULES['late'][0]})_)?"
+_TAIL = re.compile(rf"{_LATE}(?P<id>{RULES['user_id'][0]})_(?P<file_id>\d+)_(?P<file>.+)", re.S)
+_ANON = re.compile(rf"{_LATE}(?P<id>{RULES['anon_id'][0]})_(?P<file_id>\d+)_(?P<file>.+)", re.S)
 _ONLINE = re.compile(r"(?P<prefix>.+)_(?P<kind>text|link)\.html", re.S)
-_PREFIX_NAMED = re.compile(rf"(?P<name>.+?)_(?:(?P<late>{RULES['late'][0]})_)?(?P<id>\d+)", re.S)
-_PREFIX_ANON = re.compile(rf"(?:(?P<late>{RULES['late'][0]})_)?(?P<id>{RULES['anon_id'][0]})", re.S)
-_ATTACHMENT_UNSAFE = re.compile(r'[\x00/\\:*?"<>|]+')      # sanitize_attachment_filename
+_PREFIX_NAMED = re.compile(rf"(?P<name>.+?)_{_LATE}(?P<id>\d+)", re.S)
+_PREFIX_ANON = re.compile(rf"{_LATE}(?P<id>{RULES['anon_id'][0]})", re.S)
 RENAMED = re.compile(rf"^{RULES['renamed'][0]}$")
-GROUP_COLUMNS = ("canvas_user_id", "group_name")
-#: Said on an import without --groups: nothing in Canvas's zip tells a group's file from a student's.
 GROUPS_HINT = ("a group assignment's zip holds one file per group under one member's user id: import it with "
                "--groups FILE, the group set's CSV (People > Groups > the set > Export), so that every member is graded")
 
@@ -94,39 +56,15 @@ class FileName:
     file: str
 
 
-def sanitize_user_name(sortable: str) -> str:
-    """Canvas's sanitize_user_name: "_<digits>_" to "<digits>", lower-cased."""
-    return re.sub(r"_(\d+)_", r"\1", sortable).lower()
-
-
-def sanitize_file_name(prefix: str) -> str:
-    """Canvas's sanitize_file_name: every character that is not [[:word:]] removed."""
-    return re.sub(r"[^\w]", "", prefix)
-
-
-def file_name(sortable: str | None, late: bool, site_id: str, file_id: int, display: str, old: bool = False) -> str:
-    """The name Canvas gives a file of a submission (module docstring); sortable None: anonymous."""
-    user = sanitize_user_name(sortable) if sortable is not None else None
-    prefix = sanitize_file_name("_".join(p for p in (user, "LATE" if late else None, site_id) if p is not None))
-    if old:
-        prefix = prefix.lower()
-    return f"{prefix}_{file_id}_{_ATTACHMENT_UNSAFE.sub('_', display)}"
-
-
 def parses(name: str, anonymous: bool) -> list[FileName]:
-    """Every parse of a file name (module docstring), the shortest name first; in an export
-    that is not anonymous, a name with no named parse is tried as an anonymous one."""
+    """Every parse of a file name, the shortest name first; in an export that is not anonymous, a
+    name with no named parse is tried as an anonymous one."""
     m = _ANON.fullmatch(name)
     anon = [FileName("", bool(m["late"]), m["id"], m["file_id"], m["file"])] if m else []
     if anonymous:
         return anon
-    found = []
-    for at in (m.start() for m in re.finditer("_", name)):
-        if at == 0:
-            continue
-        m = _TAIL.fullmatch(name, at + 1)
-        if m:
-            found.append(FileName(name[:at], bool(m["late"]), m["id"], m["file_id"], m["file"]))
+    found = [FileName(name[:at], bool(t["late"]), t["id"], t["file_id"], t["file"])
+             for at in (u.start() for u in re.finditer("_", name)) if at and (t := _TAIL.fullmatch(name, at + 1))]
     return found or anon
 
 
@@ -137,31 +75,20 @@ def parse_name(name: str, anonymous: bool) -> tuple[FileName | None, str]:
         return None, ""
     kernel = [p for p in found if p.file == SOURCE or RENAMED.match(p.file)]
     chosen = found[0] if found[0] in kernel or not kernel else kernel[0]
-    others = [p for p in found if p is not chosen]
-    note = (f"the name could also be {others[0].name!r} (user {others[0].site_id}): read as {chosen.name!r} "
-            f"(user {chosen.site_id}); check this student") if others else ""
-    return chosen, note
-
-
-def is_anonymous(export: Export) -> bool:
-    """Whether every file of the export has the anonymous form."""
-    files = [e.path for e in export.entries if len(e.parts) == 1]
-    return bool(files) and all(_ANON.fullmatch(p) or (_ONLINE.fullmatch(p) and
-                                                      _PREFIX_ANON.fullmatch(_ONLINE.fullmatch(p)["prefix"]))
-                               for p in files)
+    other = next((p for p in found if p is not chosen), None)
+    return chosen, (f"the name could also be {other.name!r} (user {other.site_id}): read as {chosen.name!r} "
+                    f"(user {chosen.site_id}); check this student") if other else ""
 
 
 def read_groups(path: Path) -> Groups:
-    """The groups CSV of a group set: {user id: (group key, group name)} and the members' names.
-    GroupsError when it is not that file."""
-    rows = read_csv_rows(path, GROUP_COLUMNS, "Canvas's groups CSV (People > Groups > the group set > Export)")
+    """The group set's CSV: each user's group.  GroupsError when it is not that file."""
     groups = Groups(path)
-    for row in rows:
+    for row in read_csv_rows(path, ("canvas_user_id", "group_name"),
+                             "Canvas's groups CSV (People > Groups > the group set > Export)"):
         user, group = row.get("canvas_user_id", "").strip(), row.get("group_name", "").strip()
-        if not user or not group:
-            continue
-        key = row.get("canvas_group_id", "").strip() or group
-        groups.add(key, group, Student(NAME, user, row.get("name", "").strip()))
+        if user and group:
+            groups.add(row.get("canvas_group_id", "").strip() or group, group,
+                       Student(NAME, user, row.get("name", "").strip()))
     if not groups.members:
         raise GroupsError(f"{path}: no row with both canvas_user_id and group_name")
     return groups
@@ -169,55 +96,50 @@ def read_groups(path: Path) -> Groups:
 
 def parse(export: Export, groups: Groups | None) -> Parsed:
     """The export read as Canvas's (module docstring)."""
-    parsed = Parsed()
-    anonymous = is_anonymous(export)
+    def anonymous() -> bool:
+        files = [e.path for e in export.entries if len(e.parts) == 1]
+        return bool(files) and all(_ANON.fullmatch(p) or ((m := _ONLINE.fullmatch(p)) and _PREFIX_ANON.fullmatch(
+            m["prefix"])) for p in files)
 
-    def top(e) -> bool:
-        return len(e.parts) == 1 and bool(parses(e.path, anonymous) or _ONLINE.fullmatch(e.path))
+    anon = anonymous()
+    unwrap(export, lambda e: len(e.parts) == 1 and (parses(e.path, anon) or _ONLINE.fullmatch(e.path)))
+    anon, parsed = anonymous(), Parsed()
 
-    unwrap(export, top)
-    anonymous = is_anonymous(export)
+    def add(site_id: str, name: str, late: bool, file: str | None, entry) -> None:
+        """The file added to its user's submission, or their group's (groups given, they are in one)."""
+        key = groups.of.get(site_id) if groups is not None else None
+        student = Student(NAME, site_id, name) if key is None else Student(NAME, GROUP_PREFIX + key, groups.names[key])
+        parsed.add(student, late, file, entry, None if key is None else groups.members[key])
+
     for e in export.entries:
         online = _ONLINE.fullmatch(e.path) if len(e.parts) == 1 else None
-        prefix = online and ((not anonymous and _PREFIX_NAMED.fullmatch(online["prefix"]))
+        prefix = online and ((not anon and _PREFIX_NAMED.fullmatch(online["prefix"]))
                              or _PREFIX_ANON.fullmatch(online["prefix"]))
         if prefix:
-            student = Student(NAME, prefix["id"], prefix.groupdict().get("name") or "")
-            parsed.add(_owner(student, groups), bool(prefix["late"]), None, None, groups)
+            add(prefix["id"], prefix.groupdict().get("name") or "", bool(prefix["late"]), None, None)
             parsed.notes.append((e.path, f"an online {'text entry' if online['kind'] == 'text' else 'URL'}, "
                                          "not a file"))
             continue
-        found, note = parse_name(e.path, anonymous) if len(e.parts) == 1 else (None, "")
+        found, note = parse_name(e.path, anon) if len(e.parts) == 1 else (None, "")
         if found is None:
             parsed.skipped.append((e.path, "not a Canvas file name (<name>_<user id>_<file id>_<file name>)"))
             continue
         if note:
             parsed.notes.append((e.path, note))
-        student = Student(NAME, found.site_id, found.name)
-        parsed.add(_owner(student, groups), found.late, found.file, e, groups)
+        add(found.site_id, found.name, found.late, found.file, e)
     return parsed
 
 
-def _owner(student: Student, groups: Groups | None) -> Student:
-    """The student, or the group they represent (groups given and they are in one)."""
-    if groups is None or student.site_id not in groups.of:
-        return student
-    return groups.group_student(groups.of[student.site_id])
-
-
 def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
-    """({"canvas.csv": text}, notes) for the roster rows of Canvas students (module docstring)."""
+    """({"canvas.csv": text}, notes): the Gradebook import CSV (module docstring); anonymous
+    submissions left out, with a note (Canvas matches a row by user id)."""
     labs = book.labs
     lines = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + labs,
              ["Points Possible", "", "", "", ""] + [f"{0 if book.facts[l].get('bonus') else book.facts[l]['points']:g}"
                                                      for l in labs]]
-    left_out = []
-    for folder, row in book.rows:
-        if row.get("site_id", "").startswith("anon_"):
-            left_out.append(folder)
-            continue
-        lines.append([sheet_cell(row.get("name", "")), row["site_id"], "", "", ""]
-                     + [book.cell(folder, row, lab) for lab in labs])
+    left_out = [folder for folder, row in book.rows if row.get("site_id", "").startswith("anon_")]
+    lines += [[sheet_cell(row.get("name", "")), row["site_id"], "", "", ""]
+              + [book.cell(folder, row, lab) for lab in labs] for folder, row in book.rows if folder not in left_out]
     notes = [f"canvas.csv leaves out {len(left_out)} anonymous submission(s) ({', '.join(map(shown, left_out))}): "
              "Canvas matches a row by its user id, which an anonymous export does not give"] if left_out else []
     return {"canvas.csv": csv_text(lines)}, notes

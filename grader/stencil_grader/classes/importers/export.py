@@ -1,24 +1,12 @@
-"""Reading a course site's export, the .zip file itself or the folder it was unpacked into,
-without extracting anything: its files, each under a checked relative path, and what was refused.
+"""A course site's export, the .zip itself or the folder it was unpacked into, read without
+extracting anything: its files under checked relative paths, and the entries refused, each with
+why (grader/README.md, section 9, "From a course site"): an absolute name, '..', '.', an empty
+component, a backslash, a symbolic link, not a regular file, a name not valid UTF-8.
 
-Nothing here writes a file, and no name from the export is ever used as a path to write to
-(the importer writes CLASS/<student folder>/<lab>/kernel.cu only); still, an entry whose name
-could land outside --into, were it extracted, says the archive was made to attack, so it is
-refused, named and counted rather than read:
-
-    an absolute name (/etc/x, C:/x), a '..' or '.' component, an empty component (a//b),
-    a backslash (a Windows path), a symbolic link (zip member or file in the folder), anything
-    but a regular file, a name that is not valid UTF-8.
-
-Zip member names are decoded by zipfile's rule (UTF-8 when the member's UTF-8 flag, bit 11,
-is set; else cp437), with one difference: an unflagged name whose bytes are valid UTF-8 is read
-as UTF-8 (rubyzip, which Canvas uses, and Info-ZIP on Linux write UTF-8 without the flag; cp437
-would turn "José" into "Jos├⌐"), and an unflagged non-ASCII name that is not UTF-8 is refused
-rather than guessed.  A flagged name that is not valid UTF-8 makes zipfile refuse the whole
-archive, and so does this module (ExportError).
-
-Sizes are never trusted from a header: Entry.read(limit) decompresses at most limit + 1 bytes
-and refuses the file when there are more (a zip bomb costs 1 MiB of reading, not the disk).
+Zip names are decoded as zipfile does (UTF-8 when flagged, else cp437), except that an unflagged
+name whose bytes are valid UTF-8 is read as UTF-8 (rubyzip, which Canvas uses, and Info-ZIP on
+Linux write UTF-8 unflagged) and an unflagged non-ASCII name that is not UTF-8 is refused.  A
+file's size is never taken from a header: Entry.read(limit) reads at most limit + 1 bytes.
 """
 
 from __future__ import annotations
@@ -38,8 +26,6 @@ from ...grading import build
 MAX_KERNEL_BYTES = build.MAX_SOURCE_BYTES
 #: Bytes Gradescope's submission_metadata.yml may have (64 MiB: it carries autograder output).
 MAX_METADATA_BYTES = 64 << 20
-#: Folders and files that archive tools leave beside the submissions (ignored, counted).
-ARTEFACT_FOLDERS = ("__MACOSX",)
 
 
 class ExportError(ValueError):
@@ -66,12 +52,12 @@ class Entry:
     def read(self, limit: int) -> bytes:
         """The file's bytes; EntryError when it has more than `limit` bytes or cannot be read."""
         if self.size > limit:
-            raise EntryError(f"{self.size} bytes, over the {_mib(limit)} limit")
+            raise EntryError(f"{self.size} bytes, over the {limit / (1 << 20):g} MiB limit")
         try:
             with self.opener() as f:
                 data = f.read(limit + 1)
                 if len(data) > limit:
-                    raise EntryError(f"over the {_mib(limit)} limit (its header said {self.size} bytes)")
+                    raise EntryError(f"over the {limit / (1 << 20):g} MiB limit (its header said {self.size} bytes)")
                 if len(data) < self.size:
                     raise EntryError(f"{len(data)} bytes where its header says {self.size}")
                 return data
@@ -93,10 +79,6 @@ class Export:
                         if len(e.parts) > depth]
 
 
-def _mib(n: int) -> str:
-    return f"{n / (1 << 20):g} MiB"
-
-
 def unsafe(path: str) -> str | None:
     """Why a '/'-separated entry name could not be extracted under a folder safely (None: it can)."""
     if path.startswith("/") or (len(path) > 1 and path[1] == ":" and path[0].isalpha()):
@@ -112,21 +94,8 @@ def unsafe(path: str) -> str | None:
 
 
 def _artefact(parts: tuple[str, ...]) -> bool:
-    return any(p.startswith(".") or p in ARTEFACT_FOLDERS for p in parts)
-
-
-def _zip_name(info: zipfile.ZipInfo) -> tuple[str | None, str]:
-    """(name, "") or (None, why it is refused): zipfile's decoding, UTF-8 first when unflagged."""
-    if info.flag_bits & 0x800:
-        return info.filename, ""
-    raw = info.filename.encode("cp437")
-    if raw.isascii():
-        return info.filename, ""
-    try:
-        return raw.decode("utf-8"), ""
-    except UnicodeDecodeError:
-        return None, (f"the name is not valid UTF-8 and not flagged as UTF-8 (cp437 would read it as "
-                      f"{info.filename!r}); unzip the export and import the folder, after renaming it")
+    """Whether a path is what archive tools leave beside the submissions (ignored, counted)."""
+    return any(p.startswith(".") or p == "__MACOSX" for p in parts)
 
 
 @contextlib.contextmanager
@@ -154,21 +123,23 @@ def open_export(path: Path) -> Iterator[Export]:
 def _read_zip(archive: zipfile.ZipFile) -> Export:
     export = Export([], [])
     for info in archive.infolist():
-        name, why = _zip_name(info)
-        shown = name if name is not None else info.filename
-        if name is not None and info.is_dir():
+        name, why = info.filename, None
+        if not info.flag_bits & 0x800 and not name.isascii():
+            try:
+                name = name.encode("cp437").decode("utf-8")
+            except UnicodeDecodeError:
+                why = (f"the name is not valid UTF-8 and not flagged as UTF-8 (cp437 would read it as {name!r}); "
+                       f"unzip the export and import the folder, after renaming it")
+        if why is None and info.is_dir():
             continue
-        why = why or unsafe(name)
-        if not why and stat.S_ISLNK(info.external_attr >> 16):
-            why = "a symbolic link: could point outside --into"
+        why = why or unsafe(name) or (stat.S_ISLNK(info.external_attr >> 16)
+                                      and "a symbolic link: could point outside --into")
         if why:
-            export.refused.append((shown, why))
-            continue
-        parts = tuple(name.split("/"))
-        if _artefact(parts):
+            export.refused.append((name, why))
+        elif _artefact(tuple(name.split("/"))):
             export.ignored += 1
-            continue
-        export.entries.append(Entry(name, info.file_size, lambda info=info: archive.open(info)))
+        else:
+            export.entries.append(Entry(name, info.file_size, lambda info=info: archive.open(info)))
     return export
 
 
@@ -194,19 +165,15 @@ def _read_folder(root: Path) -> Export:
             info = full.lstat()
             if stat.S_ISLNK(info.st_mode):
                 export.refused.append((rel, "a symbolic link: could point outside --into"))
-            elif name in dirnames:
-                if _artefact((name,)):
-                    export.ignored += 1
-                    dirnames.remove(name)
-            elif _artefact(tuple(rel.split("/"))):
+            elif _artefact((name,)):            # the folders above it are not: they were pruned
                 export.ignored += 1
+                if name in dirnames:
+                    dirnames.remove(name)
+            elif name in dirnames:
+                continue
             elif not stat.S_ISREG(info.st_mode):
                 export.refused.append((rel, "not a regular file"))
             else:
-                export.entries.append(Entry(rel, info.st_size, lambda full=full: _open_nofollow(full)))
+                export.entries.append(Entry(rel, info.st_size, lambda full=full: os.fdopen(
+                    os.open(full, os.O_RDONLY | os.O_NOFOLLOW), "rb")))
     return export
-
-
-def _open_nofollow(path: Path):
-    """The file for reading in binary, refusing a symbolic link swapped in since it was listed."""
-    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")

@@ -1,69 +1,89 @@
-"""Gradescope: its "Export Submissions" layout, its groups, and the per-lab index of its files.
+"""Gradescope: "Export Submissions", its submission_metadata.yml, the per-lab index of the kit's
+files (grader/README.md, section 9; the autograder serving them: gsautograder.py, gsserve.py).
+A site module: what __init__.py says one defines.
 
-Everything Gradescope-shaped in the importer and the gradebooks is here; sites.py registers the
-module (the autograder that serves the grades is gsautograder.py and gsserve.py).
-
-The export: a zip (assignment_<id>_export/) of submission_<id>/ folders holding the files as
-uploaded, and submission_metadata.yml naming each folder's submitters (:name:, :sid:, :email:),
-several for a group.  A student's identifier is the SID, else the e-mail.  Sources:
-https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/ (the submission's
-users: name, email, several for a group),
-https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments
-("Exporting Submission Data"), and the reader of that export in otter-grader,
-https://github.com/ucbds-infra/otter-grader/blob/master/otter/grade/metadata.py
-(GradescopeParser: submission_metadata.yml, ":submitters", ":name").  The YAML subset is read by
-metadata_yml.py.  RULES: the names the export uses, as a table.
-
-Groups need no file: a submission with several submitters is one group, imported once into a
-folder of its own ("<the members' names> (group:<submission id>)"), graded once, and each member
-gets that grading (roster.csv: each member's "<lab> group").  The submission id is kept in the
-roster ("<lab> file" is "submission_<id>/..."), so that the autograder serves a grade only to
-the very submission that was graded (submission_id).
-
-The gradebook: OUT/gradebook/gradescope-<lab>.csv, each Gradescope student's folder, SID (or
-e-mail), e-mail and name beside the score and the results.json path (relative to OUT) that
-serves them: the lookup an autograder serving the files needs.
+The export: assignment_<id>_export/ holding submission_<id>/ folders of the files as uploaded and
+submission_metadata.yml naming each folder's submitters (:name:, :sid:, :email:; several for a
+group, imported once into a folder of its own).  A student's identifier is the SID, else the
+e-mail.  Sources: https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/,
+https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments, and
+otter-grader's reader of that export (otter/grade/metadata.py, GradescopeParser).  The YAML is
+Ruby Psych's (keys as symbols), read with PyYAML's composer and base resolver: every scalar stays
+text (a SID "0042"), and only each record's :submitters: is read, never autograder output.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ..submissions import sheet_cell
-from .common import GROUP_PREFIX, Book, Groups, Parsed, csv_text
-from .export import MAX_METADATA_BYTES, EntryError, Export, ExportError
-from .metadata_yml import MetadataError, read_submitters
-from .roster import Student
+from .common import Book, Parsed, csv_text
+from .export import EntryError, Export, ExportError
+from .roster import GROUP_PREFIX, Student
 
 NAME = "gradescope"
 METADATA = "submission_metadata.yml"
+#: Bytes submission_metadata.yml may have (64 MiB: it carries autograder output).
+MAX_METADATA_BYTES = 64 << 20
+#: What reading submission_metadata.yml needs (grader/requirements.txt).
+YAML_MISSING = ("reading Gradescope's submission_metadata.yml needs PyYAML: install Debian's python3-yaml "
+                "(or pip install PyYAML)")
 RULES = {
     "wrapper": (r"assignment_\d+_export", "the export's top folder"),
     "submission": (r"submission_(\d+)", "a submission's folder; the digits are Gradescope's submission id"),
 }
 _SUBMISSION = re.compile(rf"^{RULES['submission'][0]}$")
-HEAD = ("folder", "site_id", "email", "name", "score", "results")
+_NULL = ("~", "null", "Null", "NULL")
+
+
+class MetadataError(ValueError):
+    """submission_metadata.yml is not what Gradescope writes (the message names the line)."""
 
 
 def submission_id(path_in_export: str) -> str:
-    """The submission id of a file's path in the export ("[assignment_<id>_export/]submission_<id>/..."),
-    "" if none."""
-    for part in path_in_export.split("/")[:2]:
-        m = _SUBMISSION.match(part)
-        if m:
-            return m.group(1)
-    return ""
+    """The submission id of a path "[assignment_<id>_export/]submission_<id>/...", "" if none."""
+    return next((m[1] for part in path_in_export.split("/")[:2] if (m := _SUBMISSION.match(part))), "")
 
 
-def read_groups(path: Path) -> Groups:
-    """Gradescope's groups are in the export itself (module docstring): no file is read."""
-    raise ExportError(f"--groups {path}: Gradescope's export names each group's members itself "
-                      f"({METADATA}); give no --groups")
+def read_submitters(text: str) -> dict[str, list[dict[str, str]]]:
+    """{submission folder: [{"name", "sid", "email"}, ...]} of submission_metadata.yml, in file
+    order, every value text ("" when absent).  MetadataError naming the line it cannot read, or
+    saying PyYAML is missing."""
+    try:
+        import yaml
+    except ModuleNotFoundError:
+        raise MetadataError(YAML_MISSING) from None
+
+    def pairs(node, what: str) -> dict[str, object]:
+        if not isinstance(node, yaml.MappingNode):
+            raise MetadataError(f"line {node.start_mark.line + 1}: {what} is not a mapping")
+        return {str(k.value).lstrip(":"): v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+
+    def text_of(node) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise MetadataError(f"line {node.start_mark.line + 1}: a submitter's field is not text")
+        return "" if node.value in _NULL else node.value
+
+    try:
+        root = yaml.compose(text, Loader=yaml.BaseLoader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "context_mark", None) or getattr(err, "problem_mark", None)
+        raise MetadataError((f"line {mark.line + 1}: " if mark else "")
+                            + f"{getattr(err, 'problem', None) or err}") from None
+    records: dict[str, list[dict[str, str]]] = {}
+    for key, record in pairs(root, "the file").items() if root is not None else ():
+        people = pairs(record, key).get("submitters")
+        if people is not None and not isinstance(people, yaml.SequenceNode) and people.value not in ("", *_NULL):
+            raise MetadataError(f"line {people.start_mark.line + 1}: :submitters: holds {people.value!r}, not a list")
+        people = people.value if isinstance(people, yaml.SequenceNode) else []
+        records[key] = [{k: text_of(fields[k]) if k in fields else "" for k in ("name", "sid", "email")}
+                        for fields in (pairs(p, "a submitter") for p in people)]
+    return records
 
 
-def parse(export: Export, groups: Groups | None) -> Parsed:
-    """The export read as Gradescope's (module docstring); ExportError without a readable metadata file."""
+def parse(export: Export, groups: None) -> Parsed:
+    """The export read as Gradescope's (module docstring); ExportError without one readable
+    metadata file.  A group needs no file: the metadata names its members."""
     found = sorted((e for e in export.entries if e.parts[-1] == METADATA), key=lambda e: len(e.parts))
     if not found:
         raise ExportError(f"no {METADATA} in the export (Gradescope's \"Export Submissions\" "
@@ -79,13 +99,9 @@ def parse(export: Export, groups: Groups | None) -> Parsed:
     parsed = Parsed()
     owners: dict[str, tuple[Student, list[Student]]] = {}
     for key, people in records.items():
-        students = []
-        for person in people:
-            student = _student(person)
-            if student is None:
-                parsed.skipped.append((key, f"a submitter with neither sid nor email in {METADATA}"))
-            else:
-                students.append(student)
+        students = [Student(NAME, p["sid"] or p["email"], p["name"], p["email"]) for p in people
+                    if p["sid"] or p["email"]]
+        parsed.skipped += [(key, f"a submitter with neither sid nor email in {METADATA}")] * (len(people) - len(students))
         if not people:
             parsed.notes.append((key, f"no submitter in {METADATA}"))
         if len(students) > 1:
@@ -93,38 +109,25 @@ def parse(export: Export, groups: Groups | None) -> Parsed:
             owners[key] = (Student(NAME, GROUP_PREFIX + (submission_id(key) or key), name), students)
         elif students:
             owners[key] = (students[0], [])
-    seen = set()
     for e in export.entries:
         parts = e.parts[len(base):] if e.parts[:len(base)] == base else ()
         if parts == (METADATA,):
             continue
         if len(parts) < 2 or parts[0] not in records:
             parsed.skipped.append((e.path, f"not in a submission folder that {METADATA} names"))
-            continue
-        seen.add(parts[0])
-        if parts[0] in owners:
+        elif parts[0] in owners:
             student, members = owners[parts[0]]
-            sub = parsed.add(student, None, "/".join(parts), e)
-            sub.members, sub.submission_id = members, submission_id(parts[0])
-    for key, (student, members) in owners.items():
-        if key not in seen:
-            sub = parsed.add(student, None, None, None)
-            sub.members = members
+            parsed.add(student, None, "/".join(parts), e, members).submission_id = submission_id(parts[0])
+    for student, members in owners.values():        # who submitted no file
+        parsed.add(student, None, None, None, members)
     return parsed
 
 
-def _student(person: dict[str, str]) -> Student | None:
-    site_id = person["sid"] or person["email"]
-    return Student(NAME, site_id, person["name"], person["email"]) if site_id else None
-
-
 def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
-    """({"gradescope-<lab>.csv": text} of each lab (module docstring), [])."""
-    written = {}
-    for lab in book.labs:
-        lines = [list(HEAD)]
-        for folder, row in book.rows:
-            lines.append([sheet_cell(folder), sheet_cell(row["site_id"]), sheet_cell(row.get("email", "")),
-                          sheet_cell(row.get("name", "")), book.cell(folder, row, lab), book.results(folder, row, lab)])
-        written[f"gradescope-{lab}.csv"] = csv_text(lines)
-    return written, []
+    """({"gradescope-<lab>.csv": text} of each lab, []): each student's folder, SID (or e-mail),
+    e-mail, name, score and results.json path in OUT: what an autograder serving the files needs."""
+    return {f"gradescope-{lab}.csv": csv_text(
+        [["folder", "site_id", "email", "name", "score", "results"]]
+        + [[sheet_cell(folder), sheet_cell(row["site_id"]), sheet_cell(row.get("email", "")),
+            sheet_cell(row.get("name", "")), book.cell(folder, row, lab), book.results(folder, row, lab)]
+           for folder, row in book.rows]) for lab in book.labs}, []

@@ -1,48 +1,19 @@
-"""Moodle: its "Download all submissions" names, its grading worksheet (groups in, grades out).
+"""Moodle: "Download all submissions" names, the grading worksheet (groups in, grades out)
+(grader/README.md, section 9).  A site module: what __init__.py says one defines.
 
-Everything Moodle-shaped in the kit is here; sites.py registers the module.
-
-The names, as mod/assign/classes/downloader.php writes them
-(https://github.com/moodle/moodle/blob/main/mod/assign/classes/downloader.php:
-get_student_prefix, load_submissionplugin_filelist), a zip with a folder per submission:
-
-    <prefix>_assignsubmission_file/<the files>          (4.1 and later)
-    <prefix>_assignsubmission_file_/<the files>         (3.1 to 4.0: locallib.php download_submissions)
-    <prefix>_assignsubmission_file_<file name>          ("Download submissions in folders" off)
-    prefix: clean_filename(str_replace('_', ' ', <who>) . '_' . <id>)
-        who, id: the student's full name and participant id (assign's get_uniqueid_for_user;
-                 blind marking: get_string('participant') for the name);
-                 a team assignment: the group's name and the group's id, or, for students in
-                 no group, get_string('defaultteam') ("Default group") and no id at all.
-    clean_filename (lib/moodlelib.php clean_param PARAM_FILE) removes control characters and
-    & < > " ` | ' : \\ /; so a prefix's name holds no "_" and none of those.
-
-RULES is that as a table; the property test (tests/python/test_import.py) builds names by it and
-parses them back.  The online text plugin's part (..._assignsubmission_onlinetext...) is noted
-and ignored (https://github.com/moodle/moodle/commit/381bb721538cbba98ac84447a6da22fdb4dc94a2:
-"Each submission is then put in a separate folder ... and files are not renamed").
-
-Groups: a team assignment's folder is named for the group and its id is the group's, not a
-participant's; nothing in the zip tells a team "Team Rocket_42" from a student "Team Rocket"
-(participant 42).  So a team assignment is imported with --groups: the assignment's grading
-worksheet (View all submissions > Download grading worksheet, with "Offline grading worksheet"
-feedback on), whose columns Identifier ("Participant <id>"), the full name and Group
-(mod/assign/gradingtable.php: 'recordid', 'fullnameuser', 'submissionteam') say who is in
-which group.  Without it, an export with a folder that has no id (the default group's) is
-refused in one line naming that file.
-
-The gradebook: each lab's grading worksheet, uploaded at the assignment (Upload grading
-worksheet).  Moodle finds its columns by their headings in the uploading user's language:
-get_string('recordid', 'assign'), get_string('gradenoun') (formerly 'grade') and
-get_string('lastmodifiedgrade', 'assign'); an identifier is get_string('hiddenuser', 'assign')
-followed by the participant id, which it strips by length; a blank grade is skipped
-(mod/assign/feedback/offline/importgradeslib.php init, next).  The worksheet written here
-carries those three columns in each language of HEADINGS, side by side (Moodle reads the
-three in its own language and ignores the others), so that it uploads as it is from a Moodle
-in English, French, German, Spanish or Simplified Chinese.  For another language, rename the
-three English headings to that language's strings (Site administration > Language > Language
-customisation, mod_assign: recordid, lastmodifiedgrade, hiddenuser; core: gradenoun) and the
-"Participant " before each id to its 'hiddenuser'.
+Names, as mod/assign/classes/downloader.php writes them (get_student_prefix): a folder
+"<prefix>_assignsubmission_file/" per submission (4.1 on; "..._file_/" in 3.1 to 4.0, locallib.php
+download_submissions; "..._file_<file>" flat without folders), prefix = clean_filename(who with
+"_" as " " + "_" + id): the full name and participant id, or a team's group name and group id
+("Default group" and no id for students in none).  clean_filename (PARAM_FILE) removes control
+characters and & < > " ` | ' : \\ /.  Online text (..._assignsubmission_onlinetext...) is noted.
+A team is imported with --groups, its grading worksheet (mod/assign/gradingtable.php: recordid,
+fullnameuser, submissionteam): nothing in the zip tells a team "Team_42" from participant 42.
+Gradebook: each lab's grading worksheet, for "Upload grading worksheet"
+(mod/assign/feedback/offline/importgradeslib.php finds its columns by heading in the uploader's
+language, so the three it reads are written in each language of HEADINGS).  Another language:
+rename the English headings and the "Participant " of each id to its strings (Language
+customisation: mod_assign recordid, lastmodifiedgrade, hiddenuser; core gradenoun).
 """
 
 from __future__ import annotations
@@ -52,9 +23,9 @@ import unicodedata
 from pathlib import Path
 
 from ..submissions import sheet_cell
-from .common import GROUP_PREFIX, Book, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
+from .common import Book, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
 from .export import Export, ExportError
-from .roster import Student
+from .roster import GROUP_PREFIX, Student
 
 NAME = "moodle"
 #: Moodle's language strings the worksheets use, per language: mod/assign/lang/en/assign.php and
@@ -83,9 +54,7 @@ HEADINGS = {
 #: Moodle's rules for a name of "Download all submissions" (module docstring): (rule, meaning).
 RULES = {
     "removed": (r"[\x00-\x1f\x7f&<>\"`|':\\/]", "what clean_filename removes (PARAM_FILE)"),
-    "name": (r"[^_\x00-\x1f\x7f&<>\"`|':\\/]*", "a name: '_' made ' ', then clean_filename"),
     "id": (r"\d+", "the participant id, or a team's group id"),
-    "plugin": (r"assignsubmission_[a-z]+", "the submission plugin: assignsubmission_file, ..._onlinetext"),
 }
 # Read leniently: any name without "_" (RULES' names and more: a folder renamed by hand).
 _PREFIX = re.compile(rf"^(?P<name>[^_]*?)(?:_(?P<id>{RULES['id'][0]}))?_assignsubmission_"
@@ -96,79 +65,69 @@ GROUP_HELP = ("the assignment's grading worksheet (View all submissions > Downlo
               "feedback type 'Offline grading worksheet')")
 
 
-def clean_filename(text: str) -> str:
-    """Moodle's clean_filename (clean_param PARAM_FILE)."""
-    text = re.sub(RULES["removed"][0], "", text)
+def prefix(who: str, site_id: str | None) -> str:
+    """get_student_prefix: who with '_' as ' ', '_<id>' unless None (the default group), cleaned
+    (clean_filename: RULES["removed"] removed, "." and ".." made "")."""
+    text = re.sub(RULES["removed"][0], "", who.replace("_", " ") + (f"_{site_id}" if site_id is not None else ""))
     return "" if text in (".", "..") else text
 
 
-def prefix(who: str, site_id: str | None) -> str:
-    """get_student_prefix: who with '_' as ' ', '_<id>' unless None (the default group), cleaned."""
-    return clean_filename(who.replace("_", " ") + (f"_{site_id}" if site_id is not None else ""))
-
-
 def _key(name: str) -> str:
+    """A team's key in Groups: its name as a folder prefix shows it, NFC, case-folded."""
     return unicodedata.normalize("NFC", prefix(name, None)).casefold()
 
 
 def read_groups(path: Path) -> Groups:
-    """The team assignment's grading worksheet (module docstring), in any language of HEADINGS:
-    each participant's group.  GroupsError when it is not that file."""
+    """The team assignment's grading worksheet in any language of HEADINGS: each participant's
+    group.  GroupsError when it is not that file."""
     try:
         header = Path(path).read_text(encoding="utf-8-sig").splitlines()[0]
     except (OSError, UnicodeDecodeError, IndexError) as err:
         raise GroupsError(f"{path}: cannot be read ({err}); give {GROUP_HELP}") from None
-    lang = next((l for l, h in HEADINGS.items() if h["recordid"] in header and h["submissionteam"] in header), None)
-    if lang is None:
+    h = next((h for h in HEADINGS.values() if h["recordid"] in header and h["submissionteam"] in header), None)
+    if h is None:
         raise GroupsError(f"{path}: no Identifier and Group columns in any of Moodle's languages "
                           f"({', '.join(HEADINGS)}); give {GROUP_HELP}")
-    h = HEADINGS[lang]
-    rows = read_csv_rows(path, (h["recordid"], h["submissionteam"]), GROUP_HELP)
-    groups = Groups(path)
-    for row in rows:
+    groups, hidden = Groups(path), h["hiddenuser"].strip()
+    for row in read_csv_rows(path, (h["recordid"], h["submissionteam"]), GROUP_HELP):
         ident = row.get(h["recordid"], "")
-        site_id = ident[len(h["hiddenuser"].strip()):].strip() if ident.startswith(h["hiddenuser"].strip()) else ""
-        if not site_id.isdigit():
-            continue
-        name = row.get(h["fullnameuser"]) or row.get(h["fullname"]) or ""
+        site_id = ident[len(hidden):].strip() if ident.startswith(hidden) else ""
         team = row.get(h["submissionteam"], "").strip()
         team = "" if team in (x["defaultteam"] for x in HEADINGS.values()) or team == "-" else team
-        groups.add(_key(team), team, Student(NAME, site_id, name))
+        if site_id.isdigit():
+            groups.add(_key(team), team, Student(NAME, site_id, row.get(h["fullnameuser"]) or row.get(h["fullname"])
+                                                 or ""))
     if not groups.members:
         raise GroupsError(f"{path}: no participant row; give {GROUP_HELP}")
     return groups
 
 
 def parse(export: Export, groups: Groups | None) -> Parsed:
-    """The export read as Moodle's (module docstring)."""
+    """The export read as Moodle's (module docstring); ExportError for a folder without an id (a
+    team assignment's default group) when groups is None."""
     parsed = Parsed()
     unwrap(export, lambda e: _PREFIX.match(e.parts[0]))
     for e in export.entries:
         m = _PREFIX.match(e.parts[0])
-        if not m or (len(e.parts) == 1 and not m["rest"]) or (len(e.parts) > 1 and m["rest"]):
+        if not m or (len(e.parts) == 1) == (not m["rest"]):
             parsed.skipped.append((e.path, "not a Moodle submission (<Full Name>_<id>_assignsubmission_file, "
                                            "a folder, or ..._file_<file name>)"))
             continue
-        team = groups is not None and (m["id"] is None or _key(m["name"]) in groups.members)
         if m["id"] is None and groups is None:
             raise ExportError(f"{e.parts[0]} has no participant id: the export of a team assignment; import it "
                               f"with --groups FILE, FILE being {GROUP_HELP}")
-        if team:
+        student, members = Student(NAME, m["id"], m["name"]), []
+        if groups is not None and (m["id"] is None or _key(m["name"]) in groups.members):
             key = _key(m["name"]) if m["id"] is not None else ""
             if key not in groups.members:
                 parsed.skipped.append((e.path, f"the group {m['name']!r} is not in {groups.path}"))
                 continue
             groups.names[key] = m["name"]
-            student = Student(NAME, f"{GROUP_PREFIX}{m['id'] or 'default'}", m["name"])
-            members = groups.members[key]
-        else:
-            student, members = Student(NAME, m["id"], m["name"]), []
+            student, members = Student(NAME, f"{GROUP_PREFIX}{m['id'] or 'default'}", m["name"]), groups.members[key]
         if m["plugin"] != "file":
             parsed.notes.append((e.path, f"the {m['plugin']} plugin's part of the submission (not a file): ignored"))
             continue
-        path = m["rest"] if len(e.parts) == 1 else "/".join(e.parts[1:])
-        sub = parsed.add(student, None, path, e)
-        sub.members = members
+        parsed.add(student, None, m["rest"] if len(e.parts) == 1 else "/".join(e.parts[1:]), e, members)
     return parsed
 
 
@@ -180,8 +139,7 @@ def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
     for lab in book.labs:
         lines = [head]
         for folder, row in book.rows:
-            report = book.report(folder, row, lab) or {}
-            graded_at = (report.get("class") or {}).get("graded_at", "")
+            graded_at = ((book.report(folder, row, lab) or {}).get("class") or {}).get("graded_at", "")
             grade = book.cell(folder, row, lab)
             lines.append([sheet_cell(row.get("name", "")), f"{book.facts[lab]['points']:g}"]
                          + [v for h in HEADINGS.values() for v in (h["hiddenuser"] + row["site_id"], grade, graded_at)])

@@ -1,36 +1,15 @@
-"""CLASS/roster.csv: which student each folder of the class is, as the course site knows them.
+"""CLASS/roster.csv: which student each folder of the class is, as the course site knows them
+(grader/README.md, section 9, "From a course site").  One row per folder (csv module, UTF-8):
 
-One row per student folder; the columns (csv module, UTF-8):
+    folder, site, site_id, name, email      the folder, the site's NAME, its identifier ("group:<id>"
+                                            for a group: is_group), the name as exported, the e-mail
+    <lab> late, file, note, files, group    per imported lab: yes|no|"" (the site does not say), the
+                                            file taken (its path in the export), what happened, how
+                                            many files the export held (0: nothing submitted), the
+                                            folder of the group whose submission is theirs
 
-    folder, site, site_id, name, email          who: the folder's name, canvas|moodle|gradescope,
-                                                the site's identifier, the name exactly as the
-                                                site exported it, the e-mail (Gradescope only)
-    <lab> late, <lab> file, <lab> note          per imported lab: yes|no ("" when the site does
-                                                not say), the file taken (its path in the export),
-                                                what happened ("" when nothing to say),
-    <lab> files, <lab> group                    how many files the export held for them (0: they
-                                                submitted nothing; more with no file taken: a near
-                                                miss, never counted as 0), and the folder of the
-                                                group whose submission is theirs ("" if none)
-
-A group (a site's group submission) has a row of its own, its site_id "group:<the site's group
-id>" (is_group), and a folder in CLASS like a student's, graded once; its members have rows
-(and folders only where they submitted something themselves) whose "<lab> group" names it.
-
-An import merges into the file that is there: rows and columns are only ever added or updated,
-never dropped (columns an instructor added, such as a section, are kept in place).
-
-The student folder rule (folder_name): the name in Unicode NFC, with each '/', '\\', control
-character and bidirectional-override character replaced by '_', leading '.', '_', '-' and
-spaces dropped (a hidden folder or an option-like name would be skipped or misread), cut to
-fit 255 bytes with the identifier, then " (<site id>)":
-
-    "José García (4711)", "garcíajosé (1001)", "王伟 (1008)", "anonymous (anon_x1y2z)"
-
-The identifier keeps two students of one name apart; NFC keeps one student's folder the same
-whichever Unicode form the site exported.  And a student already in roster.csv (same site,
-same site id) keeps the folder written there, whatever their name is now, so the same student
-gets the same folder for every lab and every re-import.
+An import only adds or updates rows and columns (an instructor's own columns stay in place); a
+student the roster has (same site and id) keeps their folder; a new one gets folder_name's.
 """
 
 from __future__ import annotations
@@ -42,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import outdir
-from ..submissions import ROSTER  # noqa: F401  (the file's name, read by submissions.py too)
+from ..submissions import ROSTER
 
 BASE_COLUMNS = ("folder", "site", "site_id", "name", "email")
 LAB_FIELDS = ("late", "file", "note", "files", "group")
@@ -77,16 +56,13 @@ def clean(text: str) -> str:
     return text.strip().lstrip("._- ")
 
 
-def _cut(text: str, max_bytes: int) -> str:
-    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore").rstrip()
-
-
 def folder_name(student: Student) -> str:
-    """The student's folder under CLASS, by the rule in the module docstring."""
-    site_id = _cut(clean(student.site_id), 128) or "no id"
-    tail = f" ({site_id})"
-    name = _cut(clean(student.name), NAME_MAX - len(tail.encode("utf-8"))) or "anonymous"
-    return name + tail
+    """The student's folder under CLASS: "<name> (<site id>)", each part clean()ed, the name cut to
+    fit NAME_MAX bytes ("anonymous" when nothing is left), the id to 128 bytes."""
+    def cut(text: str, max_bytes: int) -> str:
+        return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore").rstrip()
+    tail = f" ({cut(clean(student.site_id), 128) or 'no id'})"
+    return (cut(clean(student.name), NAME_MAX - len(tail.encode("utf-8"))) or "anonymous") + tail
 
 
 def is_group(row: dict) -> bool:
@@ -97,11 +73,6 @@ def is_group(row: dict) -> bool:
 def imported_labs(row_columns: list[str], labs: list[str]) -> list[str]:
     """The labs of `labs` (in that order) that a roster with these columns has imported."""
     return [lab for lab in labs if f"{lab} file" in row_columns]
-
-
-def lab_columns(lab: str) -> list[str]:
-    """The roster's columns for one lab."""
-    return [f"{lab} {f}" for f in LAB_FIELDS]
 
 
 class Roster:
@@ -142,11 +113,10 @@ class Roster:
             if row.get("site") == student.site and row.get("site_id") == student.site_id:
                 return folder, ""
         folder = folder_name(student)
-        row = self.rows.get(folder)
-        if row is not None:
-            return "", (f"the folder {folder!r} belongs to {row.get('site')} id {row.get('site_id')!r} "
-                        f"in {ROSTER}; import this student by hand")
-        return folder, ""
+        if (row := self.rows.get(folder)) is None:
+            return folder, ""
+        return "", (f"the folder {folder!r} belongs to {row.get('site')} id {row.get('site_id')!r} "
+                    f"in {ROSTER}; import this student by hand")
 
     def record(self, folder: str, student: Student, lab: str | None = None, **fields: str) -> None:
         """Add or update the student's row; with lab, set that lab's fields (late, file, note)."""
@@ -155,16 +125,13 @@ class Roster:
         if student.email or "email" not in row:
             row["email"] = student.email
         if lab is not None:
-            for column in lab_columns(lab):
-                if column not in self.columns:
-                    self.columns.append(column)
+            self.columns += [f"{lab} {f}" for f in LAB_FIELDS if f"{lab} {f}" not in self.columns]
             for key, value in fields.items():
                 row[f"{lab} {key}"] = value
 
     def has_lab(self, folder: str, lab: str) -> bool:
         """Whether the folder's row says something about the lab already."""
-        row = self.rows.get(folder, {})
-        return any(row.get(c) for c in lab_columns(lab))
+        return any(self.rows.get(folder, {}).get(f"{lab} {f}") for f in LAB_FIELDS)
 
     def save(self) -> Path:
         """Write roster.csv (by rename), rows in folder order, every column kept."""
