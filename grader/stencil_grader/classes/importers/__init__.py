@@ -25,7 +25,8 @@ from ...base import labspec
 from .. import outdir
 from ..submissions import ClassError, shown
 from . import canvas, common, gradescope, moodle
-from .export import MAX_KERNEL_BYTES, EntryError, ExportError, open_export
+from ...grading.build import MAX_SOURCE_BYTES
+from .export import EntryError, ExportError, open_export
 from .roster import ROSTER, Roster, RosterError, folder_name
 
 #: The course sites by NAME, in the order their gradebooks are written.
@@ -149,16 +150,16 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
         say(f"  {kind:<10} {who}: {shown(note)}{tag}")
     else:
         try:
-            data = choice.entry.read(MAX_KERNEL_BYTES)
+            data = choice.entry.read(MAX_SOURCE_BYTES)
         except EntryError as err:
             result.counts["unreadable"] += 1
-            note = f"{choice.path}: {err}"
+            note = f"{choice.entry.path}: {err}"
             say(f"  refused    {shown(note)}")
     if data is None:
         if not roster.has_lab(folder, lab):           # the lab's cells describe what is on disk
             record("")
         return
-    rel, source = f"{who}/{lab}/{common.SOURCE}", f"  <- {shown(choice.path)}{tag}" + (f"  ({shown(note)})" if note else "")
+    rel, source = f"{who}/{lab}/{common.SOURCE}", f"  <- {shown(choice.entry.path)}{tag}" + (f"  ({shown(note)})" if note else "")
     if target.exists() and target.read_bytes() != data and not force:
         result.counts["kept"] += 1
         say(f"  kept       {rel}: already there and different (--force replaces it){source}")
@@ -171,7 +172,7 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
         result.counts["imported"] += 1
         result.counts["late"] += bool(sub.late)
         say(f"  imported   {rel}{source}")
-    record(choice.path)
+    record(choice.entry.path)
 
 
 def summary(result: ImportResult, students: int) -> str:

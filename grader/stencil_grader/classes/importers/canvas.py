@@ -1,18 +1,10 @@
-"""Canvas: "Download Submissions" file names, the group set's CSV, the Gradebook import CSV
-(grader/README.md, section 9).  A site module: what __init__.py says one defines.
-
-Names, as canvas-lms lib/content_zipper.rb writes them (add_submission, get_user_name,
-sanitize_user_name, sanitize_file_name): one flat zip of "<prefix>_<file id>_<file>", prefix =
-[sortable name lower-cased, "LATE" if late, user id] joined by "_", every non-[[:word:]] character
-removed ("late" in older Canvas); anonymous grading: no name, the id "anon_<id>"; a group's file
-carries the group's name and one member's id (app/models/assignment.rb representatives); a
-re-upload "kernel-<n>.cu" (app/models/attachment.rb make_unique_filename).  A name may be digits,
-"late", "anon" or end in "_<digits>", so an export is anonymous when every file has that form,
-and of several parses the shortest name is taken unless only a longer one gives a kernel.cu.
-Groups CSV: People > Groups > the set > Export (canvas_user_id, group_name, canvas_group_id,
-https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv).
-Gradebook: canvas-lms app/models/gradebook_importer.rb (process_pp, process_student: rows
-matched by ID, blank cells change nothing); a bonus lab is a 0-point assignment (extra credit).
+"""Canvas: "Download Submissions" file names, the group set's CSV, the Gradebook import CSV; the
+layouts and their ambiguities are in grader/README.md, section 9.  Sources: canvas-lms
+lib/content_zipper.rb (get_user_name, sanitize_user_name, sanitize_file_name: the names of a flat
+zip, "<sortable name>[_LATE]_<user id>_<file id>_<file>", "anon_<id>" under anonymous grading, a
+group's file under one member's id), app/models/attachment.rb make_unique_filename (a re-upload
+"kernel-<n>.cu"), app/models/gradebook_importer.rb (rows matched by ID; blank cells change
+nothing), the group set's CSV: https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv
 """
 
 from __future__ import annotations

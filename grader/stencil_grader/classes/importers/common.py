@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..submissions import SOURCE
-from .export import MAX_KERNEL_BYTES, Entry, EntryError, Export, unsafe
+from ...grading.build import MAX_SOURCE_BYTES
+from .export import Entry, EntryError, Export, read_zip
 from .roster import Student
 
 _ARCHIVE = (".zip", ".tar", ".tgz", ".gz", ".7z", ".rar")
@@ -21,7 +22,7 @@ _ARCHIVE = (".zip", ".tar", ".tgz", ".gz", ".7z", ".rar")
 #: "kernel-2.cu", "kernel_2.cu", "kernel copy.cu") or ".txt" after it.
 _ACCEPTABLE = re.compile(r"^kernel(?:[ _-]?\(\d+\)| ?-? ?copy(?: \d+)?|[-_]\d+)?\.cu(?:\.txt)?$")
 #: Bytes an archive may have for --accept to look inside it (a kernel.cu and little else).
-MAX_ARCHIVE_BYTES = 8 * MAX_KERNEL_BYTES
+MAX_ARCHIVE_BYTES = 8 * MAX_SOURCE_BYTES
 
 
 class GroupsError(ValueError):
@@ -123,16 +124,15 @@ def unwrap(export: Export, looks_right: Callable[[Entry], object]) -> None:
             return
         if len({e.parts[0] for e in export.entries}) != 1 or any(len(e.parts) == 1 for e in export.entries):
             return
-        export.strip(1)
+        export.entries = [Entry("/".join(e.parts[1:]), e.size, e.opener) for e in export.entries]
 
 
 @dataclass
 class Choice:
-    """A submission's kernel.cu: `entry` (None: none taken; ambiguous: two or more could be), its
-    path in the export, and what to say."""
+    """A submission's kernel.cu: `entry` (None: none taken; ambiguous: two or more could be), and
+    what to say."""
 
     entry: Entry | None
-    path: str = ""
     note: str = ""
     ambiguous: bool = False
 
@@ -141,57 +141,48 @@ def choose_kernel(sub: Submission, renamed: re.Pattern | None, accept: bool, sit
     """The one file named kernel.cu (or matching `renamed`, the site's name for a re-upload) at
     any depth of the submission; two or more: none.  No such file: the near misses named, or with
     accept (--accept) the one near miss taken: a name matching _ACCEPTABLE, or a .zip holding one
-    kernel.cu (read in memory, its name checked as the export's are)."""
+    kernel.cu (read in memory, its names checked as the export's are)."""
     exact = [(p, e) for p, e in sub.files if p.split("/")[-1] == SOURCE]
     again = [(p, e) for p, e in sub.files if renamed is not None and renamed.match(p.split("/")[-1])]
     found = exact + again
     if len(found) == 1:
         path, entry = found[0]
-        note = f"{site} renamed a re-upload {path}" if again else (f"found at {path}" if path != SOURCE else "")
-        return Choice(entry, entry.path, note)
+        return Choice(entry, f"{site} renamed a re-upload {path}" if again else
+                      (f"found at {path}" if path != SOURCE else ""))
     if found:
-        return Choice(None, note=f"{len(found)} files could be the kernel.cu ({', '.join(e.path for _, e in found)}): "
-                                 f"none taken; put the right one in place by hand", ambiguous=True)
+        return Choice(None, f"{len(found)} files could be the kernel.cu ({', '.join(e.path for _, e in found)}): "
+                            f"none taken; put the right one in place by hand", ambiguous=True)
     near = [(p.split("/")[-1].lower(), e) for p, e in sub.files]
     near = [(n, e) for n, e in near if n == SOURCE or n.startswith(SOURCE + ".") or n.endswith((".cu",) + _ARCHIVE)]
     if not near:
-        return Choice(None, note=f"no {SOURCE} among its {len(sub.files)} file(s)" if sub.files
+        return Choice(None, f"no {SOURCE} among its {len(sub.files)} file(s)" if sub.files
                       else f"no {SOURCE}: no file submitted")
     if not accept:
         archive = " (an archive is not opened)" if any(n.endswith(_ARCHIVE) for n, _ in near) else ""
-        return Choice(None, note=f"no {SOURCE}; found {', '.join(e.path for _, e in near)}: the file must be named "
-                                 f"{SOURCE}{archive}; --accept takes it")
+        return Choice(None, f"no {SOURCE}; found {', '.join(e.path for _, e in near)}: the file must be named "
+                            f"{SOURCE}{archive}; --accept takes it")
     taken, why = [], []
     for name, e in near:
         if _ACCEPTABLE.match(name):
             taken.append(e)
-        elif name.endswith(".zip"):
-            inner = _kernel_in_zip(e)
-            (taken if isinstance(inner, Entry) else why).append(inner)
-        else:
+            continue
+        if not name.endswith(".zip"):
             why.append(f"{e.path}: not a kernel.cu under another name")
+            continue
+        try:
+            inner = read_zip(zipfile.ZipFile(io.BytesIO(e.read(MAX_ARCHIVE_BYTES))))
+        except (EntryError, zipfile.BadZipFile, OSError, UnicodeDecodeError) as err:
+            why.append(f"{e.path}: cannot be read as a zip ({err})")
+            continue
+        kernels = [k for k in inner.entries if k.parts[-1] == SOURCE]
+        refused = [f"{e.path}: {p}: {no}" for p, no in inner.refused if p.split("/")[-1] == SOURCE]
+        if refused or len(kernels) != 1:
+            why += refused[:1] or [f"{e.path}: holds {len(kernels)} files named {SOURCE}, not one"]
+        else:
+            taken.append(Entry(f"{e.path}/{kernels[0].path}", kernels[0].size, kernels[0].opener))
     if len(taken) == 1:
-        return Choice(taken[0], taken[0].path, f"accepted the near miss {taken[0].path} (--accept)")
+        return Choice(taken[0], f"accepted the near miss {taken[0].path} (--accept)")
     if taken:
-        return Choice(None, note=f"--accept: {len(taken)} near misses ({', '.join(e.path for e in taken)}): none "
-                                 "taken; put the right one in place by hand", ambiguous=True)
-    return Choice(None, note=f"--accept: nothing to take ({'; '.join(why)})")
-
-
-def _kernel_in_zip(e: Entry) -> Entry | str:
-    """An entry for the one kernel.cu inside the .zip e, or why there is none."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(e.read(MAX_ARCHIVE_BYTES)))
-        infos = archive.infolist()
-    except (EntryError, zipfile.BadZipFile, OSError, UnicodeDecodeError) as err:
-        return f"{e.path}: cannot be read as a zip ({err})"
-    kernels = [i for i in infos if not i.is_dir() and i.filename.split("/")[-1] == SOURCE
-               and not any(p.startswith(".") or p == "__MACOSX" for p in i.filename.split("/"))]
-    if len(kernels) != 1:
-        return f"{e.path}: holds {len(kernels)} files named {SOURCE}, not one"
-    info = kernels[0]
-    if why := unsafe(info.filename):
-        return f"{e.path}: {info.filename}: {why}"
-    if (info.external_attr >> 16) & 0o170000 == 0o120000:
-        return f"{e.path}: {info.filename}: a symbolic link"
-    return Entry(f"{e.path}/{info.filename}", info.file_size, lambda: archive.open(info))
+        return Choice(None, f"--accept: {len(taken)} near misses ({', '.join(e.path for e in taken)}): none "
+                            "taken; put the right one in place by hand", ambiguous=True)
+    return Choice(None, f"--accept: nothing to take ({'; '.join(why)})")

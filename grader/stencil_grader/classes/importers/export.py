@@ -20,13 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ...grading import build
-
-#: Bytes a kernel.cu may have (1 MiB), the limit the class grader holds a submission to.
-MAX_KERNEL_BYTES = build.MAX_SOURCE_BYTES
-#: Bytes Gradescope's submission_metadata.yml may have (64 MiB: it carries autograder output).
-MAX_METADATA_BYTES = 64 << 20
-
 
 class ExportError(ValueError):
     """The export as a whole cannot be read: no such file or folder, not a zip, a damaged zip."""
@@ -73,11 +66,6 @@ class Export:
     refused: list[tuple[str, str]]
     ignored: int = 0
 
-    def strip(self, depth: int) -> None:
-        """Drop the first `depth` components of every path (a wrapper folder)."""
-        self.entries = [Entry("/".join(e.parts[depth:]), e.size, e.opener) for e in self.entries
-                        if len(e.parts) > depth]
-
 
 def unsafe(path: str) -> str | None:
     """Why a '/'-separated entry name could not be extracted under a folder safely (None: it can)."""
@@ -117,10 +105,11 @@ def open_export(path: Path) -> Iterator[Export]:
         raise ExportError(f"{path}: not a zip file the importer can read ({err}); give the .zip the "
                           f"site exported, or the folder it unpacks to") from None
     with archive:
-        yield _read_zip(archive)
+        yield read_zip(archive)
 
 
-def _read_zip(archive: zipfile.ZipFile) -> Export:
+def read_zip(archive: zipfile.ZipFile) -> Export:
+    """What the zip holds (module docstring); the archive must stay open while its entries are read."""
     export = Export([], [])
     for info in archive.infolist():
         name, why = info.filename, None

@@ -1,15 +1,11 @@
-"""Gradescope: "Export Submissions", its submission_metadata.yml, the per-lab index of the kit's
-files (grader/README.md, section 9; the autograder serving them: gsautograder.py, gsserve.py).
-A site module: what __init__.py says one defines.
-
-The export: assignment_<id>_export/ holding submission_<id>/ folders of the files as uploaded and
-submission_metadata.yml naming each folder's submitters (:name:, :sid:, :email:; several for a
-group, imported once into a folder of its own).  A student's identifier is the SID, else the
-e-mail.  Sources: https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/,
-https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments, and
-otter-grader's reader of that export (otter/grade/metadata.py, GradescopeParser).  The YAML is
-Ruby Psych's (keys as symbols), read with PyYAML's composer and base resolver: every scalar stays
-text (a SID "0042"), and only each record's :submitters: is read, never autograder output.
+"""Gradescope: "Export Submissions" and its submission_metadata.yml, and the per-lab index of the
+kit's files (the autograder that serves them: gsautograder.py); grader/README.md, section 9.
+Sources: https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/,
+https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments and
+otter-grader's reader (otter/grade/metadata.py): submission_<id>/ folders and Ruby Psych's YAML
+naming each one's :submitters: (:name:, :sid:, :email:; several for a group).  A student's id is
+the SID, else the e-mail.  The YAML is composed with PyYAML's base resolver: every scalar stays
+text (a SID "0042"); only :submitters: is read, never autograder output.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
-"""Moodle: "Download all submissions" names, the grading worksheet (groups in, grades out)
-(grader/README.md, section 9).  A site module: what __init__.py says one defines.
-
-Names, as mod/assign/classes/downloader.php writes them (get_student_prefix): a folder
-"<prefix>_assignsubmission_file/" per submission (4.1 on; "..._file_/" in 3.1 to 4.0, locallib.php
-download_submissions; "..._file_<file>" flat without folders), prefix = clean_filename(who with
-"_" as " " + "_" + id): the full name and participant id, or a team's group name and group id
-("Default group" and no id for students in none).  clean_filename (PARAM_FILE) removes control
-characters and & < > " ` | ' : \\ /.  Online text (..._assignsubmission_onlinetext...) is noted.
-A team is imported with --groups, its grading worksheet (mod/assign/gradingtable.php: recordid,
-fullnameuser, submissionteam): nothing in the zip tells a team "Team_42" from participant 42.
-Gradebook: each lab's grading worksheet, for "Upload grading worksheet"
-(mod/assign/feedback/offline/importgradeslib.php finds its columns by heading in the uploader's
-language, so the three it reads are written in each language of HEADINGS).  Another language:
-rename the English headings and the "Participant " of each id to its strings (Language
-customisation: mod_assign recordid, lastmodifiedgrade, hiddenuser; core gradenoun).
+"""Moodle: "Download all submissions" names, the grading worksheet (groups in, grades out); the
+layouts in grader/README.md, section 9.  Sources: mod/assign/classes/downloader.php
+get_student_prefix ("<who>_<id>_assignsubmission_file/", "..._file_/" in 3.1 to 4.0, flat
+"..._file_<file>"; a team's group name and group id, "Default group" with none; clean_filename,
+PARAM_FILE), mod/assign/gradingtable.php (the worksheet's recordid, fullnameuser, submissionteam)
+and mod/assign/feedback/offline/importgradeslib.php (the upload finds its three columns by heading
+in the uploader's language: hence every language of HEADINGS side by side; for another, rename
+the English headings and each id's "Participant " to its strings, Language customisation:
+mod_assign recordid, lastmodifiedgrade, hiddenuser; core gradenoun).
 """
 
 from __future__ import annotations

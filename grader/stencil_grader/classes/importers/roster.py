@@ -75,11 +75,13 @@ def imported_labs(row_columns: list[str], labs: list[str]) -> list[str]:
     return [lab for lab in labs if f"{lab} file" in row_columns]
 
 
+@dataclass
 class Roster:
     """roster.csv in memory: its columns in order and its rows by folder."""
 
-    def __init__(self, path: Path, columns: list[str], rows: dict[str, dict[str, str]]):
-        self.path, self.columns, self.rows = path, columns, rows
+    path: Path
+    columns: list[str]
+    rows: dict[str, dict[str, str]]
 
     @classmethod
     def load(cls, path: Path) -> "Roster":
@@ -119,15 +121,14 @@ class Roster:
                     f"in {ROSTER}; import this student by hand")
 
     def record(self, folder: str, student: Student, lab: str | None = None, **fields: str) -> None:
-        """Add or update the student's row; with lab, set that lab's fields (late, file, note)."""
+        """Add or update the student's row; with lab, set that lab's fields (LAB_FIELDS)."""
         row = self.rows.setdefault(folder, {})
         row.update(folder=folder, site=student.site, site_id=student.site_id, name=student.name)
         if student.email or "email" not in row:
             row["email"] = student.email
         if lab is not None:
             self.columns += [f"{lab} {f}" for f in LAB_FIELDS if f"{lab} {f}" not in self.columns]
-            for key, value in fields.items():
-                row[f"{lab} {key}"] = value
+            row.update({f"{lab} {key}": value for key, value in fields.items()})
 
     def has_lab(self, folder: str, lab: str) -> bool:
         """Whether the folder's row says something about the lab already."""
@@ -138,6 +139,5 @@ class Roster:
         text = io.StringIO()
         writer = csv.DictWriter(text, fieldnames=self.columns, lineterminator="\n")
         writer.writeheader()
-        for folder in sorted(self.rows):
-            writer.writerow({c: self.rows[folder].get(c, "") for c in self.columns})
+        writer.writerows({c: self.rows[folder].get(c, "") for c in self.columns} for folder in sorted(self.rows))
         return outdir.write_atomic(self.path, text.getvalue())
