@@ -1,6 +1,6 @@
 """The course sites' own rules (classes/importers/canvas.py, moodle.py, gradescope.py): every name
-form each site's code can produce parses back (a property test building names by each module's
-RULES), groups imported once for all their members, near misses taken only when the instructor
+form each site's code can produce parses back (a property test building names as the site's code
+does, modelled here), groups imported once for all their members, near misses taken only when the instructor
 says so (--accept), and Moodle's worksheet headings in its languages.
 
 The exports follow each site's own code, as the modules cite it: Canvas's lib/content_zipper.rb
@@ -95,7 +95,7 @@ def test_moodle_names_built_by_its_rules_parse_back(who, site_id, style, default
     path = {"4.1": f"{prefix}_assignsubmission_file/kernel.cu", "3.1": f"{prefix}_assignsubmission_file_/kernel.cu",
             "flat": f"{prefix}_assignsubmission_file_kernel.cu"}[style]
     m = moodle._PREFIX.match(path.split("/")[0])
-    name = moodle.prefix(who, None) if default_team else re.sub(moodle.RULES["removed"][0], "", who.replace("_", " "))
+    name = moodle.prefix(who, None) if default_team else re.sub(moodle.REMOVED, "", who.replace("_", " "))
     assert m and m["name"] == name
     assert m["id"] == (None if default_team else str(site_id))
 

@@ -19,20 +19,14 @@ from .export import Export
 from .roster import GROUP_PREFIX, Student
 
 NAME = "canvas"
-#: Canvas's parts of a file name (module docstring), as regular expressions: (rule, meaning).
-RULES = {
-    "late": (r"LATE|late", "the late mark: LATE, or late (older Canvas lower-cased the prefix)"),
-    "user_id": (r"\d+", "Canvas's user id"),
-    "anon_id": (r"anon_[A-Za-z0-9]+", "the anonymous id under anonymous grading"),
-    "renamed": (r"kernel-\d+\.cu", "make_unique_filename's name for a re-uploaded kernel.cu"),
-}
-_LATE = rf"(?:(?P<late>{RULES['late'][0]})_)?"
-_TAIL = re.compile(rf"{_LATE}(?P<id>{RULES['user_id'][0]})_(?P<file_id>\d+)_(?P<file>.+)", re.S)
-_ANON = re.compile(rf"{_LATE}(?P<id>{RULES['anon_id'][0]})_(?P<file_id>\d+)_(?P<file>.+)", re.S)
+_LATE = r"(?:(?P<late>LATE|late)_)?"            # older Canvas lower-cased the whole prefix
+_ANON_ID = r"anon_[A-Za-z0-9]+"                  # the user id under anonymous grading
+_TAIL = re.compile(rf"{_LATE}(?P<id>\d+)_(?P<file_id>\d+)_(?P<file>.+)", re.S)
+_ANON = re.compile(rf"{_LATE}(?P<id>{_ANON_ID})_(?P<file_id>\d+)_(?P<file>.+)", re.S)
 _ONLINE = re.compile(r"(?P<prefix>.+)_(?P<kind>text|link)\.html", re.S)
 _PREFIX_NAMED = re.compile(rf"(?P<name>.+?)_{_LATE}(?P<id>\d+)", re.S)
-_PREFIX_ANON = re.compile(rf"{_LATE}(?P<id>{RULES['anon_id'][0]})", re.S)
-RENAMED = re.compile(rf"^{RULES['renamed'][0]}$")
+_PREFIX_ANON = re.compile(rf"{_LATE}(?P<id>{_ANON_ID})", re.S)
+RENAMED = re.compile(r"^kernel-\d+\.cu$")          # make_unique_filename's name for a re-upload
 GROUPS_HINT = ("a group assignment's zip holds one file per group under one member's user id: import it with "
                "--groups FILE, the group set's CSV (People > Groups > the set > Export), so that every member is graded")
 

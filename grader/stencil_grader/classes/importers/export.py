@@ -1,12 +1,9 @@
-"""A course site's export, the .zip itself or the folder it was unpacked into, read without
-extracting anything: its files under checked relative paths, and the entries refused, each with
-why (grader/README.md, section 9, "From a course site"): an absolute name, '..', '.', an empty
-component, a backslash, a symbolic link, not a regular file, a name not valid UTF-8.
-
-Zip names are decoded as zipfile does (UTF-8 when flagged, else cp437), except that an unflagged
-name whose bytes are valid UTF-8 is read as UTF-8 (rubyzip, which Canvas uses, and Info-ZIP on
-Linux write UTF-8 unflagged) and an unflagged non-ASCII name that is not UTF-8 is refused.  A
-file's size is never taken from a header: Entry.read(limit) reads at most limit + 1 bytes.
+"""A course site's export, the .zip or the folder it was unpacked into, read without extracting
+anything: its files under checked relative paths, and the entries refused, each with why
+(grader/README.md, section 9).  Zip names are decoded as zipfile does, except that an unflagged
+name valid as UTF-8 is read so (rubyzip, which Canvas uses, and Info-ZIP on Linux write UTF-8
+unflagged) and an unflagged non-ASCII name that is not is refused.  Sizes are never taken from a
+header: Entry.read(limit) reads at most limit + 1 bytes.
 """
 
 from __future__ import annotations

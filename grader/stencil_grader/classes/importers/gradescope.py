@@ -24,11 +24,7 @@ MAX_METADATA_BYTES = 64 << 20
 #: What reading submission_metadata.yml needs (grader/requirements.txt).
 YAML_MISSING = ("reading Gradescope's submission_metadata.yml needs PyYAML: install Debian's python3-yaml "
                 "(or pip install PyYAML)")
-RULES = {
-    "wrapper": (r"assignment_\d+_export", "the export's top folder"),
-    "submission": (r"submission_(\d+)", "a submission's folder; the digits are Gradescope's submission id"),
-}
-_SUBMISSION = re.compile(rf"^{RULES['submission'][0]}$")
+_SUBMISSION = re.compile(r"^submission_(\d+)$")    # a submission's folder, named for its id
 _NULL = ("~", "null", "Null", "NULL")
 
 

@@ -26,31 +26,21 @@ NAME = "moodle"
 #: with its space), and the language packs of AMOS as mirrored at
 #: https://github.com/projectestac/moodle-langpacks (fr, de, es, zh_cn: <lang>/assign.php,
 #: <lang>/moodle.php, commit 6340d351fc13 of 2026-06-18).
-HEADINGS = {
-    "en": {"recordid": "Identifier", "hiddenuser": "Participant ", "gradenoun": "Grade",
-           "lastmodifiedgrade": "Last modified (grade)", "submissionteam": "Group", "defaultteam": "Default group",
-           "fullname": "Full name", "fullnameuser": "User full name"},
-    "fr": {"recordid": "Identifiant", "hiddenuser": "Participant", "gradenoun": "Note",
-           "lastmodifiedgrade": "Dernière modification (note)", "submissionteam": "Groupe",
-           "defaultteam": "Groupe par défaut", "fullname": "Nom complet",
-           "fullnameuser": "Nom complet de l’utilisateur"},
-    "de": {"recordid": "ID", "hiddenuser": "Teilnehmer/in", "gradenoun": "Bewertung",
-           "lastmodifiedgrade": "Zuletzt geändert (Bewertung)", "submissionteam": "Gruppe",
-           "defaultteam": "Standard-Gruppe", "fullname": "Vollständiger Name", "fullnameuser": "Vollständiger Name"},
-    "es": {"recordid": "Identificador", "hiddenuser": "Participante", "gradenoun": "Calificación",
-           "lastmodifiedgrade": "Última modificación (calificación)", "submissionteam": "Grupo",
-           "defaultteam": "Grupo predeterminado", "fullname": "Nombre completo",
-           "fullnameuser": "Nombre completo del usuario"},
-    "zh_cn": {"recordid": "标识符", "hiddenuser": "参与人", "gradenoun": "成绩", "lastmodifiedgrade": "上次修改（评分）",
-              "submissionteam": "小组", "defaultteam": "默认小组", "fullname": "全名", "fullnameuser": "用户全名"},
-}
-#: Moodle's rules for a name of "Download all submissions" (module docstring): (rule, meaning).
-RULES = {
-    "removed": (r"[\x00-\x1f\x7f&<>\"`|':\\/]", "what clean_filename removes (PARAM_FILE)"),
-    "id": (r"\d+", "the participant id, or a team's group id"),
-}
-# Read leniently: any name without "_" (RULES' names and more: a folder renamed by hand).
-_PREFIX = re.compile(rf"^(?P<name>[^_]*?)(?:_(?P<id>{RULES['id'][0]}))?_assignsubmission_"
+HEADINGS = {lang: dict(zip(("recordid", "hiddenuser", "gradenoun", "lastmodifiedgrade", "submissionteam",
+                            "defaultteam", "fullname", "fullnameuser"), strings)) for lang, strings in {
+    "en": ("Identifier", "Participant ", "Grade", "Last modified (grade)", "Group", "Default group", "Full name",
+           "User full name"),
+    "fr": ("Identifiant", "Participant", "Note", "Dernière modification (note)", "Groupe", "Groupe par défaut",
+           "Nom complet", "Nom complet de l’utilisateur"),
+    "de": ("ID", "Teilnehmer/in", "Bewertung", "Zuletzt geändert (Bewertung)", "Gruppe", "Standard-Gruppe",
+           "Vollständiger Name", "Vollständiger Name"),
+    "es": ("Identificador", "Participante", "Calificación", "Última modificación (calificación)", "Grupo",
+           "Grupo predeterminado", "Nombre completo", "Nombre completo del usuario"),
+    "zh_cn": ("标识符", "参与人", "成绩", "上次修改（评分）", "小组", "默认小组", "全名", "用户全名")}.items()}
+#: What clean_filename (clean_param PARAM_FILE) removes.
+REMOVED = r"[\x00-\x1f\x7f&<>\"`|':\\/]"
+# Read leniently: any name without "_" (what get_student_prefix writes, and a folder renamed by hand).
+_PREFIX = re.compile(rf"^(?P<name>[^_]*?)(?:_(?P<id>\d+))?_assignsubmission_"
                      rf"(?P<plugin>[a-z]+)(?:_(?P<rest>.*))?$", re.S)
 GROUPS_HINT = ("a team assignment's folders are named for the group, and its id is the group's: import it with "
                "--groups FILE, FILE being the assignment's grading worksheet, so that every member is graded")
@@ -60,8 +50,8 @@ GROUP_HELP = ("the assignment's grading worksheet (View all submissions > Downlo
 
 def prefix(who: str, site_id: str | None) -> str:
     """get_student_prefix: who with '_' as ' ', '_<id>' unless None (the default group), cleaned
-    (clean_filename: RULES["removed"] removed, "." and ".." made "")."""
-    text = re.sub(RULES["removed"][0], "", who.replace("_", " ") + (f"_{site_id}" if site_id is not None else ""))
+    (clean_filename: REMOVED removed, "." and ".." made "")."""
+    text = re.sub(REMOVED, "", who.replace("_", " ") + (f"_{site_id}" if site_id is not None else ""))
     return "" if text in (".", "..") else text
 
 
@@ -115,7 +105,6 @@ def parse(export: Export, groups: Groups | None) -> Parsed:
             if key not in groups.members:
                 parsed.skipped.append((e.path, f"the group {m['name']!r} is not in {groups.path}"))
                 continue
-            groups.names[key] = m["name"]
             student, members = Student(NAME, f"{GROUP_PREFIX}{m['id'] or 'default'}", m["name"]), groups.members[key]
         if m["plugin"] != "file":
             parsed.notes.append((e.path, f"the {m['plugin']} plugin's part of the submission (not a file): ignored"))

@@ -1,15 +1,9 @@
 """CLASS/roster.csv: which student each folder of the class is, as the course site knows them
-(grader/README.md, section 9, "From a course site").  One row per folder (csv module, UTF-8):
-
-    folder, site, site_id, name, email      the folder, the site's NAME, its identifier ("group:<id>"
-                                            for a group: is_group), the name as exported, the e-mail
-    <lab> late, file, note, files, group    per imported lab: yes|no|"" (the site does not say), the
-                                            file taken (its path in the export), what happened, how
-                                            many files the export held (0: nothing submitted), the
-                                            folder of the group whose submission is theirs
-
-An import only adds or updates rows and columns (an instructor's own columns stay in place); a
-student the roster has (same site and id) keeps their folder; a new one gets folder_name's.
+(grader/README.md, section 9).  A row per folder: folder, site (the site's NAME), site_id
+("group:<id>" for a group: is_group), name as exported, email; per imported lab, "<lab> late"
+(yes|no|"": the site does not say), file (its path in the export), note, files (how many the
+export held), group (the folder whose submission is theirs).  An import only adds or updates
+rows and columns, and a student the roster has (same site and id) keeps their folder.
 """
 
 from __future__ import annotations
