@@ -36,7 +36,7 @@ import pytest
 
 from conftest import run_grade
 from stencil_grader.classes import importers, submissions
-from stencil_grader.classes.importers import export as export_mod, gradescope, roster as roster_mod
+from stencil_grader.classes.importers import common, gradescope, roster as roster_mod
 from stencil_grader.classes.submissions import ClassError
 
 LAB, LAB2 = "01-naive-5pt", "02-shared-tiling"
@@ -524,9 +524,9 @@ def test_zip_names_utf8_unflagged_and_invalid(tmp_path):
 
 def test_export_reader_refuses_unsafe_names():
     for name in ("/etc/passwd", "C:/x.cu", "a\\..\\b.cu", "a/../b.cu", "a//b.cu", "./a.cu"):
-        assert export_mod.unsafe(name), name
+        assert common.unsafe(name), name
     for name in ("a.cu", "José García_1_assignsubmission_file/sub dir/kernel.cu", "..a/b..c"):
-        assert export_mod.unsafe(name) is None, name
+        assert common.unsafe(name) is None, name
 
 
 # ---------------------------------------------------------------- the command and the class folder

@@ -5,7 +5,7 @@ CLASS/roster.csv (grader/README.md, section 9, "From a course site"; exit status
 A course site is one module of this folder and its line in SITES.  It defines:
 
     NAME                  the --from word and the roster's "site"
-    parse(export, groups) the export (export.Export) read as common.Parsed; ExportError when it is
+    parse(export, groups) the export (common.Export) read as common.Parsed; ExportError when it is
                           not laid out so (or is a group assignment's and groups is None)
     gradebook(book)       its gradebook files from a common.Book: ({file name: text}, [notes])
     read_groups(path)     (optional: no --groups without it) its group file as common.Groups
@@ -22,11 +22,11 @@ from typing import Callable
 
 from ... import KIT_ROOT
 from ...base import labspec
+from ...grading.build import MAX_SOURCE_BYTES
 from .. import outdir
 from ..submissions import ClassError, shown
 from . import canvas, common, gradescope, moodle
-from ...grading.build import MAX_SOURCE_BYTES
-from .export import EntryError, ExportError, open_export
+from .common import EntryError, ExportError, open_export
 from .roster import ROSTER, Roster, RosterError, folder_name
 
 #: The course sites by NAME, in the order their gradebooks are written.
@@ -87,10 +87,8 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
             for path, why in parsed.skipped:
                 result.counts["skipped"] += 1
                 say(f"  skipped    {shown(path)}: {why}")
-            by_note = collections.defaultdict(list)
-            for path, note in parsed.notes:
-                by_note[note].append(path)
-            for note, paths in by_note.items():
+            for note in dict.fromkeys(note for _, note in parsed.notes):      # each note once, first seen first
+                paths = [path for path, said in parsed.notes if said == note]
                 more = f" (and {len(paths) - 1} more like it)" if len(paths) > 1 else ""
                 say(f"  note       {shown(paths[0])}{more}: {note}")
             result.counts["ignored"] = listing.ignored
@@ -133,15 +131,14 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
 
     def record(file: str) -> None:
         """The lab's cells of the submission's row, and of each member's row (group: this folder)."""
-        roster.record(folder, sub.student, lab, files=str(len(sub.files)), group="", late=late, file=file, note=note)
-        for member in sub.members:
-            home, why = roster.folder_for(member)
+        for student in [sub.student] + sub.members:
+            home, why = (folder, "") if student is sub.student else roster.folder_for(student)
             if why:
                 result.counts["conflict"] += 1
-                say(f"  conflict   {shown(folder_name(member))}: {why}")
+                say(f"  conflict   {shown(folder_name(student))}: {why}")
             else:
-                roster.record(home, member, lab, files=str(len(sub.files)), group=folder, late=late, file=file,
-                              note=note)
+                roster.record(home, student, lab, files=str(len(sub.files)), group="" if home == folder else folder,
+                              late=late, file=file, note=note)
 
     data, note = None, choice.note
     if choice.entry is None:
@@ -159,12 +156,14 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
         if not roster.has_lab(folder, lab):           # the lab's cells describe what is on disk
             record("")
         return
-    rel, source = f"{who}/{lab}/{common.SOURCE}", f"  <- {shown(choice.entry.path)}{tag}" + (f"  ({shown(note)})" if note else "")
-    if target.exists() and target.read_bytes() != data and not force:
+    rel = f"{who}/{lab}/{common.SOURCE}"
+    source = f"  <- {shown(choice.entry.path)}{tag}" + (f"  ({shown(note)})" if note else "")
+    there = target.read_bytes() if target.exists() else None
+    if there not in (None, data) and not force:
         result.counts["kept"] += 1
         say(f"  kept       {rel}: already there and different (--force replaces it){source}")
         return
-    if target.exists() and target.read_bytes() == data:
+    if there == data:
         result.counts["unchanged"] += 1
         say(f"  unchanged  {rel}{source}")
     else:
@@ -178,17 +177,16 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
 def summary(result: ImportResult, students: int) -> str:
     """The closing line: students, what was imported, what was not and why, the roster."""
     c = result.counts
-    done = f"{c['imported']} imported ({c['late']} late), {c['unchanged']} unchanged"
-    missed = [f"{c[k]} {label}" for k, label in (
+    missed = ", ".join(f"{c[k]} {label}" for k, label in (
         ("no kernel", "without a kernel.cu"), ("ambiguous", "with two candidates (none taken)"),
         ("kept", "kept (a different kernel.cu already there; --force replaces it)"),
         ("conflict", "whose folder cannot be written (another student's, a link, a file)"),
-        ("unreadable", "unreadable or over 1 MiB")) if c[k]]
-    why = [f"{c[k]} {k.split(': ', 1)[1]}" for k in sorted(c) if k.startswith("refused: ")]
-    refused = f"; {c['refused']} refused entr{'y' if c['refused'] == 1 else 'ies'} ({', '.join(why)})" \
-        if c["refused"] else ""
-    skipped = f"; {c['skipped']} skipped" if c["skipped"] else ""
-    ignored = f"; {c['ignored']} archive artefact(s) ignored (__MACOSX, hidden files)" if c["ignored"] else ""
-    return (f"summary: {students} students: {done}" + (f"; not imported: {', '.join(missed)}" if missed else "")
-            + refused + skipped + ignored + f"; roster {shown(str(result.roster))}"
-            + f" (exit {result.exit_status})")
+        ("unreadable", "unreadable or over 1 MiB")) if c[k])
+    refused = ", ".join(f"{c[k]} {k.split(': ', 1)[1]}" for k in sorted(c) if k.startswith("refused: "))
+    return "".join([
+        f"summary: {students} students: {c['imported']} imported ({c['late']} late), {c['unchanged']} unchanged",
+        f"; not imported: {missed}" if missed else "",
+        f"; {c['refused']} refused entr{'y' if c['refused'] == 1 else 'ies'} ({refused})" if c["refused"] else "",
+        f"; {c['skipped']} skipped" if c["skipped"] else "",
+        f"; {c['ignored']} archive artefact(s) ignored (__MACOSX, hidden files)" if c["ignored"] else "",
+        f"; roster {shown(str(result.roster))} (exit {result.exit_status})"])

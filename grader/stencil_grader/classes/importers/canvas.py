@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..submissions import SOURCE, sheet_cell, shown
-from .common import Book, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
-from .export import Export
+from .common import Book, Export, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
 from .roster import GROUP_PREFIX, Student
 
 NAME = "canvas"

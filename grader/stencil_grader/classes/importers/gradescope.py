@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 
 from ..submissions import sheet_cell
-from .common import Book, Parsed, csv_text
-from .export import EntryError, Export, ExportError
+from .common import Book, EntryError, Export, ExportError, Parsed, csv_text
 from .roster import GROUP_PREFIX, Student
 
 NAME = "gradescope"
@@ -93,14 +92,14 @@ def parse(export: Export, groups: None) -> Parsed:
     for key, people in records.items():
         students = [Student(NAME, p["sid"] or p["email"], p["name"], p["email"]) for p in people
                     if p["sid"] or p["email"]]
-        parsed.skipped += [(key, f"a submitter with neither sid nor email in {METADATA}")] * (len(people) - len(students))
+        parsed.skipped += [(key, f"a submitter with neither sid nor email in {METADATA}")] * (
+            len(people) - len(students))
         if not people:
             parsed.notes.append((key, f"no submitter in {METADATA}"))
-        if len(students) > 1:
-            name = ", ".join(s.name or s.site_id for s in students)
-            owners[key] = (Student(NAME, GROUP_PREFIX + (submission_id(key) or key), name), students)
-        elif students:
-            owners[key] = (students[0], [])
+        if students:            # several: a group, named for its members
+            owners[key] = (students[0], []) if len(students) == 1 else (Student(
+                NAME, GROUP_PREFIX + (submission_id(key) or key), ", ".join(s.name or s.site_id for s in students)),
+                students)
     for e in export.entries:
         parts = e.parts[len(base):] if e.parts[:len(base)] == base else ()
         if parts == (METADATA,):
@@ -109,7 +108,7 @@ def parse(export: Export, groups: None) -> Parsed:
             parsed.skipped.append((e.path, f"not in a submission folder that {METADATA} names"))
         elif parts[0] in owners:
             student, members = owners[parts[0]]
-            parsed.add(student, None, "/".join(parts), e, members).submission_id = submission_id(parts[0])
+            parsed.add(student, None, "/".join(parts), e, members)
     for student, members in owners.values():        # who submitted no file
         parsed.add(student, None, None, None, members)
     return parsed

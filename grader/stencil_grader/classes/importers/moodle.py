@@ -16,8 +16,7 @@ import unicodedata
 from pathlib import Path
 
 from ..submissions import sheet_cell
-from .common import Book, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
-from .export import Export, ExportError
+from .common import Book, Export, ExportError, Groups, GroupsError, Parsed, csv_text, read_csv_rows, unwrap
 from .roster import GROUP_PREFIX, Student
 
 NAME = "moodle"
