@@ -4,13 +4,14 @@ lib/content_zipper.rb (get_user_name, sanitize_user_name, sanitize_file_name: th
 zip, "<sortable name>[_LATE]_<user id>_<file id>_<file>", "anon_<id>" under anonymous grading, a
 group's file under one member's id), app/models/attachment.rb make_unique_filename (a re-upload
 "kernel-<n>.cu"), app/models/gradebook_importer.rb (rows matched by ID; blank cells change
-nothing), the group set's CSV: https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv
+nothing), the group set's CSV:
+https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv
 """
 
 from __future__ import annotations
 
+import collections
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..submissions import SOURCE, sheet_cell, shown
@@ -27,18 +28,12 @@ _PREFIX_NAMED = re.compile(rf"(?P<name>.+?)_{_LATE}(?P<id>\d+)", re.S)
 _PREFIX_ANON = re.compile(rf"{_LATE}(?P<id>{_ANON_ID})", re.S)
 RENAMED = re.compile(r"^kernel-\d+\.cu$")          # make_unique_filename's name for a re-upload
 GROUPS_HINT = ("a group assignment's zip holds one file per group under one member's user id: import it with "
-               "--groups FILE, the group set's CSV (People > Groups > the set > Export), so that every member is graded")
+               "--groups FILE, the group set's CSV (People > Groups > the set > Export), so that every member is "
+               "graded")
 
 
-@dataclass(frozen=True)
-class FileName:
-    """One parse of a file name: the name ("" when anonymous), late, the id, the file id, the file."""
-
-    name: str
-    late: bool
-    site_id: str
-    file_id: str
-    file: str
+#: One parse of a file name: the name ("" when anonymous), late, the user id, the file id, the file.
+FileName = collections.namedtuple("FileName", "name late site_id file_id file")
 
 
 def parses(name: str, anonymous: bool) -> list[FileName]:
@@ -118,13 +113,12 @@ def parse(export: Export, groups: Groups | None) -> Parsed:
 def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
     """({"canvas.csv": text}, notes): the Gradebook import CSV (module docstring); anonymous
     submissions left out, with a note (Canvas matches a row by user id)."""
-    labs = book.labs
-    lines = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + labs,
-             ["Points Possible", "", "", "", ""] + [f"{0 if book.facts[l].get('bonus') else book.facts[l]['points']:g}"
-                                                     for l in labs]]
+    lines = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + book.labs, ["Points Possible"] + [""] * 4
+             + [f"{0 if book.facts[lab].get('bonus') else book.facts[lab]['points']:g}" for lab in book.labs]]
     left_out = [folder for folder, row in book.rows if row.get("site_id", "").startswith("anon_")]
-    lines += [[sheet_cell(row.get("name", "")), row["site_id"], "", "", ""]
-              + [book.cell(folder, row, lab) for lab in labs] for folder, row in book.rows if folder not in left_out]
+    lines += [[sheet_cell(row.get("name", "")), row["site_id"], "", "", ""] + [book.cell(folder, row, lab)
+                                                                              for lab in book.labs]
+              for folder, row in book.rows if folder not in left_out]
     notes = [f"canvas.csv leaves out {len(left_out)} anonymous submission(s) ({', '.join(map(shown, left_out))}): "
              "Canvas matches a row by its user id, which an anonymous export does not give"] if left_out else []
     return {"canvas.csv": csv_text(lines)}, notes
