@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import types
 import zipfile
 from unittest.mock import ANY
 
@@ -28,6 +29,7 @@ import pytest
 from conftest import FAKE_LAB, GOOD_KERNEL
 from stencil_grader import cli
 from stencil_grader.classes import backend, gpupool, gsautograder, importers, outdir, plan
+from stencil_grader.classes.importers import common, roster
 from test_import import NEEDS_YAML, make_zip
 
 BONUS = "08-fake-bonus"
@@ -98,6 +100,36 @@ def test_canvas_gradebook_import_csv(fake_kit, tmp_path):
     assert garcia["extra_data"]["bonus"] is True and garcia["score"] == 100
     assert not outdir.gradescope_path(out, FAKE_LAB, "nogpu (1005)").exists()
     assert not outdir.gradescope_path(out, BONUS, "smithjohn (1003)").exists()
+
+
+def test_a_new_course_site_is_one_module_and_its_name(fake_kit, tmp_path, monkeypatch):
+    """A made-up site, "Slate": its export flat "<id>_<file>" files, its gradebook one CSV of ids and
+    cells.  The module below and its entry in importers.SITES are all it takes: `grade.py import
+    --from slate` is a choice, the import does the rest (kernel.cu chosen, near misses named, the
+    roster), and the class files write its gradebook."""
+    def parse(export, groups):
+        parsed = common.Parsed()
+        for e in export.entries:
+            site_id, _, file = e.path.partition("_")
+            parsed.add(roster.Student("slate", site_id, f"Student {site_id}"), None, file, e)
+        return parsed
+
+    def gradebook(book):
+        return {"slate.csv": common.csv_text([["id"] + book.labs] + [
+            [row["site_id"]] + [book.cell(folder, row, lab) for lab in book.labs] for folder, row in book.rows])}, []
+
+    monkeypatch.setitem(importers.SITES, "slate", types.SimpleNamespace(NAME="slate", parse=parse, gradebook=gradebook))
+    assert cli.build_parser().parse_args(["import", "--from", "slate", "x.zip", "--lab", FAKE_LAB,
+                                          "--into", "class"]).site == "slate"
+    export = make_zip(tmp_path / "slate.zip", {"7_kernel.cu": GOOD_KERNEL.encode(), "8_Kernel.cu": b"//\n",
+                                              "9_kernel.cu": (GOOD_KERNEL + "// WRONG\n").encode()})
+    lines = []
+    result = importers.import_export("slate", export, FAKE_LAB, tmp_path / "class", kit_root=fake_kit.root,
+                                     say=lines.append)
+    assert result.exit_status == 1 and "no kernel.cu; found 8_Kernel.cu" in "\n".join(lines)
+    grade(fake_kit, tmp_path / "class", tmp_path / "out")
+    assert read(tmp_path / "out" / "gradebook" / "slate.csv") == [      # a near miss: blank, never 0
+        ["id", FAKE_LAB], ["7", "100.00"], ["8", ""], ["9", "40.00"]]
 
 
 def test_moodle_grading_worksheets(fake_kit, tmp_path):

@@ -2,7 +2,7 @@
 ...] [--force]`: one lab of a course site's export laid out as the class folder, with
 CLASS/roster.csv (grader/README.md, section 9, "From a course site"; exit status there).
 
-A course site is one module of this folder and its line in SITES.  It defines:
+A course site is one module of this folder, and its name in SITES.  It defines:
 
     NAME                  the --from word and the roster's "site"
     parse(export, groups) the export (common.Export) read as common.Parsed; ExportError when it is
@@ -16,6 +16,7 @@ A course site is one module of this folder and its line in SITES.  It defines:
 from __future__ import annotations
 
 import collections
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -25,12 +26,12 @@ from ...base import labspec
 from ...grading.build import MAX_SOURCE_BYTES
 from .. import outdir
 from ..submissions import ClassError, shown
-from . import canvas, common, gradescope, moodle
+from . import common
 from .common import EntryError, ExportError, open_export
 from .roster import ROSTER, Roster, RosterError, folder_name
 
-#: The course sites by NAME, in the order their gradebooks are written.
-SITES = {site.NAME: site for site in (canvas, moodle, gradescope)}
+#: The course sites by NAME, in the order their gradebooks are written (a new site: its name here).
+SITES = {name: importlib.import_module(f"{__name__}.{name}") for name in ("canvas", "moodle", "gradescope")}
 
 
 @dataclass
@@ -42,8 +43,8 @@ class ImportResult:
 
     @property
     def exit_status(self) -> int:
-        bad = ("kept", "no kernel", "ambiguous", "refused", "skipped", "conflict", "unreadable")
-        return 1 if any(self.counts[k] for k in bad) else 0
+        return int(any(self.counts[k] for k in ("kept", "no kernel", "ambiguous", "refused", "skipped", "conflict",
+                                                 "unreadable")))
 
 
 def import_export(site: str, export: Path, lab: str, into: Path, force: bool = False,

@@ -50,8 +50,7 @@ def parses(name: str, anonymous: bool) -> list[FileName]:
 
 def parse_name(name: str, anonymous: bool) -> tuple[FileName | None, str]:
     """(the parse taken, a note when the name was ambiguous) of a file name (module docstring)."""
-    found = parses(name, anonymous)
-    if not found:
+    if not (found := parses(name, anonymous)):
         return None, ""
     kernel = [p for p in found if p.file == SOURCE or RENAMED.match(p.file)]
     chosen = found[0] if found[0] in kernel or not kernel else kernel[0]

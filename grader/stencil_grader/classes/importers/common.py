@@ -154,32 +154,22 @@ def _read_folder(root: Path) -> Export:
         export.refused.append((Path(err.filename).relative_to(root).as_posix(), f"cannot be read ({err.strerror})"))
 
     for folder, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=False):
-        rel_folder = Path(folder).relative_to(root)
         for name in sorted(dirnames + filenames):
-            rel = (rel_folder / name).as_posix()
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                export.refused.append((rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
-                                       "the name is not valid UTF-8"))
-                if name in dirnames:
-                    dirnames.remove(name)
-                continue
-            full = Path(folder) / name
+            rel, full = (Path(folder).relative_to(root) / name).as_posix(), Path(folder) / name
             info = full.lstat()
-            if stat.S_ISLNK(info.st_mode):
-                export.refused.append((rel, "a symbolic link: could point outside --into"))
-            elif _artefact((name,)):            # the folders above it are not: they were pruned
+            skip = _artefact((name,))               # the folders above it are not: they were pruned
+            why = ("the name is not valid UTF-8" if any("\ud800" <= c <= "\udfff" for c in rel) else
+                   "a symbolic link: could point outside --into" if stat.S_ISLNK(info.st_mode) else
+                   "not a regular file" if not (skip or name in dirnames or stat.S_ISREG(info.st_mode)) else "")
+            if why:
+                export.refused.append((rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), why))
+            elif skip:
                 export.ignored += 1
-                if name in dirnames:
-                    dirnames.remove(name)
-            elif name in dirnames:
-                continue
-            elif not stat.S_ISREG(info.st_mode):
-                export.refused.append((rel, "not a regular file"))
-            else:
+            elif name not in dirnames:
                 export.entries.append(Entry(rel, info.st_size, lambda full=full: os.fdopen(
                     os.open(full, os.O_RDONLY | os.O_NOFOLLOW), "rb")))
+            if (why or skip) and name in dirnames:
+                dirnames.remove(name)
     return export
 
 

@@ -21,8 +21,7 @@ BASE_COLUMNS = ("folder", "site", "site_id", "name", "email")
 LAB_FIELDS = ("late", "file", "note", "files", "group")
 #: The prefix of a group's site_id (is_group).
 GROUP_PREFIX = "group:"
-#: Longest file name most file systems take (NAME_MAX), in bytes of UTF-8.
-NAME_MAX = 255
+NAME_MAX = 255          # the longest file name most file systems take, in bytes of UTF-8
 _BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
