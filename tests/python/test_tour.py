@@ -420,3 +420,62 @@ def test_calibrate_lowers_the_generic_table_below_a_new_gpu_s(monkeypatch, tmp_p
     assert (targets["Slow GPU"]["floor"], targets["Slow GPU"]["target"]) == (0.15, 0.28)
     assert (targets["generic"]["floor"], targets["generic"]["target"]) == (0.15, 0.28)
     assert any("generic lowered to floor 0.15, target 0.28" in line for line in lines)
+
+
+@pytest.mark.parametrize("slug", ["h100", "h200"])
+def test_run_tour_writes_the_recorded_tour_again_from_its_measurements(monkeypatch, tmp_path, slug):
+    """handouts/data/SLUG/tour.json, each row's bench figures fed back as the measurements: the record
+    written is the recorded one (the kit's version and commit and the rows' labels aside)."""
+    import datetime
+    recorded = json.loads((KIT_ROOT / "handouts" / "data" / slug / "tour.json").read_text())
+    grids = {p["id"]: p for p in recorded["parts"]}
+
+    def fake_measure(lab, impl, seed=None):
+        row = next(r for r in recorded["rows"] if (r["lab"], r["impl"]) == (lab, impl))
+        part = grids[row["part"]]
+        nx, ny, nz = part["grid"]
+        data = {k: row[k] for k in ("ms_median", "steps", "gbps", "copy_gbps", "ratio", "repetitions")}
+        data.update(nx=nx, ny=ny, scaled_down=part["scaled_down"], **({"nz": nz} if row["part"] == "3d" else {}))
+        src = KIT_ROOT / impl / "kernel.cu" if "/" in impl else KIT_ROOT / impl / lab / "kernel.cu"
+        params = tuning.source_defaults(src)
+        if "K" in params:
+            params["K"] = row["sweeps_per_pass"]
+        return data, params
+
+    monkeypatch.setattr(tour, "measure", fake_measure)
+    monkeypatch.setattr(tour, "device_facts", lambda data: dict(recorded["device"]))
+    monkeypatch.setattr(tour, "now", lambda: datetime.datetime.fromisoformat(recorded["started_at"]))
+    out = tmp_path / slug / "tour.json"
+    tour.run_tour(out_json=out)
+    written = json.loads(out.read_text())
+    for record in (written, recorded):               # labels declared since the recording have moved on
+        record.pop("kit")
+        for row in record["rows"]:
+            row.pop("kernel")
+    assert written == recorded
+
+
+def test_calibrate_writes_the_recorded_calibration_again_from_its_measurements(monkeypatch, tmp_path):
+    """handouts/data/h100/calibrate.json, its ratios fed back as the measurements: the record written
+    is the recorded one, and each lab.json's H100 entry is the committed one (the date aside)."""
+    import datetime
+    recorded = json.loads((KIT_ROOT / "handouts" / "data" / "h100" / "calibrate.json").read_text())
+    rows = {r["lab"]: r for r in recorded["rows"]}
+    labs = _labs_in(tmp_path, list(rows))
+    monkeypatch.setattr(labspec, "discover_labs", lambda *a: labs)
+    left = {lab: list(r["ratios"]) for lab, r in rows.items()}
+    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (
+        dict(_bench(1.0), ratio=left[lab].pop(0), device=recorded["device"]["name"]), {}))
+    monkeypatch.setattr(calibrate, "device_facts", lambda data: dict(recorded["device"]))
+    monkeypatch.setattr(calibrate, "now", lambda: datetime.datetime.fromisoformat(recorded["started_at"]))
+    out = tmp_path / "calibrate.json"
+    calibrate.calibrate(runs=recorded["runs"], out_json=out)
+    written = json.loads(out.read_text())
+    assert {k: v for k, v in written.items() if k != "kit"} == {k: v for k, v in recorded.items() if k != "kit"}
+    for lab in labs:
+        got = json.loads((lab / "lab.json").read_text())["targets"]
+        want = json.loads((KIT_ROOT / "labs" / lab.name / "lab.json").read_text())["targets"]
+        for entry in (got, want):
+            if recorded["device"]["name"] in entry:
+                entry[recorded["device"]["name"]]["calibrated"] = entry[recorded["device"]["name"]]["calibrated"][10:]
+        assert got == want, lab.name

@@ -357,3 +357,20 @@ def test_draw_devices_needs_the_tuning_files(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
     with pytest.raises(tuning.TuneError, match="no tuning file"):
         tuneplot.draw_devices("08", ["Fake GPU"], tmp_path / "x.png", kit)
+
+
+@pytest.mark.parametrize("path", sorted(KIT_ROOT.glob("labs/*/tuning/*.json")), ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_a_recorded_sweep_chooses_and_writes_its_tuning_file_again(path, tmp_path):
+    """Each committed tuning file, its variants fed back as a finished sweep: the same best and
+    defaults are chosen, and the file written is the committed one (the date and nvcc aside)."""
+    recorded = json.loads(path.read_text())
+    variants = [tune.Variant(**{k: v for k, v in r.items() if k != "default"}, is_default=r["default"])
+                for r in recorded["variants"]]
+    sweep = tune.LabSweep(recorded["lab"], recorded["device"], recorded["seed"], variants,
+                          min_gain=recorded["min_gain"])
+    sweep.best, sweep.default = tune.choose_best(variants, sweep.min_gain)
+    assert (sweep.best.params, sweep.default.params) == (recorded["best"], recorded["default"])
+    written = json.loads(tune.write_tuning(tmp_path, sweep).read_text())
+    assert written["date"] and isinstance(written["nvcc"], str)
+    written.update(date=recorded["date"], nvcc=recorded["nvcc"])
+    assert json.dumps(written, indent=1) + "\n" == path.read_text()
