@@ -395,3 +395,24 @@ def test_kernel_comments_teach_and_quote_no_timing():
         for m in timing.finditer(comments):
             found.append(f"{path.relative_to(KIT_ROOT)}: {comments[max(0, m.start() - 30):m.end() + 10]!r}")
     assert not found, "\n".join(found)
+
+
+def test_record_archs_puts_the_recorded_builds_check_records_together_again(tmp_path, capsys):
+    """handouts/data/h100/archs.json split back into one check record per build (its LABEL=FILE
+    arguments): grade.py record-archs writes the recorded file again."""
+    recorded = json.loads((KIT_ROOT / "handouts" / "data" / "h100" / "archs.json").read_text())
+    pairs = []
+    for build in recorded["builds"]:
+        rows = [{k: v for k, v in r.items() if k != "build"} | {"id": r["id"].split("@")[0]}
+                for r in recorded["rows"] if r["build"] == build["label"]]
+        run = {k: v for k, v in recorded.items() if k not in ("builds", "rows")} | {
+            "record": "check", "source": "grade.py record-check", "impl": "reference", "rows": rows,
+            "device": dict(recorded["device"], cuda=build["cuda"])}
+        (tmp_path / f"{build['label']}.json").write_text(json.dumps(run))
+        pairs.append(f"{build['label']}={tmp_path / (build['label'] + '.json')}")
+    out = tmp_path / "h100" / "archs.json"
+    assert commands.cmd_record_archs(argparse.Namespace(out=out, runs=pairs)) == 0
+    assert f"recorded 56 rows of 7 builds: {out}" in capsys.readouterr().out
+    assert out.read_text() == (KIT_ROOT / "handouts" / "data" / "h100" / "archs.json").read_text()
+    with pytest.raises(commands.UsageError, match="give LABEL=FILE"):
+        commands.cmd_record_archs(argparse.Namespace(out=out, runs=["compute_75"]))

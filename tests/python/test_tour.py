@@ -10,7 +10,7 @@ import pytest
 from conftest import KIT_ROOT
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
-from stencil_grader.instructor import calibrate, figures, records, roofs, tour, tuning
+from stencil_grader.instructor import figures, records, roofs, tour, tuning
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):
@@ -384,11 +384,11 @@ def test_calibrate_leaves_a_lab_with_a_targets_policy_alone(monkeypatch, tmp_pat
     lab1, lab8 = _labs_in(tmp_path, ["01-naive-5pt", "08-temporal-blocking"])
     before = (lab8 / "lab.json").read_text()
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab1, lab8])
-    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: (dict(
         _bench(1.0, gbps=7500.0 if lab.startswith("08") else 2100.0, copy=3000.0), device="Test GPU"), {}))
-    monkeypatch.setattr(calibrate, "device_facts", lambda data: {"name": data["device"]})
+    monkeypatch.setattr(tour, "device_facts", lambda data: {"name": data["device"]})
     out = tmp_path / "data" / "test" / "calibrate.json"
-    lines = calibrate.calibrate(runs=2, out_json=out)
+    lines = tour.calibrate(runs=2, out_json=out)
     assert (lab8 / "lab.json").read_text() == before                       # untouched
     assert "08-temporal-blocking" in lines[1] and "targets kept" in lines[1] and "reaches" in lines[1]
     entry = json.loads((lab1 / "lab.json").read_text())["targets"]["Test GPU"]
@@ -404,8 +404,8 @@ def test_calibrate_leaves_a_lab_with_a_targets_policy_alone(monkeypatch, tmp_pat
 def test_calibrate_says_when_the_reference_misses_the_policy(monkeypatch, tmp_path):
     (lab8,) = _labs_in(tmp_path, ["08-temporal-blocking"])
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab8])
-    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(_bench(1.0, gbps=3000.0, copy=3000.0)), {}))
-    (line,) = calibrate.calibrate(runs=1)
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: (dict(_bench(1.0, gbps=3000.0, copy=3000.0)), {}))
+    (line,) = tour.calibrate(runs=1)
     assert "falls SHORT of the targets_policy's target" in line
 
 
@@ -413,9 +413,9 @@ def test_calibrate_lowers_the_generic_table_below_a_new_gpu_s(monkeypatch, tmp_p
     """A GPU whose reference reaches less than the generic target brings generic down with it."""
     (lab1,) = _labs_in(tmp_path, ["01-naive-5pt"])
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab1])
-    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: (dict(
         _bench(1.0, gbps=900.0, copy=3000.0), device="Slow GPU"), {}))         # ratio 0.3
-    lines = calibrate.calibrate(runs=1)
+    lines = tour.calibrate(runs=1)
     targets = json.loads((lab1 / "lab.json").read_text())["targets"]
     assert (targets["Slow GPU"]["floor"], targets["Slow GPU"]["target"]) == (0.15, 0.28)
     assert (targets["generic"]["floor"], targets["generic"]["target"]) == (0.15, 0.28)
@@ -464,12 +464,12 @@ def test_calibrate_writes_the_recorded_calibration_again_from_its_measurements(m
     labs = _labs_in(tmp_path, list(rows))
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: labs)
     left = {lab: list(r["ratios"]) for lab, r in rows.items()}
-    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: (
         dict(_bench(1.0), ratio=left[lab].pop(0), device=recorded["device"]["name"]), {}))
-    monkeypatch.setattr(calibrate, "device_facts", lambda data: dict(recorded["device"]))
-    monkeypatch.setattr(calibrate, "now", lambda: datetime.datetime.fromisoformat(recorded["started_at"]))
+    monkeypatch.setattr(tour, "device_facts", lambda data: dict(recorded["device"]))
+    monkeypatch.setattr(tour, "now", lambda: datetime.datetime.fromisoformat(recorded["started_at"]))
     out = tmp_path / "calibrate.json"
-    calibrate.calibrate(runs=recorded["runs"], out_json=out)
+    tour.calibrate(runs=recorded["runs"], out_json=out)
     written = json.loads(out.read_text())
     assert {k: v for k, v in written.items() if k != "kit"} == {k: v for k, v in recorded.items() if k != "kit"}
     for lab in labs:

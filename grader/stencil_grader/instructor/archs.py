@@ -1,21 +1,9 @@
-"""The architecture record: the references graded from builds for other GPUs' feature sets.
-
-    grade.py record-archs OUT LABEL=CHECK_RECORD [LABEL=CHECK_RECORD ...]
-
-On one GPU, `make check IMPL=reference CUDA_ARCH=compute_75` builds PTX of compute capability
-7.5 alone, which the driver JIT-compiles for the GPU at hand when the programs load: the code
-paths a Turing GPU takes (lab 8's cp.async fallback, for one) run and are graded, on a GPU that
-is not one.  `grade.py record-check` records each such run (a check record); this command puts
-several of them together as one record of kind "archs" (records.RECORD_FORMAT), for
-handouts/data/SLUG/archs.json:
-
-    builds   [{label, cuda_arch, cuda}]: each build (LABEL, e.g. compute_75), the CUDA_ARCH
-             it was made with, and the CUDA release that built it; once for the runs of several
-             impls built so (tests/cuda12-gpu.sh grades reference and starter per build)
-    rows     every row of every run, its id "NN/impl@LABEL" (e.g. "08/reference@compute_75") and
-             its "build" (LABEL); the rest as in a check record
-
-The device, the date and the kit are the first run's; every run must name the same GPU.
+"""`grade.py record-archs OUT LABEL=CHECK_RECORD ...`: the check records of the references built for
+other GPUs' feature sets on one GPU (`make check IMPL=reference CUDA_ARCH=compute_75`, PTX that the
+driver JIT-compiles, so a Turing GPU's code paths run on this one), put together as one record of
+kind "archs" (records.RECORD_FORMAT; handouts/data/SLUG/archs.json, cuda12.json): `builds` [{label,
+cuda_arch, cuda}] and every run's rows, each id "NN/impl@LABEL" with its "build".  The device, date
+and kit are the first run's; every run must name the same GPU.
 """
 
 from __future__ import annotations
@@ -30,8 +18,18 @@ class ArchsError(ValueError):
     """A run that cannot be recorded: unreadable, not a check record, another GPU."""
 
 
-def record_archs(runs: list[tuple[str, dict]]) -> dict:
-    """The archs record of (label, check record) pairs, in the order given."""
+def record_archs(pairs: list[str]) -> dict:
+    """The archs record of LABEL=FILE arguments (each FILE a check record), in the order given.
+    Raises ArchsError naming a malformed argument, an unreadable file or a run it cannot hold."""
+    runs = []
+    for pair in pairs:
+        label, sep, file = pair.partition("=")
+        if not sep or not label or not file:
+            raise ArchsError(f"{pair!r}: give LABEL=FILE, e.g. compute_75=check-75.json")
+        try:
+            runs.append((label, json.loads(Path(file).read_text())))
+        except (OSError, json.JSONDecodeError) as err:
+            raise ArchsError(f"{file}: {err}") from None
     if not runs:
         raise ArchsError("no run to record: give LABEL=FILE for each check record")
     first = runs[0][1]
@@ -47,21 +45,6 @@ def record_archs(runs: list[tuple[str, dict]]) -> dict:
         build = {"label": label, "cuda_arch": label, "cuda": (run.get("device") or {}).get("cuda")}
         if build not in record["builds"]:
             record["builds"].append(build)
-        for row in run.get("rows") or []:
-            record["rows"].append(dict(row, id=f"{row['id']}@{label}", build=label))
+        record["rows"] += [dict(row, id=f"{row['id']}@{label}", build=label) for row in run.get("rows") or []]
     record["copy_gbps"] = median_or_none(row.get("copy_gbps") for row in record["rows"])
     return record
-
-
-def read_runs(pairs: list[str]) -> list[tuple[str, dict]]:
-    """LABEL=FILE arguments as (label, record); ArchsError naming a malformed one."""
-    runs = []
-    for pair in pairs:
-        label, sep, file = pair.partition("=")
-        if not sep or not label or not file:
-            raise ArchsError(f"{pair!r}: give LABEL=FILE, e.g. compute_75=check-75.json")
-        try:
-            runs.append((label, json.loads(Path(file).read_text())))
-        except (OSError, json.JSONDecodeError) as err:
-            raise ArchsError(f"{file}: {err}") from None
-    return runs

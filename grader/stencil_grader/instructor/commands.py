@@ -6,9 +6,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import KIT_ROOT
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path
-from . import tour
+from . import records, tour, tuning
 
 
 def register(sub) -> None:
@@ -84,11 +85,24 @@ def register(sub) -> None:
     p.add_argument("--out", type=Path, metavar="PNG", help="with --draw: the picture's path")
     p.set_defaults(func=cmd_tune)
 
+
+def _refusing(command: str, *errors):
+    """The command, with each of `errors` its one-line refusal on standard error (exit 1)."""
+    def wrap(cmd):
+        def run(args) -> int:
+            try:
+                return cmd(args)
+            except errors as err:
+                print(f"grade.py {command}: {err}", file=sys.stderr)
+                return EXIT_NOT_FULL
+        return run
+    return wrap
+
 def cmd_record_archs(args) -> int:
-    from . import archs, records
+    from . import archs
 
     try:
-        record = archs.record_archs(archs.read_runs(args.runs))
+        record = archs.record_archs(args.runs)
     except archs.ArchsError as err:
         raise UsageError(str(err)) from None
     record["record"] = Path(args.out).stem          # a record is named as its file (archs, cuda12)
@@ -96,54 +110,37 @@ def cmd_record_archs(args) -> int:
     return EXIT_FULL
 
 
+@_refusing("tour", tour.TourError)
 def cmd_tour(args) -> int:
-    try:
-        print(tour.run_tour(args.json, args.plot, args.markdown))
-    except tour.TourError as err:
-        print(f"grade.py tour: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+    print(tour.run_tour(args.json, args.plot, args.markdown))
     return EXIT_FULL
 
 
+@_refusing("calibrate", tour.TourError)
 def cmd_calibrate(args) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
-    from .calibrate import calibrate
-
-    try:
-        for line in calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
-            print(line)
-    except tour.TourError as err:
-        print(f"grade.py calibrate: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+    for line in tour.calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
+        print(line)
     return EXIT_FULL
 
 
-def _record(command: str, make, out: Path, rows_are: str) -> int:
-    """Write the record make() returns to out and say so; a RecordError is the command's one-line refusal."""
-    from . import records
-
-    try:
-        record = make()
-    except records.RecordError as err:
-        print(f"grade.py {command}: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+def _write(record: dict, out: Path, rows_are: str) -> int:
     path = records.write_record(record, out)
     print(f"wrote {path}: {len(record['rows'])} {rows_are} on {record['device']['name']}, {record['date']}")
     return EXIT_FULL
 
 
+@_refusing("record-check", records.RecordError)
 def cmd_record_check(args) -> int:
-    from . import records
-
-    return _record("record-check", lambda: records.record_check(records.collect_reports(args.impl)), args.out,
-                   "labs")
+    return _write(records.record_check(records.collect_reports(args.impl)), args.out, "labs")
 
 
+@_refusing("record-profile", records.RecordError)
 def cmd_record_profile(args) -> int:
     from .profilerecord import record_profile
 
-    return _record("record-profile", lambda: record_profile(args.inputs), args.out, "profiled runs")
+    return _write(record_profile(args.inputs), args.out, "profiled runs")
 
 
 def cmd_figures(args) -> int:
@@ -180,8 +177,7 @@ def cmd_pictures(args) -> int:
         if args.report_page:
             print(pictures.report_page())
             return EXIT_FULL
-        slugs = args.slug or sorted({s for s, n in figures.load_recordings().records if n == "tour"})
-        for slug in slugs:
+        for slug in args.slug or sorted({s for s, n in figures.load_recordings().records if n == "tour"}):
             print("\n".join(pictures.draw_tour(slug)))
     except (pictures.PictureError, figures.RecordError) as err:
         print(f"grade.py pictures: {err}", file=sys.stderr)
@@ -189,43 +185,36 @@ def cmd_pictures(args) -> int:
     return EXIT_FULL
 
 
+@_refusing("tune", tuning.TuneError)
 def cmd_tune(args) -> int:
-    from . import tuning             # what lab.mk asks on every build of a reference: kept light
+    if args.print_defines:
+        print(tuning.print_defines(args.print_defines))
+        return EXIT_FULL
+    from . import sweep
 
-    try:
-        if args.print_defines:
-            print(tuning.print_defines(args.print_defines))
-            return EXIT_FULL
-        if args.draw:
-            from .tuneplot import draw_devices
-            if not args.devices or not args.out:
-                raise UsageError("--draw needs --devices 'GPU A;GPU B' and --out PNG")
-            devices = [d.strip() for d in args.devices.split(";") if d.strip()]
-            print(f"wrote {draw_devices(args.draw, devices, args.out)}")
-            return EXIT_FULL
-        from . import tune
-        if args.jobs is not None and args.jobs < 1:
-            raise UsageError("--jobs must be at least 1")
-        min_gain = tune.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
-        if not 0 <= min_gain < 1:
-            raise UsageError(f"--min-gain is a fraction in [0, 1), got {min_gain:g}")
-        labs = lab_list(args.lab)
-        space = None
-        if args.space:
-            if not labs or len(labs) != 1:
-                raise UsageError("--space needs exactly one --lab")
-            space = tuning.load_space_file(args.space, tuning.find_lab(labs[0]))
-        plot_dir = args.plot_dir or (tune.KIT_ROOT / "build" / "tune")
-        chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
-        if not chosen:
-            raise UsageError("no lab has a tune.json")
-        status = EXIT_FULL
-        for sweep in tune.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run,
-                                    plot_dir=plot_dir, space=space):
-            print(tune.render(sweep), flush=True)
-            if sweep.best is None:
-                status = EXIT_NOT_FULL
-        return status
-    except tuning.TuneError as err:
-        print(f"grade.py tune: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+    if args.draw:
+        if not args.devices or not args.out:
+            raise UsageError("--draw needs --devices 'GPU A;GPU B' and --out PNG")
+        devices = [d.strip() for d in args.devices.split(";") if d.strip()]
+        print(f"wrote {sweep.draw_devices(args.draw, devices, args.out)}")
+        return EXIT_FULL
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    min_gain = sweep.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
+    if not 0 <= min_gain < 1:
+        raise UsageError(f"--min-gain is a fraction in [0, 1), got {min_gain:g}")
+    labs = lab_list(args.lab)
+    space = None
+    if args.space:
+        if not labs or len(labs) != 1:
+            raise UsageError("--space needs exactly one --lab")
+        space = tuning.load_space_file(args.space, tuning.find_lab(labs[0]))
+    chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
+    if not chosen:
+        raise UsageError("no lab has a tune.json")
+    status = EXIT_FULL
+    for done in sweep.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run,
+                                plot_dir=args.plot_dir or KIT_ROOT / "build" / "tune", space=space):
+        print(sweep.render(done), flush=True)
+        status = status if done.best is not None else EXIT_NOT_FULL
+    return status

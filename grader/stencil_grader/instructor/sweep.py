@@ -1,34 +1,16 @@
-"""Parameter sweeps of the reference solutions: `make tune`, `grade.py tune`.
-
-A lab's sweep is bounded by its tune.json, and its best variant kept in a tuning file per GPU
-that the reference's builds then use: instructor/tuning.py says what those files hold.  A sweep
-(tune_labs, which `grade.py tune` runs: the three steps, every lab's builds at once) is:
-
-    prepare_lab     the candidates (tuning.candidates: the defaults first);
-    build_variants  every candidate graded by the one pipeline (grading/pipeline.grade_lab)
-                    up to the end of its CPU half, stage="build", in parallel on the CPUs: the
-                    build (each with its -D macros as lab.mk's KERNEL_DEFINES, in
-                    build/tune/<lab>/<variant>/) and the static checks;
-    measure_lab     the GPU half of each variant that the build stage left pending
-                    (stage="gpu"), one at a time: the lab's Check suite, and only for a variant
-                    that passes every case the bench (the launcher timed with the L2 flushed,
-                    every timed call's output checked) and its launch audit.
-
-The pipeline orders the stages and score.py judges them, as for any submission; a variant's
-status (STATUSES) is read from its grading.  The best variant by effective bandwidth (a
-fraction of the copy bandwidth measured in the same run) replaces the defaults only when it
-is at least `min_gain` faster than them, so that measurement noise does not move the
-defaults; it is written, with every variant's figures, to the lab's tuning file for this GPU
-(tuning.tuning_path), and the sweep is drawn (instructor/tuneplot.py, matplotlib optional).
-
-Units: gbps and copy_gbps in GB/s (1 GB = 1e9 bytes, the bench's), ms the bench's median
-milliseconds per call, ratio = gbps / copy_gbps.
+"""A sweep of the references' compile-time parameters (`make tune`, `grade.py tune`): every candidate
+of instructor/tuning.py graded by the one pipeline (stage "build" on the CPUs, then stage "gpu"
+one at a time), the best written to the lab's tuning file for this GPU, the table printed and the
+sweep drawn (matplotlib optional).  grader/README.md, section 10, says what each step does and
+what a variant's status means.  Units: gbps and copy_gbps in GB/s (1 GB = 1e9 bytes), ms the
+bench's median per call, ratio = gbps / copy_gbps; registers and spill_bytes from ptxas, per thread.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import random
 import re
@@ -42,22 +24,19 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base.files import display_path
 from ..grading import build, pipeline
+from ..grading.plot import pyplot
 from . import tuning
-from .tuneplot import draw_sweep
 from .tuning import TuneError, variant_name
 
 #: A variant replaces the defaults only when this much faster (fraction of their ratio).
 DEFAULT_MIN_GAIN = 0.02
 #: Seconds one variant's build may take (nvcc of kernel.cu and the lab's harness objects).
 BUILD_TIMEOUT_S = 600.0
-#: The outcomes of a variant, in the order a table explains them.
-STATUSES = ("ok", "compile_error", "forbidden", "constraint", "incorrect", "check_error",
-            "wrong_output", "implausible", "bench_error", "no_gpu", "not_run")
 
 
 @dataclass
 class Variant:
-    """One candidate and what became of it (status: one of STATUSES)."""
+    """One candidate and what became of it (status: "ok", "not_run" or why it was left out)."""
 
     params: dict[str, int]
     is_default: bool = False
@@ -91,23 +70,13 @@ class LabSweep:
     replaced: dict | None = None            # the tuning file's "best" before this run
     plot: Path | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-    # set by prepare_lab: where the sweep comes from
     lab_dir: Path | None = None
     space: tuning.TuneSpace | None = None
-    src: Path | None = None
-
-
-def _hottest_kernel(built: build.BuildResult) -> tuple[int | None, int | None]:
-    """(most registers of any entry function, most spill bytes) from the ptxas report."""
-    entries = [k for k in built.kernels if k.entry and k.registers is not None]
-    if not entries:
-        return None, None
-    return max(k.registers for k in entries), max(k.spill_stores + k.spill_loads for k in entries)
 
 
 def _settle(variant: Variant, run: pipeline.LabRun) -> None:
-    """A variant's status, message and figures from its grading (a finished pipeline.LabRun):
-    the verdict of score.py, told apart into STATUSES."""
+    """A variant's status, message and figures from its finished grading: score.py's verdict,
+    told apart into the statuses of grader/README.md, section 10."""
     variant.status, variant.message = _status(run)
     data = run.bench.data if run.bench is not None and run.bench.status == "ok" else None
     if data:
@@ -117,13 +86,11 @@ def _settle(variant: Variant, run: pipeline.LabRun) -> None:
 
 
 def _status(run: pipeline.LabRun) -> tuple[str, str]:
-    """(one of STATUSES, why) for a finished grading."""
-    score = run.score
+    score, check, bench = run.score, run.check, run.bench
     if score.verdict in ("compile_error", "kit_error"):
-        return "compile_error", process_tail(run.build.message)
+        return "compile_error", "\n".join(run.build.message.strip().splitlines()[-6:])
     if score.verdict == "forbidden":
         return "forbidden", "; ".join(score.messages)
-    check = run.check
     if check is None:
         return "no_gpu", run.not_measured or score.correctness.message
     if score.correctness.verdict != "pass":
@@ -140,22 +107,11 @@ def _status(run: pipeline.LabRun) -> tuple[str, str]:
         return "constraint", static[0].message if static else score.performance.message
     if score.verdict == "implausible":
         return "implausible", score.performance.message
-    bench = run.bench
     if bench is not None and bench.status == "no_gpu":
         return "no_gpu", bench.message
     if bench is not None and bench.status == "ok" and not bench.data["output_ok"]:
         return "wrong_output", bench.data.get("output_message", "")
     return "bench_error", score.performance.message
-
-
-def _nvcc_release() -> str:
-    try:
-        out = subprocess.run([os.environ.get("NVCC", "nvcc"), "--version"], capture_output=True,
-                             text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    m = re.search(r"release [^\n]*", out)
-    return m.group(0) if m else ""
 
 
 def choose_best(variants: list[Variant], min_gain: float) -> tuple[Variant | None, Variant | None]:
@@ -173,10 +129,7 @@ def choose_best(variants: list[Variant], min_gain: float) -> tuple[Variant | Non
     return fastest, default
 
 
-def prepare_lab(lab_dir: Path, seed: int | None = None, min_gain: float = DEFAULT_MIN_GAIN,
-                space: tuning.TuneSpace | None = None) -> LabSweep:
-    """The candidates of one lab's sweep, not yet built (see tune_labs for the arguments).
-    Raises TuneError when the lab has no tune.json or no reference, or there is no GPU."""
+def _prepare(lab_dir: Path, seed: int | None, min_gain: float, space: tuning.TuneSpace | None) -> LabSweep:
     lab_dir = Path(lab_dir)
     space = space or tuning.load_space(lab_dir)
     if space is None:
@@ -188,34 +141,31 @@ def prepare_lab(lab_dir: Path, seed: int | None = None, min_gain: float = DEFAUL
     if tuning.local_device() is None:
         raise TuneError("no GPU (nvidia-smi lists none that CUDA_VISIBLE_DEVICES lets through): "
                         "a sweep times every variant on the GPU")
-    sweep = LabSweep(lab_dir.name, None, random.randrange(1 << 31) if seed is None else seed,
-                     [Variant(p, is_default=(i == 0)) for i, p in enumerate(found)], min_gain=min_gain)
-    sweep.lab_dir, sweep.space, sweep.src = lab_dir, space, src
-    return sweep
+    return LabSweep(lab_dir.name, None, random.randrange(1 << 31) if seed is None else seed,
+                    [Variant(p, is_default=(i == 0)) for i, p in enumerate(found)], min_gain=min_gain,
+                    lab_dir=lab_dir, space=space)
 
 
-def build_dir(sweep: LabSweep, variant: Variant) -> Path:
-    """build/tune/<lab>/<variant>: where a variant is built."""
+def _build_dir(sweep: LabSweep, variant: Variant) -> Path:
     return KIT_ROOT / "build" / "tune" / sweep.lab / variant.name
 
 
-def build_variants(sweeps: list[LabSweep], jobs: int | None = None, log=print) -> None:
-    """The CPU half of every variant's grading (pipeline stage "build": the build and the static
-    checks), in parallel on the CPUs (`jobs` at once, default the CPU count).  A variant that it
-    settles (a compile error, a forbidden call) gets its status here.  The first build goes
-    alone: it makes the harness library that all builds share (build/harness/<arch>), which the
-    others then only read."""
+def _build_all(sweeps: list[LabSweep], jobs: int | None, log) -> None:
+    """The CPU half of every variant's grading, `jobs` at once; the first build goes alone: it
+    makes the harness library (build/harness/<arch>) that the others then only read."""
     t0 = time.monotonic()
     work = [(s, v) for s in sweeps for v in s.variants]
 
     def make(item: tuple[LabSweep, Variant]) -> None:
         sweep, v = item
-        run = pipeline.grade_lab(sweep.lab_dir, "reference", build_dir(sweep, v), stage="build",
+        run = pipeline.grade_lab(sweep.lab_dir, "reference", _build_dir(sweep, v), stage="build",
                                  build_timeout_s=BUILD_TIMEOUT_S,
                                  defines={} if v.is_default else tuning.as_defines(v.params))
         v.build_s = run.seconds.get("build", 0.0)
-        if run.build.ok:
-            v.registers, v.spill_bytes = _hottest_kernel(run.build)
+        entries = [k for k in run.build.kernels if k.entry and k.registers is not None] if run.build.ok else []
+        if entries:                          # the most of any entry function, from the ptxas report
+            v.registers = max(k.registers for k in entries)
+            v.spill_bytes = max(k.spill_stores + k.spill_loads for k in entries)
         if run.final:                        # nothing left for the GPU: settled by the build stage
             _settle(v, run)
 
@@ -231,10 +181,9 @@ def build_variants(sweeps: list[LabSweep], jobs: int | None = None, log=print) -
         "by the build or the static checks)")
 
 
-def measure_lab(sweep: LabSweep, write: bool = True, plot_dir: Path | None = None, log=print) -> LabSweep:
-    """The GPU half of every variant the build stage left pending (pipeline stage "gpu"), one at
-    a time, then the choice of the best, the tuning file (when `write`) and the picture (in
-    plot_dir, matplotlib optional).  Raises TuneError when the GPU is gone (a variant found none)."""
+def _measure(sweep: LabSweep, write: bool, plot_dir: Path | None, log) -> LabSweep:
+    """The GPU half of every variant still pending, one at a time, then the best, the tuning
+    file (when `write`) and the picture.  Raises TuneError when the GPU is gone."""
     log(f"== {sweep.lab}: {len(sweep.variants)} variants of {', '.join(sweep.space.parameters)} "
         f"(defaults {variant_name(sweep.variants[0].params)}); seed {sweep.seed}")
     t0 = time.monotonic()
@@ -244,7 +193,7 @@ def measure_lab(sweep: LabSweep, write: bool = True, plot_dir: Path | None = Non
             continue
         start = time.monotonic()
         try:
-            _settle(v, pipeline.grade_lab(sweep.lab_dir, "reference", build_dir(sweep, v), seed=sweep.seed,
+            _settle(v, pipeline.grade_lab(sweep.lab_dir, "reference", _build_dir(sweep, v), seed=sweep.seed,
                                           stage="gpu"))
         except pipeline.StageError as err:
             v.status, v.message = "bench_error", str(err)
@@ -262,31 +211,26 @@ def measure_lab(sweep: LabSweep, write: bool = True, plot_dir: Path | None = Non
         if write:
             sweep.written = write_tuning(sweep.lab_dir, sweep)
     if plot_dir is not None and sweep.device is not None:
-        sweep.plot = draw_sweep(sweep, sweep.space, Path(plot_dir) / f"tune-{sweep.lab}.png")
+        sweep.plot = draw_sweep(sweep, Path(plot_dir) / f"tune-{sweep.lab}.png")
     return sweep
 
 
 def tune_labs(lab_dirs: list[Path], seed: int | None = None, jobs: int | None = None,
               min_gain: float = DEFAULT_MIN_GAIN, write: bool = True, plot_dir: Path | None = None,
               space: tuning.TuneSpace | None = None, log=print) -> Iterator[LabSweep]:
-    """Sweep the labs (see the module docstring): every lab's candidates built at once on the CPUs,
-    then one lab at a time on the GPU; yields each lab's sweep, every variant's outcome in it, as
-    soon as it is measured.
+    """Sweep the labs: every lab's candidates built at once on the CPUs, then one lab at a time
+    on the GPU; yields each lab's sweep as soon as it is measured.
 
-    seed: the inputs' seed for every variant (random when None, printed); jobs: parallel
-    builds (default: the CPU count); write: write the tuning files; plot_dir: where each
-    sweep's picture goes (matplotlib optional); space: instead of LAB_DIR/tune.json (one lab).
-    Raises TuneError when a lab has no tune.json or no reference, or there is no GPU (before
-    anything is built); a sweep in which no variant passed has best None and writes nothing.
+    seed: the inputs' seed for every variant (random when None); jobs: parallel builds (default
+    the CPU count); write: write the tuning files; plot_dir: where each sweep's picture goes;
+    space: instead of LAB_DIR/tune.json (one lab).  Raises TuneError when a lab has no tune.json
+    or no reference, or there is no GPU (before anything is built); a sweep in which no variant
+    passed has best None and writes nothing.
     """
-    sweeps = [prepare_lab(d, seed, min_gain, space) for d in lab_dirs]
-    build_variants(sweeps, jobs, log)
+    sweeps = [_prepare(d, seed, min_gain, space) for d in lab_dirs]
+    _build_all(sweeps, jobs, log)
     for sweep in sweeps:
-        yield measure_lab(sweep, write, plot_dir, log)
-
-
-def process_tail(message: str, lines: int = 6) -> str:
-    return "\n".join(message.strip().splitlines()[-lines:])
+        yield _measure(sweep, write, plot_dir, log)
 
 
 def write_tuning(lab_dir: Path, sweep: LabSweep) -> Path:
@@ -294,50 +238,48 @@ def write_tuning(lab_dir: Path, sweep: LabSweep) -> Path:
     same GPU: `make tune` is the request to do so); returns its path."""
     path = tuning.tuning_path(lab_dir, sweep.device)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        nvcc = subprocess.run([os.environ.get("NVCC", "nvcc"), "--version"], capture_output=True,
+                              text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        nvcc = ""
+    release = re.search(r"release [^\n]*", nvcc)
     data = {
         "lab": sweep.lab,
         "device": sweep.device,
         "date": datetime.date.today().isoformat(),
         "seed": sweep.seed,
-        "nvcc": _nvcc_release(),
+        "nvcc": release.group(0) if release else "",
         "best": sweep.best.params,
         "default": sweep.default.params if sweep.default else None,
         "best_ratio": sweep.best.ratio,
         "default_ratio": sweep.default.ratio if sweep.default else None,
         "min_gain": sweep.min_gain,
-        "variants": [{k: v for k, v in asdict(x).items() if k not in ("is_default",)}
-                     | {"default": x.is_default} for x in sweep.variants],
+        "variants": [{k: v for k, v in asdict(x).items() if k != "is_default"} | {"default": x.is_default}
+                     for x in sweep.variants],
     }
     path.write_text(json.dumps(data, indent=1) + "\n")
     return path
-
-
-# ---- what the user sees ---------------------------------------------------------------------
 
 
 def render(sweep: LabSweep) -> str:
     """The sweep as a table (best first), then the best against the defaults."""
     names = list(sweep.variants[0].params)
     head = names + ["regs", "spill B", "status", "of copy", "GB/s", "ms"]
-    order = sorted(sweep.variants, key=lambda v: (v.ratio is None, -(v.ratio or 0.0)))
-    rows = []
-    for v in order:
-        mark = " *" if v is sweep.best else (" d" if v.is_default else "")
-        rows.append([str(v.params[n]) for n in names] + [
-            "" if v.registers is None else str(v.registers),
-            "" if v.spill_bytes is None else str(v.spill_bytes),
-            v.status + mark,
-            "" if v.ratio is None else f"{v.ratio:.3f}",
-            "" if v.gbps is None else f"{v.gbps:.0f}",
-            "" if v.ms is None else f"{v.ms:.3f}"])
+    rows = [[str(v.params[n]) for n in names] + [
+        "" if v.registers is None else str(v.registers),
+        "" if v.spill_bytes is None else str(v.spill_bytes),
+        v.status + (" *" if v is sweep.best else (" d" if v.is_default else "")),
+        "" if v.ratio is None else f"{v.ratio:.3f}",
+        "" if v.gbps is None else f"{v.gbps:.0f}",
+        "" if v.ms is None else f"{v.ms:.3f}"]
+        for v in sorted(sweep.variants, key=lambda v: (v.ratio is None, -(v.ratio or 0.0)))]
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     lines = [f"{sweep.lab} on {sweep.device or 'the GPU (no variant reached it)'} "
-             f"(seed {sweep.seed}; * best, d defaults):",
-             "  ".join(h.rjust(w) for h, w in zip(head, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
-    failed = [v for v in sweep.variants if v.status != "ok" and v.message]
-    for v in failed:
-        lines.append(f"  {v.name}: {v.status}: {v.message.splitlines()[0][:160]}")
+             f"(seed {sweep.seed}; * best, d defaults):"]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head] + rows]
+    lines += [f"  {v.name}: {v.status}: {v.message.splitlines()[0][:160]}"
+              for v in sweep.variants if v.status != "ok" and v.message]
     b, d = sweep.best, sweep.default
     if b is not None and d is not None and d.ratio and b.ratio:
         if b is d:
@@ -358,3 +300,97 @@ def render(sweep: LabSweep) -> str:
     lines.append(f"time: GPU stages {sweep.seconds.get('gpu', 0):.0f} s (builds, shared by the labs "
                  f"of this run: {sweep.seconds.get('build', 0):.0f} s)")
     return "\n".join(lines)
+
+
+# ---- pictures: a heat map over tune.json's "plot" axes (each cell the best over the other
+# parameters), or without them one bar per variant; fractions of the copy bandwidth ---------------
+
+
+def _measured(variants: list[dict]) -> list[dict]:
+    return [v for v in variants if v.get("status") == "ok" and v.get("ratio") is not None]
+
+
+def _panel(ax, variants: list[dict], x: str | None, y: str | None, title: str, best: dict | None,
+           default: dict | None, vmin: float | None = None, vmax: float | None = None):
+    """One sweep into matplotlib axes: a heat map over (x, y), colours from vmin to vmax (default
+    the panel's own range), returned for a colour bar; or, without two axes, the variants as bars."""
+    ok = _measured(variants)
+    ax.set_title(title, fontsize=9)
+    if not (x and y and x != y):
+        ax.bar(range(len(ok)), [v["ratio"] for v in ok],
+               color=["tab:orange" if best and v["params"] == best else "tab:blue" for v in ok])
+        ax.set_xticks(range(len(ok)), [variant_name(v["params"]) for v in ok], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("fraction of copy bandwidth")
+        return None
+    xs, ys = (sorted({v["params"][axis] for v in variants}) for axis in (x, y))
+    cells: dict[tuple, float] = {}
+    for v in ok:
+        key = (v["params"][x], v["params"][y])
+        cells[key] = max(cells.get(key, 0.0), v["ratio"])
+    top = vmax if vmax is not None else max(cells.values(), default=1.0)
+    bottom = min(vmin if vmin is not None else min(cells.values(), default=0.0), top - 1e-6)
+    image = ax.imshow([[cells.get((a, b), math.nan) for a in xs] for b in ys], origin="lower", cmap="viridis",
+                      vmin=bottom, vmax=top, aspect="auto")
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set(xlabel=x, ylabel=y)
+    for i, b in enumerate(ys):
+        for j, a in enumerate(xs):
+            if (a, b) not in cells:
+                ax.text(j, i, "failed\nor skipped", ha="center", va="center", color="grey", fontsize=7)
+                continue
+            text = f"{cells[(a, b)]:.2f}" + "".join(f"\n{name}" for name, p in (("best", best), ("default", default))
+                                                    if p and (p[x], p[y]) == (a, b))
+            light = cells[(a, b)] > bottom + 0.6 * (top - bottom)            # dark text on yellows
+            ax.text(j, i, text, ha="center", va="center", color="black" if light else "white", fontsize=8)
+    return image
+
+
+def draw_sweep(sweep: LabSweep, path: Path) -> Path | None:
+    """`make tune`'s picture of one lab on one GPU (a finished sweep) as PNG; None without matplotlib."""
+    plt = pyplot()
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    image = _panel(ax, [asdict(v) for v in sweep.variants], sweep.space.plot_x, sweep.space.plot_y,
+                   f"{sweep.lab} on {sweep.device}: fraction of copy bandwidth\n(best over the other parameters)",
+                   sweep.best.params if sweep.best else None, sweep.default.params if sweep.default else None)
+    if image is not None:
+        fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_ROOT) -> Path:
+    """`grade.py tune --draw`: the committed sweeps of one lab on several GPUs side by side, one
+    colour scale, as PNG.  TuneError for a lab without tune.json or a GPU without a tuning file;
+    UsageError (exit 2) without matplotlib."""
+    lab_dir = tuning.find_lab(lab, kit_root)
+    space = tuning.load_space(lab_dir)
+    if space is None:
+        raise TuneError(f"{lab_dir.name} has no {tuning.TUNE_FILE}")
+    files = []
+    for device in devices:
+        files.append(tuning.load_tuning(lab_dir, device))
+        if files[-1] is None:
+            raise TuneError(f"no tuning file {display_path(tuning.tuning_path(lab_dir, device))}")
+    plt = pyplot("tune --draw's pictures")
+    ratios = [v["ratio"] for d in files for v in _measured(d["variants"])]
+    fig, axes = plt.subplots(1, len(files), figsize=(5.2 * len(files), 4.3), squeeze=False)
+    images = [_panel(ax, d["variants"], space.plot_x, space.plot_y,
+                     f"{d['device']} ({d['date']})\nbest {variant_name(d['best'])}: {d['best_ratio']:.2f} x copy",
+                     d["best"], d.get("default"), min(ratios, default=0.0), max(ratios, default=1.0))
+              for ax, d in zip(axes[0], files)]
+    if any(i is not None for i in images):
+        fig.colorbar(next(i for i in images if i is not None), ax=list(axes[0]),
+                     label="effective bandwidth / copy bandwidth")
+    others = [p for p in space.parameters if p not in (space.plot_x, space.plot_y)]
+    fig.suptitle(f"make tune, {lab_dir.name}: effective bandwidth / copy bandwidth measured in the same run"
+                 + (f"\n(each cell: the best over {', '.join(others)})" if others else ""), fontsize=10, y=1.06)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return Path(path)
