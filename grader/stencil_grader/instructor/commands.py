@@ -3,6 +3,8 @@ handouts' figures: `record-check`, `record-archs`, `record-profile`, `figures`, 
 
 from __future__ import annotations
 
+import datetime
+import json
 import sys
 from pathlib import Path
 
@@ -98,14 +100,35 @@ def _refusing(command: str, *errors):
         return run
     return wrap
 
-def cmd_record_archs(args) -> int:
-    from . import archs
 
-    try:
-        record = archs.record_archs(args.runs)
-    except archs.ArchsError as err:
-        raise UsageError(str(err)) from None
-    record["record"] = Path(args.out).stem          # a record is named as its file (archs, cuda12)
+def cmd_record_archs(args) -> int:
+    """The check records of the references built for other GPUs' feature sets on one GPU (`make check
+    CUDA_ARCH=compute_75`: PTX the driver JIT-compiles, so another GPU's code paths run here), LABEL=FILE
+    each, as one record named as its file (archs, cuda12; records.RECORD_FORMAT): `builds` [{label,
+    cuda_arch, cuda}] and every run's rows, ids "NN/impl@LABEL"; device, date and kit the first run's."""
+    runs = []
+    for pair in args.runs:
+        label, sep, file = pair.partition("=")
+        if not sep or not label or not file:
+            raise UsageError(f"{pair!r}: give LABEL=FILE, e.g. compute_75=check-75.json")
+        try:
+            runs.append((label, json.loads(Path(file).read_text())))
+        except (OSError, json.JSONDecodeError) as err:
+            raise UsageError(f"{file}: {err}") from None
+    first = runs[0][1]
+    record = {k: v for k, v in first.items() if k not in ("rows", "impl")}
+    record.update(record=Path(args.out).stem, source="make check IMPL=reference CUDA_ARCH=LABEL on one GPU, each "
+                  "run recorded by grade.py record-check, collected by grade.py record-archs", builds=[], rows=[])
+    for label, run in runs:
+        if run.get("record") != "check":
+            raise UsageError(f"{label}: not a check record (record: {run.get('record')!r})")
+        if (run.get("device") or {}).get("name") != first["device"]["name"]:
+            raise UsageError(f"{label}: graded on {run['device'].get('name')}, not {first['device']['name']}: "
+                             "one record holds one GPU's runs")
+        build = {"label": label, "cuda_arch": label, "cuda": (run.get("device") or {}).get("cuda")}
+        record["builds"] += [] if build in record["builds"] else [build]
+        record["rows"] += [dict(row, id=f"{row['id']}@{label}", build=label) for row in run.get("rows") or []]
+    record["copy_gbps"] = records.median_or_none(row.get("copy_gbps") for row in record["rows"])
     print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {records.write_record(record, args.out)}")
     return EXIT_FULL
 
@@ -136,10 +159,47 @@ def cmd_record_check(args) -> int:
     return _write(records.record_check(records.collect_reports(args.impl)), args.out, "labs")
 
 
+def record_profile(paths: list[Path]) -> dict:
+    """`record-profile`: the profile-inputs.json files `make profile` wrote (one GPU, one day), analysed
+    again with the kit's rules (student/profile/), as one record of kind "profile": a row per run, id
+    "NN/impl", with its first kernel's label and figures, the bench's ratio, gbps and copy_gbps, and the
+    ranked findings.  Raises RecordError for a file it cannot read or runs of several GPUs or days."""
+    from ..student.profile import analyse, load_rules
+
+    runs = []
+    for path in paths:
+        try:
+            runs.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as err:
+            raise records.RecordError(f"{path}: cannot read a recorded profile: {err}") from None
+    if not runs:
+        raise records.RecordError("no recorded profile named")
+    devices = {r.get("device") for r in runs}
+    stamps = sorted(datetime.datetime.fromisoformat(r["recorded_at"]) for r in runs)
+    if len(devices) != 1 or None in devices:
+        raise records.RecordError(f"the profiles come from different GPUs ({', '.join(sorted(map(str, devices)))})")
+    if stamps[0].date() != stamps[-1].date():
+        raise records.RecordError(f"the profiles were recorded on different days ({stamps[0]:%Y-%m-%d} to "
+                                  f"{stamps[-1]:%Y-%m-%d})")
+    record = records.record_header("profile", "grade.py record-profile: make profile's analysis (grader/profile_rules"
+                                   ".json) of the inputs it recorded (profile-inputs.json)", {"name": devices.pop()},
+                                   stamps[0])
+    record.update(ncu_version=runs[0].get("ncu_version"), rows=[])
+    rules = load_rules()
+    for inputs in runs:
+        result = analyse(inputs, rules)
+        kernel, bench = (result.get("kernels") or [{}])[0], inputs.get("bench") or {}
+        record["rows"].append({
+            "id": records.row_id(inputs["lab"], inputs["impl"]), "lab": inputs["lab"],
+            "impl": Path(inputs["impl"]).name, "kernel": kernel.get("label"), "ratio": bench.get("ratio"),
+            "gbps": bench.get("gbps"), "copy_gbps": bench.get("copy_gbps"), "figures": kernel.get("figures") or {},
+            "findings": [f.get("message") for f in result.get("findings") or []]})
+    record["copy_gbps"] = records.median_or_none(row["copy_gbps"] for row in record["rows"])
+    return record
+
+
 @_refusing("record-profile", records.RecordError)
 def cmd_record_profile(args) -> int:
-    from .profilerecord import record_profile
-
     return _write(record_profile(args.inputs), args.out, "profiled runs")
 
 

@@ -218,15 +218,9 @@ def _measure(sweep: LabSweep, write: bool, plot_dir: Path | None, log) -> LabSwe
 def tune_labs(lab_dirs: list[Path], seed: int | None = None, jobs: int | None = None,
               min_gain: float = DEFAULT_MIN_GAIN, write: bool = True, plot_dir: Path | None = None,
               space: tuning.TuneSpace | None = None, log=print) -> Iterator[LabSweep]:
-    """Sweep the labs: every lab's candidates built at once on the CPUs, then one lab at a time
-    on the GPU; yields each lab's sweep as soon as it is measured.
-
-    seed: the inputs' seed for every variant (random when None); jobs: parallel builds (default
-    the CPU count); write: write the tuning files; plot_dir: where each sweep's picture goes;
-    space: instead of LAB_DIR/tune.json (one lab).  Raises TuneError when a lab has no tune.json
-    or no reference, or there is no GPU (before anything is built); a sweep in which no variant
-    passed has best None and writes nothing.
-    """
+    """Sweep the labs, as `grade.py tune`'s options say (every lab built at once, then one lab at a time
+    on the GPU); yields each lab's sweep when measured (best None, nothing written: no variant passed).
+    Raises TuneError when a lab has no tune.json or no reference, or there is no GPU, before building."""
     sweeps = [_prepare(d, seed, min_gain, space) for d in lab_dirs]
     _build_all(sweeps, jobs, log)
     for sweep in sweeps:
@@ -244,20 +238,12 @@ def write_tuning(lab_dir: Path, sweep: LabSweep) -> Path:
     except (OSError, subprocess.SubprocessError):
         nvcc = ""
     release = re.search(r"release [^\n]*", nvcc)
-    data = {
-        "lab": sweep.lab,
-        "device": sweep.device,
-        "date": datetime.date.today().isoformat(),
-        "seed": sweep.seed,
-        "nvcc": release.group(0) if release else "",
-        "best": sweep.best.params,
-        "default": sweep.default.params if sweep.default else None,
-        "best_ratio": sweep.best.ratio,
-        "default_ratio": sweep.default.ratio if sweep.default else None,
-        "min_gain": sweep.min_gain,
-        "variants": [{k: v for k, v in asdict(x).items() if k != "is_default"} | {"default": x.is_default}
-                     for x in sweep.variants],
-    }
+    data = {"lab": sweep.lab, "device": sweep.device, "date": datetime.date.today().isoformat(), "seed": sweep.seed,
+            "nvcc": release.group(0) if release else "", "best": sweep.best.params,
+            "default": sweep.default.params if sweep.default else None, "best_ratio": sweep.best.ratio,
+            "default_ratio": sweep.default.ratio if sweep.default else None, "min_gain": sweep.min_gain,
+            "variants": [{k: v for k, v in asdict(x).items() if k != "is_default"} | {"default": x.is_default}
+                         for x in sweep.variants]}
     path.write_text(json.dumps(data, indent=1) + "\n")
     return path
 
@@ -281,17 +267,16 @@ def render(sweep: LabSweep) -> str:
     lines += [f"  {v.name}: {v.status}: {v.message.splitlines()[0][:160]}"
               for v in sweep.variants if v.status != "ok" and v.message]
     b, d = sweep.best, sweep.default
-    if b is not None and d is not None and d.ratio and b.ratio:
-        if b is d:
-            lines.append(f"best: the defaults {variant_name(d.params)} at {d.ratio:.3f} of copy "
-                         f"(no variant at least {sweep.min_gain:.0%} faster)")
-        else:
-            lines.append(f"best: {variant_name(b.params)} at {b.ratio:.3f} of copy, {b.ratio / d.ratio:.2f}x "
-                         f"the defaults {variant_name(d.params)} ({d.ratio:.3f})")
-    elif b is not None:
-        lines.append(f"best: {variant_name(b.params)} at {b.ratio:.3f} of copy (the defaults did not pass)")
-    else:
+    if b is None:
         lines.append("no variant passed every check: nothing written")
+    elif b is d:
+        lines.append(f"best: the defaults {variant_name(d.params)} at {d.ratio:.3f} of copy "
+                     f"(no variant at least {sweep.min_gain:.0%} faster)")
+    elif d is not None and d.ratio:
+        lines.append(f"best: {variant_name(b.params)} at {b.ratio:.3f} of copy, {b.ratio / d.ratio:.2f}x "
+                     f"the defaults {variant_name(d.params)} ({d.ratio:.3f})")
+    else:
+        lines.append(f"best: {variant_name(b.params)} at {b.ratio:.3f} of copy (the defaults did not pass)")
     if sweep.written:
         was = f"; it replaced {variant_name(sweep.replaced)}" if sweep.replaced else ""
         lines.append(f"wrote {display_path(sweep.written)}{was}")

@@ -80,35 +80,33 @@ def tour_parts(kit_root: Path = KIT_ROOT) -> list[Part]:
         path = Path(kit_root) / "reference" / "tour" / lab_dir.name / TOUR_FILE
         if not path.is_file():
             continue
-        shown = display_path(path)
         data = read_json(path, TourError)
-        if not isinstance(data, dict) or set(data) - {"about", "parts", "rows"} or not isinstance(data.get("rows"), list):
-            raise TourError(f"{shown}: expected an object with \"rows\" (a list) and optionally \"parts\" and \"about\"")
+
+        def need(ok, why: str) -> None:
+            if not ok:
+                raise TourError(f"{display_path(path)}: {why}")
+
+        need(isinstance(data, dict) and not set(data) - {"about", "parts", "rows"} and isinstance(data.get("rows"), list),
+             "expected an object with \"rows\" (a list) and optionally \"parts\" and \"about\"")
         own = data.get("parts", {})
-        if not isinstance(own, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in own.items()):
-            raise TourError(f"{shown}: \"parts\" must be an object of id: title")
+        need(isinstance(own, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in own.items()),
+             "\"parts\" must be an object of id: title")
         for pid, dims in own.items():
             parts.setdefault(pid, (dims, []))
         default = DIMENSION_PARTS[3 if labspec.load(lab_dir / "lab.json").kind.dims == 3 else 2][0]
         for n, row in enumerate(data["rows"]):
-            where = f"{shown}: rows[{n}]"
-            if not isinstance(row, dict) or set(row) - {"impl", "kernel", "part", "sweeps_per_pass"} \
-                    or not isinstance(row.get("impl"), str) or not isinstance(row.get("kernel"), str):
-                raise TourError(f"{where} must be {{\"impl\": ..., \"kernel\": ..., \"part\": ..., "
-                                f"\"sweeps_per_pass\": ...}} with impl and kernel strings, got {row!r}")
-            impl = row["impl"]
+            need(isinstance(row, dict) and not set(row) - {"impl", "kernel", "part", "sweeps_per_pass"}
+                 and isinstance(row.get("impl"), str) and isinstance(row.get("kernel"), str),
+                 f"rows[{n}] must be {{\"impl\": ..., \"kernel\": ..., \"part\": ..., \"sweeps_per_pass\": ...}} "
+                 f"with impl and kernel strings, got {row!r}")
+            impl, part, fused = row["impl"], row.get("part", default), row.get("sweeps_per_pass", 1)
             if impl not in ("reference", "starter"):
-                if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", impl):
-                    raise TourError(f"{where}.impl {impl!r}: reference, starter, or a folder beside {TOUR_FILE}")
+                need(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", impl),
+                     f"rows[{n}].impl {impl!r}: reference, starter, or a folder beside {TOUR_FILE}")
                 impl = path.parent.relative_to(Path(kit_root)).joinpath(impl).as_posix()
-            part = row.get("part", default)
-            if part not in parts:
-                raise TourError(f"{where}.part {part!r} is not a part (parts: {', '.join(parts)})")
-            fused = row.get("sweeps_per_pass", 1)
-            if isinstance(fused, bool) or not (isinstance(fused, int) and fused >= 1
-                                               or isinstance(fused, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", fused)):
-                raise TourError(f"{where}.sweeps_per_pass must be an integer >= 1 or a TUNE_ parameter's name, "
-                                f"got {fused!r}")
+            need(part in parts, f"rows[{n}].part {part!r} is not a part (parts: {', '.join(parts)})")
+            need(type(fused) is int and fused >= 1 or isinstance(fused, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", fused),
+                 f"rows[{n}].sweeps_per_pass must be an integer >= 1 or a TUNE_ parameter's name, got {fused!r}")
             parts[part][1].append(TourSpec(lab_dir.name, impl, row["kernel"], part, fused))
     return [Part(pid, dims, tuple(rows)) for pid, (dims, rows) in parts.items() if rows]
 

@@ -33,8 +33,7 @@ _FUNCTIONS = {"min": min, "max": max}
 
 
 class TuneError(RuntimeError):
-    """A sweep could not be set up or measured: a malformed tune.json or tuning file, a
-    reference without the declared defaults, no GPU, or defaults that fail their own lab."""
+    """A malformed tune.json or tuning file, a reference without the declared defaults, no GPU."""
 
 
 @dataclass
@@ -61,44 +60,38 @@ def load_space_file(path: Path, lab_dir: Path) -> TuneSpace:
     TuneError naming the file and the key that is wrong."""
     shown = display_path(Path(path))
     raw = read_json(Path(path), TuneError)
-    if not isinstance(raw, dict):
-        raise TuneError(f"{shown}: the file holds {type(raw).__name__}; expected an object")
+
+    def need(ok, why: str) -> None:
+        if not ok:
+            raise TuneError(f"{shown}: {why}")
+
+    need(isinstance(raw, dict), f"the file holds {type(raw).__name__}; expected an object")
     unknown = set(raw) - {"about", "parameters", "constraints", "plot"}
-    if unknown:
-        raise TuneError(f"{shown}: unknown keys {sorted(unknown)}; allowed: about, parameters, "
-                        "constraints, plot")
+    need(not unknown, f"unknown keys {sorted(unknown)}; allowed: about, parameters, constraints, plot")
     parameters = raw.get("parameters")
-    if not isinstance(parameters, dict) or not parameters:
-        raise TuneError(f"{shown}: \"parameters\" must be an object of NAME: [values], not empty")
+    need(isinstance(parameters, dict) and parameters, "\"parameters\" must be an object of NAME: [values], not empty")
     for name, values in parameters.items():
-        if not re.fullmatch(_NAME, name):
-            raise TuneError(f"{shown}: parameter {name!r}: a name is upper case, digits and _ "
-                            f"(the macro is {DEFINE_PREFIX}<name>)")
-        if (not isinstance(values, list) or not values
-                or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)
-                or len(set(values)) != len(values)):
-            raise TuneError(f"{shown}: parameters.{name}: expected a list of distinct integers, "
-                            f"got {values!r}")
+        need(re.fullmatch(_NAME, name), f"parameter {name!r}: a name is upper case, digits and _ "
+                                        f"(the macro is {DEFINE_PREFIX}<name>)")
+        need(isinstance(values, list) and values and all(type(v) is int for v in values)
+             and len(set(values)) == len(values), f"parameters.{name}: expected a list of distinct integers, "
+                                                  f"got {values!r}")
     constraints = raw.get("constraints", [])
-    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
-        raise TuneError(f"{shown}: \"constraints\" must be a list of strings")
+    need(isinstance(constraints, list) and all(isinstance(c, str) for c in constraints),
+         "\"constraints\" must be a list of strings")
     for text in constraints:
         try:
-            names = {n.id for n in ast.walk(_parse(text)) if isinstance(n, ast.Name)}
+            names = {n.id for n in ast.walk(_parse(text)) if isinstance(n, ast.Name)} - set(_FUNCTIONS)
         except (SyntaxError, ValueError) as err:
             raise TuneError(f"{shown}: constraint {text!r}: {err}") from None
-        if names - set(parameters) - set(_FUNCTIONS):
-            raise TuneError(f"{shown}: constraint {text!r} names {sorted(names - set(parameters) - set(_FUNCTIONS))},"
-                            f" which are not parameters ({', '.join(parameters)})")
+        need(names <= set(parameters), f"constraint {text!r} names {sorted(names - set(parameters))}, "
+                                       f"which are not parameters ({', '.join(parameters)})")
     plot = raw.get("plot", {})
-    if not isinstance(plot, dict) or set(plot) - {"x", "y"}:
-        raise TuneError(f"{shown}: \"plot\" must be an object with keys x and y")
+    need(isinstance(plot, dict) and not set(plot) - {"x", "y"}, "\"plot\" must be an object with keys x and y")
     for axis in ("x", "y"):
-        if axis in plot and plot[axis] not in parameters:
-            raise TuneError(f"{shown}: plot.{axis} = {plot[axis]!r} is not a parameter "
-                            f"({', '.join(parameters)})")
-    if not isinstance(raw.get("about", ""), str):
-        raise TuneError(f"{shown}: \"about\" must be a string")
+        need(axis not in plot or plot[axis] in parameters, f"plot.{axis} = {plot.get(axis)!r} is not a parameter "
+                                                 f"({', '.join(parameters)})")
+    need(isinstance(raw.get("about", ""), str), "\"about\" must be a string")
     return TuneSpace(Path(lab_dir), {k: list(v) for k, v in parameters.items()}, list(constraints),
                      plot.get("x"), plot.get("y"), raw.get("about", ""))
 
