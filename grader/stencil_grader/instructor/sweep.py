@@ -287,19 +287,12 @@ def render(sweep: LabSweep) -> str:
     return "\n".join(lines)
 
 
-# ---- pictures: a heat map over tune.json's "plot" axes (each cell the best over the other
-# parameters), or without them one bar per variant; fractions of the copy bandwidth ---------------
-
-
-def _measured(variants: list[dict]) -> list[dict]:
-    return [v for v in variants if v.get("status") == "ok" and v.get("ratio") is not None]
-
-
 def _panel(ax, variants: list[dict], x: str | None, y: str | None, title: str, best: dict | None,
-           default: dict | None, vmin: float | None = None, vmax: float | None = None):
-    """One sweep into matplotlib axes: a heat map over (x, y), colours from vmin to vmax (default
-    the panel's own range), returned for a colour bar; or, without two axes, the variants as bars."""
-    ok = _measured(variants)
+           default: dict | None, vmin: float, vmax: float):
+    """One sweep into matplotlib axes: a heat map over tune.json's plot axes (x, y), each cell the best
+    over the other parameters, colours from vmin to vmax, returned for a colour bar; without two axes,
+    one bar per variant (None).  Fractions of the copy bandwidth of the same run."""
+    ok = [v for v in variants if v.get("status") == "ok" and v.get("ratio") is not None]
     ax.set_title(title, fontsize=9)
     if not (x and y and x != y):
         ax.bar(range(len(ok)), [v["ratio"] for v in ok],
@@ -312,10 +305,9 @@ def _panel(ax, variants: list[dict], x: str | None, y: str | None, title: str, b
     for v in ok:
         key = (v["params"][x], v["params"][y])
         cells[key] = max(cells.get(key, 0.0), v["ratio"])
-    top = vmax if vmax is not None else max(cells.values(), default=1.0)
-    bottom = min(vmin if vmin is not None else min(cells.values(), default=0.0), top - 1e-6)
+    bottom = min(vmin, vmax - 1e-6)
     image = ax.imshow([[cells.get((a, b), math.nan) for a in xs] for b in ys], origin="lower", cmap="viridis",
-                      vmin=bottom, vmax=top, aspect="auto")
+                      vmin=bottom, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(xs)), [str(v) for v in xs])
     ax.set_yticks(range(len(ys)), [str(v) for v in ys])
     ax.set(xlabel=x, ylabel=y)
@@ -326,56 +318,50 @@ def _panel(ax, variants: list[dict], x: str | None, y: str | None, title: str, b
                 continue
             text = f"{cells[(a, b)]:.2f}" + "".join(f"\n{name}" for name, p in (("best", best), ("default", default))
                                                     if p and (p[x], p[y]) == (a, b))
-            light = cells[(a, b)] > bottom + 0.6 * (top - bottom)            # dark text on yellows
+            light = cells[(a, b)] > bottom + 0.6 * (vmax - bottom)            # dark text on yellows
             ax.text(j, i, text, ha="center", va="center", color="black" if light else "white", fontsize=8)
     return image
 
 
-def draw_sweep(sweep: LabSweep, path: Path) -> Path | None:
-    """`make tune`'s picture of one lab on one GPU (a finished sweep) as PNG; None without matplotlib."""
-    plt = pyplot()
-    if plt is None:
-        return None
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    image = _panel(ax, [asdict(v) for v in sweep.variants], sweep.space.plot_x, sweep.space.plot_y,
-                   f"{sweep.lab} on {sweep.device}: fraction of copy bandwidth\n(best over the other parameters)",
-                   sweep.best.params if sweep.best else None, sweep.default.params if sweep.default else None)
-    if image is not None:
-        fig.colorbar(image, ax=ax)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_ROOT) -> Path:
-    """`grade.py tune --draw`: the committed sweeps of one lab on several GPUs side by side, one
-    colour scale, as PNG.  TuneError for a lab without tune.json or a GPU without a tuning file;
-    UsageError (exit 2) without matplotlib."""
-    lab_dir = tuning.find_lab(lab, kit_root)
-    space = tuning.load_space(lab_dir)
-    if space is None:
-        raise TuneError(f"{lab_dir.name} has no {tuning.TUNE_FILE}")
-    files = []
-    for device in devices:
-        files.append(tuning.load_tuning(lab_dir, device))
-        if files[-1] is None:
-            raise TuneError(f"no tuning file {display_path(tuning.tuning_path(lab_dir, device))}")
-    plt = pyplot("tune --draw's pictures")
-    ratios = [v["ratio"] for d in files for v in _measured(d["variants"])]
+def _draw(plt, lab: str, space: tuning.TuneSpace, files: list[dict], path: Path) -> Path:
+    """Tuning files' contents (one GPU's each) side by side on one colour scale, as PNG at `path`."""
+    ratios = [v["ratio"] for d in files for v in d["variants"] if v.get("status") == "ok" and v.get("ratio") is not None]
     fig, axes = plt.subplots(1, len(files), figsize=(5.2 * len(files), 4.3), squeeze=False)
-    images = [_panel(ax, d["variants"], space.plot_x, space.plot_y,
-                     f"{d['device']} ({d['date']})\nbest {variant_name(d['best'])}: {d['best_ratio']:.2f} x copy",
+    images = [_panel(ax, d["variants"], space.plot_x, space.plot_y, f"{d['device']} ({d['date']})\n" + (
+                     f"best {variant_name(d['best'])}: {d['best_ratio']:.2f} x copy" if d["best"] else "no variant passed"),
                      d["best"], d.get("default"), min(ratios, default=0.0), max(ratios, default=1.0))
               for ax, d in zip(axes[0], files)]
     if any(i is not None for i in images):
         fig.colorbar(next(i for i in images if i is not None), ax=list(axes[0]),
                      label="effective bandwidth / copy bandwidth")
     others = [p for p in space.parameters if p not in (space.plot_x, space.plot_y)]
-    fig.suptitle(f"make tune, {lab_dir.name}: effective bandwidth / copy bandwidth measured in the same run"
+    fig.suptitle(f"make tune, {lab}: effective bandwidth / copy bandwidth measured in the same run"
                  + (f"\n(each cell: the best over {', '.join(others)})" if others else ""), fontsize=10, y=1.06)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return Path(path)
+
+
+def draw_sweep(sweep: LabSweep, path: Path) -> Path | None:
+    """`make tune`'s picture of one finished sweep, as one panel of draw_devices'; None without matplotlib."""
+    plt = pyplot()
+    b, d = sweep.best, sweep.default
+    return plt and _draw(plt, sweep.lab, sweep.space, [{
+        "device": sweep.device, "date": datetime.date.today().isoformat(), "best": b and b.params,
+        "best_ratio": b and b.ratio, "default": d and d.params, "variants": [asdict(v) for v in sweep.variants]}], path)
+
+
+def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_ROOT) -> Path:
+    """`grade.py tune --draw`: LAB's committed tuning files of several GPUs side by side, as PNG.
+    TuneError for a lab without tune.json or a GPU without a tuning file; UsageError (exit 2)
+    without matplotlib."""
+    lab_dir = tuning.find_lab(lab, kit_root)
+    space = tuning.load_space(lab_dir)
+    if space is None:
+        raise TuneError(f"{lab_dir.name} has no {tuning.TUNE_FILE}")
+    files = [tuning.load_tuning(lab_dir, device) for device in devices]
+    for device, data in zip(devices, files):
+        if data is None:
+            raise TuneError(f"no tuning file {display_path(tuning.tuning_path(lab_dir, device))}")
+    return _draw(pyplot("tune --draw's pictures"), lab_dir.name, space, files, path)
