@@ -11,65 +11,61 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path
-from . import records, tour, tuning
+from . import pictures, records, tour, tuning
 
 
 def register(sub) -> None:
     """Add this subpackage's commands to grade.py's subparsers."""
-    p = sub.add_parser("tour", help="time the references on this GPU: the optimisation table")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
-    p.add_argument("--plot", type=Path, metavar="PNG",
-                   help="bars of the path to PNG, the roofline to PNG's stem + -roofline.png "
-                        "(needs matplotlib)")
-    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    p.set_defaults(func=cmd_tour)
+    def command(func, name: str, about: str):
+        p = sub.add_parser(name, help=about)
+        p.set_defaults(func=func)
+        return p
 
-    p = sub.add_parser("calibrate", help="write this GPU's targets into every lab.json")
+    p = command(cmd_tour, "tour", "time the references on this GPU: the optimisation table")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
+    p.add_argument("--plot", type=Path, metavar="PNG", help="bars of the path to PNG, the roofline to PNG's stem + "
+                   "-roofline.png (needs matplotlib)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+
+    p = command(cmd_calibrate, "calibrate", "write this GPU's targets into every lab.json")
     p.add_argument("--runs", type=int, default=3, help="timed runs of each reference (median)")
     p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
     p.add_argument("--dry-run", action="store_true", help="print the new targets, write nothing")
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the calibration as a recorded run (handouts/data/SLUG/calibrate.json)")
-    p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("record-check", help="collect the reports of the last make check into a recorded run")
+    p = command(cmd_record_check, "record-check", "collect the reports of the last make check into a recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/check.json")
     p.add_argument("--impl", default="reference", help="whose reports: the impl make check graded (default reference)")
-    p.set_defaults(func=cmd_record_check)
 
-    p = sub.add_parser("record-archs", help="put the check records of builds for other architectures (make check "
-                                            "CUDA_ARCH=compute_75 ...) together as one recorded run")
+    p = command(cmd_record_archs, "record-archs", "put the check records of builds for other architectures (make "
+                "check CUDA_ARCH=compute_75 ...) together as one recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/archs.json")
     p.add_argument("runs", nargs="+", metavar="LABEL=FILE", help="a build's label and its check record")
-    p.set_defaults(func=cmd_record_archs)
 
-    p = sub.add_parser("record-profile", help="analyse recorded profile inputs (make profile's "
-                                              "profile-inputs.json) into one recorded run")
+    p = command(cmd_record_profile, "record-profile", "analyse recorded profile inputs (make profile's "
+                "profile-inputs.json) into one recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/profile.json")
     p.add_argument("inputs", nargs="+", type=Path, metavar="INPUTS.json",
                    help="the recorded inputs, e.g. tests/python/data/ncu/*.json")
-    p.set_defaults(func=cmd_record_profile)
 
-    p = sub.add_parser("figures", help="rewrite the measured figures of README.md and the handouts from "
-                                       "the recorded runs in handouts/data")
+    p = command(cmd_figures, "figures", "rewrite the measured figures of README.md and the handouts from the "
+                "recorded runs in handouts/data")
     p.add_argument("--check", action="store_true",
                    help="change nothing; exit 1 listing every figure that differs from its recording")
     p.add_argument("--data", type=Path, default=None, metavar="DIR", help="the recordings (default handouts/data)")
     p.add_argument("files", nargs="*", type=Path, metavar="FILE",
                    help="the Markdown files (default README.md, handouts/*.md, reference/*/ANSWERS.md)")
-    p.set_defaults(func=cmd_figures)
 
-    p = sub.add_parser("pictures", help="redraw the handouts' PNG pictures from the recorded runs "
-                                        "(matplotlib; the report page: Chromium)")
-    p.add_argument("--slug", action="append", default=None, metavar="SLUG",
-                   help="the recorded tour to draw, handouts/data/SLUG/tour.json (repeatable; default: every "
-                        "recorded tour)")
+    p = command(cmd_pictures, "pictures", "redraw the handouts' PNG pictures from the recorded runs (matplotlib; "
+                "the report page: Chromium)")
+    p.add_argument("--slug", action="append", default=None, metavar="SLUG", help="the recorded tour to draw, "
+                   "handouts/data/SLUG/tour.json (repeatable; default: every recorded tour)")
     p.add_argument("--report-page", action="store_true",
                    help="only handouts/img/report-page.png, from the recorded grading of tests/python/data/html")
-    p.set_defaults(func=cmd_pictures)
 
-    p = sub.add_parser("tune", help="sweep the references' compile-time parameters on this GPU and "
-                                    "write the best to labs/NN-slug/tuning/<gpu>.json")
+    p = command(cmd_tune, "tune", "sweep the references' compile-time parameters on this GPU and write the best "
+                "to labs/NN-slug/tuning/<gpu>.json")
     p.add_argument("--lab", help="comma-separated labs, names or numbers (default: every lab with a tune.json)")
     p.add_argument("--jobs", type=int, default=None, help="parallel builds (default: the CPU count)")
     p.add_argument("--seed", type=seed, default=None, help="inputs' seed for every variant (default: random)")
@@ -78,14 +74,13 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="measure and print, write no tuning file")
     p.add_argument("--plot-dir", type=Path, default=None,
                    help="where the sweeps' pictures go (default build/tune; needs matplotlib)")
-    p.add_argument("--space", type=Path, metavar="JSON",
-                   help="sweep these bounds instead of the lab's tune.json (one --lab)")
+    p.add_argument("--space", type=Path, metavar="JSON", help="sweep these bounds instead of the lab's tune.json "
+                   "(one --lab)")
     p.add_argument("--print-defines", metavar="LAB",
                    help="print the -D flags of LAB's tuning file for this GPU (what lab.mk uses), and exit")
     p.add_argument("--draw", metavar="LAB", help="draw LAB's committed sweeps of --devices side by side, and exit")
     p.add_argument("--devices", help="with --draw: GPU names separated by ';' (as in the tuning files)")
     p.add_argument("--out", type=Path, metavar="PNG", help="with --draw: the picture's path")
-    p.set_defaults(func=cmd_tune)
 
 
 def _refusing(command: str, *errors):
@@ -230,18 +225,13 @@ def cmd_figures(args) -> int:
     return status
 
 
+@_refusing("pictures", pictures.PictureError, records.RecordError)
 def cmd_pictures(args) -> int:
-    from . import figures, pictures
-
-    try:
-        if args.report_page:
-            print(pictures.report_page())
-            return EXIT_FULL
-        for slug in args.slug or sorted({s for s, n in figures.load_recordings().records if n == "tour"}):
-            print("\n".join(pictures.draw_tour(slug)))
-    except (pictures.PictureError, figures.RecordError) as err:
-        print(f"grade.py pictures: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+    if args.report_page:
+        print(pictures.report_page())
+        return EXIT_FULL
+    for slug in args.slug or sorted({s for s, n in records.load_recordings().records if n == "tour"}):
+        print("\n".join(pictures.draw_tour(slug)))
     return EXIT_FULL
 
 
