@@ -97,10 +97,9 @@ def _refusing(command: str, *errors):
 
 
 def cmd_record_archs(args) -> int:
-    """The check records of the references built for other GPUs' feature sets on one GPU (`make check
-    CUDA_ARCH=compute_75`: PTX the driver JIT-compiles, so another GPU's code paths run here), LABEL=FILE
-    each, as one record named as its file (archs, cuda12; records.RECORD_FORMAT): `builds` [{label,
-    cuda_arch, cuda}] and every run's rows, ids "NN/impl@LABEL"; device, date and kit the first run's."""
+    """LABEL=FILE check records of builds for other GPUs' feature sets (`make check CUDA_ARCH=compute_75`,
+    PTX JIT-compiled here) as one record named as its file (archs, cuda12): `builds` [{label, cuda_arch,
+    cuda}] and every run's rows, ids "NN/impl@LABEL"; device, date and kit the first run's."""
     runs = []
     for pair in args.runs:
         label, sep, file = pair.partition("=")

@@ -109,15 +109,14 @@ def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
     peak without FMA; for each DESIGN_COUNTS row in the tour, its rate ceiling when params_of(lab,
     impl) (the TUNE_ parameters of the build timed; None: unknown) equals the count's params.
     rows: tour.TourRow; sm_count and clock_mhz (maximum SM clock, MHz) as for plot.peak_fp32_gflops."""
-    ceilings: list[Ceiling] = []
-    notes: list[str] = []
     two_d = [r for r in rows if r.part_id != "3d" and not r.part.startswith("3D")]
     if not two_d:
-        return ceilings, notes
-    ceilings.append(Ceiling(
+        return [], []
+    notes: list[str] = []
+    ceilings = [Ceiling(
         "fp32 without FMA (2D)", peak_fp32_no_fma_gflops(sm_count, clock_mhz),
         f"half the FMA peak: {sm_count} SMs x {FP32_LANES_PER_SM} lanes x 1 FLOP x {clock_mhz:.0f} MHz; "
-        "lab 8 rounds every product and sum (__fmul_rn, __fadd_rn)"))
+        "lab 8 rounds every product and sum (__fmul_rn, __fadd_rn)")]
     timed = {r.id: r for r in two_d}
     for count in DESIGN_COUNTS:
         row = timed.get(count.row)
@@ -131,9 +130,9 @@ def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
                 notes.append(f"(no {count.label} ceiling: its count holds for the build {text[0]}, this tour built "
                              f"{text[1]})")
                 continue
-        per_useful = count.per_update * count.redundancy
         work = labspec.load(KIT_ROOT / "labs" / row.lab / "lab.json").kind.launchers[0]
-        gflops = rate_ceiling_gflops(sm_count, clock_mhz, count.per_sm_per_clock, per_useful, work.flop_per_cell)
+        gflops = rate_ceiling_gflops(sm_count, clock_mhz, count.per_sm_per_clock, count.per_update * count.redundancy,
+                                     work.flop_per_cell)
         ceilings.append(Ceiling(
             count.label, gflops,
             f"{sm_count} SMs x {count.per_sm_per_clock} {count.unit} per clock x {clock_mhz:.0f} MHz / "

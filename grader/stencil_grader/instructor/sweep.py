@@ -75,8 +75,7 @@ class LabSweep:
 
 
 def _settle(variant: Variant, run: pipeline.LabRun) -> None:
-    """A variant's status, message and figures from its finished grading: score.py's verdict,
-    told apart into the statuses of grader/README.md, section 10."""
+    """A variant's status (grader/README.md, section 10), message and figures from its finished grading."""
     variant.status, variant.message = _status(run)
     data = run.bench.data if run.bench is not None and run.bench.status == "ok" else None
     if data:
@@ -115,9 +114,8 @@ def _status(run: pipeline.LabRun) -> tuple[str, str]:
 
 
 def choose_best(variants: list[Variant], min_gain: float) -> tuple[Variant | None, Variant | None]:
-    """(best, default): the fastest variant that passed everything, unless it is less than
-    `min_gain` (a fraction) faster than the defaults, then the defaults.  (None, default)
-    when no variant passed."""
+    """(best, default): the fastest variant that passed everything, or the defaults unless it is at
+    least `min_gain` (a fraction) faster than they are; (None, default) when no variant passed."""
     default = next((v for v in variants if v.is_default), None)
     good = [v for v in variants if v.status == "ok" and v.ratio is not None]
     if not good:
@@ -127,23 +125,6 @@ def choose_best(variants: list[Variant], min_gain: float) -> tuple[Variant | Non
             and fastest.ratio < default.ratio * (1.0 + min_gain):
         return default, default
     return fastest, default
-
-
-def _prepare(lab_dir: Path, seed: int | None, min_gain: float, space: tuning.TuneSpace | None) -> LabSweep:
-    lab_dir = Path(lab_dir)
-    space = space or tuning.load_space(lab_dir)
-    if space is None:
-        raise TuneError(f"{display_path(lab_dir)} has no {tuning.TUNE_FILE}: nothing to sweep")
-    src = tuning.reference_source(lab_dir)
-    if not src.is_file():
-        raise TuneError(f"{display_path(src)} is missing: a student kit has no reference to tune")
-    found = tuning.candidates(space, tuning.source_defaults(src))
-    if tuning.local_device() is None:
-        raise TuneError("no GPU (nvidia-smi lists none that CUDA_VISIBLE_DEVICES lets through): "
-                        "a sweep times every variant on the GPU")
-    return LabSweep(lab_dir.name, None, random.randrange(1 << 31) if seed is None else seed,
-                    [Variant(p, is_default=(i == 0)) for i, p in enumerate(found)], min_gain=min_gain,
-                    lab_dir=lab_dir, space=space)
 
 
 def _build_dir(sweep: LabSweep, variant: Variant) -> Path:
@@ -221,15 +202,28 @@ def tune_labs(lab_dirs: list[Path], seed: int | None = None, jobs: int | None = 
     """Sweep the labs, as `grade.py tune`'s options say (every lab built at once, then one lab at a time
     on the GPU); yields each lab's sweep when measured (best None, nothing written: no variant passed).
     Raises TuneError when a lab has no tune.json or no reference, or there is no GPU, before building."""
-    sweeps = [_prepare(d, seed, min_gain, space) for d in lab_dirs]
+    sweeps = []
+    for lab_dir in map(Path, lab_dirs):
+        lab_space = space or tuning.load_space(lab_dir)
+        if lab_space is None:
+            raise TuneError(f"{display_path(lab_dir)} has no {tuning.TUNE_FILE}: nothing to sweep")
+        src = tuning.reference_source(lab_dir)
+        if not src.is_file():
+            raise TuneError(f"{display_path(src)} is missing: a student kit has no reference to tune")
+        found = tuning.candidates(lab_space, tuning.source_defaults(src))
+        if tuning.local_device() is None:
+            raise TuneError("no GPU (nvidia-smi lists none that CUDA_VISIBLE_DEVICES lets through): "
+                            "a sweep times every variant on the GPU")
+        sweeps.append(LabSweep(lab_dir.name, None, random.randrange(1 << 31) if seed is None else seed,
+                               [Variant(p, is_default=(i == 0)) for i, p in enumerate(found)], min_gain=min_gain,
+                               lab_dir=lab_dir, space=lab_space))
     _build_all(sweeps, jobs, log)
     for sweep in sweeps:
         yield _measure(sweep, write, plot_dir, log)
 
 
 def write_tuning(lab_dir: Path, sweep: LabSweep) -> Path:
-    """Write LAB_DIR/tuning/<device>.json from a finished sweep (replacing the file of the
-    same GPU: `make tune` is the request to do so); returns its path."""
+    """Write (or replace) LAB_DIR/tuning/<device>.json from a finished sweep; returns its path."""
     path = tuning.tuning_path(lab_dir, sweep.device)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -353,9 +347,8 @@ def draw_sweep(sweep: LabSweep, path: Path) -> Path | None:
 
 
 def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_ROOT) -> Path:
-    """`grade.py tune --draw`: LAB's committed tuning files of several GPUs side by side, as PNG.
-    TuneError for a lab without tune.json or a GPU without a tuning file; UsageError (exit 2)
-    without matplotlib."""
+    """`grade.py tune --draw`: LAB's tuning files of several GPUs side by side, as PNG.  TuneError: no
+    tune.json or no tuning file; UsageError (exit 2) without matplotlib."""
     lab_dir = tuning.find_lab(lab, kit_root)
     space = tuning.load_space(lab_dir)
     if space is None:

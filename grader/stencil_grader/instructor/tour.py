@@ -1,11 +1,8 @@
-"""The references timed on the local GPU: the optimisation tour (`make tour`, `grade.py tour`) and the
-targets' calibration (`make calibrate`, `grade.py calibrate`), both with the lab's own build and bench.
-grader/README.md, section 4 (its instructor part), says what reference/tour/<lab>/tour.json declares
-and what calibrate writes into lab.json; the recorded runs are instructor/records.py's RECORD_FORMAT.
-
-Tour columns: milliseconds per sweep (one launcher call's median over its sweeps), effective GB/s
-(compulsory bytes over the median time, 1 GB = 1e9 bytes), the fraction of the copy bandwidth of the
-same bench run, the step speed-up (over the row above) and the cumulative one (over the part's first).
+"""The references timed on this GPU with their lab's build and bench: the optimisation tour (`make tour`)
+and the targets' calibration (`make calibrate`); grader/README.md, section 4, says what tour.json declares
+and what calibrate writes, instructor/records.py the recorded runs.  Tour columns: ms per sweep (a call's
+median over its sweeps), effective GB/s (1 GB = 1e9 bytes), the fraction of the same run's copy bandwidth,
+the speed-up over the row above (step) and over the part's first row (cumulative).
 """
 
 from __future__ import annotations
@@ -32,8 +29,7 @@ _PLACEHOLDER = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
 
 
 class TourError(RuntimeError):
-    """A tour or calibration could not be measured (no GPU, a build or bench failure), or a lab's
-    tour.json is malformed."""
+    """No GPU, a build or bench failure, or a malformed tour.json."""
 
 
 @dataclass(frozen=True)
@@ -224,11 +220,9 @@ def roofline_points(rows: list[TourRow]) -> list[plot.RooflinePoint]:
 def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path,
          clock_mhz: float | None = None, roofline_path: Path | None = None, title: str | None = None,
          params_of=None) -> list[str]:
-    """The path as bars (path) and the roofline of this GPU with every row on it (roofline_path,
-    default path's stem + "-roofline.png"); returns one line per picture saying what was written or
-    why not.  clock_mhz: the maximum SM clock (default nvidia-smi's); title: both pictures' (default
-    the device's name); params_of(lab, impl): each row's TUNE_ parameters, for roofs.roofline_ceilings
-    (default built_parameters)."""
+    """The path as bars (path) and the roofline with every row (roofline_path, default path's stem +
+    "-roofline.png"); one line per picture, written or why not.  Defaults: clock_mhz nvidia-smi's maximum
+    SM clock, title the device, params_of(lab, impl) (for roofs.roofline_ceilings) built_parameters."""
     path = Path(path)
     if not plot.path_bars(rows, title or device, path):
         return ["(no plots: matplotlib is not installed)"]
@@ -252,11 +246,9 @@ def record_tour(rows: list[TourRow], parts: list[dict], device: dict, started: d
     record = record_header("tour", "grade.py tour --json (make tour)", device, started)
     record["copy_gbps"] = median_or_none(r.copy_gbps for r in rows)
     record["parts"] = parts
-    record["rows"] = [{"id": r.id, "part": r.part_id, "lab": r.lab, "impl": r.impl, "kernel": r.kernel,
-                       "steps": r.steps, "sweeps_per_pass": r.sweeps_per_pass, "repetitions": r.repetitions,
-                       "ms_median": r.ms_median, "ms_per_sweep": r.ms_per_sweep, "gbps": r.gbps,
-                       "copy_gbps": r.copy_gbps, "ratio": r.ratio, "step_speedup": r.step_speedup,
-                       "cumulative_speedup": r.cumulative_speedup} for r in rows]
+    keys = ("lab", "impl", "kernel", "steps", "sweeps_per_pass", "repetitions", "ms_median", "ms_per_sweep", "gbps",
+            "copy_gbps", "ratio", "step_speedup", "cumulative_speedup")
+    record["rows"] = [{"id": r.id, "part": r.part_id} | {k: getattr(r, k) for k in keys} for r in rows]
     return record
 
 
@@ -297,10 +289,8 @@ def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdo
 
 def calibrate(runs: int = 3, labs: list[str] | None = None, write: bool = True,
               out_json: Path | None = None) -> list[str]:
-    """Time each lab's reference `runs` times and write this GPU's targets entry into its lab.json
-    (score.calibrated_target of the median ratio; other GPUs' entries kept, generic lowered to
-    score.generic_bound).  A lab with a targets_policy (a bonus lab) is timed for the record only.
-    Returns one line per lab saying what changed; with out_json, also writes the recorded run.
+    """Time each lab's reference `runs` times and write this GPU's targets into its lab.json (a lab with a
+    targets_policy: timed only); one line per lab says what changed; out_json: the recorded run too.
     Raises TourError (nothing is written for a lab that could not be measured)."""
     started = now()
     lines, rows, last = [], [], {}

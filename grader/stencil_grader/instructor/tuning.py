@@ -38,15 +38,13 @@ class TuneError(RuntimeError):
 
 @dataclass
 class TuneSpace:
-    """A lab's tune.json: parameter names with candidate values, the constraints between
-    them, the heat map's axes."""
+    """A lab's tune.json: parameter names with candidate values, the constraints, the heat map's axes."""
 
     lab_dir: Path
     parameters: dict[str, list[int]]
     constraints: list[str] = field(default_factory=list)
     plot_x: str | None = None
     plot_y: str | None = None
-    about: str = ""
 
 
 def load_space(lab_dir: Path) -> TuneSpace | None:
@@ -93,12 +91,11 @@ def load_space_file(path: Path, lab_dir: Path) -> TuneSpace:
                                                  f"({', '.join(parameters)})")
     need(isinstance(raw.get("about", ""), str), "\"about\" must be a string")
     return TuneSpace(Path(lab_dir), {k: list(v) for k, v in parameters.items()}, list(constraints),
-                     plot.get("x"), plot.get("y"), raw.get("about", ""))
+                     plot.get("x"), plot.get("y"))
 
 
 def _parse(text: str) -> ast.Expression:
-    """The constraint as a checked AST: only integers, parameter names, min/max and the
-    operators of _OPERATORS.  Raises SyntaxError or ValueError naming what is not allowed."""
+    """The constraint's AST, checked: SyntaxError, or ValueError naming what is not allowed."""
     tree = ast.parse(text, mode="eval")
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
@@ -113,13 +110,8 @@ def _parse(text: str) -> ast.Expression:
 
 
 def evaluate(text: str, values: dict[str, int]) -> bool:
-    """Whether constraint `text` holds for `values` (parameter name -> integer): Python's integer
-    arithmetic on the checked AST (_parse), with no builtins but min and max.
-
-    >>> evaluate("2 * VEC * K <= 128 and K % 2 == 0", {"VEC": 4, "K": 8})
-    True
-    Raises ValueError for a name without a value or a division by zero.
-    """
+    """Whether constraint `text` (its AST checked by _parse) holds for `values` (name -> integer), by
+    Python's arithmetic without builtins but min and max.  ValueError: a name without a value, a division by 0."""
     try:
         return bool(eval(compile(_parse(text), "<constraint>", "eval"),  # noqa: S307 (checked AST)
                          {"__builtins__": {}, **_FUNCTIONS}, dict(values)))
@@ -141,9 +133,8 @@ def reference_source(lab_dir: Path) -> Path:
 
 
 def candidates(space: TuneSpace, defaults: dict[str, int]) -> list[dict[str, int]]:
-    """Every combination of the values that satisfies every constraint, the defaults first
-    (whatever the constraints say: they are the baseline).  Raises TuneError when the source
-    lacks a default for a parameter of tune.json."""
+    """The defaults, then every combination that satisfies every constraint (grader/README.md, section
+    10).  Raises TuneError when the source lacks a default for a parameter of tune.json."""
     missing = [p for p in space.parameters if p not in defaults]
     if missing:
         raise TuneError(f"{display_path(reference_source(space.lab_dir))} declares no default "
@@ -186,9 +177,8 @@ def load_tuning(lab_dir: Path, device: str) -> dict | None:
 
 
 def tuned_parameters(lab_dir: Path, device: str | None) -> dict[str, int]:
-    """The parameters the reference of LAB_DIR is built with on `device`: the tuning file's
-    "best", checked against the source's defaults (a name the source no longer declares
-    raises TuneError: the file is stale); {} without a device or a tuning file."""
+    """The tuning file's "best" for LAB_DIR's reference on `device`, {} without either; TuneError when
+    it names a parameter the source no longer declares (stale)."""
     data = load_tuning(lab_dir, device) if device else None
     if data is None:
         return {}
@@ -207,9 +197,8 @@ def as_defines(params: dict[str, int]) -> dict[str, int]:
 
 
 def local_device() -> str | None:
-    """The name of the GPU this process would use (nvidia-smi's name of the first GPU that
-    CUDA_VISIBLE_DEVICES lets through, by index or UUID), None without one.  nvidia-smi
-    and the CUDA runtime (the bench's "device") give the same name to the same GPU."""
+    """nvidia-smi's name (the bench's too) of the first GPU CUDA_VISIBLE_DEVICES lets through, by
+    index or UUID; None without one."""
     found, _why = gpus.list_gpus()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if not found or visible is None:
@@ -219,9 +208,8 @@ def local_device() -> str | None:
 
 
 def print_defines(lab: str, kit_root: Path = KIT_ROOT) -> str:
-    """What lab.mk puts in KERNEL_DEFINES for IMPL=reference: '-DTUNE_K=8 ...' from this
-    GPU's tuning file of LAB (a lab directory name, or its number), '' when there is none.
-    Raises TuneError for a lab that does not exist or a broken or stale tuning file."""
+    """lab.mk's KERNEL_DEFINES for IMPL=reference: '-DTUNE_K=8 ...' from this GPU's tuning file of LAB
+    (a name or number), '' without one.  TuneError: no such lab, a broken or stale tuning file."""
     return build.kernel_defines(as_defines(tuned_parameters(find_lab(lab, kit_root), local_device())))
 
 
@@ -241,9 +229,8 @@ def tunable_labs(kit_root: Path = KIT_ROOT) -> list[Path]:
 
 
 def built_parameters(build_dir: Path, src: Path) -> dict[str, int]:
-    """The TUNE_ parameters the build in BUILD_DIR compiled SRC with: the source's defaults,
-    replaced by the -DTUNE_NAME=VALUE words lab.mk recorded in BUILD_DIR/flags.stamp.  Raises
-    TuneError when the build left no flags.stamp (it did not run)."""
+    """The TUNE_ parameters BUILD_DIR's build compiled SRC with: its defaults, replaced by the -DTUNE_
+    words lab.mk recorded in BUILD_DIR/flags.stamp.  TuneError when there is none (it did not run)."""
     stamp = Path(build_dir) / "flags.stamp"
     try:
         text = stamp.read_text()
