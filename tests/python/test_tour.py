@@ -73,11 +73,13 @@ def test_the_labs_declare_the_tour_rows_and_their_parts():
         for row in part.rows:                       # every label and sweep count resolves on the defaults
             defaults = tuning.source_defaults(KIT_ROOT / row.impl / "kernel.cu") if "/" in row.impl else \
                 tuning.source_defaults(KIT_ROOT / row.impl / row.lab / "kernel.cu")
-            assert "{" not in row.label(defaults) and row.fused(defaults) >= 1
+            label, fused = row.resolve(defaults)
+            assert "{" not in label and fused >= 1
     lab8 = next(r for r in parts[0].rows if r.lab.startswith("08"))
-    assert lab8.fused({"K": 4}) == 4 and lab8.label({"K": 4}).endswith("4 sweeps per pass")
+    label, fused = lab8.resolve({"K": 4})
+    assert fused == 4 and label.endswith("4 sweeps per pass")
     with pytest.raises(tour.TourError, match="names K, which its build does not declare"):
-        lab8.fused({})
+        lab8.resolve({})
 
 
 def _tour_kit(tmp_path, text):
@@ -114,7 +116,7 @@ def test_a_lab_adds_a_part_and_a_folder_row(tmp_path):
     assert (two_d.id, [r.impl for r in two_d.rows]) == ("2d", ["reference"])
     (row,) = own.rows
     assert (own.id, own.dims, row.impl) == ("own", "2D, mine", "reference/tour/01-naive-5pt/mine")
-    assert (row.label({"B": 3}), row.fused({"B": 3})) == ("mine: 3 blocks", 3)
+    assert row.resolve({"B": 3}) == ("mine: 3 blocks", 3)
 
 
 def _fake_tour(monkeypatch, missing=(), k=8):

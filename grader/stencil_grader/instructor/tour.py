@@ -43,20 +43,17 @@ class TourSpec:
     part: str
     sweeps_per_pass: int | str = 1
 
-    def label(self, params: dict[str, int]) -> str:
-        """The row's label, each {NAME} replaced by the timed build's TUNE_NAME (TourError if it has none)."""
-        return _PLACEHOLDER.sub(lambda m: str(self._param(m.group(1), params)), self.kernel)
-
-    def fused(self, params: dict[str, int]) -> int:
-        """Sweeps per pass over memory of the timed build."""
+    def resolve(self, params: dict[str, int]) -> tuple[str, int]:
+        """(the label, each {NAME} replaced, and the sweeps per pass) of a build with these TUNE_
+        parameters; TourError for a name the build does not declare."""
+        def value(name: str) -> int:
+            if name not in params:
+                raise TourError(f"{self.lab} ({self.impl}): the tour row names {name}, which its build does not "
+                                f"declare (TUNE_{name}; it has {', '.join(params) or 'none'})")
+            return params[name]
         fused = self.sweeps_per_pass
-        return fused if isinstance(fused, int) else self._param(fused, params)
-
-    def _param(self, name: str, params: dict[str, int]) -> int:
-        if name not in params:
-            raise TourError(f"{self.lab} ({self.impl}): the tour row names {name}, which its build does not "
-                            f"declare (TUNE_{name}; it has {', '.join(params) or 'none'})")
-        return params[name]
+        return (_PLACEHOLDER.sub(lambda m: str(value(m.group(1))), self.kernel),
+                fused if isinstance(fused, int) else value(fused))
 
 
 @dataclass(frozen=True)
@@ -265,7 +262,8 @@ def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdo
             if available(row.lab, row.impl):
                 print(f"timing {row.lab} ({row.impl}) ...", flush=True)
                 last, params = measure(row.lab, row.impl)
-                results.append((row.lab, row.impl, row.label(params), last, row.fused(params)))
+                label, fused = row.resolve(params)
+                results.append((row.lab, row.impl, label, last, fused))
         if results:
             first = results[0][3]
             grid = " x ".join(str(first[k]) for k in (("nx", "ny", "nz") if part.dims.startswith("3D") else ("nx", "ny")))
