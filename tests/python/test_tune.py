@@ -359,7 +359,8 @@ def test_draw_devices_needs_the_tuning_files(tmp_path, monkeypatch):
         sweep.draw_devices("08", ["Fake GPU"], tmp_path / "x.png", kit)
 
 
-@pytest.mark.parametrize("path", sorted(KIT_ROOT.glob("labs/*/tuning/*.json")), ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", sorted(KIT_ROOT.glob("labs/*/tuning/*.json")),
+                         ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_a_recorded_sweep_chooses_and_writes_its_tuning_file_again(path, tmp_path):
     """Each committed tuning file, its variants fed back as a finished sweep: the same best and
     defaults are chosen, and the file written is the committed one (the date and nvcc aside)."""

@@ -123,7 +123,8 @@ def cmd_record_archs(args) -> int:
         record["builds"] += [] if build in record["builds"] else [build]
         record["rows"] += [dict(row, id=f"{row['id']}@{label}", build=label) for row in run.get("rows") or []]
     record["copy_gbps"] = records.median_or_none(row.get("copy_gbps") for row in record["rows"])
-    print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {records.write_record(record, args.out)}")
+    path = records.write_record(record, args.out)
+    print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {path}")
     return EXIT_FULL
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base.files import display_path
-from ..grading import build, pipeline
+from ..grading import pipeline
 from ..grading.plot import pyplot
 from . import tuning
 from .tuning import TuneError, variant_name
@@ -319,10 +319,12 @@ def _panel(ax, variants: list[dict], x: str | None, y: str | None, title: str, b
 
 def _draw(plt, lab: str, space: tuning.TuneSpace, files: list[dict], path: Path) -> Path:
     """Tuning files' contents (one GPU's each) side by side on one colour scale, as PNG at `path`."""
-    ratios = [v["ratio"] for d in files for v in d["variants"] if v.get("status") == "ok" and v.get("ratio") is not None]
+    ratios = [v["ratio"] for d in files for v in d["variants"]
+              if v.get("status") == "ok" and v.get("ratio") is not None]
     fig, axes = plt.subplots(1, len(files), figsize=(5.2 * len(files), 4.3), squeeze=False)
-    images = [_panel(ax, d["variants"], space.plot_x, space.plot_y, f"{d['device']} ({d['date']})\n" + (
-                     f"best {variant_name(d['best'])}: {d['best_ratio']:.2f} x copy" if d["best"] else "no variant passed"),
+    images = [_panel(ax, d["variants"], space.plot_x, space.plot_y, f"{d['device']} ({d['date']})\n"
+                     + (f"best {variant_name(d['best'])}: {d['best_ratio']:.2f} x copy" if d["best"]
+                        else "no variant passed"),
                      d["best"], d.get("default"), min(ratios, default=0.0), max(ratios, default=1.0))
               for ax, d in zip(axes[0], files)]
     if any(i is not None for i in images):

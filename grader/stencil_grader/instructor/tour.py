@@ -79,7 +79,8 @@ def tour_parts(kit_root: Path = KIT_ROOT) -> list[Part]:
             if not ok:
                 raise TourError(f"{display_path(path)}: {why}")
 
-        need(isinstance(data, dict) and not set(data) - {"about", "parts", "rows"} and isinstance(data.get("rows"), list),
+        need(isinstance(data, dict) and not set(data) - {"about", "parts", "rows"}
+             and isinstance(data.get("rows"), list),
              "expected an object with \"rows\" (a list) and optionally \"parts\" and \"about\"")
         own = data.get("parts", {})
         need(isinstance(own, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in own.items()),
@@ -98,7 +99,8 @@ def tour_parts(kit_root: Path = KIT_ROOT) -> list[Part]:
                      f"rows[{n}].impl {impl!r}: reference, starter, or a folder beside {TOUR_FILE}")
                 impl = path.parent.relative_to(Path(kit_root)).joinpath(impl).as_posix()
             need(part in parts, f"rows[{n}].part {part!r} is not a part (parts: {', '.join(parts)})")
-            need(type(fused) is int and fused >= 1 or isinstance(fused, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", fused),
+            need(type(fused) is int and fused >= 1
+                 or isinstance(fused, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", fused),
                  f"rows[{n}].sweeps_per_pass must be an integer >= 1 or a TUNE_ parameter's name, got {fused!r}")
             parts[part][1].append(TourSpec(lab_dir.name, impl, row["kernel"], part, fused))
     return [Part(pid, dims, tuple(rows)) for pid, (dims, rows) in parts.items() if rows]
@@ -266,7 +268,8 @@ def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdo
                 results.append((row.lab, row.impl, label, last, fused))
         if results:
             first = results[0][3]
-            grid = " x ".join(str(first[k]) for k in (("nx", "ny", "nz") if part.dims.startswith("3D") else ("nx", "ny")))
+            axes = ("nx", "ny", "nz") if part.dims.startswith("3D") else ("nx", "ny")
+            grid = " x ".join(str(first[k]) for k in axes)
             title = f"{part.dims}, {grid} grid" + (" (scaled down)" if first.get("scaled_down") else "")
             parts.append({"id": part.id, "title": title, "grid": [first.get("nx"), first.get("ny"), first.get("nz", 1)],
                           "scaled_down": bool(first.get("scaled_down"))})
