@@ -364,19 +364,28 @@ def test_development_notes_are_always_provisional_and_counted(tmp_path):
     assert "notes.json: " in said and "development notes" in said
 
 
-def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp_path):
-    from stencil_grader.instructor import profilerecord
+def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp_path, capsys):
+    """grade.py record-profile of tests/python/data/ncu: the committed handouts/data/h100/profile.json
+    (the kit's version and the findings' wording aside), each row's figures make profile's analysis."""
     from stencil_grader.student import profile
-    inputs = sorted((KIT_ROOT / "tests" / "python" / "data" / "ncu").glob("0[12]-*.json"))
-    record = profilerecord.record_profile(inputs)
-    assert record["record"] == "profile" and record["date"] == "2026-11-25" and len(record["rows"]) == len(inputs)
+    inputs = sorted((KIT_ROOT / "tests" / "python" / "data" / "ncu").glob("*.json"))
+    out = tmp_path / "profile.json"
+    assert commands.cmd_record_profile(argparse.Namespace(inputs=inputs, out=out)) == 0
+    assert f"wrote {out}: {len(inputs)} profiled runs on NVIDIA H100 80GB HBM3, 2026-11-25" in capsys.readouterr().out
+    record = json.loads(out.read_text())
+    assert records.validate_record(record, out) == []
     row = next(r for r in record["rows"] if r["id"] == "01/diag_uncoalesced")
     again = profile.analyse(json.loads(inputs[[p.name for p in inputs].index("01-naive-5pt--diag_uncoalesced.json")]
                                        .read_text()), profile.load_rules())
     assert row["figures"]["gld_sectors_per_request"] == again["kernels"][0]["figures"]["gld_sectors_per_request"]
-    assert records.validate_record(record, tmp_path / "profile.json") == []
-    committed = figures.load_recordings().get("h100", "profile").data
-    assert {r["id"] for r in record["rows"]} <= {r["id"] for r in committed["rows"]}
+    committed = json.loads((KIT_ROOT / "handouts" / "data" / "h100" / "profile.json").read_text())
+    for rec in (record, committed):
+        rec.pop("kit")
+        for r in rec["rows"]:
+            r.pop("findings")
+    assert record == committed
+    assert commands.cmd_record_profile(argparse.Namespace(inputs=[tmp_path / "none.json"], out=out)) == 1
+    assert "cannot read a recorded profile" in capsys.readouterr().err
 
 
 def test_kernel_comments_teach_and_quote_no_timing():
@@ -395,3 +404,24 @@ def test_kernel_comments_teach_and_quote_no_timing():
         for m in timing.finditer(comments):
             found.append(f"{path.relative_to(KIT_ROOT)}: {comments[max(0, m.start() - 30):m.end() + 10]!r}")
     assert not found, "\n".join(found)
+
+
+def test_record_archs_puts_the_recorded_builds_check_records_together_again(tmp_path, capsys):
+    """handouts/data/h100/archs.json split back into one check record per build (its LABEL=FILE
+    arguments): grade.py record-archs writes the recorded file again."""
+    recorded = json.loads((KIT_ROOT / "handouts" / "data" / "h100" / "archs.json").read_text())
+    pairs = []
+    for build in recorded["builds"]:
+        rows = [{k: v for k, v in r.items() if k != "build"} | {"id": r["id"].split("@")[0]}
+                for r in recorded["rows"] if r["build"] == build["label"]]
+        run = {k: v for k, v in recorded.items() if k not in ("builds", "rows")} | {
+            "record": "check", "source": "grade.py record-check", "impl": "reference", "rows": rows,
+            "device": dict(recorded["device"], cuda=build["cuda"])}
+        (tmp_path / f"{build['label']}.json").write_text(json.dumps(run))
+        pairs.append(f"{build['label']}={tmp_path / (build['label'] + '.json')}")
+    out = tmp_path / "h100" / "archs.json"
+    assert commands.cmd_record_archs(argparse.Namespace(out=out, runs=pairs)) == 0
+    assert f"recorded 56 rows of 7 builds: {out}" in capsys.readouterr().out
+    assert out.read_text() == (KIT_ROOT / "handouts" / "data" / "h100" / "archs.json").read_text()
+    with pytest.raises(commands.UsageError, match="give LABEL=FILE"):
+        commands.cmd_record_archs(argparse.Namespace(out=out, runs=["compute_75"]))

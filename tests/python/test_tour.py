@@ -10,7 +10,7 @@ import pytest
 from conftest import KIT_ROOT
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
-from stencil_grader.instructor import calibrate, figures, records, roofs, tour, tuning
+from stencil_grader.instructor import figures, records, roofs, tour, tuning
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):
@@ -73,11 +73,13 @@ def test_the_labs_declare_the_tour_rows_and_their_parts():
         for row in part.rows:                       # every label and sweep count resolves on the defaults
             defaults = tuning.source_defaults(KIT_ROOT / row.impl / "kernel.cu") if "/" in row.impl else \
                 tuning.source_defaults(KIT_ROOT / row.impl / row.lab / "kernel.cu")
-            assert "{" not in row.label(defaults) and row.fused(defaults) >= 1
+            label, fused = row.resolve(defaults)
+            assert "{" not in label and fused >= 1
     lab8 = next(r for r in parts[0].rows if r.lab.startswith("08"))
-    assert lab8.fused({"K": 4}) == 4 and lab8.label({"K": 4}).endswith("4 sweeps per pass")
+    label, fused = lab8.resolve({"K": 4})
+    assert fused == 4 and label.endswith("4 sweeps per pass")
     with pytest.raises(tour.TourError, match="names K, which its build does not declare"):
-        lab8.fused({})
+        lab8.resolve({})
 
 
 def _tour_kit(tmp_path, text):
@@ -114,7 +116,7 @@ def test_a_lab_adds_a_part_and_a_folder_row(tmp_path):
     assert (two_d.id, [r.impl for r in two_d.rows]) == ("2d", ["reference"])
     (row,) = own.rows
     assert (own.id, own.dims, row.impl) == ("own", "2D, mine", "reference/tour/01-naive-5pt/mine")
-    assert (row.label({"B": 3}), row.fused({"B": 3})) == ("mine: 3 blocks", 3)
+    assert row.resolve({"B": 3}) == ("mine: 3 blocks", 3)
 
 
 def _fake_tour(monkeypatch, missing=(), k=8):
@@ -384,11 +386,11 @@ def test_calibrate_leaves_a_lab_with_a_targets_policy_alone(monkeypatch, tmp_pat
     lab1, lab8 = _labs_in(tmp_path, ["01-naive-5pt", "08-temporal-blocking"])
     before = (lab8 / "lab.json").read_text()
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab1, lab8])
-    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: (dict(
         _bench(1.0, gbps=7500.0 if lab.startswith("08") else 2100.0, copy=3000.0), device="Test GPU"), {}))
-    monkeypatch.setattr(calibrate, "device_facts", lambda data: {"name": data["device"]})
+    monkeypatch.setattr(tour, "device_facts", lambda data: {"name": data["device"]})
     out = tmp_path / "data" / "test" / "calibrate.json"
-    lines = calibrate.calibrate(runs=2, out_json=out)
+    lines = tour.calibrate(runs=2, out_json=out)
     assert (lab8 / "lab.json").read_text() == before                       # untouched
     assert "08-temporal-blocking" in lines[1] and "targets kept" in lines[1] and "reaches" in lines[1]
     entry = json.loads((lab1 / "lab.json").read_text())["targets"]["Test GPU"]
@@ -404,8 +406,8 @@ def test_calibrate_leaves_a_lab_with_a_targets_policy_alone(monkeypatch, tmp_pat
 def test_calibrate_says_when_the_reference_misses_the_policy(monkeypatch, tmp_path):
     (lab8,) = _labs_in(tmp_path, ["08-temporal-blocking"])
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab8])
-    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(_bench(1.0, gbps=3000.0, copy=3000.0)), {}))
-    (line,) = calibrate.calibrate(runs=1)
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: (dict(_bench(1.0, gbps=3000.0, copy=3000.0)), {}))
+    (line,) = tour.calibrate(runs=1)
     assert "falls SHORT of the targets_policy's target" in line
 
 
@@ -413,10 +415,69 @@ def test_calibrate_lowers_the_generic_table_below_a_new_gpu_s(monkeypatch, tmp_p
     """A GPU whose reference reaches less than the generic target brings generic down with it."""
     (lab1,) = _labs_in(tmp_path, ["01-naive-5pt"])
     monkeypatch.setattr(labspec, "discover_labs", lambda *a: [lab1])
-    monkeypatch.setattr(calibrate, "measure", lambda lab, impl, seed=None: (dict(
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: (dict(
         _bench(1.0, gbps=900.0, copy=3000.0), device="Slow GPU"), {}))         # ratio 0.3
-    lines = calibrate.calibrate(runs=1)
+    lines = tour.calibrate(runs=1)
     targets = json.loads((lab1 / "lab.json").read_text())["targets"]
     assert (targets["Slow GPU"]["floor"], targets["Slow GPU"]["target"]) == (0.15, 0.28)
     assert (targets["generic"]["floor"], targets["generic"]["target"]) == (0.15, 0.28)
     assert any("generic lowered to floor 0.15, target 0.28" in line for line in lines)
+
+
+@pytest.mark.parametrize("slug", ["h100", "h200"])
+def test_run_tour_writes_the_recorded_tour_again_from_its_measurements(monkeypatch, tmp_path, slug):
+    """handouts/data/SLUG/tour.json, each row's bench figures fed back as the measurements: the record
+    written is the recorded one (the kit's version and commit and the rows' labels aside)."""
+    import datetime
+    recorded = json.loads((KIT_ROOT / "handouts" / "data" / slug / "tour.json").read_text())
+    grids = {p["id"]: p for p in recorded["parts"]}
+
+    def fake_measure(lab, impl, seed=None):
+        row = next(r for r in recorded["rows"] if (r["lab"], r["impl"]) == (lab, impl))
+        part = grids[row["part"]]
+        nx, ny, nz = part["grid"]
+        data = {k: row[k] for k in ("ms_median", "steps", "gbps", "copy_gbps", "ratio", "repetitions")}
+        data.update(nx=nx, ny=ny, scaled_down=part["scaled_down"], **({"nz": nz} if row["part"] == "3d" else {}))
+        src = KIT_ROOT / impl / "kernel.cu" if "/" in impl else KIT_ROOT / impl / lab / "kernel.cu"
+        params = tuning.source_defaults(src)
+        if "K" in params:
+            params["K"] = row["sweeps_per_pass"]
+        return data, params
+
+    monkeypatch.setattr(tour, "measure", fake_measure)
+    monkeypatch.setattr(tour, "device_facts", lambda data: dict(recorded["device"]))
+    monkeypatch.setattr(tour, "now", lambda: datetime.datetime.fromisoformat(recorded["started_at"]))
+    out = tmp_path / slug / "tour.json"
+    tour.run_tour(out_json=out)
+    written = json.loads(out.read_text())
+    for record in (written, recorded):               # labels declared since the recording have moved on
+        record.pop("kit")
+        for row in record["rows"]:
+            row.pop("kernel")
+    assert written == recorded
+
+
+def test_calibrate_writes_the_recorded_calibration_again_from_its_measurements(monkeypatch, tmp_path):
+    """handouts/data/h100/calibrate.json, its ratios fed back as the measurements: the record written
+    is the recorded one, and each lab.json's H100 entry is the committed one (the date aside)."""
+    import datetime
+    recorded = json.loads((KIT_ROOT / "handouts" / "data" / "h100" / "calibrate.json").read_text())
+    rows = {r["lab"]: r for r in recorded["rows"]}
+    labs = _labs_in(tmp_path, list(rows))
+    monkeypatch.setattr(labspec, "discover_labs", lambda *a: labs)
+    left = {lab: list(r["ratios"]) for lab, r in rows.items()}
+    monkeypatch.setattr(tour, "measure", lambda lab, impl, seed=None: (
+        dict(_bench(1.0), ratio=left[lab].pop(0), device=recorded["device"]["name"]), {}))
+    monkeypatch.setattr(tour, "device_facts", lambda data: dict(recorded["device"]))
+    monkeypatch.setattr(tour, "now", lambda: datetime.datetime.fromisoformat(recorded["started_at"]))
+    out = tmp_path / "calibrate.json"
+    tour.calibrate(runs=recorded["runs"], out_json=out)
+    written = json.loads(out.read_text())
+    assert {k: v for k, v in written.items() if k != "kit"} == {k: v for k, v in recorded.items() if k != "kit"}
+    for lab in labs:
+        got = json.loads((lab / "lab.json").read_text())["targets"]
+        want = json.loads((KIT_ROOT / "labs" / lab.name / "lab.json").read_text())["targets"]
+        for entry in (got, want):
+            if recorded["device"]["name"] in entry:
+                entry[recorded["device"]["name"]]["calibrated"] = entry[recorded["device"]["name"]]["calibrated"][10:]
+        assert got == want, lab.name

@@ -1,4 +1,4 @@
-"""grade.py tune (grader/stencil_grader/instructor/tune.py, tuning.py, tuneplot.py): the sweep's bounds,
+"""grade.py tune (grader/stencil_grader/instructor/tuning.py, sweep.py): the sweep's bounds,
 the candidates, the tuning files and what lab.mk reads from them, the choice of the best, and the
 sweep graded through the pipeline with the build, static, Check and bench stages replaced by fakes
 (no GPU needed).
@@ -20,7 +20,7 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 
 from stencil_grader.grading import bench, build, checkrun, static  # noqa: E402
 from stencil_grader.grading.checks import StaticCheck  # noqa: E402
-from stencil_grader.instructor import tune, tuneplot, tuning  # noqa: E402
+from stencil_grader.instructor import sweep, tuning  # noqa: E402
 
 SOURCE = """/* a reference */
 #ifndef TUNE_K
@@ -233,20 +233,20 @@ def test_built_parameters_are_the_defaults_replaced_by_the_builds_defines(tmp_pa
 # ---- choosing and sweeping ------------------------------------------------------------------
 
 def variant(params, ratio, status="ok", default=False):
-    return tune.Variant(params, is_default=default, status=status, ratio=ratio)
+    return sweep.Variant(params, is_default=default, status=status, ratio=ratio)
 
 
 def test_choose_best_needs_min_gain_over_the_defaults():
     d = variant({"K": 8}, 3.0, default=True)
     small = variant({"K": 4}, 3.05)
-    assert tune.choose_best([d, small], 0.02) == (d, d)              # 1.7 % faster: noise
+    assert sweep.choose_best([d, small], 0.02) == (d, d)              # 1.7 % faster: noise
     big = variant({"K": 6}, 3.2)
-    assert tune.choose_best([d, small, big], 0.02) == (big, d)
+    assert sweep.choose_best([d, small, big], 0.02) == (big, d)
     broken = variant({"K": 5}, 9.9, status="incorrect")
-    assert tune.choose_best([d, broken], 0.02) == (d, d)             # never a failed variant
-    assert tune.choose_best([variant({"K": 8}, None, "compile_error", True)], 0.02)[0] is None
+    assert sweep.choose_best([d, broken], 0.02) == (d, d)             # never a failed variant
+    assert sweep.choose_best([variant({"K": 8}, None, "compile_error", True)], 0.02)[0] is None
     failed_default = variant({"K": 8}, None, "incorrect", True)
-    assert tune.choose_best([failed_default, small], 0.02) == (small, failed_default)
+    assert sweep.choose_best([failed_default, small], 0.02) == (small, failed_default)
 
 
 LAB_JSON = {"lab": "08-fake", "number": 8, "title": "Fake", "api": "stencil2d_sweep",
@@ -267,7 +267,7 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
     kit = make_kit(tmp_path, space)
     lab = kit / "labs" / "08-fake"
     (lab / "lab.json").write_text(json.dumps(LAB_JSON))
-    monkeypatch.setattr(tune, "KIT_ROOT", kit)
+    monkeypatch.setattr(sweep, "KIT_ROOT", kit)
     monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU")
     built, benched = {}, []
     order = []                                    # (variant, stage) in the order the stages ran
@@ -315,7 +315,7 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
     monkeypatch.setattr(static, "run_static", fake_static)
     monkeypatch.setattr(checkrun, "run_check", fake_check)
     monkeypatch.setattr(bench, "run_bench", fake_bench)
-    (sweep,) = tune.tune_labs([lab], seed=5, jobs=2, log=lambda *a: None)
+    (done,) = sweep.tune_labs([lab], seed=5, jobs=2, log=lambda *a: None)
     assert built["default"] == {}
     assert built["K4-VEC8"] == {"TUNE_K": 4, "TUNE_VEC": 8}
     for name in built:                                # the pipeline's order, for every variant
@@ -323,23 +323,23 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
         assert mine in (["build"], ["build", "static"], ["build", "static", "cases"],
                         ["build", "static", "cases", "bench"]), (name, mine)
     assert sorted(benched) == ["K2-VEC2", "K2-VEC4", "K2-VEC8", "K4-VEC8", "default"]
-    by_name = {v.name: v for v in sweep.variants}
+    by_name = {v.name: v for v in done.variants}
     assert by_name["K4-VEC2"].status == "compile_error" and "static_assert" in by_name["K4-VEC2"].message
     assert by_name["K8-VEC2"].status == "forbidden" and "fopen" in by_name["K8-VEC2"].message
     assert by_name["K4-VEC4"].status == "incorrect" and "seams" in by_name["K4-VEC4"].message
     assert by_name["K2-VEC8"].status == "constraint" and "another stream" in by_name["K2-VEC8"].message
-    assert sweep.best.name == "K4-VEC8" and sweep.default.name == "default"
+    assert done.best.name == "K4-VEC8" and done.default.name == "default"
     data = json.loads((lab / "tuning" / "fake-gpu.json").read_text())
     assert data["best"] == {"K": 4, "VEC": 8} and data["default"] == {"K": 8, "VEC": 4}
     assert data["best_ratio"] == 0.6 and data["seed"] == 5
-    if tuneplot.pyplot() is not None:                  # the pictures of the sweep and of its tuning file
-        assert tuneplot.draw_sweep(sweep, sweep.space, tmp_path / "s.png") == tmp_path / "s.png"
-        assert tuneplot.draw_devices("08", ["Fake GPU"], tmp_path / "d.png", lab.parent.parent) == tmp_path / "d.png"
+    if sweep.pyplot() is not None:                  # the pictures of the sweep and of its tuning file
+        assert sweep.draw_sweep(done, tmp_path / "s.png") == tmp_path / "s.png"
+        assert sweep.draw_devices("08", ["Fake GPU"], tmp_path / "d.png", lab.parent.parent) == tmp_path / "d.png"
         for name in ("s.png", "d.png"):
             assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {v["status"] for v in data["variants"]} == {"ok", "compile_error", "forbidden", "incorrect",
                                                         "constraint"}
-    text = tune.render(sweep)
+    text = sweep.render(done)
     assert "best: K4-VEC8 at 0.600 of copy, 1.20x the defaults K8-VEC4 (0.500)" in text
     assert "wrote " in text
     assert tuning.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
@@ -350,10 +350,28 @@ def test_tune_labs_without_a_gpu_refuses_before_building(tmp_path, monkeypatch):
     monkeypatch.setattr(tuning, "local_device", lambda: None)
     monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("built without a GPU"))
     with pytest.raises(tuning.TuneError, match="no GPU"):
-        list(tune.tune_labs([kit / "labs" / "08-fake"], log=lambda *a: None))
+        list(sweep.tune_labs([kit / "labs" / "08-fake"], log=lambda *a: None))
 
 
 def test_draw_devices_needs_the_tuning_files(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
     with pytest.raises(tuning.TuneError, match="no tuning file"):
-        tuneplot.draw_devices("08", ["Fake GPU"], tmp_path / "x.png", kit)
+        sweep.draw_devices("08", ["Fake GPU"], tmp_path / "x.png", kit)
+
+
+@pytest.mark.parametrize("path", sorted(KIT_ROOT.glob("labs/*/tuning/*.json")),
+                         ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_a_recorded_sweep_chooses_and_writes_its_tuning_file_again(path, tmp_path):
+    """Each committed tuning file, its variants fed back as a finished sweep: the same best and
+    defaults are chosen, and the file written is the committed one (the date and nvcc aside)."""
+    recorded = json.loads(path.read_text())
+    variants = [sweep.Variant(**{k: v for k, v in r.items() if k != "default"}, is_default=r["default"])
+                for r in recorded["variants"]]
+    done = sweep.LabSweep(recorded["lab"], recorded["device"], recorded["seed"], variants,
+                          min_gain=recorded["min_gain"])
+    done.best, done.default = sweep.choose_best(variants, done.min_gain)
+    assert (done.best.params, done.default.params) == (recorded["best"], recorded["default"])
+    written = json.loads(sweep.write_tuning(tmp_path, done).read_text())
+    assert written["date"] and isinstance(written["nvcc"], str)
+    written.update(date=recorded["date"], nvcc=recorded["nvcc"])
+    assert json.dumps(written, indent=1) + "\n" == path.read_text()

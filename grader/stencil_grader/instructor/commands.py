@@ -3,70 +3,69 @@ handouts' figures: `record-check`, `record-archs`, `record-profile`, `figures`, 
 
 from __future__ import annotations
 
+import datetime
+import json
 import sys
 from pathlib import Path
 
+from .. import KIT_ROOT
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path
-from . import tour
+from . import pictures, records, tour, tuning
 
 
 def register(sub) -> None:
     """Add this subpackage's commands to grade.py's subparsers."""
-    p = sub.add_parser("tour", help="time the references on this GPU: the optimisation table")
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
-    p.add_argument("--plot", type=Path, metavar="PNG",
-                   help="bars of the path to PNG, the roofline to PNG's stem + -roofline.png "
-                        "(needs matplotlib)")
-    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    p.set_defaults(func=cmd_tour)
+    def command(func, name: str, about: str):
+        p = sub.add_parser(name, help=about)
+        p.set_defaults(func=func)
+        return p
 
-    p = sub.add_parser("calibrate", help="write this GPU's targets into every lab.json")
+    p = command(cmd_tour, "tour", "time the references on this GPU: the optimisation table")
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write the rows as JSON")
+    p.add_argument("--plot", type=Path, metavar="PNG", help="bars of the path to PNG, the roofline to PNG's stem + "
+                   "-roofline.png (needs matplotlib)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+
+    p = command(cmd_calibrate, "calibrate", "write this GPU's targets into every lab.json")
     p.add_argument("--runs", type=int, default=3, help="timed runs of each reference (median)")
     p.add_argument("--labs", help="comma-separated lab names (default: every lab)")
     p.add_argument("--dry-run", action="store_true", help="print the new targets, write nothing")
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the calibration as a recorded run (handouts/data/SLUG/calibrate.json)")
-    p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("record-check", help="collect the reports of the last make check into a recorded run")
+    p = command(cmd_record_check, "record-check", "collect the reports of the last make check into a recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/check.json")
     p.add_argument("--impl", default="reference", help="whose reports: the impl make check graded (default reference)")
-    p.set_defaults(func=cmd_record_check)
 
-    p = sub.add_parser("record-archs", help="put the check records of builds for other architectures (make check "
-                                            "CUDA_ARCH=compute_75 ...) together as one recorded run")
+    p = command(cmd_record_archs, "record-archs", "put the check records of builds for other architectures (make "
+                "check CUDA_ARCH=compute_75 ...) together as one recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/archs.json")
     p.add_argument("runs", nargs="+", metavar="LABEL=FILE", help="a build's label and its check record")
-    p.set_defaults(func=cmd_record_archs)
 
-    p = sub.add_parser("record-profile", help="analyse recorded profile inputs (make profile's "
-                                              "profile-inputs.json) into one recorded run")
+    p = command(cmd_record_profile, "record-profile", "analyse recorded profile inputs (make profile's "
+                "profile-inputs.json) into one recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/profile.json")
     p.add_argument("inputs", nargs="+", type=Path, metavar="INPUTS.json",
                    help="the recorded inputs, e.g. tests/python/data/ncu/*.json")
-    p.set_defaults(func=cmd_record_profile)
 
-    p = sub.add_parser("figures", help="rewrite the measured figures of README.md and the handouts from "
-                                       "the recorded runs in handouts/data")
+    p = command(cmd_figures, "figures", "rewrite the measured figures of README.md and the handouts from the "
+                "recorded runs in handouts/data")
     p.add_argument("--check", action="store_true",
                    help="change nothing; exit 1 listing every figure that differs from its recording")
     p.add_argument("--data", type=Path, default=None, metavar="DIR", help="the recordings (default handouts/data)")
     p.add_argument("files", nargs="*", type=Path, metavar="FILE",
                    help="the Markdown files (default README.md, handouts/*.md, reference/*/ANSWERS.md)")
-    p.set_defaults(func=cmd_figures)
 
-    p = sub.add_parser("pictures", help="redraw the handouts' PNG pictures from the recorded runs "
-                                        "(matplotlib; the report page: Chromium)")
-    p.add_argument("--slug", action="append", default=None, metavar="SLUG",
-                   help="the recorded tour to draw, handouts/data/SLUG/tour.json (repeatable; default: every "
-                        "recorded tour)")
+    p = command(cmd_pictures, "pictures", "redraw the handouts' PNG pictures from the recorded runs (matplotlib; "
+                "the report page: Chromium)")
+    p.add_argument("--slug", action="append", default=None, metavar="SLUG", help="the recorded tour to draw, "
+                   "handouts/data/SLUG/tour.json (repeatable; default: every recorded tour)")
     p.add_argument("--report-page", action="store_true",
                    help="only handouts/img/report-page.png, from the recorded grading of tests/python/data/html")
-    p.set_defaults(func=cmd_pictures)
 
-    p = sub.add_parser("tune", help="sweep the references' compile-time parameters on this GPU and "
-                                    "write the best to labs/NN-slug/tuning/<gpu>.json")
+    p = command(cmd_tune, "tune", "sweep the references' compile-time parameters on this GPU and write the best "
+                "to labs/NN-slug/tuning/<gpu>.json")
     p.add_argument("--lab", help="comma-separated labs, names or numbers (default: every lab with a tune.json)")
     p.add_argument("--jobs", type=int, default=None, help="parallel builds (default: the CPU count)")
     p.add_argument("--seed", type=seed, default=None, help="inputs' seed for every variant (default: random)")
@@ -75,75 +74,128 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="measure and print, write no tuning file")
     p.add_argument("--plot-dir", type=Path, default=None,
                    help="where the sweeps' pictures go (default build/tune; needs matplotlib)")
-    p.add_argument("--space", type=Path, metavar="JSON",
-                   help="sweep these bounds instead of the lab's tune.json (one --lab)")
+    p.add_argument("--space", type=Path, metavar="JSON", help="sweep these bounds instead of the lab's tune.json "
+                   "(one --lab)")
     p.add_argument("--print-defines", metavar="LAB",
                    help="print the -D flags of LAB's tuning file for this GPU (what lab.mk uses), and exit")
     p.add_argument("--draw", metavar="LAB", help="draw LAB's committed sweeps of --devices side by side, and exit")
     p.add_argument("--devices", help="with --draw: GPU names separated by ';' (as in the tuning files)")
     p.add_argument("--out", type=Path, metavar="PNG", help="with --draw: the picture's path")
-    p.set_defaults(func=cmd_tune)
+
+
+def _refusing(command: str, *errors):
+    """The command, with each of `errors` its one-line refusal on standard error (exit 1)."""
+    def wrap(cmd):
+        def run(args) -> int:
+            try:
+                return cmd(args)
+            except errors as err:
+                print(f"grade.py {command}: {err}", file=sys.stderr)
+                return EXIT_NOT_FULL
+        return run
+    return wrap
+
 
 def cmd_record_archs(args) -> int:
-    from . import archs, records
-
-    try:
-        record = archs.record_archs(archs.read_runs(args.runs))
-    except archs.ArchsError as err:
-        raise UsageError(str(err)) from None
-    record["record"] = Path(args.out).stem          # a record is named as its file (archs, cuda12)
-    print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {records.write_record(record, args.out)}")
+    """LABEL=FILE check records of builds for other GPUs' feature sets (`make check CUDA_ARCH=compute_75`,
+    PTX JIT-compiled here) as one record named as its file (archs, cuda12): `builds` [{label, cuda_arch,
+    cuda}] and every run's rows, ids "NN/impl@LABEL"; device, date and kit the first run's."""
+    runs = []
+    for pair in args.runs:
+        label, sep, file = pair.partition("=")
+        if not sep or not label or not file:
+            raise UsageError(f"{pair!r}: give LABEL=FILE, e.g. compute_75=check-75.json")
+        try:
+            runs.append((label, json.loads(Path(file).read_text())))
+        except (OSError, json.JSONDecodeError) as err:
+            raise UsageError(f"{file}: {err}") from None
+    first = runs[0][1]
+    record = {k: v for k, v in first.items() if k not in ("rows", "impl")}
+    record.update(record=Path(args.out).stem, source="make check IMPL=reference CUDA_ARCH=LABEL on one GPU, each "
+                  "run recorded by grade.py record-check, collected by grade.py record-archs", builds=[], rows=[])
+    for label, run in runs:
+        if run.get("record") != "check":
+            raise UsageError(f"{label}: not a check record (record: {run.get('record')!r})")
+        if (run.get("device") or {}).get("name") != first["device"]["name"]:
+            raise UsageError(f"{label}: graded on {run['device'].get('name')}, not {first['device']['name']}: "
+                             "one record holds one GPU's runs")
+        build = {"label": label, "cuda_arch": label, "cuda": (run.get("device") or {}).get("cuda")}
+        record["builds"] += [] if build in record["builds"] else [build]
+        record["rows"] += [dict(row, id=f"{row['id']}@{label}", build=label) for row in run.get("rows") or []]
+    record["copy_gbps"] = records.median_or_none(row.get("copy_gbps") for row in record["rows"])
+    path = records.write_record(record, args.out)
+    print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {path}")
     return EXIT_FULL
 
 
+@_refusing("tour", tour.TourError)
 def cmd_tour(args) -> int:
-    try:
-        print(tour.run_tour(args.json, args.plot, args.markdown))
-    except tour.TourError as err:
-        print(f"grade.py tour: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+    print(tour.run_tour(args.json, args.plot, args.markdown))
     return EXIT_FULL
 
 
+@_refusing("calibrate", tour.TourError)
 def cmd_calibrate(args) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
-    from .calibrate import calibrate
-
-    try:
-        for line in calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
-            print(line)
-    except tour.TourError as err:
-        print(f"grade.py calibrate: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+    for line in tour.calibrate(args.runs, lab_list(args.labs), write=not args.dry_run, out_json=args.json):
+        print(line)
     return EXIT_FULL
 
 
-def _record(command: str, make, out: Path, rows_are: str) -> int:
-    """Write the record make() returns to out and say so; a RecordError is the command's one-line refusal."""
-    from . import records
-
-    try:
-        record = make()
-    except records.RecordError as err:
-        print(f"grade.py {command}: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+def _write(record: dict, out: Path, rows_are: str) -> int:
     path = records.write_record(record, out)
     print(f"wrote {path}: {len(record['rows'])} {rows_are} on {record['device']['name']}, {record['date']}")
     return EXIT_FULL
 
 
+@_refusing("record-check", records.RecordError)
 def cmd_record_check(args) -> int:
-    from . import records
-
-    return _record("record-check", lambda: records.record_check(records.collect_reports(args.impl)), args.out,
-                   "labs")
+    return _write(records.record_check(records.collect_reports(args.impl)), args.out, "labs")
 
 
+def record_profile(paths: list[Path]) -> dict:
+    """`record-profile`: the profile-inputs.json files `make profile` wrote (one GPU, one day), analysed
+    again with the kit's rules (student/profile/), as one record of kind "profile": a row per run, id
+    "NN/impl", with its first kernel's label and figures, the bench's ratio, gbps and copy_gbps, and the
+    ranked findings.  Raises RecordError for a file it cannot read or runs of several GPUs or days."""
+    from ..student.profile import analyse, load_rules
+
+    runs = []
+    for path in paths:
+        try:
+            runs.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as err:
+            raise records.RecordError(f"{path}: cannot read a recorded profile: {err}") from None
+    if not runs:
+        raise records.RecordError("no recorded profile named")
+    devices = {r.get("device") for r in runs}
+    stamps = sorted(datetime.datetime.fromisoformat(r["recorded_at"]) for r in runs)
+    if len(devices) != 1 or None in devices:
+        raise records.RecordError(f"the profiles come from different GPUs ({', '.join(sorted(map(str, devices)))})")
+    if stamps[0].date() != stamps[-1].date():
+        raise records.RecordError(f"the profiles were recorded on different days ({stamps[0]:%Y-%m-%d} to "
+                                  f"{stamps[-1]:%Y-%m-%d})")
+    record = records.record_header("profile", "grade.py record-profile: make profile's analysis (grader/profile_rules"
+                                   ".json) of the inputs it recorded (profile-inputs.json)", {"name": devices.pop()},
+                                   stamps[0])
+    record.update(ncu_version=runs[0].get("ncu_version"), rows=[])
+    rules = load_rules()
+    for inputs in runs:
+        result = analyse(inputs, rules)
+        kernel, bench = (result.get("kernels") or [{}])[0], inputs.get("bench") or {}
+        record["rows"].append({
+            "id": records.row_id(inputs["lab"], inputs["impl"]), "lab": inputs["lab"],
+            "impl": Path(inputs["impl"]).name, "kernel": kernel.get("label"), "ratio": bench.get("ratio"),
+            "gbps": bench.get("gbps"), "copy_gbps": bench.get("copy_gbps"), "figures": kernel.get("figures") or {},
+            "findings": [f.get("message") for f in result.get("findings") or []]})
+    record["copy_gbps"] = records.median_or_none(row["copy_gbps"] for row in record["rows"])
+    return record
+
+
+@_refusing("record-profile", records.RecordError)
 def cmd_record_profile(args) -> int:
-    from .profilerecord import record_profile
-
-    return _record("record-profile", lambda: record_profile(args.inputs), args.out, "profiled runs")
+    return _write(record_profile(args.inputs), args.out, "profiled runs")
 
 
 def cmd_figures(args) -> int:
@@ -173,59 +225,46 @@ def cmd_figures(args) -> int:
     return status
 
 
+@_refusing("pictures", pictures.PictureError, records.RecordError)
 def cmd_pictures(args) -> int:
-    from . import figures, pictures
-
-    try:
-        if args.report_page:
-            print(pictures.report_page())
-            return EXIT_FULL
-        slugs = args.slug or sorted({s for s, n in figures.load_recordings().records if n == "tour"})
-        for slug in slugs:
-            print("\n".join(pictures.draw_tour(slug)))
-    except (pictures.PictureError, figures.RecordError) as err:
-        print(f"grade.py pictures: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+    if args.report_page:
+        print(pictures.report_page())
+        return EXIT_FULL
+    for slug in args.slug or sorted({s for s, n in records.load_recordings().records if n == "tour"}):
+        print("\n".join(pictures.draw_tour(slug)))
     return EXIT_FULL
 
 
+@_refusing("tune", tuning.TuneError)
 def cmd_tune(args) -> int:
-    from . import tuning             # what lab.mk asks on every build of a reference: kept light
+    if args.print_defines:
+        print(tuning.print_defines(args.print_defines))
+        return EXIT_FULL
+    from . import sweep
 
-    try:
-        if args.print_defines:
-            print(tuning.print_defines(args.print_defines))
-            return EXIT_FULL
-        if args.draw:
-            from .tuneplot import draw_devices
-            if not args.devices or not args.out:
-                raise UsageError("--draw needs --devices 'GPU A;GPU B' and --out PNG")
-            devices = [d.strip() for d in args.devices.split(";") if d.strip()]
-            print(f"wrote {draw_devices(args.draw, devices, args.out)}")
-            return EXIT_FULL
-        from . import tune
-        if args.jobs is not None and args.jobs < 1:
-            raise UsageError("--jobs must be at least 1")
-        min_gain = tune.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
-        if not 0 <= min_gain < 1:
-            raise UsageError(f"--min-gain is a fraction in [0, 1), got {min_gain:g}")
-        labs = lab_list(args.lab)
-        space = None
-        if args.space:
-            if not labs or len(labs) != 1:
-                raise UsageError("--space needs exactly one --lab")
-            space = tuning.load_space_file(args.space, tuning.find_lab(labs[0]))
-        plot_dir = args.plot_dir or (tune.KIT_ROOT / "build" / "tune")
-        chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
-        if not chosen:
-            raise UsageError("no lab has a tune.json")
-        status = EXIT_FULL
-        for sweep in tune.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run,
-                                    plot_dir=plot_dir, space=space):
-            print(tune.render(sweep), flush=True)
-            if sweep.best is None:
-                status = EXIT_NOT_FULL
-        return status
-    except tuning.TuneError as err:
-        print(f"grade.py tune: {err}", file=sys.stderr)
-        return EXIT_NOT_FULL
+    if args.draw:
+        if not args.devices or not args.out:
+            raise UsageError("--draw needs --devices 'GPU A;GPU B' and --out PNG")
+        devices = [d.strip() for d in args.devices.split(";") if d.strip()]
+        print(f"wrote {sweep.draw_devices(args.draw, devices, args.out)}")
+        return EXIT_FULL
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    min_gain = sweep.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
+    if not 0 <= min_gain < 1:
+        raise UsageError(f"--min-gain is a fraction in [0, 1), got {min_gain:g}")
+    labs = lab_list(args.lab)
+    space = None
+    if args.space:
+        if not labs or len(labs) != 1:
+            raise UsageError("--space needs exactly one --lab")
+        space = tuning.load_space_file(args.space, tuning.find_lab(labs[0]))
+    chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
+    if not chosen:
+        raise UsageError("no lab has a tune.json")
+    status = EXIT_FULL
+    for done in sweep.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run,
+                                plot_dir=args.plot_dir or KIT_ROOT / "build" / "tune", space=space):
+        print(sweep.render(done), flush=True)
+        status = status if done.best is not None else EXIT_NOT_FULL
+    return status

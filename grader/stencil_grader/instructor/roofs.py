@@ -1,9 +1,6 @@
-"""The ceilings that the tour's roofline draws under its roof (instructor/tour.py, grading/plot.py): the
-fp32 peak without fused multiply-adds, which bounds lab 8's update (every product and sum rounded on
-its own), and the rate ceilings of DESIGN_COUNTS, what one design's hot loop costs per cell update
-of one resource (instruction issue, shared-memory accesses), counted once by hand.  A count holds
-for the build it was made from, so its ceiling is drawn only where the tour timed that build (the
-TUNE_ parameters the build was compiled with, tour.built_parameters).
+"""The dashed ceilings under the tour's roof (instructor/tour.py, grading/plot.py): the fp32 peak
+without fused multiply-adds (lab 8 rounds every product and sum on its own) and the rate ceilings of
+DESIGN_COUNTS, one design's cost per cell update of one resource, counted once by hand for one build.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ SHARED_ACCESSES_PER_SM_PER_CLOCK = 32
 
 @dataclass(frozen=True)
 class Ceiling:
-    """A dashed limit under the compute roof (plot.roofline): `gflops` useful GFLOP/s at most for the
-    kernels `label` names; `how` says how it was measured or derived (the legend shows it)."""
+    """`gflops` useful GFLOP/s at most for the kernels `label` names; `how`: the arithmetic (the legend's)."""
 
     label: str
     gflops: float
@@ -70,14 +66,9 @@ def tile_redundancy(K: int, tx: int, ty: int) -> float:
 
 @dataclass(frozen=True)
 class DesignCount:
-    """What one design's hot loop costs per cell update of one resource, counted once, and the
-    ceiling that sets on the roofline (rate_ceiling_gflops):
-
-        SMs x per_sm_per_clock x clock / (per_update x redundancy) useful updates per second
-
-    row: the tour row (records.row_id) of the kernel counted; params: the TUNE_ parameters of the
-    build that was counted (the build the tour timed must have been compiled with them for the
-    ceiling to be drawn), None for a kernel without parameters."""
+    """What one design's hot loop costs per cell update of one resource (rate_ceiling_gflops).  row: the
+    tour row (records.row_id) counted; params: the TUNE_ parameters of the build counted (None: none),
+    which the build the tour timed must have for the ceiling to be drawn."""
 
     row: str
     label: str
@@ -114,26 +105,18 @@ DESIGN_COUNTS = (
 
 def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
                       params_of=None) -> tuple[list[Ceiling], list[str]]:
-    """The dashed ceilings of the tour's roofline, and a note for each one left out:
-
-    - with any 2D row (2D 5-point, 9 FLOP per update): the fp32 peak without fused multiply-adds
-      (peak_fp32_no_fma_gflops), lab 8's roof: its update rounds every product and sum;
-    - for each DESIGN_COUNTS entry whose row is in the tour: its rate ceiling, when the build timed
-      is the one counted (params_of(lab, impl) equals the count's params; a tuning file that
-      chose others leaves it out, with a note).
-    rows: the tour's rows (tour.TourRow: id, lab, part, part_id).  Each ceiling is in useful GFLOP/s
-    (Ceiling), its `how` the arithmetic that gave it; sm_count and clock_mhz (the maximum SM
-    clock, MHz) as for plot.peak_fp32_gflops.  params_of(lab, impl): the TUNE_ parameters of the
-    build the tour timed (tour.built_parameters; None, or no params_of: unknown)."""
-    ceilings: list[Ceiling] = []
-    notes: list[str] = []
+    """The ceilings of the tour's roofline and a note for each one left out: with any 2D row, the fp32
+    peak without FMA; for each DESIGN_COUNTS row in the tour, its rate ceiling when params_of(lab,
+    impl) (the TUNE_ parameters of the build timed; None: unknown) equals the count's params.
+    rows: tour.TourRow; sm_count and clock_mhz (maximum SM clock, MHz) as for plot.peak_fp32_gflops."""
     two_d = [r for r in rows if r.part_id != "3d" and not r.part.startswith("3D")]
     if not two_d:
-        return ceilings, notes
-    ceilings.append(Ceiling(
+        return [], []
+    notes: list[str] = []
+    ceilings = [Ceiling(
         "fp32 without FMA (2D)", peak_fp32_no_fma_gflops(sm_count, clock_mhz),
         f"half the FMA peak: {sm_count} SMs x {FP32_LANES_PER_SM} lanes x 1 FLOP x {clock_mhz:.0f} MHz; "
-        "lab 8 rounds every product and sum (__fmul_rn, __fadd_rn)"))
+        "lab 8 rounds every product and sum (__fmul_rn, __fadd_rn)")]
     timed = {r.id: r for r in two_d}
     for count in DESIGN_COUNTS:
         row = timed.get(count.row)
@@ -142,20 +125,17 @@ def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
         if count.params is not None:
             used = params_of(row.lab, row.impl) if params_of else None
             if used != count.params:
-                notes.append(f"(no {count.label} ceiling: its count holds for the build "
-                             f"{_params_text(count.params)}, this tour built "
-                             f"{_params_text(used) if used else 'unknown parameters'})")
+                text = [" ".join(f"{k}={v}" for k, v in p.items()) if p else "unknown parameters"
+                        for p in (count.params, used)]
+                notes.append(f"(no {count.label} ceiling: its count holds for the build {text[0]}, this tour built "
+                             f"{text[1]})")
                 continue
-        per_useful = count.per_update * count.redundancy
         work = labspec.load(KIT_ROOT / "labs" / row.lab / "lab.json").kind.launchers[0]
-        gflops = rate_ceiling_gflops(sm_count, clock_mhz, count.per_sm_per_clock, per_useful, work.flop_per_cell)
+        gflops = rate_ceiling_gflops(sm_count, clock_mhz, count.per_sm_per_clock, count.per_update * count.redundancy,
+                                     work.flop_per_cell)
         ceilings.append(Ceiling(
             count.label, gflops,
             f"{sm_count} SMs x {count.per_sm_per_clock} {count.unit} per clock x {clock_mhz:.0f} MHz / "
             f"({count.per_update:.1f} per update x {count.redundancy:.2f} updates per useful one); "
             f"{gflops * work.bytes_per_cell / work.flop_per_cell:,.0f} GB/s effective"))
     return ceilings, notes
-
-
-def _params_text(params: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items())

@@ -1,41 +1,14 @@
-"""The optimisation tour (`make tour`, `grade.py tour`): every kernel the labs declare for it,
-built and timed with its lab's bench on the local GPU, printed as the seeds' optimisation table,
-one table per part, and kept as a recorded run (instructor/records.py) with pictures.
-
-The rows are the labs' own: reference/tour/<lab>/tour.json (beside the lab's tour kernels; the
-student kit ships no reference/, so it has no tour) holds
-
-    {"about": "...",                                  (optional)
-     "parts": {"lab8": "2D, lab 8's designs"},        (optional: parts of its own, by id and title)
-     "rows": [{"impl": "reference",                   "reference", "starter", or a folder beside
-                                                      this file holding a kernel.cu
-               "kernel": "lab 8 reference: {K} sweeps per pass",   the row's label; {NAME} is the
-                                                      TUNE_NAME parameter the timed build had
-               "part": "lab8",                        (optional) default: "2d" or "3d", the
-                                                      dimensions of the lab's problem kind
-               "sweeps_per_pass": "K"}]}              (optional, default 1) sweeps the kernel fuses
-                                                      per pass over memory: an integer, or the name
-                                                      of a TUNE_ parameter of the timed build
-
-The parts come in the order 2d, 3d, then the labs' own in lab order; the rows of a part in lab
-order, each lab's in its file's order.  What a build was compiled with is read back from the build
-(tuning.built_parameters: the reference's defaults and this GPU's tuning file, as lab.mk passed
-them), so lab 8's place on the roofline follows the K that was timed.
-
-Columns: kernel, milliseconds per sweep (one launcher call's median over its sweeps,
-so lab 4's and lab 8's multi-sweep calls compare fairly), effective GB/s (compulsory
-bytes over the median time, 1 GB = 1e9 bytes), the fraction of the copy bandwidth
-measured in the same bench run, the step speed-up (time per sweep of the row above over
-this row's) and the cumulative speed-up (the part's first row over this row).  A row
-whose kernel.cu is not in this copy of the kit is left out.  With a plot path it also draws
-the path as bars and the roofline of the local GPU with every row on it (grading/plot.py;
-matplotlib optional), each row at its kind's FLOP per cell (grader/kinds.json) times its sweeps
-per pass, and under its roof, dashed, the ceilings of instructor/roofs.py.
+"""The references timed on this GPU with their lab's build and bench: the optimisation tour (`make tour`)
+and the targets' calibration (`make calibrate`); grader/README.md, section 4, says what tour.json declares
+and what calibrate writes, instructor/records.py the recorded runs.  Tour columns: ms per sweep (a call's
+median over its sweeps), effective GB/s (1 GB = 1e9 bytes), the fraction of the same run's copy bandwidth,
+the speed-up over the row above (step) and over the part's first row (cumulative).
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import statistics
 from dataclasses import dataclass
@@ -44,7 +17,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import labspec
 from ..base.files import display_path, read_json
-from ..grading import bench, build, plot
+from ..grading import bench, build, plot, score
 from . import roofs, tuning
 from .records import device_facts, median_or_none, now, record_header, row_id, write_record
 
@@ -56,14 +29,13 @@ _PLACEHOLDER = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
 
 
 class TourError(RuntimeError):
-    """A tour or calibration could not be measured (no GPU, a build or bench failure), or a lab's
-    tour.json is malformed."""
+    """No GPU, a build or bench failure, or a malformed tour.json."""
 
 
 @dataclass(frozen=True)
 class TourSpec:
-    """One row a lab declares (module docstring).  impl: "reference", "starter" or a folder of the
-    kit (reference/tour/<lab>/<name>); sweeps_per_pass: an integer, or a TUNE_ parameter's name."""
+    """One row a lab declares.  impl: "reference", "starter" or a folder of the kit
+    (reference/tour/<lab>/<name>); sweeps_per_pass: an integer, or a TUNE_ parameter's name."""
 
     lab: str
     impl: str
@@ -71,21 +43,17 @@ class TourSpec:
     part: str
     sweeps_per_pass: int | str = 1
 
-    def label(self, params: dict[str, int]) -> str:
-        """The row's label, each {NAME} replaced by the timed build's TUNE_NAME (TourError if it has none)."""
-        return _PLACEHOLDER.sub(lambda m: str(self._param(m.group(1), params)), self.kernel)
-
-    def fused(self, params: dict[str, int]) -> int:
-        """Sweeps per pass over memory of the timed build."""
-        if isinstance(self.sweeps_per_pass, int):
-            return self.sweeps_per_pass
-        return self._param(self.sweeps_per_pass, params)
-
-    def _param(self, name: str, params: dict[str, int]) -> int:
-        if name not in params:
-            raise TourError(f"{self.lab} ({self.impl}): the tour row names {name}, which its build does not "
-                            f"declare (TUNE_{name}; it has {', '.join(params) or 'none'})")
-        return params[name]
+    def resolve(self, params: dict[str, int]) -> tuple[str, int]:
+        """(the label, each {NAME} replaced, and the sweeps per pass) of a build with these TUNE_
+        parameters; TourError for a name the build does not declare."""
+        def value(name: str) -> int:
+            if name not in params:
+                raise TourError(f"{self.lab} ({self.impl}): the tour row names {name}, which its build does not "
+                                f"declare (TUNE_{name}; it has {', '.join(params) or 'none'})")
+            return params[name]
+        fused = self.sweeps_per_pass
+        return (_PLACEHOLDER.sub(lambda m: str(value(m.group(1))), self.kernel),
+                fused if isinstance(fused, int) else value(fused))
 
 
 @dataclass(frozen=True)
@@ -98,48 +66,44 @@ class Part:
 
 
 def tour_parts(kit_root: Path = KIT_ROOT) -> list[Part]:
-    """The tour's parts, in order (module docstring), from every lab's reference/tour/<lab>/tour.json;
-    labs without one have no row.  Raises TourError naming the file and the key that is wrong."""
+    """The tour's parts: 2d, 3d, then the labs' own in lab order; each part's rows in lab order, each
+    lab's in its file's order.  Raises TourError naming the file and the key that is wrong."""
     parts = {pid: (dims, []) for pid, dims in DIMENSION_PARTS.values()}
     for lab_dir in labspec.discover_labs(kit_root):
         path = Path(kit_root) / "reference" / "tour" / lab_dir.name / TOUR_FILE
-        if path.is_file():
-            _read_tour_file(path, lab_dir, parts, kit_root)
+        if not path.is_file():
+            continue
+        data = read_json(path, TourError)
+
+        def need(ok, why: str) -> None:
+            if not ok:
+                raise TourError(f"{display_path(path)}: {why}")
+
+        need(isinstance(data, dict) and not set(data) - {"about", "parts", "rows"}
+             and isinstance(data.get("rows"), list),
+             "expected an object with \"rows\" (a list) and optionally \"parts\" and \"about\"")
+        own = data.get("parts", {})
+        need(isinstance(own, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in own.items()),
+             "\"parts\" must be an object of id: title")
+        for pid, dims in own.items():
+            parts.setdefault(pid, (dims, []))
+        default = DIMENSION_PARTS[3 if labspec.load(lab_dir / "lab.json").kind.dims == 3 else 2][0]
+        for n, row in enumerate(data["rows"]):
+            need(isinstance(row, dict) and not set(row) - {"impl", "kernel", "part", "sweeps_per_pass"}
+                 and isinstance(row.get("impl"), str) and isinstance(row.get("kernel"), str),
+                 f"rows[{n}] must be {{\"impl\": ..., \"kernel\": ..., \"part\": ..., \"sweeps_per_pass\": ...}} "
+                 f"with impl and kernel strings, got {row!r}")
+            impl, part, fused = row["impl"], row.get("part", default), row.get("sweeps_per_pass", 1)
+            if impl not in ("reference", "starter"):
+                need(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", impl),
+                     f"rows[{n}].impl {impl!r}: reference, starter, or a folder beside {TOUR_FILE}")
+                impl = path.parent.relative_to(Path(kit_root)).joinpath(impl).as_posix()
+            need(part in parts, f"rows[{n}].part {part!r} is not a part (parts: {', '.join(parts)})")
+            need(type(fused) is int and fused >= 1
+                 or isinstance(fused, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", fused),
+                 f"rows[{n}].sweeps_per_pass must be an integer >= 1 or a TUNE_ parameter's name, got {fused!r}")
+            parts[part][1].append(TourSpec(lab_dir.name, impl, row["kernel"], part, fused))
     return [Part(pid, dims, tuple(rows)) for pid, (dims, rows) in parts.items() if rows]
-
-
-def _read_tour_file(path: Path, lab_dir: Path, parts: dict, kit_root: Path) -> None:
-    """Add one lab's declared parts and rows to `parts` (id -> (dims, rows))."""
-    shown = display_path(path)
-    data = read_json(path, TourError)
-    if not isinstance(data, dict) or set(data) - {"about", "parts", "rows"} or not isinstance(data.get("rows"), list):
-        raise TourError(f"{shown}: expected an object with \"rows\" (a list) and optionally \"parts\" and \"about\"")
-    own = data.get("parts", {})
-    if not isinstance(own, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in own.items()):
-        raise TourError(f"{shown}: \"parts\" must be an object of id: title")
-    for pid, dims in own.items():
-        parts.setdefault(pid, (dims, []))
-    default = DIMENSION_PARTS[3 if labspec.load(lab_dir / "lab.json").kind.dims == 3 else 2][0]
-    for n, row in enumerate(data["rows"]):
-        where = f"{shown}: rows[{n}]"
-        if not isinstance(row, dict) or set(row) - {"impl", "kernel", "part", "sweeps_per_pass"} \
-                or not isinstance(row.get("impl"), str) or not isinstance(row.get("kernel"), str):
-            raise TourError(f"{where} must be {{\"impl\": ..., \"kernel\": ..., \"part\": ..., "
-                            f"\"sweeps_per_pass\": ...}} with impl and kernel strings, got {row!r}")
-        impl = row["impl"]
-        if impl not in ("reference", "starter"):
-            if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", impl):
-                raise TourError(f"{where}.impl {impl!r}: reference, starter, or a folder beside {TOUR_FILE}")
-            impl = path.parent.relative_to(Path(kit_root)).joinpath(impl).as_posix()
-        part = row.get("part", default)
-        if part not in parts:
-            raise TourError(f"{where}.part {part!r} is not a part (parts: {', '.join(parts)})")
-        fused = row.get("sweeps_per_pass", 1)
-        if isinstance(fused, bool) or not (isinstance(fused, int) and fused >= 1
-                                           or isinstance(fused, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", fused)):
-            raise TourError(f"{where}.sweeps_per_pass must be an integer >= 1 or a TUNE_ parameter's name, "
-                            f"got {fused!r}")
-        parts[part][1].append(TourSpec(lab_dir.name, impl, row["kernel"], part, fused))
 
 
 @dataclass
@@ -177,24 +141,19 @@ def _build_dir(lab: str, impl: str) -> Path:
 
 
 def available(lab: str, impl: str) -> bool:
-    """Whether this copy of the kit has the lab and the row's kernel.cu (no reference/ in a
-    student kit; labs and known submissions still being written)."""
-    return (KIT_ROOT / "labs" / lab / "lab.json").is_file() \
-        and build.impl_source(lab, _impl_arg(impl)).is_file()
+    """Whether this copy of the kit has the lab and the row's kernel.cu (a student kit has no reference/)."""
+    return (KIT_ROOT / "labs" / lab / "lab.json").is_file() and build.impl_source(lab, _impl_arg(impl)).is_file()
 
 
 def measure(lab: str, impl: str, seed: int | None = None) -> tuple[dict, dict[str, int]]:
-    """Build LAB with IMPL and time it once; returns the bench JSON (see grader/README.md) and the
-    TUNE_ parameters the build was compiled with (built_parameters).
-
-    Raises TourError when the build fails, there is no GPU, or the timed output is wrong.
-    """
+    """Build LAB with IMPL and time it once: the bench JSON (grader/README.md, section 3) and the
+    TUNE_ parameters the build was compiled with (built_parameters).  Raises TourError when the
+    build fails, there is no GPU, or the timed output is wrong."""
     spec = labspec.load(KIT_ROOT / "labs" / lab / "lab.json")
-    build_dir = _build_dir(lab, impl)
-    built = build.build(spec.lab_dir, _impl_arg(impl), build_dir)
+    built = build.build(spec.lab_dir, _impl_arg(impl), _build_dir(lab, impl))
     if not built.ok:
         raise TourError(f"{lab} ({impl}) does not build:\n{built.message}")
-    run = bench.run_bench(build_dir, spec.bench.timeout_s, seed)
+    run = bench.run_bench(_build_dir(lab, impl), spec.bench.timeout_s, seed)
     if run.status != "ok":
         raise TourError(f"{lab} ({impl}): {run.status}: {run.message}")
     if not run.data["output_ok"]:
@@ -203,9 +162,8 @@ def measure(lab: str, impl: str, seed: int | None = None) -> tuple[dict, dict[st
 
 
 def built_parameters(lab: str, impl: str) -> dict[str, int]:
-    """The TUNE_ parameters the tour's build of a row was compiled with (tuning.built_parameters:
-    its source's defaults, replaced by the KERNEL_DEFINES recorded in its flags.stamp: for a
-    reference, this GPU's tuning file).  Raises TourError when the row was not built."""
+    """The TUNE_ parameters the tour's build of a row was compiled with (tuning.built_parameters: for
+    a reference, this GPU's tuning file as lab.mk passed it).  Raises TourError when it was not built."""
     try:
         return tuning.built_parameters(_build_dir(lab, impl), build.impl_source(lab, _impl_arg(impl)))
     except (tuning.TuneError, OSError) as err:
@@ -213,30 +171,21 @@ def built_parameters(lab: str, impl: str) -> dict[str, int]:
 
 
 def tour_rows(results: list[tuple], part: str = "", part_id: str = "") -> list[TourRow]:
-    """Turn (lab, impl, label, bench JSON[, sweeps per pass]) measurements into table rows with
-    speed-ups over the row above (step) and the first of these rows (cumulative), all in `part`;
-    sweeps per pass: how many sweeps the kernel fuses into one pass over memory (1 when left out)."""
+    """(lab, impl, label, bench JSON[, sweeps per pass, default 1]) measurements as the rows of one
+    part, with their speed-ups over the row above (step) and the first of them (cumulative)."""
     rows: list[TourRow] = []
     for lab, impl, label, data, *fused in results:
         steps = max(1, int(data.get("steps", 1)))
         per_sweep = data["ms_median"] / steps
-        step = rows[-1].ms_per_sweep / per_sweep if rows else None
-        cumulative = rows[0].ms_per_sweep / per_sweep if rows else 1.0
         rows.append(TourRow(lab, impl, label, per_sweep, data["gbps"], data["copy_gbps"], data["ratio"],
-                            step, cumulative, part, part_id, steps, data["ms_median"],
-                            data.get("repetitions"), fused[0] if fused else 1))
+                            rows[-1].ms_per_sweep / per_sweep if rows else None,
+                            rows[0].ms_per_sweep / per_sweep if rows else 1.0, part, part_id, steps,
+                            data["ms_median"], data.get("repetitions"), fused[0] if fused else 1))
     return rows
 
 
-def _part_name(dims: str, data: dict) -> str:
-    three_d = dims.startswith("3D")
-    grid = " x ".join(str(data[k]) for k in (("nx", "ny", "nz") if three_d else ("nx", "ny")))
-    return f"{dims}, {grid} grid" + (" (scaled down)" if data.get("scaled_down") else "")
-
-
 def render(rows: list[TourRow], device: str, markdown: bool = False) -> str:
-    """The table as plain text (or Markdown).  Rows of several parts (TourRow.part) come out
-    as one table per part, each under its part's name."""
+    """The table as plain text (or Markdown), one table per part under its title when there are several."""
     head = ("kernel", "ms/sweep", "GB/s", "of copy", "step", "cumulative")
     body = [(r.kernel, f"{r.ms_per_sweep:.3f}", f"{r.gbps:.0f}", f"{r.ratio:.2f}",
              "" if r.step_speedup is None else f"{r.step_speedup:.2f}x", f"{r.cumulative_speedup:.2f}x")
@@ -249,9 +198,7 @@ def render(rows: list[TourRow], device: str, markdown: bool = False) -> str:
     for part in parts:
         cells = [b for b, r in zip(body, rows) if r.part == part]
         if len(parts) > 1:                          # a title per part, a blank line between parts
-            if lines:
-                lines.append("")
-            lines += [f"**{part}**", ""] if markdown else [f"{part}:"]
+            lines += ([""] if lines else []) + ([f"**{part}**", ""] if markdown else [f"{part}:"])
         if markdown:
             lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
             lines += ["| " + " | ".join(c) + " |" for c in cells]
@@ -259,28 +206,22 @@ def render(rows: list[TourRow], device: str, markdown: bool = False) -> str:
             lines += [fmt(head)] + [fmt(c) for c in cells]
     copy = statistics.median(r.copy_gbps for r in rows) if rows else 0.0
     note = "; speed-ups are over the first row of each part" if len(parts) > 1 else ""
-    return (f"{device}, copy bandwidth {copy:.0f} GB/s (median over the runs){note}\n" + "\n".join(lines))
+    return f"{device}, copy bandwidth {copy:.0f} GB/s (median over the runs){note}\n" + "\n".join(lines)
 
 
 def roofline_points(rows: list[TourRow]) -> list[plot.RooflinePoint]:
     """Each row at its arithmetic intensity (its lab's kind: FLOP per cell, grader/kinds.json, times
     the sweeps fused per pass, over the compulsory bytes per cell) and its useful GFLOP/s."""
-    points = []
-    for r in rows:
-        work = labspec.load(KIT_ROOT / "labs" / r.lab / "lab.json").kind.launchers[0]
-        points.append(plot.point_from_gbps(r.kernel, r.gbps, work, r.sweeps_per_pass, ratio=r.ratio))
-    return points
+    return [plot.point_from_gbps(r.kernel, r.gbps, labspec.load(KIT_ROOT / "labs" / r.lab / "lab.json")
+                                 .kind.launchers[0], r.sweeps_per_pass, ratio=r.ratio) for r in rows]
 
 
 def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path,
          clock_mhz: float | None = None, roofline_path: Path | None = None, title: str | None = None,
          params_of=None) -> list[str]:
-    """The path as bars (path) and the roofline of this GPU with every row on it (roofline_path,
-    default path's stem + "-roofline.png"); returns one line per picture saying what was written or
-    why not.  clock_mhz: the maximum SM clock (default: nvidia-smi's, plot.max_sm_clock_mhz);
-    title: both pictures' (default: the device's name); params_of(lab, impl): the TUNE_ parameters
-    each row was built with, for the ceilings (roofs.roofline_ceilings; default: read from this
-    tour's builds, built_parameters)."""
+    """The path as bars (path) and the roofline with every row (roofline_path, default path's stem +
+    "-roofline.png"); one line per picture, written or why not.  Defaults: clock_mhz nvidia-smi's maximum
+    SM clock, title the device, params_of(lab, impl) (for roofs.roofline_ceilings) built_parameters."""
     path = Path(path)
     if not plot.path_bars(rows, title or device, path):
         return ["(no plots: matplotlib is not installed)"]
@@ -304,18 +245,15 @@ def record_tour(rows: list[TourRow], parts: list[dict], device: dict, started: d
     record = record_header("tour", "grade.py tour --json (make tour)", device, started)
     record["copy_gbps"] = median_or_none(r.copy_gbps for r in rows)
     record["parts"] = parts
-    record["rows"] = [{"id": r.id, "part": r.part_id, "lab": r.lab, "impl": r.impl, "kernel": r.kernel,
-                       "steps": r.steps, "sweeps_per_pass": r.sweeps_per_pass, "repetitions": r.repetitions,
-                       "ms_median": r.ms_median, "ms_per_sweep": r.ms_per_sweep, "gbps": r.gbps,
-                       "copy_gbps": r.copy_gbps, "ratio": r.ratio, "step_speedup": r.step_speedup,
-                       "cumulative_speedup": r.cumulative_speedup} for r in rows]
+    keys = ("lab", "impl", "kernel", "steps", "sweeps_per_pass", "repetitions", "ms_median", "ms_per_sweep", "gbps",
+            "copy_gbps", "ratio", "step_speedup", "cumulative_speedup")
+    record["rows"] = [{"id": r.id, "part": r.part_id} | {k: getattr(r, k) for k in keys} for r in rows]
     return record
 
 
 def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdown: bool = False) -> str:
-    """Measure every row the labs declare (tour_parts) that this copy of the kit has (available());
-    returns the rendered table, writes the recorded run to out_json (record_tour) and the pictures
-    next to plot_path.  Raises TourError."""
+    """Measure every declared row this copy of the kit has (available()); returns the rendered table,
+    writes the recorded run to out_json and the pictures next to plot_path.  Raises TourError."""
     started = now()
     last: dict = {}
     rows: list[TourRow] = []
@@ -323,17 +261,17 @@ def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdo
     for part in tour_parts():
         results = []
         for row in part.rows:
-            if not available(row.lab, row.impl):
-                continue
-            print(f"timing {row.lab} ({row.impl}) ...", flush=True)
-            data, params = measure(row.lab, row.impl)
-            last = data
-            results.append((row.lab, row.impl, row.label(params), data, row.fused(params)))
+            if available(row.lab, row.impl):
+                print(f"timing {row.lab} ({row.impl}) ...", flush=True)
+                last, params = measure(row.lab, row.impl)
+                label, fused = row.resolve(params)
+                results.append((row.lab, row.impl, label, last, fused))
         if results:
             first = results[0][3]
-            title = _part_name(part.dims, first)
-            parts.append({"id": part.id, "title": title,
-                          "grid": [first.get("nx"), first.get("ny"), first.get("nz", 1)],
+            axes = ("nx", "ny", "nz") if part.dims.startswith("3D") else ("nx", "ny")
+            grid = " x ".join(str(first[k]) for k in axes)
+            title = f"{part.dims}, {grid} grid" + (" (scaled down)" if first.get("scaled_down") else "")
+            parts.append({"id": part.id, "title": title, "grid": [first.get("nx"), first.get("ny"), first.get("nz", 1)],
                           "scaled_down": bool(first.get("scaled_down"))})
             rows += tour_rows(results, title, part.id)
     if not rows:
@@ -348,3 +286,55 @@ def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdo
                          device["sm_clock_max_mhz"]):
             print(line)
     return table
+
+
+def calibrate(runs: int = 3, labs: list[str] | None = None, write: bool = True,
+              out_json: Path | None = None) -> list[str]:
+    """Time each lab's reference `runs` times and write this GPU's targets into its lab.json (a lab with a
+    targets_policy: timed only); one line per lab says what changed; out_json: the recorded run too.
+    Raises TourError (nothing is written for a lab that could not be measured)."""
+    started = now()
+    lines, rows, last = [], [], {}
+    for lab_dir in labspec.discover_labs():
+        if labs and lab_dir.name not in labs:
+            continue
+        ratios = []
+        for _ in range(runs):
+            last, _params = measure(lab_dir.name, "reference")
+            ratios.append(last["ratio"])
+        ratio, device = statistics.median(ratios), last["device"]
+        path = lab_dir / "lab.json"
+        policy = getattr(labspec.load(path), "targets_policy", None)
+        row = {"id": row_id(lab_dir.name, "reference"), "lab": lab_dir.name, "ratios": ratios, "median": ratio}
+        if policy is not None:
+            reach = "reaches" if ratio >= policy.target else "falls SHORT of"
+            lines.append(f"{lab_dir.name}: {device}: reference {ratio:.3f} of copy, {reach} the targets_policy's "
+                         f"target; targets kept (floor {policy.floor:g}, target {policy.target:g} on every GPU)")
+            rows.append(dict(row, floor=policy.floor, target=policy.target, written=False, policy=True))
+            continue
+        floor, target = score.calibrated_target(ratio)
+        raw = json.loads(path.read_text())
+        old = raw["targets"].get(device)
+        raw["targets"][device] = {"floor": floor, "target": target,
+                                  "calibrated": f"{datetime.date.today().isoformat()}: reference at {ratio:.3f} of "
+                                                f"copy bandwidth (median of {runs} runs)",
+                                  "reference_ratio": round(ratio, 3)}
+        bound = score.generic_bound(labspec.parse(raw, path))
+        generic = raw["targets"]["generic"]
+        if bound and (generic["floor"] > bound[0] or generic["target"] > bound[1]):
+            generic["floor"], generic["target"] = min(generic["floor"], bound[0]), min(generic["target"], bound[1])
+            lines.append(f"{lab_dir.name}: generic lowered to floor {generic['floor']}, target {generic['target']}: "
+                         "at most the calibrated GPUs' lowest (score.generic_bound)")
+        labspec.parse(raw, path)                      # never write a file the grader would reject
+        if write:
+            path.write_text(json.dumps(raw, indent=2) + "\n")
+        was = f"was floor {old['floor']}, target {old['target']}" if old else "new entry"
+        lines.append(f"{lab_dir.name}: {device}: reference {ratio:.3f} of copy -> floor {floor}, "
+                     f"target {target} ({was}){'' if write else ' [not written]'}")
+        rows.append(dict(row, floor=floor, target=target, written=write, policy=False))
+    if out_json and rows:
+        record = record_header("calibrate", f"grade.py calibrate --runs {runs}{'' if write else ' --dry-run'}",
+                               device_facts(last), started)
+        write_record(dict(record, runs=runs, rows=rows), out_json)
+        lines.append(f"recorded: {out_json}")
+    return lines

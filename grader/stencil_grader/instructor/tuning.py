@@ -1,13 +1,8 @@
-"""A lab's tuning: the bounds of its parameter sweep (labs/NN-slug/tune.json), the results kept per
-GPU (labs/NN-slug/tuning/<device-slug>.json) and what a reference's build takes from them.
-
-grader/README.md, section 10, gives both files' keys, the candidates (every combination of the
-values for which every constraint holds, plus the source's defaults), and how the reference's
-builds take `best` (lab.mk asks `grade.py tune --print-defines LAB`).  A parameter NAME is the
-macro TUNE_NAME of reference/NN-slug/kernel.cu, an integer; a constraint is integer arithmetic
-(+ - * // % ( ), comparisons, and, or, not, min, max).  Units of a variant: gbps and copy_gbps in
-GB/s (1 GB = 1e9 bytes), ms the bench's median per call, ratio = gbps / copy_gbps; registers and
-spill_bytes the most of any kernel of the build (ptxas), per thread.
+"""A lab's tuning files and what a reference's build takes from them: the sweep's bounds
+(labs/NN-slug/tune.json), the results per GPU (labs/NN-slug/tuning/<device-slug>.json) and
+`grade.py tune --print-defines`, which lab.mk asks.  grader/README.md, section 10, gives both
+files' keys, the candidates and the constraints' syntax; a parameter NAME is the integer macro
+TUNE_NAME of reference/NN-slug/kernel.cu.  The sweep that writes them is instructor/sweep.py.
 """
 
 from __future__ import annotations
@@ -27,36 +22,29 @@ from ..grading import build
 TUNE_FILE = "tune.json"
 TUNING_DIR = "tuning"
 DEFINE_PREFIX = "TUNE_"
-
+_NAME = r"[A-Z][A-Z0-9_]*"
 _DEFAULT_RE = re.compile(r"^[ \t]*#[ \t]*ifndef[ \t]+(" + DEFINE_PREFIX + r"\w+)[ \t]*\n"
                          r"[ \t]*#[ \t]*define[ \t]+\1[ \t]+(-?\d+)\b", re.MULTILINE)
 #: A -DTUNE_NAME=VALUE word of the KERNEL_DEFINES that lab.mk records in BUILD_DIR/flags.stamp.
-_BUILT_RE = re.compile(r"(?<!\S)-D" + DEFINE_PREFIX + r"([A-Z][A-Z0-9_]*)=(-?\d+)(?!\S)")
+_BUILT_RE = re.compile(r"(?<!\S)-D" + DEFINE_PREFIX + "(" + _NAME + r")=(-?\d+)(?!\S)")
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd, ast.Not,
+              ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_FUNCTIONS = {"min": min, "max": max}
 
 
 class TuneError(RuntimeError):
-    """A sweep could not be set up or measured: a malformed tune.json or tuning file, a
-    reference without the declared defaults, no GPU, or defaults that fail their own lab."""
-
-
-# ---- the sweep's bounds: tune.json --------------------------------------------------------
+    """A malformed tune.json or tuning file, a reference without the declared defaults, no GPU."""
 
 
 @dataclass
 class TuneSpace:
-    """A lab's tune.json: parameter names (macro TUNE_<name>) with candidate values, the
-    constraints between them (expressions, see module docstring), the heat map's axes."""
+    """A lab's tune.json: parameter names with candidate values, the constraints, the heat map's axes."""
 
     lab_dir: Path
     parameters: dict[str, list[int]]
     constraints: list[str] = field(default_factory=list)
     plot_x: str | None = None
     plot_y: str | None = None
-    about: str = ""
-
-    @property
-    def lab(self) -> str:
-        return self.lab_dir.name
 
 
 def load_space(lab_dir: Path) -> TuneSpace | None:
@@ -66,132 +54,71 @@ def load_space(lab_dir: Path) -> TuneSpace | None:
 
 
 def load_space_file(path: Path, lab_dir: Path) -> TuneSpace:
-    """A tune.json (the lab's, or another with --space) as LAB_DIR's TuneSpace.
+    """A tune.json (the lab's, or another with --space) as LAB_DIR's TuneSpace.  Raises
+    TuneError naming the file and the key that is wrong."""
+    shown = display_path(Path(path))
+    raw = read_json(Path(path), TuneError)
 
-    Raises TuneError naming the file and the key that is wrong (unknown keys, a parameter
-    name that is not an identifier, values that are not distinct integers, a constraint
-    that does not parse or names an unknown parameter, plot axes that are not parameters).
-    """
-    path = Path(path)
-    shown = display_path(path)
-    raw = read_json(path, TuneError)
-    if not isinstance(raw, dict):
-        raise TuneError(f"{shown}: the file holds {type(raw).__name__}; expected an object")
+    def need(ok, why: str) -> None:
+        if not ok:
+            raise TuneError(f"{shown}: {why}")
+
+    need(isinstance(raw, dict), f"the file holds {type(raw).__name__}; expected an object")
     unknown = set(raw) - {"about", "parameters", "constraints", "plot"}
-    if unknown:
-        raise TuneError(f"{shown}: unknown keys {sorted(unknown)}; allowed: about, parameters, "
-                        "constraints, plot")
-    params = raw.get("parameters")
-    if not isinstance(params, dict) or not params:
-        raise TuneError(f"{shown}: \"parameters\" must be an object of NAME: [values], not empty")
-    parameters: dict[str, list[int]] = {}
-    for name, values in params.items():
-        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
-            raise TuneError(f"{shown}: parameter {name!r}: a name is upper case, digits and _ "
-                            f"(the macro is {DEFINE_PREFIX}<name>)")
-        if (not isinstance(values, list) or not values
-                or not all(isinstance(v, int) and not isinstance(v, bool) for v in values)
-                or len(set(values)) != len(values)):
-            raise TuneError(f"{shown}: parameters.{name}: expected a list of distinct integers, "
-                            f"got {values!r}")
-        parameters[name] = list(values)
+    need(not unknown, f"unknown keys {sorted(unknown)}; allowed: about, parameters, constraints, plot")
+    parameters = raw.get("parameters")
+    need(isinstance(parameters, dict) and parameters, "\"parameters\" must be an object of NAME: [values], not empty")
+    for name, values in parameters.items():
+        need(re.fullmatch(_NAME, name), f"parameter {name!r}: a name is upper case, digits and _ "
+                                        f"(the macro is {DEFINE_PREFIX}<name>)")
+        need(isinstance(values, list) and values and all(type(v) is int for v in values)
+             and len(set(values)) == len(values), f"parameters.{name}: expected a list of distinct integers, "
+                                                  f"got {values!r}")
     constraints = raw.get("constraints", [])
-    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
-        raise TuneError(f"{shown}: \"constraints\" must be a list of strings")
+    need(isinstance(constraints, list) and all(isinstance(c, str) for c in constraints),
+         "\"constraints\" must be a list of strings")
     for text in constraints:
         try:
-            names = _names(_parse(text))
+            names = {n.id for n in ast.walk(_parse(text)) if isinstance(n, ast.Name)} - set(_FUNCTIONS)
         except (SyntaxError, ValueError) as err:
             raise TuneError(f"{shown}: constraint {text!r}: {err}") from None
-        unknown_names = names - set(parameters) - set(_FUNCTIONS)
-        if unknown_names:
-            raise TuneError(f"{shown}: constraint {text!r} names {sorted(unknown_names)}, "
-                            f"which are not parameters ({', '.join(parameters)})")
+        need(names <= set(parameters), f"constraint {text!r} names {sorted(names - set(parameters))}, "
+                                       f"which are not parameters ({', '.join(parameters)})")
     plot = raw.get("plot", {})
-    if not isinstance(plot, dict) or set(plot) - {"x", "y"}:
-        raise TuneError(f"{shown}: \"plot\" must be an object with keys x and y")
+    need(isinstance(plot, dict) and not set(plot) - {"x", "y"}, "\"plot\" must be an object with keys x and y")
     for axis in ("x", "y"):
-        if axis in plot and plot[axis] not in parameters:
-            raise TuneError(f"{shown}: plot.{axis} = {plot[axis]!r} is not a parameter "
-                            f"({', '.join(parameters)})")
-    about = raw.get("about", "")
-    if not isinstance(about, str):
-        raise TuneError(f"{shown}: \"about\" must be a string")
-    return TuneSpace(Path(lab_dir), parameters, list(constraints), plot.get("x"), plot.get("y"), about)
-
-
-_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd, ast.Not,
-              ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-_FUNCTIONS = {"min": min, "max": max}
+        need(axis not in plot or plot[axis] in parameters, f"plot.{axis} = {plot.get(axis)!r} is not a parameter "
+                                                 f"({', '.join(parameters)})")
+    need(isinstance(raw.get("about", ""), str), "\"about\" must be a string")
+    return TuneSpace(Path(lab_dir), {k: list(v) for k, v in parameters.items()}, list(constraints),
+                     plot.get("x"), plot.get("y"))
 
 
 def _parse(text: str) -> ast.Expression:
-    """The constraint as a checked AST: only integers, parameter names, min/max and the
-    operators of _OPERATORS.  Raises SyntaxError or ValueError naming what is not allowed."""
+    """The constraint's AST, checked: SyntaxError, or ValueError naming what is not allowed."""
     tree = ast.parse(text, mode="eval")
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare,
-                             ast.Name, ast.Load, ast.Call)):
-            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
-                                                   and node.func.id in _FUNCTIONS and not node.keywords):
-                raise ValueError("the only calls allowed are min(...) and max(...)")
-            continue
-        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-            continue
-        if isinstance(node, _OPERATORS):
-            continue
-        raise ValueError(f"{type(node).__name__} is not allowed (integers, parameter names, "
-                         "+ - * // % ( ), comparisons, and, or, not, min, max)")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                               and node.func.id in _FUNCTIONS and not node.keywords):
+            raise ValueError("the only calls allowed are min(...) and max(...)")
+        if not (isinstance(node, (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Name,
+                                  ast.Load, ast.Call, *_OPERATORS))
+                or isinstance(node, ast.Constant) and type(node.value) is int):
+            raise ValueError(f"{type(node).__name__} is not allowed (integers, parameter names, "
+                             "+ - * // % ( ), comparisons, and, or, not, min, max)")
     return tree
 
 
-def _names(tree: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-
-
 def evaluate(text: str, values: dict[str, int]) -> bool:
-    """Whether constraint `text` holds for `values` (parameter name -> integer).
-
-    >>> evaluate("2 * VEC * K <= 128 and K % 2 == 0", {"VEC": 4, "K": 8})
-    True
-    Raises ValueError for a name without a value or a division by zero.
-    """
-    def ev(node):
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in values:
-                raise ValueError(f"{node.id} has no value")
-            return values[node.id]
-        if isinstance(node, ast.BoolOp):
-            results = (ev(v) for v in node.values)
-            return all(results) if isinstance(node.op, ast.And) else any(results)
-        if isinstance(node, ast.UnaryOp):
-            x = ev(node.operand)
-            return not x if isinstance(node.op, ast.Not) else (-x if isinstance(node.op, ast.USub) else +x)
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0:
-                raise ValueError(f"division by zero in {text!r}")
-            return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                    ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b}[type(node.op)]()
-        if isinstance(node, ast.Compare):
-            left = ev(node.left)
-            for op, right_node in zip(node.ops, node.comparators):
-                right = ev(right_node)
-                ok = {ast.Eq: left == right, ast.NotEq: left != right, ast.Lt: left < right,
-                      ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}[type(op)]
-                if not ok:
-                    return False
-                left = right
-            return True
-        if isinstance(node, ast.Call):
-            return _FUNCTIONS[node.func.id](*(ev(a) for a in node.args))
-        raise ValueError(f"cannot evaluate {type(node).__name__}")
-
-    return bool(ev(_parse(text)))
+    """Whether constraint `text` (its AST checked by _parse) holds for `values` (name -> integer), by
+    Python's arithmetic without builtins but min and max.  ValueError: a name without a value, a division by 0."""
+    try:
+        return bool(eval(compile(_parse(text), "<constraint>", "eval"),  # noqa: S307 (checked AST)
+                         {"__builtins__": {}, **_FUNCTIONS}, dict(values)))
+    except NameError as err:
+        raise ValueError(f"{err.name} has no value") from None
+    except ZeroDivisionError:
+        raise ValueError(f"division by zero in {text!r}") from None
 
 
 def source_defaults(src: Path) -> dict[str, int]:
@@ -206,25 +133,21 @@ def reference_source(lab_dir: Path) -> Path:
 
 
 def candidates(space: TuneSpace, defaults: dict[str, int]) -> list[dict[str, int]]:
-    """Every combination of the values that satisfies every constraint, the defaults first
-    (whether or not they satisfy the constraints: they are the baseline).  Raises TuneError
-    when the source lacks a default for a parameter of tune.json."""
+    """The defaults, then every combination that satisfies every constraint (grader/README.md, section
+    10).  Raises TuneError when the source lacks a default for a parameter of tune.json."""
     missing = [p for p in space.parameters if p not in defaults]
     if missing:
         raise TuneError(f"{display_path(reference_source(space.lab_dir))} declares no default "
                         f"for {', '.join(DEFINE_PREFIX + p for p in missing)} (an `#ifndef "
                         f"{DEFINE_PREFIX}{missing[0]}` / `#define {DEFINE_PREFIX}{missing[0]} <value>` block)")
     base = {p: defaults[p] for p in space.parameters}
-    found = [base]
-    names = list(space.parameters)
-    for combo in product(*(space.parameters[p] for p in names)):
-        values = dict(zip(names, combo))
-        if values != base and all(evaluate(c, values) for c in space.constraints):
-            found.append(values)
-    return found
+    combos = (dict(zip(space.parameters, combo)) for combo in product(*space.parameters.values()))
+    return [base] + [v for v in combos if v != base and all(evaluate(c, v) for c in space.constraints)]
 
 
-# ---- where the results go: tuning/<device>.json ------------------------------------------
+def variant_name(params: dict[str, int], is_default: bool = False) -> str:
+    """'default', or the build folder's name of a variant: 'K8-VEC4-SEG128'."""
+    return "default" if is_default else "-".join(f"{k}{v}" for k, v in params.items())
 
 
 def device_slug(device: str) -> str:
@@ -246,27 +169,20 @@ def load_tuning(lab_dir: Path, device: str) -> dict | None:
     path = tuning_path(lab_dir, device)
     if not path.is_file():
         return None
-    shown = display_path(path)
     data = read_json(path, TuneError)
     best = data.get("best") if isinstance(data, dict) else None
-    if not isinstance(best, dict) or not all(
-            isinstance(k, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*", k) and isinstance(v, int)
-            and not isinstance(v, bool) for k, v in best.items()):
-        raise TuneError(f"{shown}: \"best\" must be an object of NAME: integer")
+    if not isinstance(best, dict) or not all(re.fullmatch(_NAME, k) and type(v) is int for k, v in best.items()):
+        raise TuneError(f"{display_path(path)}: \"best\" must be an object of NAME: integer")
     return data
 
 
 def tuned_parameters(lab_dir: Path, device: str | None) -> dict[str, int]:
-    """The parameters the reference of LAB_DIR is built with on `device`: the tuning file's
-    "best", checked against the source's defaults (a name the source no longer declares
-    raises TuneError: the file is stale); {} without a device or a tuning file."""
-    if not device:
-        return {}
-    data = load_tuning(lab_dir, device)
+    """The tuning file's "best" for LAB_DIR's reference on `device`, {} without either; TuneError when
+    it names a parameter the source no longer declares (stale)."""
+    data = load_tuning(lab_dir, device) if device else None
     if data is None:
         return {}
-    declared = source_defaults(reference_source(lab_dir))
-    stale = [k for k in data["best"] if k not in declared]
+    stale = [k for k in data["best"] if k not in source_defaults(reference_source(lab_dir))]
     if stale:
         raise TuneError(f"{display_path(tuning_path(lab_dir, device))}: "
                         f"{', '.join(DEFINE_PREFIX + k for k in stale)} no longer declared in "
@@ -281,28 +197,20 @@ def as_defines(params: dict[str, int]) -> dict[str, int]:
 
 
 def local_device() -> str | None:
-    """The name of the GPU this process would use (nvidia-smi's name of the first GPU that
-    CUDA_VISIBLE_DEVICES lets through, by index or UUID), None without one.  nvidia-smi
-    and the CUDA runtime (the bench's "device") give the same name to the same GPU."""
+    """nvidia-smi's name (the bench's too) of the first GPU CUDA_VISIBLE_DEVICES lets through, by
+    index or UUID; None without one."""
     found, _why = gpus.list_gpus()
-    if not found:
-        return None
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return found[0].name
+    if not found or visible is None:
+        return found[0].name if found else None
     first = visible.split(",")[0].strip()
-    for g in found:
-        if first == str(g.index) or (first and g.uuid.startswith(first)):
-            return g.name
-    return None                                   # "" or "-1": no GPU visible
+    return next((g.name for g in found if first == str(g.index) or (first and g.uuid.startswith(first))), None)
 
 
 def print_defines(lab: str, kit_root: Path = KIT_ROOT) -> str:
-    """What lab.mk puts in KERNEL_DEFINES for IMPL=reference: '-DTUNE_K=8 ...' from this
-    GPU's tuning file of LAB (a lab directory name, or its number), '' when there is none.
-    Raises TuneError for a lab that does not exist or a broken or stale tuning file."""
-    lab_dir = find_lab(lab, kit_root)
-    return build.kernel_defines(as_defines(tuned_parameters(lab_dir, local_device())))
+    """lab.mk's KERNEL_DEFINES for IMPL=reference: '-DTUNE_K=8 ...' from this GPU's tuning file of LAB
+    (a name or number), '' without one.  TuneError: no such lab, a broken or stale tuning file."""
+    return build.kernel_defines(as_defines(tuned_parameters(find_lab(lab, kit_root), local_device())))
 
 
 def find_lab(name: str, kit_root: Path = KIT_ROOT) -> Path:
@@ -315,26 +223,17 @@ def find_lab(name: str, kit_root: Path = KIT_ROOT) -> Path:
     raise TuneError(f"no lab {name!r} (labs: {', '.join(d.name for d in labs)})")
 
 
+def tunable_labs(kit_root: Path = KIT_ROOT) -> list[Path]:
+    """Every lab directory with a tune.json, in lab order."""
+    return [d for d in labspec.discover_labs(kit_root) if (d / TUNE_FILE).is_file()]
+
+
 def built_parameters(build_dir: Path, src: Path) -> dict[str, int]:
-    """The TUNE_ parameters the build in BUILD_DIR compiled SRC (its kernel.cu) with: the source's
-    defaults, replaced by the -DTUNE_NAME=VALUE words lab.mk recorded in BUILD_DIR/flags.stamp (the
-    build's KERNEL_DEFINES: a tuning file's, or a sweep variant's).  {} for a source that declares
-    none.  Raises TuneError when the build left no flags.stamp (it did not run)."""
+    """The TUNE_ parameters BUILD_DIR's build compiled SRC with: its defaults, replaced by the -DTUNE_
+    words lab.mk recorded in BUILD_DIR/flags.stamp.  TuneError when there is none (it did not run)."""
     stamp = Path(build_dir) / "flags.stamp"
     try:
         text = stamp.read_text()
     except OSError:
         raise TuneError(f"{display_path(stamp)} is missing: build first") from None
-    params = source_defaults(src)
-    params.update({name: int(value) for name, value in _BUILT_RE.findall(text)})
-    return params
-
-
-def variant_name(params: dict[str, int], is_default: bool = False) -> str:
-    """'default', or the build folder's name of a variant: 'K8-VEC4-SEG128'."""
-    return "default" if is_default else "-".join(f"{k}{v}" for k, v in params.items())
-
-
-def tunable_labs(kit_root: Path = KIT_ROOT) -> list[Path]:
-    """Every lab directory with a tune.json, in lab order."""
-    return [d for d in labspec.discover_labs(kit_root) if (d / TUNE_FILE).is_file()]
+    return source_defaults(src) | {name: int(value) for name, value in _BUILT_RE.findall(text)}
