@@ -1,7 +1,7 @@
 """Recorded runs: the self-describing JSON, handouts/data/SLUG/KIND.json (SLUG names a GPU), that the
 measured figures of README.md and the handouts are written from (instructor/figures.py).  Written by
-`grade.py tour --json` (tour.py), `calibrate --json` (calibrate.py), `record-check` (record_check here),
-`record-profile` (profilerecord.py), `record-archs` (archs.py) and tests/submissions/bench_class.py;
+`grade.py tour --json` (tour.py), `calibrate --json` (tour.py), `record-check` (record_check here),
+`record-profile` and `record-archs` (commands.py) and tests/submissions/bench_class.py;
 read and validated by load_recordings.  Which command writes which file: handouts/data/README.md.
 """
 
@@ -31,9 +31,9 @@ from ..base.files import display_path as shown, read_json
 #:   check      impl; rows: lab, impl, verdict, points, max_points, cases_passed, cases_total, ratio, gbps,
 #:              copy_gbps, ms_median, steps, seconds, target {table, floor, target}, launchers {name:
 #:              {ms_median, gbps, ratio}} (lab 7 has two), generated_at
-#:   archs      check records of builds for other architectures, put together (archs.py); cuda12 too
+#:   archs      check records of builds for other architectures, put together (commands.py); cuda12 too
 #:   calibrate  runs; rows: lab, ratios (one per run), median, floor, target, written, policy
-#:   profile    ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings (profilerecord.py)
+#:   profile    ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings (commands.py)
 #:   class      students, jobs, cpus, grader_peak_rss_mib; rows "NN/build", "NN/gpu": lab, stage, n,
 #:              wall_s_median, wall_s_max, cpu_s_median, peak_rss_mib_max (classes/resources.py); class-scaling
 #: A field that was not measured is null.  Times are ms (seconds where a name ends in _s), bandwidths GB/s
