@@ -5,7 +5,8 @@
 # in the working tree, without reference/ (the solutions), tests/ (the kit's own tests and
 # the known submissions), .ci/, grader/dist/ itself, and the grader's instructor packages
 # (grader/stencil_grader/classes/: class grading; instructor/: the tour, calibration, tuning,
-# the handouts' figures), whose commands grade.py then does not offer.  Then, in the kit:
+# the handouts' figures; their page templates and grader/requirements.txt), whose commands grade.py
+# then does not offer.  Then, in the kit:
 #   - README.md is grader/dist/README.md and Makefile is grader/dist/Makefile (the student
 #     kit's own: its `make help` lists only what works without the solutions and the tests);
 #   - the Markdown files' parts marked instructor-only are left out (the marks are explained
@@ -33,7 +34,8 @@ mkdir "$kit"
 
 # Tracked files that still exist (one deleted in the working tree is not shipped).
 git ls-files -z | grep -z -v -e '^reference/' -e '^tests/' -e '^\.ci/' -e '^grader/dist/' \
-    -e '^grader/stencil_grader/classes/' -e '^grader/stencil_grader/instructor/' \
+    -e '^grader/stencil_grader/classes/' -e '^grader/stencil_grader/instructor/' -e '^grader/requirements.txt$' \
+    -e '^grader/stencil_grader/templates/\(base\|class\|student\|pair\)\.html$' \
   | while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done > "$stage/files"
 [ -s "$stage/files" ] || fail "git lists no file to ship"
 tar -cf - --null -T "$stage/files" | tar -xf - -C "$kit"

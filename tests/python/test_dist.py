@@ -96,6 +96,9 @@ def test_dist_ships_the_student_readme_and_makefile_and_no_reference(packed):
     assert len(names) > 10 and all(n.startswith("stencil-lab-kit") for n in names)
     assert not [n for n in names if n.count("/") and n.split("/")[1] in ("reference", "tests", ".ci")]
     assert not [n for n in names if n.startswith("stencil-lab-kit/grader/dist")]
+    assert not {"grader/requirements.txt", "grader/stencil_grader/templates/class.html"} & \
+        {n.partition("/")[2] for n in names}                       # the instructor's libraries and pages
+    assert "stencil-lab-kit/grader/stencil_grader/templates/lab.html" in names   # the student's report page
     readme = (kit / "README.md").read_text()
     assert readme.startswith("# CUDA stencil labs: student kit") and "make check" in readme.split("\n\n")[1]
     assert "make test" not in readme and "reference/" not in readme and "tests/" not in readme
