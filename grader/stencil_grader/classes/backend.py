@@ -25,9 +25,8 @@ GRADER_ERROR_TRIES = 2
 
 
 def progress_line(saved: Saved, show_gpu: bool = False) -> str:
-    """One console row of a grading: student, lab, verdict, points ("-" when the verdict is no
-    grade), seconds (and the GPU, with several), and the grade that stays when this grading
-    measured nothing."""
+    """One console row of a grading: student, lab, verdict, points ("-": no grade), seconds (the
+    GPU, with several), and the grade that stays when this grading measured nothing."""
     r = saved.report
     gpu = ((r.get("gpu") or {}).get("assigned") or {}).get("index")
     points = f"{float(r.get('points') or 0.0):6.2f}" if grades.is_grade(r) else "     -"     # no grade: no 0
@@ -42,10 +41,9 @@ def progress_line(saved: Saved, show_gpu: bool = False) -> str:
 
 def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, jobs: int, lock_dir: Path,
            say: Callable[[str], None]) -> Saved:
-    """One grading on the pool's GPUs, saved (resume.save).  A grading that found its GPU
-    unusable (no GPU through it, or a crash that a broken GPU also causes) has that GPU probed
-    again; when it fails now, the lab is graded again on another.  A grader_error is graded
-    GRADER_ERROR_TRIES times at most; with no GPU left the lab is not_measured."""
+    """One grading on the pool's GPUs, saved.  A grading that found its GPU unusable (no GPU
+    through it, or a crash, which a broken GPU also causes) has it probed again, and when it
+    fails now is graded again on another; with no GPU left the lab is not_measured."""
     report, log = worker.grade(task, plan.submissions, 0) if task.source is None else (None, "")
     tries = 0
     while report is None:
@@ -76,23 +74,15 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 progress: Callable[[str], None] = print, kit_root: Path | None = None,
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
                 regrade: bool = False, similarity: bool = False, against: Path | None = None) -> classfiles.ClassResult:
-    """Grade a class on this host (module docstring).
-
-    jobs: gradings at once (default: the CPU count; builds run in parallel up to this, GPU
-        stages one per GPU; each grading's programs get the host's usable CPUs over its GPUs:
-        sandbox.THREADS_ENV).
-    gpus: "all" (default: every GPU nvidia-smi lists) or indices "0,2"; each is probed first
-        and a GPU that fails is left out with a message.  gpu_set: a ready gpupool.GpuSet
-        (tests give fake GPUs and probes).  Nothing to grade (every lab kept): no GPU is
-        probed and the class files are rewritten.
-    progress: called with one line per grading, in the plan's order (students, then labs).
-    regrade: grade every selected lab again (a grade is still never replaced by no grade).
-    similarity: compare the selected labs' kernel.cu files (similarity.run, with `against`)
-        after the gradings and before the class files, which show it; it changes no grade.
+    """Grade a class on this host (module docstring); the class result.  jobs: gradings at once
+    (default: the CPU count; each grading's programs get the usable CPUs over the GPUs).  gpus:
+    --gpus, "all" (default) or indices "0,2"; gpu_set: a ready gpupool.GpuSet instead (tests).
+    Nothing to grade (every lab kept): no GPU is probed and the class files are rewritten.
+    progress: one line per grading, in the plan's order.  regrade: grade every selected lab
+    again (a grade is still never replaced by no grade).  similarity: compare the selected
+    labs' kernel.cu files (similarity.class_step, with `against`) before the class files.
     Raises ClassError (usage; OUT owned by a batch run whose merge has not run; no usable GPU;
-    copydetect missing with similarity) or labspec.LabSpecError (a broken lab.json) before
-    grading anything.
-    """
+    copydetect missing with similarity) or labspec.LabSpecError before grading anything."""
     the_plan = plan.make_plan(submissions_dir, out, labs, student, kit_root, missing_as_zero, regrade)
     for path, data in outdir.unmerged_runs(the_plan.out):    # its merge will rewrite the class files
         raise ClassError(f"--out {the_plan.out} belongs to the batch run {path} (jobs "

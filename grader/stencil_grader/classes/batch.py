@@ -70,8 +70,7 @@ class RunDir:
         return self.path / "pending" / f"{position}.json"
 
     def done_here(self, task: Task) -> Saved | None:
-        """What this run saved of task in OUT (resume.save: its report, or its attempt beside the
-        grade that stood), when this run saved it."""
+        """What this run saved of task in OUT (its report, or its attempt beside the grade that stood)."""
         report = outdir.read_json(outdir.report_path(self.out, task.student, task.lab))
         if report and (report.get("class") or {}).get("run") == self.name:
             return Saved(task.student, task.lab, report)
@@ -103,7 +102,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 @dataclass
 class BatchOptions:
-    """The options of add_options, checked (checked()); setup: the lines of --setup FILE."""
+    """The options of add_options, checked; setup: the lines of --setup FILE."""
 
     arch: str | None = None
     per_task: int | None = None
@@ -117,8 +116,8 @@ class BatchOptions:
     def checked(cls, arch: str | None = None, per_task: int | None = None, max_running: int | None = None,
                 time_per_lab: float | None = None, recording: list[Path] | None = None, setup: Path | None = None,
                 dry_run: bool = False) -> "BatchOptions":
-        """add_options' options (setup: the FILE, read here); ClassError naming one out of range,
-        or a --setup FILE that is unreadable, not UTF-8 text or over SETUP_MAX_BYTES."""
+        """ClassError naming an option out of range, or a --setup FILE that is unreadable, not
+        UTF-8 text or over SETUP_MAX_BYTES."""
         for name, value in (("per-task", per_task), ("max-running", max_running)):
             if value is not None and value < 1:
                 raise ClassError(f"--{name} must be at least 1")
@@ -148,10 +147,7 @@ class BatchOptions:
 
 @dataclass
 class Shape:
-    """What an engine needs to write a run's jobs: its folder (OUT/batch/run-N), the class's
-    name (the submissions folder's, for job names), the tasks per array and gradings per task,
-    each stage's request (resources.Request), at most how many tasks of an array run at once,
-    the setup lines."""
+    """What an engine needs to write a run's jobs (class_name: the submissions folder's)."""
 
     path: Path
     class_name: str
@@ -163,13 +159,11 @@ class Shape:
 
 
 def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str | None) -> list[str]:
-    """The shell lines that end a job script of a shape: the setup lines, then the interpreter
-    found on the node (after them: a module or a virtual environment may provide it) and its
-    version checked (PYTHON_MIN: an older one fails in one line, not in a SyntaxError), then
+    """The lines that end a job script: the setup lines, the node's python3 (found after them) and
+    its version checked (PYTHON_MIN: an older one fails in one line, not in a SyntaxError), then
     `exec python3 grade.py class-task STAGE RUN --task TASK --job JOB`.  task_expr, job_expr:
-    the engine's shell words for its array index and job id (shell variables its jobs have),
-    written in double quotes; every other word is quoted (shlex): only the kit's and OUT's
-    paths, never a student's name (the tasks read their gradings from run.json)."""
+    the engine's shell words for its array index and job id, written in double quotes; the other
+    words are quoted (shlex): only the kit's and OUT's paths, never a student's name."""
     lines = [f"# the lines of --setup (a copy: {shape.path / SETUP_FILE})"] + shape.setup if shape.setup else []
     need, fix = ".".join(map(str, PYTHON_MIN)), "add a module load or a virtual environment to --setup"
     lines += [f'PYTHON=$(command -v python3) || {{ echo "no python3 on $(hostname): {fix}" >&2; exit 2; }}',
@@ -181,62 +175,53 @@ def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str 
 
 
 class BatchEngine:
-    """A batch system: one module of classes/engines/ defines one subclass (and nothing else
-    changes: engines/__init__.py finds it, commands.py makes it `grade.py <name>`).
+    """A batch system: one module of classes/engines/ defines one subclass, and nothing else
+    changes (engines/__init__.py finds it, commands.py makes it `grade.py <name>`).  name: the
+    command and the run's "engine"; log_pattern: its tasks' output in the run folder; max_tasks:
+    the most tasks of one array; gpu_locks: "engine" when it gives each gpu task its own GPU,
+    "node" when the tasks of a node share its GPUs under locks (tasks.py); notes: for the summary.
+    It defines scripts, commands and submit_jobs; the other methods have defaults:
 
-    name: the command and the run's "engine"; summary: its help line; log_pattern: where its
-    tasks write their output, in the run folder ({stage}, {job}, {task}); max_tasks: the
-    most tasks of one array (None: no limit); gpu_locks: "engine" when it gives each gpu task
-    its own GPU, "node" when the tasks of a node share its GPUs under locks (tasks.py).
-    notes: lines for the class summary."""
+        add_options(parser)  its own options, each with a default: keywords of its __init__
+        check()              ClassError for what makes it unusable here, before anything is written
+        validate(shape)      --dry-run: lines saying what was checked here and what not (ClassError
+                             when the options or the scripts it would submit are wrong)
+        still_queued(jobs)   which of an earlier run's job ids it still has queued or running
+        scripts(shape)       {file name: text} of the job scripts, written into the run folder
+        commands(shape)      the shell lines that would submit them (--dry-run)
+        submit_jobs(shape)   submit them: the build array; the GPU array, task i after build task i
+                             (or after the whole array); the merge after every GPU task, whatever
+                             their end; {stage: job id}; ClassError when one is refused, after
+                             cancelling those submitted
+        follow(jobs)         a line saying how to follow the jobs
+    """
 
-    name = "batch"
-    summary = "a batch system"
-    log_pattern = "logs/{stage}-{job}_{task}.out"
+    name, summary, log_pattern = "batch", "a batch system", "logs/{stage}-{job}_{task}.out"
     max_tasks: int | None = None
     gpu_locks = "engine"
 
     def __init__(self, options: BatchOptions, say: Callable[[str], None] = print):
-        """options: the batch layer's; an engine with options of its own takes them as keywords."""
         self.options, self.say, self.notes = options, say, []
 
     @classmethod
     def add_options(cls, parser: argparse.ArgumentParser) -> None:
-        """The engine's own options, each with a default."""
+        pass
 
     def check(self) -> None:
-        """Raise ClassError for what makes this engine unusable here, before anything is written."""
+        pass
 
     def validate(self, shape: Shape) -> list[str]:
-        """What --dry-run can check here of the engine's options and of the scripts it would
-        submit for shape (ClassError when wrong); lines saying what was checked and what not."""
         return []
 
     def still_queued(self, jobs: list[str]) -> list[str]:
-        """Which of an earlier run's job ids the engine still has queued or running."""
         return []
 
-    def scripts(self, shape: Shape) -> dict[str, str]:
-        """{file name: text} of the job scripts, written into the run folder."""
-        raise NotImplementedError
-
-    def commands(self, shape: Shape) -> list[str]:
-        """The shell lines that would submit them (--dry-run)."""
-        raise NotImplementedError
-
-    def submit_jobs(self, shape: Shape) -> dict[str, str]:
-        """Submit the scripts (module docstring: build, gpu, merge and their order); returns
-        {stage: job id}.  ClassError when one is refused, after cancelling those submitted."""
-        raise NotImplementedError
-
     def follow(self, jobs: dict[str, str]) -> str:
-        """A line saying how to follow the jobs."""
         return ""
 
 
 def _shape(engine: BatchEngine, plan: planning.ClassPlan, items: list[Task]) -> Shape:
-    """The shape of a run of these gradings (the next run folder of OUT): the shards, each
-    stage's request (resources.py), from the options."""
+    """The shape of a run of these gradings in the next run folder of OUT (resources.py's requests)."""
     o = engine.options
     try:
         recording = resources.load(o.recording) if o.recording else resources.load(kit=planning.kit_root())
@@ -258,17 +243,14 @@ def _shape(engine: BatchEngine, plan: planning.ClassPlan, items: list[Task]) -> 
 
 
 def _filesystem_of(path: Path) -> str | None:
-    """The filesystem type of the mount holding path (/proc/mounts), or None when unknown."""
+    """The filesystem type of the mount holding path (the longest mount point of /proc/mounts)."""
     try:
-        mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
+        mounts = [f for f in map(str.split, Path("/proc/mounts").read_text().splitlines()) if len(f) >= 3]
     except OSError:
         return None
-    target, best = str(Path(path).resolve()), ("", None)
-    for fields in mounts:
-        point = fields[1].replace("\\040", " ") if len(fields) >= 3 else None
-        if point and (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
-            best = (point, fields[2])
-    return best[1]
+    target = str(Path(path).resolve()) + "/"
+    held = [f for f in reversed(mounts) if target.startswith(f[1].replace("\\040", " ").rstrip("/") + "/")]
+    return max(held, key=lambda f: len(f[1]))[2] if held else None
 
 
 def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | None = None,

@@ -29,16 +29,10 @@ FIGURES = ("n", "wall_s_median", "wall_s_max", "cpu_s_median", "peak_rss_mib_max
 #: The pipeline stages (report["seconds"], report["resources"]) of each task stage.
 STAGE_PARTS = {"build": ("build", "static"), "gpu": ("cases", "bench")}
 RECORDINGS = "handouts/data/*/class.json"
-TIME_SAFETY = 3.0
-TIME_FLOOR_S = 600
-#: Seconds a task needs beyond its gradings (Python start-up, the GPU probe, the status file).
-TASK_SLACK_S = 120
-MEM_SAFETY = 1.5
-MEM_FLOOR_MIB = 1024
-MEM_ROUND_MIB = 256
-#: Python processes a task holds beside a grading's programs: the task, and its grading.
-GRADER_PROCESSES = 2
-MAX_CPUS = 16
+#: The rules (module docstring).  TASK_SLACK_S: Python start-up, the GPU probe, the status file;
+#: GRADER_PROCESSES: the task and its grading, beside the grading's programs.
+TIME_SAFETY, TIME_FLOOR_S, TASK_SLACK_S = 3.0, 600, 120
+MEM_SAFETY, MEM_FLOOR_MIB, MEM_ROUND_MIB, GRADER_PROCESSES, MAX_CPUS = 1.5, 1024, 256, 2, 16
 #: What a task asks for when nothing was measured: MiB of memory and CPUs per task stage.
 NOT_MEASURED = {"build": {"mem_mib": 4096, "cpus": 1}, "gpu": {"mem_mib": 16384, "cpus": 4},
                 "merge": {"mem_mib": 2048, "cpus": 1}}
@@ -46,9 +40,7 @@ NOT_MEASURED = {"build": {"mem_mib": 4096, "cpus": 1}, "gpu": {"mem_mib": 16384,
 MERGE_S_PER_REPORT = 0.05
 #: Gradings per task by default: as many as TARGET_TASK_S of recorded median GPU stages hold,
 #: 1 to MAX_PER_TASK; NOT_MEASURED_PER_TASK without a recording.
-TARGET_TASK_S = 600
-MAX_PER_TASK = 64
-NOT_MEASURED_PER_TASK = 8
+TARGET_TASK_S, MAX_PER_TASK, NOT_MEASURED_PER_TASK = 600, 64, 8
 
 
 def summarize(reports: list[dict], measured_gpu) -> tuple[list[dict], float]:
@@ -115,8 +107,7 @@ def load(paths: list[Path] | None = None, kit: Path | None = None) -> Recording 
 
 @dataclass
 class Request:
-    """What the tasks of one stage ask for: seconds, MiB of memory, CPUs, and what the figures
-    stand on ("measured: ...", "not measured: ...", said in the job script)."""
+    """What the tasks of one stage ask for, and what the figures stand on (said in the job script)."""
 
     seconds: int
     mem_mib: int
@@ -162,7 +153,7 @@ def default_per_task(recording: Recording | None, specs: list) -> int:
     """Gradings per task when --per-task is not given: TARGET_TASK_S over the largest recorded
     median of these labs' GPU stages (1 to MAX_PER_TASK), NOT_MEASURED_PER_TASK without it."""
     medians = [f["wall_s_median"] for s in specs if recording and (f := recording.figures.get((s.lab, "gpu")))]
-    if not medians or len(medians) < len(specs):
+    if len(medians) < len(specs):
         return NOT_MEASURED_PER_TASK
     return max(1, min(MAX_PER_TASK, int(TARGET_TASK_S // max(max(medians), 1e-3))))
 

@@ -1,15 +1,10 @@
-"""What a batch run's jobs run (grader/README.md, section 9, "A batch system"):
+"""What a batch run's jobs run (grader/README.md, section 9, "A batch system"), the task index
+and job id handed in by the engine's job script (nothing here reads an engine's environment):
 
     grade.py class-task build|gpu RUN_DIR --task I [--job ID]    one array task: its shard
     grade.py class-task merge RUN_DIR [--job ID]                  the merge
 
-The engine's job script hands in the task index and its job id; nothing here reads an engine's
-environment.  A build task builds each grading of its shard (a final verdict goes to OUT, a
-build waiting for its GPU stages to pending/); a gpu task probes its GPU ("engine" locks: the
-GPU the engine gave it; "node": every GPU of the node, shared under NODE_LOCKS) and runs the
-GPU stages; the merge turns every grading without a report from this run into grader_error
-naming the task that should have written it, then writes the class files.  Each task keeps a
-status file (tasks/<stage>-<i>.json), "terminated" when SIGTERM came.
+Each task keeps a status file (tasks/<stage>-<i>.json), "terminated" when SIGTERM came.
 """
 
 from __future__ import annotations
@@ -35,8 +30,8 @@ NODE_LOCKS = Path("/tmp") / f"stencil-gpu-locks-{os.getuid()}"
 
 
 class _Status:
-    """A task's status file, rewritten (by rename) as the task goes; on SIGTERM (the engine's
-    time limit, preemption, a cancel) it records what was being graded before the task ends."""
+    """A task's status file, rewritten as the task goes; on SIGTERM (the engine's time limit,
+    preemption, a cancel) it records what was being graded before the task ends."""
 
     def __init__(self, run: RunDir, stage: str, index: int, job: str | None):
         self.path, job = run.status_path(stage, index), job or run.data["jobs"].get(stage)
@@ -67,10 +62,9 @@ def _stamp(run: RunDir, task, report: dict, stage: str, job_task: str | None) ->
 
 
 def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tuple[Path | None, str | None, str]:
-    """(lock folder, GPU indices for the gradings, why the task cannot grade: "" when it can) of a
-    gpu task: with "node" locks every GPU of the node that passes its probe, under NODE_LOCKS;
-    else the GPU the engine gave it (found in nvidia-smi's list by UUID), under a lock folder of
-    its own.  No lock folder: graded without the pool (a node without GPUs: not_measured)."""
+    """(lock folder, GPU indices, why the task cannot grade or "") of a gpu task: with "node"
+    locks every GPU of the node that passes its probe, under NODE_LOCKS; else the GPU the engine
+    gave it, found in nvidia-smi's list by UUID.  No lock folder: graded without the pool."""
     host = socket.gethostname()
     if run.data["gpu_locks"] == "node":
         chosen, why = gpupool.choose("all")
@@ -107,9 +101,10 @@ def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tupl
 
 def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
              say: Callable[[str], None] = print) -> int:
-    """Run task `index` of a run folder's "build" or "gpu" stage (module docstring); job: the
-    engine's job id.  Returns the exit status: 0, or EXIT_GPU_FAILED when a gpu task cannot
-    use its GPU(s) (it grades nothing; the merge names it)."""
+    """Run task `index` of a run's "build" stage (each build of the shard: a final verdict goes
+    to OUT, a build waiting for its GPU stages to pending/) or "gpu" stage (the GPU stages of
+    each pending build).  The exit status: 0, or EXIT_GPU_FAILED when a gpu task cannot use
+    its GPU(s): it grades nothing, and the merge names it."""
     run = RunDir(run_dir)
     shard = run.shard(stage, index)
     status = _Status(run, stage, index, job)
@@ -158,8 +153,7 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
 
 
 def why_not_graded(run: RunDir, position: int) -> str:
-    """Which task should have graded the grading at `position`, and what is known of its end
-    (its status file)."""
+    """Which task should have graded the grading at `position`, and how it ended (its status)."""
     stage = "gpu" if run.pending_path(position).is_file() else "build"
     index = position // run.data["shard_size"]
     status = outdir.read_json(run.status_path(stage, index)) or {}
@@ -179,7 +173,8 @@ def why_not_graded(run: RunDir, position: int) -> str:
 
 
 def merge(run_dir: Path, job: str | None = None, say: Callable[[str], None] = print) -> classfiles.ClassResult:
-    """The merge step (module docstring); returns the class result (classfiles.class_files)."""
+    """Turn every grading of the run without a report from it into grader_error naming the task
+    that should have written it (why_not_graded), then write the class files (their result)."""
     run = RunDir(run_dir)
     status = _Status(run, "merge", 0, job)
     say(f"merging {run.path}: {len(run.items)} grading(s)")

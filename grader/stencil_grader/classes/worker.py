@@ -52,9 +52,8 @@ def time_limit_s(spec: labspec.LabSpec, jobs: int, gpus: int = 1, stage: str = "
 
 
 def temp_root() -> str:
-    """The folder under which gradings make their temporary folders: the system's (TMPDIR), or
-    /tmp or /var/tmp when that one is a path make cannot take (a space); ClassError when
-    none is usable."""
+    """Where gradings make their temporary folders: TMPDIR, else /tmp or /var/tmp when TMPDIR is a
+    path make cannot take (a space); ClassError when none is usable."""
     for folder in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
         if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK) \
                 and build.make_path_problem(Path(folder)) is None:
@@ -64,11 +63,10 @@ def temp_root() -> str:
 
 
 def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = None) -> str:
-    """Build the kit's harness library for `arch` (lab.mk's `harness` target) once, before builds
-    run in parallel (each would otherwise write KIT/build/harness/<arch>/libharness.a at once and
-    one could link it half-written); "" or a note saying why not (each build then makes it).
-    lock: a file whose POSIX lock (fcntl.lockf, which NFS passes between nodes) the batch tasks
-    take around this, so that one builds it and the others find it made."""
+    """Build the kit's harness library for `arch` (lab.mk's `harness` target) once before builds
+    run in parallel, which would each write it and might link it half-written; "" or why not (each
+    build then makes it).  lock: a file whose POSIX lock (fcntl.lockf, which NFS passes between
+    nodes) the batch tasks take around this."""
     handle = None
     try:
         if lock is not None:
@@ -91,15 +89,10 @@ def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = 
 def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", build_dir: Path | None = None,
           arch: str | None = None, gpu_locks: Path | None = None, gpus: str | None = None,
           env: dict[str, str] | None = None) -> tuple[dict, str]:
-    """Grade one task in its own process; (report, what the process printed).
-
-    stage: "all" (build and GPU stages), "build" or "gpu" (pipeline.py's halves, which share
-    build_dir; None: a temporary folder).  gpus goes with gpu_locks.  env: extra variables.
-    The report is the process's JSON report, or a "grader_error" placeholder when it wrote
-    none, died or ran past limit_s; a missing kernel.cu gives a "missing" placeholder and
-    runs nothing, and so does a kernel.cu over build.MAX_SOURCE_BYTES ("compile_error",
-    saying so).  Never raises for what the student's code does; ClassError when no
-    temporary folder is usable (temp_root)."""
+    """(report, what the process printed) of one grading (module docstring).  stage: "all", or
+    pipeline.py's halves "build" and "gpu", which share build_dir (None: a temporary folder);
+    env: extra variables.  A missing kernel.cu gives a "missing" placeholder, one over
+    build.MAX_SOURCE_BYTES "compile_error", and neither runs anything.  ClassError: temp_root's."""
     if task.source is None:
         return grades.placeholder(task.spec, task.student, grades.MISSING, task.why_missing), task.why_missing + "\n"
     if why := build.size_problem(task.source):

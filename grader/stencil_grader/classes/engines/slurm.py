@@ -96,10 +96,10 @@ class SlurmEngine(BatchEngine):
                 self.say(line)
 
     def _check_cluster(self) -> list[str]:
-        """ClassError for a partition sinfo does not list, or a --gres the GPU partition's nodes
-        do not offer; else lines: what was checked, or why not, and warnings for each GPU type of
-        the partition's nodes that --gres may land on and that cannot run the --arch build (SASS
-        runs on its major version at or above it), a note for a type of unknown architecture."""
+        """ClassError for a partition sinfo does not list, or a --gres the GPU partition's nodes do
+        not offer; else what was checked, or why not, a warning naming the GPU types --gres may get
+        that cannot run the --arch build (SASS runs on its major version at or above it), and a
+        note naming those of unknown architecture."""
         if not shutil.which("sinfo"):
             return ["not checked: the partitions and --gres (sinfo is not on PATH here)"]
         done = _slurm("sinfo", "-h", "-o", "%P %G")
@@ -129,18 +129,18 @@ class SlurmEngine(BatchEngine):
                              f"{', '.join(sorted(gres[partition])) or 'none'}); choose --partition, or --gres none "
                              "where the nodes give GPUs without gres")
         lines = ["checked with sinfo: the partitions and --gres"]
-        archs = (self.options.arch or "").split()
+        archs = self.options.arch.split()           # batch.submit has set it
         types = sorted({m.group(2) for m in offered if m.group(1) == name and m.group(2) and kind in (None, m.group(2))})
         known = {t: GRES_ARCH[t.lower()] for t in types if t.lower() in GRES_ARCH}
         bad = [t for t, arch in known.items() if not any(a[:-1] == arch[:-1] and int(arch) >= int(a) for a in archs)]
         good = [t for t in known if t not in bad]
-        if archs and bad:
+        if bad:
             ask = f"--gres {name}:{good[0]}:1" if good else "another --partition"
             lines.append(f"warning: --gres {self.gres} on partition {partition!r}, whose nodes hold "
                          + ", ".join(f"{t} (sm_{a})" for t, a in known.items())
                          + f": a task given {', '.join(bad)} cannot run the build for --arch {' '.join(archs)}; "
                            f"ask {ask}, or build for every type (--arch '{' '.join(sorted(set(archs) | set(known.values())))}')")
-        if archs and (unknown := [t for t in types if t not in known]):
+        if unknown := [t for t in types if t not in known]:
             lines.append(f"note: the kit does not know the architecture of GPU type(s) {', '.join(unknown)} of "
                          f"partition {partition!r}: make sure --arch {' '.join(archs)} runs there")
         return lines
@@ -168,22 +168,18 @@ class SlurmEngine(BatchEngine):
 
     def still_queued(self, jobs: list[str]) -> list[str]:
         """The jobs squeue still lists (queued or running)."""
-        if not shutil.which("squeue"):
-            return []
         return [job for job in jobs if (done := _slurm("squeue", "-h", "-o", "%i", "-j", job)) is not None
                 and done.returncode == 0 and done.stdout.strip()]
 
     # ---------------------------------------------------------------- scripts and submission
     def scripts(self, shape: Shape) -> dict[str, str]:
-        """{stage}.sbatch of each stage (module docstring; grader/README.md lists their lines)."""
+        """<stage>.sbatch of each stage (grader/README.md lists their lines)."""
         texts = {}
         for stage in TASK_STAGES:
             request, (task, job, _) = shape.requests[stage], STAGE_VARS[stage]
-            seconds = int(-(-request.seconds // 1))                 # sbatch --time: D-HH:MM:SS
-            days, rest = divmod(seconds, 86400)
+            days, rest = divmod(request.seconds, 86400)             # sbatch --time: D-HH:MM:SS
             partition = self.partition if stage == "gpu" else self.cpu_partition
-            log = self.log_pattern.format(stage=stage, job="%A", task="%a") if task else \
-                self.log_pattern.format(stage=stage, job="%j", task="0")
+            log = self.log_pattern.format(stage=stage, job="%A" if task else "%j", task="%a" if task else "0")
             class_word = re.sub(r"[^A-Za-z0-9._-]", "_", shape.class_name)[:40] or "class"
             lines = ["#!/bin/bash", f"#SBATCH --job-name=stencil-{class_word}-{shape.path.name}-{stage}"]
             lines += [f"#SBATCH --array=0-{shape.tasks - 1}" + (f"%{shape.max_running}" if shape.max_running else "")
