@@ -1,7 +1,6 @@
-"""A class graded on this host (grade_class): plan (plan.make_plan), the gradings, `jobs` at once
-in threads, each grading's GPU stages on one GPU of the pool (every GPU probed first:
-gpupool.py), then the class files (classfiles.class_files).  A batch system: batch.py.
-"""
+"""A class graded on this host (grade_class): plan (plan.make_plan), the gradings, `jobs` at once in threads, each
+grading's GPU stages on one GPU of the pool (every GPU probed first: gpupool.py), then the class files
+(classfiles.class_files).  A batch system: batch.py."""
 
 from __future__ import annotations
 
@@ -22,21 +21,6 @@ from .submissions import ClassError, shown
 #: Gradings of one (student, lab) in one class run when the grader's machinery fails
 #: (grader_error): the first, and one more.
 GRADER_ERROR_TRIES = 2
-
-
-def progress_line(saved: Saved, show_gpu: bool = False) -> str:
-    """One console row of a grading: student, lab, verdict, points ("-": no grade), seconds (the
-    GPU, with several), and the grade that stays when this grading measured nothing."""
-    r = saved.report
-    gpu = ((r.get("gpu") or {}).get("assigned") or {}).get("index")
-    points = f"{float(r.get('points') or 0.0):6.2f}" if grades.is_grade(r) else "     -"     # no grade: no 0
-    line = (f"{shown(saved.student):<20} {saved.lab:<24} {r.get('verdict'):<14} "
-            f"{points}/{float(r.get('max_points') or 0.0):g}"
-            f"  ({float((r.get('seconds') or {}).get('total', 0.0)):.0f} s)"
-            + (f"  GPU {gpu}" if show_gpu and gpu is not None else ""))
-    if saved.kept:
-        line += f"  (the earlier grade stays: {saved.kept.get('verdict')}, {float(saved.kept.get('points') or 0):.2f})"
-    return line
 
 
 def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, jobs: int, lock_dir: Path,
@@ -74,15 +58,14 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 progress: Callable[[str], None] = print, kit_root: Path | None = None,
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
                 regrade: bool = False, similarity: bool = False, against: Path | None = None) -> classfiles.ClassResult:
-    """Grade a class on this host (module docstring); the class result.  jobs: gradings at once
-    (default: the CPU count; each grading's programs get the usable CPUs over the GPUs).  gpus:
-    --gpus, "all" (default) or indices "0,2"; gpu_set: a ready gpupool.GpuSet instead (tests).
-    Nothing to grade (every lab kept): no GPU is probed and the class files are rewritten.
-    progress: one line per grading, in the plan's order.  regrade: grade every selected lab
-    again (a grade is still never replaced by no grade).  similarity: compare the selected
-    labs' kernel.cu files (similarity.class_step, with `against`) before the class files.
-    Raises ClassError (usage; OUT owned by a batch run whose merge has not run; no usable GPU;
-    copydetect missing with similarity) or labspec.LabSpecError before grading anything."""
+    """Grade a class on this host (module docstring); the class result.  jobs: gradings at once (default: the CPU
+    count; each grading's programs get the usable CPUs over the GPUs).  gpus: --gpus, "all" (default) or indices "0,2";
+    gpu_set: a ready gpupool.GpuSet instead (tests). Nothing to grade (every lab kept): no GPU is probed and the class
+    files are rewritten. progress: one line per grading, in the plan's order.  regrade: grade every selected lab again
+    (a grade is still never replaced by no grade).  similarity: compare the selected labs' kernel.cu files
+    (similarity.class_step, with `against`) before the class files. Raises ClassError (usage; OUT owned by a batch run
+    whose merge has not run; no usable GPU; copydetect missing with similarity) or labspec.LabSpecError before grading
+    anything."""
     the_plan = plan.make_plan(submissions_dir, out, labs, student, kit_root, missing_as_zero, regrade)
     for path, data in outdir.unmerged_runs(the_plan.out):    # its merge will rewrite the class files
         raise ClassError(f"--out {the_plan.out} belongs to the batch run {path} (jobs "
@@ -91,9 +74,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                          "grade here")
     if similarity:
         similar.check(against)
-    jobs = jobs or os.cpu_count() or 1
-    if jobs < 1:
-        raise ClassError("--jobs must be at least 1")
+    jobs = jobs or os.cpu_count() or 1                        # commands.py refuses a --jobs below 1
     notes: list[str] = []
     if the_plan.tasks:
         worker.temp_root()                   # a temporary folder make can build in
@@ -131,7 +112,17 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, jobs, lock_dir, progress),
                                         the_plan.tasks):
                     saved.append(done)
-                    progress(progress_line(done, show_gpu=len(usable) > 1))
+                    # its row: verdict, points ("-": no grade, never a 0), seconds, the GPU (with several), and
+                    # the grade that stays when this grading measured nothing
+                    r, kept = done.report, done.kept
+                    gpu = ((r.get("gpu") or {}).get("assigned") or {}).get("index")
+                    points = f"{float(r.get('points') or 0.0):6.2f}" if grades.is_grade(r) else "     -"
+                    progress(f"{shown(done.student):<20} {done.lab:<24} {r.get('verdict'):<14} "
+                             f"{points}/{float(r.get('max_points') or 0.0):g}"
+                             f"  ({float((r.get('seconds') or {}).get('total', 0.0)):.0f} s)"
+                             + (f"  GPU {gpu}" if len(usable) > 1 and gpu is not None else "")
+                             + (f"  (the earlier grade stays: {kept.get('verdict')}, "
+                                f"{float(kept.get('points') or 0):.2f})" if kept else ""))
         finally:
             shutil.rmtree(lock_dir, ignore_errors=True)
         notes += [n for n in gpu_set.notes if n not in notes]

@@ -1,8 +1,7 @@
-"""A class grading run by a batch system, whatever the engine (grader/README.md, section 9, "A batch
-system"): the run folder OUT/batch/run-N/ (RunDir: run.json, the job scripts, logs/, tasks/,
-pending/, builds/; on a filesystem every node sees), what an engine module of engines/ must do
-(BatchEngine) and `grade.py <engine>` (submit: plan, check, then --dry-run or the three jobs:
-a build array, a GPU array, the merge; what they run is tasks.py)."""
+"""A class grading run by a batch system, whatever the engine (grader/README.md, section 9, "A batch system"): the run
+folder OUT/batch/run-N/ (RunDir: run.json, the job scripts, logs/, tasks/, pending/, builds/; on a filesystem every
+node sees), what an engine module of engines/ must do (BatchEngine) and `grade.py <engine>` (submit: plan, check, then
+--dry-run or the three jobs: a build array, a GPU array, the merge; what they run is tasks.py)."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ class RunDir:
 
     def __init__(self, path: Path):
         self.path = Path(path).resolve()
-        self.name = self.path.name
-        data = outdir.read_json(self.path / RUN_FILE)
+        self.name, data = self.path.name, outdir.read_json(self.path / RUN_FILE)
         if data is None:
             raise ClassError(f"{self.path / RUN_FILE}: no run here (is OUT on a filesystem this node sees?)")
         if data.get("kit_version") != __version__:
@@ -57,10 +55,9 @@ class RunDir:
 
     def shard(self, stage: str, index: int) -> list[tuple[int, Task]]:
         """(position, grading) of task `index` of an array; ClassError for an index out of range."""
-        size = self.data["shard_size"]
         if not 0 <= index < self.data["tasks"]:
             raise ClassError(f"{stage} task {index}: this run has tasks 0 to {self.data['tasks'] - 1}")
-        return list(enumerate(self.items))[index * size:(index + 1) * size]
+        return list(enumerate(self.items))[index * self.data["shard_size"]:(index + 1) * self.data["shard_size"]]
 
     def status_path(self, stage: str, index: int) -> Path:
         return self.path / "tasks" / f"{stage}-{index}.json"
@@ -79,8 +76,6 @@ class RunDir:
             return Saved(task.student, task.lab, attempt, report)
         return None
 
-
-# ------------------------------------------------------------------------------- options
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """The options of every batch engine's command, beside the class options."""
@@ -129,21 +124,18 @@ class BatchOptions:
         if setup:
             try:
                 data = Path(setup).read_bytes()
+                if len(data) > SETUP_MAX_BYTES or b"\0" in data:
+                    raise ClassError(f"--setup {setup} is not a short text file of shell lines (module loads, a "
+                                     f"virtual environment; at most {SETUP_MAX_BYTES} bytes)")
+                lines = data.decode("utf-8").splitlines()
             except OSError as err:
                 raise ClassError(f"--setup {setup}: cannot read it ({err.strerror}); give a file of shell lines such "
                                  "as 'module load cuda/12.4'") from None
-            if len(data) > SETUP_MAX_BYTES or b"\0" in data:
-                raise ClassError(f"--setup {setup} is not a short text file of shell lines (module loads, a virtual "
-                                 f"environment; at most {SETUP_MAX_BYTES} bytes)")
-            try:
-                lines = data.decode("utf-8").splitlines()
             except UnicodeDecodeError:
                 raise ClassError(f"--setup {setup} is not UTF-8 text") from None
         return cls(arch.replace(",", " ").strip() if arch else None, per_task, max_running, time_per_lab, recording,
                    lines, dry_run)
 
-
-# ------------------------------------------------------------------------------- the engine
 
 @dataclass
 class Shape:
@@ -159,11 +151,10 @@ class Shape:
 
 
 def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str | None) -> list[str]:
-    """The lines that end a job script: the setup lines, the node's python3 (found after them) and
-    its version checked (PYTHON_MIN: an older one fails in one line, not in a SyntaxError), then
-    `exec python3 grade.py class-task STAGE RUN --task TASK --job JOB`.  task_expr, job_expr:
-    the engine's shell words for its array index and job id, written in double quotes; the other
-    words are quoted (shlex): only the kit's and OUT's paths, never a student's name."""
+    """The lines that end a job script: the setup lines, the node's python3 (found after them) and its version checked
+    (PYTHON_MIN: an older one fails in one line, not in a SyntaxError), then `exec python3 grade.py class-task STAGE
+    RUN --task TASK --job JOB`.  task_expr, job_expr: the engine's shell words for its array index and job id, written
+    in double quotes; the other words are quoted (shlex): only the kit's and OUT's paths, never a student's name."""
     lines = [f"# the lines of --setup (a copy: {shape.path / SETUP_FILE})"] + shape.setup if shape.setup else []
     need, fix = ".".join(map(str, PYTHON_MIN)), "add a module load or a virtual environment to --setup"
     lines += [f'PYTHON=$(command -v python3) || {{ echo "no python3 on $(hostname): {fix}" >&2; exit 2; }}',
@@ -175,24 +166,21 @@ def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str 
 
 
 class BatchEngine:
-    """A batch system: one module of classes/engines/ defines one subclass, and nothing else
-    changes (engines/__init__.py finds it, commands.py makes it `grade.py <name>`).  name: the
-    command and the run's "engine"; log_pattern: its tasks' output in the run folder; max_tasks:
-    the most tasks of one array; gpu_locks: "engine" when it gives each gpu task its own GPU,
-    "node" when the tasks of a node share its GPUs under locks (tasks.py); notes: for the summary.
-    It defines scripts, commands and submit_jobs; the other methods have defaults:
+    """A batch system: one module of classes/engines/ defines one subclass, and nothing else changes (engines/__init__.py
+    finds it, commands.py makes it `grade.py <name>`).  name: the command and the run's "engine"; log_pattern: its
+    tasks' output in the run folder; max_tasks: the most tasks of one array; gpu_locks: "engine" when it gives each gpu
+    task its own GPU, "node" when the tasks of a node share its GPUs under locks (tasks.py); notes: for the summary.
+    A subclass defines scripts, commands and submit_jobs; the other methods have defaults:
 
         add_options(parser)  its own options, each with a default: keywords of its __init__
         check()              ClassError for what makes it unusable here, before anything is written
-        validate(shape)      --dry-run: lines saying what was checked here and what not (ClassError
-                             when the options or the scripts it would submit are wrong)
+        validate(shape)      --dry-run: lines saying what was checked here and what not (ClassError when wrong)
         still_queued(jobs)   which of an earlier run's job ids it still has queued or running
         scripts(shape)       {file name: text} of the job scripts, written into the run folder
         commands(shape)      the shell lines that would submit them (--dry-run)
-        submit_jobs(shape)   submit them: the build array; the GPU array, task i after build task i
-                             (or after the whole array); the merge after every GPU task, whatever
-                             their end; {stage: job id}; ClassError when one is refused, after
-                             cancelling those submitted
+        submit_jobs(shape)   submit them: the build array; the GPU array, task i after build task i (or after the
+                             whole array); the merge after every GPU task, whatever their end; {stage: job id};
+                             ClassError when one is refused, after cancelling those submitted
         follow(jobs)         a line saying how to follow the jobs
     """
 
@@ -224,7 +212,7 @@ def _shape(engine: BatchEngine, plan: planning.ClassPlan, items: list[Task]) -> 
     """The shape of a run of these gradings in the next run folder of OUT (resources.py's requests)."""
     o = engine.options
     try:
-        recording = resources.load(o.recording) if o.recording else resources.load(kit=planning.kit_root())
+        recording = resources.load(o.recording, planning.kit_root())
     except ValueError as err:
         raise ClassError(f"{err}; give another --recording, or remove the file") from None
     per_task = o.per_task or resources.default_per_task(recording, plan.specs)
@@ -294,10 +282,9 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
         return 0
     shape = _shape(engine, plan, items) if items else None
     if o.dry_run:
-        for name, text in engine.scripts(shape).items():
-            say(f"---- {shape.path / name}\n{text}")
-        say("---- the commands, as shell lines (--dry-run: nothing submitted, nothing written)")
-        for line in engine.commands(shape) + ["---- what was checked here"]:
+        for line in ([f"---- {shape.path / name}\n{text}" for name, text in engine.scripts(shape).items()]
+                     + ["---- the commands, as shell lines (--dry-run: nothing submitted, nothing written)"]
+                     + engine.commands(shape) + ["---- what was checked here"]):
             say(line)
         for line in engine.validate(shape):
             say(line)
@@ -309,9 +296,8 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
         resume.save(plan.out, task.student, task.lab, report, task.why_missing + "\n", plan.asked)
     if shape is None:
         say("nothing to grade: every submitted lab already has a final grade; class files rewritten")
-        result = classfiles.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + engine.notes,
-                                        [], len(plan.kept), plan.lab_facts, plan.roster)
-        for line in result.summary:
+        for line in classfiles.class_files(plan.out, plan.lab_order, plan.missing_as_zero, plan.notes + engine.notes,
+                                           [], len(plan.kept), plan.lab_facts, plan.roster).summary:
             say(line)
         return 0
     for sub in ("logs", "tasks", "pending", "builds"):

@@ -1,8 +1,7 @@
-"""The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe (a
-context, a one-instruction PTX kernel run and read back, in a process of its own): a GPU that
-fails is taken out with a message, and one a grading found unusable is probed again
-(GpuSet.suspect).  base/locks.py GpuPool keeps two gradings off one GPU.
-"""
+"""The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe (a context, a
+one-instruction PTX kernel run and read back, in a process of its own): a GPU that fails is taken out with a message,
+and one a grading found unusable is probed again (GpuSet.suspect).  base/locks.py GpuPool keeps two gradings off one
+GPU."""
 
 from __future__ import annotations
 
@@ -63,7 +62,7 @@ class GpuSet:
         """A grading on GPU `index` saw no usable GPU: probe it again; True when the GPU is
         (now, or already) out of the pool, so that the grading should be run again elsewhere."""
         with self._lock:
-            gpu = next((g for g in self.chosen if g.index == index), None)
+            gpu = next((g for g in self.chosen if g.index == index), None)     # None: not a GPU of the set
             if gpu is None or gpu not in self.usable:
                 return gpu is not None
             result = self._probe(gpu)

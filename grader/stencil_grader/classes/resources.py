@@ -1,7 +1,7 @@
-"""What a batch task asks its engine for (time, memory, CPUs), from class recordings of what the
-labs' stages used (handouts/data/<gpu>/class.json: `make bench-class`, summarize() makes its
-rows), each figure the largest of the recordings; without one, NOT_MEASURED's stated defaults
-and the labs' own stage limits.  The rules (grader/README.md, section 9, "What a task asks for"):
+"""What a batch task asks its engine for, from class recordings of what the labs' stages used
+(handouts/data/<gpu>/class.json, rows made by summarize(): `make bench-class`), each figure the
+largest of the recordings; without one, NOT_MEASURED and the labs' own stage limits.  The rules
+(grader/README.md, section 9, "What a task asks for"):
 
     time    sum over the task's gradings of TIME_SAFETY x the lab's median stage seconds,
             + TASK_SLACK_S, at least TIME_FLOOR_S
@@ -44,9 +44,8 @@ TARGET_TASK_S, MAX_PER_TASK, NOT_MEASURED_PER_TASK = 600, 64, 8
 
 
 def summarize(reports: list[dict], measured_gpu) -> tuple[list[dict], float]:
-    """(the rows of a recording, the largest grading process in MiB) from reports: per lab and
-    task stage whose pipeline stages ran, the median and largest wall seconds, the median CPU
-    seconds and the largest peak.  measured_gpu(report): whether its GPU stages measured."""
+    """(the rows of a recording: per lab and task stage whose pipeline stages ran, the FIGURES;
+    the largest grading process in MiB) from reports.  measured_gpu(report): its GPU stages measured."""
     by_lab: dict[str, dict[str, list[tuple]]] = {}
     grader = 0.0
     for r in reports:
@@ -73,18 +72,17 @@ def summarize(reports: list[dict], measured_gpu) -> tuple[list[dict], float]:
 
 @dataclass
 class Recording:
-    """The recordings read (sources: "path (device, date)"), merged: per (lab, task stage) the
-    largest of each figure, and the largest grading process."""
+    """Recordings merged: "path (device, date)" of each, and the largest of each figure."""
 
     sources: list[str]
     figures: dict[tuple[str, str], dict]
     grader_peak_rss_mib: float
 
 
-def load(paths: list[Path] | None = None, kit: Path | None = None) -> Recording | None:
-    """The recordings at paths (default: every RECORDINGS of the kit), merged (Recording), or
-    None when there is none.  ValueError naming a file that is not such a recording."""
-    paths = sorted(Path(kit or KIT_ROOT).glob(RECORDINGS)) if paths is None else [Path(p) for p in paths]
+def load(paths: list[Path] | None, kit: Path = KIT_ROOT) -> Recording | None:
+    """The recordings at paths (None: every RECORDINGS of the kit) merged, or None when there is
+    none.  ValueError naming a file that is not such a recording."""
+    paths = sorted(Path(kit).glob(RECORDINGS)) if paths is None else [Path(p) for p in paths]
     merged: dict[tuple[str, str], dict] = {}
     sources, grader = [], 0.0
     for path in paths:
@@ -117,9 +115,8 @@ class Request:
 
 def task_request(stage: str, shards: list[list], recording: Recording | None,
                  time_per_lab: float | None = None) -> Request:
-    """The request of stage "build" or "gpu" for tasks grading these shards (each a list of
-    the labs' specs of its gradings, in order; module docstring).  time_per_lab: seconds per
-    grading instead of the figures (--time-per-lab)."""
+    """The request of stage "build" or "gpu" for tasks grading these shards (each the labs' specs
+    of its gradings).  time_per_lab: seconds per grading instead of the figures (--time-per-lab)."""
     specs = {s.lab: s for shard in shards for s in shard}
     figures = {lab: recording.figures.get((lab, stage)) if recording else None for lab in specs}
     unmeasured = sorted(lab for lab, f in figures.items() if f is None)
@@ -150,8 +147,7 @@ def task_request(stage: str, shards: list[list], recording: Recording | None,
 
 
 def default_per_task(recording: Recording | None, specs: list) -> int:
-    """Gradings per task when --per-task is not given: TARGET_TASK_S over the largest recorded
-    median of these labs' GPU stages (1 to MAX_PER_TASK), NOT_MEASURED_PER_TASK without it."""
+    """Gradings per task without --per-task (TARGET_TASK_S's constants)."""
     medians = [f["wall_s_median"] for s in specs if recording and (f := recording.figures.get((s.lab, "gpu")))]
     if len(medians) < len(specs):
         return NOT_MEASURED_PER_TASK
@@ -159,7 +155,7 @@ def default_per_task(recording: Recording | None, specs: list) -> int:
 
 
 def merge_request(reports: int) -> Request:
-    """The merge's request: TIME_FLOOR_S plus MERGE_S_PER_REPORT per report; stated memory."""
+    """The merge's request, for `reports` reports in OUT."""
     mem, cpus = NOT_MEASURED["merge"]["mem_mib"], NOT_MEASURED["merge"]["cpus"]
     return Request(math.ceil(TIME_FLOOR_S + MERGE_S_PER_REPORT * reports), mem, cpus,
                    f"stated: {TIME_FLOOR_S} s + {MERGE_S_PER_REPORT:g} s per report, {mem} MiB (not measured)")

@@ -56,11 +56,6 @@ class _Status:
         self.update(state=state, ended=outdir.now(), ended_epoch=time.time(), current=None, message=message)
 
 
-def _stamp(run: RunDir, task, report: dict, stage: str, job_task: str | None) -> dict:
-    report["class"] = resume.stamp(task.source, task.spec, run.data["engine"], run.name, job_task, stage=stage)
-    return report
-
-
 def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tuple[Path | None, str | None, str]:
     """(lock folder, GPU indices, why the task cannot grade or "") of a gpu task: with "node"
     locks every GPU of the node that passes its probe, under NODE_LOCKS; else the GPU the engine
@@ -92,19 +87,16 @@ def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tupl
     gpu = next((g for g in listed if g.uuid == found.uuid), None)
     if gpu is None:
         say(f"GPU {found.name} ({found.uuid}) is not in nvidia-smi's list here: graded without the pool")
-        gpu = gpulist.Gpu(-1, found.uuid, found.name, found.cc)
-    say(f"GPU: {gpupool.describe(gpu)}")
-    if gpu.index < 0:
         return None, None, ""
+    say(f"GPU: {gpupool.describe(gpu)}")
     return Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-")), str(gpu.index), ""
 
 
 def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
              say: Callable[[str], None] = print) -> int:
-    """Run task `index` of a run's "build" stage (each build of the shard: a final verdict goes
-    to OUT, a build waiting for its GPU stages to pending/) or "gpu" stage (the GPU stages of
-    each pending build).  The exit status: 0, or EXIT_GPU_FAILED when a gpu task cannot use
-    its GPU(s): it grades nothing, and the merge names it."""
+    """Run task `index` of a run's "build" stage (each build of the shard: a final verdict goes to OUT, a build
+    waiting for its GPU stages to pending/) or "gpu" stage (the GPU stages of each pending build).  The exit status: 0,
+    or EXIT_GPU_FAILED when a gpu task cannot use its GPU(s): it grades nothing, and the merge names it."""
     run = RunDir(run_dir)
     shard = run.shard(stage, index)
     status = _Status(run, stage, index, job)
@@ -114,7 +106,7 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
         say(why)
         status.close("failed", why)
         return EXIT_GPU_FAILED
-    if stage == "build" and shard:
+    if stage == "build":
         if note := worker.prepare_harness(shard[0][1].spec.lab_dir, run.data["arch"], run.path / "harness.lock"):
             say(note)
     job_task, limit = status.data["job_task"], run.data["limits"]["per_lab"]
@@ -133,7 +125,7 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
             report, log = worker.grade(task, run.submissions, min(own, limit) if limit else own, stage, build_dir,
                                        arch=run.data["arch"] if stage == "build" else None, gpu_locks=lock_dir,
                                        gpus=gpus)
-            _stamp(run, task, report, stage, job_task)
+            report["class"] = resume.stamp(task.source, task.spec, run.data["engine"], run.name, job_task, stage=stage)
             if report.get("verdict") == "pending":       # a build waiting for its GPU stages
                 outdir.write_atomic(build_log, log)
                 outdir.write_json(pending, report)
@@ -183,7 +175,8 @@ def merge(run_dir: Path, job: str | None = None, say: Callable[[str], None] = pr
         done = run.done_here(task)
         if done is None:
             why = f"not graded: {why_not_graded(run, position)}"
-            data = _stamp(run, task, grades.placeholder(task.spec, task.student, grades.GRADER_ERROR, why), "merge", None)
+            data = grades.placeholder(task.spec, task.student, grades.GRADER_ERROR, why)
+            data["class"] = resume.stamp(task.source, task.spec, run.data["engine"], run.name, None, stage="merge")
             done = resume.save(run.out, task.student, task.lab, data, why + "\n", run.data["asked"])
         saved.append(done)
     for student, lab in run.data["missing"]:

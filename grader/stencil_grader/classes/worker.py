@@ -11,6 +11,7 @@ limit (time_limit_s).  A process that writes no report, dies or runs past its li
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import math
@@ -41,10 +42,9 @@ def clean_env() -> dict[str, str]:
 
 
 def time_limit_s(spec: labspec.LabSpec, jobs: int, gpus: int = 1, stage: str = "all") -> float:
-    """Seconds one grading process of `spec` may take: stage "build" or "gpu", that half of the
-    pipeline's stages (pipeline.stage_seconds); "all", the build, then the GPU stages after
-    waiting behind at most ceil(jobs / gpus) - 1 other gradings' on each GPU (jobs gradings at
-    once share `gpus` GPUs).  SLACK_S more for the process itself."""
+    """Seconds one grading process of `spec` may take: stage "build" or "gpu", that half of the pipeline's stages
+    (pipeline.stage_seconds); "all", the build, then the GPU stages after waiting behind at most ceil(jobs / gpus) - 1
+    other gradings' on each GPU (jobs gradings at once share `gpus` GPUs).  SLACK_S more for the process itself."""
     if stage != "all":
         return pipeline.stage_seconds(spec, stage) + SLACK_S
     waits = math.ceil(max(1, jobs) / max(1, gpus)) - 1
@@ -63,23 +63,17 @@ def temp_root() -> str:
 
 
 def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = None) -> str:
-    """Build the kit's harness library for `arch` (lab.mk's `harness` target) once before builds
-    run in parallel, which would each write it and might link it half-written; "" or why not (each
-    build then makes it).  lock: a file whose POSIX lock (fcntl.lockf, which NFS passes between
-    nodes) the batch tasks take around this."""
-    handle = None
-    try:
-        if lock is not None:
-            try:
-                handle = open(lock, "a")
+    """Build the kit's harness library for `arch` (lab.mk's `harness` target) once before builds run in parallel,
+    which would each write it and might link it half-written; "" or why not (each build then makes it).  lock: a file
+    whose POSIX lock (fcntl.lockf, which NFS passes between nodes) the batch tasks take around this."""
+    with open(lock, "a") if lock is not None else contextlib.nullcontext() as handle:
+        try:
+            if handle is not None:
                 fcntl.lockf(handle, fcntl.LOCK_EX)
-            except OSError:                   # a filesystem without locks: build unlocked
-                pass
+        except OSError:                       # a filesystem without locks: build unlocked
+            pass
         run = process.run(["make", "--no-print-directory", "-s", "-C", str(lab_dir), "harness"]
                           + ([f"CUDA_ARCH={arch}"] if arch else []), build.DEFAULT_TIMEOUT_S)
-    finally:
-        if handle is not None:
-            handle.close()
     # a lab without lab.mk's harness target (the tests' fake labs) has nothing to prepare
     if run.returncode == 0 or "No rule to make target" in run.stdout + run.stderr:
         return ""

@@ -1,8 +1,6 @@
-"""`grade.py slurm`: a class graded by Slurm job arrays; every Slurm word of the kit is here.
-build.sbatch (an array, no GPU), gpu.sbatch (an array, --gres, task i after build task i:
-aftercorr) and merge.sbatch (afterany on the GPU array), submitted with sbatch; what each asks
-for and what --dry-run checks: grader/README.md, section 9, "Slurm".
-"""
+"""`grade.py slurm`: a class graded by Slurm job arrays; every Slurm word of the kit is here. build.sbatch (an array,
+no GPU), gpu.sbatch (an array, --gres, task i after build task i: aftercorr) and merge.sbatch (afterany on the GPU
+array), submitted with sbatch; what each asks for and what --dry-run checks: grader/README.md, section 9, "Slurm"."""
 
 from __future__ import annotations
 
@@ -84,7 +82,6 @@ class SlurmEngine(BatchEngine):
         self.requeue, self.sbatch_options, self.max_tasks = requeue, list(sbatch_option or []), array_max
         self.gpu_locks = "node" if gres == "none" else "engine"
 
-    # ---------------------------------------------------------------- checks
     def check(self) -> None:
         """sbatch on PATH; the partitions and the GPU partition's gres (sinfo, where it is)."""
         if shutil.which("sbatch") is None:
@@ -96,10 +93,9 @@ class SlurmEngine(BatchEngine):
                 self.say(line)
 
     def _check_cluster(self) -> list[str]:
-        """ClassError for a partition sinfo does not list, or a --gres the GPU partition's nodes do
-        not offer; else what was checked, or why not, a warning naming the GPU types --gres may get
-        that cannot run the --arch build (SASS runs on its major version at or above it), and a
-        note naming those of unknown architecture."""
+        """ClassError for a partition sinfo does not list, or a --gres the GPU partition's nodes do not offer; else
+        what was checked, or why not, a warning naming the GPU types --gres may get that cannot run the --arch build
+        (SASS runs on its major version at or above it), and a note naming those of unknown architecture."""
         if not shutil.which("sinfo"):
             return ["not checked: the partitions and --gres (sinfo is not on PATH here)"]
         done = _slurm("sinfo", "-h", "-o", "%P %G")
@@ -171,7 +167,6 @@ class SlurmEngine(BatchEngine):
         return [job for job in jobs if (done := _slurm("squeue", "-h", "-o", "%i", "-j", job)) is not None
                 and done.returncode == 0 and done.stdout.strip()]
 
-    # ---------------------------------------------------------------- scripts and submission
     def scripts(self, shape: Shape) -> dict[str, str]:
         """<stage>.sbatch of each stage (grader/README.md lists their lines)."""
         texts = {}
