@@ -254,12 +254,18 @@ def test_every_gpu_failing_refuses_the_class(gpu_host, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_gpus_option_picks_by_index_and_refuses_an_unknown_one(gpu_host, monkeypatch):
-    gpu_host.gpus(fake_gpus(3))
-    chosen, why = gpupool.choose("0,2")
-    assert why is None and [g.index for g in chosen] == [0, 2]
-    with pytest.raises(ValueError, match="'5' is not a GPU of this host"):
-        gpupool.choose("5")
+def test_gpus_option_picks_by_index_and_refuses_an_unknown_one(gpu_host, tmp_path, monkeypatch):
+    listed = gpu_host.gpus(fake_gpus(3))
+    gpu_host.students(2)
+    monkeypatch.setattr(gpupool, "probe", lambda uuid=None: gpupool.ProbeResult("ok", uuid=uuid, name=H100, cc="9.0"))
+    result = backend.grade_class(gpu_host.subs, tmp_path / "out", jobs=2, gpus="0,2", progress=lambda line: None,
+                                 kit_root=gpu_host.kit.root)
+    assert [g.verdict for g in result.gradings] == ["pass"] * 2
+    assert {r[2] for r in gpu_host.runs()} <= {listed[0].uuid, listed[2].uuid}
+    with pytest.raises(ClassError, match="'5' is not a GPU of this host"):
+        backend.grade_class(gpu_host.subs, tmp_path / "out2", gpus="5", progress=lambda line: None,
+                            kit_root=gpu_host.kit.root)
+    assert not (tmp_path / "out2").exists()
 
 
 # ---------------------------------------------------------------- the probe program, on a fake driver

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+from ..base import gpus as gpulist
 from ..base import sandbox
 from . import classfiles, gpupool, grades, outdir, plan, resume, worker
 from . import similarity as similar
@@ -18,8 +19,7 @@ from .plan import ClassPlan, Task
 from .resume import Saved
 from .submissions import ClassError, shown
 
-#: Gradings of one (student, lab) in one class run when the grader's machinery fails
-#: (grader_error): the first, and one more.
+#: Gradings of one (student, lab) in one class run when the grader's machinery fails (grader_error).
 GRADER_ERROR_TRIES = 2
 
 
@@ -74,21 +74,24 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                          "grade here")
     if similarity:
         similar.check(against)
-    jobs = jobs or os.cpu_count() or 1                        # commands.py refuses a --jobs below 1
+    jobs = jobs or os.cpu_count() or 1                  # commands.py refuses a --jobs below 1
     notes: list[str] = []
     if the_plan.tasks:
         worker.temp_root()                   # a temporary folder make can build in
-        if gpu_set is None:
+        if gpu_set is None:                  # --gpus among the GPUs nvidia-smi lists
+            found, why = gpulist.list_gpus()
             try:
-                chosen, why = gpupool.choose(gpus)
-            except ValueError as err:
+                if why and gpus not in (None, "all"):
+                    raise ValueError(f"--gpus {gpus}: {why}")
+                chosen = [] if why else gpulist.select(found, gpus or "all")
+            except ValueError as err:            # an index that is not there: select names those that are
                 raise ClassError(str(err)) from None
             if why:
                 notes.append(f"no GPU on this machine ({why}): every GPU stage will be not_measured")
             gpu_set = gpupool.GpuSet(chosen, say=progress)
         gpu_set.check()
         if gpu_set.chosen and not gpu_set.usable:
-            raise ClassError("no usable GPU: " + "; ".join(gpu_set.notes) + " (fix the GPU, or choose others with --gpus)")
+            raise ClassError(f"no usable GPU: {'; '.join(gpu_set.notes)} (fix the GPU, or choose others with --gpus)")
         if len(models := sorted({g.name for g in gpu_set.usable})) > 1:
             notes.append(f"the GPUs of this host are of {len(models)} models ({', '.join(models)}): "
                          "scores compare within one model; --gpus picks one")
@@ -112,8 +115,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, jobs, lock_dir, progress),
                                         the_plan.tasks):
                     saved.append(done)
-                    # its row: verdict, points ("-": no grade, never a 0), seconds, the GPU (with several), and
-                    # the grade that stays when this grading measured nothing
+                    # its row: points "-" for no grade (never a 0); the grade that stays when this one measured nothing
                     r, kept = done.report, done.kept
                     gpu = ((r.get("gpu") or {}).get("assigned") or {}).get("index")
                     points = f"{float(r.get('points') or 0.0):6.2f}" if grades.is_grade(r) else "     -"

@@ -37,8 +37,7 @@ _ARCH = re.compile(r"^\d{2,3}([ ,]\d{2,3})*$")
 
 
 class RunDir:
-    """A run folder (module docstring): its run.json (data), the gradings it holds (items, in
-    run.json's order: a grading's position names its files) and their shards."""
+    """A run folder: its run.json (data), its gradings (items; a grading's position names its files), their shards."""
 
     def __init__(self, path: Path):
         self.path = Path(path).resolve()
@@ -158,19 +157,20 @@ def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str 
     lines = [f"# the lines of --setup (a copy: {shape.path / SETUP_FILE})"] + shape.setup if shape.setup else []
     need, fix = ".".join(map(str, PYTHON_MIN)), "add a module load or a virtual environment to --setup"
     lines += [f'PYTHON=$(command -v python3) || {{ echo "no python3 on $(hostname): {fix}" >&2; exit 2; }}',
-              f'"$PYTHON" -c \'import sys; sys.exit(sys.version_info < {PYTHON_MIN})\' || {{ echo "$("$PYTHON" -V 2>&1) '
-              f'at $PYTHON on $(hostname): the kit needs Python {need} or later; {fix}" >&2; exit 2; }}']
+              f'"$PYTHON" -c \'import sys; sys.exit(sys.version_info < {PYTHON_MIN})\' || '
+              f'{{ echo "$("$PYTHON" -V 2>&1) at $PYTHON on $(hostname): the kit needs Python {need} or later; '
+              f'{fix}" >&2; exit 2; }}']
     words = " ".join(shlex.quote(str(a)) for a in (worker.GRADE_PY, "class-task", stage, shape.path))
     words += (f' --task "{task_expr}"' if task_expr else "") + (f' --job "{job_expr}"' if job_expr else "")
     return lines + [f'exec "$PYTHON" {words}']
 
 
 class BatchEngine:
-    """A batch system: one module of classes/engines/ defines one subclass, and nothing else changes (engines/__init__.py
-    finds it, commands.py makes it `grade.py <name>`).  name: the command and the run's "engine"; log_pattern: its
-    tasks' output in the run folder; max_tasks: the most tasks of one array; gpu_locks: "engine" when it gives each gpu
-    task its own GPU, "node" when the tasks of a node share its GPUs under locks (tasks.py); notes: for the summary.
-    A subclass defines scripts, commands and submit_jobs; the other methods have defaults:
+    """A batch system: one module of classes/engines/ defines one subclass, and nothing else changes (engines/ finds
+    it, commands.py makes it `grade.py <name>`).  name: the command and the run's "engine"; log_pattern: its
+    tasks' output in the run folder; max_tasks: the most tasks of one array (None: any); gpu_locks: "engine" when it
+    gives each gpu task its own GPU, "node" when the tasks of a node share its GPUs under locks (tasks.py); notes: for
+    the summary.  A subclass defines scripts, commands and submit_jobs; the other methods have defaults:
 
         add_options(parser)  its own options, each with a default: keywords of its __init__
         check()              ClassError for what makes it unusable here, before anything is written
@@ -181,12 +181,11 @@ class BatchEngine:
         submit_jobs(shape)   submit them: the build array; the GPU array, task i after build task i (or after the
                              whole array); the merge after every GPU task, whatever their end; {stage: job id};
                              ClassError when one is refused, after cancelling those submitted
-        follow(jobs)         a line saying how to follow the jobs
+        follow               a command that follows the jobs ({jobs}: their ids, comma-separated), or ""
     """
 
     name, summary, log_pattern = "batch", "a batch system", "logs/{stage}-{job}_{task}.out"
-    max_tasks: int | None = None
-    gpu_locks = "engine"
+    max_tasks, gpu_locks, follow = None, "engine", ""
 
     def __init__(self, options: BatchOptions, say: Callable[[str], None] = print):
         self.options, self.say, self.notes = options, say, []
@@ -203,9 +202,6 @@ class BatchEngine:
 
     def still_queued(self, jobs: list[str]) -> list[str]:
         return []
-
-    def follow(self, jobs: dict[str, str]) -> str:
-        return ""
 
 
 def _shape(engine: BatchEngine, plan: planning.ClassPlan, items: list[Task]) -> Shape:
@@ -326,8 +322,8 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
     outdir.write_json(shape.path / RUN_FILE, dict(data, jobs=dict(data["jobs"], **jobs)))
     say(f"\nsubmitted {shape.path}: {len(items)} grading(s) in {shape.tasks} task(s) of {shape.shard_size} per "
         "array; jobs " + ", ".join(f"{k} {v}" for k, v in jobs.items()))
-    if follow := engine.follow(jobs):
-        say(f"  follow with: {follow}")
+    if engine.follow:
+        say(f"  follow with: {engine.follow.format(jobs=','.join(jobs.values()))}")
     say(f"  the merge writes {plan.out / 'class.csv'} and {plan.out / 'summary.txt'}; "
         "run this same command again to grade whatever did not finish")
     return 0

@@ -9,7 +9,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from ..base import gpus as gpulist
 from ..base.gpuprobe import ProbeResult, probe
 from ..base.gpus import Gpu
 
@@ -17,16 +16,6 @@ from ..base.gpus import Gpu
 def describe(gpu: Gpu) -> str:
     """'GPU 1 (NVIDIA H100 80GB HBM3, GPU-5c3e...)'."""
     return f"GPU {gpu.index} ({gpu.name}, {gpu.uuid})"
-
-
-def choose(spec: str | None) -> tuple[list[Gpu], str | None]:
-    """The GPUs `--gpus spec` names ("all", the default, or indices "0,2") among those
-    nvidia-smi lists, and None; or ([], why there is none) on a machine without GPUs.
-    Raises ValueError for an index that is not there (the message lists the indices)."""
-    found, why = gpulist.list_gpus()
-    if why and spec not in (None, "all"):
-        raise ValueError(f"--gpus {spec}: {why}")
-    return ([], why) if why else (gpulist.select(found, spec or "all"), None)
 
 
 class GpuSet:
@@ -41,7 +30,8 @@ class GpuSet:
 
     def _remove(self, gpu: Gpu, result: ProbeResult) -> None:
         self.usable.remove(gpu)
-        self.notes.append(f"{describe(gpu)} failed its probe ({result.message or result.status}): taken out of the pool")
+        self.notes.append(f"{describe(gpu)} failed its probe ({result.message or result.status}): taken out of the "
+                          "pool")
         self._say(self.notes[-1])
 
     def check(self) -> None:

@@ -46,27 +46,25 @@ TARGET_TASK_S, MAX_PER_TASK, NOT_MEASURED_PER_TASK = 600, 64, 8
 def summarize(reports: list[dict], measured_gpu) -> tuple[list[dict], float]:
     """(the rows of a recording: per lab and task stage whose pipeline stages ran, the FIGURES;
     the largest grading process in MiB) from reports.  measured_gpu(report): its GPU stages measured."""
-    by_lab: dict[str, dict[str, list[tuple]]] = {}
-    grader = 0.0
+    found: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     for r in reports:
         seconds, used = r.get("seconds") or {}, r.get("resources") or {}
-        grader = max(grader, float((used.get("grader") or {}).get("peak_rss_mib", 0.0)))
         for stage, parts in STAGE_PARTS.items():
             if any(p in seconds for p in parts) and (stage != "gpu" or measured_gpu(r)):
-                by_lab.setdefault(r["lab"], {}).setdefault(stage, []).append((
+                found.setdefault((r["lab"], stage), []).append((
                     sum(float(seconds.get(p, 0.0)) for p in parts),
                     sum(float((used.get(p) or {}).get("cpu_s", 0.0)) for p in parts),
                     max(float((used.get(p) or {}).get("peak_rss_mib", 0.0)) for p in parts)))
     rows = []
-    for lab, stages in sorted(by_lab.items()):
-        for stage in STAGE_PARTS:
-            found = stages.get(stage) or []
-            wall, cpu, peak = zip(*found) if found else ((), (), ())
-            rows.append({"id": f"{lab[:2]}/{stage}", "lab": lab, "stage": stage, "n": len(found),
-                         "wall_s_median": round(statistics.median(wall), 3) if found else None,
-                         "wall_s_max": round(max(wall), 3) if found else None,
-                         "cpu_s_median": round(statistics.median(cpu), 3) if found else None,
-                         "peak_rss_mib_max": round(max(peak), 1) if found else None})
+    for lab, stage in ((lab, stage) for lab in sorted({lab for lab, _ in found}) for stage in STAGE_PARTS):
+        got = found.get((lab, stage), [])
+        wall, cpu, peak = zip(*got) if got else ((), (), ())
+        figures = (round(statistics.median(wall), 3), round(max(wall), 3), round(statistics.median(cpu), 3),
+                   round(max(peak), 1)) if got else (None,) * 4
+        rows.append({"id": f"{lab[:2]}/{stage}", "lab": lab, "stage": stage, "n": len(got),
+                     **dict(zip(FIGURES[1:], figures))})
+    grader = max((float(((r.get("resources") or {}).get("grader") or {}).get("peak_rss_mib", 0.0)) for r in reports),
+                 default=0.0)
     return rows, round(grader, 1)
 
 

@@ -1,10 +1,8 @@
-"""What a batch run's jobs run (grader/README.md, section 9, "A batch system"), the task index
-and job id handed in by the engine's job script (nothing here reads an engine's environment):
+"""What a batch run's jobs run (grader/README.md, section 9, "A batch system"), the task index and job id handed
+in by the engine's job script (nothing here reads an engine's environment); each keeps tasks/<stage>-<i>.json:
 
     grade.py class-task build|gpu RUN_DIR --task I [--job ID]    one array task: its shard
     grade.py class-task merge RUN_DIR [--job ID]                  the merge
-
-Each task keeps a status file (tasks/<stage>-<i>.json), "terminated" when SIGTERM came.
 """
 
 from __future__ import annotations
@@ -30,8 +28,7 @@ NODE_LOCKS = Path("/tmp") / f"stencil-gpu-locks-{os.getuid()}"
 
 
 class _Status:
-    """A task's status file, rewritten as the task goes; on SIGTERM (the engine's time limit,
-    preemption, a cancel) it records what was being graded before the task ends."""
+    """A task's status file, rewritten as it goes; "terminated" with what it was grading when SIGTERM came."""
 
     def __init__(self, run: RunDir, stage: str, index: int, job: str | None):
         self.path, job = run.status_path(stage, index), job or run.data["jobs"].get(stage)
@@ -62,7 +59,7 @@ def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tupl
     gave it, found in nvidia-smi's list by UUID.  No lock folder: graded without the pool."""
     host = socket.gethostname()
     if run.data["gpu_locks"] == "node":
-        chosen, why = gpupool.choose("all")
+        chosen, why = gpulist.list_gpus()
         if why:
             say(f"no GPU on {host} ({why}): the GPU stages will be not_measured")
             return None, None, ""
@@ -106,9 +103,9 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
         say(why)
         status.close("failed", why)
         return EXIT_GPU_FAILED
-    if stage == "build":
-        if note := worker.prepare_harness(shard[0][1].spec.lab_dir, run.data["arch"], run.path / "harness.lock"):
-            say(note)
+    if stage == "build" and (note := worker.prepare_harness(shard[0][1].spec.lab_dir, run.data["arch"],
+                                                            run.path / "harness.lock")):
+        say(note)
     job_task, limit = status.data["job_task"], run.data["limits"]["per_lab"]
     try:
         for position, task in shard:

@@ -3,10 +3,9 @@
     grade.py lab LABDIR --impl SUBMISSIONS/<student> --build-dir DIR --json FILE
                  [--stage build|gpu] [--arch ARCH] [--gpu-locks LOCKS --gpus 0,2]
 
-an argument list (no shell; the build copies kernel.cu under a name of its own, so a folder name
-reaches no make), a clean environment (clean_env), its own TMPDIR under temp_root and a time
-limit (time_limit_s).  A process that writes no report, dies or runs past its limit gives a
-"grader_error" report saying what happened.
+an argument list (no shell; the build copies kernel.cu under a name of its own, so a folder name reaches no make), a
+clean environment (clean_env), its own TMPDIR under temp_root and a time limit (time_limit_s).  A process that writes
+no report, dies or runs past its limit gives a "grader_error" report saying what happened.
 """
 
 from __future__ import annotations

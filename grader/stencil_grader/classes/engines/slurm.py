@@ -49,6 +49,7 @@ class SlurmEngine(BatchEngine):
     name = "slurm"
     summary = ("instructor mode on a Slurm cluster: job arrays that build, run the GPU stages, and merge "
                "(run it on a login node)")
+    follow = "squeue -j {jobs}"
 
     @classmethod
     def add_options(cls, p: argparse.ArgumentParser) -> None:
@@ -103,13 +104,11 @@ class SlurmEngine(BatchEngine):
             why = f"no answer in {SLURM_TIMEOUT_S:g} s" if done is None else \
                 ((done.stderr or done.stdout).strip().splitlines() or [f"exit {done.returncode}"])[-1]
             return [f"not checked: the partitions and --gres (sinfo failed: {why})"]
+        rows = [line.strip().partition(" ")[::2] for line in done.stdout.splitlines()]
         gres: dict[str, set[str]] = {}
-        default = None
-        for line in done.stdout.splitlines():
-            name, _, node_gres = line.strip().partition(" ")
-            if name.endswith("*"):
-                name = default = name[:-1]
-            gres.setdefault(name, set()).add(node_gres.strip())
+        for name, node_gres in rows:
+            gres.setdefault(name.rstrip("*"), set()).add(node_gres.strip())
+        default = next((name[:-1] for name, _ in rows if name.endswith("*")), None)
         for p in (self.partition, self.cpu_partition):
             if p and p not in gres:
                 raise ClassError(f"unknown partition {p!r}: this cluster's partitions are "
@@ -119,14 +118,15 @@ class SlurmEngine(BatchEngine):
             return ["checked with sinfo: the partitions"]
         name, *rest = self.gres.split(":")
         kind, count = (rest[0], int(rest[1])) if len(rest) == 2 else (None, int(rest[0]))
-        offered = [m for g in gres[partition] for m in _NODE_GRES.finditer(g)]
-        if not any(m.group(1) == name and kind in (None, m.group(2)) and int(m.group(3)) >= count for m in offered):
+        offered = [m for g in gres[partition] for m in _NODE_GRES.finditer(g) if m.group(1) == name
+                   and kind in (None, m.group(2))]          # the node types --gres may land on
+        if not any(int(m.group(3)) >= count for m in offered):
             raise ClassError(f"--gres {self.gres}: no node of partition {partition!r} offers it (sinfo: "
                              f"{', '.join(sorted(gres[partition])) or 'none'}); choose --partition, or --gres none "
                              "where the nodes give GPUs without gres")
         lines = ["checked with sinfo: the partitions and --gres"]
         archs = self.options.arch.split()           # batch.submit has set it
-        types = sorted({m.group(2) for m in offered if m.group(1) == name and m.group(2) and kind in (None, m.group(2))})
+        types = sorted({m.group(2) for m in offered if m.group(2)})
         known = {t: GRES_ARCH[t.lower()] for t in types if t.lower() in GRES_ARCH}
         bad = [t for t, arch in known.items() if not any(a[:-1] == arch[:-1] and int(arch) >= int(a) for a in archs)]
         good = [t for t in known if t not in bad]
@@ -134,8 +134,8 @@ class SlurmEngine(BatchEngine):
             ask = f"--gres {name}:{good[0]}:1" if good else "another --partition"
             lines.append(f"warning: --gres {self.gres} on partition {partition!r}, whose nodes hold "
                          + ", ".join(f"{t} (sm_{a})" for t, a in known.items())
-                         + f": a task given {', '.join(bad)} cannot run the build for --arch {' '.join(archs)}; "
-                           f"ask {ask}, or build for every type (--arch '{' '.join(sorted(set(archs) | set(known.values())))}')")
+                         + f": a task given {', '.join(bad)} cannot run the build for --arch {' '.join(archs)}; ask "
+                           f"{ask}, or build for every type (--arch '{' '.join(sorted({*archs, *known.values()}))}')")
         if unknown := [t for t in types if t not in known]:
             lines.append(f"note: the kit does not know the architecture of GPU type(s) {', '.join(unknown)} of "
                          f"partition {partition!r}: make sure --arch {' '.join(archs)} runs there")
@@ -213,8 +213,7 @@ class SlurmEngine(BatchEngine):
         return lines
 
     def submit_jobs(self, shape: Shape) -> dict[str, str]:
-        jobs: dict[str, str] = {}
-        previous = None
+        jobs, previous = {}, None
         for stage in TASK_STAGES:
             argv = self._sbatch(shape, stage, previous)
             done = _slurm(*argv)
@@ -227,6 +226,3 @@ class SlurmEngine(BatchEngine):
             previous = jobs[stage] = done.stdout.strip().split(";")[0]
             self.say(" ".join(shlex.quote(a) for a in argv) + f"   -> job {previous}")
         return jobs
-
-    def follow(self, jobs: dict[str, str]) -> str:
-        return f"squeue -j {','.join(jobs.values())}"
