@@ -25,9 +25,8 @@ GRADER_ERROR_TRIES = 2
 
 def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, jobs: int, lock_dir: Path,
            say: Callable[[str], None]) -> Saved:
-    """One grading on the pool's GPUs, saved.  A grading that found its GPU unusable (no GPU
-    through it, or a crash, which a broken GPU also causes) has it probed again, and when it
-    fails now is graded again on another; with no GPU left the lab is not_measured."""
+    """One grading on the pool's GPUs, saved.  A GPU found unusable (no GPU through it, or a crash, which a broken GPU
+    also causes) is probed again, and when it fails the lab is graded on another (no GPU left: not_measured)."""
     report, log = worker.grade(task, plan.submissions, 0) if task.source is None else (None, "")
     tries = 0
     while report is None:
@@ -105,8 +104,8 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
         progress(f"grading {len(the_plan.tasks)} lab(s) of {len(the_plan.students)} student(s), {jobs} at a time, "
                  + (f"on {len(usable)} GPU(s): " + ", ".join(map(gpupool.describe, usable)) if usable
                     else "without a GPU"))
-        first = next((t for t in the_plan.tasks if t.source is not None), None)
-        if first is not None and jobs > 1 and (note := worker.prepare_harness(first.spec.lab_dir)):
+        first = next((t for t in the_plan.tasks if t.source is not None), None)     # its lab's harness, built once
+        if jobs > 1 and first and (note := worker.prepare_harness(first.spec.lab_dir)):
             notes.append(note)
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))     # never in the output folder
         try:

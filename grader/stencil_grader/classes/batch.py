@@ -10,7 +10,7 @@ import math
 import re
 import shlex
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -61,8 +61,7 @@ class RunDir:
     def status_path(self, stage: str, index: int) -> Path:
         return self.path / "tasks" / f"{stage}-{index}.json"
 
-    def pending_path(self, position: int) -> Path:
-        """pending/<i>.json of the grading at `position` (its build waits for its GPU stages)."""
+    def pending_path(self, position: int) -> Path:          # a build waiting for its GPU stages
         return self.path / "pending" / f"{position}.json"
 
     def done_here(self, task: Task) -> Saved | None:
@@ -98,20 +97,19 @@ def add_options(p: argparse.ArgumentParser) -> None:
 class BatchOptions:
     """The options of add_options, checked; setup: the lines of --setup FILE."""
 
-    arch: str | None = None
-    per_task: int | None = None
-    max_running: int | None = None
-    time_per_lab: float | None = None
-    recording: list[Path] | None = None
-    setup: list[str] = field(default_factory=list)
-    dry_run: bool = False
+    arch: str | None
+    per_task: int | None
+    max_running: int | None
+    time_per_lab: float | None
+    recording: list[Path] | None
+    setup: list[str]
+    dry_run: bool
 
     @classmethod
     def checked(cls, arch: str | None = None, per_task: int | None = None, max_running: int | None = None,
                 time_per_lab: float | None = None, recording: list[Path] | None = None, setup: Path | None = None,
                 dry_run: bool = False) -> "BatchOptions":
-        """ClassError naming an option out of range, or a --setup FILE that is unreadable, not
-        UTF-8 text or over SETUP_MAX_BYTES."""
+        """ClassError naming an option out of range, or a --setup FILE unreadable, not UTF-8 or over SETUP_MAX_BYTES."""
         for name, value in (("per-task", per_task), ("max-running", max_running)):
             if value is not None and value < 1:
                 raise ClassError(f"--{name} must be at least 1")
@@ -119,19 +117,17 @@ class BatchOptions:
             raise ClassError("--time-per-lab must be a positive number of seconds")
         if arch is not None and not _ARCH.match(arch.strip()):
             raise ClassError(f"--arch {arch!r}: give compute capabilities without the dot, e.g. 90 or '80 90'")
-        lines = []
-        if setup:
-            try:
-                data = Path(setup).read_bytes()
-                if len(data) > SETUP_MAX_BYTES or b"\0" in data:
-                    raise ClassError(f"--setup {setup} is not a short text file of shell lines (module loads, a "
-                                     f"virtual environment; at most {SETUP_MAX_BYTES} bytes)")
-                lines = data.decode("utf-8").splitlines()
-            except OSError as err:
-                raise ClassError(f"--setup {setup}: cannot read it ({err.strerror}); give a file of shell lines such "
-                                 "as 'module load cuda/12.4'") from None
-            except UnicodeDecodeError:
-                raise ClassError(f"--setup {setup} is not UTF-8 text") from None
+        try:
+            data = Path(setup).read_bytes() if setup else b""
+            if len(data) > SETUP_MAX_BYTES or b"\0" in data:
+                raise ClassError(f"--setup {setup} is not a short text file of shell lines (module loads, a virtual "
+                                 f"environment; at most {SETUP_MAX_BYTES} bytes)")
+            lines = data.decode("utf-8").splitlines()
+        except OSError as err:
+            raise ClassError(f"--setup {setup}: cannot read it ({err.strerror}); give a file of shell lines such as "
+                             "'module load cuda/12.4'") from None
+        except UnicodeDecodeError:
+            raise ClassError(f"--setup {setup} is not UTF-8 text") from None
         return cls(arch.replace(",", " ").strip() if arch else None, per_task, max_running, time_per_lab, recording,
                    lines, dry_run)
 
@@ -226,17 +222,6 @@ def _shape(engine: BatchEngine, plan: planning.ClassPlan, items: list[Task]) -> 
     return Shape(path, plan.submissions.name, count, size, requests, o.max_running, o.setup)
 
 
-def _filesystem_of(path: Path) -> str | None:
-    """The filesystem type of the mount holding path (the longest mount point of /proc/mounts)."""
-    try:
-        mounts = [f for f in map(str.split, Path("/proc/mounts").read_text().splitlines()) if len(f) >= 3]
-    except OSError:
-        return None
-    target = str(Path(path).resolve()) + "/"
-    held = [f for f in reversed(mounts) if target.startswith(f[1].replace("\\040", " ").rstrip("/") + "/")]
-    return max(held, key=lambda f: len(f[1]))[2] if held else None
-
-
 def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | None = None,
            students: list[str] | None = None, missing_as_zero: bool = False, regrade: bool = False,
            kit_root: Path | None = None) -> int:
@@ -269,7 +254,13 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
         f"already graded (final for the same kernel.cu, kit version and lab.json), {len(missing)} missing")
     for note in plan.notes:
         say(note)
-    if (fs := _filesystem_of(plan.out if plan.out.exists() else plan.out.parent)) in LOCAL_FILESYSTEMS:
+    target = str((plan.out if plan.out.exists() else plan.out.parent).resolve()) + "/"
+    try:                                    # OUT's filesystem: the type of the longest mount point holding it
+        held = [f for f in map(str.split, Path("/proc/mounts").read_text().splitlines())
+                if len(f) >= 3 and target.startswith(f[1].replace("\\040", " ").rstrip("/") + "/")]
+    except OSError:
+        held = []
+    if held and (fs := max(reversed(held), key=lambda f: len(f[1]))[2]) in LOCAL_FILESYSTEMS:
         engine.notes.append(f"warning: {plan.out} is on {LOCAL_FILESYSTEMS[fs]}; the jobs pass builds through it, "
                             "so it must be on a filesystem every node sees (unless the whole cluster is this one node)")
         say(engine.notes[-1])

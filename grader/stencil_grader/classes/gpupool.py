@@ -1,7 +1,6 @@
-"""The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe (a context, a
-one-instruction PTX kernel run and read back, in a process of its own): a GPU that fails is taken out with a message,
-and one a grading found unusable is probed again (GpuSet.suspect).  base/locks.py GpuPool keeps two gradings off one
-GPU."""
+"""The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe (a context, a one-instruction
+PTX kernel run and read back, in a process of its own): a GPU that fails is taken out with a message, and one a grading
+found unusable is probed again.  base/locks.py GpuPool keeps two gradings off one GPU."""
 
 from __future__ import annotations
 
@@ -19,9 +18,8 @@ def describe(gpu: Gpu) -> str:
 
 
 class GpuSet:
-    """The usable GPUs of one class grading: the chosen ones, less those that failed a probe.
-    Thread-safe (the gradings of a local class run in threads, any may report its GPU as
-    suspect); `say` receives each GPU taken out, `notes` keeps them for the class summary."""
+    """The usable GPUs of one class grading: the chosen ones, less those that failed a probe; thread-safe.  `say`
+    receives each GPU taken out, `notes` keeps them for the class summary."""
 
     def __init__(self, chosen: list[Gpu], probe_gpu: Callable[[Gpu], ProbeResult] = lambda gpu: probe(gpu.uuid),
                  say: Callable[[str], None] = print):
@@ -37,10 +35,9 @@ class GpuSet:
     def check(self) -> None:
         """Probe every chosen GPU (in parallel) and take out those that fail."""
         with ThreadPoolExecutor(max_workers=max(1, len(self.chosen))) as pool:
-            results = list(pool.map(self._probe, self.chosen))
-        for gpu, result in zip(self.chosen, results):
-            if not result.ok:
-                self._remove(gpu, result)
+            for gpu, result in zip(self.chosen, pool.map(self._probe, self.chosen)):
+                if not result.ok:
+                    self._remove(gpu, result)
 
     def indices(self) -> str | None:
         """`--gpus` for a grading: "0,2" (the usable GPUs; "" when all were taken out), or None

@@ -54,9 +54,8 @@ class _Status:
 
 
 def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tuple[Path | None, str | None, str]:
-    """(lock folder, GPU indices, why the task cannot grade or "") of a gpu task: with "node"
-    locks every GPU of the node that passes its probe, under NODE_LOCKS; else the GPU the engine
-    gave it, found in nvidia-smi's list by UUID.  No lock folder: graded without the pool."""
+    """(lock folder, GPU indices, why the task cannot grade or "") of a gpu task: with "node" locks every GPU of the
+    node that passes its probe, under NODE_LOCKS; else the GPU the engine gave it (nvidia-smi's by its UUID)."""
     host = socket.gethostname()
     if run.data["gpu_locks"] == "node":
         chosen, why = gpulist.list_gpus()
@@ -111,7 +110,7 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
         for position, task in shard:
             status.update(current=task.key)
             pending, build_dir = run.pending_path(position), run.path / "builds" / str(position)
-            build_log = pending.with_suffix(".log")
+            build_log = pending.with_suffix(".log")                     # what the build printed
             if stage == "gpu" and (settled := run.done_here(task)) is not None:
                 say(f"{task.key}: {settled.report.get('verdict')} (settled by its build stage)")
                 continue
@@ -179,8 +178,7 @@ def merge(run_dir: Path, job: str | None = None, say: Callable[[str], None] = pr
     for student, lab in run.data["missing"]:
         if (data := outdir.read_json(outdir.report_path(run.out, student, lab))) is not None:
             saved.append(Saved(student, lab, data))
-    order = {lab: i for i, lab in enumerate(run.data["lab_order"])}
-    saved.sort(key=lambda s: (s.student, order.get(s.lab, 0)))
+    saved.sort(key=lambda s: (s.student, run.data["lab_order"].index(s.lab)))
     notes = run.data["notes"] + [f"run: {run.path} (jobs: " + ", ".join(
         f"{k} {v}" for k, v in run.data["jobs"].items()) + ")"]
     result = classfiles.class_files(run.out, run.data["lab_order"], run.data["missing_as_zero"], notes, saved,

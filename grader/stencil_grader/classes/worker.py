@@ -82,10 +82,9 @@ def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = 
 def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", build_dir: Path | None = None,
           arch: str | None = None, gpu_locks: Path | None = None, gpus: str | None = None,
           env: dict[str, str] | None = None) -> tuple[dict, str]:
-    """(report, what the process printed) of one grading (module docstring).  stage: "all", or
-    pipeline.py's halves "build" and "gpu", which share build_dir (None: a temporary folder);
-    env: extra variables.  A missing kernel.cu gives a "missing" placeholder, one over
-    build.MAX_SOURCE_BYTES "compile_error", and neither runs anything.  ClassError: temp_root's."""
+    """(report, what the process printed) of one grading (module docstring).  stage: "all", or pipeline.py's halves
+    "build" and "gpu", which share build_dir (None: a temporary folder); env: extra variables.  A missing kernel.cu
+    gives a "missing" placeholder, one over build.MAX_SOURCE_BYTES "compile_error": neither runs anything."""
     if task.source is None:
         return grades.placeholder(task.spec, task.student, grades.MISSING, task.why_missing), task.why_missing + "\n"
     if why := build.size_problem(task.source):

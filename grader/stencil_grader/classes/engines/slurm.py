@@ -24,8 +24,7 @@ STAGE_VARS = {"build": ("$SLURM_ARRAY_TASK_ID", "$SLURM_ARRAY_JOB_ID", None),
 _GRES = re.compile(r"^[a-z][a-z0-9_-]*(:[A-Za-z0-9_.-]+)?:[1-9][0-9]*$")
 #: A node's gres as sinfo prints it: gpu:4, gpu:a100:4, gpu:a100:4(S:0-1); several comma-separated.
 _NODE_GRES = re.compile(r"([a-z][a-z0-9_-]*)(?::([A-Za-z0-9_.-]+))?:(\d+)")
-#: Compute capability (no dot) of the GPU type names clusters give their gres (gres.conf Type=),
-#: lower case, from https://developer.nvidia.com/cuda-gpus.
+#: Compute capability of the GPU types clusters name in their gres (gres.conf Type=): developer.nvidia.com/cuda-gpus.
 GRES_ARCH = {"p100": "60", "v100": "70", "v100s": "70", "t4": "75", "rtx6000": "75", "rtx8000": "75",
              "a100": "80", "a30": "80", "a10": "86", "a40": "86", "a6000": "86", "rtxa6000": "86", "a5000": "86",
              "l4": "89", "l40": "89", "l40s": "89", "rtx4090": "89", "h100": "90", "h200": "90", "gh200": "90",
