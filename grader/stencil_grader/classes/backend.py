@@ -1,6 +1,5 @@
-"""A class graded on this host (grade_class): plan (plan.make_plan), the gradings, `jobs` at once in threads, each
-grading's GPU stages on one GPU of the pool (every GPU probed first: gpupool.py), then the class files
-(classfiles.class_files).  A batch system: batch.py."""
+"""A class graded on this host (grade_class): plan.make_plan, the gradings `jobs` at once in threads, each one's GPU
+stages on one GPU of the pool (every GPU probed first: gpupool.py), then classfiles.class_files.  Batch: batch.py."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from ..base import gpus as gpulist
 from ..base import sandbox
 from . import classfiles, gpupool, grades, outdir, plan, resume, worker
 from . import similarity as similar
@@ -77,13 +75,10 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
     notes: list[str] = []
     if the_plan.tasks:
         worker.temp_root()                   # a temporary folder make can build in
-        if gpu_set is None:                  # --gpus among the GPUs nvidia-smi lists
-            found, why = gpulist.list_gpus()
+        if gpu_set is None:
             try:
-                if why and gpus not in (None, "all"):
-                    raise ValueError(f"--gpus {gpus}: {why}")
-                chosen = [] if why else gpulist.select(found, gpus or "all")
-            except ValueError as err:            # an index that is not there: select names those that are
+                chosen, why = gpupool.choose(gpus)
+            except ValueError as err:
                 raise ClassError(str(err)) from None
             if why:
                 notes.append(f"no GPU on this machine ({why}): every GPU stage will be not_measured")

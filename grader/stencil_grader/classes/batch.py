@@ -1,7 +1,6 @@
 """A class grading run by a batch system, whatever the engine (grader/README.md, section 9, "A batch system"): the run
-folder OUT/batch/run-N/ (RunDir: run.json, the job scripts, logs/, tasks/, pending/, builds/; on a filesystem every
-node sees), what an engine module of engines/ must do (BatchEngine) and `grade.py <engine>` (submit: plan, check, then
---dry-run or the three jobs: a build array, a GPU array, the merge; what they run is tasks.py)."""
+folder OUT/batch/run-N/ (RunDir; on a filesystem every node sees), what an engine module of engines/ must do
+(BatchEngine), and `grade.py <engine>` (submit: plan, check, then --dry-run or the jobs, which run tasks.py)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from ..base import gpus as gpulist
 from ..base.gpuprobe import ProbeResult, probe
 from ..base.gpus import Gpu
 
@@ -15,6 +16,15 @@ from ..base.gpus import Gpu
 def describe(gpu: Gpu) -> str:
     """'GPU 1 (NVIDIA H100 80GB HBM3, GPU-5c3e...)'."""
     return f"GPU {gpu.index} ({gpu.name}, {gpu.uuid})"
+
+
+def choose(spec: str | None) -> tuple[list[Gpu], str | None]:
+    """The GPUs `--gpus spec` names ("all", the default, or indices "0,2") among those nvidia-smi lists, and None; or
+    ([], why there is none).  ValueError for an index that is not there (naming those that are)."""
+    found, why = gpulist.list_gpus()
+    if why and spec not in (None, "all"):
+        raise ValueError(f"--gpus {spec}: {why}")
+    return ([], why) if why else (gpulist.select(found, spec or "all"), None)
 
 
 class GpuSet:
@@ -40,8 +50,7 @@ class GpuSet:
                     self._remove(gpu, result)
 
     def indices(self) -> str | None:
-        """`--gpus` for a grading: "0,2" (the usable GPUs; "" when all were taken out), or None
-        when no GPU was chosen at all (a machine without GPUs: the gradings run and find none)."""
+        """`--gpus` of a grading: "0,2" ("" when all were taken out), or None when none was chosen (no GPU here)."""
         with self._lock:
             return ",".join(str(g.index) for g in self.usable) if self.chosen else None
 

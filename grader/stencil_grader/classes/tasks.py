@@ -111,11 +111,10 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
             status.update(current=task.key)
             pending, build_dir = run.pending_path(position), run.path / "builds" / str(position)
             build_log = pending.with_suffix(".log")                     # what the build printed
-            if stage == "gpu" and (settled := run.done_here(task)) is not None:
-                say(f"{task.key}: {settled.report.get('verdict')} (settled by its build stage)")
-                continue
-            if stage == "gpu" and not pending.is_file():
-                say(f"{task.key}: no build (its build task did not finish it): left to the merge")
+            settled = run.done_here(task) if stage == "gpu" else None
+            if stage == "gpu" and (settled or not pending.is_file()):
+                say(f"{task.key}: {settled.report.get('verdict')} (settled by its build stage)" if settled else
+                    f"{task.key}: no build (its build task did not finish it): left to the merge")
                 continue
             own = worker.time_limit_s(task.spec, 1, stage=stage)
             report, log = worker.grade(task, run.submissions, min(own, limit) if limit else own, stage, build_dir,

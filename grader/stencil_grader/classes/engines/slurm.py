@@ -16,8 +16,7 @@ from ..submissions import ClassError
 
 DEFAULT_ARRAY_MAX = 1000          # Slurm's default MaxArraySize is 1001 (indices 0 to 1000)
 SLURM_TIMEOUT_S = 60.0
-#: Per stage: the shell words of its task's array index and job id (a job's environment), and
-#: its dependency on the stage before it (aftercorr: task i after task i of the build array).
+#: Per stage: its task's array index and job id as shell words, its dependency on the stage before (sbatch's).
 STAGE_VARS = {"build": ("$SLURM_ARRAY_TASK_ID", "$SLURM_ARRAY_JOB_ID", None),
               "gpu": ("$SLURM_ARRAY_TASK_ID", "$SLURM_ARRAY_JOB_ID", "aftercorr"),
               "merge": (None, "$SLURM_JOB_ID", "afterany")}
