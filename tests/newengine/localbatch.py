@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from typing import Callable
 
-from ..batch import BatchEngine, Shape, task_command
+from ..batch import TASK_STAGES, BatchEngine, Shape, task_command
 
-STAGES = ("build", "gpu", "merge")
 JOB = "local"
 
 
@@ -26,25 +24,24 @@ class LocalBatchEngine(BatchEngine):
 
     name = "localbatch"
     summary = "run a class's batch jobs at once on this host (the worked example of a new batch engine)"
-    log_pattern = "logs/{stage}-{job}_{task}.out"
 
     def scripts(self, shape: Shape) -> dict[str, str]:
         """build.sh, gpu.sh (the task index as $1) and merge.sh."""
         return {f"{stage}.sh": "#!/bin/bash\n# " + stage + " of a localbatch run\n"
                 + "\n".join(task_command(shape, stage, "$1" if stage != "merge" else None, JOB)) + "\n"
-                for stage in STAGES}
+                for stage in TASK_STAGES}
 
     def commands(self, shape: Shape) -> list[str]:
         tasks = f"for i in $(seq 0 {shape.tasks - 1}); do bash {{}} $i; done"
         return [tasks.format(shlex.quote(str(shape.path / f"{stage}.sh"))) for stage in ("build", "gpu")] \
             + [f"bash {shlex.quote(str(shape.path / 'merge.sh'))}"]
 
-    def submit_jobs(self, shape: Shape, say: Callable[[str], None]) -> dict[str, str]:
-        for stage in STAGES:
+    def submit_jobs(self, shape: Shape) -> dict[str, str]:
+        for stage in TASK_STAGES:
             for task in range(shape.tasks if stage != "merge" else 1):
                 log = shape.path / self.log_pattern.format(stage=stage, job=JOB, task=task)
                 argv = ["bash", str(shape.path / f"{stage}.sh")] + ([str(task)] if stage != "merge" else [])
                 with open(log, "w") as output:
                     done = subprocess.run(argv, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-                say(f"{stage} task {task}: exit status {done.returncode} (log {log})")
-        return {stage: JOB for stage in STAGES}
+                self.say(f"{stage} task {task}: exit status {done.returncode} (log {log})")
+        return {stage: JOB for stage in TASK_STAGES}

@@ -54,7 +54,6 @@ def test_a_gpu_failing_its_probe_is_taken_out_with_a_message():
     assert [g.index for g in pool.usable] == [0, 2] and pool.indices() == "0,2"
     assert len(said) == 1 and "GPU 1 (Fake GPU 80GB" in said[0] and "taken out of the pool" in said[0]
     assert "CUDA_ERROR_ECC_UNCORRECTABLE" in said[0] and pool.notes == said
-    assert not pool.exhausted
 
 
 def test_a_suspect_gpu_is_probed_again_and_taken_out_only_when_it_fails():
@@ -67,13 +66,13 @@ def test_a_suspect_gpu_is_probed_again_and_taken_out_only_when_it_fails():
     assert pool.suspect(0) is True and pool.indices() == "1"
     assert pool.suspect(0) is True and probe_bad.calls == [0]         # already out: not probed again
     pool._probe = prober(bad={1})
-    assert pool.suspect(1) is True and pool.exhausted
+    assert pool.suspect(1) is True and pool.indices() == ""
 
 
 def test_no_gpu_machine_needs_no_probe():
     pool = gpupool.GpuSet([], prober())
     pool.check()
-    assert pool.indices() is None and not pool.exhausted
+    assert pool.indices() is None
 
 
 # ---------------------------------------------------------------- the lock: processes sharing a pool
@@ -255,12 +254,18 @@ def test_every_gpu_failing_refuses_the_class(gpu_host, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_gpus_option_picks_by_index_and_refuses_an_unknown_one(gpu_host, monkeypatch):
-    gpu_host.gpus(fake_gpus(3))
-    chosen, why = gpupool.choose("0,2")
-    assert why is None and [g.index for g in chosen] == [0, 2]
-    with pytest.raises(ValueError, match="'5' is not a GPU of this host"):
-        gpupool.choose("5")
+def test_gpus_option_picks_by_index_and_refuses_an_unknown_one(gpu_host, tmp_path, monkeypatch):
+    listed = gpu_host.gpus(fake_gpus(3))
+    gpu_host.students(2)
+    monkeypatch.setattr(gpupool, "probe", lambda uuid=None: gpupool.ProbeResult("ok", uuid=uuid, name=H100, cc="9.0"))
+    result = backend.grade_class(gpu_host.subs, tmp_path / "out", jobs=2, gpus="0,2", progress=lambda line: None,
+                                 kit_root=gpu_host.kit.root)
+    assert [g.verdict for g in result.gradings] == ["pass"] * 2
+    assert {r[2] for r in gpu_host.runs()} <= {listed[0].uuid, listed[2].uuid}
+    with pytest.raises(ClassError, match="'5' is not a GPU of this host"):
+        backend.grade_class(gpu_host.subs, tmp_path / "out2", gpus="5", progress=lambda line: None,
+                            kit_root=gpu_host.kit.root)
+    assert not (tmp_path / "out2").exists()
 
 
 # ---------------------------------------------------------------- the probe program, on a fake driver
@@ -291,13 +296,6 @@ def test_probe_without_a_driver_says_so(monkeypatch, tmp_path):
     if found.status == "ok":
         pytest.skip("this machine has a working NVIDIA driver")
     assert found.status == "no_gpu"
-
-
-def test_identify_matches_the_probe_to_nvidia_smi_by_uuid():
-    listed = fake_gpus(3)
-    found = gpupool.ProbeResult("ok", uuid=listed[2].uuid, name=H100, cc="9.0")
-    assert gpupool.identify(found, listed) == listed[2]
-    assert gpupool.identify(gpupool.ProbeResult("no_gpu"), listed) is None
 
 
 def test_when_the_last_gpu_breaks_the_rest_is_not_measured(gpu_host, tmp_path, monkeypatch):

@@ -52,7 +52,7 @@ def test_requests_from_recordings(tmp_path, fake_kit):
     h200 = write(tmp_path / "h200.json", [row(FAKE_LAB, "gpu", 3, 3, 1500)], device="NVIDIA H200", grader=100)
     rec = resources.load([h100, h200])
     # the largest of each figure over the recordings: the cluster may hold either GPU
-    assert rec.figures(FAKE_LAB, "gpu") == {"n": 5, "wall_s_median": 3, "wall_s_max": 6, "cpu_s_median": 6,
+    assert rec.figures[FAKE_LAB, "gpu"] == {"n": 5, "wall_s_median": 3, "wall_s_max": 6, "cpu_s_median": 6,
                                              "peak_rss_mib_max": 2000}
     gpu = resources.task_request("gpu", [[spec] * 300, [spec] * 10], rec)
     assert gpu.seconds == 300 * 3 * 3 + 120                        # the longest shard: median x 3 + slack
@@ -93,7 +93,7 @@ def test_bench_class_records_what_the_class_used(fake_kit, tmp_path, monkeypatch
     assert by_id["01/build"]["n"] == 3 and by_id["01/gpu"]["n"] == 2   # cy's GPU stages measured nothing
     assert by_id["01/gpu"]["peak_rss_mib_max"] > 1 and rec["grader_peak_rss_mib"] > 10
     loaded = resources.load([path])
-    assert loaded.figures(FAKE_LAB, "build")["n"] == 3
+    assert loaded.figures[FAKE_LAB, "build"]["n"] == 3
     assert records.load_recordings(tmp_path / "data").records[("fake", "class")]
 
 

@@ -567,7 +567,7 @@ def test_gpu_tasks_without_gres_share_the_nodes_gpus_under_locks(klass, tmp_path
     run = batch.RunDir(out / "batch" / "run-1")
     assert tasks.run_task(run.path, "build", 0, say=lambda line: None) == 0
     two = [Gpu(0, "GPU-a", "Fake GPU 80GB", "9.0"), Gpu(1, "GPU-b", "Fake GPU 80GB", "9.0")]
-    monkeypatch.setattr(tasks.gpupool, "choose", lambda spec: (two, None))
+    monkeypatch.setattr(tasks.gpulist, "list_gpus", lambda: (two, None))
     real_set = tasks.gpupool.GpuSet
     monkeypatch.setattr(tasks.gpupool, "GpuSet", lambda chosen, say: real_set(
         chosen, probe_gpu=lambda gpu: tasks.gpupool.ProbeResult("ok", "", gpu.uuid, gpu.name, "9.0"), say=say))

@@ -1,8 +1,6 @@
-"""`grade.py slurm`: a class graded by Slurm job arrays; every Slurm word of the kit is here.
-build.sbatch (an array, no GPU), gpu.sbatch (an array, --gres, task i after build task i:
-aftercorr) and merge.sbatch (afterany on the GPU array), submitted with sbatch; what each asks
-for and what --dry-run checks: grader/README.md, section 9, "Slurm".
-"""
+"""`grade.py slurm`: a class graded by Slurm job arrays; every Slurm word of the kit is here. build.sbatch (an array,
+no GPU), gpu.sbatch (an array, --gres, task i after build task i: aftercorr) and merge.sbatch (afterany on the GPU
+array), submitted with sbatch; what each asks for and what --dry-run checks: grader/README.md, section 9, "Slurm"."""
 
 from __future__ import annotations
 
@@ -11,20 +9,21 @@ import re
 import shlex
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Callable
 
-from ..batch import BatchEngine, BatchOptions, Shape, task_command
+from ..batch import TASK_STAGES, BatchEngine, BatchOptions, Shape, task_command
 from ..submissions import ClassError
 
 DEFAULT_ARRAY_MAX = 1000          # Slurm's default MaxArraySize is 1001 (indices 0 to 1000)
 SLURM_TIMEOUT_S = 60.0
-STAGES = ("build", "gpu", "merge")
+#: Per stage: its task's array index and job id as shell words, its dependency on the stage before (sbatch's).
+STAGE_VARS = {"build": ("$SLURM_ARRAY_TASK_ID", "$SLURM_ARRAY_JOB_ID", None),
+              "gpu": ("$SLURM_ARRAY_TASK_ID", "$SLURM_ARRAY_JOB_ID", "aftercorr"),
+              "merge": (None, "$SLURM_JOB_ID", "afterany")}
 _GRES = re.compile(r"^[a-z][a-z0-9_-]*(:[A-Za-z0-9_.-]+)?:[1-9][0-9]*$")
 #: A node's gres as sinfo prints it: gpu:4, gpu:a100:4, gpu:a100:4(S:0-1); several comma-separated.
 _NODE_GRES = re.compile(r"([a-z][a-z0-9_-]*)(?::([A-Za-z0-9_.-]+))?:(\d+)")
-#: Compute capability (no dot) of the GPU type names clusters give their gres (gres.conf Type=),
-#: lower case, from https://developer.nvidia.com/cuda-gpus.
+#: Compute capability of the GPU types clusters name in their gres (gres.conf Type=): developer.nvidia.com/cuda-gpus.
 GRES_ARCH = {"p100": "60", "v100": "70", "v100s": "70", "t4": "75", "rtx6000": "75", "rtx8000": "75",
              "a100": "80", "a30": "80", "a10": "86", "a40": "86", "a6000": "86", "rtxa6000": "86", "a5000": "86",
              "l4": "89", "l40": "89", "l40s": "89", "rtx4090": "89", "h100": "90", "h200": "90", "gh200": "90",
@@ -34,22 +33,12 @@ _NO_CONTROLLER = re.compile(r"contact slurm controller|connect(ion)? (failure|re
                             r"Unable to establish|slurm\.conf|configuration source|Zero Bytes were transmitted", re.I)
 
 
-def runs_on(node_arch: str, archs: list[str]) -> bool:
-    """Whether a GPU of compute capability node_arch runs a build for any of archs: the same
-    major version, at or above it (SASS is built, not PTX)."""
-    return any(a[:-1] == node_arch[:-1] and int(node_arch) >= int(a) for a in archs)
-
-
-def slurm_time(seconds: float) -> str:
-    """Seconds as Slurm's D-HH:MM:SS (sbatch --time), rounded up to the second."""
-    total = int(-(-seconds // 1))
-    days, rest = divmod(total, 86400)
-    return f"{days}-{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
-
-
-def _job_word(text: str) -> str:
-    """text as a job-name word: letters, digits, '.', '_', '-' (others as '_'), at most 40."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:40] or "class"
+def _slurm(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess | None:
+    """A Slurm command's result, or None when it could not be run or gave no answer in time."""
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=SLURM_TIMEOUT_S, input=stdin)
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 class SlurmEngine(BatchEngine):
@@ -58,7 +47,7 @@ class SlurmEngine(BatchEngine):
     name = "slurm"
     summary = ("instructor mode on a Slurm cluster: job arrays that build, run the GPU stages, and merge "
                "(run it on a login node)")
-    log_pattern = "logs/{stage}-{job}_{task}.out"
+    follow = "squeue -j {jobs}"
 
     @classmethod
     def add_options(cls, p: argparse.ArgumentParser) -> None:
@@ -89,16 +78,8 @@ class SlurmEngine(BatchEngine):
         if gres != "none" and not _GRES.match(gres):
             raise ClassError(f"--gres {gres!r}: give NAME[:TYPE]:COUNT, e.g. gpu:1 or gpu:a100:1, or none")
         self.partition, self.cpu_partition, self.account, self.gres = partition, cpu_partition, account, gres
-        self.requeue, self.sbatch_options = requeue, list(sbatch_option or [])
-        self.max_tasks = array_max
+        self.requeue, self.sbatch_options, self.max_tasks = requeue, list(sbatch_option or []), array_max
         self.gpu_locks = "node" if gres == "none" else "engine"
-
-    # ---------------------------------------------------------------- checks
-    def _slurm(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess | None:
-        try:
-            return subprocess.run(list(argv), capture_output=True, text=True, timeout=SLURM_TIMEOUT_S, input=stdin)
-        except (OSError, subprocess.SubprocessError):
-            return None
 
     def check(self) -> None:
         """sbatch on PATH; the partitions and the GPU partition's gres (sinfo, where it is)."""
@@ -111,58 +92,49 @@ class SlurmEngine(BatchEngine):
                 self.say(line)
 
     def _check_cluster(self) -> list[str]:
-        """ClassError for a partition sinfo does not list, or a --gres the GPU partition's nodes
-        do not offer; else lines: what was checked, or why not, and warnings (a node type of the
-        GPU partition that cannot run the --arch build)."""
+        """ClassError for a partition sinfo does not list, or a --gres the GPU partition's nodes do not offer; else
+        what was checked, or why not, a warning naming the GPU types --gres may get that cannot run the --arch build
+        (SASS runs on its major version at or above it), and a note naming those of unknown architecture."""
         if not shutil.which("sinfo"):
             return ["not checked: the partitions and --gres (sinfo is not on PATH here)"]
-        done = self._slurm("sinfo", "-h", "-o", "%P %G")
+        done = _slurm("sinfo", "-h", "-o", "%P %G")
         if done is None or done.returncode != 0:
-            why = "no answer in {:g} s".format(SLURM_TIMEOUT_S) if done is None else \
-                ((done.stderr or done.stdout).strip().splitlines() or ["exit %d" % done.returncode])[-1]
+            why = f"no answer in {SLURM_TIMEOUT_S:g} s" if done is None else \
+                ((done.stderr or done.stdout).strip().splitlines() or [f"exit {done.returncode}"])[-1]
             return [f"not checked: the partitions and --gres (sinfo failed: {why})"]
+        rows = [line.strip().partition(" ")[::2] for line in done.stdout.splitlines()]
         gres: dict[str, set[str]] = {}
-        default = None
-        for line in done.stdout.splitlines():
-            name, _, node_gres = line.strip().partition(" ")
-            if name.endswith("*"):
-                name = default = name[:-1]
-            gres.setdefault(name, set()).add(node_gres.strip())
+        for name, node_gres in rows:
+            gres.setdefault(name.rstrip("*"), set()).add(node_gres.strip())
+        default = next((name[:-1] for name, _ in rows if name.endswith("*")), None)
         for p in (self.partition, self.cpu_partition):
             if p and p not in gres:
                 raise ClassError(f"unknown partition {p!r}: this cluster's partitions are "
                                  f"{', '.join(sorted(gres)) or 'none'} (sinfo)")
-        gpu_partition = self.partition or default
-        if self.gres != "none" and gpu_partition:
-            name, *rest = self.gres.split(":")
-            kind, count = (rest[0], int(rest[1])) if len(rest) == 2 else (None, int(rest[0]))
-            offered = [m for g in gres[gpu_partition] for m in _NODE_GRES.finditer(g)]
-            if not any(m.group(1) == name and (kind is None or m.group(2) == kind) and int(m.group(3)) >= count
-                       for m in offered):
-                have = ", ".join(sorted(gres[gpu_partition])) or "none"
-                raise ClassError(f"--gres {self.gres}: no node of partition {gpu_partition!r} offers it (sinfo: "
-                                 f"{have}); choose --partition, or --gres none where the nodes give GPUs without gres")
-            lines = ["checked with sinfo: the partitions and --gres"]
-            return lines + self._arch_warnings(gpu_partition, name, kind, offered)
-        return ["checked with sinfo: the partitions"]
-
-    def _arch_warnings(self, partition: str, name: str, kind: str | None, offered) -> list[str]:
-        """A warning for each GPU type of the partition's nodes that --gres may land on and that
-        cannot run the --arch build (module docstring); a note for a type of unknown architecture."""
-        archs = (self.options.arch or "").split()
-        types = sorted({m.group(2) for m in offered if m.group(1) == name and m.group(2) and kind in (None, m.group(2))})
+        partition = self.partition or default
+        if self.gres == "none" or not partition:
+            return ["checked with sinfo: the partitions"]
+        name, *rest = self.gres.split(":")
+        kind, count = (rest[0], int(rest[1])) if len(rest) == 2 else (None, int(rest[0]))
+        offered = [m for g in gres[partition] for m in _NODE_GRES.finditer(g) if m.group(1) == name
+                   and kind in (None, m.group(2))]          # the node types --gres may land on
+        if not any(int(m.group(3)) >= count for m in offered):
+            raise ClassError(f"--gres {self.gres}: no node of partition {partition!r} offers it (sinfo: "
+                             f"{', '.join(sorted(gres[partition])) or 'none'}); choose --partition, or --gres none "
+                             "where the nodes give GPUs without gres")
+        lines = ["checked with sinfo: the partitions and --gres"]
+        archs = self.options.arch.split()           # batch.submit has set it
+        types = sorted({m.group(2) for m in offered if m.group(2)})
         known = {t: GRES_ARCH[t.lower()] for t in types if t.lower() in GRES_ARCH}
-        bad = [t for t, arch in known.items() if not runs_on(arch, archs)]
+        bad = [t for t, arch in known.items() if not any(a[:-1] == arch[:-1] and int(arch) >= int(a) for a in archs)]
         good = [t for t in known if t not in bad]
-        lines = []
-        if archs and bad:
+        if bad:
             ask = f"--gres {name}:{good[0]}:1" if good else "another --partition"
             lines.append(f"warning: --gres {self.gres} on partition {partition!r}, whose nodes hold "
                          + ", ".join(f"{t} (sm_{a})" for t, a in known.items())
-                         + f": a task given {', '.join(bad)} cannot run the build for --arch {' '.join(archs)}; "
-                           f"ask {ask}, or build for every type (--arch '{' '.join(sorted(set(archs) | set(known.values())))}')")
-        unknown = [t for t in types if t not in known]
-        if archs and unknown:
+                         + f": a task given {', '.join(bad)} cannot run the build for --arch {' '.join(archs)}; ask "
+                           f"{ask}, or build for every type (--arch '{' '.join(sorted({*archs, *known.values()}))}')")
+        if unknown := [t for t in types if t not in known]:
             lines.append(f"note: the kit does not know the architecture of GPU type(s) {', '.join(unknown)} of "
                          f"partition {partition!r}: make sure --arch {' '.join(archs)} runs there")
         return lines
@@ -177,7 +149,7 @@ class SlurmEngine(BatchEngine):
             return lines + [f"not checked: {', '.join(self.scripts(shape))} with sbatch --test-only (sbatch is not "
                             "on PATH here)", never]
         for name, text in self.scripts(shape).items():
-            done = self._slurm("sbatch", "--test-only", stdin=text)
+            done = _slurm("sbatch", "--test-only", stdin=text)
             said = "" if done is None else (done.stderr or done.stdout).strip()
             if done is None or (done.returncode != 0 and _NO_CONTROLLER.search(said)):
                 why = f"no answer in {SLURM_TIMEOUT_S:g} s" if done is None else said.splitlines()[-1]
@@ -190,88 +162,65 @@ class SlurmEngine(BatchEngine):
 
     def still_queued(self, jobs: list[str]) -> list[str]:
         """The jobs squeue still lists (queued or running)."""
-        if not shutil.which("squeue"):
-            return []
-        queued = []
-        for job in jobs:
-            done = self._slurm("squeue", "-h", "-o", "%i", "-j", job)
-            if done is not None and done.returncode == 0 and done.stdout.strip():
-                queued.append(job)
-        return queued
-
-    # ---------------------------------------------------------------- scripts
-    def script(self, shape: Shape, stage: str) -> str:
-        """The batch script of one stage (module docstring)."""
-        request = shape.requests[stage]
-        partition = self.partition if stage == "gpu" else self.cpu_partition
-        lines = ["#!/bin/bash",
-                 f"#SBATCH --job-name=stencil-{_job_word(shape.class_name)}-{shape.name}-{stage}"]
-        if stage != "merge":
-            lines.append(f"#SBATCH --array=0-{shape.tasks - 1}" + (f"%{shape.max_running}" if shape.max_running else ""))
-        if partition:
-            lines.append(f"#SBATCH --partition={partition}")
-        if self.account:
-            lines.append(f"#SBATCH --account={self.account}")
-        if stage == "gpu" and self.gpu_locks == "engine":
-            lines.append(f"#SBATCH --gres={self.gres}")
-        pattern = self.log_pattern.format(stage=stage, job="%A", task="%a") if stage != "merge" \
-            else self.log_pattern.format(stage="merge", job="%j", task="0")
-        lines += [f"#SBATCH --time={slurm_time(request.seconds)}", f"#SBATCH --mem={request.mem_mib}M",
-                  f"#SBATCH --cpus-per-task={request.cpus}", f"#SBATCH --{'' if self.requeue else 'no-'}requeue",
-                  "#SBATCH --open-mode=append", f"#SBATCH --output={shape.path / pattern}"]
-        lines += [f"#SBATCH {opt}" for opt in self.sbatch_options]
-        what = {"build": "builds and static checks of this task's shard (no GPU)",
-                "gpu": ("GPU stages of this task's shard, on the GPU Slurm gives it" if self.gpu_locks == "engine"
-                        else "GPU stages of this task's shard, on the node's GPUs, each under a lock shared by the "
-                             "node's tasks (no gres)"),
-                "merge": "the class files of the run (exits 0 once merged; what was not measured is in them)"}[stage]
-        lines += ["#", f"# {what}.", f"# --time, --mem, --cpus-per-task: {request.basis}.",
-                  "# Written by grade.py slurm (stencil lab kit); the run folder must be on a filesystem every node "
-                  "sees.", ""]
-        task = "$SLURM_ARRAY_TASK_ID" if stage != "merge" else None
-        job = "$SLURM_ARRAY_JOB_ID" if stage != "merge" else "$SLURM_JOB_ID"
-        return "\n".join(lines + task_command(shape, stage, task, job)) + "\n"
+        return [job for job in jobs if (done := _slurm("squeue", "-h", "-o", "%i", "-j", job)) is not None
+                and done.returncode == 0 and done.stdout.strip()]
 
     def scripts(self, shape: Shape) -> dict[str, str]:
-        return {f"{stage}.sbatch": self.script(shape, stage) for stage in STAGES}
+        """<stage>.sbatch of each stage (grader/README.md lists their lines)."""
+        texts = {}
+        for stage in TASK_STAGES:
+            request, (task, job, _) = shape.requests[stage], STAGE_VARS[stage]
+            days, rest = divmod(request.seconds, 86400)             # sbatch --time: D-HH:MM:SS
+            partition = self.partition if stage == "gpu" else self.cpu_partition
+            log = self.log_pattern.format(stage=stage, job="%A" if task else "%j", task="%a" if task else "0")
+            class_word = re.sub(r"[^A-Za-z0-9._-]", "_", shape.class_name)[:40] or "class"
+            lines = ["#!/bin/bash", f"#SBATCH --job-name=stencil-{class_word}-{shape.path.name}-{stage}"]
+            lines += [f"#SBATCH --array=0-{shape.tasks - 1}" + (f"%{shape.max_running}" if shape.max_running else "")
+                      ] if task else []
+            lines += [f"#SBATCH --partition={partition}"] if partition else []
+            lines += [f"#SBATCH --account={self.account}"] if self.account else []
+            lines += [f"#SBATCH --gres={self.gres}"] if stage == "gpu" and self.gpu_locks == "engine" else []
+            lines += [f"#SBATCH --time={days}-{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}",
+                      f"#SBATCH --mem={request.mem_mib}M", f"#SBATCH --cpus-per-task={request.cpus}",
+                      f"#SBATCH --{'' if self.requeue else 'no-'}requeue", "#SBATCH --open-mode=append",
+                      f"#SBATCH --output={shape.path / log}"] + [f"#SBATCH {opt}" for opt in self.sbatch_options]
+            what = {"build": "builds and static checks of this task's shard (no GPU)",
+                    "gpu": ("GPU stages of this task's shard, on the GPU Slurm gives it" if self.gpu_locks == "engine"
+                            else "GPU stages of this task's shard, on the node's GPUs, each under a lock shared by "
+                                 "the node's tasks (no gres)"),
+                    "merge": "the class files of the run (exits 0 once merged; what was not measured is in them)"}
+            lines += ["#", f"# {what[stage]}.", f"# --time, --mem, --cpus-per-task: {request.basis}.",
+                      "# Written by grade.py slurm (stencil lab kit); the run folder must be on a filesystem every "
+                      "node sees.", ""]
+            texts[f"{stage}.sbatch"] = "\n".join(lines + task_command(shape, stage, task, job)) + "\n"
+        return texts
 
-    def sbatch_command(self, stage: str, path: Path, after: str | None) -> list[str]:
-        argv = ["sbatch", "--parsable"]
-        if after:
-            kind = "aftercorr" if stage == "gpu" else "afterany"
-            argv += [f"--dependency={kind}:{after}", "--kill-on-invalid-dep=yes"]
-        return argv + [str(path / f"{stage}.sbatch")]
+    def _sbatch(self, shape: Shape, stage: str, after: str | None) -> list[str]:
+        """The sbatch command line of a stage's script, after the job `after` (the stage before)."""
+        kind = STAGE_VARS[stage][2]
+        return ["sbatch", "--parsable"] + ([f"--dependency={kind}:{after}", "--kill-on-invalid-dep=yes"]
+                                           if after else []) + [str(shape.path / f"{stage}.sbatch")]
 
     def commands(self, shape: Shape) -> list[str]:
         lines, previous = [], None
-        for stage in STAGES:
-            argv = self.sbatch_command(stage, shape.path, previous)
-            line = " ".join(a if a.startswith("--dependency=") else shlex.quote(a) for a in argv)
+        for stage in TASK_STAGES:
+            line = " ".join(a if a.startswith("--dependency=") else shlex.quote(a)
+                            for a in self._sbatch(shape, stage, previous))
             lines.append(f"{stage.upper()}_JOB=$({line})" if stage != "merge" else line)
             previous = f"${stage.upper()}_JOB"
         return lines
 
-    # ---------------------------------------------------------------- submission
-    def submit_jobs(self, shape: Shape, say: Callable[[str], None]) -> dict[str, str]:
-        jobs: dict[str, str] = {}
-        previous = None
-        for stage in STAGES:
-            argv = self.sbatch_command(stage, shape.path, previous)
-            done = self._slurm(*argv)
+    def submit_jobs(self, shape: Shape) -> dict[str, str]:
+        jobs, previous = {}, None
+        for stage in TASK_STAGES:
+            argv = self._sbatch(shape, stage, previous)
+            done = _slurm(*argv)
             if done is None or done.returncode != 0:
                 why = (done.stderr or done.stdout).strip() if done is not None else "sbatch could not be run"
-                started = list(jobs.values())
-                if started:
-                    self._slurm("scancel", *started)
-                raise ClassError(f"sbatch refused the {stage} job: {why}"
-                                 + (f" (the jobs already submitted, {', '.join(started)}, were cancelled)" if started
-                                    else ""))
+                if started := list(jobs.values()):
+                    _slurm("scancel", *started)
+                raise ClassError(f"sbatch refused the {stage} job: {why}" + (
+                    f" (the jobs already submitted, {', '.join(started)}, were cancelled)" if started else ""))
             previous = jobs[stage] = done.stdout.strip().split(";")[0]
-            say(" ".join(shlex.quote(a) for a in argv) + f"   -> job {previous}")
+            self.say(" ".join(shlex.quote(a) for a in argv) + f"   -> job {previous}")
         return jobs
-
-    def follow(self, jobs: dict[str, str]) -> str:
-        return f"squeue -j {','.join(jobs.values())}"
-
-
-__all__ = ["SlurmEngine", "slurm_time"]
