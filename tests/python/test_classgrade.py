@@ -1,6 +1,7 @@
 """Instructor mode on one host: class folders, one process per (student, lab), grades kept, refusals."""
 
 import csv
+import graphlib
 import json
 import os
 import secrets
@@ -18,6 +19,7 @@ from stencil_grader.base import locks
 from stencil_grader.classes import backend, batch, gpupool, outdir, plan, resume, submissions, worker
 from stencil_grader.classes.submissions import ClassError
 from test_checkrun import alive
+from test_dist import grader_imports, grader_modules
 
 
 def read_csv(path):
@@ -516,38 +518,15 @@ def test_make_grade_passes_paths_whole_and_names_the_graders_status(tmp_path):
 
 def test_the_class_layer_has_no_import_circle_and_no_module_over_500_lines():
     """classes/ imports (function-local ones too) have no circle and run one way: plan -> gradings -> table -> files."""
-    import ast
-    package = KIT / "grader" / "stencil_grader" / "classes"
-    modules = {".".join(p.relative_to(package).with_suffix("").parts): p for p in package.rglob("*.py")}
+    root = "stencil_grader.classes"
+    modules = {name: path for name, path in grader_modules(KIT / "grader").items() if name.startswith(root)}
+    short = {name: name[len(root) + 1:] or "__init__" for name in modules}
     graph = {}
     for name, path in modules.items():
-        text = path.read_text()
-        assert len(text.splitlines()) <= 500, f"{path.name}: {len(text.splitlines())} lines"
-        here = name.split(".")[:-1]          # the package the module is in
-        deps = set()
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ImportFrom) and node.level >= 1:
-                base = here[:len(here) - node.level + 1]
-                stem = base + (node.module.split(".") if node.module else [])
-                for alias in node.names:
-                    for candidate in (".".join(stem + [alias.name]), ".".join(stem), ".".join(stem + ["__init__"])):
-                        if candidate in modules:
-                            deps.add(candidate)
-                            break
-        graph[name] = deps - {name}
-    done, path = set(), []
-
-    def visit(name):
-        assert name not in path, "import circle: " + " -> ".join(path[path.index(name):] + [name])
-        if name in done:
-            return
-        path.append(name)
-        for dep in sorted(graph[name]):
-            visit(dep)
-        path.pop()
-        done.add(name)
-    for name in sorted(graph):
-        visit(name)
+        assert len(path.read_text().splitlines()) <= 500, f"{path.name}: {len(path.read_text().splitlines())} lines"
+        deps = {t if t in modules else t.rpartition(".")[0] for t in grader_imports(name, path)} & modules.keys()
+        graph[short[name]] = {short[d] for d in deps - {name}}
+    graphlib.TopologicalSorter(graph).prepare()            # CycleError names the circle
     later = {"plan": {"backend", "worker", "classtable", "classfiles"}, "worker": {"backend", "classfiles"},
              "classtable": {"classfiles", "backend", "batch", "tasks"}}
     for name, after in later.items():
