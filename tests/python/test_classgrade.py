@@ -116,9 +116,17 @@ def test_whole_class(fake_kit, klass, tmp_path):
     assert sorted(p.name for p in (klass / "alice" / FAKE_LAB).iterdir()) == ["kernel.cu"]
 
 
-def test_regrade_one_student_leaves_the_others_alone(fake_kit, klass, tmp_path):
+def test_a_second_run_grades_only_what_is_not_final_and_one_student_alone(fake_kit, klass, tmp_path, monkeypatch):
     out = tmp_path / "out"
     grade(klass, out, fake_kit, jobs=2)
+    mtimes = {s: outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns for s in ("alice", "bob", "erin")}
+    asked, real = [], resume.is_final
+    monkeypatch.setattr(resume, "is_final", lambda r, s, spec: asked.append(r.get("student")) or real(r, s, spec))
+    result = grade(klass, out, fake_kit)
+    # carol timed out (a grade, final): nothing left to grade; dave's missing lab is recorded again
+    assert [(g.student, g.verdict) for g in result.gradings] == [("dave", "missing")]
+    assert sorted(asked) == ["alice", "bob", "carol", "erin"]
+    assert {s: outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns for s in mtimes} == mtimes
     zoe = dict(report(out, "alice"), student="zoe", points=55.0, verdict="slow")   # an earlier class member
     outdir.write_json(outdir.report_path(out, "zoe", FAKE_LAB), zoe)
     (out / "students" / "zoe" / "notes.txt").write_text("keep me")
@@ -406,24 +414,12 @@ def test_a_measured_grade_is_never_lost(fake_kit, tmp_path):
     assert report(out, "ann")["verdict"] == "incorrect" and not outdir.attempt_path(out, "ann", FAKE_LAB).exists()
 
 
-def test_the_local_runner_resumes_by_the_plan_of_every_back_end(fake_kit, klass, tmp_path, monkeypatch):
-    """`grade.py class` and `grade.py slurm` both plan with plan.make_plan, keeping what resume.is_final calls final."""
-    out = tmp_path / "out"
-    grade(klass, out, fake_kit)
-    mtimes = {s: outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns for s in ("alice", "bob", "dave", "erin")}
-    asked = []
-    real = resume.is_final
-    monkeypatch.setattr(resume, "is_final", lambda r, s, spec: asked.append(r.get("student")) or real(r, s, spec))
-    lines = []
-    result = grade(klass, out, fake_kit, progress=lines.append)
-    # carol timed out (a grade, final): nothing left to grade; dave's missing lab is recorded again
-    assert [(g.student, g.verdict) for g in result.gradings] == [("dave", "missing")]
-    assert sorted(asked) == ["alice", "bob", "carol", "erin"]
-    for s in ("alice", "bob", "erin"):
-        assert outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns == mtimes[s]
+def test_the_local_and_slurm_runners_plan_alike(fake_kit, klass, tmp_path, monkeypatch):
+    """`grade.py class` and `grade.py slurm` both plan with plan.make_plan (whose rule is resume.is_final)."""
     plans = []
     monkeypatch.setattr(plan, "make_plan", lambda *a, **k: plans.append(a) or (_ for _ in ()).throw(ClassError("x")))
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
+    out = tmp_path / "out"
     assert cli.main(["slurm", str(klass), "--out", str(out), "--arch", "90", "--dry-run"]) == 2
     assert cli.main(["class", str(klass), "--out", str(out)]) == 2
     assert len(plans) == 2 and batch.planning is plan
