@@ -62,6 +62,10 @@ if SIMILARITY_DEPS.is_dir():
     sys.path.append(str(SIMILARITY_DEPS))
 
 FAKE_LAB = "01-fake-5pt"
+#: nvcc on PATH or in /usr/local/cuda, else None.
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
+#: Whether pkg-config finds the Check library (the real lab builds need it).
+HAVE_CHECK = bool(shutil.which("pkg-config")) and subprocess.run(["pkg-config", "--exists", "check"]).returncode == 0
 
 BASE_LAB_JSON = {
     "lab": FAKE_LAB,
@@ -326,6 +330,20 @@ def fake_kit(tmp_path, monkeypatch) -> FakeKit:
     kit = FakeKit(tmp_path / "kit")
     monkeypatch.setenv("CUOBJDUMP", str(kit.fake / "cuobjdump"))
     return kit
+
+
+def put(subs: Path, student: str, lab: str = FAKE_LAB, text: str = GOOD_KERNEL, name: str = "kernel.cu") -> None:
+    """subs/student/lab/name holding text: a class folder's layout."""
+    (subs / student / lab).mkdir(parents=True, exist_ok=True)
+    (subs / student / lab / name).write_text(text)
+
+
+def grade_class(subs: Path, out: Path, kit: FakeKit, **kw):
+    """backend.grade_class of the class folder subs into out on the fake kit: quiet, on a host without GPUs."""
+    from stencil_grader.classes import backend, gpupool
+    kw.setdefault("progress", lambda line: None)
+    kw.setdefault("gpu_set", gpupool.GpuSet([]))
+    return backend.grade_class(subs, out, kit_root=kit.root, **kw)
 
 
 def run_grade(*args, timeout=120, env=None) -> subprocess.CompletedProcess:

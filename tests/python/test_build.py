@@ -1,7 +1,6 @@
 """build.py (make's outcome, the ptxas -v report, kernel labels) and buildmessage.py (what a student reads)."""
 
 import re
-import os
 import shutil
 import subprocess
 import tempfile
@@ -10,12 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, GOOD_KERNEL, KIT_ROOT
+from conftest import DATA, GOOD_KERNEL, HAVE_CHECK, KIT_ROOT, NVCC
 from stencil_grader.grading import build, buildmessage, gradescope as gradescope_file, names, pipeline, report
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
-NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
-                                else None)
 
 
 KIT_HEADER = KIT_ROOT / "grader" / "include" / "stencil_lab.h"
@@ -126,7 +123,7 @@ def test_build_timeout_is_its_own_outcome(tmp_path):
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 def test_lab_mk_splits_nvccs_messages_from_the_resource_report(tmp_path):
     """lab.mk: ptxas.log keeps ptxas's report; nvcc.log and the terminal get nvcc's other lines."""
-    if subprocess.run(["pkg-config", "--exists", "check"]).returncode != 0:
+    if not HAVE_CHECK:
         pytest.skip("the Check library is not installed")
     sub = student(tmp_path, (KIT_ROOT / "reference" / "01-naive-5pt" / "kernel.cu").read_text()
                   + '\n#warning "a warning of the student\'s own"\n')
@@ -449,8 +446,7 @@ def test_after_a_failed_build_the_report_says_what_to_do(fake_kit, tmp_path):
     assert "build.log" in text and (tmp_path / "b" / build.BUILD_LOG).is_file()
 
 
-NEEDS_TOOLCHAIN = not (NVCC and shutil.which("make") and shutil.which("pkg-config")
-                       and subprocess.run(["pkg-config", "--exists", "check"]).returncode == 0)
+NEEDS_TOOLCHAIN = not (NVCC and shutil.which("make") and HAVE_CHECK)
 
 
 @pytest.mark.skipif(NEEDS_TOOLCHAIN, reason="nvcc, make or the Check library (pkg-config check) not installed")

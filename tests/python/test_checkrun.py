@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import DATA, write_script
+from conftest import DATA, HAVE_CHECK, write_script
 from stencil_grader.grading import checkrun, checkstream
 from stencil_grader.grading.checkstream import ListedCase, XmlTest
 
@@ -342,13 +342,7 @@ sys.exit(2)
 
 # ---------------------------------------------------------------- the real Check library
 
-def _have_check() -> bool:
-    if not shutil.which("gcc") or not shutil.which("pkg-config"):
-        return False
-    return subprocess.run(["pkg-config", "--exists", "check"], timeout=10).returncode == 0
-
-
-@pytest.mark.skipif(not _have_check(), reason="gcc or the Check library (pkg-config check) not installed")
+@pytest.mark.skipif(not (shutil.which("gcc") and HAVE_CHECK), reason="gcc or the Check library (pkg-config check) not installed")
 def test_real_check_suite_end_to_end(tmp_path):
     """Check itself, both phases: its own words for a signal and a timeout; cases after the hang not run."""
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "check"], capture_output=True, text=True,

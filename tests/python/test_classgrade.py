@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from conftest import FAKE_BENCH, FAKE_CHECK, FAKE_LAB, GOOD_KERNEL, KIT_ROOT as KIT, run_grade, write_script
+from conftest import (FAKE_BENCH, FAKE_CHECK, FAKE_LAB, GOOD_KERNEL, KIT_ROOT as KIT, grade_class as grade, put, run_grade,
+                      write_script)
 from stencil_grader import cli
 from stencil_grader.base import locks
 from stencil_grader.classes import backend, batch, gpupool, outdir, plan, resume, submissions, worker
@@ -25,12 +26,6 @@ from test_dist import grader_imports, grader_modules
 def read_csv(path):
     with open(path, newline="") as f:
         return {row["student"]: row for row in csv.DictReader(f)}
-
-
-def grade(subs, out, kit, **kw):
-    kw.setdefault("progress", lambda line: None)
-    kw.setdefault("gpu_set", gpupool.GpuSet([]))
-    return backend.grade_class(subs, out, kit_root=kit.root, **kw)
 
 
 def report(out, student, lab=FAKE_LAB):
@@ -45,12 +40,6 @@ def add_lab(fake_kit, name, number):
     data.update(lab=name, number=number, title=f"Fake lab {number}")
     (target / "lab.json").write_text(json.dumps(data, indent=2))
     return target
-
-
-def put(subs, student, lab, text=GOOD_KERNEL, name="kernel.cu"):
-    folder = subs / student / lab
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(text)
 
 
 def no_gpu_cli(monkeypatch, fake_kit):

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, run_grade
+from conftest import FAKE_LAB, GOOD_KERNEL, grade_class as grade, put, run_grade
 from stencil_grader import cli
-from stencil_grader.classes import backend, classdiff, gpupool, outdir
+from stencil_grader.classes import classdiff, outdir
 from stencil_grader.grading import html, progress
 from test_classnames import PAYLOADS
 
@@ -123,27 +123,17 @@ def test_make_check_keeps_the_history_in_the_build_folder(fake_kit, tmp_path):
     assert 'id="progress-svg"' in page and "3 gradings of this lab" in page
 
 
-def grade(subs, out, kit, **kw):
-    return backend.grade_class(subs, out, kit_root=kit.root, progress=lambda line: None,
-                               gpu_set=gpupool.GpuSet([]), **kw)
-
-
-def put(subs: Path, student: str, text: str) -> None:
-    (subs / student / FAKE_LAB).mkdir(parents=True, exist_ok=True)
-    (subs / student / FAKE_LAB / "kernel.cu").write_text(text)
-
-
 def test_a_class_keeps_every_grading_and_shows_who_moved(fake_kit, tmp_path, capsys):
     subs, out = fake_kit.root / "submissions", tmp_path / "out"
-    put(subs, "ann", GOOD_KERNEL + "// WRONG\n")
-    put(subs, "bob", GOOD_KERNEL)
-    put(subs, "cid", GOOD_KERNEL + "// RATIO=0.5\n")
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// WRONG\n")
+    put(subs, "bob", FAKE_LAB, GOOD_KERNEL)
+    put(subs, "cid", FAKE_LAB, GOOD_KERNEL + "// RATIO=0.5\n")
     grade(subs, out, fake_kit)
     first = tmp_path / "first"
     shutil.copytree(out, first)
-    put(subs, "ann", GOOD_KERNEL)                             # fixed
-    put(subs, "bob", GOOD_KERNEL + "// RATIO=0.45\n")         # slower
-    put(subs, "cid", GOOD_KERNEL + "// NO_GPU\n")             # measured nothing: the grade stays
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL)                             # fixed
+    put(subs, "bob", FAKE_LAB, GOOD_KERNEL + "// RATIO=0.45\n")         # slower
+    put(subs, "cid", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")             # measured nothing: the grade stays
     grade(subs, out, fake_kit)
     for student, verdicts in (("ann", ["incorrect", "pass"]), ("bob", ["pass", "slow"]),
                               ("cid", ["slow", "not_measured"])):
@@ -183,7 +173,7 @@ def test_hostile_names_keep_their_histories_apart(fake_kit, tmp_path):
     subs, out = fake_kit.root / "submissions", tmp_path / "out"
     names = PAYLOADS[:4] + ["a..", "-rf", f"{FAKE_LAB}.history.jsonl", "ann"]
     for i, name in enumerate(names):
-        put(subs, name, GOOD_KERNEL + f"// RATIO=0.{i + 1}\n")
+        put(subs, name, FAKE_LAB, GOOD_KERNEL + f"// RATIO=0.{i + 1}\n")
     grade(subs, out, fake_kit)
     for i, name in enumerate(names):
         history = progress.read(outdir.history_path(out, name, FAKE_LAB))

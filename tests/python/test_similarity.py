@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, SIMILARITY_DEPS
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, SIMILARITY_DEPS, grade_class, put
 from stencil_grader import cli
-from stencil_grader.classes import backend, gpupool, outdir, similarity, submissions
+from stencil_grader.classes import outdir, similarity, submissions
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import check_verdicts  # noqa: E402  (needs the path above)
@@ -72,11 +72,6 @@ def independent_solutions(lab: str) -> dict[str, str]:
         if entry.name.startswith(("good_", "book_")):
             found[entry.id] = check_verdicts.source_bytes(entry.path).decode()
     return found
-
-
-def put(folder: Path, student: str, lab: str, text: str) -> None:
-    (folder / student / lab).mkdir(parents=True, exist_ok=True)
-    (folder / student / lab / "kernel.cu").write_text(text)
 
 
 @pytest.fixture
@@ -334,12 +329,8 @@ def test_class_grading_with_similarity_changes_no_grade(cd, fake_kit, tmp_path):
     for student, text in (("ann", long), ("bob", renamed(long)), ("cid", "__global__ void k(float *o, int n) { for (int i = 0; i < n; i += 2) o[i] = 2.0f * i; }\n"
                                              "// RATIO=0.5\n")):
         put(subs, student, FAKE_LAB, text)
-
-    def grade(out, **kw):
-        return backend.grade_class(subs, out, kit_root=fake_kit.root, progress=lambda line: None,
-                                   gpu_set=gpupool.GpuSet([]), **kw)
-    plain = grade(tmp_path / "plain")
-    with_similarity = grade(tmp_path / "with", similarity=True)
+    plain = grade_class(subs, tmp_path / "plain", fake_kit)
+    with_similarity = grade_class(subs, tmp_path / "with", fake_kit, similarity=True)
     assert [(g.student, g.verdict, g.points) for g in plain.gradings] == \
         [(g.student, g.verdict, g.points) for g in with_similarity.gradings]
     assert (tmp_path / "plain" / "class.csv").read_text() == (tmp_path / "with" / "class.csv").read_text()
