@@ -41,6 +41,7 @@ to the grader): kernels stencil5 (LDG), tiled (STS, LDS) and plain, as `cuobjdum
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -265,6 +266,28 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
 """
 
 
+def lab_json(**changes) -> dict:
+    """BASE_LAB_JSON with top-level keys replaced, nested ones named a__b (check__suite_timeout_s=5); KeyError deletes."""
+    data = json.loads(json.dumps(BASE_LAB_JSON))
+    for key, value in changes.items():
+        *path, last = key.split("__")
+        node = functools.reduce(dict.__getitem__, path, data)
+        if value is KeyError:
+            del node[last]
+        else:
+            node[last] = value
+    return data
+
+
+def fake_spec(folder: Path, **changes):
+    """labspec.load of lab_json(**changes), written as folder/FAKE_LAB/lab.json."""
+    from stencil_grader.base import labspec
+    path = folder / FAKE_LAB / "lab.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(lab_json(**changes)))
+    return labspec.load(path)
+
+
 def _runnable_by_all(path: str) -> bool:
     """True when every folder on the way to path can be entered by anyone and path run by anyone."""
     p = Path(path).resolve()
@@ -304,15 +327,8 @@ class FakeKit:
         self.set_lab_json()
 
     def set_lab_json(self, **changes) -> dict:
-        """Write lab.json: BASE_LAB_JSON with top-level keys replaced, nested ones named a__b
-        (check__suite_timeout_s=5)."""
-        data = json.loads(json.dumps(BASE_LAB_JSON))
-        for key, value in changes.items():
-            node = data
-            *path, last = key.split("__")
-            for part in path:
-                node = node[part]
-            node[last] = value
+        """Write lab.json: lab_json(**changes)."""
+        data = lab_json(**changes)
         (self.lab_dir / "lab.json").write_text(json.dumps(data, indent=2))
         return data
 

@@ -1,10 +1,8 @@
 """launches.py: the launch audit's rules on audit records and nvcc's machine code (data/program.sass)."""
 
-import json
-
 import pytest
 
-from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
+from conftest import BASE_LAB_JSON, DATA, FAKE_LAB, fake_spec
 from stencil_grader.base import labspec
 from stencil_grader.grading import launches, sass
 
@@ -30,12 +28,8 @@ LAB6_TILE = {"halo": 1, "smallest_tile": [32, 6], "row_padding": 4, "rule": "One
 
 
 def spec(tmp_path, **constraints):
-    data = dict(BASE_LAB_JSON, api="stencil3d_sweep", bench=dict(BASE_LAB_JSON["bench"], nz=4),
-                constraints=dict(BASE_LAB_JSON["constraints"], **constraints))
-    path = tmp_path / FAKE_LAB / "lab.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return labspec.parse(data, path)
+    return fake_spec(tmp_path, api="stencil3d_sweep", bench__nz=4,
+                     **{f"constraints__{key}": value for key, value in constraints.items()})
 
 
 @pytest.fixture

@@ -1,11 +1,10 @@
 """score.py, the grading policy: ramp, cap, gates, implausible, constraint, not measured."""
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import BASE_LAB_JSON, FAKE_LAB, KIT_ROOT
+from conftest import KIT_ROOT, fake_spec
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
 from stencil_grader.grading.bench import BenchRun
@@ -16,10 +15,7 @@ from stencil_grader.grading.static import StaticCheck, StaticResult
 
 @pytest.fixture
 def spec(tmp_path):
-    path = tmp_path / FAKE_LAB / "lab.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(BASE_LAB_JSON))
-    return labspec.load(path)     # 60 correctness + 40 performance; generic floor 0.30, target 0.60
+    return fake_spec(tmp_path)     # 60 correctness + 40 performance; generic floor 0.30, target 0.60
 
 
 OK_BUILD = BuildResult("ok", ["make"], Path("b"))
@@ -176,14 +172,8 @@ def test_full_points_only_on_pass(spec):
 @pytest.fixture
 def fused_spec(tmp_path):
     """A lab that fuses up to K = 8 sweeps per pass (lab 8's key): plausible up to 8 x 1.05."""
-    data = json.loads(json.dumps(BASE_LAB_JSON))
-    data["api"] = "stencil2d_run"
-    data["bench"].update(steps=16, max_fused_sweeps=8)
-    data["targets"] = {"generic": {"floor": 1.0, "target": 2.0}}
-    path = tmp_path / FAKE_LAB / "lab.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(data))
-    return labspec.load(path)
+    return fake_spec(tmp_path, api="stencil2d_run", bench__steps=16, bench__max_fused_sweeps=8,
+                     targets={"generic": {"floor": 1.0, "target": 2.0}})
 
 
 @pytest.mark.parametrize("ratio, perf, verdict", [
