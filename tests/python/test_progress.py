@@ -1,8 +1,4 @@
-"""Each student's progress (grading/progress.py, classes/classdiff.py): every grading of a
-(student, lab) appended to a history that is never rewritten, in a student's own build folder and
-in a class's output folder; report.html's chart of the ratio over the attempts; class.html's
-"since each lab's previous grading"; `grade.py class-diff OUTA OUTB`.
-"""
+"""Progress over attempts: histories never rewritten, report.html's chart, class.html's moves, class-diff."""
 
 from __future__ import annotations
 
@@ -108,8 +104,7 @@ def test_the_report_page_charts_the_attempts():
 
 
 def test_make_check_keeps_the_history_in_the_build_folder(fake_kit, tmp_path):
-    """A student's own `grade.py lab` (make check): BUILD_DIR/history.jsonl grows by one line a
-    grading, and report.html charts it."""
+    """make check appends one line a grading to BUILD_DIR/history.jsonl; report.html charts it."""
     build = tmp_path / "build"
     folder = fake_kit.submission("me", GOOD_KERNEL + "// RATIO=0.3\n")
     for ratio in ("0.3", "0.5", "0.7"):
@@ -168,8 +163,7 @@ def test_kinds_of_change():
 
 
 def test_hostile_names_keep_their_histories_apart(fake_kit, tmp_path):
-    """A student's history lives in their own folder under students/, named as outdir names it:
-    no name (a payload, `a..`, a leading `-`, another lab's history file name) reaches another's."""
+    """Each student's history lives in their own folder: no name reaches another's."""
     subs, out = fake_kit.root / "submissions", tmp_path / "out"
     names = PAYLOADS[:4] + ["a..", "-rf", f"{FAKE_LAB}.history.jsonl", "ann"]
     for i, name in enumerate(names):

@@ -187,9 +187,7 @@ def test_fused_sweeps_move_the_plausibility_bound(fused_spec, ratio, perf, verdi
 
 
 def test_a_refused_launch_is_a_failure_counted_apart_not_a_crash(spec):
-    """A textbook kernel that leaves the boundary unwritten and asks for
-    gridDim.y above 65535 on the tall grids: 29 cases wrong, 3 refused at launch.  Incorrect,
-    and the message says both counts (it used to read `crash`)."""
+    """Launches the runtime refused are failures counted apart (incorrect), never a crash."""
     from stencil_grader.base import protocol
     cases = [CaseResult("t", i, f"case {i}", "fail", f"case {i}: 12 mismatches") for i in range(29)]
     cases += [CaseResult("large", 29 + i, "nx=4 ny=1100001", "fail",
@@ -240,8 +238,7 @@ MACHINE = "CUDA error: cudaStreamCreate(&s) failed at grid.c:40: OS call failed 
     (ALL_PASS, BenchRun("grader_error", message="the sandbox could not be set up: no free sandbox user id")),
 ])
 def test_a_failure_of_the_graders_machinery_is_grader_error_never_a_zero(spec, check, bench):
-    """The sandbox or the program could not start, or a CUDA error of the machine (a thread the
-    operating system refused, a GPU lost): no grade, not final, and the student is told so."""
+    """The sandbox, the program start or a machine CUDA error failing: grader_error, never a 0."""
     s = score.score_lab(spec, OK_BUILD, CLEAN, check, bench)
     assert s.verdict == "grader_error" and "grader_error" in score.NOT_GRADED
     assert s.messages and "the grader's own machinery failed, not your code" in s.messages[0]

@@ -95,9 +95,7 @@ needs_toolchain = pytest.mark.skipif(not (shutil.which("cc") and shutil.which("n
 
 @pytest.fixture(scope="module")
 def linked(tmp_path_factory):
-    """A build directory as lab.mk leaves it, made of real parts: a `check` program linked with
-    Check and the C library, its main in an object of its own (check_runner.o), and a harness
-    object; linkage.taken_names reads their symbol tables, and those of the libraries."""
+    """A build directory of real parts (check linked with Check, check_runner.o, harness.o), read by taken_names."""
     build = tmp_path_factory.mktemp("linked")
     (build / "runner.c").write_text(
         '#include <check.h>\n#include <stdio.h>\n'
