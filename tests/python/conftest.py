@@ -1,19 +1,8 @@
-"""Shared fixtures of the grader's tests: fake programs and a fake lab.
+"""Shared fixtures and helpers: a fake lab whose `build` writes fake check and bench programs speaking the real
+protocol (grader/README.md), with the submission's text baked in; they say on stderr what they saw (`ran: ...`),
+and kernel.o (with a C compiler) defines the launcher for the symbol check.  No GPU, no real build.
 
-The fake programs speak the real programs' protocol (grader/README.md): they
-report on the private channel (STENCIL_CHANNEL_FD), the check program in two
-modes (CK_FORK=no: all cases in one process, after a `device:` line;
-STENCIL_CASES: only those cases), the bench with a launch audit.
-
-No GPU and no real lab build is needed.  A fake lab is a directory with a
-lab.json and a Makefile whose `build` target writes fake `check` and `bench`
-programs (small Python scripts) into BUILD_DIR, with the submission's text
-baked in (they run in the grader's sandbox: a copy of the program in a
-directory of its own, as `nobody` when the tests run as root, so they can read
-nothing else).  They tell what they saw on stderr (`ran: ...`).  When a C
-compiler is there, the build also writes BUILD_DIR/kernel.o, a real object
-that defines the launcher and calls whatever a `CALLS=a,b` marker names, for
-the symbol check.  Markers in the submission's kernel.cu:
+Markers in the submission's kernel.cu:
 
     COMPILE_ERROR   make fails like nvcc does
     NO_CHECK_LIB    make fails with lab.mk's "kit error: the Check ... library is not installed"
