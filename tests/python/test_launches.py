@@ -74,30 +74,23 @@ def test_the_plane_factor_is_the_smallest_tile_of_lab_json():
     assert spec6.constraints.shared_tile.plane_factor == 1.75
 
 
-def test_two_halo_free_planes_fail(lab6, tmp_path):
-    """Two planes of a 128 x 16 tile without any halo: 16384 bytes, more than one plane with its halo."""
-    check = launches.planes_check(lab6, bench(kernel(static_smem=16384)), CODE)
-    assert check.status == "fail" and "16384 bytes" in check.message and "performance gets 0" in check.message
-
-
-def test_three_planes_in_a_block_that_declares_more_threads_than_it_launches_fail(lab6, tmp_path):
-    """The bound follows the threads launched (256), not those declared (__launch_bounds__(1024))."""
-    record = kernel(grid=[4, 86, 1], block=[32, 8, 1], static_smem=3 * 136 * 8 * 4)
+@pytest.mark.parametrize("record, in_message, in_last_detail", [
+    (kernel(static_smem=16384), "16384 bytes", ""),                  # two 128 x 16 planes without any halo
+    # three planes of a 128 x 6 tile: the bound follows the 256 threads launched, not __launch_bounds__(1024)
+    (kernel(grid=[4, 86, 1], block=[32, 8, 1], static_smem=3 * 136 * 8 * 4), "", ""),
+    (kernel(static_smem=0, dynamic_smem=20000), "", "20000 dynamic"),    # dynamic shared memory counts
+    # a grid-stride block's share is capped at two rows of its widest load per thread: three 32 x 16 planes
+    (kernel(name="_Z5plainPKfPfi", grid=[132, 1, 1], static_smem=3 * 34 * 18 * 4), "", ""),
+], ids=["two_planes_no_halo", "three_planes_fewer_threads", "dynamic", "grid_stride"])
+def test_more_than_the_planes_allowed_fails_and_costs_the_performance_points(lab6, record, in_message, in_last_detail):
     check = launches.planes_check(lab6, bench(record), CODE)
-    assert check.status == "fail"
+    assert check.status == "fail" and "performance gets 0" in check.message and in_message in check.message
+    assert in_last_detail in check.details[-1]
 
 
-def test_dynamic_shared_memory_counts(lab6, tmp_path):
-    check = launches.planes_check(lab6, bench(kernel(static_smem=0, dynamic_smem=20000)), CODE)
-    assert check.status == "fail" and "20000 dynamic" in check.details[-1]
-
-
-def test_a_grid_stride_block_cannot_claim_the_whole_plane(lab6, tmp_path):
-    """A grid-stride block's share is capped at two rows of its widest load per thread."""
+def test_a_grid_stride_blocks_share_is_two_rows_of_its_widest_load_per_thread():
     allowed, _ = launches.plane_bound(1, 1.75, 512, 512, [132, 1, 1], 512, 4)
     assert allowed == int(1.75 * 4 * 512 * 2)
-    record = kernel(name="_Z5plainPKfPfi", grid=[132, 1, 1], static_smem=3 * 34 * 18 * 4)   # three 32 x 16 planes
-    assert launches.planes_check(lab6, bench(record), CODE).status == "fail"
 
 
 @pytest.fixture
