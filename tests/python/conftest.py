@@ -256,7 +256,7 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
 
 
 def lab_json(**changes) -> dict:
-    """BASE_LAB_JSON with top-level keys replaced, nested ones named a__b (check__suite_timeout_s=5); KeyError deletes."""
+    """BASE_LAB_JSON with keys replaced, nested ones named a__b (check__suite_timeout_s=5); KeyError deletes."""
     data = json.loads(json.dumps(BASE_LAB_JSON))
     for key, value in changes.items():
         *path, last = key.split("__")

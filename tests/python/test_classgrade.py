@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from conftest import (FAKE_BENCH, FAKE_CHECK, FAKE_LAB, GOOD_KERNEL, KIT_ROOT as KIT, grade_class as grade, put, run_grade,
-                      write_script)
+from conftest import (FAKE_BENCH, FAKE_CHECK, FAKE_LAB, GOOD_KERNEL, KIT_ROOT as KIT, grade_class as grade, put,
+                      run_grade, write_script)
 from stencil_grader import cli
 from stencil_grader.base import locks
 from stencil_grader.classes import backend, batch, gpupool, outdir, plan, resume, submissions, worker

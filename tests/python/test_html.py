@@ -348,7 +348,7 @@ def need_chromium():
 
 @needs_jinja2
 def test_pages_render_in_headless_chromium(need_chromium, tmp_path):
-    """Each page renders, not blank, with its sections; class.html leads with the banner and shows verdicts, not 0.00."""
+    """Each page renders, not blank, with its sections; class.html: the banner first, verdicts, not 0.00."""
     lab_page = tmp_path / "report.html"
     lab_page.write_text(html.render_lab_html(report(), profile(), peak_gflops=H100_PEAK_GFLOPS))
     class_page = classhtml.write_class_html(class_with_ungraded_labs(tmp_path), LABS)
