@@ -1,19 +1,8 @@
-"""Shared fixtures of the grader's tests: fake programs and a fake lab.
+"""Shared fixtures and helpers: a fake lab whose `build` writes fake check and bench programs speaking the real
+protocol (grader/README.md), with the submission's text baked in; they say on stderr what they saw (`ran: ...`),
+and kernel.o (with a C compiler) defines the launcher for the symbol check.  No GPU, no real build.
 
-The fake programs speak the real programs' protocol (grader/README.md): they
-report on the private channel (STENCIL_CHANNEL_FD), the check program in two
-modes (CK_FORK=no: all cases in one process, after a `device:` line;
-STENCIL_CASES: only those cases), the bench with a launch audit.
-
-No GPU and no real lab build is needed.  A fake lab is a directory with a
-lab.json and a Makefile whose `build` target writes fake `check` and `bench`
-programs (small Python scripts) into BUILD_DIR, with the submission's text
-baked in (they run in the grader's sandbox: a copy of the program in a
-directory of its own, as `nobody` when the tests run as root, so they can read
-nothing else).  They tell what they saw on stderr (`ran: ...`).  When a C
-compiler is there, the build also writes BUILD_DIR/kernel.o, a real object
-that defines the launcher and calls whatever a `CALLS=a,b` marker names, for
-the symbol check.  Markers in the submission's kernel.cu:
+Markers in the submission's kernel.cu:
 
     COMPILE_ERROR   make fails like nvcc does
     NO_CHECK_LIB    make fails with lab.mk's "kit error: the Check ... library is not installed"
@@ -41,6 +30,7 @@ to the grader): kernels stencil5 (LDG), tiled (STS, LDS) and plain, as `cuobjdum
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -62,6 +52,10 @@ if SIMILARITY_DEPS.is_dir():
     sys.path.append(str(SIMILARITY_DEPS))
 
 FAKE_LAB = "01-fake-5pt"
+#: nvcc on PATH or in /usr/local/cuda, else None.
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
+#: Whether pkg-config finds the Check library (the real lab builds need it).
+HAVE_CHECK = bool(shutil.which("pkg-config")) and subprocess.run(["pkg-config", "--exists", "check"]).returncode == 0
 
 BASE_LAB_JSON = {
     "lab": FAKE_LAB,
@@ -261,6 +255,28 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
 """
 
 
+def lab_json(**changes) -> dict:
+    """BASE_LAB_JSON with keys replaced, nested ones named a__b (check__suite_timeout_s=5); KeyError deletes."""
+    data = json.loads(json.dumps(BASE_LAB_JSON))
+    for key, value in changes.items():
+        *path, last = key.split("__")
+        node = functools.reduce(dict.__getitem__, path, data)
+        if value is KeyError:
+            del node[last]
+        else:
+            node[last] = value
+    return data
+
+
+def fake_spec(folder: Path, **changes):
+    """labspec.load of lab_json(**changes), written as folder/FAKE_LAB/lab.json."""
+    from stencil_grader.base import labspec
+    path = folder / FAKE_LAB / "lab.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(lab_json(**changes)))
+    return labspec.load(path)
+
+
 def _runnable_by_all(path: str) -> bool:
     """True when every folder on the way to path can be entered by anyone and path run by anyone."""
     p = Path(path).resolve()
@@ -300,15 +316,8 @@ class FakeKit:
         self.set_lab_json()
 
     def set_lab_json(self, **changes) -> dict:
-        """Write lab.json: BASE_LAB_JSON with top-level keys replaced, nested ones named a__b
-        (check__suite_timeout_s=5)."""
-        data = json.loads(json.dumps(BASE_LAB_JSON))
-        for key, value in changes.items():
-            node = data
-            *path, last = key.split("__")
-            for part in path:
-                node = node[part]
-            node[last] = value
+        """Write lab.json: lab_json(**changes)."""
+        data = lab_json(**changes)
         (self.lab_dir / "lab.json").write_text(json.dumps(data, indent=2))
         return data
 
@@ -326,6 +335,20 @@ def fake_kit(tmp_path, monkeypatch) -> FakeKit:
     kit = FakeKit(tmp_path / "kit")
     monkeypatch.setenv("CUOBJDUMP", str(kit.fake / "cuobjdump"))
     return kit
+
+
+def put(subs: Path, student: str, lab: str = FAKE_LAB, text: str = GOOD_KERNEL, name: str = "kernel.cu") -> None:
+    """subs/student/lab/name holding text: a class folder's layout."""
+    (subs / student / lab).mkdir(parents=True, exist_ok=True)
+    (subs / student / lab / name).write_text(text)
+
+
+def grade_class(subs: Path, out: Path, kit: FakeKit, **kw):
+    """backend.grade_class of the class folder subs into out on the fake kit: quiet, on a host without GPUs."""
+    from stencil_grader.classes import backend, gpupool
+    kw.setdefault("progress", lambda line: None)
+    kw.setdefault("gpu_set", gpupool.GpuSet([]))
+    return backend.grade_class(subs, out, kit_root=kit.root, **kw)
 
 
 def run_grade(*args, timeout=120, env=None) -> subprocess.CompletedProcess:

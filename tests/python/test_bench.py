@@ -1,13 +1,12 @@
-"""bench.py: the probe, the timed run's exit codes and its JSON (on the private channel, a pipe
-the student's code cannot reach; stdout is the student's program output)."""
+"""bench.py: the probe, the timed run's exit codes, its JSON read from the private channel alone."""
 
 import json
 import re
 
 import pytest
 
-from conftest import write_script
-from stencil_grader.base import process
+from conftest import KIT_ROOT, write_script
+from stencil_grader.base import process, protocol
 from stencil_grader.grading import bench
 
 GOOD = {"device": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "nx": 16384, "ny": 8192, "nz": 1,
@@ -88,8 +87,7 @@ def test_a_second_object_on_the_channel_is_rejected(tmp_path):
 
 
 def test_a_kernels_printf_is_the_students_output_not_an_error(tmp_path):
-    """A device printf lands on stdout: the figures on the channel stand, and what the kernel
-    printed is kept for the report: a debug printf costs the student nothing."""
+    """A device printf on stdout is kept for the report; the figures on the channel stand."""
     fake_bench(tmp_path, "print('x=1 y=2 (device printf)', flush=True)\n"
                + writes_json(GOOD, extra="print('more printf after the figures')\n"))
     run = bench.run_bench(tmp_path, 30)
@@ -104,21 +102,15 @@ def test_a_flood_of_printf_is_capped(tmp_path):
     assert "more bytes not shown" in run.output
 
 
-def test_json_forged_on_stdout_is_never_read(tmp_path):
-    """The forger's trick: print better figures where the grader once read them.  The grader
-    reads the channel alone, so stdout is only the student's output."""
-    forged = dict(GOOD, ratio=0.99, gbps=2970.0)
-    fake_bench(tmp_path, f"print(json.dumps({forged!r}), flush=True)\n" + writes_json(GOOD))
-    run = bench.run_bench(tmp_path, 30)
-    assert run.status == "ok" and run.data["ratio"] == pytest.approx(0.8948)
+FORGED = dict(GOOD, ratio=0.99, gbps=2970.0)
 
 
-def test_a_file_the_bench_writes_later_changes_nothing(tmp_path):
-    """Rewriting the figures in a file after the harness wrote them changes nothing: the grader
-    reads the pipe, so a file the process writes, whatever its name, is never read."""
-    forged = dict(GOOD, ratio=0.99, gbps=2970.0)
-    fake_bench(tmp_path, writes_json(GOOD, extra=f"json.dump({forged!r}, open('-', 'w'))\n"
-                                               f"json.dump({forged!r}, open('bench.json', 'w'))\n"))
+@pytest.mark.parametrize("before, after", [
+    (f"print(json.dumps({FORGED!r}), flush=True)\n", ""),            # on stdout, where figures once were read
+    ("", f"json.dump({FORGED!r}, open('-', 'w'))\njson.dump({FORGED!r}, open('bench.json', 'w'))\n"),  # files, later
+], ids=["stdout", "files_written_later"])
+def test_figures_forged_off_the_channel_are_never_read(tmp_path, before, after):
+    fake_bench(tmp_path, before + writes_json(GOOD, extra=after))
     run = bench.run_bench(tmp_path, 30)
     assert run.status == "ok" and run.data["ratio"] == pytest.approx(0.8948)
 
@@ -170,7 +162,6 @@ def test_bad_json_values(change, words):
 
 def test_the_schema_is_what_protocol_h_declares():
     """One declaration for both sides: every key of every object is a KEY_ macro of protocol.h."""
-    from stencil_grader.base import protocol
     header = protocol.c_header()
     for prefix, schema in (("", protocol.BENCH_KEYS), ("launcher_", protocol.LAUNCHER_KEYS),
                            ("audit_", protocol.AUDIT_KEYS), ("launch_", protocol.AUDIT_LAUNCH_KEYS),
@@ -180,19 +171,13 @@ def test_the_schema_is_what_protocol_h_declares():
 
 
 def test_the_c_side_names_keys_only_through_protocol_h():
-    """bench.c writes no key as a literal: every json_* call names a KEY_ macro (or NULL inside
-    an array), so a key cannot differ between the two sides."""
-    import re
-    from conftest import KIT_ROOT
+    """bench.c writes no key as a literal: every json_* call names a KEY_ macro (or NULL inside an array)."""
     source = (KIT_ROOT / "grader" / "harness" / "bench.c").read_text()
     calls = re.findall(r"json_(?:string|number|integer|bool|open_object|open_array)\(&?\w+,\s*([^,)]+)", source)
     assert calls and all(c.startswith("KEY_") or c == "NULL" for c in calls), calls
 
 
 def test_launches_py_reads_only_declared_keys():
-    import re
-    from conftest import KIT_ROOT
-    from stencil_grader.base import protocol
     source = (KIT_ROOT / "grader" / "stencil_grader" / "grading" / "launches.py").read_text()
     read = set(re.findall(r"""(?:\[|\.get\()["'](\w+)["']""", source))
     declared = (set(protocol.BENCH_KEYS) | set(protocol.AUDIT_KEYS) | set(protocol.AUDIT_LAUNCH_KEYS)

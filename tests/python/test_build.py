@@ -1,8 +1,6 @@
-"""build.py: make's outcome (ok / compile_error / timeout), the ptxas -v report and its kernels' labels,
-and what a student reads after a failed build (buildmessage.py)."""
+"""build.py (make's outcome, the ptxas -v report, kernel labels) and buildmessage.py (what a student reads)."""
 
 import re
-import os
 import shutil
 import subprocess
 import tempfile
@@ -11,12 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, GOOD_KERNEL, KIT_ROOT
+from conftest import DATA, GOOD_KERNEL, HAVE_CHECK, KIT_ROOT, NVCC
 from stencil_grader.grading import build, buildmessage, gradescope as gradescope_file, names, pipeline, report
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
-NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
-                                else None)
 
 
 KIT_HEADER = KIT_ROOT / "grader" / "include" / "stencil_lab.h"
@@ -94,6 +90,14 @@ def make_lab(tmp_path, recipe: str):
     return lab
 
 
+def student(tmp_path, content, name="sub"):
+    """A submission folder tmp_path/name holding kernel.cu (text or bytes)."""
+    sub = tmp_path / name
+    sub.mkdir()
+    (sub / "kernel.cu").write_bytes(content if isinstance(content, bytes) else content.encode())
+    return sub
+
+
 @needs_make
 def test_compile_error_keeps_the_last_lines(tmp_path):
     lines = "; ".join(f"echo line{i}" for i in range(40))
@@ -116,17 +120,13 @@ def test_build_timeout_is_its_own_outcome(tmp_path):
 
 
 @needs_make
-@needs_make
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 def test_lab_mk_splits_nvccs_messages_from_the_resource_report(tmp_path):
-    """The one filter of ptxas's report (lab.mk): ptxas.log keeps the report, nvcc.log and the
-    terminal get nvcc's other lines (a warning here)."""
-    if subprocess.run(["pkg-config", "--exists", "check"]).returncode != 0:
+    """lab.mk: ptxas.log keeps ptxas's report; nvcc.log and the terminal get nvcc's other lines."""
+    if not HAVE_CHECK:
         pytest.skip("the Check library is not installed")
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "kernel.cu").write_text((KIT_ROOT / "reference" / "01-naive-5pt" / "kernel.cu").read_text()
-                                   + '\n#warning "a warning of the student\'s own"\n')
+    sub = student(tmp_path, (KIT_ROOT / "reference" / "01-naive-5pt" / "kernel.cu").read_text()
+                  + '\n#warning "a warning of the student\'s own"\n')
     done = subprocess.run(["make", "-s", "-C", str(KIT_ROOT / "labs" / "01-naive-5pt"), str(tmp_path / "b" / "kernel.o"),
                            f"IMPL={sub}", f"BUILD_DIR={tmp_path / 'b'}", "CUDA_ARCH=90"],
                           capture_output=True, text=True)
@@ -147,7 +147,6 @@ def test_good_build_reads_ptxas_log(tmp_path):
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 def test_parser_reads_what_this_nvcc_writes(tmp_path):
-    """The format check against the nvcc installed here (no GPU needed)."""
     shutil.copy(DATA / "kernels_shared.cu", tmp_path / "k.cu")
     done = subprocess.run([NVCC, "-Xptxas", "-v", "-c", "k.cu", "-o", "k.o", "-arch=sm_90"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=240)
@@ -199,8 +198,7 @@ HARNESS_WORDS = ("cc -std", "nvcc -gencode", "ar rcs", "grade.py config", "make:
 
 
 def student_dirs(tmp_path, source_text=""):
-    """(Paths, a function filling a log's placeholders): a kit, a build directory and a student
-    folder holding kernel.cu, all under tmp_path (the instructor's temporary directory)."""
+    """(buildmessage.Paths of a kit, build directory and student folder under tmp_path, a filler of {K} {B} {S})."""
     kit, build_dir, folder = tmp_path / "kit", tmp_path / "build" / "01-naive-5pt", tmp_path / "class" / "alice"
     for d in (kit, build_dir, folder):
         d.mkdir(parents=True)
@@ -246,7 +244,7 @@ def test_two_missing_launchers_each_get_their_declaration(tmp_path):
 @pytest.mark.skipif(not (shutil.which("c++") and shutil.which("nm") and shutil.which("c++filt")),
                     reason="c++, nm or c++filt (binutils) not installed")
 def test_launcher_with_other_parameters_is_named(tmp_path):
-    """Defined, but as a C++ function of other parameters: the message names the one it defines."""
+    """A launcher defined with C++ linkage and other parameters: the message names what was defined."""
     where, fill = student_dirs(tmp_path, "void stencil2d_sweep(const float *, float *, int, int) {}\n")
     shutil.copy(where.source, tmp_path / "k.cpp")
     done = subprocess.run(["c++", "-c", str(tmp_path / "k.cpp"), "-o", str(where.build_dir / "kernel.o")],
@@ -358,13 +356,11 @@ def test_lab_launchers_follow_the_labs_kind():
 @pytest.mark.parametrize("content, said", [
     (b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 8, "kernel.cu is not a text file: it holds NUL bytes"),
     ("__global__ void k() {}\n".encode("utf-16"), "it is UTF-16 text; save it as UTF-8"),
-], ids=["elf", "utf16"])
-def test_a_binary_kernel_is_refused_in_one_line_before_make(tmp_path, content, said):
+    ("//" + "x" * build.MAX_SOURCE_BYTES, "kernel.cu is 1.0 MB, over the 1 MiB a kernel.cu may have"),
+], ids=["elf", "utf16", "over_1_mib"])
+def test_a_kernel_make_should_not_see_is_refused_in_one_line_before_make(tmp_path, content, said):
     lab = make_lab(tmp_path, "@touch $(BUILD_DIR)/make-ran")
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "kernel.cu").write_bytes(content)
-    result = build.build(lab, str(sub), tmp_path / "b")
+    result = build.build(lab, str(student(tmp_path, content)), tmp_path / "b")
     assert result.outcome == "compile_error"
     assert said in result.message and len(result.message.splitlines()) == 1
     assert not (tmp_path / "b" / "make-ran").exists()
@@ -373,13 +369,9 @@ def test_a_binary_kernel_is_refused_in_one_line_before_make(tmp_path, content, s
 
 @needs_make
 def test_make_gets_only_the_graders_paths(tmp_path):
-    """A student's folder (a space, quotes, `$(...)`, backticks) never reaches make, whose shell
-    would run what its name says: its kernel.cu is copied to BUILD_DIR/src/<lab>/ and make is
-    given that folder as IMPL=."""
+    """A student's folder name never reaches make's shell: kernel.cu is copied to BUILD_DIR/src/<lab>/, IMPL= that."""
     lab = make_lab(tmp_path, '@echo "$(IMPL)" > $(BUILD_DIR)/impl; test -f $(IMPL)/lab/kernel.cu')
-    sub = tmp_path / "o'brien \"x\" $(touch PWNED) `touch PWNED`; -rf"
-    sub.mkdir()
-    (sub / "kernel.cu").write_text(GOOD_KERNEL)
+    sub = student(tmp_path, GOOD_KERNEL, "o'brien \"x\" $(touch PWNED) `touch PWNED`; -rf")
     result = build.build(lab, str(sub), tmp_path / "b")
     assert result.ok, result.message
     staged = tmp_path / "b" / "src" / "lab" / "kernel.cu"
@@ -404,24 +396,9 @@ def test_a_folder_make_cannot_take_is_a_kit_error_not_a_grade(tmp_path):
 
 
 @needs_make
-def test_a_kernel_over_1_mib_is_refused_before_make(tmp_path):
-    lab = make_lab(tmp_path, "@touch $(BUILD_DIR)/make-ran")
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "kernel.cu").write_text("//" + "x" * build.MAX_SOURCE_BYTES)
-    result = build.build(lab, str(sub), tmp_path / "b")
-    assert result.outcome == "compile_error" and len(result.message.splitlines()) == 1
-    assert "kernel.cu is 1.0 MB, over the 1 MiB a kernel.cu may have" in result.message
-    assert not (tmp_path / "b" / "make-ran").exists()
-
-
-@needs_make
 def test_the_whole_make_output_is_kept_in_build_log(tmp_path):
     lab = make_lab(tmp_path, "cc -c harness.c -o harness.o || true\n@echo 'kernel.cu(1): error: bad' >&2; exit 1")
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "kernel.cu").write_text("bad\n")
-    result = build.build(lab, str(sub), tmp_path / "b")
+    result = build.build(lab, str(student(tmp_path, "bad\n")), tmp_path / "b")
     log = (tmp_path / "b" / build.BUILD_LOG).read_text()
     # "make: ***", or "make[N]: ***" when this runs under another make (make test)
     failed_at = re.search(r"^make(\[\d+\])?: \*\*\*", log, re.MULTILINE).start()
@@ -469,18 +446,14 @@ def test_after_a_failed_build_the_report_says_what_to_do(fake_kit, tmp_path):
     assert "build.log" in text and (tmp_path / "b" / build.BUILD_LOG).is_file()
 
 
-NEEDS_TOOLCHAIN = not (NVCC and shutil.which("make") and shutil.which("pkg-config")
-                       and subprocess.run(["pkg-config", "--exists", "check"]).returncode == 0)
+NEEDS_TOOLCHAIN = not (NVCC and shutil.which("make") and HAVE_CHECK)
 
 
 @pytest.mark.skipif(NEEDS_TOOLCHAIN, reason="nvcc, make or the Check library (pkg-config check) not installed")
 def test_an_empty_kernel_cu_of_lab_1_is_told_what_to_define(tmp_path):
-    """The real lab 1 build (nvcc and the linker, no GPU): an empty kernel.cu is told which
-    launcher to define."""
-    sub = tmp_path / "alice"
-    sub.mkdir()
-    (sub / "kernel.cu").write_text("")
-    result = build.build(KIT_ROOT / "labs" / "01-naive-5pt", str(sub), tmp_path / "b", timeout_s=600)
+    """The real lab 1 build (nvcc and the linker, no GPU)."""
+    result = build.build(KIT_ROOT / "labs" / "01-naive-5pt", str(student(tmp_path, "", "alice")), tmp_path / "b",
+                         timeout_s=600)
     if result.outcome == "compile_error" and "kit error: " in result.message:
         pytest.skip(result.message)
     assert result.outcome == "compile_error"
@@ -518,18 +491,17 @@ def test_the_printf_hint_matches_what_this_nvcc_says(tmp_path):
 
 
 @needs_make
-@pytest.mark.parametrize("given, digits", [("sm_90", "90"), ("9.0", "90"), ("compute_8.0", "compute_80"), ("x", "90")])
-def test_cuda_arch_written_as_sm_is_refused_naming_the_digits(given, digits):
-    """make check CUDA_ARCH=sm_90 stops before anything is built, saying what to write (it used to
-    reach nvcc and read as the student's compile error)."""
+@pytest.mark.parametrize("given, digits", [("sm_90", "90"), ("9.0", "90"), ("compute_8.0", "compute_80"), ("x", "90"),
+                                           ("90", None), ("80 90", None), ("90a", None), ("compute_80", None)])
+def test_make_refuses_a_cuda_arch_not_in_digits_naming_the_digits(given, digits):
+    """make CUDA_ARCH=sm_90 stops before any build, saying what to write; digits (compute_NN: PTX alone) pass."""
     done = subprocess.run(["make", "-s", "print-build-dir", f"CUDA_ARCH={given}"], cwd=KIT_ROOT / "labs" / "01-naive-5pt",
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and not done.stdout
-    assert f"write the compute capability as digits, CUDA_ARCH={digits} " in done.stderr
-    for good in ("90", "80 90", "90a", "compute_80"):                  # compute_80: PTX alone
-        ok = subprocess.run(["make", "-s", "print-build-dir", f"CUDA_ARCH={good}"],
-                            cwd=KIT_ROOT / "labs" / "01-naive-5pt", capture_output=True, text=True, timeout=60)
-        assert ok.returncode == 0, ok.stderr
+    if digits is None:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode == 2 and not done.stdout
+        assert f"write the compute capability as digits, CUDA_ARCH={digits} " in done.stderr
 
 
 def test_grade_py_arch_takes_digits_only():

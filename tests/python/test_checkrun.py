@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import DATA, write_script
+from conftest import DATA, HAVE_CHECK, write_script
 from stencil_grader.grading import checkrun, checkstream
 from stencil_grader.grading.checkstream import ListedCase, XmlTest
 
@@ -139,10 +139,16 @@ PASS0 = ('<test result=\\"success\\"><id>t</id><iteration>0</iteration><duration
          '<description>basic</description><message>Passed</message></test>\\n')
 
 
+#: A fake check's body writing a pass for each of the three listed cases.
+ALL_PASS = f"""for tcase, it in (("basic", 0), ("basic", 1), ("edges", 2)):
+    log.write("{PASS0}".replace("<iteration>0", f"<iteration>{{it}}").replace(">basic<", f">{{tcase}}<"))
+"""
+#: A fake check's body printing its environment on stderr.
+PRINT_ENV = 'print("env:", json.dumps(dict(os.environ)), file=sys.stderr)\n'
+
+
 def fake_check(build_dir, body):
-    """A fake BUILD_DIR/check: --list prints three cases; a run executes body (log: the grader's
-    channel).  It reports every case whatever STENCIL_CASES asks: run_check counts only the
-    cases a run was asked for."""
+    """BUILD_DIR/check: --list prints three cases; a run executes body (log: the grader's channel)."""
     write_script(build_dir / "check", f"""import os, sys, time, signal, json
 if sys.argv[1:] == ["--list"]:
     print("{LIST}")
@@ -152,12 +158,15 @@ log = os.fdopen(int(os.environ["STENCIL_CHANNEL_FD"]), "w")
 """)
 
 
+def envs(run) -> list:
+    """The environments a PRINT_ENV check printed, phase 1 first."""
+    return [json.loads(line.split("env:", 1)[1]) for line in run.stderr_tail.splitlines() if "env:" in line]
+
+
 def test_all_cases_pass(tmp_path):
     fake_check(tmp_path, f"""log.write("seed: 31\\n"); log.flush()
 log.write("{HEADER}")
-for tcase, it in (("basic", 0), ("basic", 1), ("edges", 2)):
-    log.write("{PASS0}".replace("<iteration>0", f"<iteration>{{it}}").replace(">basic<", f">{{tcase}}<"))
-log.write("</suite></testsuites>\\n")
+{ALL_PASS}log.write("</suite></testsuites>\\n")
 """)
     run = checkrun.run_check(tmp_path, 30)
     assert (run.status, run.exit_status, run.seed, run.passed, run.total) == ("ok", 0, 31, 3, 3)
@@ -168,8 +177,7 @@ log.write("</suite></testsuites>\\n")
 
 
 def test_suite_timeout_is_timeout_never_pass_and_kills_every_process(tmp_path):
-    """The check parent hangs after one case; its forked case child (own process group, as
-    Check makes them) hangs too.  Both must be gone when run_check returns."""
+    """A hung check and its hung forked case child (own process group) are both gone when run_check returns."""
     fake_check(tmp_path, f"""log.write("seed: 5\\n"); log.flush()
 log.write("{HEADER}{PASS0}")
 log.flush()
@@ -195,8 +203,7 @@ time.sleep(3600)
 
 
 def test_first_case_timeout_stops_the_run_at_once(tmp_path):
-    """Check reports a timeout for the second case and would go on to hang in the third
-    (as a kernel that never returns does in every case): stopped at once."""
+    """Check reports the second case timed out and hangs in the third: the run stops at once."""
     timeout = PASS0.replace("success", "error").replace("<iteration>0", "<iteration>1").replace(
         "Passed", "Test timeout expired")
     fake_check(tmp_path, f"""log.write("seed: 5\\n{HEADER}{PASS0}{timeout}")
@@ -226,24 +233,18 @@ time.sleep(3600)
     assert "the run was stuck" in run.cases[1].message
 
 
-def test_death_by_signal_without_xml_is_crash(tmp_path):
-    fake_check(tmp_path, """log.write("seed: 8\\n"); log.flush()
-print("Running suite(s): fake", file=sys.stderr)
-os.kill(os.getpid(), signal.SIGSEGV)
-""")
-    run = checkrun.run_check(tmp_path, 30)
-    assert run.status == "crash"
-    assert [c.outcome for c in run.cases] == ["crash"] * 3
-    assert "killed by signal 11 (SIGSEGV)" in run.cases[0].message
-    assert "no test result was written" in run.message
-    assert "Running suite(s): fake" in run.stderr_tail
-
-
-def test_clean_exit_without_results_is_crash_not_pass(tmp_path):
-    fake_check(tmp_path, 'log.write("seed: 8\\n")\nsys.exit(0)\n')
+@pytest.mark.parametrize("body, said", [
+    ('print("Running suite(s): fake", file=sys.stderr)\nos.kill(os.getpid(), signal.SIGSEGV)\n',
+     "killed by signal 11 (SIGSEGV)"),
+    ("sys.exit(0)\n", ""),
+], ids=["signal", "clean_exit"])
+def test_a_run_without_results_is_a_crash_never_a_pass(tmp_path, body, said):
+    fake_check(tmp_path, 'log.write("seed: 8\\n"); log.flush()\n' + body)
     run = checkrun.run_check(tmp_path, 30)
     assert run.status == "crash" and run.passed == 0
-    assert all(c.outcome == "crash" for c in run.cases)
+    assert [c.outcome for c in run.cases] == ["crash"] * 3 and said in run.cases[0].message
+    assert "no test result was written" in run.message
+    assert "Running suite(s): fake" in run.stderr_tail or not said
 
 
 def test_missing_program(tmp_path):
@@ -253,19 +254,16 @@ def test_missing_program(tmp_path):
 
 
 def test_environment_is_the_sandbox_one_with_the_mode_cases_and_seed(tmp_path, monkeypatch):
-    """Phase 1 runs every case in one process (CK_FORK=no) with the private channel; the reruns
-    fork, naming their cases; no CK_* variable of the grader's environment gets through."""
+    """Phase 1: one process (CK_FORK=no), the channel; reruns fork, naming their cases; no CK_* of the grader's."""
     monkeypatch.setenv("CK_FORK", "yes")
     monkeypatch.setenv("CK_RUN_CASE", "edges")
     monkeypatch.setenv("SEED", "1")
     monkeypatch.setenv("SECRET_TOKEN", "x")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setenv("STENCIL_THREADS", "8")
-    fake_check(tmp_path, """print("env:", json.dumps(dict(os.environ)), file=sys.stderr)
-""")
+    fake_check(tmp_path, PRINT_ENV)
     run = checkrun.run_check(tmp_path, 30, seed=77)
-    envs = [json.loads(line.split("env:", 1)[1]) for line in run.stderr_tail.splitlines() if "env:" in line]
-    first, reruns = envs[0], envs[1:]
+    first, *reruns = envs(run)
     assert first["CK_FORK"] == "no" and first["SEED"] == "77" and "STENCIL_CASES" not in first
     assert first["STENCIL_CHANNEL_FD"].isdigit() and "CK_XML_LOG_FILE_NAME" not in first
     assert "CK_RUN_CASE" not in first and "SECRET_TOKEN" not in first
@@ -274,31 +272,25 @@ def test_environment_is_the_sandbox_one_with_the_mode_cases_and_seed(tmp_path, m
     assert all(e["CK_FORK"] == "yes" and e["SEED"] == "77" for e in reruns)
     assert run.reruns == [0, 1, 2]
     assert first["OMP_NUM_THREADS"] == "8" and {e["OMP_NUM_THREADS"] for e in reruns} == {"2"}
-    run = checkrun.run_check(tmp_path, 30)
-    assert "SEED" not in json.loads(run.stderr_tail.split("env:", 1)[1].splitlines()[0])
+    assert "SEED" not in envs(checkrun.run_check(tmp_path, 30))[0]
 
 
 def test_the_reruns_share_the_gradings_thread_budget(tmp_path, monkeypatch):
-    """The processes of phase 2 and their OpenMP threads together never exceed the grading's
-    budget (STENCIL_THREADS): a grading beside it on the same host keeps its CPUs."""
+    """Phase 2's processes times their OpenMP threads stay within the grading's STENCIL_THREADS."""
     assert checkrun.rerun_split(3, 2) == (2, 1) and checkrun.rerun_split(30, 64) == (8, 8)
     assert checkrun.rerun_split(5, 1) == (1, 1) and checkrun.rerun_split(1, 16) == (1, 16)
     monkeypatch.setenv("STENCIL_THREADS", "2")
-    fake_check(tmp_path, """print("env:", json.dumps(dict(os.environ)), file=sys.stderr)
-""")
-    run = checkrun.run_check(tmp_path, 30)
-    envs = [json.loads(line.split("env:", 1)[1]) for line in run.stderr_tail.splitlines() if "env:" in line]
-    assert sorted(e["STENCIL_CASES"] for e in envs[1:]) == ["0,2", "1"]
-    assert [e["OMP_NUM_THREADS"] for e in envs] == ["2", "1", "1"]
+    fake_check(tmp_path, PRINT_ENV)
+    seen = envs(checkrun.run_check(tmp_path, 30))
+    assert sorted(e["STENCIL_CASES"] for e in seen[1:]) == ["0,2", "1"]
+    assert [e["OMP_NUM_THREADS"] for e in seen] == ["2", "1", "1"]
 
 
 def test_a_correct_run_is_one_process_and_printf_is_the_students_output(tmp_path):
-    """Every case passes in phase 1: nothing reruns; what the code printed on stdout is kept."""
+    """All pass in phase 1: no rerun; what the code printed on stdout is kept."""
     fake_check(tmp_path, f"""log.write("seed: 3\\ndevice: {{\\"name\\": \\"Fake GPU\\"}}\\n{HEADER}")
 print("kernel says hi", flush=True)
-for tcase, it in (("basic", 0), ("basic", 1), ("edges", 2)):
-    log.write("{PASS0}".replace("<iteration>0", f"<iteration>{{it}}").replace(">basic<", f">{{tcase}}<"))
-log.flush()
+{ALL_PASS}log.flush()
 """)
     run = checkrun.run_check(tmp_path, 30)
     assert run.passed == 3 and run.reruns == [] and "reruns" not in run.phases
@@ -306,8 +298,7 @@ log.flush()
 
 
 def test_only_the_cases_that_did_not_pass_run_again_each_judged_alone(tmp_path):
-    """Phase 1 passes case 0, fails case 1 cleanly and crashes before case 2: fork mode reruns case 2
-    alone (its result replaces phase 1's); case 1 failed before anything went wrong and stands."""
+    """Pass, clean failure, then a crash in phase 1: only case 2 reruns, alone; case 1's failure stands."""
     fail1 = PASS0.replace("success", "failure").replace("<iteration>0", "<iteration>1").replace(
         "Passed", "nx=2 ny=2: wrong in phase 1")
     fake_check(tmp_path, f"""log.write("seed: 3\\n{HEADER}")
@@ -329,8 +320,7 @@ log.flush()
 
 
 def test_every_case_from_the_first_that_did_not_end_cleanly_runs_again():
-    """What follows a crash, a timeout or a missing result may carry its damage: from there on, every
-    case that did not pass runs again alone, a clean failure too; clean failures before it stand."""
+    """From the first crash, timeout or missing result on, every case not passed reruns; earlier failures stand."""
     listed = [ListedCase("t", i, f"case {i}") for i in range(5)]
 
     def xml(i, result, message=""):
@@ -352,18 +342,9 @@ sys.exit(2)
 
 # ---------------------------------------------------------------- the real Check library
 
-def _have_check() -> bool:
-    if not shutil.which("gcc") or not shutil.which("pkg-config"):
-        return False
-    return subprocess.run(["pkg-config", "--exists", "check"], timeout=10).returncode == 0
-
-
-@pytest.mark.skipif(not _have_check(), reason="gcc or the Check library (pkg-config check) not installed")
+@pytest.mark.skipif(not (shutil.which("gcc") and HAVE_CHECK), reason="gcc or the Check library (pkg-config check) not installed")
 def test_real_check_suite_end_to_end(tmp_path):
-    """Check 0.15 itself, through both phases: one process dies at the segfault; the reruns,
-    forked, report Check's own words for a signal, a timeout and an early exit (TIMEOUT_MESSAGE,
-    SIGNAL_MESSAGE, EARLY_EXIT_MESSAGE), one flushed <test> at a time on the channel, and
-    the cases after the hang count as not run."""
+    """Check itself, both phases: its own words for a signal and a timeout; cases after the hang not run."""
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "check"], capture_output=True, text=True,
                            timeout=10).stdout.split()
     built = subprocess.run(["gcc", str(DATA / "check_suite.c"), "-o", str(tmp_path / "check"), *flags],

@@ -1,13 +1,4 @@
-"""The class files, byte for byte: a class imported from each course site's export (hostile names:
-accents, quotes, spaces, a formula, a comma and a newline, a group), given recorded reports of
-every kind of verdict, written by the class writers; every file written (roster.csv, class.csv,
-gradings.csv, summary.txt, the Gradescope files, each site's gradebook, the Gradescope
-autograder zip; not the HTML pages) hashed and compared with the digests kept in
-tests/python/golden/classfiles.json.  No GPU, no grading process.
-
-What may differ between runs is normalised before hashing: the temporary folder's path, the
-time class.json and the autograder's index.json were made.  STENCIL_GOLDEN_WRITE=1 rewrites the
-digests (only when a file format is meant to change: say so in the commit)."""
+"""Every class file, byte for byte against golden/classfiles.json (STENCIL_GOLDEN_WRITE=1 rewrites it)."""
 
 import copy
 import hashlib

@@ -1,8 +1,4 @@
-"""The handouts' diagrams (grader/stencil_grader/instructor/diagrams/): drawn with matplotlib from the labs'
-own constants, committed as handouts/img/*.svg, shown by the handouts with the picture's own alt text.
-
-The tests that draw need matplotlib and are skipped, with that reason, without it.
-"""
+"""The handouts' diagrams, drawn with matplotlib from the labs' constants (skipped without it)."""
 
 import json
 import os
@@ -63,8 +59,7 @@ def test_a_diagram_shows_the_numbers_of_its_labs_source(name):
 
 @drawing
 def test_every_committed_diagram_is_what_the_code_draws():
-    """make figures draws them; this fails when a lab's constants, or the drawing code, changed and the
-    committed picture's labels (or a handout's alt text) were not redrawn."""
+    """Each committed picture and its alt text are what the code draws from today's constants."""
     problems = diagrams.differences()
     assert not problems, "run `make figures`:\n" + "\n".join(problems)
 
@@ -78,8 +73,7 @@ def test_every_lab_handout_shows_at_least_one_diagram():
 @drawing
 @pytest.mark.parametrize("diagram", diagrams.DIAGRAMS, ids=lambda d: d.name)
 def test_a_diagram_is_plain_readable_svg(diagram):
-    """Valid XML titled with the alt text, the width a Markdown preview shows at 100 %, text kept as
-    text, no script, no reference outside the file; no label on another, none cut off."""
+    """Valid SVG: titled, sized, text as text, no script or outside reference, no label overlapping or cut."""
     drawn = diagram.draw(KIT_ROOT)
     fig, ax = drawn.fig, drawn.ax
     fig.canvas.draw()
@@ -107,8 +101,7 @@ DRAW_ALL = ("import json, sys; from pathlib import Path; from stencil_grader.ins
 
 @drawing
 def test_drawing_is_the_same_in_every_process():
-    """Two fresh interpreters with different string-hash seeds draw the same bytes as this process:
-    `make figures` twice with one matplotlib writes nothing the second time."""
+    """Fresh interpreters with other hash seeds draw the same bytes."""
     env = dict(os.environ, PYTHONPATH=str(KIT_ROOT / "grader"))
     drawn = [json.loads(subprocess.run([sys.executable, "-c", DRAW_ALL, str(KIT_ROOT)], capture_output=True,
                                        text=True, check=True, timeout=120,
@@ -128,8 +121,7 @@ def copy_sources(tmp_path):
 
 @drawing
 def test_a_picture_follows_the_starters_constants(tmp_path):
-    """The tile of lab 2's picture is the starter's: change the starter, and the picture's labels and
-    alt text change with it (so neither can disagree with the file a student edits)."""
+    """Lab 2's picture and alt text follow the starter's tile constants."""
     kit = copy_sources(tmp_path)
     kernel = kit / "starter" / "02-shared-tiling" / "kernel.cu"
     kernel.write_text(kernel.read_text().replace("constexpr int OUT_TILE_X = 64;", "constexpr int OUT_TILE_X = 32;"))

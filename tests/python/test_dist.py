@@ -1,11 +1,5 @@
-"""`make dist`: the student kit is the tracked files, without the instructor's parts, with its own
-README and Makefile, and what it ships works (or says plainly why not) without a GPU.
-
-The kit is packed from the working tree as it stands (tracked files and new ones not yet
-committed, copied into a fresh git repository), so the test checks what the next commit ships.
-The grader's instructor packages (classes/, instructor/) do not ship: the student kit's grade.py
-offers the student's commands alone, and every module it ships imports without them.
-"""
+"""`make dist` of the working tree: the student kit ships no reference, tests or instructor package, and what
+it ships works, or says plainly why not, without a GPU."""
 
 import ast
 import concurrent.futures
@@ -20,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GRADE_PY, KIT_ROOT
+from conftest import GRADE_PY, HAVE_CHECK, KIT_ROOT, NVCC
 
 pytestmark = pytest.mark.skipif(not shutil.which("make") or not shutil.which("git") or not shutil.which("tar"),
                                 reason="make, git or tar not installed")
@@ -108,6 +102,8 @@ def test_dist_ships_the_student_readme_and_makefile_and_no_reference(packed):
 
 
 def test_student_kit_help_lists_only_what_works_there(packed):
+    full = run(["make", "-s", "help"], KIT_ROOT / "labs" / "01-naive-5pt")
+    assert full.returncode == 0 and "IMPL=starter|reference|DIR" in full.stdout
     _, kit = packed
     done = run(["make", "-s", "help"], kit)
     assert done.returncode == 0, done.stderr
@@ -120,8 +116,7 @@ def test_student_kit_help_lists_only_what_works_there(packed):
 
 
 def test_make_check_works_from_the_folder_of_the_file_a_student_edits(packed):
-    """starter/NN-slug/ holds the file a student edits; make check there grades it, through the same
-    lab.mk as labs/NN-slug/ (a Makefile of a few lines that includes it, no rule of its own)."""
+    """starter/NN-slug/'s Makefile only includes lab.mk: make check there grades as in labs/NN-slug/."""
     _, kit = packed
     for lab in sorted(p.name for p in (kit / "labs").iterdir()):
         folder = kit / "starter" / lab
@@ -133,11 +128,6 @@ def test_make_check_works_from_the_folder_of_the_file_a_student_edits(packed):
     dry = run(["make", "-n", "check"], kit / "starter" / "01-naive-5pt")
     assert dry.returncode == 0 and "No rule to make target" not in dry.stderr, dry.stderr
     assert "grade.py lab" in dry.stdout and "labs/01-naive-5pt --impl starter" in dry.stdout
-
-
-def test_the_full_kit_help_still_offers_the_reference():
-    lab = run(["make", "-s", "help"], KIT_ROOT / "labs" / "01-naive-5pt")
-    assert lab.returncode == 0 and "IMPL=starter|reference|DIR" in lab.stdout
 
 
 @pytest.mark.parametrize("where, args", [
@@ -180,9 +170,7 @@ def test_shipped_documents_name_nothing_the_kit_does_not_ship(packed):
 
 
 def test_shipped_handouts_cite_no_file_of_the_kits_tests(packed):
-    """The handouts ship; tests/ (the known submissions) and the instructor's packages do not: the
-    instructor-only marks leave those citations out of the student kit, and what the top-level make
-    check grades is the kit's."""
+    """The shipped handouts cite no tests/ or instructor package; the student Makefile grades the starters."""
     _, kit = packed
     for md in sorted((kit / "handouts").rglob("*.md")):
         found = [line for line in md.read_text().splitlines()
@@ -204,8 +192,7 @@ def test_starter_01_names_the_grid_limit_its_tallest_case_tests():
 
 
 def test_both_makefiles_grade_with_the_one_check_rule(packed):
-    """make check's rules stand in grader/check.mk alone, which both Makefiles include and the
-    student kit ships (its make check IMPL=reference, tested above, runs through it)."""
+    """make check's rules stand in grader/check.mk alone, which both Makefiles include and the kit ships."""
     _, kit = packed
     rule = re.compile(r"^(check|build-labs|build-lab-%):\s*\n\t", re.MULTILINE)
     assert len(rule.findall((KIT_ROOT / "grader" / "check.mk").read_text())) == 3
@@ -249,9 +236,7 @@ def grader_modules(grader: Path) -> dict[str, Path]:
 
 
 def grader_imports(name: str, path: Path) -> set[str]:
-    """The stencil_grader modules (or names in them) that module `name` imports anywhere, function
-    bodies included: 'stencil_grader.grading.build' for `from ..grading import build` in a module of
-    stencil_grader.student."""
+    """The stencil_grader modules, or names in them, that module `name` imports anywhere (functions too)."""
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -280,8 +265,7 @@ def bound_names(path: Path) -> set[str]:
 
 
 def unresolved(target: str, modules: dict[str, Path]) -> bool:
-    """True when `target` names no module of `modules`, nor a name in one (a name in a package
-    only when its __init__.py binds it: `from . import tour` needs tour.py)."""
+    """True when `target` names no module of `modules` nor a name one binds (a package's: its __init__.py)."""
     if target in modules:
         return False
     parent, _, leaf = target.rpartition(".")
@@ -291,8 +275,7 @@ def unresolved(target: str, modules: dict[str, Path]) -> bool:
 
 
 def test_grader_imports_run_one_way():
-    """base <- grading <- student <- classes, instructor (LAYERS): what lets the student kit leave
-    the last two out."""
+    """base <- grading <- student <- classes, instructor (LAYERS): the kit can leave the last two out."""
     modules = grader_modules(KIT_ROOT / "grader")
     wrong = []
     for name, path in modules.items():
@@ -334,9 +317,7 @@ def test_student_kit_grade_py_offers_the_student_commands_only(packed):
 
 
 def test_every_module_the_student_kit_ships_imports_there(packed):
-    """Each shipped module alone in a fresh interpreter (an import circle or a missing module fails
-    whatever was imported before), and no import of a shipped module, even in a function, names a
-    module the kit leaves out."""
+    """Each shipped module imports alone in a fresh interpreter; no import, even in a function, names one left out."""
     _, kit = packed
     modules = grader_modules(kit / "grader")
     missing = [f"{name} imports {target}" for name, path in modules.items()
@@ -358,18 +339,14 @@ def _no_gpu() -> bool:
     return not smi or subprocess.run([smi, "-L"], capture_output=True).returncode != 0
 
 
-NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK)
-                                else None)
 needs_build_without_gpu = pytest.mark.skipif(
-    NVCC is None or not _no_gpu() or subprocess.run(["pkg-config", "--exists", "check"]).returncode != 0,
+    NVCC is None or not _no_gpu() or not HAVE_CHECK,
     reason="needs nvcc and Check to build, and no GPU: these are the student kit's answers without one")
 
 
 @needs_build_without_gpu
 def test_student_kit_builds_and_says_what_it_cannot_measure_without_a_gpu(packed):
-    """In the unpacked student kit, without a GPU: a lab builds; make check builds, runs the static
-    checks and ends with its honest "not measured" (grade.py exits 1, so make fails: nothing was
-    graded, README); make profile and make solve say in one line that they need a GPU."""
+    """Without a GPU: make check builds, checks statically, says not_measured and fails; profile and solve say why."""
     _, kit = packed
     lab = kit / "labs" / "01-naive-5pt"
     done = run(["make", "-s", "build"], lab, timeout=600)

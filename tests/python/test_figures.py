@@ -1,12 +1,9 @@
-"""The handouts' measured figures come from recorded runs (grade.py figures; no GPU needed).
-
-The first test is the one that keeps the text honest: every marked figure of README.md, the handouts and the
-answer keys must equal what its recording in handouts/data says, or the test fails and names the place.
-"""
+"""grade.py figures: every marked figure of the kit's documents equals its recording in handouts/data."""
 
 import argparse
 import datetime
 import json
+import re
 import warnings
 
 import pytest
@@ -41,8 +38,7 @@ def test_every_recording_is_valid_and_names_one_gpu_per_folder():
 
 
 def test_the_handouts_follow_the_recording_not_a_typed_figure():
-    """The 3D naive figure of DESIGN.md: the same figure reads the same everywhere,
-    because every copy of it is a marker on the same recording."""
+    """The naive 3D figure reads the same everywhere: every copy is a marker on one recording."""
     recs = figures.load_recordings()
     naive = figures.figure("h100/tour 05/naive_3d ratio", recs).text
     for name in ("handouts/05-z-coarsening.md", "handouts/06-register-tiling.md"):
@@ -316,7 +312,6 @@ def test_the_command_checks_and_rewrites(tmp_path, capsys):
 
 def test_a_recorded_run_quotes_one_copy_bandwidth_and_says_what_it_is_the_median_of():
     """Every table of one recorded tour names the same copy bandwidth (the record's), whichever rows it shows."""
-    import re
     recs = figures.load_recordings()
     tour_copy = recs.get("h100", "tour").data["copy_gbps"]
     found = {}
@@ -389,10 +384,7 @@ def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp
 
 
 def test_kernel_comments_teach_and_quote_no_timing():
-    """Measured figures live in handouts/data and the tuning files, quoted through markers: a kernel's comments
-    (the starters, the references, the tour's textbook kernels) say why, and quote no bandwidth, ratio of copy
-    or time that would drift from the recordings (STYLE.md: development logs belong elsewhere)."""
-    import re
+    """Starter and reference kernels' comments quote no bandwidth, ratio of copy or time (those are recordings)."""
     from stencil_grader.grading.source import strip_source
     timing = re.compile(r"\d[\d,]*(\.\d+)?\s*(GB/s|TB/s|ms per)|\b[0-4]\.\d{2,3}\b[^\n]{0,30}\b(of (the )?copy|x the copy)"
                         r"|\b\d\.\d+ x the copy|\b(measured|reached)\b[^\n.]{0,40}\b[0-4]\.\d\d\b")

@@ -1,5 +1,4 @@
-"""What the handouts must tell a student: checked in their text, so a
-rewrite cannot drop it without a failing test.  The pictures are test_diagrams.py's, the figures test_figures.py's."""
+"""What the handouts must tell a student, checked in their text."""
 
 import re
 
@@ -13,8 +12,7 @@ def text(name: str) -> str:
 
 
 def test_the_textbooks_unwritten_boundary_is_named_where_the_labs_copy_it():
-    """PMPP's chapter 8 kernels write the interior only; the labs' Dirichlet rule copies the boundary, and the
-    harness's NaN poison makes an unwritten boundary cell fail."""
+    """The handouts say PMPP's kernels leave the boundary unwritten, which the labs' NaN poison fails."""
     lab1 = text("01-naive-5pt.md")
     assert "PMPP's chapter 8" in lab1 and "unwritten" in lab1 and "NaN" in lab1 and "`out = in`" in lab1
     for name in ("02-shared-tiling.md", "05-z-coarsening.md"):

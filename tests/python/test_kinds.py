@@ -1,9 +1,4 @@
-"""grader/kinds.json, the one place for the facts of each problem kind, against what the C side
-states itself: the student API header declares exactly its launchers; each kind module (its
-compiled objects in a lab build) calls exactly the table's launchers and a CPU reference of the
-table's dimensions and boundary; and its function table (`bench --describe`: a solver, case
-modes of its own, determinism) matches the table and the lab's case table.  (lab_config.h's
-KIND_* macros come from kinds.json itself: comparing them with it would prove nothing.)"""
+"""grader/kinds.json against the C side: the API header, each kind module's calls, its function table."""
 
 import json
 import re
@@ -52,8 +47,7 @@ NOT_BUILT = "no lab built here: `make test` builds them first (make test-build)"
 @pytest.mark.skipif(not built_labs(), reason=NOT_BUILT)
 @pytest.mark.parametrize("lab, build", built_labs(), ids=lambda x: getattr(x, "name", x))
 def test_each_kind_module_calls_the_launchers_and_reference_of_its_table_entry(lab, build):
-    """What the module's code names (nm of its objects): the student's launchers it calls and the
-    CPU reference it checks them with, against the kind's launchers, dims and boundary."""
+    """A kind module's objects call its table entry's launchers and CPU reference (dims, boundary)."""
     kind = labspec.load(KIT_ROOT / "labs" / lab / "lab.json").kind
     used = undefined_symbols(sorted(build.glob("kind_*.o")))
     assert used & kinds.launcher_names() == {l.name for l in kind.launchers}
@@ -66,9 +60,7 @@ def test_each_kind_module_calls_the_launchers_and_reference_of_its_table_entry(l
 @pytest.mark.skipif(not built_labs(), reason=NOT_BUILT)
 @pytest.mark.parametrize("lab, build", built_labs(), ids=lambda x: getattr(x, "name", x))
 def test_each_kind_modules_function_table_matches_the_table_and_the_cases(lab, build):
-    """`bench --describe` prints the module's own function table: a solver exactly when
-    kinds.json says so, and case modes of its own (and determinism) when the lab's case table
-    (`check --list`, no GPU needed) holds such cases."""
+    """`bench --describe`: a solver, case modes and determinism exactly as kinds.json and the cases say."""
     described = json.loads(subprocess.run([build / "bench", "--describe"], capture_output=True, text=True,
                                           timeout=30, check=True).stdout)
     kind = labspec.load(KIT_ROOT / "labs" / lab / "lab.json").kind

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import BASE_LAB_JSON, FAKE_LAB, KIT_ROOT
+from conftest import BASE_LAB_JSON, FAKE_LAB, KIT_ROOT, lab_json
 from stencil_grader.base import files, labspec
 
 
@@ -15,20 +15,6 @@ def write(tmp_path, data, folder=FAKE_LAB):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(data if isinstance(data, str) else json.dumps(data))
     return path
-
-
-def changed(**changes):
-    data = json.loads(json.dumps(BASE_LAB_JSON))
-    for key, value in changes.items():
-        node = data
-        *path, last = key.split("__")
-        for part in path:
-            node = node[part]
-        if value is KeyError:
-            del node[last]
-        else:
-            node[last] = value
-    return data
 
 
 def test_every_lab_json_of_the_kit_loads():
@@ -109,7 +95,7 @@ BAD = [
 
 @pytest.mark.parametrize("changes, pattern", BAD, ids=[str(c) for c, _ in BAD])
 def test_bad_file_names_file_key_found_and_allowed(tmp_path, changes, pattern):
-    path = write(tmp_path, changed(**changes))
+    path = write(tmp_path, lab_json(**changes))
     with pytest.raises(labspec.LabSpecError) as err:
         labspec.load(path)
     message = str(err.value)
@@ -134,22 +120,22 @@ def test_top_level_not_an_object(tmp_path):
 
 
 def test_api_specific_rules(tmp_path):
-    periodic = changed(api="stencil2d_periodic_sweep")
+    periodic = lab_json(api="stencil2d_periodic_sweep")
     assert labspec.load(write(tmp_path, periodic)).boundary == "periodic"     # the kind's fact
-    lab7 = changed(api="jacobi_residual")
+    lab7 = lab_json(api="jacobi_residual")
     with pytest.raises(labspec.LabSpecError, match=r"tolerance\.residual_rtol is missing"):
         labspec.load(write(tmp_path, lab7))
     lab7["tolerance"].update(residual_rtol=1e-5, residual_atol_per_term=2e-3, rate_rtol=1e-3)
     assert dict(labspec.load(write(tmp_path, lab7)).tolerance.extra) == {
         "residual_rtol": 1e-5, "residual_atol_per_term": 2e-3, "rate_rtol": 1e-3}
-    run = changed(api="stencil2d_run", bench__steps=8)
+    run = lab_json(api="stencil2d_run", bench__steps=8)
     assert labspec.load(write(tmp_path, run)).bench.steps == 8
-    three_d = changed(api="stencil3d_sweep", bench__nz=256)
+    three_d = lab_json(api="stencil3d_sweep", bench__nz=256)
     assert labspec.load(write(tmp_path, three_d)).bench.nz == 256
-    planes = changed(constraints__max_shared_planes=1)
+    planes = lab_json(constraints__max_shared_planes=1)
     with pytest.raises(labspec.LabSpecError, match=r"max_shared_planes needs the smallest tile"):
         labspec.load(write(tmp_path, planes))
-    planes = changed(constraints__max_shared_planes=1, constraints__shared_memory=True,
+    planes = lab_json(constraints__max_shared_planes=1, constraints__shared_memory=True,
                      constraints__shared_tile={"halo": 1, "smallest_tile": [32, 6], "row_padding": 4,
                                                "rule": "One plane."})
     constraints = labspec.load(write(tmp_path, planes)).constraints
@@ -171,7 +157,7 @@ def test_api_specific_rules(tmp_path):
 ])
 def test_constraint_objects_are_validated(tmp_path, change, words):
     with pytest.raises(labspec.LabSpecError, match=words):
-        labspec.load(write(tmp_path, changed(**change)))
+        labspec.load(write(tmp_path, lab_json(**change)))
 
 
 def test_a_lab_that_teaches_shared_memory_gets_the_default_tile():
@@ -188,7 +174,7 @@ def test_kit_paths_are_shown_relative_to_the_kit():
 # Fused sweeps (lab 8): bench.max_fused_sweeps = K raises the plausibility bound to K x 1.05.
 
 def fused(k, **more):
-    return changed(api="stencil2d_run", bench__steps=16, bench__max_fused_sweeps=k, **more)
+    return lab_json(api="stencil2d_run", bench__steps=16, bench__max_fused_sweeps=k, **more)
 
 
 def test_max_fused_sweeps_defaults_to_one_and_the_bound_to_1_05(tmp_path):
@@ -212,14 +198,14 @@ def test_targets_above_1_05_need_fused_sweeps(tmp_path):
     assert spec.targets["generic"] == labspec.Target(1.2, 2.4)
     with pytest.raises(labspec.LabSpecError, match=r"targets\.generic\.target must be a number in "
                                                    r"\(0, 1\.05\], got 2\.4"):
-        labspec.load(write(tmp_path, changed(targets__generic__target=2.4)))
+        labspec.load(write(tmp_path, lab_json(targets__generic__target=2.4)))
 
 
 @pytest.mark.parametrize("data, pattern", [
     (fused(0), r"bench\.max_fused_sweeps must be an integer in \[1, bench\.steps = 16\] .*got 0$"),
     (fused(17), r"bench\.max_fused_sweeps must be an integer in \[1, bench\.steps = 16\] .*got 17$"),
     (fused(2.5), r"bench\.max_fused_sweeps must be an integer .*got 2\.5$"),
-    (changed(bench__max_fused_sweeps=2), r"bench\.max_fused_sweeps must be an integer in "
+    (lab_json(bench__max_fused_sweeps=2), r"bench\.max_fused_sweeps must be an integer in "
                                          r"\[1, bench\.steps = 1\]"),
     (fused(2, targets__generic__target=2.2), r"targets\.generic\.target must be a number in \(0, 2\.1\], "
                                              r"got 2\.2$"),

@@ -1,11 +1,8 @@
-"""launches.py: the launch audit's rules, on audit records as the bench writes them and the
-machine code of kernels compiled by nvcc (tests/python/data/program.sass, cuobjdump -sass)."""
-
-import json
+"""launches.py: the launch audit's rules on audit records and nvcc's machine code (data/program.sass)."""
 
 import pytest
 
-from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
+from conftest import BASE_LAB_JSON, DATA, FAKE_LAB, fake_spec
 from stencil_grader.base import labspec
 from stencil_grader.grading import launches, sass
 
@@ -31,12 +28,8 @@ LAB6_TILE = {"halo": 1, "smallest_tile": [32, 6], "row_padding": 4, "rule": "One
 
 
 def spec(tmp_path, **constraints):
-    data = dict(BASE_LAB_JSON, api="stencil3d_sweep", bench=dict(BASE_LAB_JSON["bench"], nz=4),
-                constraints=dict(BASE_LAB_JSON["constraints"], **constraints))
-    path = tmp_path / FAKE_LAB / "lab.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return labspec.parse(data, path)
+    return fake_spec(tmp_path, api="stencil3d_sweep", bench__nz=4,
+                     **{f"constraints__{key}": value for key, value in constraints.items()})
 
 
 @pytest.fixture
@@ -68,8 +61,7 @@ def test_no_audit_is_not_verified_never_passed():
 
 
 def test_the_lab_6_reference_as_launched_fits_one_plane(lab6, tmp_path):
-    """4 x 37 blocks of 32 x 16 threads, float4 loads (LDG.E.128), 8704 bytes: one plane of a
-    128 x 14 tile with its halo rows and padded halo columns."""
+    """Lab 6's reference as launched (8704 bytes, float4 loads) is one plane of its tile with halo."""
     allowed, how = launches.plane_bound(1, 1.75, 512, 512, [4, 37, 2], 512, 16)
     assert allowed == int(1 * 1.75 * 4 * (512 * 512 / 148)) and 8704 <= allowed < 2 * 8192
     check = launches.planes_check(lab6, bench(kernel()), CODE)
@@ -82,32 +74,23 @@ def test_the_plane_factor_is_the_smallest_tile_of_lab_json():
     assert spec6.constraints.shared_tile.plane_factor == 1.75
 
 
-def test_two_halo_free_planes_fail(lab6, tmp_path):
-    """Two planes of a 128 x 16 tile without any halo: 16384 bytes, more than one plane with its halo."""
-    check = launches.planes_check(lab6, bench(kernel(static_smem=16384)), CODE)
-    assert check.status == "fail" and "16384 bytes" in check.message and "performance gets 0" in check.message
-
-
-def test_three_planes_in_a_block_that_declares_more_threads_than_it_launches_fail(lab6, tmp_path):
-    """__launch_bounds__(1024) but 256 threads launched, holding three planes of its 128 x 6 tile:
-    the bound follows the launch (the old static check read 1024 from the PTX and let it pass)."""
-    record = kernel(grid=[4, 86, 1], block=[32, 8, 1], static_smem=3 * 136 * 8 * 4)
+@pytest.mark.parametrize("record, in_message, in_last_detail", [
+    (kernel(static_smem=16384), "16384 bytes", ""),                  # two 128 x 16 planes without any halo
+    # three planes of a 128 x 6 tile: the bound follows the 256 threads launched, not __launch_bounds__(1024)
+    (kernel(grid=[4, 86, 1], block=[32, 8, 1], static_smem=3 * 136 * 8 * 4), "", ""),
+    (kernel(static_smem=0, dynamic_smem=20000), "", "20000 dynamic"),    # dynamic shared memory counts
+    # a grid-stride block's share is capped at two rows of its widest load per thread: three 32 x 16 planes
+    (kernel(name="_Z5plainPKfPfi", grid=[132, 1, 1], static_smem=3 * 34 * 18 * 4), "", ""),
+], ids=["two_planes_no_halo", "three_planes_fewer_threads", "dynamic", "grid_stride"])
+def test_more_than_the_planes_allowed_fails_and_costs_the_performance_points(lab6, record, in_message, in_last_detail):
     check = launches.planes_check(lab6, bench(record), CODE)
-    assert check.status == "fail"
+    assert check.status == "fail" and "performance gets 0" in check.message and in_message in check.message
+    assert in_last_detail in check.details[-1]
 
 
-def test_dynamic_shared_memory_counts(lab6, tmp_path):
-    check = launches.planes_check(lab6, bench(kernel(static_smem=0, dynamic_smem=20000)), CODE)
-    assert check.status == "fail" and "20000 dynamic" in check.details[-1]
-
-
-def test_a_grid_stride_block_cannot_claim_the_whole_plane(lab6, tmp_path):
-    """A few blocks looping over many tiles: the share of the plane is capped by what the
-    block's threads can hold (two rows of their widest load each)."""
+def test_a_grid_stride_blocks_share_is_two_rows_of_its_widest_load_per_thread():
     allowed, _ = launches.plane_bound(1, 1.75, 512, 512, [132, 1, 1], 512, 4)
     assert allowed == int(1.75 * 4 * 512 * 2)
-    record = kernel(name="_Z5plainPKfPfi", grid=[132, 1, 1], static_smem=3 * 34 * 18 * 4)   # three 32 x 16 planes
-    assert launches.planes_check(lab6, bench(record), CODE).status == "fail"
 
 
 @pytest.fixture
@@ -182,8 +165,7 @@ def test_a_kernel_the_machine_code_lacks_cannot_pass(lab2):
 
 
 def test_a_kernel_two_elfs_of_one_architecture_define_cannot_pass(lab2):
-    """A second fat binary put in .nv_fatbin by hand, whose `plain` reads a tile: cuobjdump lists
-    it beside nvcc's, and which of the two the driver loads cannot be told from the listing."""
+    """Two ELFs of one architecture defining a kernel: which one ran cannot be told, so it fails."""
     text = (DATA / "program.sass").read_text()
     body = text[text.index(f"Function : {TILE_READ}"):]
     forged = "Fatbin elf code:\narch = sm_90\n\t\t" + body[:body.index("Function :", 12)].replace(TILE_READ, PLAIN)
@@ -257,8 +239,7 @@ def deterministic(*records):
 
 
 def test_double_and_float_atomics_of_a_deterministic_launcher_fail():
-    """atomicAdd(double) of block partials rounded to float afterwards: repeated calls compare equal,
-    the machine code still adds in any order (REDG.E.ADD.F64.RN)."""
+    """Float or double atomics fail determinism on the machine code, even when repeated calls agree."""
     check = launches.atomics_check(deterministic(residual("_Z13float_atomicsPKfPdPf")), CODE)
     assert check.status == "fail" and check.severity == "constraint"
     assert [d.split(": ")[-1] for d in check.details] == ["REDG.E.ADD.F64.RN.STRONG.GPU",
@@ -308,8 +289,7 @@ def test_a_set_of_host_memory_fails():
 # ---------------------------------------------------------------- the audit fails closed
 
 def test_a_lost_record_fails_every_rule_the_audit_feeds(tmp_path, disassembled):
-    """A first call that floods the audit's table (256 filler launches of distinct grids) loses
-    the real kernel's record: every rule fails, never passes on what was seen."""
+    """A flooded audit table loses the kernel's record: every rule it feeds fails."""
     lab = spec(tmp_path, shared_memory=True, shared_tile={"halo": 1, "rule": "A tile."},
                grid_storage={"type": "fp32", "rule": "fp32."})
     data = dict(bench(launched(TILE_READ, 18 * 18 * 4)), cc="9.0", nz=1)

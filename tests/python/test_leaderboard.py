@@ -1,9 +1,4 @@
-"""The class leaderboard (classes/leaderboard.py): who opted in, under a pseudonym, ranked
-by the ratio to copy bandwidth, only correct labs without a failed check, one board per GPU model;
-and the Gradescope `leaderboard` entries.
-
-On the class recorded on an H100 (tests/python/data/html/class: alice ... frank, labs 1 and 2).
-"""
+"""classes/leaderboard.py on the recorded H100 class: opt-in pseudonyms, correct labs, a board per GPU."""
 
 from __future__ import annotations
 
@@ -36,9 +31,7 @@ def write_roster(folder: Path, rows: list[dict]) -> Path:
 
 @pytest.fixture
 def graded(tmp_path):
-    """The recorded class in OUT, its class folder holding a roster: alice, carol and dave opted in
-    (alice under a hostile pseudonym), bob left his cell empty, erin has no row, frank opted in
-    but has no correct lab."""
+    """The recorded class: alice (a hostile pseudonym), carol, dave opted in; bob, erin, frank not on a board."""
     out = tmp_path / "grades"
     shutil.copytree(DATA / "html" / "class", out)
     subs = tmp_path / "class"
@@ -134,9 +127,7 @@ def test_a_pseudonym_chosen_twice_is_said(graded):
 
 
 def test_gradescope_entries_follow_the_autograder_spec(graded):
-    """Gradescope's results.json `leaderboard`: a list of {"name", "value"[, "order": "asc"|"desc"]}
-    (https://gradescope-autograders.readthedocs.io/en/latest/specs/, "Leaderboards"), for each
-    (student folder, lab) on a board, and for nobody else."""
+    """results.json's `leaderboard` follows Gradescope's spec, for each opted-in (student, lab) alone."""
     out, _ = graded
     names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
     table = outdir.read_reports(out, LABS)
@@ -156,8 +147,7 @@ def test_gradescope_entries_follow_the_autograder_spec(graded):
 
 
 def test_the_class_files_write_the_entries_of_who_opted_in(graded):
-    """classfiles.class_files puts each opted-in student's entries into their Gradescope results.json and
-    leaves every other file without a leaderboard; with nobody opted in, no file has one."""
+    """class_files writes leaderboard entries for opted-in students only; none when nobody opted in."""
     from stencil_grader.classes import classfiles
 
     out, subs = graded

@@ -1,9 +1,4 @@
-"""The worked example of a new problem kind (tests/newkind/, grader/README.md "A new problem kind"):
-a lab of a kind the kit does not have, added to a copy of the kit with its own files and edits to
-two shared files only, builds its starter and its reference as `make test` builds every lab (the
-copy's own `make test-build`), and grades both: on its CPU side without a GPU, end to end on one
-(the reference correct, the starter not).  The count of shared files is checked, so the README's
-claim stays true."""
+"""The worked example of a new problem kind (tests/newkind/): own files, two shared edits, builds and grades."""
 
 import json
 import shutil

@@ -1,12 +1,4 @@
-"""notebooks/colab.ipynb: a valid notebook that runs top to bottom.
-
-The notebook is executed as Colab or Kaggle would, by nbclient with a Python 3 kernel (Debian's
-python3-nbclient and python3-ipykernel, which tests/install-deps.sh installs when root on
-Debian; skipped, saying so, without them), on the student kit `make dist` makes, with the
-reference solutions copied over the starters so that a GPU grades every lab in full.  Without a
-GPU every cell must still succeed and the last one end with "not measured"; with one, every lab
-must pass.
-"""
+"""notebooks/colab.ipynb runs top to bottom in nbclient on the student kit (skipped without nbclient)."""
 
 import json
 import os

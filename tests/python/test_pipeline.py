@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, run_grade
-from stencil_grader.grading import build, pipeline
+from stencil_grader.grading import build, gradescope, pipeline
 
 
 @pytest.fixture
@@ -56,6 +56,14 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     assert "sandbox" in out
     assert f"report: {build_dir / 'report.json'}" in out
     assert "\033[" not in out                                  # no colour: not a tty, NO_COLOR set
+    seconds = report["seconds"]                        # each stage's wall seconds add up to the total
+    assert {"build", "static", "gpu_wait", "cases", "bench", "total"} <= set(seconds)
+    assert sum(v for k, v in seconds.items() if k != "total") == pytest.approx(seconds["total"], rel=0.05)
+    used = report["resources"]                         # each stage's programs' CPU seconds and peak memory
+    assert set(used) == {"build", "static", "cases", "bench", "grader"}
+    for stage in ("build", "cases", "bench"):
+        assert used[stage]["cpu_s"] > 0 and used[stage]["peak_rss_mib"] > 1, (stage, used)
+    assert used["grader"]["peak_rss_mib"] > 10
 
 
 def test_no_gpu_build_and_static_run_then_not_measured_exit_1(grade):
@@ -73,8 +81,7 @@ def test_no_gpu_build_and_static_run_then_not_measured_exit_1(grade):
 
 
 def test_a_kernel_cu_in_the_lab_folder_is_named_as_not_graded(grade, fake_kit):
-    """Saved where make check runs (labs/NN-slug/kernel.cu), a student's file would be ignored
-    without a word; the run says which file it grades and that this one is not it."""
+    """A kernel.cu saved in labs/NN-slug/ is named as not graded, before anything runs."""
     (fake_kit.lab_dir / "kernel.cu").write_text("// my work, saved in the wrong folder\n")
     done, report, _ = grade(GOOD_KERNEL)
     note = [n for n in report["notes"] if "kernel.cu is not graded" in n]
@@ -82,21 +89,6 @@ def test_a_kernel_cu_in_the_lab_folder_is_named_as_not_graded(grade, fake_kit):
     assert note[0].startswith(str(fake_kit.lab_dir / "kernel.cu")) or "labs/" in note[0]
     assert done.stdout.index("note: ") < done.stdout.index("building ")        # said before anything runs
     assert pipeline.stray_sources(fake_kit.lab_dir, fake_kit.lab_dir / "kernel.cu") == []
-
-
-def test_compile_error(grade):
-    done, report, build_dir = grade(GOOD_KERNEL + "COMPILE_ERROR\n")
-    assert done.returncode == 1
-    assert report["verdict"] == "compile_error" and report["points"] == 0
-    assert 'error: identifier "oops" is undefined' in done.stdout
-    assert report["static"] is None and report["correctness"]["total"] is None
-
-
-def test_missing_check_library_is_the_machines_fault(grade):
-    done, report, _ = grade(GOOD_KERNEL + "// NO_CHECK_LIB\n")
-    assert done.returncode == 1
-    assert report["verdict"] == "kit_error" and report["build"]["outcome"] == "kit_error"
-    assert "the machine or the kit is at fault" in done.stdout
 
 
 needs_cc = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")),
@@ -125,26 +117,12 @@ def test_harmless_names_pass_and_the_object_is_what_counts(grade):
 
 
 def test_lab_specific_forbidden_call(grade, fake_kit):
-    """lab.json's forbidden_calls are checked once, on the compiled object: a call that the
-    whitelist allows elsewhere is forbidden in this lab, however the source spells it."""
+    """lab.json's forbidden_calls are judged on the compiled object, however the source spells the call."""
     fake_kit.set_lab_json(constraints={"shared_memory": False, "no_div_rem": False,
                                        "forbidden_calls": ["cudaMemsetAsync"]})
     done, report, _ = grade(GOOD_KERNEL + "#define ZERO cuda##MemsetAsync\n// CALLS=cudaMemsetAsync\n")
     assert report["verdict"] == "forbidden"
     assert "lab.json" in done.stdout
-
-
-def test_incorrect_result_gates_performance(grade):
-    done, report, build_dir = grade(GOOD_KERNEL + "// WRONG\n")
-    assert done.returncode == 1 and report["verdict"] == "incorrect"
-    assert report["correctness"]["points"] == 40 and report["performance"]["points"] == 0
-    assert "fail: nx=33 ny=9: 2 mismatches; first at (x=3, y=4)" in done.stdout
-    assert report["performance"]["bench"] is None
-
-
-def test_cuda_error_in_a_case_is_a_crash(grade):
-    done, report, _ = grade(GOOD_KERNEL + "// CUDA_ERROR\n")
-    assert report["verdict"] == "crash" and report["correctness"]["points"] == 40
 
 
 def test_hanging_suite_is_a_timeout_not_a_pass(grade):
@@ -157,8 +135,7 @@ def test_hanging_suite_is_a_timeout_not_a_pass(grade):
 
 
 def test_first_case_timeout_stops_the_run(grade):
-    """Check reports the second case timed out and would hang in the third: the run is stopped
-    at once, the third case is "not run", and the lab ends long before the suite limit."""
+    """Check reports the second case timed out and would hang in the third: stopped at once, the third not run."""
     start = time.monotonic()
     done, report, _ = grade(GOOD_KERNEL + "// CASE_TIMEOUT\n", env={})
     assert time.monotonic() - start < 30
@@ -181,8 +158,7 @@ def test_div_rem_constraint(grade, fake_kit):
 
 
 def test_shared_memory_constraint(grade, fake_kit):
-    """The tile rule is judged on the audited launch: a kernel declared with a tile but launched
-    without shared memory fails; the PTX's signal alone decides nothing."""
+    """The tile rule is judged on the audited launch, never on the PTX alone."""
     fake_kit.set_lab_json(constraints={"shared_memory": True, "no_div_rem": False, "forbidden_calls": []})
     done, report, _ = grade(GOOD_KERNEL)
     assert report["verdict"] == "constraint" and "uses 0 bytes of shared memory" in done.stdout
@@ -193,17 +169,29 @@ def test_shared_memory_constraint(grade, fake_kit):
     assert grade(tiled + "// NO_AUDIT\n", name="unaudited")[1]["verdict"] == "not_measured"
 
 
-@pytest.mark.parametrize("marker, verdict, perf", [
-    ("RATIO=0.45", "slow", 5.0),          # Fake GPU table: floor 0.40, target 0.80 -> 40 * 0.05/0.40
-    ("RATIO=1.2", "implausible", 0),
-    ("BENCH_BAD_OUTPUT", "incorrect", 0),
-    ("BENCH_CUDA", "crash", 0),
+@pytest.mark.parametrize("marker, verdict, points, said, fields", [
+    ("COMPILE_ERROR", "compile_error", 0, 'error: identifier "oops" is undefined',
+     {"static": None, "correctness.total": None}),
+    ("NO_CHECK_LIB", "kit_error", 0, "the machine or the kit is at fault", {"build.outcome": "kit_error"}),
+    ("WRONG", "incorrect", 40, "fail: nx=33 ny=9: 2 mismatches; first at (x=3, y=4)",
+     {"correctness.points": 40, "performance.points": 0, "performance.bench": None}),
+    ("CUDA_ERROR", "crash", 40, "", {"correctness.points": 40}),
+    # the Fake GPU table: floor 0.40, target 0.80 -> 40 * 0.05/0.40
+    ("RATIO=0.45", "slow", 65, "", {"correctness.points": 60, "performance.points": 5.0}),
+    ("RATIO=1.2", "implausible", 60, "", {"correctness.points": 60, "performance.points": 0}),
+    ("BENCH_BAD_OUTPUT", "incorrect", 60, "", {"correctness.points": 60, "performance.points": 0}),
+    ("BENCH_CUDA", "crash", 60, "", {"correctness.points": 60, "performance.points": 0}),
 ])
-def test_performance_verdicts(grade, marker, verdict, perf):
+def test_each_failure_has_its_verdict_and_points(grade, marker, verdict, points, said, fields):
+    """Correctness gates performance; a build failure runs nothing; the kit's own failure is kit_error."""
     done, report, _ = grade(GOOD_KERNEL + f"// {marker}\n")
-    assert done.returncode == 1
-    assert report["verdict"] == verdict and report["performance"]["points"] == pytest.approx(perf)
-    assert report["correctness"]["points"] == 60
+    assert done.returncode == 1 and said in done.stdout
+    assert report["verdict"] == verdict and report["points"] == pytest.approx(points)
+    for path, value in fields.items():
+        node = report
+        for key in path.split("."):
+            node = node[key]
+        assert node == (pytest.approx(value) if isinstance(value, float) else value), (path, node)
 
 
 def test_skip_bench(grade):
@@ -248,8 +236,7 @@ def test_default_build_dir_and_impl_tags(tmp_path):
 
 
 def test_impl_tags_are_paths_make_can_take(tmp_path):
-    """Issue 23: `grade.py lab --impl DIR` without --build-dir built in KIT/build/<lab>/dir-<DIR>, the
-    student's folder name in make's BUILD_DIR."""
+    """impl_tag turns any folder name into a short build folder name make can take."""
     tags = set()
     for name in ("Jos\u00e9 Garc\u00eda", "x`id`y", "$(id)", "a b", "a_b", "a" * 300):
         tag = pipeline.impl_tag(str(tmp_path / name))
@@ -269,16 +256,6 @@ def test_build_dir_rule_is_lab_mks(tmp_path):
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(pipeline.default_build_dir("01-naive-5pt", str(folder)))
-
-
-def test_stage_seconds_are_reported_and_add_up_to_the_total(grade):
-    """Every report says where its time went: each stage's wall seconds, which (but for the
-    grader's own bookkeeping) add up to the total."""
-    _, report, _ = grade(GOOD_KERNEL)
-    seconds = report["seconds"]
-    assert {"build", "static", "gpu_wait", "cases", "bench", "total"} <= set(seconds)
-    parts = sum(v for k, v in seconds.items() if k != "total")
-    assert parts == pytest.approx(seconds["total"], rel=0.05)
 
 
 def test_build_then_gpu_stage_gives_the_whole_grading(grade, fake_kit, tmp_path):
@@ -317,25 +294,18 @@ def test_a_build_for_another_gpu_is_refused(tmp_path):
 
 
 def test_a_kernels_printf_grades_as_its_twin_and_is_shown(grade):
-    """A correct kernel that leaves a debug printf gets the grade of its twin without
-    it, and sees what it printed (terminal, report, Gradescope)."""
+    """A debug printf costs nothing and is shown (terminal, report, Gradescope)."""
     _, twin, _ = grade(GOOD_KERNEL, name="twin")
     done, report, _ = grade(GOOD_KERNEL + "// PRINTF\n", name="printer")
     assert (report["verdict"], report["points"]) == (twin["verdict"], twin["points"]) == ("pass", 100)
     assert "hello from the kernel: x = 3" in report["program_output"]
     assert "output of your code" in done.stdout and "hello from the kernel: x = 3" in done.stdout
-    tests = report_gradescope(report)
-    assert any(t["name"].endswith("output of your code") and "hello" in t["output"] for t in tests)
-
-
-def report_gradescope(report):
-    from stencil_grader.grading import gradescope
-    return gradescope.tests(report)
+    assert any(t["name"].endswith("output of your code") and "hello" in t["output"]
+               for t in gradescope.tests(report))
 
 
 def test_work_on_another_stream_costs_the_performance_points(grade):
-    """The launch audit sees the launcher's kernel on another stream than the one it was given:
-    "constraint", the correctness points kept and the performance points lost."""
+    """A kernel the audit sees on another stream than the launcher's: constraint, performance points lost."""
     done, report, _ = grade(GOOD_KERNEL + "// OTHER_STREAM\n")
     assert report["verdict"] == "constraint" and report["points"] == 60
     assert report["performance"]["points"] == 0 and "another stream" in report["performance"]["message"]
@@ -366,14 +336,3 @@ def test_shared_planes_are_judged_as_launched(grade, fake_kit):
     assert report["verdict"] == "constraint"
     (planes,) = [c for c in report["launches"] if c["name"] == "max shared planes"]
     assert planes["status"] == "fail" and "32768 bytes of shared memory per block" in planes["message"]
-
-
-def test_each_stage_says_what_its_programs_used(grade):
-    """A batch task asks for the memory and CPUs its stages use, so each report records, per
-    stage, the CPU seconds and peak resident set of the stage's programs, and the grading's own."""
-    _, report, _ = grade(GOOD_KERNEL)
-    used = report["resources"]
-    assert set(used) == {"build", "static", "cases", "bench", "grader"}
-    for stage in ("build", "cases", "bench"):
-        assert used[stage]["cpu_s"] > 0 and used[stage]["peak_rss_mib"] > 1, (stage, used)
-    assert used["grader"]["peak_rss_mib"] > 10

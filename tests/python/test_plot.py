@@ -1,5 +1,4 @@
-"""plot.py: the roofline and bar-chart data without matplotlib; the pictures themselves when it is
-installed (skipped with the reason otherwise), and False with no file when it is not."""
+"""plot.py: roofline and bar data without matplotlib; the pictures with it, False and no file without."""
 
 import math
 import sys
@@ -215,8 +214,7 @@ def recorded_roofline(slug: str):
 
 
 def test_the_roofline_legend_quotes_the_tables_ratios():
-    """Each point's legend says the ratio its table row says (lab 5's reference: the tour's 0.96),
-    not a fraction recomputed against the roof's median copy bandwidth."""
+    """Each legend quotes its table row's ratio, not one recomputed against the roof."""
     from stencil_grader.instructor import figures
     rows, data = recorded_roofline("h100")
     recs = figures.load_recordings()

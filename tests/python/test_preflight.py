@@ -1,10 +1,4 @@
-"""The checks before any build (base/preflight.py), on a fake driver and a fake nvidia-smi.
-
-The fake libcuda.so.1 (data/fake_libcuda.c, shared with test_gpupool.py) pretends the driver's
-CUDA release and the GPU's compute capability; the fake nvidia-smi (FAKE_SMI below) its free
-memory, MIG mode, driver version and the processes on it.  Each refusal is checked through
-grade.py itself: exit 2, one line naming what is wrong and the fix, and no build started.
-"""
+"""base/preflight.py's refusals through grade.py (exit 2, one line, no build), on a fake driver and smi."""
 
 import os
 import re

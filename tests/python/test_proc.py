@@ -185,8 +185,7 @@ def _root_with_pool() -> sandbox.Sandbox:
 
 
 def test_gradings_at_once_get_user_ids_of_their_own_and_cannot_reach_each_other(tmp_path):
-    """Two sandboxes held at once (two gradings): different user ids.  A program of the second tries
-    to signal, trace and read the first's running program, its files and its environment: all fail."""
+    """Two sandboxes at once: other user ids; neither can signal, trace or read the other's program."""
     victim = write_script(tmp_path / "victim", """import os, sys, time
 open("secret.txt", "w").write("answers")
 print(os.getpid(), flush=True)
@@ -232,8 +231,7 @@ print(json.dumps(tried))
 
 
 def test_the_sandbox_kills_what_its_user_left_running(tmp_path):
-    """A process that left its session and cleared its environment (it escapes process.run's kill)
-    still runs as the sandbox's user id: it is killed when the sandbox ends, before the id is handed on."""
+    """A process that escaped its session is killed by user id when the sandbox ends."""
     escaper = write_script(tmp_path / "escaper", """import os, subprocess, sys
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True, env={},
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -249,8 +247,7 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_ne
 
 
 def test_a_sandbox_that_cannot_be_set_up_raises_sandbox_error(tmp_path, monkeypatch):
-    """No folder for the user ids' locks (or no free id): SandboxError, which the stages report as
-    the grader's failure (grader_error), never the student's."""
+    """No lock folder or free user id: SandboxError (the grader's failure, never the student's)."""
     box = _root_with_pool()
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
@@ -290,10 +287,7 @@ for path in ({str(build / 'report.json')!r}, os.path.join(os.path.dirname(__file
 
 
 def test_what_a_run_used_is_measured(tmp_path):
-    """The kit measures what each stage's programs use (wait4's resource usage of the
-    program and the children it waited for): CPU seconds and the largest resident set.  Linux keeps a
-    process's peak across fork and exec, so a child's ru_maxrss is at least this (pytest) process's
-    resident set when it forked: the grandchild allocates 150 MiB more than that."""
+    """A run's CPU seconds and peak resident set include its children (a grandchild's 150 MiB)."""
     import resource
     mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024 + 150
     child = f"x = bytearray({mib} << 20); x[::4096] = b'1' * len(x[::4096]); sum(range(3 * 10 ** 6))"

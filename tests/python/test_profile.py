@@ -1,13 +1,5 @@
-"""`make profile` without a GPU: the rule table on Nsight Compute outputs recorded on an H100.
-
-The fixtures (tests/python/data/ncu/, README.md there) are profile-inputs.json files that
-`grade.py profile` wrote on an NVIDIA H100 80GB HBM3 on 2026-11-25, for every reference, lab 3's
-starter and every diagnostic submission.  The tests hold the table to what the issue asks: every
-reference gets no finding above "info", and every diagnostic submission gets its own defect (the
-"profile" of its entry in tests/submissions/<lab>/expected.json) as its first finding.  The rest
-checks the pieces: the raw-CSV reader, the machine code's loop test, the rule-table validation, what happens
-without ncu or without permission (a fake ncu), and that a profile never touches a graded figure.
-"""
+"""`make profile` without a GPU, on Nsight Compute inputs recorded on an H100 (data/ncu/): references clean,
+each diagnostic submission's own defect first (expected.json's "profile"); the pieces; a fake ncu."""
 
 from __future__ import annotations
 
@@ -22,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
+from stencil_grader.base import labspec
 from stencil_grader.grading import pipeline, sass
 from stencil_grader.student import profile
 from stencil_grader.student.profile import command, common, counters, ncu
@@ -85,9 +78,9 @@ def test_each_diagnostic_submission_gets_its_own_defect_first(path, rules):
 
 
 def test_every_defect_rule_has_a_diagnostic_submission(rules):
-    """Each rule above info is the first finding of at least one recorded diagnostic submission,
-    and every diag_* folder has a fixture."""
+    """Each rule above info, and each of the six defects, is first in a recorded diag_*; each diag_* is recorded."""
     firsts = {expected_first(p.stem) for p in FIXTURES} - {None}
+    assert {"uncoalesced", "bank_conflicts", "spills", "smem_occupancy", "div_rem", "redundant_loads"} <= firsts
     defects = {r.id for r in rules.rules if r.severity != "info" and r.mode == "counters"}
     assert defects <= firsts, f"rules without a diagnostic submission: {sorted(defects - firsts)}"
     diag_dirs = sorted(p.parent for p in (KIT_ROOT / "tests" / "submissions").glob("*/diag_*/kernel.cu"))
@@ -95,11 +88,6 @@ def test_every_defect_rule_has_a_diagnostic_submission(rules):
     for d in diag_dirs:
         assert f"{d.parent.name}--{d.name}" in names, f"no recorded profile for {d}"
         assert expected_first(f"{d.parent.name}--{d.name}"), f"{d}: expected.json names no \"profile\""
-
-
-def test_each_of_the_six_diagnosed_defects_has_a_recorded_profile():
-    wanted = {"uncoalesced", "bank_conflicts", "spills", "smem_occupancy", "div_rem", "redundant_loads"}
-    assert wanted <= {expected_first(p.stem) for p in FIXTURES}
 
 
 def test_rules_point_at_handout_sections_that_exist(rules):
@@ -211,8 +199,7 @@ identifier = /tmp/kernel.cu
 
 
 def test_build_facts_count_divisions_in_loops_and_widest_accesses_from_the_machine_code(tmp_path, monkeypatch):
-    """A division between a BRA and the earlier offset it branches back to is in a loop; the one
-    before is not; the end's branch to itself is no loop."""
+    """A division between a BRA and the earlier offset it branches to is in a loop; a branch to itself is none."""
     (tmp_path / "ptxas.log").write_text("ptxas info    : Compiling entry function '_Z1kPfi' for 'sm_90'\n"
                                         "ptxas info    : Used 28 registers\n")
     monkeypatch.setattr(command.sass, "student_code", lambda build_dir: sass.parse_sass(SASS_LOOP))
@@ -279,9 +266,7 @@ print("==PROF== Disconnected")
 
 @pytest.fixture
 def fake_ncu(tmp_path, monkeypatch):
-    """A fake ncu on PATH and a build directory holding a lab 1 build's ptxas.log, kernel.ptx and
-    a bench whose usage names --no-audit (no machine code), with the recorded lab 1 reference
-    profile behind it."""
+    """A fake ncu on PATH replaying lab 1's recorded reference, and a build directory of lab 1 (a script bench)."""
     data = load(NCU_DATA / "01-naive-5pt--reference.json")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -335,8 +320,7 @@ def test_unknown_metrics_are_dropped_and_the_run_retried(fake_ncu, monkeypatch, 
 
 
 def test_collect_and_analyse_through_a_fake_ncu(fake_ncu, rules):
-    spec = __import__("stencil_grader.base.labspec", fromlist=["load"]).load(
-        KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json")
+    spec = labspec.load(KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json")
     inputs = command.collect_inputs(spec, "reference", fake_ncu, seed=7)
     assert inputs["ncu_command"][1:3] == ["--clock-control", "none"]
     assert "--launch-count" in inputs["ncu_command"] and "per-launch-config" in inputs["ncu_command"]
@@ -347,8 +331,7 @@ def test_collect_and_analyse_through_a_fake_ncu(fake_ncu, rules):
 
 
 def test_profile_never_changes_a_graded_figure(tmp_path, monkeypatch):
-    """The profile writes its own files; report.json stays byte for byte, report.html gains the
-    diagnosis."""
+    """The profile writes its own files: report.json stays byte for byte, report.html gains the diagnosis."""
     build = tmp_path / "build"
     build.mkdir()
     report = json.loads((DATA / "html" / "report-02-shared-tiling--diag_bank_conflicts.json").read_text())

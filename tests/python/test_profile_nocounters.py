@@ -1,16 +1,4 @@
-"""`make profile` without counters (student/profile/nocounters.py, access.py), tested without a GPU.
-
-The fixtures (tests/python/data/nocounters/, README.md there) are the profile-inputs.json that
-`grade.py profile --no-counters` wrote on an NVIDIA H100 80GB HBM3 on 2026-11-25 for every
-reference, lab 3's starter and every diagnostic submission: the PTX's accesses with their
-strides, ptxas's facts, the bench's launch audit and the GPU's limits.  The rules of mode "ptx"
-must name the two classic defects (uncoalesced global access, shared-memory bank conflicts) and
-the others the kit can see (spills, divisions, a shared-memory occupancy limit) on the
-submissions made for them, and find nothing above info in any reference.  DRAM traffic and
-redundant loads need the counters: their submissions get no finding above info here.  Then the
-pieces: the symbolic strides on PTX written for the purpose, sectors and bank-conflict ways,
-the occupancy rule, and the fall-back when the counters are locked (a fake ncu).
-"""
+"""`make profile --no-counters` on inputs recorded on an H100 (data/nocounters/): what PTX, ptxas and the audit show."""
 
 from __future__ import annotations
 

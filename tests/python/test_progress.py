@@ -1,8 +1,4 @@
-"""Each student's progress (grading/progress.py, classes/classdiff.py): every grading of a
-(student, lab) appended to a history that is never rewritten, in a student's own build folder and
-in a class's output folder; report.html's chart of the ratio over the attempts; class.html's
-"since each lab's previous grading"; `grade.py class-diff OUTA OUTB`.
-"""
+"""Progress over attempts: histories never rewritten, report.html's chart, class.html's moves, class-diff."""
 
 from __future__ import annotations
 
@@ -15,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, run_grade
+from conftest import FAKE_LAB, GOOD_KERNEL, grade_class as grade, put, run_grade
 from stencil_grader import cli
-from stencil_grader.classes import backend, classdiff, gpupool, outdir
+from stencil_grader.classes import classdiff, outdir
 from stencil_grader.grading import html, progress
 from test_classnames import PAYLOADS
 
@@ -108,8 +104,7 @@ def test_the_report_page_charts_the_attempts():
 
 
 def test_make_check_keeps_the_history_in_the_build_folder(fake_kit, tmp_path):
-    """A student's own `grade.py lab` (make check): BUILD_DIR/history.jsonl grows by one line a
-    grading, and report.html charts it."""
+    """make check appends one line a grading to BUILD_DIR/history.jsonl; report.html charts it."""
     build = tmp_path / "build"
     folder = fake_kit.submission("me", GOOD_KERNEL + "// RATIO=0.3\n")
     for ratio in ("0.3", "0.5", "0.7"):
@@ -123,27 +118,17 @@ def test_make_check_keeps_the_history_in_the_build_folder(fake_kit, tmp_path):
     assert 'id="progress-svg"' in page and "3 gradings of this lab" in page
 
 
-def grade(subs, out, kit, **kw):
-    return backend.grade_class(subs, out, kit_root=kit.root, progress=lambda line: None,
-                               gpu_set=gpupool.GpuSet([]), **kw)
-
-
-def put(subs: Path, student: str, text: str) -> None:
-    (subs / student / FAKE_LAB).mkdir(parents=True, exist_ok=True)
-    (subs / student / FAKE_LAB / "kernel.cu").write_text(text)
-
-
 def test_a_class_keeps_every_grading_and_shows_who_moved(fake_kit, tmp_path, capsys):
     subs, out = fake_kit.root / "submissions", tmp_path / "out"
-    put(subs, "ann", GOOD_KERNEL + "// WRONG\n")
-    put(subs, "bob", GOOD_KERNEL)
-    put(subs, "cid", GOOD_KERNEL + "// RATIO=0.5\n")
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL + "// WRONG\n")
+    put(subs, "bob", FAKE_LAB, GOOD_KERNEL)
+    put(subs, "cid", FAKE_LAB, GOOD_KERNEL + "// RATIO=0.5\n")
     grade(subs, out, fake_kit)
     first = tmp_path / "first"
     shutil.copytree(out, first)
-    put(subs, "ann", GOOD_KERNEL)                             # fixed
-    put(subs, "bob", GOOD_KERNEL + "// RATIO=0.45\n")         # slower
-    put(subs, "cid", GOOD_KERNEL + "// NO_GPU\n")             # measured nothing: the grade stays
+    put(subs, "ann", FAKE_LAB, GOOD_KERNEL)                             # fixed
+    put(subs, "bob", FAKE_LAB, GOOD_KERNEL + "// RATIO=0.45\n")         # slower
+    put(subs, "cid", FAKE_LAB, GOOD_KERNEL + "// NO_GPU\n")             # measured nothing: the grade stays
     grade(subs, out, fake_kit)
     for student, verdicts in (("ann", ["incorrect", "pass"]), ("bob", ["pass", "slow"]),
                               ("cid", ["slow", "not_measured"])):
@@ -178,12 +163,11 @@ def test_kinds_of_change():
 
 
 def test_hostile_names_keep_their_histories_apart(fake_kit, tmp_path):
-    """A student's history lives in their own folder under students/, named as outdir names it:
-    no name (a payload, `a..`, a leading `-`, another lab's history file name) reaches another's."""
+    """Each student's history lives in their own folder: no name reaches another's."""
     subs, out = fake_kit.root / "submissions", tmp_path / "out"
     names = PAYLOADS[:4] + ["a..", "-rf", f"{FAKE_LAB}.history.jsonl", "ann"]
     for i, name in enumerate(names):
-        put(subs, name, GOOD_KERNEL + f"// RATIO=0.{i + 1}\n")
+        put(subs, name, FAKE_LAB, GOOD_KERNEL + f"// RATIO=0.{i + 1}\n")
     grade(subs, out, fake_kit)
     for i, name in enumerate(names):
         history = progress.read(outdir.history_path(out, name, FAKE_LAB))

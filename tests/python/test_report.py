@@ -19,8 +19,7 @@ def graded(fake_kit, tmp_path, text=GOOD_KERNEL, name="s"):
 
 
 def test_gradescope_tests_sum_to_the_points(fake_kit, tmp_path):
-    """One lab's results.json, in Gradescope's documented format (grading/gradescope.py): a score,
-    tests with name, score, max_score, output and visibility, no key the spec does not name."""
+    """results.json in Gradescope's documented format, no key the spec does not name; tests sum to the points."""
     data = graded(fake_kit, tmp_path, GOOD_KERNEL + "// WRONG\n")
     results = gradescope.results(data)
     assert results["score"] == 40 and "max_score" not in results and "leaderboard" not in results
@@ -87,16 +86,11 @@ def test_colour_only_on_a_tty_without_no_color(monkeypatch):
     assert report.use_colour(FakeTty()) is False
 
 
-def test_rendered_text_with_and_without_colour(fake_kit, tmp_path):
+def test_the_text_report_seed_first_sandbox_and_colour_on_request(fake_kit, tmp_path):
     data = graded(fake_kit, tmp_path)
     plain = report.render_text(data, colour=False)
     assert "\033[" not in plain and "verdict      pass" in plain
-    coloured = report.render_text(data, colour=True)
-    assert "\033[32mpass\033[0m" in coloured
-
-
-def test_the_seed_comes_first_and_the_sandbox_is_reported(fake_kit, tmp_path):
-    data = graded(fake_kit, tmp_path)
+    assert "\033[32mpass\033[0m" in report.render_text(data, colour=True)
     lines = report.render_text(data).splitlines()
     assert lines[0].startswith(f"seed: {data['seed']} (replay: cd ")
     (box,) = [line for line in lines if line.strip().startswith("sandbox")]
@@ -107,15 +101,10 @@ def test_the_seed_comes_first_and_the_sandbox_is_reported(fake_kit, tmp_path):
     assert line == "on: directory; off: user (the grader is not root); network (a network namespace needs root)"
 
 
-def test_replay_command_mentions_impl_only_when_not_starter():
-    base = {"lab_dir": "labs/01-naive-5pt", "seed": 12, "impl": "starter"}
-    assert report.replay_command(base) == "cd labs/01-naive-5pt && make check SEED=12"
-    assert report.replay_command(dict(base, impl="reference")).endswith("SEED=12 IMPL=reference")
-
-
-def test_replay_commands_are_quoted_for_the_shell():
-    """The replay command quotes a student's folder, whatever its name holds."""
+def test_replay_commands_name_impl_unless_starter_and_are_quoted_for_the_shell():
     base = {"lab_dir": "labs/01-naive-5pt", "seed": 12}
+    assert report.replay_command(dict(base, impl="starter")) == "cd labs/01-naive-5pt && make check SEED=12"
+    assert report.replay_command(dict(base, impl="reference")).endswith("SEED=12 IMPL=reference")
     odd = "/class/o'brien $(touch PWNED) `id`"
     assert shlex.split(report.replay_command(dict(base, impl=odd))) == [
         "python3", "grader/grade.py", "lab", "labs/01-naive-5pt", "--impl", odd, "--seed", "12"]

@@ -1,11 +1,10 @@
 """score.py, the grading policy: ramp, cap, gates, implausible, constraint, not measured."""
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import BASE_LAB_JSON, FAKE_LAB, KIT_ROOT
+from conftest import KIT_ROOT, fake_spec
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
 from stencil_grader.grading.bench import BenchRun
@@ -16,10 +15,7 @@ from stencil_grader.grading.static import StaticCheck, StaticResult
 
 @pytest.fixture
 def spec(tmp_path):
-    path = tmp_path / FAKE_LAB / "lab.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(BASE_LAB_JSON))
-    return labspec.load(path)     # 60 correctness + 40 performance; generic floor 0.30, target 0.60
+    return fake_spec(tmp_path)     # 60 correctness + 40 performance; generic floor 0.30, target 0.60
 
 
 OK_BUILD = BuildResult("ok", ["make"], Path("b"))
@@ -176,14 +172,8 @@ def test_full_points_only_on_pass(spec):
 @pytest.fixture
 def fused_spec(tmp_path):
     """A lab that fuses up to K = 8 sweeps per pass (lab 8's key): plausible up to 8 x 1.05."""
-    data = json.loads(json.dumps(BASE_LAB_JSON))
-    data["api"] = "stencil2d_run"
-    data["bench"].update(steps=16, max_fused_sweeps=8)
-    data["targets"] = {"generic": {"floor": 1.0, "target": 2.0}}
-    path = tmp_path / FAKE_LAB / "lab.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps(data))
-    return labspec.load(path)
+    return fake_spec(tmp_path, api="stencil2d_run", bench__steps=16, bench__max_fused_sweeps=8,
+                     targets={"generic": {"floor": 1.0, "target": 2.0}})
 
 
 @pytest.mark.parametrize("ratio, perf, verdict", [
@@ -197,9 +187,7 @@ def test_fused_sweeps_move_the_plausibility_bound(fused_spec, ratio, perf, verdi
 
 
 def test_a_refused_launch_is_a_failure_counted_apart_not_a_crash(spec):
-    """A textbook kernel that leaves the boundary unwritten and asks for
-    gridDim.y above 65535 on the tall grids: 29 cases wrong, 3 refused at launch.  Incorrect,
-    and the message says both counts (it used to read `crash`)."""
+    """Launches the runtime refused are failures counted apart (incorrect), never a crash."""
     from stencil_grader.base import protocol
     cases = [CaseResult("t", i, f"case {i}", "fail", f"case {i}: 12 mismatches") for i in range(29)]
     cases += [CaseResult("large", 29 + i, "nx=4 ny=1100001", "fail",
@@ -250,8 +238,7 @@ MACHINE = "CUDA error: cudaStreamCreate(&s) failed at grid.c:40: OS call failed 
     (ALL_PASS, BenchRun("grader_error", message="the sandbox could not be set up: no free sandbox user id")),
 ])
 def test_a_failure_of_the_graders_machinery_is_grader_error_never_a_zero(spec, check, bench):
-    """The sandbox or the program could not start, or a CUDA error of the machine (a thread the
-    operating system refused, a GPU lost): no grade, not final, and the student is told so."""
+    """The sandbox, the program start or a machine CUDA error failing: grader_error, never a 0."""
     s = score.score_lab(spec, OK_BUILD, CLEAN, check, bench)
     assert s.verdict == "grader_error" and "grader_error" in score.NOT_GRADED
     assert s.messages and "the grader's own machinery failed, not your code" in s.messages[0]

@@ -1,13 +1,4 @@
-"""Similarity between the students' kernel.cu files (classes/similarity.py, templates/pair.html).
-
-A made-up class of the kit's own code: a student's solution, a copy of it with every name renamed,
-its comments changed and its lines rejoined, a copy with its functions in another order, the
-kit's reference handed in (a leaked solution), two starter files handed in unchanged, and
-independent solutions of the same lab (the reference, the known-good submissions and the tour's
-textbook kernels, each written apart).  The thresholds of similarity.py are checked against what
-copydetect measures on every lab.  Needs copydetect (tests/install-deps.sh installs it); without
-it these tests are skipped with the reason, except those of the refusal, which need none.
-"""
+"""classes/similarity.py on a made-up class of the kit's own code: copies flagged, independent solutions not."""
 
 from __future__ import annotations
 
@@ -22,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, SIMILARITY_DEPS
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, SIMILARITY_DEPS, grade_class, put
 from stencil_grader import cli
-from stencil_grader.classes import backend, gpupool, outdir, similarity, submissions
+from stencil_grader.classes import outdir, similarity, submissions
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
 import check_verdicts  # noqa: E402  (needs the path above)
@@ -45,9 +36,7 @@ def cd():
 # ---------------------------------------------------------------- made-up copies
 
 def renamed(text: str) -> str:
-    """A copy as a student disguises one: every identifier the file declares renamed (the API's
-    launchers, CUDA's names and the coefficient fields kept, so it could still compile), every
-    comment replaced by one of the copier's own, indentation changed."""
+    """A disguised copy: declared names renamed (the API's kept), comments replaced, indentation changed."""
     from pygments import lexers, token
     keep = {"x", "y", "z", "c0", "xm", "xp", "ym", "yp", "zm", "zp", "constexpr", "static_assert",
             "stencil2d_sweep", "stencil2d_run", "stencil3d_sweep", "stencil2d_periodic_sweep", "jacobi_sweep",
@@ -77,8 +66,7 @@ def reordered(text: str) -> str:
 
 
 def independent_solutions(lab: str) -> dict[str, str]:
-    """The lab's reference and each known-good submission and textbook kernel of tests/submissions
-    (good_*, book_*: each a design of its own, written apart from the reference)."""
+    """The lab's reference and its good_* and book_* submissions, each written apart."""
     found = {f"reference/{lab}": (KIT_ROOT / "reference" / lab / "kernel.cu").read_text()}
     for entry in check_verdicts.collect(lab=lab):
         if entry.name.startswith(("good_", "book_")):
@@ -86,16 +74,9 @@ def independent_solutions(lab: str) -> dict[str, str]:
     return found
 
 
-def put(folder: Path, student: str, lab: str, text: str) -> None:
-    (folder / student / lab).mkdir(parents=True, exist_ok=True)
-    (folder / student / lab / "kernel.cu").write_text(text)
-
-
 @pytest.fixture
 def made_up_class(tmp_path) -> Path:
-    """Lab 2: alice's own solution (the known-good input-mapped one), HOSTILE's renamed copy of it,
-    carol's renamed copy with the functions reordered, dave's copy of the kit's reference, erin's
-    and frank's unchanged starter files.  Lab 1: ann's own solution, ben's renamed reference."""
+    """Lab 2: alice, two renamed copies of her, dave's reference, two starters; lab 1: ann, ben's reference."""
     subs = tmp_path / "class"
     own = check_verdicts.source_bytes(KIT_ROOT / "tests" / "submissions" / LAB / "good_input_mapped").decode()
     starter = (KIT_ROOT / "starter" / LAB / "kernel.cu").read_text()
@@ -159,10 +140,7 @@ def test_the_copies_are_flagged_and_the_independent_solutions_are_not(cd, made_u
 
 
 def test_the_thresholds_hold_on_every_lab(cd):
-    """Every lab: each independent solution against each other (none flagged), and each against its
-    renamed copy and its renamed, reordered copy (all flagged), fingerprinted as similarity.py does.
-    The figures the module docstring quotes (copies 0.94 or more, independent solutions 0.71 or less)
-    are these; the bounds below leave FLAG a margin on each side."""
+    """On every lab, copies score at least FLAG + 0.10 and independent solutions at most FLAG - 0.05."""
     copies, independent = [], []
     for lab_dir in sorted((KIT_ROOT / "labs").glob("*/lab.json")):
         lab = lab_dir.parent.name
@@ -185,8 +163,7 @@ def test_the_thresholds_hold_on_every_lab(cd):
 
 
 def test_repeated_code_still_counts_with_a_boilerplate(cd):
-    """copydetect 0.5.0's own boilerplate filter drops a file's repeated code (intersect1d with
-    assume_unique on repeating fingerprints); similarity.fingerprint removes the boilerplate after."""
+    """A file's repeated code still counts once the boilerplate is removed (copydetect's filter drops it)."""
     text = (KIT_ROOT / "reference" / "01-naive-5pt" / "kernel.cu").read_text()
     doubled = text + "\n" + text
     unrelated = set(similarity.fingerprint(cd, (KIT_ROOT / "starter" / "07-reduction-residual"
@@ -200,9 +177,7 @@ def test_repeated_code_still_counts_with_a_boilerplate(cd):
 
 
 def test_struct_names_map_back_onto_themselves(cd):
-    """copydetect 0.5.0 records a struct name's place in the original text wrongly; once mended,
-    every struct of the kit's references maps onto its own name, so a highlight starting there
-    starts at the name, not near the top of the file."""
+    """Every struct of the references maps back onto its own name (copydetect misplaces it)."""
     from pygments import lexers, token
     checked = 0
     for path in sorted((KIT_ROOT / "reference").glob("*/kernel.cu")):
@@ -348,19 +323,14 @@ def test_refusals(cd, made_up_class, tmp_path, capsys):
 
 
 def test_class_grading_with_similarity_changes_no_grade(cd, fake_kit, tmp_path):
-    """`grade.py class --similarity` (the fake kit's lab: no starter file, so no boilerplate) writes
-    the same grades as without it, and the class page and summary name the pairs."""
+    """`grade.py class --similarity` writes the same grades; the class page and summary name the pairs."""
     subs = fake_kit.root / "submissions"
     long = GOOD_KERNEL + "".join(f"__device__ float f{i}(float a) {{ return a * {i}.5f + {i}; }}\n" for i in range(12))
     for student, text in (("ann", long), ("bob", renamed(long)), ("cid", "__global__ void k(float *o, int n) { for (int i = 0; i < n; i += 2) o[i] = 2.0f * i; }\n"
                                              "// RATIO=0.5\n")):
         put(subs, student, FAKE_LAB, text)
-
-    def grade(out, **kw):
-        return backend.grade_class(subs, out, kit_root=fake_kit.root, progress=lambda line: None,
-                                   gpu_set=gpupool.GpuSet([]), **kw)
-    plain = grade(tmp_path / "plain")
-    with_similarity = grade(tmp_path / "with", similarity=True)
+    plain = grade_class(subs, tmp_path / "plain", fake_kit)
+    with_similarity = grade_class(subs, tmp_path / "with", fake_kit, similarity=True)
     assert [(g.student, g.verdict, g.points) for g in plain.gradings] == \
         [(g.student, g.verdict, g.points) for g in with_similarity.gradings]
     assert (tmp_path / "plain" / "class.csv").read_text() == (tmp_path / "with" / "class.csv").read_text()

@@ -1,14 +1,4 @@
-"""A slow GPU's `make check` stays under a minute.
-
-A T4 (Colab, Kaggle) copies memory at about a tenth of an H100's rate, so every kernel of a
-grading, the student's and the harness's, takes about ten times as long.  The bench adapts: it
-times calls until the median's 95% confidence interval lies within 1% (at least 10, at most the
-lab's bench.repetitions), so a slower kernel costs more seconds per call, never more calls than
-the cap.  Simulated here on a fast GPU: lab 1's reference with a launcher that sweeps SLOWDOWN
-times per call (the same output, SLOWDOWN times the time), graded as `make check` grades it.  The
-bench's copy probe, the other part that scales with the bandwidth, is projected: its measured
-seconds times SLOWDOWN.  Needs a GPU (skipped otherwise).
-"""
+"""A T4-slow GPU's make check stays under a minute: lab 1 swept SLOWDOWN times per call (needs a GPU)."""
 
 import json
 import shutil
@@ -31,8 +21,7 @@ def _gpu() -> bool:
 
 
 def slow_kernel() -> str:
-    """Lab 1's reference whose launcher runs its sweep SLOWDOWN times (each sweep writes the same
-    output from the same input)."""
+    """Lab 1's reference whose launcher sweeps SLOWDOWN times per call (same output, SLOWDOWN times the time)."""
     source = (KIT_ROOT / "reference" / LAB / "kernel.cu").read_text()
     head = 'extern "C" void stencil2d_sweep('
     assert source.count(head) == 1

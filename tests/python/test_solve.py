@@ -1,10 +1,4 @@
-"""Lab 7's `make solve` (stencil_grader/solve.py and `grade.py solve`), without a GPU.
-
-The fixtures are what `bench --solve` printed on a GPU (tests/python/data/README.md):
-solve_n17.json the reference's solver on a 17 x 17 grid, solve_nan.json the
-starter's (its residual_norm2 writes nothing, so the residual is the NaN poison,
-printed by C as `-nan`).  A fake bench replays them, or fails like the real one.
-"""
+"""Lab 7's `make solve` without a GPU: a fake bench replays recorded `bench --solve` output (data/README.md)."""
 
 from __future__ import annotations
 
@@ -25,8 +19,7 @@ NAN_FIXTURE = DATA / "solve_nan.json"
 
 def _fake_bench(build_dir: Path, stdout_file: Path | None = None, exit_code: int = 0,
                 stderr: str = "", printf: str = "") -> Path:
-    """BUILD_DIR/bench: writes stdout_file's text for --solve on the grader's channel (and printf,
-    as a kernel would, on stdout), writes stderr, exits exit_code."""
+    """BUILD_DIR/bench: stdout_file's text on the channel for --solve (a printf on stdout), stderr, exit_code."""
     build_dir.mkdir(parents=True, exist_ok=True)
     bench = build_dir / "bench"
     bench.write_text(
@@ -201,9 +194,7 @@ def test_fixture_is_the_benchs_format():
 
 
 def test_a_long_history_arrives_whole_and_printf_does_not_matter(tmp_path):
-    """N = 129 and more gives tens of thousands of sweeps, a JSON of hundreds of KiB (more than
-    the process runner's 64 KiB of output): the channel keeps it whole, and a kernel's printf on
-    stdout changes nothing."""
+    """A solve history of hundreds of KiB arrives whole on the channel; a kernel's printf changes nothing."""
     data = json.loads(FIXTURE.read_text())
     sweeps = 40000
     data.update(sweeps=sweeps, residual=[data["residual"][0] * 0.9999 ** k for k in range(sweeps + 1)])

@@ -1,14 +1,11 @@
 """static.py: forbidden calls in code (not in comments or strings) and the rules on machine code."""
 
-import json
 import shutil
 import subprocess
 
 import pytest
 
-
-from conftest import BASE_LAB_JSON, DATA, FAKE_LAB
-from stencil_grader.base import labspec
+from conftest import DATA, fake_spec
 from stencil_grader.grading import names, sass, source, static
 from stencil_grader.student.profile import access
 
@@ -17,15 +14,43 @@ def found(src):
     return [(line, what) for line, what, _ in source.lexical_findings(src)]
 
 
-def test_copies_to_the_host_are_found_with_line_numbers():
-    src = ("#include <cuda_runtime.h>\n"
-           "void f(float *d, float *h, cudaStream_t s) {\n"
-           "    cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);\n"
-           "    cudaMemcpyAsync(h, d, 4, cudaMemcpyDefault, s);\n"
-           "    cudaMemcpyAsync(d, d + 4, 4, cudaMemcpyDeviceToDevice, s);\n"
-           "    auto k = cudaMemcpyHostToHost;\n"
-           "}\n")
-    assert found(src) == [(3, "cudaMemcpyDeviceToHost"), (4, "cudaMemcpyDefault"), (6, "cudaMemcpyHostToHost")]
+@pytest.mark.parametrize("src, expected", [
+    ("#include <cuda_runtime.h>\n"
+     "void f(float *d, float *h, cudaStream_t s) {\n"
+     "    cudaMemcpy(h, d, 4, cudaMemcpyDeviceToHost);\n"
+     "    cudaMemcpyAsync(h, d, 4, cudaMemcpyDefault, s);\n"
+     "    cudaMemcpyAsync(d, d + 4, 4, cudaMemcpyDeviceToDevice, s);\n"
+     "    auto k = cudaMemcpyHostToHost;\n"
+     "}\n", [(3, "cudaMemcpyDeviceToHost"), (4, "cudaMemcpyDefault"), (6, "cudaMemcpyHostToHost")]),
+    # harmless names: the compiled object decides (symbols.py), never a lexical prefix
+    ("const int cpu_count = 0;\n"
+     "static int harness_like = 1, my_malloc = 2, systems = 3;\n"
+     "void g(float *d_out, cudaStream_t stream) {\n"
+     "  cudaMemsetAsync(d_out, 0, 4, stream); cudaGetLastError();\n"
+     "  int fork = 0, getenv_count = 0; (void)fork;\n"
+     "  kernel<<<1, 1, 0, stream>>>(d_out);\n}\n", []),
+    # comments and literals do not count
+    ('// cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);\n'
+     '/* cudaMemcpyDefault\n   cudaMemcpyAsync(h, d, 4, 2, s); */\n'
+     'const char *s = "cudaMemcpyDeviceToHost";\n'
+     "char q = '\\''; char c = 'm';  /* cudaMemcpyHostToHost */\n"
+     'const char *raw = R"x(cudaMemcpyDefault("HOME") )" popen)x";\n'
+     'int big = 1\'000\'000; // cudaMemcpyDefault\n'
+     'void ok() {}\n', []),
+    # code after a comment or a string still counts
+    ('/* a comment */ auto a = cudaMemcpyDefault;\n'
+     'puts("// not a comment"); auto b = cudaMemcpyDeviceToHost;\n'
+     "int big = 1'000; auto c = cudaMemcpyHostToHost;\n",
+     [(1, "cudaMemcpyDefault"), (2, "cudaMemcpyDeviceToHost"), (3, "cudaMemcpyHostToHost")]),
+    ("/*\n\n\n*/\n\"a\\\nb\"; auto k = cudaMemcpyDefault;\n", [(6, "cudaMemcpyDefault")]),   # lines kept
+    ('#include "stencil_lab.h"\n// #include "harness.h"\n#  include "../../grader/include/harness.h"\n'
+     '#include <harness.h>\n', [(3, '#include "../../grader/include/harness.h"'), (4, "#include <harness.h>")]),
+    ("#define cudaMemcpyDeviceToDevice cudaMemcpyDeviceToHost\n",
+     [(1, "#define cudaMemcpyDeviceToDevice"), (1, "cudaMemcpyDeviceToHost")]),
+], ids=["host_copies", "harmless_names", "comments_and_literals", "code_after_comments", "line_numbers",
+        "harness_include", "define"])
+def test_lexical_findings_in_code_only_with_their_lines(src, expected):
+    assert found(src) == expected
 
 
 def test_an_async_copy_must_name_its_direction():
@@ -38,53 +63,6 @@ def test_an_async_copy_must_name_its_direction():
     assert found(src) == [(2, "cudaMemcpyAsync")]
     (reason,) = [r for _, _, r in source.lexical_findings(src)]
     assert "must name its direction" in reason
-
-
-def test_harmless_names_are_never_flagged():
-    """The lexical prefix rules are gone: the compiled object decides (symbols.py)."""
-    src = ("const int cpu_count = 0;\n"
-           "static int harness_like = 1, my_malloc = 2, systems = 3;\n"
-           "void g(float *d_out, cudaStream_t stream) {\n"
-           "  cudaMemsetAsync(d_out, 0, 4, stream); cudaGetLastError();\n"
-           "  int fork = 0, getenv_count = 0; (void)fork;\n"
-           "  kernel<<<1, 1, 0, stream>>>(d_out);\n}\n")
-    assert found(src) == []
-
-
-def test_comments_and_literals_do_not_count():
-    src = ('// cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);\n'
-           '/* cudaMemcpyDefault\n   cudaMemcpyAsync(h, d, 4, 2, s); */\n'
-           'const char *s = "cudaMemcpyDeviceToHost";\n'
-           "char q = '\\''; char c = 'm';  /* cudaMemcpyHostToHost */\n"
-           'const char *raw = R"x(cudaMemcpyDefault("HOME") )" popen)x";\n'
-           'int big = 1\'000\'000; // cudaMemcpyDefault\n'
-           'void ok() {}\n')
-    assert found(src) == []
-
-
-def test_code_after_a_comment_or_string_still_counts():
-    src = ('/* a comment */ auto a = cudaMemcpyDefault;\n'
-           'puts("// not a comment"); auto b = cudaMemcpyDeviceToHost;\n'
-           "int big = 1'000; auto c = cudaMemcpyHostToHost;\n")
-    assert found(src) == [(1, "cudaMemcpyDefault"), (2, "cudaMemcpyDeviceToHost"), (3, "cudaMemcpyHostToHost")]
-
-
-def test_line_numbers_survive_multiline_comments_and_strings():
-    src = "/*\n\n\n*/\n\"a\\\nb\"; auto k = cudaMemcpyDefault;\n"
-    assert found(src) == [(6, "cudaMemcpyDefault")]
-
-
-def test_include_of_the_harness():
-    src = ('#include "stencil_lab.h"\n'
-           '// #include "harness.h"\n'
-           '#  include "../../grader/include/harness.h"\n'
-           '#include <harness.h>\n')
-    assert found(src) == [(3, '#include "../../grader/include/harness.h"'), (4, "#include <harness.h>")]
-
-
-def test_a_define_of_a_copy_name_counts():
-    assert found("#define cudaMemcpyDeviceToDevice cudaMemcpyDeviceToHost\n") == [
-        (1, "#define cudaMemcpyDeviceToDevice"), (1, "cudaMemcpyDeviceToHost")]
 
 
 def test_check_source_reports_each_use(tmp_path):
@@ -114,12 +92,7 @@ def test_ptx_functions_and_prototypes():
 
 
 def spec_with(tmp_path, **constraints):
-    data = json.loads(json.dumps(BASE_LAB_JSON))
-    data["constraints"].update(constraints)
-    path = tmp_path / FAKE_LAB / "lab.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return labspec.load(path)
+    return fake_spec(tmp_path, **{f"constraints__{key}": value for key, value in constraints.items()})
 
 
 PROGRAM = sass.parse_sass((DATA / "program.sass").read_text(), "/tmp/data/harness")   # where it was built
@@ -132,9 +105,7 @@ def disassembled(monkeypatch):
 
 
 def test_no_div_rem_is_judged_on_the_machine_code(tmp_path, disassembled):
-    """Integer division from C and from inline PTX that a text reader misses (two instructions on
-    a line, a brace in a block comment), on every architecture of the program; float division
-    and a constant divisor are none; the harness's own division is not the student's."""
+    """Integer division, from C or inline PTX, on every architecture: the student's, not the harness's."""
     (check,) = sass.check_machine_code(spec_with(tmp_path, no_div_rem=True), tmp_path)
     assert (check.name, check.status, check.severity) == ("no div/rem", "fail", "constraint")
     assert "c_divide, sm_90 offset 0x0110: I2F.U32.RP" in check.details
@@ -159,8 +130,7 @@ def test_a_program_without_machine_code_fails_the_rule_it_cannot_judge(tmp_path,
 
 
 def test_shared_memory_is_a_first_signal_never_the_verdict(tmp_path, disassembled, monkeypatch):
-    """The machine code says early whether any kernel touches shared memory; the verdict is the
-    launch audit's (launches.tile_check): a failing signal costs nothing."""
+    """Shared memory in the machine code is an early signal; the launch audit gives the verdict."""
     spec = spec_with(tmp_path, shared_memory=True)
     (check,) = sass.check_machine_code(spec, tmp_path)
     assert check.status == "pass" and check.details == ["kernel tile_read", "kernel tile_write_only",
@@ -188,8 +158,7 @@ def _cuda_tools():
 
 @pytest.mark.skipif(not all(_cuda_tools()), reason="nvcc and cuobjdump not both installed")
 def test_the_fixture_reads_as_this_toolkits_machine_code(tmp_path):
-    """program.sass was made by nvcc 13.0 and cuobjdump 13.5; a program this machine's toolkit
-    builds of kernels_sass.cu, disassembled by student_code, gives the same findings."""
+    """program.sass reads as this toolkit's build of kernels_sass.cu does."""
     nvcc, _ = _cuda_tools()
     (tmp_path / "src").mkdir()
     shutil.copy(DATA / "kernels_sass.cu", tmp_path / "src" / "kernels_sass.cu")
@@ -207,9 +176,7 @@ def test_the_fixture_reads_as_this_toolkits_machine_code(tmp_path):
 
 @pytest.mark.skipif(not all(_cuda_tools()), reason="nvcc and cuobjdump not both installed")
 def test_a_program_of_ptx_alone_is_judged_on_what_the_driver_compiles(tmp_path):
-    """Built as PTX alone (CUDA_ARCH=compute_75), the program holds no ELF: the rules read the
-    machine code ptxas makes of that PTX, for the GPU that ran or, statically, for the PTX's own
-    target; a GPU older than every PTX target gets nothing, which the rules say they cannot judge."""
+    """A PTX-only program is judged on ptxas's code for the GPU that ran; an older GPU gets none."""
     nvcc, _ = _cuda_tools()
     (tmp_path / "main.cu").write_text("int main() { return 0; }\n")
     subprocess.run([nvcc, "-O3", "-gencode", "arch=compute_75,code=compute_75", "-o", str(tmp_path / "bench"),

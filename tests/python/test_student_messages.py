@@ -1,9 +1,4 @@
-"""What a student is told, tried as a new student would: the next step after a static failure,
-a misnamed kernel.cu, one verdict on the calls the file makes, the notes a GPU is not needed
-for (an untouched starter, a block over 1024 threads), and the words of `make help`.
-
-The builds are real (this machine's nvcc; no GPU needed: the grading then says "not measured").
-"""
+"""What a new student is told after real builds (no GPU needed): next steps, notes, make help."""
 
 import json
 import re
@@ -33,8 +28,7 @@ def _grade(lab: str, kernel: str, tmp_path) -> dict:
 
 @needs_nvcc
 def test_a_static_failure_without_a_gpu_is_named_in_the_next_step(tmp_path):
-    """Lab 3's starter divides in its kernel: the closing line names that failure instead of
-    saying the file passed the static checks."""
+    """Lab 3's dividing starter: the closing line names the static failure."""
     report = _grade("03-boundary-neat", (KIT_ROOT / "starter/03-boundary-neat/kernel.cu").read_text(), tmp_path)
     assert any(s["name"] == "no div/rem" and s["status"] == "fail" for s in report["static"])
     tone, headline, detail = nextstep.next_step(report)
@@ -127,8 +121,7 @@ def test_the_reduction_tree_calls_last_only_the_last_ticket():
 
 
 def test_every_handout_states_its_lab_s_rules_from_lab_json():
-    """How it is graded: the rules block is generated from lab.json's constraints (make figures),
-    so lab 2's says the tile with its halo and fp32 storage, as the grader judges them."""
+    """Each handout's rules block is generated from its lab.json's constraints."""
     from stencil_grader.instructor import figures
     for lab_json in sorted((KIT_ROOT / "labs").glob("*/lab.json")):
         number = lab_json.parent.name[:2]
@@ -144,8 +137,7 @@ def test_every_handout_states_its_lab_s_rules_from_lab_json():
 
 
 def test_the_notebook_tells_a_new_student_what_colab_and_kaggle_do():
-    """How to open it, that the runtime's files are wiped, the Python it needs, a newly uploaded kit,
-    apt without network, the reason of a summary line, and no IPython warning per lab."""
+    """The notebook says how Colab and Kaggle behave: wiped files, Python, uploads, apt, no warnings."""
     cells = json.loads((KIT_ROOT / "notebooks/colab.ipynb").read_text())["cells"]
     text = "\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in cells)
     assert "File > Upload notebook" in text and "File > Import Notebook" in text

@@ -1,12 +1,5 @@
-"""Known submissions (tests/submissions/<lab>/expected.json) get their expected verdicts.
-
-The real entries need the real lab build (grader/lab.mk, nvcc, Check) and, most of them, a GPU:
-without one they are skipped with the reason, never reported as passed.  Every mutant's
-kernel.patch must apply to its base here and now, GPU or not, and hold its bug alone: every hunk at
-its line of the base, none reaching into the base's leading comment block, no more changed lines
-than MAX_CHANGED_LINES gives it.  The fake-kit tests below check check_verdicts.py and
-remake_patch.py themselves.
-"""
+"""Known submissions get expected.json's verdicts (real build and GPU, else skipped with the reason); each
+mutant's kernel.patch applies to its base and holds its bug alone; check_verdicts.py and remake_patch.py."""
 
 import hashlib
 import json
@@ -32,17 +25,6 @@ def test_expected_files_parse():
 
 
 MUTANTS = [e for e in ENTRIES if (e.path / check_verdicts.PATCH).is_file()]
-
-
-@pytest.mark.parametrize("entry", MUTANTS, ids=[e.id for e in MUTANTS])
-def test_every_mutant_patch_applies_to_its_base(entry):
-    """A fix to a reference (or the starter, or a known-good submission) reaches its mutants; a
-    change inside a hunk fails here, naming the mutant and its base, until the patch is remade."""
-    base = check_verdicts.patch_base(entry.path / check_verdicts.PATCH)
-    made = check_verdicts.source_bytes(entry.path)
-    assert made != base.read_bytes(), f"{entry.id}: the patch changes nothing of {base}"
-    assert not (entry.path / check_verdicts.SOURCE).exists()
-    assert not (base.parent / check_verdicts.PATCH).exists(), f"{entry.id}: a base must be a whole file"
 
 
 #: The most lines (removed plus added) each mutant's kernel.patch may change: one idea per mutant,
@@ -91,8 +73,7 @@ MAX_CHANGED_LINES = {
 
 
 def _leading_comment_lines(lines: list[str]) -> int:
-    """How many lines a C file's leading comment block takes: its comments, and the blank lines
-    among them, above its first line of code."""
+    """How many lines a C file's leading comment block (comments and blank lines above the code) takes."""
     count, inside = 0, False
     for line in lines:
         text = line.strip()
@@ -107,8 +88,7 @@ def _leading_comment_lines(lines: list[str]) -> int:
 
 
 def _hunks(patch_text: str) -> list[tuple[int, list[str], int]]:
-    """The hunks of a unified diff: (the line of the base where it starts, the base's lines it holds
-    (context and removed, in order), how many lines it removes or adds)."""
+    """A unified diff's hunks: (its first line in the base, the base's lines it holds, lines removed or added)."""
     hunks, lines, i = [], patch_text.splitlines(), 0
     while i < len(lines):
         head = re.match(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@", lines[i])
@@ -131,10 +111,7 @@ def _hunks(patch_text: str) -> list[tuple[int, list[str], int]]:
 
 
 def bug_alone_problems(patch, base, most: int) -> list[str]:
-    """What keeps PATCH from holding its bug alone against BASE (both paths), one line each: a hunk
-    that does not sit exactly at its line (an offset or a fuzz, which GNU patch would report), one
-    that reaches into the base's leading comment block (context included: editing the header
-    must never break a mutant), more than MOST changed lines."""
+    """Why PATCH does not hold its bug alone against BASE: a hunk off its line or in the header, over MOST lines."""
     base_lines = base.read_text().splitlines()
     header = _leading_comment_lines(base_lines)
     hunks = _hunks(patch.read_text())
@@ -153,11 +130,15 @@ def bug_alone_problems(patch, base, most: int) -> list[str]:
 
 
 @pytest.mark.parametrize("entry", MUTANTS, ids=[e.id for e in MUTANTS])
-def test_every_mutant_patch_holds_its_bug_alone(entry):
-    """So that editing a base's header comment never breaks its mutants, and a mutant stays one idea."""
+def test_every_mutant_patch_applies_to_its_whole_base_and_holds_its_bug_alone(entry):
+    """A fix to a base reaches its mutants; its header can change without breaking one; a mutant is one idea."""
     patch = entry.path / check_verdicts.PATCH
+    base = check_verdicts.patch_base(patch)
+    assert check_verdicts.source_bytes(entry.path) != base.read_bytes(), f"{entry.id}: the patch changes nothing"
+    assert not (entry.path / check_verdicts.SOURCE).exists()
+    assert not (base.parent / check_verdicts.PATCH).exists(), f"{entry.id}: a base must be a whole file"
     assert entry.id in MAX_CHANGED_LINES, f"{entry.id}: state in MAX_CHANGED_LINES how many lines its patch may change"
-    problems = bug_alone_problems(patch, check_verdicts.patch_base(patch), MAX_CHANGED_LINES[entry.id])
+    problems = bug_alone_problems(patch, base, MAX_CHANGED_LINES[entry.id])
     assert not problems, f"{entry.id}: " + "; ".join(problems)
 
 
@@ -240,8 +221,7 @@ PADDED = "// line\n" * 20 + "".join(f"#define PAD{i} {i}\n" for i in range(3)) +
 
 
 def _mutant(kit, name: str, base_text: str, change) -> tuple:
-    """A reference kernel.cu in the fake kit and a submission folder holding only kernel.patch,
-    made by remake_patch.py from change(base_text); returns (folder, base path, the mutant's text)."""
+    """(folder holding only kernel.patch of change(base_text), base path, mutant text), by remake_patch.py."""
     base = kit.root / "reference" / "01-fake-5pt" / "kernel.cu"
     base.parent.mkdir(parents=True, exist_ok=True)
     base.write_text(base_text)
@@ -352,5 +332,4 @@ def test_a_whole_kernel_is_read_as_it_is(known):
     entry = next(e for e in check_verdicts.collect(known.root) if e.name == "good")
     with check_verdicts.materialised(entry, known.root) as folder:
         assert folder == entry.path
-    assert hashlib.sha256(check_verdicts.source_bytes(entry.path)).hexdigest() == \
-        hashlib.sha256((entry.path / "kernel.cu").read_bytes()).hexdigest()
+    assert check_verdicts.source_bytes(entry.path) == (entry.path / "kernel.cu").read_bytes()

@@ -1,20 +1,4 @@
-"""The CUDA toolkits and GPU architectures the kit supports.
-
-The build matrix: every lab's starter and reference, the harness and the Check suite, built with
-each CUDA toolkit at hand for every architecture its release supports, as grader/toolkits.mk
-lists them (the one list; these tests are generated from it).  One nvcc call per file compiles
-all the architectures of a toolkit.  The toolkits:
-
-    CUDA 13   this machine's (the finder's nvcc: NVCC, CUDA_HOME, PATH, /usr/local/cuda)
-    CUDA 12   CUDA12_HOME when set (a CUDA 12 toolkit's folder), else CUDA 12.4 as `make cuda12`
-              lays it out under build/cuda/12.4 (tests/cuda-toolkit.sh: Debian's nvcc, PyPI's
-              runtime, headers and CUPTI); without it (no network when `make test` ran) the
-              CUDA 12 tests skip, saying why.
-
-Then the one finder (base/toolkit.py) that make and Python share, with CUDA_HOME honoured by
-both, the release rows of toolkits.mk, and lab.mk's architecture words (PTX only, an
-architecture the toolkit cannot build).
-"""
+"""The build matrix of grader/toolkits.mk (CUDA 13 here; CUDA 12 from CUDA12_HOME or `make cuda12`), the finder."""
 
 import os
 import re
@@ -84,16 +68,14 @@ def _need(tk: Toolkit):
 
 
 def test_ci_has_every_toolkit_of_the_matrix():
-    """In CI (.ci/run sets STENCIL_REQUIRE_TOOLKITS=1) a toolkit missing from the matrix is a
-    failure, not a skip."""
+    """In CI (STENCIL_REQUIRE_TOOLKITS=1) a toolkit missing from the matrix fails, never skips."""
     if os.environ.get("STENCIL_REQUIRE_TOOLKITS") != "1":
         pytest.skip("STENCIL_REQUIRE_TOOLKITS is not 1: a toolkit the matrix lacks skips its tests, saying why")
     assert {m: tk.why for m, tk in TOOLKITS.items() if not tk.nvcc} == {}
 
 
 def test_the_list_is_what_the_toolkit_builds():
-    """toolkits.mk's row for each toolkit's release is every sm_ code its nvcc knows, from
-    the row's first up to 12.0."""
+    """toolkits.mk's row for a release is every sm_ code its nvcc knows, from the first up to 12.0."""
     tested = [tk for tk in TOOLKITS.values() if tk.nvcc]
     if not tested:
         pytest.skip("no nvcc here")
@@ -107,8 +89,7 @@ def test_the_list_is_what_the_toolkit_builds():
                                          for m, tk in TOOLKITS.items() for lab in LABS
                                          for impl in ("starter", "reference")])
 def test_every_lab_builds_for_every_architecture(tk, lab, impl):
-    """make build with the release's whole list: machine code for each architecture in the
-    programs (cuobjdump lists one ELF per architecture), linked with that toolkit's runtime."""
+    """make build with a release's whole list: one ELF per architecture, its own runtime linked."""
     _need(tk)
     build_dir = MATRIX / f"cuda{tk.major}" / lab / impl
     done = _run(["make", "--no-print-directory", "-s", "-C", str(KIT_ROOT / "labs" / lab), "build",
