@@ -39,7 +39,7 @@ HEADINGS = {lang: dict(zip(("recordid", "hiddenuser", "gradenoun", "lastmodified
 #: What clean_filename (clean_param PARAM_FILE) removes.
 REMOVED = r"[\x00-\x1f\x7f&<>\"`|':\\/]"
 # Read leniently: any name without "_" (what get_student_prefix writes, and a folder renamed by hand).
-_PREFIX = re.compile(rf"^(?P<name>[^_]*?)(?:_(?P<id>\d+))?_assignsubmission_"
+_PREFIX = re.compile(r"^(?P<name>[^_]*?)(?:_(?P<id>\d+))?_assignsubmission_"
                      r"(?P<plugin>[a-z]+)(?:_(?P<rest>.*))?$", re.S)
 GROUPS_HINT = ("a team assignment's folders are named for the group, and its id is the group's: import it with "
                "--groups FILE, FILE being the assignment's grading worksheet, so that every member is graded")
