@@ -177,9 +177,8 @@ def this_gpu() -> str | None:
 def _jit(tool: str, binary: Path, want: int | None) -> dict[str, SassFunction]:
     """The student's kernels compiled by ptxas from the program's PTX for sm_`want` (None: this
     machine's GPU, else the newest PTX target itself), as the driver does at load time; empty when
-    the program holds no PTX the
-    GPU can run or the toolkit's ptxas does not know sm_`want`.  Raises SassError when ptxas is
-    missing (the toolkit's)."""
+    the program holds no PTX the GPU can run or the toolkit's ptxas does not know sm_`want`.
+    Raises SassError when ptxas is missing (the toolkit's)."""
     sections = parse_ptx_sections(_run([tool, "-ptx", str(binary)]))
     want = want or _arch_of(this_gpu())
     targets = [a for a, _ in sections if want is None or a <= want]
