@@ -69,6 +69,27 @@ def test_a_suspect_gpu_is_probed_again_and_taken_out_only_when_it_fails():
     assert pool.suspect(1) is True and pool.indices() == ""
 
 
+class FakeHold:
+    def __init__(self, gpu):
+        self.gpu, self.closed = gpu, False
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_context_is_held_on_each_usable_gpu_until_it_is_taken_out_or_the_class_ends():
+    holds = []
+    pool = gpupool.GpuSet(fake_gpus(3), prober(bad={1}), say=lambda line: None,
+                          hold_gpu=lambda gpu: holds.append(FakeHold(gpu)) or holds[-1])
+    pool.check()
+    assert sorted(h.gpu.index for h in holds) == [0, 2] and not any(h.closed for h in holds)
+    pool._probe = prober(bad={2})
+    assert pool.suspect(2) is True
+    assert [h.gpu.index for h in holds if h.closed] == [2]
+    pool.close()
+    assert all(h.closed for h in holds)
+
+
 def test_no_gpu_machine_needs_no_probe():
     pool = gpupool.GpuSet([], prober())
     pool.check()
@@ -316,3 +337,30 @@ def test_when_the_last_gpu_breaks_the_rest_is_not_measured(gpu_host, tmp_path, m
     assert [g.verdict for g in result.gradings] == ["not_measured", "not_measured"]
     assert all("no usable GPU left" in g.message for g in result.gradings)
     assert result.exit_status == 1
+
+
+@pytest.mark.parametrize("env,held", [({}, True), ({"FAKE_CUDA_COMPUTE_MODE": "2"}, False),
+                                      ({"FAKE_CUDA": "1"}, False)])
+def test_a_context_holder_on_a_fake_driver(fake_libcuda, monkeypatch, env, held):
+    """Held while the grading runs, ended by close(); never on a GPU in an exclusive compute mode (it would lock the
+    gradings out) nor without a GPU."""
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(fake_libcuda))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    holder = gpupool.ContextHold("GPU-anything")
+    assert holder.held is held
+    proc = holder._proc
+    assert (proc is not None and proc.poll() is None) if held else proc is None
+    holder.close()
+    if held:
+        assert proc.returncode == 0
+    holder.close()                                     # twice: nothing more
+
+
+def test_a_context_holder_without_a_driver_holds_nothing(monkeypatch, tmp_path):
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))          # no libcuda.so.1 there
+    holder = gpupool.ContextHold()
+    if holder.held:
+        holder.close()
+        pytest.skip("this machine has a working NVIDIA driver")
+    assert holder._proc is None

@@ -121,6 +121,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                                 f"{float(kept.get('points') or 0):.2f})" if kept else ""))
         finally:
             shutil.rmtree(lock_dir, ignore_errors=True)
+            gpu_set.close()
         notes += [n for n in gpu_set.notes if n not in notes]
     if similarity:
         notes += similar.class_step(the_plan.submissions, the_plan.out, [s.lab for s in the_plan.specs], against,

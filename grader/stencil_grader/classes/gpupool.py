@@ -1,6 +1,7 @@
 """The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe (a context, a one-instruction
 PTX kernel run and read back, in a process of its own): a GPU that fails is taken out with a message, and one a grading
-found unusable is probed again.  base/locks.py GpuPool keeps two gradings off one GPU."""
+found unusable is probed again.  While the class is graded each usable GPU has a CUDA context held open on it
+(gpuprobe.ContextHold: the gradings' CUDA starts are shorter).  base/locks.py GpuPool keeps two gradings off one GPU."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..base import gpus as gpulist
-from ..base.gpuprobe import ProbeResult, probe
+from ..base.gpuprobe import ContextHold, ProbeResult, probe
 from ..base.gpus import Gpu
 
 
@@ -29,25 +30,45 @@ def choose(spec: str | None) -> tuple[list[Gpu], str | None]:
 
 class GpuSet:
     """The usable GPUs of one class grading: the chosen ones, less those that failed a probe; thread-safe.  `say`
-    receives each GPU taken out, `notes` keeps them for the class summary."""
+    receives each GPU taken out, `notes` keeps them for the class summary.  probe_gpu: the probe (default: the real
+    one, which also holds a context open on each usable GPU until close(); hold_gpu: what holds it, default none
+    with a probe of one's own, as tests give)."""
 
-    def __init__(self, chosen: list[Gpu], probe_gpu: Callable[[Gpu], ProbeResult] = lambda gpu: probe(gpu.uuid),
-                 say: Callable[[str], None] = print):
+    def __init__(self, chosen: list[Gpu], probe_gpu: Callable[[Gpu], ProbeResult] | None = None,
+                 say: Callable[[str], None] = print, hold_gpu: Callable[[Gpu], ContextHold] | None = None):
         self.chosen, self.usable, self.notes = list(chosen), list(chosen), []
-        self._probe, self._say, self._lock = probe_gpu, say, threading.Lock()
+        if probe_gpu is None:
+            probe_gpu, hold_gpu = (lambda gpu: probe(gpu.uuid)), hold_gpu or (lambda gpu: ContextHold(gpu.uuid))
+        self._probe, self._hold, self._say, self._lock = probe_gpu, hold_gpu, say, threading.Lock()
+        self._held: dict[str, ContextHold] = {}
 
     def _remove(self, gpu: Gpu, result: ProbeResult) -> None:
         self.usable.remove(gpu)
+        if (held := self._held.pop(gpu.uuid, None)) is not None:
+            held.close()
         self.notes.append(f"{describe(gpu)} failed its probe ({result.message or result.status}): taken out of the "
                           "pool")
         self._say(self.notes[-1])
 
+    def _check_one(self, gpu: Gpu) -> ProbeResult:
+        result = self._probe(gpu)
+        if result.ok and self._hold is not None:
+            self._held[gpu.uuid] = self._hold(gpu)
+        return result
+
     def check(self) -> None:
-        """Probe every chosen GPU (in parallel) and take out those that fail."""
+        """Probe every chosen GPU (in parallel), take out those that fail, hold a context on the others."""
         with ThreadPoolExecutor(max_workers=max(1, len(self.chosen))) as pool:
-            for gpu, result in zip(self.chosen, pool.map(self._probe, self.chosen)):
+            for gpu, result in zip(self.chosen, pool.map(self._check_one, self.chosen)):
                 if not result.ok:
                     self._remove(gpu, result)
+
+    def close(self) -> None:
+        """Ends the contexts held open (at the end of the class run)."""
+        with self._lock:
+            for held in self._held.values():
+                held.close()
+            self._held.clear()
 
     def indices(self) -> str | None:
         """`--gpus` of a grading: "0,2" ("" when all were taken out), or None when none was chosen (no GPU here)."""

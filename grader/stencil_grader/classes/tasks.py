@@ -53,9 +53,11 @@ class _Status:
         self.update(state=state, ended=outdir.now(), ended_epoch=time.time(), current=None, message=message)
 
 
-def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tuple[Path | None, str | None, str]:
+def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None],
+               held: list) -> tuple[Path | None, str | None, str]:
     """(lock folder, GPU indices, why the task cannot grade or "") of a gpu task: with "node" locks every GPU of the
-    node that passes its probe, under NODE_LOCKS; else the GPU the engine gave it (nvidia-smi's by its UUID)."""
+    node that passes its probe, under NODE_LOCKS; else the GPU the engine gave it (nvidia-smi's by its UUID).  What
+    holds a CUDA context open on the task's GPUs (gpupool.GpuSet, gpuprobe.ContextHold) is appended to `held`."""
     host = socket.gethostname()
     if run.data["gpu_locks"] == "node":
         chosen, why = gpulist.list_gpus()
@@ -63,6 +65,7 @@ def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tupl
             say(f"no GPU on {host} ({why}): the GPU stages will be not_measured")
             return None, None, ""
         pool = gpupool.GpuSet(chosen, say=say)
+        held.append(pool)
         pool.check()
         if not pool.usable:
             return None, None, f"no GPU of {host} passed its probe: " + "; ".join(pool.notes)
@@ -85,6 +88,7 @@ def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None]) -> tupl
         say(f"GPU {found.name} ({found.uuid}) is not in nvidia-smi's list here: graded without the pool")
         return None, None, ""
     say(f"GPU: {gpupool.describe(gpu)}")
+    held.append(gpupool.ContextHold())
     return Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-")), str(gpu.index), ""
 
 
@@ -97,8 +101,11 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
     shard = run.shard(stage, index)
     status = _Status(run, stage, index, job)
     say(f"{stage} task {index} of {run.path}: {len(shard)} grading(s) on {socket.gethostname()}")
-    lock_dir, gpus, why = _task_gpus(run, status, say) if stage == "gpu" else (None, None, "")
+    held: list = []                                     # contexts held open on the task's GPUs, closed at its end
+    lock_dir, gpus, why = _task_gpus(run, status, say, held) if stage == "gpu" else (None, None, "")
     if why:
+        for holder in held:
+            holder.close()
         say(why)
         status.close("failed", why)
         return EXIT_GPU_FAILED
@@ -133,6 +140,8 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
             status.update(graded=status.data["graded"] + 1)
             say(f"{task.key}: {report.get('verdict')}")
     finally:
+        for holder in held:
+            holder.close()
         if lock_dir is not None and lock_dir != NODE_LOCKS:
             shutil.rmtree(lock_dir, ignore_errors=True)
     status.close("done")

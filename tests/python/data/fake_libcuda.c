@@ -3,7 +3,8 @@
  *   FAKE_CUDA         0 a good GPU; 1 cuInit finds no device; 2 the kernel faults; 3 it writes a wrong answer
  *   FAKE_CUDA_DRIVER  the CUDA release the driver supports, cuDriverGetVersion's 13000 (default)
  *   FAKE_CUDA_CC      the compute capability without the dot, 90 (default)
- *   FAKE_CUDA_NAME    the device name, "Fake GPU 80GB" (default) */
+ *   FAKE_CUDA_NAME    the device name, "Fake GPU 80GB" (default)
+ *   FAKE_CUDA_COMPUTE_MODE  the compute mode, 0 (default; 2: exclusive process) */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,9 @@ int cuDeviceGetName(char *s, int n, int d) {
 int cuDeviceGetUuid_v2(unsigned char *u, int d) { for (int i = 0; i < 16; i++) u[i] = (unsigned char)(i * 17); return 0; }
 int cuDeviceGetAttribute(int *v, int a, int d) {
     const int cc = env_int("FAKE_CUDA_CC", 90);
-    *v = a == 75 ? cc / 10 : a == 76 ? cc % 10 : a == 38 ? 50 << 20 : 0;   /* major, minor, L2 bytes */
+    *v = a == 75 ? cc / 10 : a == 76 ? cc % 10 : a == 38 ? 50 << 20           /* major, minor, L2 bytes */
+       : a == 20 ? env_int("FAKE_CUDA_COMPUTE_MODE", 0) : 0;
+
     return 0;
 }
 int cuDriverGetVersion(int *v) { *v = env_int("FAKE_CUDA_DRIVER", 13000); return 0; }
