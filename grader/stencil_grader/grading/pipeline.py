@@ -352,12 +352,15 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
                     run.notes += run.bench.notes
                     if run.bench.data and not run.device:
                         run.device = {k: run.bench.data.get(k) for k in ("device", "cc", "sm_count")}
-                    try:
-                        run.launches = launches.check_launches(spec, run.bench.data, build_dir)
-                    except sass.SassError as err:
-                        _machine_fault(run, err)
     finally:
         pool.__exit__(None, None, None)
+    if run.bench is not None:
+        # After the GPU is given back: the audit is judged on the machine code (cuobjdump, ptxas), CPU work
+        # that would keep the next grading off an idle GPU.
+        try:
+            run.launches = launches.check_launches(spec, run.bench.data, build_dir)
+        except sass.SassError as err:
+            _machine_fault(run, err)
     name = (run.device or {}).get("name") or (run.device or {}).get("device")
     run.score = score.score_lab(spec, run.build, run.static, run.check, run.bench,
                                 not_measured=run.not_measured, device_name=name, launches=run.launches)
