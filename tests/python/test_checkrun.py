@@ -233,6 +233,23 @@ time.sleep(3600)
     assert "the run was stuck" in run.cases[1].message
 
 
+def test_a_case_past_its_timeout_in_one_process_is_judged_there_and_not_run_again(tmp_path, monkeypatch):
+    """Phase 1 times each case from the result before it (from the GPU found, for the first): a case that runs
+    past the case timeout there is a timeout as it stands, the cases after it not run, and no rerun holds the
+    GPU for another case timeout."""
+    monkeypatch.setattr(checkstream, "NOFORK_SLACK_S", 0.5)
+    fake_check(tmp_path, f"""log.write("seed: 5\\ndevice: {{\\"name\\": \\"Fake GPU\\"}}\\n{HEADER}{PASS0}")
+log.flush()
+time.sleep(3600)
+""")
+    start = time.monotonic()
+    run = checkrun.run_check(tmp_path, 120, case_timeout_s=1)
+    assert time.monotonic() - start < 8
+    assert run.status == "timeout" and run.stopped_early and run.reruns == [] and "reruns" not in run.phases
+    assert [c.outcome for c in run.cases] == ["pass", "timeout", "not_run"]
+    assert "this case ran past its timeout (no result for 1.5 s" in run.cases[1].message
+
+
 @pytest.mark.parametrize("body, said", [
     ('print("Running suite(s): fake", file=sys.stderr)\nos.kill(os.getpid(), signal.SIGSEGV)\n',
      "killed by signal 11 (SIGSEGV)"),

@@ -13,10 +13,16 @@ per case, while every case that goes wrong is judged exactly as alone:
 1. one process (CK_FORK=no): every case in turn, CUDA initialised once.  It
    first looks for a GPU (exit status EXIT_NO_GPU: none, and nothing runs).
    Check has no timeouts in this mode, so the grader stops the run when a
-   case has gone on longer than the case timeout (plus checkstream.NOFORK_SLACK_S).
-2. fork mode, only when phase 1 did not end every case cleanly: from the
-   first case that crashed, timed out or was never reported (the process died
-   or was stopped), each case that did not pass runs again in a child process
+   case has gone on longer than the case timeout (plus checkstream.NOFORK_SLACK_S),
+   timed from the result before it (from the GPU found, for the first).  That case
+   is judged timed out as it stands, and the cases after it not run: Check's own
+   timer in fork mode would give it less time, not more (it also counts the
+   child's CUDA start), and running it again would hold the GPU for another case
+   timeout.
+2. fork mode, only when phase 1 did not end every case cleanly and was not
+   stopped at a case's timeout: from the first case that crashed, timed out or
+   was never reported (the process died, or hung before its GPU was found),
+   each case that did not pass runs again in a child process
    of its own, with Check's per-case timeout, in up to RERUN_PROCESSES check
    processes at once within the grading's thread budget (STENCIL_CASES names
    each one's cases; to_rerun, rerun_split).  Its result replaces phase 1's: a
@@ -270,8 +276,8 @@ def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float,
                         seconds=first.run.seconds, sandbox=dict(box.layers), phases=phases,
                         output=process.program_output(first.run.stdout))
     rerun = to_rerun(listed, first.stream.tests)
-    if first.run.error:
-        rerun = []                                      # nothing can run: phase 1 says why
+    if first.run.error or (first.stream.stop_kind == "stall" and first.stream.device is not None):
+        rerun = []                     # nothing can run: phase 1 says why; or a case ran past its timeout there
     later: list[_Phase] = []
     if rerun:
         start = time.monotonic()
@@ -359,6 +365,10 @@ def _ending(phase: _Phase) -> tuple[str, str, str, tuple[str, str] | None]:
     if run.error:
         return "error", "crash", f"not run: {run.error}", None
     if run.stopped is not None or stream.stop_kind == "case_timeout":
+        if stream.stop_kind == "stall" and stream.nofork:
+            return ("timeout", "not_run", NOT_RUN,
+                    ("timeout", f"no result: this case ran past its timeout ({stream.stop_reason}; lab.json "
+                                "check.case_timeout_s) and the run was stopped"))
         if stream.stop_kind == "stall":
             return ("timeout", "not_run", NOT_RUN,
                     ("timeout", f"no result: the run was stuck ({stream.stop_reason}, "
