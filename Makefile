@@ -10,6 +10,8 @@
 #                            (and build/tour/path.png, path-roofline.png with matplotlib)
 #   make calibrate           re-derive the performance targets on this GPU
 #   make record SLUG=h100    make tour and make check, recorded in handouts/data/SLUG/ for the figures
+#   make smem-roof [SLUG=h100]  this GPU's shared-memory roof (bytes per clock per SM), which lab 8's
+#                            roofline draws; SLUG records it in handouts/data/SLUG/smem-roof.json
 #   make figures             rewrite the handouts' measured figures from handouts/data/ and draw
 #                            their diagrams from the labs' constants (no GPU)
 #   make pictures            redraw the handouts' PNG plots from handouts/data/ (matplotlib)
@@ -28,10 +30,10 @@ IMPL ?= $(if $(wildcard reference/.),reference,starter)
 SUBMISSIONS ?=
 OUT ?= grades
 
-.PHONY: help test test-build test-unit test-python cuda12 grade bench-class tour calibrate record figures pictures dist clean
+.PHONY: help test test-build test-unit test-python cuda12 grade bench-class tour calibrate record figures smem-roof pictures dist clean
 
 help:
-	@sed -n '3,19p' Makefile | sed 's/^#//'
+	@sed -n '3,21p' Makefile | sed 's/^#//'
 	@echo "  labs: $(LABS)"
 	@echo "  in a lab directory: make check [IMPL=starter|reference|DIR] [SEED=N]; make sanitize; make help"
 
@@ -129,6 +131,9 @@ record:
 
 figures:
 	@$(GRADE) figures
+
+smem-roof:
+	@$(GRADE) smem-roof $(if $(SLUG),--json handouts/data/$(SLUG)/smem-roof.json)
 
 # The PNG pictures of the handouts, redrawn from the recorded runs (matplotlib; no GPU).
 pictures:

@@ -247,6 +247,13 @@ def test_roofline_ceilings_of_the_2d_part():
     # 132 x 32 x 1.98e9 / (6 x 1.173): 9.5 TB/s effective
     assert got["shared memory, overlapped tile"].gflops * 8 / 9 == pytest.approx(9510, rel=2e-3)
     assert all(c.how for c in ceilings)
+    # The measured roof (smem-roof) replaces the datasheet's 128 bytes per clock: 96 of them, 3/4 the ceiling.
+    measured, _ = roofs.roofline_ceilings(rows, 132, 1980, params_of=lambda lab, impl: dict(counted),
+                                          shared_bytes_per_clock=96.0)
+    got_measured = {c.label: c for c in measured}
+    assert got_measured["shared memory, overlapped tile (measured roof)"].gflops == pytest.approx(
+        got["shared memory, overlapped tile"].gflops * 96 / 128)
+    assert got_measured["instruction issue, lab 8 reference"] == got["instruction issue, lab 8 reference"]
 
 
 def test_roofline_ceilings_left_out_say_why():

@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path
-from . import pictures, records, tour, tuning
+from . import pictures, records, smemroof, tour, tuning
 
 
 def register(sub) -> None:
@@ -33,6 +33,10 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the new targets, write nothing")
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the calibration as a recorded run (handouts/data/SLUG/calibrate.json)")
+
+    p = command(smemroof.cmd_smem_roof, "smem-roof", "measure this GPU's shared-memory roof (bytes per clock per SM "
+                "of 4- and 16-byte loads), which lab 8's roofline draws")
+    p.add_argument("--json", type=Path, metavar="FILE", help="record it, e.g. handouts/data/h100/smem-roof.json")
 
     p = command(cmd_record_check, "record-check", "collect the reports of the last make check into a recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/check.json")

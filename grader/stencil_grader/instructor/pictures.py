@@ -26,7 +26,7 @@ from .. import KIT_ROOT
 from ..base import labspec
 from ..grading import html, plot, score
 from .records import DATA_DIR, load_recordings
-from . import tuning
+from . import smemroof, tuning
 from .tour import TourRow, draw
 
 IMG_DIR = KIT_ROOT / "handouts" / "img"
@@ -63,7 +63,8 @@ def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> 
     title = f"{device['name']}: make tour of {record['date']}"
     return draw(tour_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
                 clock_mhz=float(device["sm_clock_max_mhz"]), roofline_path=Path(img_dir) / f"roofline-{slug}.png",
-                title=title, params_of=recorded_parameters(device["name"]))
+                title=title, params_of=recorded_parameters(device["name"]),
+                shared_bytes_per_clock=smemroof.recorded_bytes_per_clock(slug, data_dir=data_dir))
 
 
 def recorded_parameters(device: str):

@@ -103,12 +103,14 @@ DESIGN_COUNTS = (
 )
 
 
-def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
-                      params_of=None) -> tuple[list[Ceiling], list[str]]:
+def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float, params_of=None,
+                      shared_bytes_per_clock: float | None = None) -> tuple[list[Ceiling], list[str]]:
     """The ceilings of the tour's roofline and a note for each one left out: with any 2D row, the fp32
     peak without FMA; for each DESIGN_COUNTS row in the tour, its rate ceiling when params_of(lab,
     impl) (the TUNE_ parameters of the build timed; None: unknown) equals the count's params.
-    rows: tour.TourRow; sm_count and clock_mhz (maximum SM clock, MHz) as for plot.peak_fp32_gflops."""
+    rows: tour.TourRow; sm_count and clock_mhz (maximum SM clock, MHz) as for plot.peak_fp32_gflops;
+    shared_bytes_per_clock: the GPU's measured shared-memory roof for 4-byte loads (bytes per clock per SM,
+    smemroof.py), which replaces SHARED_ACCESSES_PER_SM_PER_CLOCK x 4; None: the datasheet's."""
     two_d = [r for r in rows if r.part_id != "3d" and not r.part.startswith("3D")]
     if not two_d:
         return [], []
@@ -131,11 +133,14 @@ def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float,
                              f"{text[1]})")
                 continue
         work = labspec.load(KIT_ROOT / "labs" / row.lab / "lab.json").kind.launchers[0]
-        gflops = rate_ceiling_gflops(sm_count, clock_mhz, count.per_sm_per_clock, count.per_update * count.redundancy,
+        rate, label = count.per_sm_per_clock, count.label
+        if shared_bytes_per_clock and count.per_sm_per_clock == SHARED_ACCESSES_PER_SM_PER_CLOCK:
+            rate, label = shared_bytes_per_clock / 4, f"{count.label} (measured roof)"
+        gflops = rate_ceiling_gflops(sm_count, clock_mhz, rate, count.per_update * count.redundancy,
                                      work.flop_per_cell)
         ceilings.append(Ceiling(
-            count.label, gflops,
-            f"{sm_count} SMs x {count.per_sm_per_clock} {count.unit} per clock x {clock_mhz:.0f} MHz / "
+            label, gflops,
+            f"{sm_count} SMs x {rate:g} {count.unit} per clock x {clock_mhz:.0f} MHz / "
             f"({count.per_update:.1f} per update x {count.redundancy:.2f} updates per useful one); "
             f"{gflops * work.bytes_per_cell / work.flop_per_cell:,.0f} GB/s effective"))
     return ceilings, notes

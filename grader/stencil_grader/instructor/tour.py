@@ -218,10 +218,11 @@ def roofline_points(rows: list[TourRow]) -> list[plot.RooflinePoint]:
 
 def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path,
          clock_mhz: float | None = None, roofline_path: Path | None = None, title: str | None = None,
-         params_of=None) -> list[str]:
+         params_of=None, shared_bytes_per_clock: float | None = None) -> list[str]:
     """The path as bars (path) and the roofline with every row (roofline_path, default path's stem +
     "-roofline.png"); one line per picture, written or why not.  Defaults: clock_mhz nvidia-smi's maximum
-    SM clock, title the device, params_of(lab, impl) (for roofs.roofline_ceilings) built_parameters."""
+    SM clock, title the device, params_of(lab, impl) (for roofs.roofline_ceilings) built_parameters;
+    shared_bytes_per_clock: the measured shared-memory roof (roofs.roofline_ceilings)."""
     path = Path(path)
     if not plot.path_bars(rows, title or device, path):
         return ["(no plots: matplotlib is not installed)"]
@@ -232,7 +233,8 @@ def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path,
     peak = plot.peak_fp32_gflops(sm_count, clock)
     copy = statistics.median(r.copy_gbps for r in rows)
     roof = Path(roofline_path) if roofline_path else path.with_name(path.stem + "-roofline.png")
-    ceilings, notes = roofs.roofline_ceilings(rows, sm_count, clock, params_of or built_parameters)
+    ceilings, notes = roofs.roofline_ceilings(rows, sm_count, clock, params_of or built_parameters,
+                                              shared_bytes_per_clock)
     plot.roofline(roofline_points(rows), device, copy, peak, roof, ceilings,
                   title=f"Roofline: {title}" if title else None)
     return said + [f"roofline: {roof} (peak fp32 {peak / 1e3:.1f} TFLOP/s estimated from {sm_count} SMs "

@@ -1,0 +1,59 @@
+"""The shared-memory roof microbenchmark (grader/harness/smem_roof.cu, instructor/smemroof.py): it builds, what
+it prints becomes a valid record, and lab 8's roofline reads the record back (no GPU needed; the run itself is a
+GPU's: make smem-roof)."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+
+from stencil_grader.base import toolkit
+from stencil_grader.base.cliargs import UsageError
+from stencil_grader.instructor import records, smemroof
+
+PRINTED = {"device": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "block": 256, "loads_per_round": 8,
+           "accesses": [{"bytes": 4, "blocks_per_sm": 8, "bytes_per_clock_per_sm": 120.5, "lowest_sm": 118.0,
+                         "clock_mhz": 1755, "ms": 21.3},
+                        {"bytes": 16, "blocks_per_sm": 4, "bytes_per_clock_per_sm": 126.9, "lowest_sm": 125.1,
+                         "clock_mhz": 1755, "ms": 20.2}]}
+
+
+def fake_program(tmp_path, body):
+    path = tmp_path / "smem_roof"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_what_the_program_prints_is_a_valid_record_that_the_roofline_reads_back(tmp_path):
+    got = smemroof.measure(fake_program(tmp_path, f"cat <<'END'\n{json.dumps(PRINTED)}\nEND\n"))
+    record = smemroof.to_record(got, "a test")
+    path = records.write_record(record, tmp_path / "data" / "fake" / "smem-roof.json")
+    assert records.validate_record(json.loads(path.read_text()), path) == []
+    assert [r["id"] for r in record["rows"]] == ["4B", "16B"]
+    assert smemroof.recorded_bytes_per_clock("fake", data_dir=tmp_path / "data") == 120.5
+    assert smemroof.recorded_bytes_per_clock("fake", 16, data_dir=tmp_path / "data") == 126.9
+    assert smemroof.recorded_bytes_per_clock("other", data_dir=tmp_path / "data") is None
+
+
+@pytest.mark.parametrize("body, said", [
+    ("echo 'smem_roof: no CUDA GPU is visible (cudaGetDeviceCount)' >&2; exit 2\n", "no CUDA GPU is visible"),
+    ("echo not json\n", "printed no JSON"),
+])
+def test_a_failing_run_says_why(tmp_path, body, said):
+    with pytest.raises(UsageError, match=said):
+        smemroof.measure(fake_program(tmp_path, body))
+
+
+@pytest.mark.skipif(toolkit.find_nvcc() is None, reason="no nvcc (the CUDA toolkit) here")
+def test_the_microbenchmark_builds_and_makes_every_load(tmp_path):
+    """Built for sm_90: its machine code holds the 4-byte and the 16-byte shared loads it exists to time."""
+    binary = smemroof.build("9.0", out_dir=tmp_path)
+    tool = shutil.which("cuobjdump") or os.environ.get("CUOBJDUMP")
+    if not tool:
+        pytest.skip("no cuobjdump to read the machine code")
+    sass = subprocess.run([tool, "-sass", str(binary)], capture_output=True, text=True, check=True).stdout
+    assert sass.count("LDS.128") >= 8 and sass.count("LDS ") >= 8
