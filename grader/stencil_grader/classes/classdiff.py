@@ -1,18 +1,10 @@
-"""How a class moved between two gradings: who improved, who regressed, whose verdict changed.
+"""How a class moved between two gradings, per (student, lab) (grader/README.md, section 9): "improved" or
+"regressed" when both are grades and the points moved by more than POINTS_EPSILON, "changed" when the verdict
+changed or a grade came or went (0 of "not_measured" to a grade is "changed"), "new", "gone", else "same".
 
-    compare(before, after) -> [Change]        {student: {lab: entry}} twice (progress.entry's dicts)
-    lines(changes) -> [str]                   the counts, then one line per change
-    section(changes, ident, title, note) -> str   the same as an HTML section
-    diff_outs(out_a, out_b, lab_order) -> [Change]   `grade.py class-diff OUTA OUTB`: two output folders
-    class_section(out, labs) -> str           class.html's "since each lab's previous grading",
-                                              from each lab's history (progress.py)
-
-A change is one (student, lab): "improved" or "regressed" when both gradings are grades and the
-points moved (by more than POINTS_EPSILON), "changed" when the verdict changed with the same points
-or a grade came or went, "new" or "gone" when only one side has the lab, else "same".  A verdict
-that is no grade (not_measured, grader_error, missing, ...) has no points to compare: 0 from
-"not_measured" to a grade is "changed", never "improved".
-"""
+    compare(before, after) -> [Change]        {student: {lab: progress.entry}} twice
+    diff_outs(out_a, out_b, lab_order)         `grade.py class-diff OUTA OUTB`
+    class_section(out, labs) -> str           class.html's section, from each lab's history"""
 
 from __future__ import annotations
 
@@ -122,9 +114,8 @@ def labs_in(out: Path, lab_order: list[str]) -> list[str]:
 
 
 def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
-    """The changes from the reports in OUT_A to those in OUT_B (two class gradings' output
-    folders, e.g. a copy of OUT kept before grading again), over every lab either holds (labs_in).
-    ClassError when one is no class grading's folder (no class.json, no students/)."""
+    """The changes from OUT_A's reports to OUT_B's over every lab either holds (labs_in); ClassError for a folder
+    that no class grading wrote."""
     for out in (out_a, out_b):
         if not (Path(out) / outdir.MANIFEST).is_file() and not outdir.students_dir(out).is_dir():
             raise ClassError(f"{out} is no class grading's output folder (no {outdir.MANIFEST}, no "

@@ -1,26 +1,10 @@
-"""The last step of a class grading: the class files, rebuilt from every report in OUT whichever run
-wrote it (grader/README.md, section 9, "The class files" and "The gradebooks").
-
-    class_files(out, lab_order, ...) -> ClassResult
-
-reads the class table once (classtable.load) and writes what each writer makes of it:
-
-    class.csv       class_csv        a row per student, a cell per lab, the total
-    gradings.csv    gradings_csv     a row per report: verdict, points, GPU, host, stage seconds
-    gradescope/     gradescope_files Gradescope's results.json per lab and student
-    gradebook/      site_gradebooks  each course site's files (importers/<site>.py gradebook())
-    class.html      classhtml.py, when present
-    summary.txt     summarize        what OUT holds, what this run did, every failure and every
-                                     lab without a grade, with its one-line reason
-
-and returns the summary for the console, which therefore agrees with the files.  A name a
-spreadsheet would take for a formula is written after a "'" in every CSV file (sheet_cell).
-"""
+"""The class files, rebuilt from every report in OUT whichever run wrote it (grader/README.md, section 9, "The class
+files" and "The gradebooks"): class_files reads the class table once and writes class.csv, gradings.csv,
+gradescope/, gradebook/, class.html and summary.txt, each a function of it, and returns the summary for the
+console.  Every name a student controls goes into a CSV cell through sheet_cell."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,12 +27,6 @@ GRADINGS_COLUMNS = ("student", "lab", "verdict", "points", "max_points", "gpu_in
                     "bench_s", "total_s", "message")
 
 
-def _csv(rows) -> str:
-    text = io.StringIO()
-    csv.writer(text).writerows(rows)        # RFC 4180: CRLF, and a name holding CR or LF quoted
-    return text.getvalue()
-
-
 def class_csv(t: ClassTable) -> str:
     """class.csv: a row per student of OUT, a cell per lab (class_cell), the total (grades.total)."""
     rows = [["student"] + t.labs + ["total"]]
@@ -56,13 +34,11 @@ def class_csv(t: ClassTable) -> str:
         sum_ = grades.total(list(found.values()))
         rows.append([sheet_cell(student)] + [class_cell(found.get(lab)) for lab in t.labs]
                     + ["" if sum_ is None else f"{sum_:.2f}"])
-    return _csv(rows)
+    return common.csv_text(rows)
 
 
 def gradings_csv(t: ClassTable) -> str:
-    """gradings.csv, one row per report (GRADINGS_COLUMNS): its points (empty when no grade), which
-    GPU (nvidia-smi index on its host, UUID, name) and host graded it, by which back end, and the
-    seconds of each stage (report["seconds"])."""
+    """gradings.csv, one row per report (GRADINGS_COLUMNS): points (empty when no grade), GPU, host, back end, seconds."""
     rows = [GRADINGS_COLUMNS]
     for student, found in t.reports.items():
         for lab, data in found.items():
@@ -75,12 +51,11 @@ def gradings_csv(t: ClassTable) -> str:
                         + ["" if secs.get(k) is None else f"{secs[k]:.2f}"
                            for k in ("build", "static", "gpu_wait", "cases", "bench", "total")]
                         + [sheet_cell(grades.reason(data)[:REASON_WIDTH])])
-    return _csv(rows)
+    return common.csv_text(rows)
 
 
 def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
-    """{(lab, student): results.json's data, or None: remove it} for one Gradescope assignment per
-    lab.  What is no grade leaves the file as it was (one written before, from a grade, stays); a
+    """{(lab, student): results.json's data, or None: remove it}.  What is no grade leaves its file as it was; a
     "missing" lab has none unless missing_as_zero counts it (never a bonus lab nor a near miss)."""
     files = {}
     for student, labs in t.reports.items():
@@ -97,9 +72,8 @@ def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
 
 
 def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
-    """({file name under OUT/gradebook/: text}, notes) of each course site whose students the
-    roster has (importers/<site>.py gradebook()); present: the (lab, student) Gradescope files
-    OUT holds.  Only the labs OUT holds reports of; a group member gets the group's grading."""
+    """({file name under OUT/gradebook/: text}, notes) of each course site the roster has students of; present: the
+    (lab, student) Gradescope files OUT holds.  A group member gets the group's grading."""
     roster: Roster | None = t.roster
     if roster is None:
         return {}, [t.roster_note] if t.roster_note else []
@@ -167,10 +141,8 @@ class Grading:
 
 @dataclass
 class ClassResult:
-    """What a class grading did and what OUT holds now: this run's gradings (in the plan's
-    order), the summary lines (also in OUT/summary.txt), the lines that must be shouted
-    (stderr, and at the end of summary.txt), and grade.py's exit status: 0 when every
-    report in OUT is a grade or "missing" and this run measured what it graded, else 1."""
+    """What a class grading did: this run's gradings, the summary (also OUT/summary.txt), the alarm lines (stderr),
+    and the exit status: 0 when every report in OUT is a grade or "missing" and this run measured what it graded."""
 
     gradings: list[Grading]
     summary: list[str]
@@ -268,12 +240,9 @@ def write_class_html(out: Path, table: dict[str, dict[str, dict]], lab_order: li
 def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, notes: list[str] | None = None,
                 saved: list[Saved] | None = None, kept: int = 0, lab_facts: dict[str, dict] | None = None,
                 roster: Roster | None = None) -> ClassResult:
-    """Write every class file from every report in OUT (module docstring) and return the summary.
-
-    lab_order: every lab of the kit, in order; notes: lines for the summary (what was skipped in
-    the submissions, the back end's notes); saved: what this run graded (resume.save's answers,
-    in the plan's order); kept: how many labs the plan kept (final already); lab_facts:
-    plan.lab_facts; roster: the class roster, when the plan has read it."""
+    """Write every class file from every report in OUT and return the summary.  lab_order: every lab of the kit;
+    notes: lines for the summary; saved: this run's resume.save answers; kept: labs the plan kept; lab_facts,
+    roster: the plan's (None: read here)."""
     out = Path(out)
     outdir.sweep_temporaries(out)
     t = load(out, lab_order, lab_facts, missing_as_zero, roster)

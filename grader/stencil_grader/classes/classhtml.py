@@ -1,28 +1,9 @@
-"""The class pages of instructor mode: OUT/class.html, and a page per student and lab.
+"""The class pages (grader/README.md, section 9): OUT/class.html (every student's row, per lab the verdict counts,
+histograms of the grades' points and ratios, the outliers; the similarity column, the labs that moved, the
+leaderboards), OUT/students/<student>/<lab>.html (report.student_view, with its history) and index.html, through
+the Jinja2 templates (pages.py).  Only grades count in the statistics (grades.is_grade).
 
-    write_class_html(out, lab_order, table=None) -> Path
-
-from every report of OUT (outdir.read_reports, or the table merge.py read) writes, through the
-Jinja2 templates (pages.py):
-
-    OUT/class.html                     (class.html) a banner when some lab was not measured; each
-                                       student's row, each cell the lab's verdict and why, and its
-                                       points when it is a grade, linked to that student's page of
-                                       that lab; per lab: verdict counts, histograms of the graded
-                                       labs' points and bandwidth ratios, the outliers
-    OUT/students/<student>/<lab>.html  the lab's report page (grading/html.py) as the student may
-                                       see it (report.student_view), with the lab's history
-    OUT/students/<student>/index.html  (student.html) the student's labs, linked
-
-and, none changing a grade: the similarity column (similarity.column), the labs that moved since
-their previous grading (classdiff.py), the leaderboard of who opted in (leaderboard.py).
-
-Only grades count in the statistics (grades.is_grade): a "missing" or "not_measured" lab is no 0 in
-a median or a histogram, its cell shows its verdict, and the student's total is blank, as in
-class.csv (grades.total).  Outliers: a measured ratio outside Tukey's fences of its lab (Q1 - 1.5
-IQR, Q3 + 1.5 IQR over at least 4 measured ratios), and every grader_error, crash, timeout and
-forbidden verdict.  Ratios: effective bandwidth / copy bandwidth.
-"""
+    write_class_html(out, lab_order, table=None) -> Path"""
 
 from __future__ import annotations
 
@@ -61,7 +42,7 @@ def _ratio(report: dict) -> float | None:
 
 
 def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
-    """(student, why) for the lab's outliers (module docstring), sorted by student."""
+    """(student, why) sorted: a ratio outside Tukey's fences (Q1 - 1.5 IQR, Q3 + 1.5 IQR, at least 4 ratios), a LOOK_AT verdict."""
     ratios = {s: _ratio(r[lab]) for s, r in reports.items() if lab in r and _ratio(r[lab]) is not None}
     found: dict[str, list[str]] = {}
     if len(ratios) >= 4:
@@ -77,9 +58,8 @@ def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
 
 
 def histogram(values: list[float], lo: float, hi: float, bins: int = BINS) -> dict:
-    """The bars of class.html's histogram macro: values counted in `bins` equal bins of [lo, hi]
-    (the last closed), each bar's x and height in the 320 x 150 chart (bars 116 px high at most),
-    with the median, min and max of the values."""
+    """class.html's histogram macro's bars: values in `bins` equal bins of [lo, hi] (the last closed), each bar's x
+    and height in the 320 x 150 chart, with the values' median, min and max."""
     counts = [0] * bins
     for v in values:
         if math.isfinite(v):
@@ -108,12 +88,8 @@ def _lab_section(lab: str, reports: Table) -> dict:
 
 
 def write_class_html(out: Path, lab_order: list[str], table: Table | None = None) -> Path:
-    """Write OUT/class.html and every student's pages (module docstring); returns class.html's path.
-
-    lab_order: the labs, in the order of the columns.  table: {student: {lab: report}} as
-    outdir.read_reports gives it (None: read it here).  Reports of other labs are left out.
-    Raises OSError when OUT cannot be read or written, ClassError without Jinja2.
-    """
+    """Write OUT/class.html and every student's pages; returns class.html's path.  table: {student: {lab: report}}
+    (None: outdir.read_reports); reports of labs not in lab_order are left out.  OSError, or ClassError without Jinja2."""
     out = Path(out)
     reports = outdir.read_reports(out, lab_order) if table is None else table
     pages.environment()                   # without Jinja2, no page at all

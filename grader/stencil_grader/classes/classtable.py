@@ -1,8 +1,6 @@
-"""The class table: every report in OUT, the class roster and the labs' facts, each read once; the
-class files (classfiles.py) are each a function of it.  What a cell of a class file shows is here
-too: the points of a grade, else the verdict (class.csv), or a blank (the gradebooks: what is no
-grade is never a number; "missing" is 0 only with missing_as_zero, never for a near miss nor a
-bonus lab)."""
+"""The class table: every report in OUT, the class roster and the labs' facts, each read once; every class file
+(classfiles.py) is a function of it.  A cell shows the points of a grade, else the verdict (class.csv) or a blank
+(gradebooks: "missing" is 0 only with missing_as_zero, never for a near miss nor a bonus lab)."""
 
 from __future__ import annotations
 
@@ -20,11 +18,9 @@ NEAR_MISS_CELL = "near miss"
 
 @dataclass
 class ClassTable:
-    """reports: {student folder: {lab: report}} of OUT (outdir.read_reports: students sorted, labs
-    in the kit's order); facts: {lab: {"title", "points", "bonus"}}; roster: CLASS/roster.csv
-    (None: roster_note says why, "" when OUT names no class); leaderboard: {(student, lab):
-    Gradescope's leaderboard entries} of who opted in, None when nobody did; gradescope: the
-    (lab, student) whose Gradescope file OUT held when the table was read."""
+    """reports: {student: {lab: report}} (outdir.read_reports); facts: {lab: {"title", "points", "bonus"}}; roster
+    (None: roster_note says why); leaderboard: {(student, lab): Gradescope entries}, None when nobody opted in;
+    gradescope: the (lab, student) whose Gradescope file OUT held when read."""
 
     out: Path
     lab_order: list[str]

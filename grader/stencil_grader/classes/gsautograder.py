@@ -1,14 +1,6 @@
-"""`grade.py gradescope-autograder`: the zip of a Gradescope autograder that serves one lab's grades
-(grader/README.md, section 9, "How the grades reach each site"): it grades nothing, and gives
-each submission the results.json of OUT/gradescope/<lab>/<student>/ only when that very
-submission was graded.
-
-    setup.sh, run_autograder    what Gradescope runs (once; per submission)
-    serve.py                    gsserve.py: finds the submitter, copies their file
-    index.json                  {"lab", "made_at", "kit", "by_email": {e-mail: entry}, "by_sid": {SID: entry}},
-                                entry: {"grade": "grades/<n>.json", "submission": the graded id}
-    grades/<n>.json             the students' results.json files (no name in the zip)
-"""
+"""`grade.py gradescope-autograder`: the zip of a Gradescope autograder that serves one lab's grades (grader/README.md,
+section 9, "How the grades reach each site"): setup.sh, run_autograder, serve.py (gsserve.py), index.json ({"lab",
+"made_at", "kit", "by_email", "by_sid"}: {key: {"grade": "grades/<n>.json", "submission": id}}) and grades/<n>.json."""
 
 from __future__ import annotations
 
@@ -65,11 +57,8 @@ def _member(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: 
 
 
 def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) -> Built:
-    """Write the autograder zip of lab from the class grading in out (module docstring).
-
-    dest: the zip's path (default default_zip); an existing dest other than the default is
-    replaced only with force.  Raises GradescopeZipError: no class grading in out, no roster of
-    Gradescope students, nobody with a grade of lab, one e-mail or SID on two folders, dest taken."""
+    """Write the autograder zip of lab from OUT (dest: default_zip; another existing dest only with force).
+    GradescopeZipError: no class grading or Gradescope roster, no grade of lab, an e-mail or SID on two folders."""
     out = Path(out).resolve()
     if not (out / outdir.MANIFEST).is_file():
         raise GradescopeZipError(f"{out} holds no class grading ({outdir.MANIFEST} is missing): give the --out "

@@ -1,30 +1,12 @@
-"""The class leaderboard of each lab: who opted in, under which pseudonym, ranked by the ratio to
-copy bandwidth.
+"""The class leaderboard of each lab (grader/README.md, section 9, "Around the grades"): the students with a pseudonym in
+CLASS/roster.csv's COLUMN, cleaned as folder names are, one board per lab and GPU model, ranked by the ratio to copy
+bandwidth; only an eligible() report counts.  Made from OUT's reports, keyed by folder; a pseudonym is data, escaped
+wherever shown, and the folder name is never on a board.
 
     pseudonyms(roster_csv) -> (names, notes)   {student folder: pseudonym} of who opted in
     roster_of(out) -> Path | None              the roster.csv of the class OUT was graded from
     boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
-    gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}
-
-Who appears: only a student with a pseudonym in the `leaderboard` column of CLASS/roster.csv
-(the importer's roster, or one the instructor writes: `folder,leaderboard`); an empty cell, or no
-row, keeps the student off every board.  The board shows the pseudonym, never the folder name.
-A pseudonym is cleaned like a folder name (importers/roster.py: NFC, control and bidirectional
-characters dropped) and cut to PSEUDONYM_CHARS; two students of one pseudonym both appear, with
-a note for the instructor.
-
-What counts: a lab graded "pass" or "slow" (every case correct and the timing plausible: no
-"constraint", "forbidden", "implausible", ... verdict reaches a board), final, with a measured
-ratio, and no static check or launch check that failed.  Ratio = effective bandwidth / copy
-bandwidth measured in the same run (score.py); higher ranks first.  Since copy bandwidth is
-measured on each GPU but targets and ratios differ between models, the labs graded on each GPU
-model get a board of their own; Gradescope's one board per assignment carries the model as a
-column instead (gradescope_entries).
-
-A student cannot reach another's entry: the boards are made from the reports in OUT, which only
-the grader writes, keyed by folder; the pseudonym is data, escaped wherever it is shown (class.html's
-"leaderboard" section, templates/class.html).
-"""
+    gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}"""
 
 from __future__ import annotations
 
@@ -50,9 +32,8 @@ Table = dict[str, dict[str, dict]]
 
 @dataclass
 class Row:
-    """One entry of a board: the rank (1 = highest ratio; equal ratios share a rank), the
-    pseudonym, the ratio and effective bandwidth (GB/s), the verdict.  student is the folder, for
-    the instructor's tools: never shown on a board."""
+    """One entry of a board: rank (1 = highest ratio; equal ratios share one), pseudonym, ratio, GB/s, verdict, and
+    the student's folder (for the instructor's tools, never shown)."""
 
     rank: int
     pseudonym: str
@@ -106,7 +87,7 @@ def _number(value) -> float | None:
 
 
 def eligible(report: dict) -> bool:
-    """Whether a report may appear on a board (module docstring: correct, unflagged, timed)."""
+    """Whether a report may be on a board: "pass" or "slow", final, a measured ratio, no failed static or launch check."""
     if report.get("verdict") not in CORRECT or not report.get("final") or not grades.is_grade(report):
         return False
     ratio = _number((report.get("performance") or {}).get("ratio"))
@@ -117,9 +98,8 @@ def eligible(report: dict) -> bool:
 
 
 def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = None) -> dict[str, list[Board]]:
-    """{lab: its boards, one per GPU model, the model with the most entries first} over the
-    students of `names` (pseudonyms()) whose report of the lab is eligible; labs in lab_order
-    (default: as found), each board ranked by ratio, highest first."""
+    """{lab: its boards, the GPU model with the most entries first, each ranked by ratio} of the students of
+    `names` whose report is eligible; labs in lab_order (default: as found)."""
     found: dict[str, dict[str, list[tuple[float, str, dict]]]] = {}
     for student, labs in table.items():
         name = names.get(student)
@@ -147,12 +127,9 @@ def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = No
 
 
 def gradescope_entries(table: Table, names: dict[str, str]) -> dict[tuple[str, str], list[dict]]:
-    """The "leaderboard" array of Gradescope's results.json for each (student folder, lab) that
-    is on a board (opted in, eligible): the ratio (desc: higher ranks first), the effective
-    bandwidth in GB/s (desc) and the GPU model (a text column: Gradescope ranks one board across
-    models, so the model is shown beside each entry).  Gradescope asks each student for a
-    pseudonym of its own when they submit (its autograder docs, "Leaderboards"); the kit's
-    pseudonym is not sent.  Spec: https://gradescope-autograders.readthedocs.io/en/latest/specs/"""
+    """The "leaderboard" array of results.json for each (student folder, lab) on a board: the ratio and GB/s
+    (desc), the GPU model (Gradescope ranks one board across models).  The kit's pseudonym is not sent: Gradescope
+    asks each student for its own.  Spec: https://gradescope-autograders.readthedocs.io/en/latest/leaderboards/"""
     entries: dict[tuple[str, str], list[dict]] = {}
     for lab, lab_boards in boards(table, names).items():
         for board in lab_boards:

@@ -64,9 +64,7 @@ _TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")
 
 
 def sweep_temporaries(out: Path) -> list[Path]:
-    """Remove the temporary files (write_atomic's `.<name>.<pid>.tmp`) that writers killed between
-    writing and renaming left in OUT, except those of a process of this host still running;
-    returns what was removed."""
+    """Remove write_atomic's temporary files left in OUT by killed writers (not a live process's of this host)."""
     removed = []
     for path in Path(out).rglob(".*.tmp"):
         match = _TEMPORARY.match(path.name)
@@ -112,15 +110,9 @@ def check_out(out: Path, submissions: Path | None = None) -> None:
 
 
 def claim(out: Path, submissions: Path, write: bool = True) -> None:
-    """Make sure OUT belongs to the class of `submissions`, and record that in OUT/class.json.
-
-    Raises ClassError, touching nothing: OUT is a file; OUT holds another class's results
-    (its class.json names other submissions); OUT is a non-empty folder that no class
-    grading wrote (no class.json, no class.csv, no gradescope/).  A folder with class.csv
-    or gradescope/ but no class.json (an earlier version of the kit) is taken over, and an
-    earlier layout's student folders are moved into students/ (write=True).
-    write=False checks only (--dry-run).
-    """
+    """Make sure OUT belongs to the class of `submissions` and record it in OUT/class.json (write=False: check only).
+    ClassError, touching nothing: OUT is a file, another class's, or a non-empty folder no class grading wrote; an
+    earlier kit's OUT (EARLIER_SIGNS) is taken over, its layout moved to this one."""
     check_out(out)
     manifest = out / MANIFEST
     data = read_json(manifest) if manifest.exists() else None
@@ -202,9 +194,8 @@ def gradescope_path(out: Path, lab: str, student: str) -> Path:
 
 
 def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
-    """{student: {lab: report}} of every OUT/students/<student>/<lab>.json of these labs, students
-    sorted, labs in the order given.  A report that cannot be read is a grader_error saying so
-    (never a gap)."""
+    """{student: {lab: report}} of OUT's reports of these labs, students sorted; one that cannot be read is a
+    grader_error saying so, never a gap."""
     found: dict[str, dict[str, dict]] = {}
     folder = students_dir(out)
     if not folder.is_dir():

@@ -1,14 +1,6 @@
-"""What a batch task asks its engine for, from class recordings of what the labs' stages used (handouts/data/<gpu>/
-class.json, rows made by summarize(): `make bench-class`), each figure the largest of the recordings; without one,
-NOT_MEASURED and the labs' own stage limits.  The rules (grader/README.md, section 9, "What a task asks for"):
-
-    time    sum over the task's gradings of TIME_SAFETY x the lab's median stage seconds, + TASK_SLACK_S, at least
-            TIME_FLOOR_S
-    memory  MEM_SAFETY x (the stage's largest peak x the grading's programs at once (a build: one; the GPU stages:
-            checkrun.rerun_split's reruns on the task's CPUs) + GRADER_PROCESSES x the grading process's peak), in
-            MEM_ROUND_MIB steps, at least MEM_FLOOR_MIB
-    cpus    the largest median CPU / wall ratio, rounded up, 1 to MAX_CPUS
-"""
+"""What a batch task asks its engine for (grader/README.md, section 9, "What a task asks for"), from class recordings
+of the labs' stages (handouts/data/<gpu>/class.json, rows by summarize(): `make bench-class`), each figure the
+largest of them; without one, NOT_MEASURED and the labs' own stage limits."""
 
 from __future__ import annotations
 

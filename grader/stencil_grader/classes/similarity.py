@@ -1,42 +1,16 @@
-"""Similarity between the kernel.cu files of a class, lab by lab: pointers for the instructor to
-look at, never a grade.
+"""Similarity between the kernel.cu files of a class, lab by lab: pointers for the instructor, never a grade
+(grader/README.md, section 9, "Around the grades").  copydetect (optional: require()) fingerprints, compares and
+highlights; the kit picks the pairs (every two students of a lab, each student with each --against file and the kit's
+reference and tour kernels), removes the starter's fingerprints, scores a pair by its larger share, flags it at FLAG
+and writes OUT/similarity/<lab>/ (pairs.csv, pairs.txt, similarity.json, pair-<rank>.html; no student's name in a path).
 
-    run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write (below)
+    run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write
     compare_lab(lab, students, others, starter) -> LabResult   every pair, ranked
     column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column
-
-Fingerprinting, comparing and highlighting are copydetect's (PyPI, MIT: the winnowing of Schleimer,
-Wilkerson and Aiken, SIGMOD 2003, as MOSS uses it), an optional tool of the instructor's (require()
-says how to install it).  It normalises each file with Pygments' CUDA lexer (comments and white
-space dropped, every name V, F or O, every string S) and hashes every NOISE characters of it (a
-window of 1: scores do not depend on Python's string hashing).  The starter file's fingerprints are
-removed from every file first (fingerprint(); copydetect's own boilerplate filter drops a file's
-repeated code too).  copydetect's own report is not written: it loads Bootstrap from a CDN, prints
-file names unescaped and knows files by path, not by the students' names.
-
-What the kit adds: which pairs, per lab, under which names, and where the results go.  A file's share
-is the part of its fingerprinted code the other file shares; a pair's score is the larger share (a
-copy padded with code of its own still scores by the part copied), flagged at FLAG.  Measured on the
-kit's own solutions (tests/python/test_similarity.py keeps these on their sides): a copy with every
-identifier renamed, comments changed and lines rejoined, its functions reordered or not, scored 0.94
-or more; two independent correct solutions of a lab 0.71 or less.
-
-Compared: every two students of the lab (by their folder names, as the course site exported them),
-and every student with each file of `against` (earlier terms' submissions and public solutions:
-every *.cu under it with a folder named as the lab on its path, e.g.
-AGAINST/2025-fall/<student>/02-shared-tiling/kernel.cu) and with the kit's reference and tour kernels
-(reference/<lab>/kernel.cu, reference/tour/<lab>/*/kernel.cu).  Files of `against` and of the kit are
-not compared with each other.  Written in OUT/similarity/<lab>/ (no name a student chose in a path):
-    pairs.csv          every pair: rank, score, both shares, matched characters, both names and
-                       kinds (student, against, kit), flagged, its page
-    pairs.txt          the flagged pairs, and the REPORTED_BELOW highest below them
-    similarity.json    the same, for class.html: settings, flagged pairs, each student's highest
-    pair-<rank>.html   each flagged pair side by side, the matching code highlighted (pair.html)
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 import re
@@ -46,6 +20,7 @@ from typing import Callable
 
 from ..grading import build, html
 from . import outdir, plan, submissions
+from .importers.common import csv_text
 from .submissions import ClassError, shown
 
 TOOL = "copydetect"
@@ -207,10 +182,8 @@ def _repair_offsets(fp) -> None:
 
 
 def fingerprint(cd, text: str, boilerplate: set | None = None):
-    """copydetect's CodeFingerprint of a CUDA text (NOISE, a window of 1), with the boilerplate's
-    fingerprints removed afterwards.  (copydetect's own boilerplate argument drops a file's
-    repeated code as well: 0.5.0 intersects its fingerprints, which repeat, with numpy's
-    intersect1d(assume_unique=True).)"""
+    """copydetect's CodeFingerprint of a CUDA text (NOISE, window 1), the boilerplate's fingerprints removed after
+    (copydetect 0.5.0's own filter would also drop a file's repeated code)."""
     fp = cd.CodeFingerprint("kernel.cu", NOISE, 1, None, True, "cuda", fp=io.StringIO(text))
     if len(fp.offsets):
         _repair_offsets(fp)
@@ -287,15 +260,11 @@ def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
     this one has are removed.  Returns the paths written."""
     from . import pages
     folder = lab_folder(out, result.lab)
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind",
-                     "flagged", "page"])
-    for rank, p in enumerate(result.pairs, 1):
-        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched,
-                         submissions.sheet_cell(p.a), p.a_kind, submissions.sheet_cell(p.b), p.b_kind,
-                         "yes" if p.flagged else "no", p.page])
-    written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue()),
+    rows = [["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind", "flagged", "page"]]
+    rows += [[rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched, submissions.sheet_cell(p.a),
+              p.a_kind, submissions.sheet_cell(p.b), p.b_kind, "yes" if p.flagged else "no", p.page]
+             for rank, p in enumerate(result.pairs, 1)]
+    written = [outdir.write_atomic(folder / "pairs.csv", csv_text(rows)),
                outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n")]
     pairs = [{k: v for k, v in asdict(p).items() if not k.endswith("_slices")} for p in result.pairs]
     highest: dict[str, dict] = {}
@@ -340,10 +309,8 @@ def summary_lines(result: LabResult) -> list[str]:
 
 def run(subs: str | Path, out: str | Path, labs: list[str] | None = None, against: Path | None = None,
         threshold: float = FLAG, say: Callable[[str], None] = print, kit: Path | None = None) -> list[LabResult]:
-    """Compare the class's kernel.cu files of each lab (all of the kit's by default) and write
-    OUT/similarity/<lab>/ (module docstring).  ClassError before anything is written: copydetect
-    missing, an unknown lab, no class folder, --against not a folder, --out a file or another
-    class's folder, or a threshold outside (0, 1].  Grades are never read or changed."""
+    """Compare the class's kernel.cu files of each lab and write OUT/similarity/<lab>/.  ClassError before anything is
+    written: copydetect missing, an unknown lab, no class folder, a bad --against, --out or threshold."""
     check(against)
     if not 0.0 < threshold <= 1.0:
         raise ClassError(f"--threshold {threshold:g}: give a score in (0, 1], e.g. {FLAG}")
@@ -398,9 +365,8 @@ def class_step(subs: Path, out: Path, labs: list[str], against: Path | None, say
 # ------------------------------------------------------------------------------- for class.html
 
 def column(out: Path, lab_order: list[str]) -> dict[str, list[dict]]:
-    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab of
-    lab_order with OUT/similarity/<lab>/similarity.json, every flagged pair of the student, or,
-    when none is, the student's highest pair."""
+    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab, the student's flagged
+    pairs, else their highest."""
     found: dict[str, list[dict]] = {}
     for lab in lab_order:
         data = outdir.read_json(lab_folder(out, lab) / "similarity.json") or {}

@@ -1,17 +1,7 @@
-"""`grade.py import --from SITE EXPORT --lab NN-slug --into CLASS [--groups FILE] [--accept WHO
-...] [--force]`: one lab of a course site's export laid out as the class folder, with
-CLASS/roster.csv (grader/README.md, section 9, "From a course site"; exit status there).
-
-A course site is one module of this folder, and its name in SITES.  It defines:
-
-    NAME                  the --from word and the roster's "site"
-    parse(export, groups) the export (common.Export) read as common.Parsed; ExportError when it is
-                          not laid out so (or is a group assignment's and groups is None)
-    gradebook(book)       its gradebook files from a common.Book: ({file name: text}, [notes])
-    read_groups(path)     (optional: no --groups without it) its group file as common.Groups
-    RENAMED, GROUPS_HINT  (optional) its name for a re-uploaded kernel.cu (a regular expression);
-                          a line said on an import without --groups
-"""
+"""`grade.py import`: one lab of a course site's export laid out as the class folder, with CLASS/roster.csv
+(grader/README.md, section 9, "From a course site").  A site is one module here, named in SITES, defining NAME,
+parse(export, groups) -> common.Parsed, gradebook(book) -> ({file: text}, [notes]), and optionally
+read_groups(path) -> common.Groups, RENAMED (a re-upload's name) and GROUPS_HINT."""
 
 from __future__ import annotations
 
@@ -50,10 +40,8 @@ class ImportResult:
 def import_export(site: str, export: Path, lab: str, into: Path, force: bool = False,
                   kit_root: Path = KIT_ROOT, say: Callable[[str], None] = print, groups: Path | None = None,
                   accept: list[str] | None = None) -> ImportResult:
-    """Import one lab of a site's export into the class folder `into`.  groups: the site's group
-    file; accept: the students (folder or site id, or "all") whose one near miss is taken; force:
-    replace a different kernel.cu.  ClassError (exit 2) for a usage problem or an export, group
-    file or roster.csv that cannot be read."""
+    """Import one lab of a site's export into the class folder `into`; accept: the students (folder, site id or
+    "all") whose one near miss is taken.  ClassError (exit 2): usage, or an unreadable export, group file or roster."""
     if site not in SITES:
         raise ClassError(f"--from {site!r}: the sites are {', '.join(SITES)}")
     module, labs = SITES[site], [d.name for d in labspec.discover_labs(kit_root)]

@@ -1,14 +1,7 @@
-"""What the course sites' modules share (grader/README.md, section 9): the export, the .zip or its
-unpacked folder, read without extracting anything (its files under checked relative paths, the
-entries refused, each with why: unsafe, symbolic links, names not UTF-8); an export read as
-submissions (Parsed); groups from a site's group file; the kernel.cu chosen among a submission's
-files (and --accept's near misses); what a site's gradebook writer is handed (Book).
-
-Zip names are decoded as zipfile does, except that an unflagged name valid as UTF-8 is read so
-(rubyzip, which Canvas uses, and Info-ZIP on Linux write UTF-8 unflagged) and an unflagged
-non-ASCII name that is not is refused.  Sizes are never taken from a header: Entry.read(limit)
-reads at most limit + 1 bytes.
-"""
+"""What the course sites' modules share (grader/README.md, section 9): the export (a .zip or its folder) read
+without extracting (checked relative paths; unsafe entries, links and names not UTF-8 refused, each with why;
+an unflagged zip name valid as UTF-8 read so, as rubyzip writes it), submissions (Parsed), groups, the kernel.cu
+chosen (choose_kernel) and what a gradebook writer is handed (Book).  Sizes are checked as files are read."""
 
 from __future__ import annotations
 
@@ -220,10 +213,8 @@ def csv_text(rows: list[list]) -> str:
 
 @dataclass
 class Book:
-    """What a site's gradebook(book) is handed (classfiles.site_gradebooks): the labs, their facts
-    ({"title", "points", "bonus"}), the (folder, roster row) of the site's students, and for
-    (folder, row, lab): the report behind it (a group's for a member), its Gradescope file
-    relative to OUT ("": none), its gradebook cell (--missing-as-zero and near misses resolved)."""
+    """What a site's gradebook(book) is handed: labs, their facts, (folder, roster row) of the site's students, and
+    for (folder, row, lab) its report (a group's for a member), Gradescope file ("": none) and gradebook cell."""
 
     labs: list[str]
     facts: dict[str, dict]
@@ -284,10 +275,8 @@ class Choice:
 
 
 def choose_kernel(sub: Submission, renamed: re.Pattern | None, accept: bool, site: str) -> Choice:
-    """The one file named kernel.cu (or matching `renamed`, the site's name for a re-upload) at
-    any depth of the submission; two or more: none.  No such file: the near misses named, or with
-    accept (--accept) the one near miss taken: a name matching _ACCEPTABLE, or a .zip holding one
-    kernel.cu (read in memory, its names checked as the export's are)."""
+    """The one kernel.cu (or `renamed`) at any depth of the submission; none when two or more.  Without one, the
+    near misses named, or with accept the one taken: a name matching _ACCEPTABLE, or a .zip holding one kernel.cu."""
     exact = [(p, e) for p, e in sub.files if p.split("/")[-1] == SOURCE]
     again = [(p, e) for p, e in sub.files if renamed is not None and renamed.match(p.split("/")[-1])]
     found = exact + again
