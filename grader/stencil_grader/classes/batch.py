@@ -2,8 +2,6 @@
 folder OUT/batch/run-N/ (RunDir; on a filesystem every node sees), what an engine module of engines/ must do
 (BatchEngine), and `grade.py <engine>` (submit: plan, check, then --dry-run or the jobs, which run tasks.py)."""
 
-from __future__ import annotations
-
 import argparse
 import math
 import re

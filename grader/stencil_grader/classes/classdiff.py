@@ -6,8 +6,6 @@ changed or a grade came or went (0 of "not_measured" to a grade is "changed"), "
     diff_outs(out_a, out_b, lab_order)         `grade.py class-diff OUTA OUTB`
     class_section(out, labs) -> str           class.html's section, from each lab's history"""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -3,8 +3,6 @@ files" and "The gradebooks"): class_files reads the class table once and writes 
 gradescope/, gradebook/, class.html and summary.txt, each a function of it, and returns the summary for the
 console.  Every name a student controls goes into a CSV cell through sheet_cell."""
 
-from __future__ import annotations
-
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path

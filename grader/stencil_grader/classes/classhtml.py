@@ -5,8 +5,6 @@ the Jinja2 templates (pages.py).  Only grades count in the statistics (grades.is
 
     write_class_html(out, lab_order, table=None) -> Path"""
 
-from __future__ import annotations
-
 import math
 import statistics
 from pathlib import Path

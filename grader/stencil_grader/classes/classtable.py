@@ -2,8 +2,6 @@
 (classfiles.py) is a function of it.  A cell shows the points of a grade, else the verdict (class.csv) or a blank
 (gradebooks: "missing" is 0 only with missing_as_zero, never for a near miss nor a bonus lab)."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -4,8 +4,6 @@
 `similarity` (pairs of similar kernel.cu files), `gradescope-autograder` (the zip that serves a
 lab's grades on Gradescope) and `class-diff` (how a class moved between two gradings)."""
 
-from __future__ import annotations
-
 import argparse
 import sys
 from pathlib import Path

@@ -2,8 +2,6 @@
 (is_grade) unless its verdict is "missing" or one of score.NOT_GRADED, whose 0 points mean
 nothing; a "missing" report of something submitted under another name is a near miss, never 0."""
 
-from __future__ import annotations
-
 from ..base import labspec
 from ..grading import score
 

@@ -2,8 +2,6 @@
 section 9, "How the grades reach each site"): setup.sh, run_autograder, serve.py (gsserve.py), index.json ({"lab",
 "made_at", "kit", "by_email", "by_sid"}: {key: {"grade": "grades/<n>.json", "submission": id}}) and grades/<n>.json."""
 
-from __future__ import annotations
-
 import io
 import json
 import stat

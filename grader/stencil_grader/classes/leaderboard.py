@@ -8,8 +8,6 @@ wherever shown, and the folder name is never on a board.
     boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
     gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}"""
 
-from __future__ import annotations
-
 import math
 from collections import Counter
 from dataclasses import dataclass

@@ -2,8 +2,6 @@
 paths, its files (each written under a temporary name and renamed into place, so a grading killed
 at any moment leaves the old file or the new one), and whose class it is (class.json)."""
 
-from __future__ import annotations
-
 import datetime
 import hashlib
 import json

@@ -4,8 +4,6 @@ ClassError naming the package.
 
     render(template, **context) -> str;  write(path, template, **context) -> Path;  href(*parts) -> str"""
 
-from __future__ import annotations
-
 import functools
 from pathlib import Path
 from urllib.parse import quote

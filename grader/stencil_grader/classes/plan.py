@@ -1,8 +1,6 @@
 """The plan of a class grading, whoever runs it: which (student, lab) this run grades and which it keeps
 (grader/README.md, section 9, "Resume, and a grade never lost")."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from pathlib import Path
 

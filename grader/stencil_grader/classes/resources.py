@@ -2,8 +2,6 @@
 of the labs' stages (handouts/data/<gpu>/class.json, rows by summarize(): `make bench-class`), each figure the
 largest of them; without one, NOT_MEASURED and the labs' own stage limits."""
 
-from __future__ import annotations
-
 import json
 import math
 import statistics

@@ -6,8 +6,6 @@ each report's "class" stamp, the rule that makes it final, and save, which never
      "host", "graded_at"}                                    who graded it, where and when
 """
 
-from __future__ import annotations
-
 import socket
 from dataclasses import dataclass
 from pathlib import Path

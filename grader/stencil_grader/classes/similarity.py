@@ -9,8 +9,6 @@ and writes OUT/similarity/<lab>/ (pairs.csv, pairs.txt, similarity.json, pair-<r
     column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column
 """
 
-from __future__ import annotations
-
 import io
 import os
 import re

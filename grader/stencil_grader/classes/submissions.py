@@ -3,8 +3,6 @@ is missing (naming a near miss), how a name is printed (shown) and put in a shee
 any name: it is only read, never handed to a shell or make.  Hidden entries, `__*` folders and loose files are
 skipped with a note; ROSTER silently."""
 
-from __future__ import annotations
-
 import re
 import unicodedata
 from dataclasses import dataclass, field

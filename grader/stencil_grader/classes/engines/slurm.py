@@ -2,8 +2,6 @@
 no GPU), gpu.sbatch (an array, --gres, task i after build task i: aftercorr) and merge.sbatch (afterany on the GPU
 array), submitted with sbatch; what each asks for and what --dry-run checks: grader/README.md, section 9, "Slurm"."""
 
-from __future__ import annotations
-
 import argparse
 import re
 import shlex

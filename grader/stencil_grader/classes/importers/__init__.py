@@ -3,8 +3,6 @@
 parse(export, groups) -> common.Parsed, gradebook(book) -> ({file: text}, [notes]), and optionally
 read_groups(path) -> common.Groups, RENAMED (a re-upload's name) and GROUPS_HINT."""
 
-from __future__ import annotations
-
 import collections
 import importlib
 from dataclasses import dataclass, field

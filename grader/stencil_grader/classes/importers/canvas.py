@@ -8,8 +8,6 @@ nothing), the group set's CSV:
 https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv
 """
 
-from __future__ import annotations
-
 import collections
 import re
 from pathlib import Path

@@ -3,8 +3,6 @@ without extracting (checked relative paths; unsafe entries, links and names not 
 an unflagged zip name valid as UTF-8 read so, as rubyzip writes it), submissions (Parsed), groups, the kernel.cu
 chosen (choose_kernel) and what a gradebook writer is handed (Book).  Sizes are checked as files are read."""
 
-from __future__ import annotations
-
 import contextlib
 import csv
 import io

@@ -8,8 +8,6 @@ the SID, else the e-mail.  The YAML is composed with PyYAML's base resolver: eve
 text (a SID "0042"); only :submitters: is read, never autograder output.
 """
 
-from __future__ import annotations
-
 import re
 
 from ..submissions import sheet_cell

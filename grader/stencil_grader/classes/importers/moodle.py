@@ -9,8 +9,6 @@ the English headings and each id's "Participant " to its strings, Language custo
 mod_assign recordid, lastmodifiedgrade, hiddenuser; core gradenoun).
 """
 
-from __future__ import annotations
-
 import re
 import unicodedata
 from pathlib import Path

@@ -6,8 +6,6 @@ export held), group (the folder whose submission is theirs).  An import only add
 rows and columns, and a student the roster has (same site and id) keeps their folder.
 """
 
-from __future__ import annotations
-
 import csv
 import io
 import unicodedata
