@@ -158,15 +158,6 @@ def _listed(gradings: list[Grading], verdict: bool = True) -> list[str]:
             + shown(g.message[:REASON_WIDTH]) for g in gradings]
 
 
-def mixed_models(t: ClassTable) -> dict[str, int]:
-    """GPU name -> graded labs, over every report in OUT, when more than one model graded."""
-    names = Counter((gpu_of(d) or {}).get("name") for found in t.reports.values() for d in found.values()
-                    if grades.is_grade(d))
-    names.pop(None, None)
-    names.pop("", None)
-    return dict(names) if len(names) > 1 else {}
-
-
 def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) -> ClassResult:
     """The class summary: what OUT holds (what is no grade, loudly), what this run did."""
     out = t.out
@@ -179,44 +170,36 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
              f"class table: {out / 'class.csv'}; per grading (GPU, host, seconds): {out / 'gradings.csv'}"]
     lines += [shown(n) for n in notes]
     failed = [g for g in everything if g.graded and g.verdict not in (MISSING,) + NOT_FAILURES]
-    if failed:
-        lines.append(f"{len(failed)} lab(s) failed, with the reason:")
-        lines += _listed(failed)
     near = [g for g in everything if g.verdict == MISSING and g.message.startswith(grades.NEAR_MISS)]
     missing = [g for g in everything if g.verdict == MISSING and g not in near]
-    if near:
-        lines.append(f"{len(near)} lab(s) submitted under another name (a near miss), shown as '{NEAR_MISS_CELL}' in "
-                     "class.csv and never counted as 0 (grade.py import --accept takes the file, or put it in "
-                     "place as kernel.cu):")
-        lines += _listed(near, verdict=False)
-    if missing:
-        counted = ("counted as 0 in the gradebook files, but for a bonus lab (--missing-as-zero)" if t.missing_as_zero
-                   else "left out of the gradebook files (--missing-as-zero counts them as 0)")
-        lines.append(f"{len(missing)} lab(s) never submitted, shown as 'missing' in class.csv and {counted}:")
-        lines += _listed(missing, verdict=False)
     errors = [g for g in everything if g.verdict == GRADER_ERROR]
-    if errors:
-        lines.append(f"{len(errors)} grading(s) failed to produce a report (verdict {GRADER_ERROR}; grade again "
-                     "to complete them):")
-        lines += _listed(errors, verdict=False)
     ungraded = [g for g in everything if not g.graded and g.verdict != GRADER_ERROR]
-    if ungraded:
-        lines.append(f"{len(ungraded)} lab(s) not measured ({', '.join(sorted({g.verdict for g in ungraded}))}): "
-                     "no grade, shown as such in class.csv:")
-        lines += _listed(ungraded)
-    stood = [s for s in saved if s.kept]
-    if stood:
-        lines.append(f"{len(stood)} grading(s) of this run measured nothing, and the earlier grade stays (what "
-                     f"this run got is in students/<student>/<lab>{outdir.ATTEMPT}.json):")
-        lines += _listed([Grading.of(s.student, s.report) for s in stood])
+    stood = [Grading.of(s.student, s.report) for s in saved if s.kept]
+    not_measured = ", ".join(sorted({g.verdict for g in ungraded}))
+    counted = ("counted as 0 in the gradebook files, but for a bonus lab (--missing-as-zero)" if t.missing_as_zero
+               else "left out of the gradebook files (--missing-as-zero counts them as 0)")
+    for group, head, verdict in (
+            (failed, "lab(s) failed, with the reason:", True),
+            (near, f"lab(s) submitted under another name (a near miss), shown as '{NEAR_MISS_CELL}' in class.csv and "
+                   "never counted as 0 (grade.py import --accept takes the file, or put it in place as kernel.cu):", False),
+            (missing, f"lab(s) never submitted, shown as 'missing' in class.csv and {counted}:", False),
+            (errors, f"grading(s) failed to produce a report (verdict {GRADER_ERROR}; grade again to complete them):",
+             False),
+            (ungraded, f"lab(s) not measured ({not_measured}): no grade, shown as such in class.csv:", True),
+            (stood, "grading(s) of this run measured nothing, and the earlier grade stays (what this run got is in "
+                    f"students/<student>/<lab>{outdir.ATTEMPT}.json):", True)):
+        if group:
+            lines += [f"{len(group)} {head}"] + _listed(group, verdict)
     alarm = []
     if ungraded:
         alarm += [f"NOTHING WAS MEASURED for {len(ungraded)} of {len(everything)} lab(s) in {out} "
-                  f"({', '.join(sorted({g.verdict for g in ungraded}))}): no GPU, or a broken machine.",
+                  f"({not_measured}): no GPU, or a broken machine.",
                   "Their 0 points are NOT grades: class.csv shows the verdict instead of points, and no "
                   "gradebook file holds a number for them.",
                   "Grade again on a machine with a GPU (the reports say what was missing)."]
-    if models := mixed_models(t):
+    models = Counter(name for found in t.reports.values() for d in found.values() if grades.is_grade(d)
+                     and (name := (gpu_of(d) or {}).get("name")))
+    if len(models) > 1:
         alarm.append("WARNING: this class was graded on GPUs of different models: "
                      + ", ".join(f"{name} ({n} lab(s))" for name, n in sorted(models.items()))
                      + ". Scores compare within one model (copy bandwidth is measured in each run, but "

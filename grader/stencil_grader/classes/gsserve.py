@@ -1,11 +1,24 @@
 #!/usr/bin/env python3
-"""Gradescope's autograder of one lab of the stencil lab kit: it serves the grade the kit computed (grade.py class),
-grades nothing and runs no student code.  Not imported by the kit: gsautograder.py zips it beside index.json and the
-results.json files; run_autograder runs it once per submission.  From /autograder/submission_metadata.json
-(https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/) it finds the first submitter in
-index.json (e-mail, case-insensitive, else SID) and, when this submission's id is the one graded, copies that grade
-to /autograder/results/results.json; otherwise it fails saying "not graded yet" (never a 0, nor another kernel.cu's
-grade).  Standard library only; AUTOGRADER_ROOT replaces /autograder (the kit's tests)."""
+"""Gradescope's autograder of one lab of the stencil lab kit: it serves the grade the kit already
+computed on the instructor's GPUs (grade.py class); it grades nothing and runs no student code.
+
+This file is not imported by the kit: `grade.py gradescope-autograder` (gsautograder.py) copies it
+into the autograder zip beside index.json and the class's results.json files.  Gradescope unpacks
+that zip into /autograder/source and runs run_autograder, which runs this file, once per
+submission.  It reads who submitted and which submission this is from
+/autograder/submission_metadata.json (users[].email, users[].sid and the submission's "id":
+https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/), finds the first
+submitter in index.json (the e-mail, case-insensitive, else the SID the class roster holds),
+and, when this submission's id is the one the kit graded, copies that grade's results.json to
+/autograder/results/results.json, the file Gradescope reads
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/).
+
+A submitter the zip has no grade of, or a submission other than the one graded (a resubmission
+after the export), gets no results file and a failed run whose output says "not graded yet":
+Gradescope shows "The autograder failed to execute correctly", never a 0 that nobody graded,
+nor the grade of another kernel.cu.  Standard library only (Gradescope's base image has Python 3; setup.sh installs it where
+missing).  AUTOGRADER_ROOT replaces /autograder (the kit's tests run it in a folder).
+"""
 
 from __future__ import annotations          # Python 3.7 and later (Ubuntu 20.04 images)
 

@@ -9,6 +9,7 @@ and writes OUT/similarity/<lab>/ (pairs.csv, pairs.txt, similarity.json, pair-<r
     column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column
 """
 
+import collections
 import io
 import os
 import re
@@ -52,13 +53,8 @@ def require():
     return copydetect
 
 
-@dataclass
-class Source:
-    """A file compared: its name (a student's folder, a path under --against or in the kit), kind, text."""
-
-    name: str
-    kind: str
-    text: str
+#: A file compared: its name (a student's folder, a path under --against or in the kit), kind (KINDS), text.
+Source = collections.namedtuple("Source", "name kind text")
 
 
 @dataclass
@@ -120,8 +116,7 @@ def read_text(path: Path) -> tuple[str | None, str]:
 
 
 def _sources(paths, kind: str, notes: list[str]) -> list[Source]:
-    """A Source of each (name, path, what a note calls it) whose file can be read; a note for each
-    that cannot."""
+    """A Source of each (name, path, what a note calls it) that can be read; a note for each that cannot."""
     found = []
     for name, path, called in paths:
         text, why = read_text(path)
@@ -140,8 +135,7 @@ def student_sources(subs: Path, lab: str, notes: list[str]) -> list[Source]:
 
 
 def other_sources(lab: str, against: Path | None, kit: Path, notes: list[str]) -> list[Source]:
-    """The files of `against` for this lab, then the kit's reference and tour kernels (module
-    docstring), each named by its path below its folder."""
+    """The *.cu of `against` under a folder named as the lab, then the kit's reference and tour kernels."""
     paths = []
     for folder, dirs, files in os.walk(against) if against is not None else ():
         dirs.sort()
@@ -158,13 +152,10 @@ def other_sources(lab: str, against: Path | None, kit: Path, notes: list[str]) -
 # ------------------------------------------------------------------------------- copydetect
 
 def _repair_offsets(fp) -> None:
-    """Mend copydetect 0.5.0's map from normalised to original characters (CodeFingerprint.offsets,
-    rows [normalised index, characters removed before it]): utils.filter_code records a struct or
-    class name's row with the name's length less one instead of the running count, so a matching
-    range that starts or ends at such a name would be drawn from near the top of the file.  The
-    next row holds the true count plus that same length less one; a row is mended only when the
-    mended value lands on a whole identifier of that length, so a copydetect that records the row
-    right is left as it is."""
+    """Mend copydetect 0.5.0's offsets (rows [normalised index, characters removed before it]): filter_code
+    records a struct or class name's row with the name's length less one instead of the running count.  The
+    next row holds the true count plus that length less one; a row is mended only when the mended value lands
+    on a whole identifier of that length (a copydetect that records it right is left alone)."""
     rows, code, text = fp.offsets, fp.filtered_code, fp.raw_code
     for r in range(1, len(rows) - 1):
         j, bad = int(rows[r][0]), int(rows[r][1])
