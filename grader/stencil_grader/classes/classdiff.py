@@ -80,8 +80,7 @@ def counts(changes: list[Change]) -> str:
 
 
 def lines(changes: list[Change]) -> list[str]:
-    """The counts of each kind, then `student/lab: before -> after (kind)` for each change that
-    is not "same" (names as printed: submissions.shown)."""
+    """The counts of each kind, then `student/lab: before -> after (kind)` of each change but "same" (shown names)."""
     out = [counts(changes)]
     out += [f"  {shown(c.student)}/{c.lab}: {describe(c.before)} -> {describe(c.after)} ({c.kind})"
             for c in changes if c.kind != "same"]
@@ -104,16 +103,14 @@ def _entries(out: Path, labs: list[str]) -> Entries:
 
 
 def labs_in(out: Path, lab_order: list[str]) -> list[str]:
-    """The labs OUT holds reports of: those of lab_order first, in its order, then any other
-    (a lab of another kit version), sorted."""
+    """The labs OUT holds reports of: lab_order's first, in its order, then any other (another kit version's), sorted."""
     found = {p.name[:-len(".json")] for p in outdir.students_dir(out).glob("*/*.json")
              if not p.name.endswith(outdir.ATTEMPT + ".json")}
     return [lab for lab in lab_order if lab in found] + sorted(found - set(lab_order))
 
 
 def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
-    """The changes from OUT_A's reports to OUT_B's over every lab either holds (labs_in); ClassError for a folder
-    that no class grading wrote."""
+    """The changes from OUT_A's reports to OUT_B's (labs_in of either); ClassError for a folder no class grading wrote."""
     for out in (out_a, out_b):
         if not (Path(out) / outdir.MANIFEST).is_file() and not outdir.students_dir(out).is_dir():
             raise ClassError(f"{out} is no class grading's output folder (no {outdir.MANIFEST}, no "
@@ -124,8 +121,7 @@ def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
 
 
 def class_section(out: Path, labs: list[str]) -> str:
-    """class.html's section on each (student, lab) graded more than once in OUT: its last grading
-    against the one before (its history); "" when none was."""
+    """class.html's section on each (student, lab) graded more than once: its last grading against the one before."""
     before: Entries = {}
     after: Entries = {}
     folder = outdir.students_dir(out)

@@ -53,8 +53,7 @@ def gradings_csv(t: ClassTable) -> str:
 
 
 def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
-    """{(lab, student): results.json's data, or None: remove it}.  What is no grade leaves its file as it was; a
-    "missing" lab has none unless missing_as_zero counts it (never a bonus lab nor a near miss)."""
+    """{(lab, student): results.json's data, or None: remove it}; no grade leaves its file as it was (module docs)."""
     files = {}
     for student, labs in t.reports.items():
         for lab, report in labs.items():
@@ -70,8 +69,7 @@ def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
 
 
 def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
-    """({file name under OUT/gradebook/: text}, notes) of each course site the roster has students of; present: the
-    (lab, student) Gradescope files OUT holds.  A group member gets the group's grading."""
+    """({file under OUT/gradebook/: text}, notes) per course site; present: the (lab, student) Gradescope files of OUT."""
     roster: Roster | None = t.roster
     if roster is None:
         return {}, [t.roster_note] if t.roster_note else []
@@ -139,8 +137,7 @@ class Grading:
 
 @dataclass
 class ClassResult:
-    """What a class grading did: this run's gradings, the summary (also OUT/summary.txt), the alarm lines (stderr),
-    and the exit status: 0 when every report in OUT is a grade or "missing" and this run measured what it graded."""
+    """This run's gradings, the summary (OUT/summary.txt), the alarm (stderr), grade.py's exit status (0: all measured)."""
 
     gradings: list[Grading]
     summary: list[str]

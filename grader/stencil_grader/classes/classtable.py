@@ -66,8 +66,7 @@ def _facts(reports: Reports) -> dict[str, dict]:
 
 def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = None, missing_as_zero: bool = False,
          roster: Roster | None = None) -> ClassTable:
-    """The table of OUT.  lab_facts: plan.lab_facts (None: from the reports); roster: the class
-    roster when the caller has read it (the plan), else read here (class_roster)."""
+    """The table of OUT; lab_facts: plan.lab_facts (None: from the reports); roster: the plan's (None: read here)."""
     out = Path(out)
     reports = outdir.read_reports(out, lab_order)
     note = ""
@@ -81,8 +80,7 @@ def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = No
 
 
 def class_cell(report: dict | None) -> str:
-    """A class.csv cell: the points of a grade, the verdict of anything else ("near miss" for a
-    missing lab submitted under another name), "" for no report."""
+    """A class.csv cell: the points of a grade, else the verdict (NEAR_MISS_CELL for a near miss); "" for no report."""
     if report is None:
         return ""
     if grades.is_near_miss(report):
@@ -91,8 +89,7 @@ def class_cell(report: dict | None) -> str:
 
 
 def book_cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -> str:
-    """A gradebook cell: the points of a grade ("%.2f"), "0" for a missing required lab with
-    missing_as_zero (not a near miss), else "" (what is no grade is never 0)."""
+    """A gradebook cell: the points of a grade, "0" for a missing required lab with missing_as_zero, else ""."""
     if report is None:
         return ""
     if grades.is_grade(report):
@@ -103,8 +100,7 @@ def book_cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -
 
 
 def gpu_of(data: dict) -> dict | None:
-    """The GPU a report's GPU stages ran on: {"index", "uuid", "name", "host"} (index and uuid
-    from the pool that handed it out, when one did), or None when no GPU ran them."""
+    """The GPU of a report's GPU stages: {"index", "uuid", "name", "host"} (the pool's), or None when none ran them."""
     section = data.get("gpu") or {}
     assigned = section.get("assigned") or {}
     device = section.get("device") or {}

@@ -157,9 +157,7 @@ def own_options(engine: type[batch.BatchEngine]) -> list[str]:
 
 
 def cmd_batch(args) -> int:
-    options = batch.BatchOptions.checked(args.arch, args.per_task, args.max_running, args.time_per_lab,
-                                         args.recording, args.setup, args.dry_run)
-    engine = args.engine(options, _progress, **{name: getattr(args, name) for name in own_options(args.engine)})
+    engine = args.engine(batch.BatchOptions.checked(args), _progress, **{name: getattr(args, name) for name in own_options(args.engine)})
     return batch.submit(engine, args.submissions, args.out, lab_list(args.labs), args.student, args.missing_as_zero,
                         args.regrade)
 

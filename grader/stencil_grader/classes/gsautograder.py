@@ -34,8 +34,7 @@ class GradescopeZipError(ClassError):
 
 @dataclass
 class Built:
-    """What build() wrote: the zip, how many grade files it serves, and the students it cannot
-    serve (no grade of the lab, no submission id, or a grade of another kernel.cu than CLASS's)."""
+    """What build() wrote: the zip, the grade files it serves, the students without one (no grade, id or same kernel.cu)."""
     path: Path
     served: int
     without_grade: list[str]

@@ -30,8 +30,7 @@ Table = dict[str, dict[str, dict]]
 
 @dataclass
 class Row:
-    """One entry of a board: rank (1 = highest ratio; equal ratios share one), pseudonym, ratio, GB/s, verdict, and
-    the student's folder (for the instructor's tools, never shown)."""
+    """One entry of a board (rank 1 = highest ratio; equal ratios share one); student: never shown."""
 
     rank: int
     pseudonym: str
@@ -56,8 +55,7 @@ def clean(pseudonym: str) -> str:
 
 
 def pseudonyms(path: Path | None) -> tuple[dict[str, str], list[str]]:
-    """({student folder: pseudonym}, notes) from roster.csv's COLUMN; ({}, []) when there is no
-    roster or no such column.  A roster that cannot be read gives ({}, [why]): nobody is shown."""
+    """({student folder: pseudonym}, notes) from roster.csv's COLUMN; an unreadable roster: ({}, [why])."""
     if path is None or not Path(path).is_file():
         return {}, []
     try:

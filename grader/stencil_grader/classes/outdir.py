@@ -48,8 +48,7 @@ def now() -> str:
 
 
 def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Write data (bytes, or text as UTF-8: a name's bytes that are not UTF-8 as they were) to path
-    through a temporary file in the same folder and a rename."""
+    """Write data (bytes, or text as UTF-8, surrogates as their bytes) to path by a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -86,8 +85,7 @@ def write_json(path: Path, data: dict) -> Path:
 
 
 def read_json(path: Path) -> dict | None:
-    """The JSON object in path, or None when it is missing or not an object (half-written files
-    cannot occur: every write renames)."""
+    """The JSON object in path, or None when it is missing or not an object."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
@@ -98,8 +96,7 @@ def read_json(path: Path) -> dict | None:
 # ------------------------------------------------------------------------------- the folder
 
 def check_out(out: Path, submissions: Path | None = None) -> None:
-    """ClassError when --out cannot be this class's output folder: an existing file, or a
-    folder inside the submissions (a later run would take it for a student)."""
+    """ClassError when --out is an existing file, or a folder inside the submissions."""
     if out.exists() and not out.is_dir():
         raise ClassError(f"--out {out} is a file; give a folder (new, or one this command wrote before)")
     if submissions is not None and (out == submissions or submissions in out.parents):
@@ -147,8 +144,7 @@ def _move_earlier_layout(out: Path) -> None:
 
 
 def _move_earlier_gradescope(out: Path) -> None:
-    """Move layout 2's OUT/gradescope/<student>/results.json (every lab in one file) into
-    OUT/gradescope/.earlier/<student>/, kept as they were; the files of now are per lab."""
+    """Move layout 2's OUT/gradescope/<student>/ (every lab in one file) into OUT/gradescope/.earlier/."""
     folder = out / GRADESCOPE
     if not folder.is_dir():
         return
@@ -176,8 +172,7 @@ def report_path(out: Path, student: str, lab: str) -> Path:
 
 
 def attempt_path(out: Path, student: str, lab: str) -> Path:
-    """OUT/students/<student>/<lab>.attempt.json: a grading that measured nothing, kept beside
-    the grade it did not replace (save)."""
+    """OUT/students/<student>/<lab>.attempt.json: a grading that measured nothing, beside the grade it kept."""
     return student_dir(out, student) / f"{lab}{ATTEMPT}.json"
 
 
@@ -217,8 +212,7 @@ def run_folders(out: Path) -> list[Path]:
 
 
 def unmerged_runs(out: Path) -> list[tuple[Path, dict]]:
-    """(run folder, its run.json) of every batch run of OUT (run_folders) whose jobs were
-    submitted and whose merge has not run: the run still owns OUT's class files."""
+    """(run folder, run.json) of each batch run of OUT submitted and not merged: it still owns the class files."""
     found = []
     for path in run_folders(out):
         data = read_json(path / "run.json")

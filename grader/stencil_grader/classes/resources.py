@@ -32,8 +32,7 @@ TARGET_TASK_S, MAX_PER_TASK, NOT_MEASURED_PER_TASK = 600, 64, 8
 
 
 def summarize(reports: list[dict], measured_gpu) -> tuple[list[dict], float]:
-    """(the rows of a recording: per lab and task stage whose pipeline stages ran, the FIGURES;
-    the largest grading process in MiB) from reports.  measured_gpu(report): its GPU stages measured."""
+    """(a recording's rows: FIGURES per lab and task stage that ran, the largest grading process in MiB) of reports."""
     found: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     for r in reports:
         seconds, used = r.get("seconds") or {}, r.get("resources") or {}
@@ -66,8 +65,7 @@ class Recording:
 
 
 def load(paths: list[Path] | None, kit: Path = KIT_ROOT) -> Recording | None:
-    """The recordings at paths (None: every RECORDINGS of the kit) merged, or None when there is
-    none.  ValueError naming a file that is not such a recording."""
+    """The recordings at paths (None: the kit's RECORDINGS) merged, or None; ValueError naming a bad file."""
     paths = sorted(Path(kit).glob(RECORDINGS)) if paths is None else [Path(p) for p in paths]
     merged: dict[tuple[str, str], dict] = {}
     sources, grader = [], 0.0
@@ -101,8 +99,7 @@ class Request:
 
 def task_request(stage: str, shards: list[list], recording: Recording | None,
                  time_per_lab: float | None = None) -> Request:
-    """The request of stage "build" or "gpu" for tasks grading these shards (each the labs' specs
-    of its gradings).  time_per_lab: seconds per grading instead of the figures (--time-per-lab)."""
+    """The request of stage "build" or "gpu" for tasks grading these shards (lists of specs); time_per_lab: seconds."""
     specs = {s.lab: s for shard in shards for s in shard}
     figures = {lab: recording.figures.get((lab, stage)) if recording else None for lab in specs}
     unmeasured = sorted(lab for lab, f in figures.items() if f is None)

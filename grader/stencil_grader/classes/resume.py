@@ -36,8 +36,7 @@ def is_final(report: dict | None, source: Path | None, spec: labspec.LabSpec) ->
 
 @dataclass
 class Saved:
-    """What save() did with one grading: `report` is what this grading got; `kept` the grade
-    OUT keeps instead (this grading then went to the attempt files), or None."""
+    """What save() did: `report` is this grading's; `kept` the grade OUT keeps instead (report went to attempt files)."""
 
     student: str
     lab: str
@@ -51,10 +50,8 @@ class Saved:
 
 
 def save(out: Path, student: str, lab: str, report: dict, log: str | None = None, asked: bool = False) -> Saved:
-    """Write OUT/students/<student>/<lab>.json (and .log), unless a grade stands there that this
-    report must not replace: a grade is never replaced by what is not one, nor by "missing"
-    unless asked (--regrade, --student); such a report goes to <lab>.attempt.json (and
-    .attempt.log) beside the grade.  Either way the grading is appended to <lab>.history.jsonl."""
+    """Write OUT/students/<student>/<lab>.json (and .log), unless it holds a grade this report must not replace (by
+    no grade, nor by "missing" unless asked): then <lab>.attempt.json.  Either way, appended to the lab's history."""
     report["student"] = student
     progress.append(outdir.history_path(out, student, lab), report)
     target, attempt = outdir.report_path(out, student, lab), outdir.attempt_path(out, student, lab)

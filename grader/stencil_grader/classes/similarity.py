@@ -59,9 +59,7 @@ Source = collections.namedtuple("Source", "name kind text")
 
 @dataclass
 class Pair:
-    """Two files of a lab and what copydetect found: each file's share, the score (the larger
-    share), the normalised characters they share, and where each file's matching code is
-    (copydetect's slices: a 2 x N array of [start, end) offsets into its text)."""
+    """Two files of a lab: each one's share, the score (the larger), the matched characters, and copydetect's slices."""
 
     a: str
     a_kind: str
@@ -103,8 +101,7 @@ class LabResult:
 # ------------------------------------------------------------------------------- the files
 
 def read_text(path: Path) -> tuple[str | None, str]:
-    """(the file's text, "") or (None, why not): over build.MAX_SOURCE_BYTES, or unreadable.
-    Bytes that are not UTF-8 are read as U+FFFD."""
+    """(the file's text, "") or (None, why not: over build.MAX_SOURCE_BYTES, unreadable); bad UTF-8 as U+FFFD."""
     try:
         with open(path, "rb") as f:
             data = f.read(build.MAX_SOURCE_BYTES + 1)
@@ -186,8 +183,7 @@ def fingerprint(cd, text: str, boilerplate: set | None = None):
 
 def compare_lab(lab: str, students: list[Source], others: list[Source], starter: str | None,
                 threshold: float = FLAG) -> LabResult:
-    """Every pair of students, and every student with every other file, scored by copydetect
-    (module docstring); highest score first (ties by names), flagged at `threshold`."""
+    """Every pair of students, and of a student and another file; highest score first, flagged at `threshold`."""
     cd = require()
     boilerplate = set(fingerprint(cd, starter).hashes) if starter else set()
     prints = {(s.kind, s.name): fingerprint(cd, s.text, boilerplate) for s in students + others}
@@ -212,8 +208,7 @@ def compare_lab(lab: str, students: list[Source], others: list[Source], starter:
 
 
 def highlighted(text: str, slices) -> html.Markup:
-    """text escaped, the [start, end) slices of it (copydetect's 2 x N array) in <mark> (by
-    copydetect's highlight_overlap), each _INVISIBLE character as a red \\uXXXX."""
+    """text escaped, its slices in <mark> (copydetect's highlight_overlap), each _INVISIBLE character as \\uXXXX."""
     if slices is not None and len(slices) == 2 and len(slices[0]):
         marked, _ = require().utils.highlight_overlap(text, slices, "<mark>", "</mark>", escape_html=True)
     else:
@@ -245,8 +240,7 @@ def _side(result: LabResult, pair: Pair, side: str) -> dict:
 
 
 def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
-    """Write the lab's files (module docstring) by rename; pages of earlier runs that no pair of
-    this one has are removed.  Returns the paths written."""
+    """Write the lab's files by rename, removing pages no pair of this run has; returns the paths written."""
     from . import pages
     folder = lab_folder(out, result.lab)
     rows = [["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind", "flagged", "page"]]
@@ -331,8 +325,7 @@ def run(subs: str | Path, out: str | Path, labs: list[str] | None = None, agains
 
 
 def check(against: Path | None) -> None:
-    """ClassError when a class grading asked for similarity cannot have it: copydetect missing,
-    --against not a folder (before anything is graded)."""
+    """ClassError when similarity cannot run: copydetect missing, --against not a folder."""
     require()
     if against is not None and not Path(against).is_dir():
         raise ClassError(f"--against {against}: no such folder (earlier submissions and known solutions: "
@@ -341,8 +334,7 @@ def check(against: Path | None) -> None:
 
 def class_step(subs: Path, out: Path, labs: list[str], against: Path | None, say: Callable[[str], None],
                kit: Path | None = None) -> list[str]:
-    """`grade.py class --similarity`: run() on the graded labs; returns notes for the class
-    summary.  A failure here is a note: the gradings are never lost over it."""
+    """`grade.py class --similarity`: run() on the graded labs; notes for the summary (a failure is a note)."""
     try:
         results = run(subs, out, labs, against, say=say, kit=kit)
     except Exception as err:             # the grades stand whatever happens here

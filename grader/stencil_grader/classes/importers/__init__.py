@@ -93,8 +93,7 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
 
 def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: Path, roster: Roster, force: bool,
                 result: ImportResult, say: Callable[[str], None]) -> None:
-    """Write the submission's chosen kernel.cu, unless a link or a file is on the way, and record
-    it in the roster (a group's: its row, and each member's naming the group's folder)."""
+    """Write the chosen kernel.cu unless a link or file is in the way; record it in the roster (a group's members too)."""
     folder, why = roster.folder_for(sub.student)
     who = shown(folder or folder_name(sub.student))
     target = into / folder / lab / common.SOURCE

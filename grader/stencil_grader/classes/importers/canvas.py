@@ -35,8 +35,7 @@ FileName = collections.namedtuple("FileName", "name late site_id file_id file")
 
 
 def parses(name: str, anonymous: bool) -> list[FileName]:
-    """Every parse of a file name, the shortest name first; in an export that is not anonymous, a
-    name with no named parse is tried as an anonymous one."""
+    """Every parse of a file name, shortest name first; with no named parse, the anonymous one (if any)."""
     m = _ANON.fullmatch(name)
     anon = [FileName("", bool(m["late"]), m["id"], m["file_id"], m["file"])] if m else []
     if anonymous:
@@ -108,8 +107,7 @@ def parse(export: Export, groups: Groups | None) -> Parsed:
 
 
 def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
-    """({"canvas.csv": text}, notes): the Gradebook import CSV (module docstring); anonymous
-    submissions left out, with a note (Canvas matches a row by user id)."""
+    """({"canvas.csv": the Gradebook import CSV}, notes); anonymous submissions left out (Canvas matches by user id)."""
     lines = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + book.labs, ["Points Possible"] + [""] * 4
              + [f"{0 if book.facts[lab].get('bonus') else book.facts[lab]['points']:g}" for lab in book.labs]]
     left_out = [folder for folder, row in book.rows if row.get("site_id", "").startswith("anon_")]

@@ -37,8 +37,7 @@ class EntryError(ValueError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One regular file of the export: its path there ('/'-separated, relative, decoded) and its
-    size in bytes as the zip header or the file system gives it (a claim, checked when read)."""
+    """One regular file of the export: '/'-separated relative path, and its size as claimed (checked when read)."""
 
     path: str
     size: int
@@ -94,8 +93,7 @@ def _artefact(parts: tuple[str, ...]) -> bool:
 
 @contextlib.contextmanager
 def open_export(path: Path) -> Iterator[Export]:
-    """The export at `path` (a .zip file or a folder), open while the block runs.
-    Raises ExportError when it does not exist, is neither, or zipfile cannot read its directory."""
+    """The export (a .zip or a folder), open while the block runs; ExportError when neither or unreadable."""
     path = Path(path)
     if path.is_dir():
         yield _read_folder(path)
@@ -170,8 +168,7 @@ class GroupsError(ValueError):
 
 @dataclass
 class Groups:
-    """A site's groups read from `path`: each group's name and members by key (the site's group
-    id, else its name), and each member's group key by their site id."""
+    """A site's groups: names and members by key (group id, else name), each member's key by site id."""
 
     path: Path
     names: dict[str, str] = field(default_factory=dict)
@@ -190,8 +187,7 @@ class Groups:
 
 
 def read_csv_rows(path: Path, needed: tuple[str, ...], what: str) -> list[dict[str, str]]:
-    """The rows of a CSV file (UTF-8, a BOM allowed) whose header has every column of needed;
-    GroupsError naming `what` the file should have been otherwise."""
+    """The rows of a UTF-8 CSV whose header has every column of needed; GroupsError naming `what` otherwise."""
     try:
         reader = csv.DictReader(io.StringIO(Path(path).read_text(encoding="utf-8-sig")))
     except (OSError, UnicodeDecodeError) as err:
@@ -224,8 +220,7 @@ class Book:
 
 @dataclass
 class Submission:
-    """One submission: its files as (path within the submission, entry), late (None: the site does
-    not say), a group's members (student is then the group)."""
+    """One submission: its files as (path within it, entry), late (None: not said), a group's members."""
 
     student: Student
     late: bool | None = None
@@ -235,8 +230,7 @@ class Submission:
 
 @dataclass
 class Parsed:
-    """An export read as a site's layout: the submissions by (site, site id), and what was not a
-    submission's file, as (export path, why): skipped (counted as not imported), or noted."""
+    """An export read as a site's: submissions by (site, site id); (export path, why) skipped or noted."""
 
     submissions: dict[tuple[str, str], Submission] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -264,8 +258,7 @@ def unwrap(export: Export, looks_right: Callable[[Entry], object]) -> None:
 
 @dataclass
 class Choice:
-    """A submission's kernel.cu: `entry` (None: none taken; ambiguous: two or more could be), and
-    what to say."""
+    """A submission's kernel.cu: entry (None: none taken; ambiguous: several could be), and what to say."""
 
     entry: Entry | None
     note: str = ""

@@ -46,8 +46,7 @@ GROUP_HELP = ("the assignment's grading worksheet (View all submissions > Downlo
 
 
 def prefix(who: str, site_id: str | None) -> str:
-    """get_student_prefix: who with '_' as ' ', '_<id>' unless None (the default group), cleaned
-    (clean_filename: REMOVED removed, "." and ".." made "")."""
+    """get_student_prefix: who with '_' as ' ', '_<id>' unless None, clean_filename'd ("." and ".." as "")."""
     text = re.sub(REMOVED, "", who.replace("_", " ") + (f"_{site_id}" if site_id is not None else ""))
     return "" if text in (".", "..") else text
 
@@ -58,8 +57,7 @@ def _key(name: str) -> str:
 
 
 def read_groups(path: Path) -> Groups:
-    """The team assignment's grading worksheet in any language of HEADINGS: each participant's
-    group.  GroupsError when it is not that file."""
+    """The grading worksheet in any language of HEADINGS: each participant's group; GroupsError if it is not one."""
     try:
         header = Path(path).read_text(encoding="utf-8-sig").splitlines()[0]
     except (OSError, UnicodeDecodeError, IndexError) as err:
@@ -83,8 +81,7 @@ def read_groups(path: Path) -> Groups:
 
 
 def parse(export: Export, groups: Groups | None) -> Parsed:
-    """The export read as Moodle's (module docstring); ExportError for a folder without an id (a
-    team assignment's default group) when groups is None."""
+    """The export read as Moodle's; ExportError for a folder without an id (a team's) when groups is None."""
     parsed = Parsed()
     unwrap(export, lambda e: _PREFIX.match(e.parts[0]))
     for e in export.entries:
