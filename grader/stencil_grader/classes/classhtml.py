@@ -27,12 +27,6 @@ CELL_REASON = 120
 Table = dict[str, dict[str, dict]]
 
 
-def quartiles(values: list[float]) -> tuple[float, float, float]:
-    """(Q1, median, Q3) by statistics.quantiles' 'inclusive' method (values sorted or not)."""
-    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, q2, q3
-
-
 def _ratio(report: dict) -> float | None:
     perf = report.get("performance")
     ratio = perf.get("ratio") if isinstance(perf, dict) else None
@@ -44,7 +38,7 @@ def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
     ratios = {s: _ratio(r[lab]) for s, r in reports.items() if lab in r and _ratio(r[lab]) is not None}
     found: dict[str, list[str]] = {}
     if len(ratios) >= 4:
-        q1, _, q3 = quartiles(list(ratios.values()))
+        q1, _, q3 = statistics.quantiles(ratios.values(), n=4, method="inclusive")
         lo, hi = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
         for s, x in ratios.items():
             if x < lo or x > hi:

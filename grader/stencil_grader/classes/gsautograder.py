@@ -68,33 +68,26 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
     if dest is not None and target.exists() and not force:
         raise GradescopeZipError(f"{target} exists: give another --zip, or --force to replace it")
     table = outdir.read_reports(out, [lab])
-    by_email: dict[str, dict] = {}
-    by_sid: dict[str, dict] = {}
-    owner: dict[str, str] = {}
-    files: dict[Path, str] = {}
-    without: list[str] = []
+    by_email, by_sid, owner, files, without = {}, {}, {}, {}, []
     class_dir = Path((outdir.read_json(out / outdir.MANIFEST) or {}).get("submissions", ""))
     for folder, row in sorted(roster.rows.items()):
         graded_in = row.get(f"{lab} group") or folder
         if row.get("site") != SITE or is_group(row) or graded_in not in table:
             continue
-        keys = [(by_email, row.get("email", "").strip().lower()), (by_sid, row.get("site_id", ""))]
-        for kind, key in zip(("e-mail", "SID"), (k for _, k in keys)):
-            if key and kind + key in owner:
+        keys = {"e-mail": row.get("email", "").strip().lower(), "SID": row.get("site_id", "")}
+        for kind, key in keys.items():
+            if key and owner.setdefault(kind + key, folder) != folder:
                 raise GradescopeZipError(f"the {kind} {key!r} belongs to two student folders ({owner[kind + key]!r} "
                                          f"and {folder!r}) in {ROSTER}: merge them into one folder")
-            if key:
-                owner[kind + key] = folder
         source = outdir.gradescope_path(out, lab, graded_in)
-        report = table[graded_in].get(lab) or {}
         submission = gradescope.submission_id(row.get(f"{lab} file", ""))
-        graded = (report.get("class") or {}).get("source_sha256")
+        graded = ((table[graded_in].get(lab) or {}).get("class") or {}).get("source_sha256")
         if not source.is_file() or not submission \
                 or graded != outdir.digest(class_dir / graded_in / lab / SOURCE):
             without.append(folder)
             continue
         entry = {"grade": files.setdefault(source, f"grades/{len(files) + 1}.json"), "submission": submission}
-        for index, key in keys:
+        for index, key in zip((by_email, by_sid), keys.values()):
             if key:
                 index[key] = entry
     if not files:
@@ -109,6 +102,5 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
         _member(archive, "index.json", json.dumps(index, indent=2, ensure_ascii=False) + "\n")
         for source, member in files.items():
             _member(archive, member, source.read_bytes())
-    target.parent.mkdir(parents=True, exist_ok=True)
     outdir.write_atomic(target, data.getvalue())
     return Built(target, len(files), without)

@@ -23,11 +23,8 @@ class ClassError(UsageError, ValueError):
 
 def stray(name: str) -> str | None:
     """Why an entry of the submissions directory is no student (None: it may be one)."""
-    if name.startswith("."):
-        return "hidden"
-    if name.startswith("__"):
-        return "an archive tool's folder (e.g. __MACOSX, left by zip on macOS)"
-    return None
+    return "hidden" if name.startswith(".") else \
+        "an archive tool's folder (e.g. __MACOSX, left by zip on macOS)" if name.startswith("__") else None
 
 
 #: What a printed name shows escaped: control characters (a newline, ESC) and the
