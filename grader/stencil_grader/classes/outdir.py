@@ -60,23 +60,18 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")
 
 
-def sweep_temporaries(out: Path) -> list[Path]:
+def sweep_temporaries(out: Path) -> None:
     """Remove write_atomic's temporary files left in OUT by killed writers (not a live process's of this host)."""
-    removed = []
     for path in Path(out).rglob(".*.tmp"):
-        match = _TEMPORARY.match(path.name)
-        if not match or not path.is_file():
+        if not (match := _TEMPORARY.match(path.name)) or not path.is_file():
             continue
         try:
             os.kill(int(match.group(1)), 0)
             continue                      # its writer still runs here
         except (ProcessLookupError, ValueError):
-            pass
+            path.unlink(missing_ok=True)
         except PermissionError:
-            continue
-        path.unlink(missing_ok=True)
-        removed.append(path)
-    return removed
+            pass
 
 
 def write_json(path: Path, data: dict) -> Path:

@@ -28,6 +28,12 @@ class ImportResult:
 
     counts: collections.Counter = field(default_factory=collections.Counter)
     roster: Path | None = None
+    say: Callable[[str], None] = field(default=print, repr=False, compare=False)
+
+    def tell(self, kind: str, text: str, label: str = "") -> None:
+        """Count one `kind` of outcome and say it: `  <label or kind> <text>`."""
+        self.counts[kind] += 1
+        self.say(f"  {label or kind:<10} {text}")
 
     @property
     def exit_status(self) -> int:
@@ -54,7 +60,7 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
     if export.is_dir() and into.resolve().is_relative_to(export.resolve()):
         raise ClassError(f"--into {into} lies inside the export {export}: choose a class folder outside it")
     try:
-        roster, result = Roster.load(into / ROSTER), ImportResult()
+        roster, result = Roster.load(into / ROSTER), ImportResult(say=say)
         group_file = module.read_groups(Path(groups)) if groups is not None else None
         with open_export(export) as listing:
             parsed = module.parse(listing, group_file)
@@ -67,13 +73,12 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
             for sub in sorted(parsed.submissions.values(), key=lambda s: folder_name(s.student)):
                 wanted = bool({"all", sub.student.site_id, roster.folder_for(sub.student)[0]} & set(accept or ()))
                 _import_one(sub, common.choose_kernel(sub, getattr(module, "RENAMED", None), wanted,
-                                                      site.capitalize()), lab, into, roster, force, result, say)
+                                                      site.capitalize()), lab, into, roster, force, result)
             for path, why in listing.refused:
-                result.counts.update(["refused", f"refused: {why.split(':')[0]}"])
-                say(f"  refused    {shown(path)}: {why}")
+                result.counts[f"refused: {why.split(':')[0]}"] += 1
+                result.tell("refused", f"{shown(path)}: {why}")
             for path, why in parsed.skipped:
-                result.counts["skipped"] += 1
-                say(f"  skipped    {shown(path)}: {why}")
+                result.tell("skipped", f"{shown(path)}: {why}")
             for note in dict.fromkeys(note for _, note in parsed.notes):      # each note once, first seen first
                 paths = [path for path, said in parsed.notes if said == note]
                 more = f" (and {len(paths) - 1} more like it)" if len(paths) > 1 else ""
@@ -92,7 +97,7 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
 
 
 def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: Path, roster: Roster, force: bool,
-                result: ImportResult, say: Callable[[str], None]) -> None:
+                result: ImportResult) -> None:
     """Write the chosen kernel.cu unless a link or file is in the way; record it in the roster (a group's members too)."""
     folder, why = roster.folder_for(sub.student)
     who = shown(folder or folder_name(sub.student))
@@ -105,14 +110,12 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
         elif path.exists() and not (path.is_dir() if kind == "folder" else path.is_file()):
             why = f"{shown(str(path))} is there and is not a {kind}"
     if why:
-        result.counts["conflict"] += 1
-        say(f"  conflict   {who}: {why}")
-        return
+        return result.tell("conflict", f"{who}: {why}")
     (into / folder).mkdir(exist_ok=True)
     roster.record(folder, sub.student)
     late, tag = "" if sub.late is None else ("yes" if sub.late else "no"), "  [late]" if sub.late else ""
     if sub.members:
-        say(f"  group      {who}: {len(sub.members)} member(s), graded once for all: "
+        result.say(f"  group      {who}: {len(sub.members)} member(s), graded once for all: "
             + ", ".join(shown(m.name or m.site_id) for m in sub.members))
 
     def record(file: str) -> None:
@@ -120,24 +123,20 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
         for student in [sub.student] + sub.members:
             home, why = (folder, "") if student is sub.student else roster.folder_for(student)
             if why:
-                result.counts["conflict"] += 1
-                say(f"  conflict   {shown(folder_name(student))}: {why}")
+                result.tell("conflict", f"{shown(folder_name(student))}: {why}")
             else:
                 roster.record(home, student, lab, files=str(len(sub.files)), group="" if home == folder else folder,
                               late=late, file=file, note=note)
 
     data, note = None, choice.note
     if choice.entry is None:
-        kind = "ambiguous" if choice.ambiguous else "no kernel"
-        result.counts[kind] += 1
-        say(f"  {kind:<10} {who}: {shown(note)}{tag}")
+        result.tell("ambiguous" if choice.ambiguous else "no kernel", f"{who}: {shown(note)}{tag}")
     else:
         try:
             data = choice.entry.read(MAX_SOURCE_BYTES)
         except EntryError as err:
-            result.counts["unreadable"] += 1
             note = f"{choice.entry.path}: {err}"
-            say(f"  refused    {shown(note)}")
+            result.tell("unreadable", shown(note), "refused")
     if data is None:
         if not roster.has_lab(folder, lab):           # the lab's cells describe what is on disk
             record("")
@@ -146,17 +145,13 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
     source = f"  <- {shown(choice.entry.path)}{tag}" + (f"  ({shown(note)})" if note else "")
     there = target.read_bytes() if target.exists() else None
     if there not in (None, data) and not force:
-        result.counts["kept"] += 1
-        say(f"  kept       {rel}: already there and different (--force replaces it){source}")
-        return
+        return result.tell("kept", f"{rel}: already there and different (--force replaces it){source}")
     if there == data:
-        result.counts["unchanged"] += 1
-        say(f"  unchanged  {rel}{source}")
+        result.tell("unchanged", f"{rel}{source}")
     else:
         outdir.write_atomic(target, data)
-        result.counts["imported"] += 1
         result.counts["late"] += bool(sub.late)
-        say(f"  imported   {rel}{source}")
+        result.tell("imported", f"{rel}{source}")
     record(choice.entry.path)
 
 
