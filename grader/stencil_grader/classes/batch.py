@@ -93,7 +93,6 @@ def add_options(p: argparse.ArgumentParser) -> None:
 @dataclass
 class BatchOptions:
     """The options of add_options, checked; setup: the lines of --setup FILE."""
-
     arch: str | None
     per_task: int | None
     max_running: int | None
@@ -131,7 +130,6 @@ class BatchOptions:
 @dataclass
 class Shape:
     """What an engine needs to write a run's jobs (class_name: the submissions folder's)."""
-
     path: Path
     class_name: str
     tasks: int

@@ -25,7 +25,6 @@ Entries = dict[str, dict[str, dict]]
 @dataclass
 class Change:
     """One (student, lab) between two gradings: the entries before and after (None: not there)."""
-
     student: str
     lab: str
     before: dict | None

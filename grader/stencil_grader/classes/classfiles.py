@@ -57,14 +57,11 @@ def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
     files = {}
     for student, labs in t.reports.items():
         for lab, report in labs.items():
-            bonus = t.bonus(lab)
-            if report.get("verdict") in score.NOT_GRADED:
-                continue
-            if report.get("verdict") == MISSING and (bonus or not t.missing_as_zero or grades.is_near_miss(report)):
-                files[(lab, student)] = None
-                continue
-            files[(lab, student)] = gradescope.results(dict(report, bonus=bonus),
-                                                       (t.leaderboard or {}).get((student, lab)))
+            bonus, verdict = t.bonus(lab), report.get("verdict")
+            if verdict not in score.NOT_GRADED:
+                files[(lab, student)] = None if verdict == MISSING and (
+                    bonus or not t.missing_as_zero or grades.is_near_miss(report)) else gradescope.results(
+                    dict(report, bonus=bonus), (t.leaderboard or {}).get((student, lab)))
     return files
 
 
@@ -117,7 +114,6 @@ def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[
 @dataclass
 class Grading:
     """One (student, lab) as a summary sees it: its verdict, points and one-line reason."""
-
     student: str
     lab: str
     verdict: str
@@ -138,7 +134,6 @@ class Grading:
 @dataclass
 class ClassResult:
     """This run's gradings, the summary (OUT/summary.txt), the alarm (stderr), grade.py's exit status (0: all measured)."""
-
     gradings: list[Grading]
     summary: list[str]
     alarm: list[str]

@@ -19,7 +19,6 @@ class ClassTable:
     """reports: {student: {lab: report}} (outdir.read_reports); facts: {lab: {"title", "points", "bonus"}}; roster
     (None: roster_note says why); leaderboard: {(student, lab): Gradescope entries}, None when nobody opted in;
     gradescope: the (lab, student) whose Gradescope file OUT held when read."""
-
     out: Path
     lab_order: list[str]
     reports: Reports

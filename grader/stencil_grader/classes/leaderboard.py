@@ -31,7 +31,6 @@ Table = dict[str, dict[str, dict]]
 @dataclass
 class Row:
     """One entry of a board (rank 1 = highest ratio; equal ratios share one); student: never shown."""
-
     rank: int
     pseudonym: str
     ratio: float
@@ -43,7 +42,6 @@ class Row:
 @dataclass
 class Board:
     """The board of one lab on one GPU model ("" when the reports name none)."""
-
     lab: str
     gpu: str
     rows: list[Row]

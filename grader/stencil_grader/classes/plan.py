@@ -15,7 +15,6 @@ from .submissions import ClassError, shown
 @dataclass
 class Task:
     """One (student, lab) of a class: its lab spec, and its kernel.cu (None: missing, and why)."""
-
     student: str
     spec: labspec.LabSpec
     source: Path | None
@@ -36,7 +35,6 @@ class ClassPlan:
     """What a class grading is asked to do.  tasks: this run's gradings (source None: "missing", nothing runs); kept:
     the reports that stand; lab_order: every lab of the kit; lab_facts: {lab: {"title", "points", "bonus"}}; asked:
     --regrade or --student (resume.save's rule); roster: CLASS/roster.csv or None; notes: what was skipped or kept."""
-
     submissions: Path
     out: Path
     specs: list[labspec.LabSpec]

@@ -58,7 +58,6 @@ def summarize(reports: list[dict], measured_gpu) -> tuple[list[dict], float]:
 @dataclass
 class Recording:
     """Recordings merged: "path (device, date)" of each, and the largest of each figure."""
-
     sources: list[str]
     figures: dict[tuple[str, str], dict]
     grader_peak_rss_mib: float
@@ -90,7 +89,6 @@ def load(paths: list[Path] | None, kit: Path = KIT_ROOT) -> Recording | None:
 @dataclass
 class Request:
     """What the tasks of one stage ask for, and what the figures stand on (said in the job script)."""
-
     seconds: int
     mem_mib: int
     cpus: int

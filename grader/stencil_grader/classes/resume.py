@@ -37,7 +37,6 @@ def is_final(report: dict | None, source: Path | None, spec: labspec.LabSpec) ->
 @dataclass
 class Saved:
     """What save() did: `report` is this grading's; `kept` the grade OUT keeps instead (report went to attempt files)."""
-
     student: str
     lab: str
     report: dict

@@ -60,7 +60,6 @@ Source = collections.namedtuple("Source", "name kind text")
 @dataclass
 class Pair:
     """Two files of a lab: each one's share, the score (the larger), the matched characters, and copydetect's slices."""
-
     a: str
     a_kind: str
     b: str
@@ -78,7 +77,6 @@ class Pair:
 @dataclass
 class LabResult:
     """Every pair of one lab, highest score first, and what was compared."""
-
     lab: str
     sources: dict[tuple[str, str], Source]
     pairs: list[Pair]

@@ -51,7 +51,6 @@ def sheet_cell(text: str) -> str:
 @dataclass
 class Students:
     """The students of a submissions directory (sorted) and what was skipped there, and why."""
-
     root: Path
     students: list[str]
     notes: list[str] = field(default_factory=list)

@@ -25,7 +25,6 @@ SITES = {name: importlib.import_module(f"{__name__}.{name}") for name in ("canva
 @dataclass
 class ImportResult:
     """What an import did: the count of each outcome, and its exit status (module docstring)."""
-
     counts: collections.Counter = field(default_factory=collections.Counter)
     roster: Path | None = None
     say: Callable[[str], None] = field(default=print, repr=False, compare=False)

@@ -38,7 +38,6 @@ class EntryError(ValueError):
 @dataclass(frozen=True)
 class Entry:
     """One regular file of the export: '/'-separated relative path, and its size as claimed (checked when read)."""
-
     path: str
     size: int
     opener: Callable[[], contextlib.AbstractContextManager] = field(repr=False, compare=False)
@@ -66,7 +65,6 @@ class Entry:
 @dataclass
 class Export:
     """What an export holds: its files, the entries refused (path, why), the artefacts ignored."""
-
     entries: list[Entry]
     refused: list[tuple[str, str]]
     ignored: int = 0
@@ -169,7 +167,6 @@ class GroupsError(ValueError):
 @dataclass
 class Groups:
     """A site's groups: names and members by key (group id, else name), each member's key by site id."""
-
     path: Path
     names: dict[str, str] = field(default_factory=dict)
     members: dict[str, list[Student]] = field(default_factory=dict)
@@ -209,7 +206,6 @@ def csv_text(rows: list[list]) -> str:
 class Book:
     """What a site's gradebook(book) is handed: labs, their facts, (folder, roster row) of the site's students, and
     for (folder, row, lab) its report (a group's for a member), Gradescope file ("": none) and gradebook cell."""
-
     labs: list[str]
     facts: dict[str, dict]
     rows: list[tuple[str, dict]]
@@ -221,7 +217,6 @@ class Book:
 @dataclass
 class Submission:
     """One submission: its files as (path within it, entry), late (None: not said), a group's members."""
-
     student: Student
     late: bool | None = None
     files: list[tuple[str, Entry]] = field(default_factory=list)
@@ -231,7 +226,6 @@ class Submission:
 @dataclass
 class Parsed:
     """An export read as a site's: submissions by (site, site id); (export path, why) skipped or noted."""
-
     submissions: dict[tuple[str, str], Submission] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
@@ -259,7 +253,6 @@ def unwrap(export: Export, looks_right: Callable[[Entry], object]) -> None:
 @dataclass
 class Choice:
     """A submission's kernel.cu: entry (None: none taken; ambiguous: several could be), and what to say."""
-
     entry: Entry | None
     note: str = ""
     ambiguous: bool = False

@@ -30,7 +30,6 @@ class RosterError(ValueError):
 @dataclass(frozen=True)
 class Student:
     """A student as the site exported them: site, identifier, name as written, e-mail ("" if none)."""
-
     site: str
     site_id: str
     name: str
@@ -66,7 +65,6 @@ def imported_labs(row_columns: list[str], labs: list[str]) -> list[str]:
 @dataclass
 class Roster:
     """roster.csv in memory: its columns in order and its rows by folder."""
-
     path: Path
     columns: list[str]
     rows: dict[str, dict[str, str]]
