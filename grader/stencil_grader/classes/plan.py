@@ -77,7 +77,10 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
         raise ClassError(f"the kit lies in {str(kit)!r}, a path that {why}, which make cannot take: move the kit "
                          "(or a copy of it) to a path without it")
     every = select_labs(None, kit)
-    roster = _site_roster(subs)
+    try:
+        roster = Roster.load(subs / ROSTER) if (subs / ROSTER).is_file() else None     # grade.py import's
+    except RosterError as err:
+        raise ClassError(shown(str(err))) from None
     asked_labs = labs or imported_labs(roster.columns, [s.lab for s in every]) if roster else labs
     specs = select_labs(asked_labs, kit)
     found = submissions.read_students(subs, student)
@@ -121,16 +124,6 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
 
 def _int(text: str | None) -> int:
     return int(text) if (text or "").isdigit() else 0
-
-
-def _site_roster(subs: Path) -> Roster | None:
-    """CLASS/roster.csv (grade.py import), None when there is none; ClassError when unreadable."""
-    if not (subs / ROSTER).is_file():
-        return None
-    try:
-        return Roster.load(subs / ROSTER)
-    except RosterError as err:
-        raise ClassError(shown(str(err))) from None
 
 
 def lab_facts(specs: list[labspec.LabSpec]) -> dict[str, dict]:

@@ -1,12 +1,9 @@
-"""Canvas: "Download Submissions" file names, the group set's CSV, the Gradebook import CSV; the
-layouts and their ambiguities are in grader/README.md, section 9.  Sources: canvas-lms
-lib/content_zipper.rb (get_user_name, sanitize_user_name, sanitize_file_name: the names of a flat
-zip, "<sortable name>[_LATE]_<user id>_<file id>_<file>", "anon_<id>" under anonymous grading, a
-group's file under one member's id), app/models/attachment.rb make_unique_filename (a re-upload
-"kernel-<n>.cu"), app/models/gradebook_importer.rb (rows matched by ID; blank cells change
-nothing), the group set's CSV:
-https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv
-"""
+"""Canvas: "Download Submissions" file names, the group set's CSV, the Gradebook import CSV (grader/README.md,
+section 9, has the layouts and their ambiguities).  Sources: canvas-lms lib/content_zipper.rb (get_user_name,
+sanitize_user_name, sanitize_file_name: "<sortable name>[_LATE]_<user id>_<file id>_<file>", "anon_<id>" when
+anonymous, a group's file under one member's id), app/models/attachment.rb make_unique_filename ("kernel-<n>.cu"),
+app/models/gradebook_importer.rb (rows matched by ID; blank cells change nothing), the group set's CSV:
+https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv"""
 
 import collections
 import re

@@ -1,12 +1,9 @@
-"""Gradescope: "Export Submissions" and its submission_metadata.yml, and the per-lab index of the
-kit's files (the autograder that serves them: gsautograder.py); grader/README.md, section 9.
-Sources: https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/,
-https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments and
-otter-grader's reader (otter/grade/metadata.py): submission_<id>/ folders and Ruby Psych's YAML
-naming each one's :submitters: (:name:, :sid:, :email:; several for a group).  A student's id is
-the SID, else the e-mail.  The YAML is composed with PyYAML's base resolver: every scalar stays
-text (a SID "0042"); only :submitters: is read, never autograder output.
-"""
+"""Gradescope: "Export Submissions" and its submission_metadata.yml; grader/README.md, section 9.  Sources:
+https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/,
+https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments and otter-grader's reader
+(otter/grade/metadata.py): submission_<id>/ folders and Ruby Psych's YAML naming each one's :submitters: (:name:,
+:sid:, :email:; several for a group).  A student's id is the SID, else the e-mail.  PyYAML's base resolver keeps
+every scalar text (a SID "0042"); only :submitters: is read."""
 
 import re
 

@@ -1,13 +1,9 @@
-"""Moodle: "Download all submissions" names, the grading worksheet (groups in, grades out); the
-layouts in grader/README.md, section 9.  Sources: mod/assign/classes/downloader.php
-get_student_prefix ("<who>_<id>_assignsubmission_file/", "..._file_/" in 3.1 to 4.0, flat
-"..._file_<file>"; a team's group name and group id, "Default group" with none; clean_filename,
-PARAM_FILE), mod/assign/gradingtable.php (the worksheet's recordid, fullnameuser, submissionteam)
-and mod/assign/feedback/offline/importgradeslib.php (the upload finds its three columns by heading
-in the uploader's language: hence every language of HEADINGS side by side; for another, rename
-the English headings and each id's "Participant " to its strings, Language customisation:
-mod_assign recordid, lastmodifiedgrade, hiddenuser; core gradenoun).
-"""
+"""Moodle: "Download all submissions" names, the grading worksheet (groups in, grades out); layouts in grader/README.md,
+section 9.  Sources: mod/assign/classes/downloader.php get_student_prefix ("<who>_<id>_assignsubmission_file/",
+"..._file_/" in 3.1 to 4.0, flat "..._file_<file>"; a team's group name and id, "Default group" with none;
+clean_filename), mod/assign/gradingtable.php (recordid, fullnameuser, submissionteam) and
+mod/assign/feedback/offline/importgradeslib.php (the upload finds its columns by heading in the uploader's language:
+hence every language of HEADINGS side by side; for another, rename the English headings and "Participant ")."""
 
 import re
 import unicodedata

@@ -1,10 +1,6 @@
-"""CLASS/roster.csv: which student each folder of the class is, as the course site knows them
-(grader/README.md, section 9).  A row per folder: folder, site (the site's NAME), site_id
-("group:<id>" for a group: is_group), name as exported, email; per imported lab, "<lab> late"
-(yes|no|"": the site does not say), file (its path in the export), note, files (how many the
-export held), group (the folder whose submission is theirs).  An import only adds or updates
-rows and columns, and a student the roster has (same site and id) keeps their folder.
-"""
+"""CLASS/roster.csv (grader/README.md, section 9): a row per folder (BASE_COLUMNS; site_id "group:<id>" for a group),
+and per imported lab "<lab> <field>" of LAB_FIELDS.  An import only adds or updates rows and columns, and a student
+the roster has (same site and id) keeps their folder."""
 
 import csv
 import io
