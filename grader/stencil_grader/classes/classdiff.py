@@ -49,17 +49,10 @@ def kind_of(before: dict | None, after: dict | None) -> str:
 
 def compare(before: Entries, after: Entries) -> list[Change]:
     """Every (student, lab) of either side, students sorted, labs in the order first seen."""
-    labs: list[str] = []
-    for side in (before, after):
-        for found in side.values():
-            labs += [lab for lab in found if lab not in labs]
-    changes = []
-    for student in sorted(set(before) | set(after)):
-        for lab in labs:
-            b, a = before.get(student, {}).get(lab), after.get(student, {}).get(lab)
-            if b is not None or a is not None:
-                changes.append(Change(student, lab, b, a, kind_of(b, a)))
-    return changes
+    labs = list(dict.fromkeys(lab for side in (before, after) for found in side.values() for lab in found))
+    return [Change(student, lab, b, a, kind_of(b, a)) for student in sorted(set(before) | set(after)) for lab in labs
+            for b, a in [(before.get(student, {}).get(lab), after.get(student, {}).get(lab))]
+            if b is not None or a is not None]
 
 
 def describe(entry: dict | None) -> str:
@@ -124,8 +117,7 @@ def class_section(out: Path, labs: list[str]) -> str:
     before: Entries = {}
     after: Entries = {}
     folder = outdir.students_dir(out)
-    students = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-    for student in students:
+    for student in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
         for lab in labs:
             history = progress.read(outdir.history_path(out, student, lab))
             if len(history) >= 2:

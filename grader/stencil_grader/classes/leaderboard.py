@@ -103,21 +103,20 @@ def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = No
             if eligible(report):
                 ratio = float(report["performance"]["ratio"])
                 found.setdefault(lab, {}).setdefault(progress.gpu_name(report), []).append((ratio, student, report))
-    order = [lab for lab in (lab_order or list(found)) if lab in found]
-    result: dict[str, list[Board]] = {}
-    for lab in order:
-        result[lab] = []
-        for gpu, entries in sorted(found[lab].items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            entries.sort(key=lambda e: (-e[0], names[e[1]]))
-            rows, rank = [], 0
-            for i, (ratio, student, report) in enumerate(entries):
-                if i == 0 or round(ratio, 3) != round(entries[i - 1][0], 3):
-                    rank = i + 1
-                bench = (report.get("performance") or {}).get("bench") or {}
-                rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]),
-                                student))
-            result[lab].append(Board(lab, gpu, rows))
-    return result
+    return {lab: [Board(lab, gpu, _ranked(entries, names)) for gpu, entries in
+                  sorted(found[lab].items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+            for lab in lab_order or list(found) if lab in found}
+
+
+def _ranked(entries: list[tuple[float, str, dict]], names: dict[str, str]) -> list[Row]:
+    """The rows of (ratio, student, report) entries, highest ratio first (equal ratios to 0.001 share a rank)."""
+    entries.sort(key=lambda e: (-e[0], names[e[1]]))
+    rows: list[Row] = []
+    for i, (ratio, student, report) in enumerate(entries):
+        rank = i + 1 if i == 0 or round(ratio, 3) != round(entries[i - 1][0], 3) else rows[-1].rank
+        bench = (report.get("performance") or {}).get("bench") or {}
+        rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]), student))
+    return rows
 
 
 def gradescope_entries(table: Table, names: dict[str, str]) -> dict[tuple[str, str], list[dict]]:
