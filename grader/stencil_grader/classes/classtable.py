@@ -5,6 +5,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..grading import progress
 from . import grades, leaderboard, outdir
 from .importers.roster import Roster, RosterError
 from .submissions import ROSTER
@@ -100,11 +101,8 @@ def book_cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -
 
 def gpu_of(data: dict) -> dict | None:
     """The GPU of a report's GPU stages: {"index", "uuid", "name", "host"} (the pool's), or None when none ran them."""
-    section = data.get("gpu") or {}
-    assigned = section.get("assigned") or {}
-    device = section.get("device") or {}
-    name = assigned.get("name") or device.get("name") or device.get("device")
+    assigned, name = (data.get("gpu") or {}).get("assigned") or {}, progress.gpu_name(data)
     if not name and not assigned:
         return None
-    return {"index": assigned.get("index"), "uuid": assigned.get("uuid", ""), "name": name or "",
+    return {"index": assigned.get("index"), "uuid": assigned.get("uuid", ""), "name": name,
             "host": (data.get("class") or {}).get("host", "")}

@@ -8,7 +8,6 @@ wherever shown, and the folder name is never on a board.
     boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
     gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}"""
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,16 +74,11 @@ def roster_of(out: Path) -> Path | None:
     return Path(subs) / ROSTER if subs else None
 
 
-def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value) else None
-
-
 def eligible(report: dict) -> bool:
     """Whether a report may be on a board: "pass" or "slow", final, a measured ratio, no failed static or launch check."""
     if report.get("verdict") not in CORRECT or not report.get("final") or not grades.is_grade(report):
         return False
-    ratio = _number((report.get("performance") or {}).get("ratio"))
+    ratio = progress.entry(report)["ratio"]
     if ratio is None or ratio <= 0:
         return False
     checks = list(report.get("static") or []) + list(report.get("launches") or [])
@@ -114,8 +108,7 @@ def _ranked(entries: list[tuple[float, str, dict]], names: dict[str, str]) -> li
     rows: list[Row] = []
     for i, (ratio, student, report) in enumerate(entries):
         rank = i + 1 if i == 0 or round(ratio, 3) != round(entries[i - 1][0], 3) else rows[-1].rank
-        bench = (report.get("performance") or {}).get("bench") or {}
-        rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]), student))
+        rows.append(Row(rank, names[student], ratio, progress.entry(report)["gbps"], str(report["verdict"]), student))
     return rows
 
 
