@@ -90,13 +90,10 @@ def class_cell(report: dict | None) -> str:
 
 def book_cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -> str:
     """A gradebook cell: the points of a grade, "0" for a missing required lab with missing_as_zero, else ""."""
-    if report is None:
-        return ""
-    if grades.is_grade(report):
+    if report is not None and grades.is_grade(report):
         return f"{float(report.get('points') or 0.0):.2f}"
-    if report.get("verdict") == grades.MISSING and missing_as_zero and not bonus and not grades.is_near_miss(report):
-        return "0"
-    return ""
+    return "0" if (report or {}).get("verdict") == grades.MISSING and missing_as_zero and not bonus \
+        and not grades.is_near_miss(report) else ""
 
 
 def gpu_of(data: dict) -> dict | None:

@@ -130,16 +130,13 @@ def find_source(submissions: Path, student: str, lab: str) -> tuple[Path | None,
             return None, f"{want} not found; found {shown(near[0].name)}: the file must be named {SOURCE}"
         return None, f"{want} not found (the folder {who}/{lab} holds no {SOURCE})"
     entries = list(_walk(folder, SEARCH_DEPTH))
-    for entry in entries:
-        if entry.is_file() and entry.name.lower() == SOURCE and entry.parent.name.lower() == lab.lower():
-            rel = shown(entry.relative_to(submissions).as_posix())
-            return None, f"{want} not found; found {rel}: it must be {want}"
-    for entry in entries:
-        if entry.is_dir() and entry.name.lower() == lab.lower():
-            rel = shown(entry.relative_to(submissions).as_posix())
-            return None, f"{want} not found; found the folder {rel}: it must be {who}/{lab}"
-    loose = folder / SOURCE
-    if loose.is_file():
+    if hit := next((e for e in entries if e.is_file() and e.name.lower() == SOURCE
+                    and e.parent.name.lower() == lab.lower()), None):
+        return None, f"{want} not found; found {shown(hit.relative_to(submissions).as_posix())}: it must be {want}"
+    if hit := next((e for e in entries if e.is_dir() and e.name.lower() == lab.lower()), None):
+        return None, (f"{want} not found; found the folder {shown(hit.relative_to(submissions).as_posix())}: it must "
+                      f"be {who}/{lab}")
+    if (folder / SOURCE).is_file():
         return None, f"{want} not found; found {who}/{SOURCE}: put it in the lab's folder, {want}"
     return None, f"no submission: {want} not found"
 
