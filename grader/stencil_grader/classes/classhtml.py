@@ -12,7 +12,7 @@ from pathlib import Path
 from ..grading import html as lab_html, progress
 from ..grading.report import student_view
 from ..grading.score import NOT_GRADED
-from . import classdiff, grades, leaderboard, outdir, pages, similarity
+from . import classdiff, classtable, grades, leaderboard, outdir, pages, similarity
 from .submissions import ROSTER
 
 #: Points are binned in tenths of a lab's maximum.
@@ -94,7 +94,7 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
         pages.write(folder / "index.html", "student.html", title=f"{student}: lab reports", student=student,
                     labs=[(lab, labs[lab]) for lab in lab_order if lab in labs])
     every = [r for labs in reports.values() for r in labs.values()]
-    names, notes = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, notes = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     return pages.write(
         out / "class.html", "class.html", title="Class report", labs=lab_order, reports=reports, count=len(every),
         graded=sum(map(grades.is_grade, every)), ungraded=[r for r in every if r.get("verdict") in NOT_GRADED],

@@ -72,7 +72,7 @@ def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = No
     note = ""
     if roster is None:
         roster, note = class_roster(out)
-    names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, _ = leaderboard.pseudonyms(roster)
     entries = leaderboard.gradescope_entries(reports, names) if names else None
     before = {(lab, s) for lab in lab_order for s in reports if outdir.gradescope_path(out, lab, s).is_file()}
     return ClassTable(out, list(lab_order), reports, lab_facts or _facts(reports), roster, note, missing_as_zero,

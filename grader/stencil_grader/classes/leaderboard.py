@@ -3,19 +3,16 @@ CLASS/roster.csv's COLUMN, cleaned as folder names are, one board per lab and GP
 bandwidth; only an eligible() report counts.  Made from OUT's reports, keyed by folder; a pseudonym is data, escaped
 wherever shown, and the folder name is never on a board.
 
-    pseudonyms(roster_csv) -> (names, notes)   {student folder: pseudonym} of who opted in
-    roster_of(out) -> Path | None              the roster.csv of the class OUT was graded from
+    pseudonyms(roster) -> (names, notes)       {student folder: pseudonym} of who opted in
     boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
     gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}"""
 
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..grading import progress
-from . import grades, outdir
+from . import grades
 from .importers import roster as roster_csv
-from .submissions import ROSTER
 
 #: The roster's column that holds a student's pseudonym (empty: not on the boards).
 COLUMN = "leaderboard"
@@ -51,27 +48,12 @@ def clean(pseudonym: str) -> str:
     return roster_csv.clean(pseudonym)[:PSEUDONYM_CHARS].strip()
 
 
-def pseudonyms(path: Path | None) -> tuple[dict[str, str], list[str]]:
-    """({student folder: pseudonym}, notes) from roster.csv's COLUMN; an unreadable roster: ({}, [why])."""
-    if path is None or not Path(path).is_file():
-        return {}, []
-    try:
-        roster = roster_csv.Roster.load(Path(path))
-    except roster_csv.RosterError as err:
-        return {}, [f"leaderboard: nobody shown: {err}"]
-    if COLUMN not in roster.columns:
-        return {}, []
-    names = {folder: clean(row.get(COLUMN) or "") for folder, row in roster.rows.items()}
+def pseudonyms(roster: roster_csv.Roster | None) -> tuple[dict[str, str], list[str]]:
+    """({student folder: pseudonym}, notes on a pseudonym chosen twice) from the class roster's COLUMN."""
+    names = {folder: clean(row.get(COLUMN) or "") for folder, row in (roster.rows if roster else {}).items()}
     names = {folder: name for folder, name in names.items() if name}
     return names, [f"leaderboard: the pseudonym {name!r} is chosen by {n} students (all shown)"
                    for name, n in sorted(Counter(names.values()).items()) if n > 1]
-
-
-def roster_of(out: Path) -> Path | None:
-    """CLASS/roster.csv of the class that OUT/class.json says OUT was graded from, or None."""
-    data = outdir.read_json(Path(out) / outdir.MANIFEST) or {}
-    subs = data.get("submissions")
-    return Path(subs) / ROSTER if subs else None
 
 
 def eligible(report: dict) -> bool:
