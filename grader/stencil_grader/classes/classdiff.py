@@ -95,14 +95,14 @@ def _entries(out: Path, labs: list[str]) -> Entries:
 
 
 def labs_in(out: Path, lab_order: list[str]) -> list[str]:
-    """The labs OUT holds reports of: lab_order's first, in its order, then any other (another kit version's), sorted."""
+    """The labs OUT holds reports of: lab_order's first, in its order, then others (another kit's), sorted."""
     found = {p.name[:-len(".json")] for p in outdir.students_dir(out).glob("*/*.json")
              if not p.name.endswith(outdir.ATTEMPT + ".json")}
     return [lab for lab in lab_order if lab in found] + sorted(found - set(lab_order))
 
 
 def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
-    """The changes from OUT_A's reports to OUT_B's (labs_in of either); ClassError for a folder no class grading wrote."""
+    """The changes from OUT_A's reports to OUT_B's (labs_in of either); ClassError: a folder no grading wrote."""
     for out in (out_a, out_b):
         if not (Path(out) / outdir.MANIFEST).is_file() and not outdir.students_dir(out).is_dir():
             raise ClassError(f"{out} is no class grading's output folder (no {outdir.MANIFEST}, no "

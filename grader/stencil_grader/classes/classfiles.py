@@ -36,7 +36,7 @@ def class_csv(t: ClassTable) -> str:
 
 
 def gradings_csv(t: ClassTable) -> str:
-    """gradings.csv, one row per report (GRADINGS_COLUMNS): points (empty when no grade), GPU, host, back end, seconds."""
+    """gradings.csv, a row per report (GRADINGS_COLUMNS): points (empty: no grade), GPU, host, back end, seconds."""
     rows = [GRADINGS_COLUMNS]
     for student, found in t.reports.items():
         for lab, data in found.items():
@@ -66,7 +66,7 @@ def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
 
 
 def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
-    """({file under OUT/gradebook/: text}, notes) per course site; present: the (lab, student) Gradescope files of OUT."""
+    """({file under OUT/gradebook/: text}, notes) per course site; present: (lab, student) of OUT's Gradescope files."""
     roster: Roster | None = t.roster
     if roster is None:
         return {}, [t.roster_note] if t.roster_note else []
@@ -133,7 +133,7 @@ class Grading:
 
 @dataclass
 class ClassResult:
-    """This run's gradings, the summary (OUT/summary.txt), the alarm (stderr), grade.py's exit status (0: all measured)."""
+    """This run's gradings, the summary (OUT/summary.txt), the alarm (stderr), the exit status (0: all measured)."""
     gradings: list[Grading]
     summary: list[str]
     alarm: list[str]
@@ -173,7 +173,8 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
     for group, head, verdict in (
             (failed, "lab(s) failed, with the reason:", True),
             (near, f"lab(s) submitted under another name (a near miss), shown as '{NEAR_MISS_CELL}' in class.csv and "
-                   "never counted as 0 (grade.py import --accept takes the file, or put it in place as kernel.cu):", False),
+                   "never counted as 0 (grade.py import --accept takes the file, or put it in place as kernel.cu):",
+             False),
             (missing, f"lab(s) never submitted, shown as 'missing' in class.csv and {counted}:", False),
             (errors, f"grading(s) failed to produce a report (verdict {GRADER_ERROR}; grade again to complete them):",
              False),

@@ -34,7 +34,7 @@ def _ratio(report: dict) -> float | None:
 
 
 def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
-    """(student, why) sorted: a ratio outside Tukey's fences (Q1 - 1.5 IQR, Q3 + 1.5 IQR, at least 4 ratios), a LOOK_AT verdict."""
+    """(student, why), sorted: a ratio outside Tukey's fences (Q1 - 1.5 IQR, Q3 + 1.5 IQR; 4 ratios up), LOOK_AT."""
     ratios = {s: _ratio(r[lab]) for s, r in reports.items() if lab in r and _ratio(r[lab]) is not None}
     found: dict[str, list[str]] = {}
     if len(ratios) >= 4:
@@ -81,7 +81,7 @@ def _lab_section(lab: str, reports: Table) -> dict:
 
 def write_class_html(out: Path, lab_order: list[str], table: Table | None = None) -> Path:
     """Write OUT/class.html and every student's pages; returns class.html's path.  table: {student: {lab: report}}
-    (None: outdir.read_reports); reports of labs not in lab_order are left out.  OSError, or ClassError without Jinja2."""
+    (None: outdir.read_reports); labs not in lab_order left out.  OSError, or ClassError without Jinja2."""
     out = Path(out)
     reports = outdir.read_reports(out, lab_order) if table is None else table
     pages.environment()                   # without Jinja2, no page at all

@@ -1,8 +1,5 @@
-"""grade.py's commands for a class: `import` (a course site's export laid out as a class folder),
-`class` (this host's GPUs), one per batch engine (`slurm`, ...: engines/), `class-task`
-(what a batch job runs: one task of a run folder, or its merge), and around the grades:
-`similarity` (pairs of similar kernel.cu files), `gradescope-autograder` (the zip that serves a
-lab's grades on Gradescope) and `class-diff` (how a class moved between two gradings)."""
+"""grade.py's commands for a class: `import`, `class` (this host's GPUs), one per batch engine (engines/), `class-task`
+(a batch job's task or merge), and around the grades `similarity`, `gradescope-autograder` and `class-diff`."""
 
 import argparse
 import sys
@@ -157,7 +154,8 @@ def own_options(engine: type[batch.BatchEngine]) -> list[str]:
 
 
 def cmd_batch(args) -> int:
-    engine = args.engine(batch.BatchOptions.checked(args), _progress, **{name: getattr(args, name) for name in own_options(args.engine)})
+    engine = args.engine(batch.BatchOptions.checked(args), _progress,
+                         **{name: getattr(args, name) for name in own_options(args.engine)})
     return batch.submit(engine, args.submissions, args.out, lab_list(args.labs), args.student, args.missing_as_zero,
                         args.regrade)
 

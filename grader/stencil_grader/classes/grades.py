@@ -1,5 +1,4 @@
-"""What a report means for a class, from score.NOT_GRADED (grading/score.py): a report is a grade
-(is_grade) unless its verdict is "missing" or one of score.NOT_GRADED, whose 0 points mean
+"""What a report means for a class: a grade (is_grade) unless "missing" or one of score.NOT_GRADED, whose 0 points mean
 nothing; a "missing" report of something submitted under another name is a near miss, never 0."""
 
 from ..base import labspec
@@ -41,7 +40,7 @@ def total(reports: list[dict]) -> float | None:
 
 
 def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str) -> dict:
-    """A report for a lab no grading reported on ("missing", "grader_error") or refused before any ran (compile_error)."""
+    """A report no grading wrote ("missing", "grader_error"), or refused before any ran (compile_error)."""
     return {"lab": spec.lab, "title": spec.title, "bonus": spec.bonus, "student": student, "verdict": verdict,
             "points": 0.0, "max_points": spec.points.total, "full_points": False,
             "final": verdict not in score.NOT_GRADED + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}

@@ -34,7 +34,7 @@ class GradescopeZipError(ClassError):
 
 @dataclass
 class Built:
-    """What build() wrote: the zip, the grade files it serves, the students without one (no grade, id or same kernel.cu)."""
+    """What build() wrote: the zip, the grades it serves, the students it cannot (no grade, id or same kernel.cu)."""
     path: Path
     served: int
     without_grade: list[str]

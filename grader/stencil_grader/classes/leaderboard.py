@@ -1,5 +1,5 @@
-"""The class leaderboard of each lab (grader/README.md, section 9, "Around the grades"): the students with a pseudonym in
-CLASS/roster.csv's COLUMN, cleaned as folder names are, one board per lab and GPU model, ranked by the ratio to copy
+"""The class leaderboard of each lab (grader/README.md, section 9, "Around the grades"): the students with a pseudonym
+in CLASS/roster.csv's COLUMN, cleaned as folder names are, one board per lab and GPU model, ranked by the ratio to copy
 bandwidth; only an eligible() report counts.  Made from OUT's reports, keyed by folder; a pseudonym is data, escaped
 wherever shown, and the folder name is never on a board.
 
@@ -57,7 +57,7 @@ def pseudonyms(roster: roster_csv.Roster | None) -> tuple[dict[str, str], list[s
 
 
 def eligible(report: dict) -> bool:
-    """Whether a report may be on a board: "pass" or "slow", final, a measured ratio, no failed static or launch check."""
+    """May a report be on a board: "pass" or "slow", final, a measured ratio, no failed static or launch check."""
     if report.get("verdict") not in CORRECT or not report.get("final") or not grades.is_grade(report):
         return False
     ratio = progress.entry(report)["ratio"]

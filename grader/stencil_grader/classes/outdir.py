@@ -1,6 +1,5 @@
-"""The output folder of a class grading (grader/README.md, section 9, "The output folder"): its
-paths, its files (each written under a temporary name and renamed into place, so a grading killed
-at any moment leaves the old file or the new one), and whose class it is (class.json)."""
+"""The output folder of a class grading (grader/README.md, section 9, "The output folder"): its paths, its files (each
+written by rename: a killed grading leaves the old file or the new), and whose class it is (class.json)."""
 
 import datetime
 import hashlib

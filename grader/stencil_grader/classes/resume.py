@@ -1,10 +1,9 @@
-"""What a class run keeps in OUT (grader/README.md, section 9, "Resume, and a grade never lost"):
-each report's "class" stamp, the rule that makes it final, and save, which never loses a grade.
+"""What a class run keeps in OUT (grader/README.md, section 9, "Resume, and a grade never lost"): each report's "class"
+stamp, the rule that makes it final, and save, which never loses a grade.  The stamp:
 
     {"source_sha256", "kit_version", "lab_sha256",            what was graded
      "backend": "local" | "slurm" | ..., "run": "local" | "run-3", "job": "1234_5" | null,
-     "host", "graded_at"}                                    who graded it, where and when
-"""
+     "host", "graded_at"}                                    who graded it, where and when"""
 
 import socket
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ def is_final(report: dict | None, source: Path | None, spec: labspec.LabSpec) ->
 
 @dataclass
 class Saved:
-    """What save() did: `report` is this grading's; `kept` the grade OUT keeps instead (report went to attempt files)."""
+    """What save() did: `report` is this grading's; `kept` the grade OUT keeps instead (report went to the attempt)."""
     student: str
     lab: str
     report: dict

@@ -6,8 +6,7 @@ and writes OUT/similarity/<lab>/ (pairs.csv, pairs.txt, similarity.json, pair-<r
 
     run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write
     compare_lab(lab, students, others, starter) -> LabResult   every pair, ranked
-    column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column
-"""
+    column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column"""
 
 import collections
 import io

@@ -44,7 +44,7 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def sheet_cell(text: str) -> str:
-    """A text a student controls as a CSV cell no spreadsheet evaluates: after a "'" when it starts with FORMULA_START."""
+    """A student's text as a CSV cell no spreadsheet evaluates: after a "'" when it starts with FORMULA_START."""
     return "'" + text if text[:1] in FORMULA_START else text
 
 

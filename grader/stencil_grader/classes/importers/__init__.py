@@ -97,7 +97,7 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
 
 def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: Path, roster: Roster, force: bool,
                 result: ImportResult) -> None:
-    """Write the chosen kernel.cu unless a link or file is in the way; record it in the roster (a group's members too)."""
+    """Write the chosen kernel.cu unless a link or file is in its way; record it in the roster (and the members)."""
     folder, why = roster.folder_for(sub.student)
     who = shown(folder or folder_name(sub.student))
     target = into / folder / lab / common.SOURCE
