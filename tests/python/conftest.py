@@ -343,12 +343,26 @@ def put(subs: Path, student: str, lab: str = FAKE_LAB, text: str = GOOD_KERNEL, 
     (subs / student / lab / name).write_text(text)
 
 
-def grade_class(subs: Path, out: Path, kit: FakeKit, **kw):
-    """backend.grade_class of the class folder subs into out on the fake kit: quiet, on a host without GPUs."""
+def grade_class(subs: Path, out: Path, kit: FakeKit | None = None, **kw):
+    """backend.grade_class of the class folder subs into out (on kit, else plan.kit_root()): quiet, without GPUs."""
     from stencil_grader.classes import backend, gpupool
     kw.setdefault("progress", lambda line: None)
     kw.setdefault("gpu_set", gpupool.GpuSet([]))
-    return backend.grade_class(subs, out, kit_root=kit.root, **kw)
+    return backend.grade_class(subs, out, kit_root=kit.root if kit else None, **kw)
+
+
+def recording_row(lab: str, stage: str, wall: float = 2.0, cpu: float = 1.0, rss: float = 300.0, n: int = 5) -> dict:
+    """A row of a class recording (classes/resources.py): median wall and CPU seconds, peak MiB."""
+    return {"id": f"{lab[:2]}/{stage}", "lab": lab, "stage": stage, "n": n, "wall_s_median": wall,
+            "wall_s_max": 2 * wall, "cpu_s_median": cpu, "peak_rss_mib_max": rss}
+
+
+def write_recording(path: Path, rows: list[dict], device: str = "Fake GPU 80GB", grader: float = 80.0) -> Path:
+    """A class recording (instructor/records.py kind "class") of these rows."""
+    path.write_text(json.dumps({"record": "class", "format": 1, "provisional": False, "source": "test",
+                                "date": "2026-01-01", "device": {"name": device}, "grader_peak_rss_mib": grader,
+                                "rows": rows}))
+    return path
 
 
 def run_grade(*args, timeout=120, env=None) -> subprocess.CompletedProcess:

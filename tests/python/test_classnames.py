@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT
-from stencil_grader.classes import backend, gpupool, outdir, plan, worker
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, grade_class, put
+from stencil_grader.classes import outdir, plan, worker
 from stencil_grader.classes.submissions import FORMULA_START, sheet_cell, shown
 
 try:
@@ -72,12 +72,6 @@ def kernel_of(name: str) -> str:
     return list(KERNELS)[CORPUS.index(name) % len(KERNELS)] if name in CORPUS else name
 
 
-def put(subs: Path, student: str, text: str) -> None:
-    folder = subs / student / FAKE_LAB
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "kernel.cu").write_text(text)
-
-
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
     """Every path under root: (size, mtime in ns)."""
     return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in root.rglob("*")
@@ -116,13 +110,13 @@ def private_tmp(monkeypatch):
 def test_the_corpus_grades_as_plain_names(fake_kit, tmp_path, private_tmp, monkeypatch):
     subs = fake_kit.root / "submissions"
     for name in CORPUS:
-        put(subs, name, KERNELS[kernel_of(name)])
+        put(subs, name, text=KERNELS[kernel_of(name)])
     for twin, text in KERNELS.items():
-        put(subs, twin, text)
+        put(subs, twin, text=text)
     out = tmp_path / "out"
     before, cwd_before, tmp_before = snapshot(fake_kit.root), sorted(os.listdir()), set(os.listdir("/tmp"))
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
-    result = backend.grade_class(subs, out, jobs=2, progress=lambda line: None, gpu_set=gpupool.GpuSet([]))
+    result = grade_class(subs, out, jobs=2)
 
     # every name graded, as its plain twin
     assert sorted(g.student for g in result.gradings) == sorted(CORPUS + list(KERNELS))
@@ -163,7 +157,7 @@ def test_the_corpus_grades_as_plain_names(fake_kit, tmp_path, private_tmp, monke
 
     # --student with a hostile name, as written: that student only
     name = PAYLOADS[0]
-    again = backend.grade_class(subs, out, student=name, progress=lambda line: None, gpu_set=gpupool.GpuSet([]))
+    again = grade_class(subs, out, student=name)
     assert [g.student for g in again.gradings] == [name]
     assert pwned(fake_kit.root, tmp_path, Path.cwd(), KIT_ROOT) == []
 
@@ -173,7 +167,7 @@ def test_an_earlier_layout_is_moved_into_students(fake_kit, tmp_path, monkeypatc
     too) keeps its reports: they move into OUT/students/.  Layout 2's Gradescope files (one per
     student, every lab in it) are kept, moved into gradescope/.earlier/, and never read again."""
     subs = fake_kit.root / "submissions"
-    put(subs, "ann", GOOD_KERNEL)
+    put(subs, "ann", text=GOOD_KERNEL)
     out = tmp_path / "out"
     for student in ("ann", "students", "zed"):
         (out / student).mkdir(parents=True)
@@ -183,7 +177,7 @@ def test_an_earlier_layout_is_moved_into_students(fake_kit, tmp_path, monkeypatc
     (out / "gradescope" / FAKE_LAB).mkdir(parents=True)                  # a student named as a lab
     (out / "gradescope" / FAKE_LAB / "results.json").write_text('{"score": 70}')
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
-    backend.grade_class(subs, out, progress=lambda line: None, gpu_set=gpupool.GpuSet([]))
+    grade_class(subs, out)
     assert {p.name for p in out.iterdir()} == OUT_TOP
     assert (out / "gradescope" / ".earlier" / FAKE_LAB / "results.json").read_text() == '{"score": 70}'
     assert outdir.gradescope_path(out, FAKE_LAB, "ann").is_file()
@@ -210,7 +204,7 @@ def test_generated_names_through_the_class_files(fake_kit, tmp_path, monkeypatch
     """Any name, with the grading itself stubbed (the name handling is the point): the plan finds
     it, its report lands in OUT/students/<name>/, the class files show it as written."""
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
-    put(tmp_path / "once", "plain", KERNELS["plain-incorrect"])
+    put(tmp_path / "once", "plain", text=KERNELS["plain-incorrect"])
     canned, _ = worker.grade(plan.Task("plain", plan.select_labs(None, fake_kit.root)[0],
                                        tmp_path / "once" / "plain" / FAKE_LAB / "kernel.cu"), tmp_path / "once", 60)
     assert canned["verdict"] == "incorrect"
@@ -223,9 +217,9 @@ def test_generated_names_through_the_class_files(fake_kit, tmp_path, monkeypatch
     def check(name):
         work = tmp_path / f"w{next(counter)}"
         subs, out = work / "subs", work / "out"
-        put(subs, name, GOOD_KERNEL)
-        put(subs, "plain", GOOD_KERNEL)
-        result = backend.grade_class(subs, out, progress=lambda line: None, gpu_set=gpupool.GpuSet([]))
+        put(subs, name, text=GOOD_KERNEL)
+        put(subs, "plain", text=GOOD_KERNEL)
+        result = grade_class(subs, out)
         assert sorted(g.student for g in result.gradings) == sorted([name, "plain"])
         assert outdir.read_reports(out, [FAKE_LAB])[name][FAKE_LAB]["points"] == canned["points"]
         with open(out / "class.csv", newline="", encoding="utf-8") as f:
@@ -245,7 +239,7 @@ def test_generated_names_build_as_plain_ones(fake_kit, tmp_path, private_tmp):
     plain name's, and no file outside the temporary folder."""
     spec = plan.select_labs(None, fake_kit.root)[0]
     subs = tmp_path / "subs"
-    put(subs, "plain", KERNELS["plain-forbidden"])
+    put(subs, "plain", text=KERNELS["plain-forbidden"])
     want, _ = worker.grade(plan.Task("plain", spec, subs / "plain" / FAKE_LAB / "kernel.cu"), subs, 60)
     assert want["verdict"] == "forbidden"
     before = snapshot(fake_kit.root)
@@ -254,7 +248,7 @@ def test_generated_names_build_as_plain_ones(fake_kit, tmp_path, private_tmp):
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(_names())
     def check(name):
-        put(subs, name, KERNELS["plain-forbidden"])
+        put(subs, name, text=KERNELS["plain-forbidden"])
         got, _ = worker.grade(plan.Task(name, spec, subs / name / FAKE_LAB / "kernel.cu"), subs, 60)
         same_grading(got, want)
         shutil.rmtree(subs / name)
@@ -286,8 +280,7 @@ def test_a_hostile_name_builds_lab_1_for_real(tmp_path, private_tmp):
         shutil.copyfile(KIT_ROOT / "reference" / lab / "kernel.cu", subs / name / lab / "kernel.cu")
     out = tmp_path / "out dir"
     kit_before = {k for k in snapshot(KIT_ROOT) if not k.startswith(("build/", "build", ".git"))}
-    result = backend.grade_class(subs, out, labs=[lab], jobs=2, progress=lambda line: None,
-                                 gpu_set=gpupool.GpuSet([]))
+    result = grade_class(subs, out, labs=[lab], jobs=2)
     assert {g.student: g.verdict for g in result.gradings}.keys() == {hostile, "plain"}
     got, want = (json.loads(outdir.report_path(out, n, lab).read_text()) for n in (hostile, "plain"))
     assert got["verdict"] == want["verdict"] and got["verdict"] in ("not_measured", "pass", "slow")
@@ -300,7 +293,6 @@ def test_a_hostile_name_builds_lab_1_for_real(tmp_path, private_tmp):
 def test_student_by_name_in_another_unicode_form_is_pointed_at(fake_kit, tmp_path):
     subs = tmp_path / "subs"
     nfd = unicodedata.normalize("NFD", "José")
-    put(subs, nfd, GOOD_KERNEL)
+    put(subs, nfd, text=GOOD_KERNEL)
     with pytest.raises(plan.ClassError, match="is that name in another Unicode form"):
-        backend.grade_class(subs, tmp_path / "out", student="José", kit_root=fake_kit.root,
-                            progress=lambda line: None, gpu_set=gpupool.GpuSet([]))
+        grade_class(subs, tmp_path / "out", fake_kit, student="José")

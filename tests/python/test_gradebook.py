@@ -26,9 +26,9 @@ from unittest.mock import ANY
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL
+from conftest import FAKE_LAB, GOOD_KERNEL, grade_class
 from stencil_grader import cli
-from stencil_grader.classes import backend, gpupool, gsautograder, importers, outdir, plan
+from stencil_grader.classes import gsautograder, importers, outdir, plan
 from stencil_grader.classes.importers import common, roster
 from test_import import NEEDS_YAML, make_zip
 
@@ -56,11 +56,6 @@ def imported(fake_kit, tmp_path, site, exports):
     return into
 
 
-def grade(fake_kit, subs, out, **kw):
-    return backend.grade_class(subs, out, kit_root=fake_kit.root, progress=lambda line: None,
-                               gpu_set=gpupool.GpuSet([]), **kw)
-
-
 def read(path):
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.reader(f))
@@ -75,7 +70,7 @@ def test_canvas_gradebook_import_csv(fake_kit, tmp_path):
                     "anon_x1y2z_5015_kernel.cu": GOOD_KERNEL}),
         (BONUS, {"garcíajosé_1001_6001_kernel.cu": GOOD_KERNEL})])
     out = tmp_path / "out"
-    result = grade(fake_kit, subs, out)
+    result = grade_class(subs, out, fake_kit)
     rows = read(out / "gradebook" / "canvas.csv")
     # Canvas's importer: row 0 the header (Student, ID, SIS User ID, SIS Login ID, Section), then
     # "Points Possible"; the bonus lab is worth 0 points: what Canvas adds on top of the total
@@ -92,7 +87,7 @@ def test_canvas_gradebook_import_csv(fake_kit, tmp_path):
     assert f"course-site gradebooks: {out / 'gradebook'}/ (canvas.csv)" in notes
     # --missing-as-zero: a required lab never submitted is 0; a bonus lab still is not
     (subs / "smithjohn (1003)" / FAKE_LAB / "kernel.cu").unlink()
-    grade(fake_kit, subs, out, missing_as_zero=True, regrade=True)
+    grade_class(subs, out, fake_kit, missing_as_zero=True, regrade=True)
     by_id = {r[1]: r for r in read(out / "gradebook" / "canvas.csv")[2:]}
     assert by_id["1003"][5:] == ["0", ""] and by_id["1005"][5:] == ["", ""]
     # the Gradescope files: one per lab and student with a grade (the bonus lab says it is one)
@@ -127,7 +122,7 @@ def test_a_new_course_site_is_one_module_and_its_name(fake_kit, tmp_path, monkey
     result = importers.import_export("slate", export, FAKE_LAB, tmp_path / "class", kit_root=fake_kit.root,
                                      say=lines.append)
     assert result.exit_status == 1 and "no kernel.cu; found 8_Kernel.cu" in "\n".join(lines)
-    grade(fake_kit, tmp_path / "class", tmp_path / "out")
+    grade_class(tmp_path / "class", tmp_path / "out", fake_kit)
     assert read(tmp_path / "out" / "gradebook" / "slate.csv") == [      # a near miss: blank, never 0
         ["id", FAKE_LAB], ["7", "100.00"], ["8", ""], ["9", "40.00"]]
 
@@ -138,7 +133,7 @@ def test_moodle_grading_worksheets(fake_kit, tmp_path):
         "Ann Lee_4702_assignsubmission_file/kernel.cu": GOOD_KERNEL + "// WRONG\n",
         "Bo Nogpu_4703_assignsubmission_file/kernel.cu": NOT_A_GRADE})])
     out = tmp_path / "out"
-    grade(fake_kit, subs, out)
+    grade_class(subs, out, fake_kit)
     rows = read(out / "gradebook" / f"moodle-{FAKE_LAB}.csv")
     head = rows[0]
     # what Moodle's importer looks for, by heading; the participant id after "Participant "
@@ -161,7 +156,7 @@ def test_gradescope_files_and_index(fake_kit, tmp_path):
         f"{root}submission_metadata.yml": metadata, f"{root}submission_1/kernel.cu": GOOD_KERNEL + "// WRONG\n",
         f"{root}submission_2/kernel.cu": NOT_A_GRADE})])
     out = tmp_path / "out"
-    grade(fake_kit, subs, out)
+    grade_class(subs, out, fake_kit)
     rows = read(out / "gradebook" / f"gradescope-{FAKE_LAB}.csv")
     assert rows[0] == ["folder", "site_id", "email", "name", "score", "results"]
     ann = next(r for r in rows if r[1] == "111")
@@ -182,7 +177,7 @@ def test_no_roster_no_site_files(fake_kit, tmp_path):
     (subs / "ann" / FAKE_LAB).mkdir(parents=True)
     (subs / "ann" / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL)
     out = tmp_path / "out"
-    result = grade(fake_kit, subs, out)
+    result = grade_class(subs, out, fake_kit)
     assert not (out / "gradebook").exists() and outdir.gradescope_path(out, FAKE_LAB, "ann").is_file()
     assert any("no roster.csv in" in line and "grade.py import writes it" in line for line in result.summary)
 
@@ -206,7 +201,7 @@ def test_gradescope_autograder_serves_each_submitter_their_grade(fake_kit, tmp_p
         f"{root}submission_2/kernel.cu": NOT_A_GRADE, f"{root}submission_3/kernel.cu": GOOD_KERNEL,
         f"{root}submission_4/kernel.cu": GOOD_KERNEL + "// pair\n"})])
     out = tmp_path / "out"
-    grade(fake_kit, subs, out)
+    grade_class(subs, out, fake_kit)
     monkeypatch.setattr(plan, "KIT_ROOT", fake_kit.root)
     assert cli.main(["gradescope-autograder", str(out), "--lab", FAKE_LAB]) == 0
     made = gsautograder.default_zip(out, FAKE_LAB)
@@ -272,7 +267,7 @@ def test_gradescope_autograder_refusals(fake_kit, tmp_path):
         (subs / student / FAKE_LAB).mkdir(parents=True)
         (subs / student / FAKE_LAB / "kernel.cu").write_text(GOOD_KERNEL)
     out = tmp_path / "out"
-    grade(fake_kit, subs, out)
+    grade_class(subs, out, fake_kit)
     with pytest.raises(gsautograder.GradescopeZipError, match="roster"):
         gsautograder.build(out, FAKE_LAB)
     (subs / "roster.csv").write_text("folder,site,site_id,name,email\nann,gradescope,1,Ann,a@x.edu\n"
@@ -297,7 +292,7 @@ def test_gradebooks_count_only_what_was_asked(fake_kit, tmp_path):
     importers.import_export("canvas", export, FAKE_LAB, subs, kit_root=fake_kit.root, say=lambda line: None,
                             groups=groups)
     out = tmp_path / "out"
-    result = grade(fake_kit, subs, out, missing_as_zero=True)
+    result = grade_class(subs, out, fake_kit, missing_as_zero=True)
     rows = read(out / "gradebook" / "canvas.csv")
     assert rows[0][5:] == [FAKE_LAB]                                # the bonus lab was not given: no column
     by_id = {r[1]: r[5:] for r in rows[2:]}
@@ -325,7 +320,7 @@ def test_moodle_worksheet_headings_in_its_languages(fake_kit, tmp_path):
     importers.import_export("moodle", export, FAKE_LAB, subs, kit_root=fake_kit.root, say=lambda line: None,
                             groups=sheet)
     out = tmp_path / "out"
-    grade(fake_kit, subs, out)
+    grade_class(subs, out, fake_kit)
     rows = read(out / "gradebook" / f"moodle-{FAKE_LAB}.csv")
     head = rows[0]
     for lang, h in moodle.HEADINGS.items():

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import DATA
 from test_html import needs_jinja2
-from stencil_grader.classes import classhtml, leaderboard, outdir
+from stencil_grader.classes import classhtml, classtable, leaderboard, outdir
 
 LABS = ["01-naive-5pt", "02-shared-tiling"]
 HOSTILE = '<img src=x onerror=alert(1)>"\u202eevil'
@@ -46,7 +46,7 @@ def graded(tmp_path):
 
 def test_only_who_opted_in_and_only_correct_labs(graded):
     out, subs = graded
-    names, notes = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, notes = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     assert notes == [] and set(names) == {"alice", "carol", "dave", "frank"}
     assert names["carol"] == "Blue Falcon" and "\u202e" not in names["alice"]
     table = outdir.read_reports(out, LABS)
@@ -67,7 +67,7 @@ def test_gpu_models_are_ranked_apart(graded):
     data = json.loads(path.read_text())
     data["gpu"]["device"]["name"] = data["gpu"]["assigned"]["name"] = "NVIDIA H200"
     path.write_text(json.dumps(data))
-    names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, _ = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     boards = leaderboard.boards(outdir.read_reports(out, LABS), names, LABS)[LABS[0]]
     assert [(b.gpu, [r.student for r in b.rows]) for b in boards] == \
         [("NVIDIA H100 80GB HBM3", ["alice", "dave"]), ("NVIDIA H200", ["carol"])]
@@ -86,7 +86,7 @@ def test_a_flagged_or_unmeasured_lab_is_never_on_a_board(graded, change):
     assert leaderboard.eligible(report)
     report.update(change)
     assert not leaderboard.eligible(report)
-    names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, _ = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     (board,) = leaderboard.boards(table, names, LABS)[LABS[0]]
     assert "alice" not in [r.student for r in board.rows]
 
@@ -110,17 +110,17 @@ def test_no_roster_column_no_leaderboard(graded):
     (subs / "roster.csv").write_text("folder,site,site_id,name\nalice,canvas,1,Alice\n")
     assert 'id="leaderboard"' not in classhtml.write_class_html(out, LABS).read_text()
     (subs / "roster.csv").unlink()
-    assert leaderboard.pseudonyms(leaderboard.roster_of(out)) == ({}, [])
+    assert leaderboard.pseudonyms(classtable.class_roster(out)[0]) == ({}, [])
     (subs / "roster.csv").write_text("folder,leaderboard\nalice,x\nalice,y\n")       # unreadable: nobody shown
-    names, notes = leaderboard.pseudonyms(leaderboard.roster_of(out))
-    assert names == {} and "listed twice" in notes[0]
+    roster, why = classtable.class_roster(out)
+    assert roster is None and "listed twice" in why and leaderboard.pseudonyms(roster) == ({}, [])
 
 
 @needs_jinja2
 def test_a_pseudonym_chosen_twice_is_said(graded):
     out, subs = graded
     write_roster(subs, [{"folder": "alice", leaderboard.COLUMN: "same"}, {"folder": "carol", leaderboard.COLUMN: "same"}])
-    names, notes = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, notes = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     assert names == {"alice": "same", "carol": "same"} and "chosen by 2 students" in notes[0]
     page = classhtml.write_class_html(out, LABS).read_text()
     assert "chosen by 2 students" in page
@@ -129,7 +129,7 @@ def test_a_pseudonym_chosen_twice_is_said(graded):
 def test_gradescope_entries_follow_the_autograder_spec(graded):
     """results.json's `leaderboard` follows Gradescope's spec, for each opted-in (student, lab) alone."""
     out, _ = graded
-    names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, _ = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     table = outdir.read_reports(out, LABS)
     entries = leaderboard.gradescope_entries(table, names)
     assert set(entries) == {("alice", LABS[0]), ("carol", LABS[0]), ("dave", LABS[0]), ("alice", LABS[1]),

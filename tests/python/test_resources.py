@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, recording_row, write_recording
 from stencil_grader.classes import backend, gpupool, grades, plan, resources
 from stencil_grader.instructor import records
 
@@ -34,22 +34,11 @@ def test_summarize_takes_medians_and_peaks_and_leaves_out_what_was_not_measured(
     assert by_id["01/build"]["n"] == 1
 
 
-def write(path, rows, device="NVIDIA H100 80GB HBM3", grader=80.0):
-    path.write_text(json.dumps({"record": "class", "format": 1, "provisional": False, "source": "test",
-                                "date": "2026-01-01", "device": {"name": device}, "grader_peak_rss_mib": grader,
-                                "rows": rows}))
-    return path
-
-
-def row(lab, stage, wall, cpu, rss, n=5):
-    return {"id": f"{lab[:2]}/{stage}", "lab": lab, "stage": stage, "n": n, "wall_s_median": wall,
-            "wall_s_max": 2 * wall, "cpu_s_median": cpu, "peak_rss_mib_max": rss}
-
-
 def test_requests_from_recordings(tmp_path, fake_kit):
     spec = plan.select_labs([FAKE_LAB], fake_kit.root)[0]
-    h100 = write(tmp_path / "h100.json", [row(FAKE_LAB, "build", 20, 18, 900), row(FAKE_LAB, "gpu", 2, 6, 2000)])
-    h200 = write(tmp_path / "h200.json", [row(FAKE_LAB, "gpu", 3, 3, 1500)], device="NVIDIA H200", grader=100)
+    h100 = write_recording(tmp_path / "h100.json", [recording_row(FAKE_LAB, "build", 20, 18, 900),
+                                                   recording_row(FAKE_LAB, "gpu", 2, 6, 2000)], "NVIDIA H100 80GB HBM3")
+    h200 = write_recording(tmp_path / "h200.json", [recording_row(FAKE_LAB, "gpu", 3, 3, 1500)], "NVIDIA H200", 100)
     rec = resources.load([h100, h200])
     # the largest of each figure over the recordings: the cluster may hold either GPU
     assert rec.figures[FAKE_LAB, "gpu"] == {"n": 5, "wall_s_median": 3, "wall_s_max": 6, "cpu_s_median": 6,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, write_script
+from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, recording_row, write_recording, write_script
 from stencil_grader import cli
 from stencil_grader.base.gpus import Gpu
 from stencil_grader.classes import batch, outdir, plan, tasks
@@ -166,18 +166,6 @@ def run_script(run_dir, stage, index=None, job="101", wait=True, **popen):
         out = proc.communicate(timeout=300)[0]
         return proc.returncode, out
     return proc
-
-
-def write_recording(path: Path, labs, wall_s=2.0, cpu_s=1.0, peak_mib=300.0, grader_mib=80.0, device="Fake GPU 80GB"):
-    """A class recording (classes/resources.py, instructor/records.py kind "class") with the same figures
-    for the build and GPU stages of each lab."""
-    rows = [{"id": f"{lab[:2]}/{stage}", "lab": lab, "stage": stage, "n": 5, "wall_s_median": wall_s,
-             "wall_s_max": 2 * wall_s, "cpu_s_median": cpu_s, "peak_rss_mib_max": peak_mib}
-            for lab in labs for stage in ("build", "gpu")]
-    path.write_text(json.dumps({"record": "class", "format": 1, "provisional": False, "source": "test",
-                                "date": "2026-01-01", "device": {"name": device}, "rows": rows,
-                                "grader_peak_rss_mib": grader_mib}))
-    return path
 
 
 def wait_for(predicate, timeout_s, what):
@@ -525,8 +513,8 @@ def test_the_scripts_ask_for_what_the_recording_measured(klass, fake_kit, tmp_pa
     out = tmp_path / "out"
     setup = tmp_path / "setup.sh"
     setup.write_text("module load cuda/12.4\nsource /opt/venvs/stencil/bin/activate\n")
-    recording = write_recording(tmp_path / "class.json", [FAKE_LAB], wall_s=40.0, cpu_s=120.0, peak_mib=3000.0,
-                                grader_mib=100.0)
+    recording = write_recording(tmp_path / "class.json", [recording_row(FAKE_LAB, stage, 40.0, 120.0, 3000.0)
+                                                                for stage in ("build", "gpu")], grader=100.0)
     status, stdout, _ = slurm(klass, "--out", out, "--arch", "90", "--recording", recording, "--per-task", "2",
                               "--max-running", "5", "--setup", setup, "--requeue", "--cpu-partition", "gpu",
                               "--dry-run", capsys=capsys)
@@ -626,7 +614,8 @@ def test_real_slurm_job_graph_no_gpu_cancel_and_resume(cluster, fake_kit, klass,
         monkeypatch.setenv(key, value)
     out = tmp_path / "out"
     # what the labs' stages use, as a GPU machine recorded it: requests this node can meet
-    recording = write_recording(tmp_path / "class.json", [FAKE_LAB, real_lab])
+    recording = write_recording(tmp_path / "class.json", [recording_row(lab, stage) for lab in (FAKE_LAB, real_lab)
+                                                                for stage in ("build", "gpu")])
     options = ("--out", out, "--arch", "90", "--partition", minislurm.PARTITION, "--per-task", "1",
                "--max-running", "3", "--recording", recording)
     status, stdout, err = slurm(klass, *options, "--dry-run", capsys=capsys)

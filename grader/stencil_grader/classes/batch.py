@@ -2,8 +2,6 @@
 folder OUT/batch/run-N/ (RunDir; on a filesystem every node sees), what an engine module of engines/ must do
 (BatchEngine), and `grade.py <engine>` (submit: plan, check, then --dry-run or the jobs, which run tasks.py)."""
 
-from __future__ import annotations
-
 import argparse
 import math
 import re
@@ -95,7 +93,6 @@ def add_options(p: argparse.ArgumentParser) -> None:
 @dataclass
 class BatchOptions:
     """The options of add_options, checked; setup: the lines of --setup FILE."""
-
     arch: str | None
     per_task: int | None
     max_running: int | None
@@ -105,11 +102,10 @@ class BatchOptions:
     dry_run: bool
 
     @classmethod
-    def checked(cls, arch: str | None = None, per_task: int | None = None, max_running: int | None = None,
-                time_per_lab: float | None = None, recording: list[Path] | None = None, setup: Path | None = None,
-                dry_run: bool = False) -> "BatchOptions":
+    def checked(cls, args: argparse.Namespace) -> "BatchOptions":
         """ClassError naming an option out of range, or a --setup FILE unreadable, not UTF-8 or over SETUP_MAX_BYTES."""
-        for name, value in (("per-task", per_task), ("max-running", max_running)):
+        arch, setup, per_task, time_per_lab = args.arch, args.setup, args.per_task, args.time_per_lab
+        for name, value in (("per-task", per_task), ("max-running", args.max_running)):
             if value is not None and value < 1:
                 raise ClassError(f"--{name} must be at least 1")
         if time_per_lab is not None and time_per_lab <= 0:
@@ -127,14 +123,13 @@ class BatchOptions:
                              "'module load cuda/12.4'") from None
         except UnicodeDecodeError:
             raise ClassError(f"--setup {setup} is not UTF-8 text") from None
-        return cls(arch.replace(",", " ").strip() if arch else None, per_task, max_running, time_per_lab, recording,
-                   lines, dry_run)
+        return cls(arch.replace(",", " ").strip() if arch else None, per_task, args.max_running, time_per_lab,
+                   args.recording, lines, args.dry_run)
 
 
 @dataclass
 class Shape:
     """What an engine needs to write a run's jobs (class_name: the submissions folder's)."""
-
     path: Path
     class_name: str
     tasks: int
@@ -145,10 +140,9 @@ class Shape:
 
 
 def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str | None) -> list[str]:
-    """The lines that end a job script: the setup lines, the node's python3 (found after them) and its version checked
-    (PYTHON_MIN: an older one fails in one line, not in a SyntaxError), then `exec python3 grade.py class-task STAGE
-    RUN --task TASK --job JOB`.  task_expr, job_expr: the engine's shell words for its array index and job id, written
-    in double quotes; the other words are quoted (shlex): only the kit's and OUT's paths, never a student's name."""
+    """The lines that end a job script: --setup's, the node's python3 checked against PYTHON_MIN, then `exec python3
+    grade.py class-task STAGE RUN --task TASK --job JOB`; task_expr, job_expr: the engine's shell words for its array
+    index and job id (double-quoted); every other word shlex-quoted, and never a student's name."""
     lines = [f"# the lines of --setup (a copy: {shape.path / SETUP_FILE})"] + shape.setup if shape.setup else []
     need, fix = ".".join(map(str, PYTHON_MIN)), "add a module load or a virtual environment to --setup"
     lines += [f'PYTHON=$(command -v python3) || {{ echo "no python3 on $(hostname): {fix}" >&2; exit 2; }}',
@@ -161,23 +155,14 @@ def task_command(shape: Shape, stage: str, task_expr: str | None, job_expr: str 
 
 
 class BatchEngine:
-    """A batch system: one module of classes/engines/ defines one subclass, and nothing else changes (engines/ finds
-    it, commands.py makes it `grade.py <name>`).  name: the command and the run's "engine"; log_pattern: its
-    tasks' output in the run folder; max_tasks: the most tasks of one array (None: any); gpu_locks: "engine" when it
-    gives each gpu task its own GPU, "node" when the tasks of a node share its GPUs under locks (tasks.py); notes: for
-    the summary.  A subclass defines scripts, commands and submit_jobs; the other methods have defaults:
-
-        add_options(parser)  its own options, each with a default: keywords of its __init__
-        check()              ClassError for what makes it unusable here, before anything is written
-        validate(shape)      --dry-run: lines saying what was checked here and what not (ClassError when wrong)
-        still_queued(jobs)   which of an earlier run's job ids it still has queued or running
-        scripts(shape)       {file name: text} of the job scripts, written into the run folder
-        commands(shape)      the shell lines that would submit them (--dry-run)
-        submit_jobs(shape)   submit them: the build array; the GPU array, task i after build task i (or after the
-                             whole array); the merge after every GPU task, whatever their end; {stage: job id};
-                             ClassError when one is refused, after cancelling those submitted
-        follow               a command that follows the jobs ({jobs}: their ids, comma-separated), or ""
-    """
+    """A batch system: one module of engines/ defines one subclass, made `grade.py <name>` by commands.py.  Class
+    attributes: name, summary, log_pattern (its tasks' output in the run folder), max_tasks (of one array; None: any),
+    gpu_locks ("engine": it gives each gpu task its own GPU; "node": a node's tasks share its GPUs under locks),
+    follow (a command following {jobs}, or "").  A subclass defines scripts(shape) ({file name: text}),
+    commands(shape) (the shell lines that would submit them) and submit_jobs(shape) (build array, GPU array after
+    it, merge after every GPU task whatever their end: {stage: job id}; ClassError after cancelling what it
+    submitted); it may override add_options(parser) (its own options: its __init__'s keywords), check() (ClassError
+    when unusable here), validate(shape) (--dry-run's lines) and still_queued(jobs)."""
 
     name, summary, log_pattern = "batch", "a batch system", "logs/{stage}-{job}_{task}.out"
     max_tasks, gpu_locks, follow = None, "engine", ""

@@ -1,20 +1,10 @@
-"""How a class moved between two gradings: who improved, who regressed, whose verdict changed.
+"""How a class moved between two gradings, per (student, lab) (grader/README.md, section 9): "improved" or
+"regressed" when both are grades and the points moved by more than POINTS_EPSILON, "changed" when the verdict
+changed or a grade came or went (0 of "not_measured" to a grade is "changed"), "new", "gone", else "same".
 
-    compare(before, after) -> [Change]        {student: {lab: entry}} twice (progress.entry's dicts)
-    lines(changes) -> [str]                   the counts, then one line per change
-    section(changes, ident, title, note) -> str   the same as an HTML section
-    diff_outs(out_a, out_b, lab_order) -> [Change]   `grade.py class-diff OUTA OUTB`: two output folders
-    class_section(out, labs) -> str           class.html's "since each lab's previous grading",
-                                              from each lab's history (progress.py)
-
-A change is one (student, lab): "improved" or "regressed" when both gradings are grades and the
-points moved (by more than POINTS_EPSILON), "changed" when the verdict changed with the same points
-or a grade came or went, "new" or "gone" when only one side has the lab, else "same".  A verdict
-that is no grade (not_measured, grader_error, missing, ...) has no points to compare: 0 from
-"not_measured" to a grade is "changed", never "improved".
-"""
-
-from __future__ import annotations
+    compare(before, after) -> [Change]        {student: {lab: progress.entry}} twice
+    diff_outs(out_a, out_b, lab_order)         `grade.py class-diff OUTA OUTB`
+    class_section(out, labs) -> str           class.html's section, from each lab's history"""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +25,6 @@ Entries = dict[str, dict[str, dict]]
 @dataclass
 class Change:
     """One (student, lab) between two gradings: the entries before and after (None: not there)."""
-
     student: str
     lab: str
     before: dict | None
@@ -60,17 +49,10 @@ def kind_of(before: dict | None, after: dict | None) -> str:
 
 def compare(before: Entries, after: Entries) -> list[Change]:
     """Every (student, lab) of either side, students sorted, labs in the order first seen."""
-    labs: list[str] = []
-    for side in (before, after):
-        for found in side.values():
-            labs += [lab for lab in found if lab not in labs]
-    changes = []
-    for student in sorted(set(before) | set(after)):
-        for lab in labs:
-            b, a = before.get(student, {}).get(lab), after.get(student, {}).get(lab)
-            if b is not None or a is not None:
-                changes.append(Change(student, lab, b, a, kind_of(b, a)))
-    return changes
+    labs = list(dict.fromkeys(lab for side in (before, after) for found in side.values() for lab in found))
+    return [Change(student, lab, b, a, kind_of(b, a)) for student in sorted(set(before) | set(after)) for lab in labs
+            for b, a in [(before.get(student, {}).get(lab), after.get(student, {}).get(lab))]
+            if b is not None or a is not None]
 
 
 def describe(entry: dict | None) -> str:
@@ -90,8 +72,7 @@ def counts(changes: list[Change]) -> str:
 
 
 def lines(changes: list[Change]) -> list[str]:
-    """The counts of each kind, then `student/lab: before -> after (kind)` for each change that
-    is not "same" (names as printed: submissions.shown)."""
+    """The counts of each kind, then `student/lab: before -> after (kind)` of each change but "same" (shown names)."""
     out = [counts(changes)]
     out += [f"  {shown(c.student)}/{c.lab}: {describe(c.before)} -> {describe(c.after)} ({c.kind})"
             for c in changes if c.kind != "same"]
@@ -114,17 +95,14 @@ def _entries(out: Path, labs: list[str]) -> Entries:
 
 
 def labs_in(out: Path, lab_order: list[str]) -> list[str]:
-    """The labs OUT holds reports of: those of lab_order first, in its order, then any other
-    (a lab of another kit version), sorted."""
+    """The labs OUT holds reports of: lab_order's first, in its order, then others (another kit's), sorted."""
     found = {p.name[:-len(".json")] for p in outdir.students_dir(out).glob("*/*.json")
              if not p.name.endswith(outdir.ATTEMPT + ".json")}
     return [lab for lab in lab_order if lab in found] + sorted(found - set(lab_order))
 
 
 def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
-    """The changes from the reports in OUT_A to those in OUT_B (two class gradings' output
-    folders, e.g. a copy of OUT kept before grading again), over every lab either holds (labs_in).
-    ClassError when one is no class grading's folder (no class.json, no students/)."""
+    """The changes from OUT_A's reports to OUT_B's (labs_in of either); ClassError: a folder no grading wrote."""
     for out in (out_a, out_b):
         if not (Path(out) / outdir.MANIFEST).is_file() and not outdir.students_dir(out).is_dir():
             raise ClassError(f"{out} is no class grading's output folder (no {outdir.MANIFEST}, no "
@@ -135,13 +113,11 @@ def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
 
 
 def class_section(out: Path, labs: list[str]) -> str:
-    """class.html's section on each (student, lab) graded more than once in OUT: its last grading
-    against the one before (its history); "" when none was."""
+    """class.html's section on each (student, lab) graded more than once: its last grading against the one before."""
     before: Entries = {}
     after: Entries = {}
     folder = outdir.students_dir(out)
-    students = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-    for student in students:
+    for student in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
         for lab in labs:
             history = progress.read(outdir.history_path(out, student, lab))
             if len(history) >= 2:

@@ -1,26 +1,8 @@
-"""The last step of a class grading: the class files, rebuilt from every report in OUT whichever run
-wrote it (grader/README.md, section 9, "The class files" and "The gradebooks").
+"""The class files, rebuilt from every report in OUT whichever run wrote it (grader/README.md, section 9, "The class
+files" and "The gradebooks"): class_files reads the class table once and writes class.csv, gradings.csv,
+gradescope/, gradebook/, class.html and summary.txt, each a function of it, and returns the summary for the
+console.  Every name a student controls goes into a CSV cell through sheet_cell."""
 
-    class_files(out, lab_order, ...) -> ClassResult
-
-reads the class table once (classtable.load) and writes what each writer makes of it:
-
-    class.csv       class_csv        a row per student, a cell per lab, the total
-    gradings.csv    gradings_csv     a row per report: verdict, points, GPU, host, stage seconds
-    gradescope/     gradescope_files Gradescope's results.json per lab and student
-    gradebook/      site_gradebooks  each course site's files (importers/<site>.py gradebook())
-    class.html      classhtml.py, when present
-    summary.txt     summarize        what OUT holds, what this run did, every failure and every
-                                     lab without a grade, with its one-line reason
-
-and returns the summary for the console, which therefore agrees with the files.  A name a
-spreadsheet would take for a formula is written after a "'" in every CSV file (sheet_cell).
-"""
-
-from __future__ import annotations
-
-import csv
-import io
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,12 +25,6 @@ GRADINGS_COLUMNS = ("student", "lab", "verdict", "points", "max_points", "gpu_in
                     "bench_s", "total_s", "message")
 
 
-def _csv(rows) -> str:
-    text = io.StringIO()
-    csv.writer(text).writerows(rows)        # RFC 4180: CRLF, and a name holding CR or LF quoted
-    return text.getvalue()
-
-
 def class_csv(t: ClassTable) -> str:
     """class.csv: a row per student of OUT, a cell per lab (class_cell), the total (grades.total)."""
     rows = [["student"] + t.labs + ["total"]]
@@ -56,13 +32,11 @@ def class_csv(t: ClassTable) -> str:
         sum_ = grades.total(list(found.values()))
         rows.append([sheet_cell(student)] + [class_cell(found.get(lab)) for lab in t.labs]
                     + ["" if sum_ is None else f"{sum_:.2f}"])
-    return _csv(rows)
+    return common.csv_text(rows)
 
 
 def gradings_csv(t: ClassTable) -> str:
-    """gradings.csv, one row per report (GRADINGS_COLUMNS): its points (empty when no grade), which
-    GPU (nvidia-smi index on its host, UUID, name) and host graded it, by which back end, and the
-    seconds of each stage (report["seconds"])."""
+    """gradings.csv, a row per report (GRADINGS_COLUMNS): points (empty: no grade), GPU, host, back end, seconds."""
     rows = [GRADINGS_COLUMNS]
     for student, found in t.reports.items():
         for lab, data in found.items():
@@ -75,31 +49,24 @@ def gradings_csv(t: ClassTable) -> str:
                         + ["" if secs.get(k) is None else f"{secs[k]:.2f}"
                            for k in ("build", "static", "gpu_wait", "cases", "bench", "total")]
                         + [sheet_cell(grades.reason(data)[:REASON_WIDTH])])
-    return _csv(rows)
+    return common.csv_text(rows)
 
 
 def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
-    """{(lab, student): results.json's data, or None: remove it} for one Gradescope assignment per
-    lab.  What is no grade leaves the file as it was (one written before, from a grade, stays); a
-    "missing" lab has none unless missing_as_zero counts it (never a bonus lab nor a near miss)."""
+    """{(lab, student): results.json's data, or None: remove it}; no grade leaves its file as it was (module docs)."""
     files = {}
     for student, labs in t.reports.items():
         for lab, report in labs.items():
-            bonus = t.bonus(lab)
-            if report.get("verdict") in score.NOT_GRADED:
-                continue
-            if report.get("verdict") == MISSING and (bonus or not t.missing_as_zero or grades.is_near_miss(report)):
-                files[(lab, student)] = None
-                continue
-            files[(lab, student)] = gradescope.results(dict(report, bonus=bonus),
-                                                       (t.leaderboard or {}).get((student, lab)))
+            bonus, verdict = t.bonus(lab), report.get("verdict")
+            if verdict not in score.NOT_GRADED:
+                files[(lab, student)] = None if verdict == MISSING and (
+                    bonus or not t.missing_as_zero or grades.is_near_miss(report)) else gradescope.results(
+                    dict(report, bonus=bonus), (t.leaderboard or {}).get((student, lab)))
     return files
 
 
 def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
-    """({file name under OUT/gradebook/: text}, notes) of each course site whose students the
-    roster has (importers/<site>.py gradebook()); present: the (lab, student) Gradescope files
-    OUT holds.  Only the labs OUT holds reports of; a group member gets the group's grading."""
+    """({file under OUT/gradebook/: text}, notes) per course site; present: (lab, student) of OUT's Gradescope files."""
     roster: Roster | None = t.roster
     if roster is None:
         return {}, [t.roster_note] if t.roster_note else []
@@ -147,7 +114,6 @@ def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[
 @dataclass
 class Grading:
     """One (student, lab) as a summary sees it: its verdict, points and one-line reason."""
-
     student: str
     lab: str
     verdict: str
@@ -167,11 +133,7 @@ class Grading:
 
 @dataclass
 class ClassResult:
-    """What a class grading did and what OUT holds now: this run's gradings (in the plan's
-    order), the summary lines (also in OUT/summary.txt), the lines that must be shouted
-    (stderr, and at the end of summary.txt), and grade.py's exit status: 0 when every
-    report in OUT is a grade or "missing" and this run measured what it graded, else 1."""
-
+    """This run's gradings, the summary (OUT/summary.txt), the alarm (stderr), the exit status (0: all measured)."""
     gradings: list[Grading]
     summary: list[str]
     alarm: list[str]
@@ -188,15 +150,6 @@ def _listed(gradings: list[Grading], verdict: bool = True) -> list[str]:
             + shown(g.message[:REASON_WIDTH]) for g in gradings]
 
 
-def mixed_models(t: ClassTable) -> dict[str, int]:
-    """GPU name -> graded labs, over every report in OUT, when more than one model graded."""
-    names = Counter((gpu_of(d) or {}).get("name") for found in t.reports.values() for d in found.values()
-                    if grades.is_grade(d))
-    names.pop(None, None)
-    names.pop("", None)
-    return dict(names) if len(names) > 1 else {}
-
-
 def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) -> ClassResult:
     """The class summary: what OUT holds (what is no grade, loudly), what this run did."""
     out = t.out
@@ -209,44 +162,37 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
              f"class table: {out / 'class.csv'}; per grading (GPU, host, seconds): {out / 'gradings.csv'}"]
     lines += [shown(n) for n in notes]
     failed = [g for g in everything if g.graded and g.verdict not in (MISSING,) + NOT_FAILURES]
-    if failed:
-        lines.append(f"{len(failed)} lab(s) failed, with the reason:")
-        lines += _listed(failed)
     near = [g for g in everything if g.verdict == MISSING and g.message.startswith(grades.NEAR_MISS)]
     missing = [g for g in everything if g.verdict == MISSING and g not in near]
-    if near:
-        lines.append(f"{len(near)} lab(s) submitted under another name (a near miss), shown as '{NEAR_MISS_CELL}' in "
-                     "class.csv and never counted as 0 (grade.py import --accept takes the file, or put it in "
-                     "place as kernel.cu):")
-        lines += _listed(near, verdict=False)
-    if missing:
-        counted = ("counted as 0 in the gradebook files, but for a bonus lab (--missing-as-zero)" if t.missing_as_zero
-                   else "left out of the gradebook files (--missing-as-zero counts them as 0)")
-        lines.append(f"{len(missing)} lab(s) never submitted, shown as 'missing' in class.csv and {counted}:")
-        lines += _listed(missing, verdict=False)
     errors = [g for g in everything if g.verdict == GRADER_ERROR]
-    if errors:
-        lines.append(f"{len(errors)} grading(s) failed to produce a report (verdict {GRADER_ERROR}; grade again "
-                     "to complete them):")
-        lines += _listed(errors, verdict=False)
     ungraded = [g for g in everything if not g.graded and g.verdict != GRADER_ERROR]
-    if ungraded:
-        lines.append(f"{len(ungraded)} lab(s) not measured ({', '.join(sorted({g.verdict for g in ungraded}))}): "
-                     "no grade, shown as such in class.csv:")
-        lines += _listed(ungraded)
-    stood = [s for s in saved if s.kept]
-    if stood:
-        lines.append(f"{len(stood)} grading(s) of this run measured nothing, and the earlier grade stays (what "
-                     f"this run got is in students/<student>/<lab>{outdir.ATTEMPT}.json):")
-        lines += _listed([Grading.of(s.student, s.report) for s in stood])
+    stood = [Grading.of(s.student, s.report) for s in saved if s.kept]
+    not_measured = ", ".join(sorted({g.verdict for g in ungraded}))
+    counted = ("counted as 0 in the gradebook files, but for a bonus lab (--missing-as-zero)" if t.missing_as_zero
+               else "left out of the gradebook files (--missing-as-zero counts them as 0)")
+    for group, head, verdict in (
+            (failed, "lab(s) failed, with the reason:", True),
+            (near, f"lab(s) submitted under another name (a near miss), shown as '{NEAR_MISS_CELL}' in class.csv and "
+                   "never counted as 0 (grade.py import --accept takes the file, or put it in place as kernel.cu):",
+             False),
+            (missing, f"lab(s) never submitted, shown as 'missing' in class.csv and {counted}:", False),
+            (errors, f"grading(s) failed to produce a report (verdict {GRADER_ERROR}; grade again to complete them):",
+             False),
+            (ungraded, f"lab(s) not measured ({not_measured}): no grade, shown as such in class.csv:", True),
+            (stood, "grading(s) of this run measured nothing, and the earlier grade stays (what this run got is in "
+                    f"students/<student>/<lab>{outdir.ATTEMPT}.json):", True)):
+        if group:
+            lines += [f"{len(group)} {head}"] + _listed(group, verdict)
     alarm = []
     if ungraded:
         alarm += [f"NOTHING WAS MEASURED for {len(ungraded)} of {len(everything)} lab(s) in {out} "
-                  f"({', '.join(sorted({g.verdict for g in ungraded}))}): no GPU, or a broken machine.",
+                  f"({not_measured}): no GPU, or a broken machine.",
                   "Their 0 points are NOT grades: class.csv shows the verdict instead of points, and no "
                   "gradebook file holds a number for them.",
                   "Grade again on a machine with a GPU (the reports say what was missing)."]
-    if models := mixed_models(t):
+    models = Counter(name for found in t.reports.values() for d in found.values() if grades.is_grade(d)
+                     and (name := (gpu_of(d) or {}).get("name")))
+    if len(models) > 1:
         alarm.append("WARNING: this class was graded on GPUs of different models: "
                      + ", ".join(f"{name} ({n} lab(s))" for name, n in sorted(models.items()))
                      + ". Scores compare within one model (copy bandwidth is measured in each run, but "
@@ -268,12 +214,9 @@ def write_class_html(out: Path, table: dict[str, dict[str, dict]], lab_order: li
 def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, notes: list[str] | None = None,
                 saved: list[Saved] | None = None, kept: int = 0, lab_facts: dict[str, dict] | None = None,
                 roster: Roster | None = None) -> ClassResult:
-    """Write every class file from every report in OUT (module docstring) and return the summary.
-
-    lab_order: every lab of the kit, in order; notes: lines for the summary (what was skipped in
-    the submissions, the back end's notes); saved: what this run graded (resume.save's answers,
-    in the plan's order); kept: how many labs the plan kept (final already); lab_facts:
-    plan.lab_facts; roster: the class roster, when the plan has read it."""
+    """Write every class file from every report in OUT and return the summary.  lab_order: every lab of the kit;
+    notes: lines for the summary; saved: this run's resume.save answers; kept: labs the plan kept; lab_facts,
+    roster: the plan's (None: read here)."""
     out = Path(out)
     outdir.sweep_temporaries(out)
     t = load(out, lab_order, lab_facts, missing_as_zero, roster)

@@ -1,30 +1,9 @@
-"""The class pages of instructor mode: OUT/class.html, and a page per student and lab.
+"""The class pages (grader/README.md, section 9): OUT/class.html (every student's row, per lab the verdict counts,
+histograms of the grades' points and ratios, the outliers; the similarity column, the labs that moved, the
+leaderboards), OUT/students/<student>/<lab>.html (report.student_view, with its history) and index.html, through
+the Jinja2 templates (pages.py).  Only grades count in the statistics (grades.is_grade).
 
-    write_class_html(out, lab_order, table=None) -> Path
-
-from every report of OUT (outdir.read_reports, or the table merge.py read) writes, through the
-Jinja2 templates (pages.py):
-
-    OUT/class.html                     (class.html) a banner when some lab was not measured; each
-                                       student's row, each cell the lab's verdict and why, and its
-                                       points when it is a grade, linked to that student's page of
-                                       that lab; per lab: verdict counts, histograms of the graded
-                                       labs' points and bandwidth ratios, the outliers
-    OUT/students/<student>/<lab>.html  the lab's report page (grading/html.py) as the student may
-                                       see it (report.student_view), with the lab's history
-    OUT/students/<student>/index.html  (student.html) the student's labs, linked
-
-and, none changing a grade: the similarity column (similarity.column), the labs that moved since
-their previous grading (classdiff.py), the leaderboard of who opted in (leaderboard.py).
-
-Only grades count in the statistics (grades.is_grade): a "missing" or "not_measured" lab is no 0 in
-a median or a histogram, its cell shows its verdict, and the student's total is blank, as in
-class.csv (grades.total).  Outliers: a measured ratio outside Tukey's fences of its lab (Q1 - 1.5
-IQR, Q3 + 1.5 IQR over at least 4 measured ratios), and every grader_error, crash, timeout and
-forbidden verdict.  Ratios: effective bandwidth / copy bandwidth.
-"""
-
-from __future__ import annotations
+    write_class_html(out, lab_order, table=None) -> Path"""
 
 import math
 import statistics
@@ -33,7 +12,7 @@ from pathlib import Path
 from ..grading import html as lab_html, progress
 from ..grading.report import student_view
 from ..grading.score import NOT_GRADED
-from . import classdiff, grades, leaderboard, outdir, pages, similarity
+from . import classdiff, classtable, grades, leaderboard, outdir, pages, similarity
 from .submissions import ROSTER
 
 #: Points are binned in tenths of a lab's maximum.
@@ -48,12 +27,6 @@ CELL_REASON = 120
 Table = dict[str, dict[str, dict]]
 
 
-def quartiles(values: list[float]) -> tuple[float, float, float]:
-    """(Q1, median, Q3) by statistics.quantiles' 'inclusive' method (values sorted or not)."""
-    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, q2, q3
-
-
 def _ratio(report: dict) -> float | None:
     perf = report.get("performance")
     ratio = perf.get("ratio") if isinstance(perf, dict) else None
@@ -61,11 +34,11 @@ def _ratio(report: dict) -> float | None:
 
 
 def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
-    """(student, why) for the lab's outliers (module docstring), sorted by student."""
+    """(student, why), sorted: a ratio outside Tukey's fences (Q1 - 1.5 IQR, Q3 + 1.5 IQR; 4 ratios up), LOOK_AT."""
     ratios = {s: _ratio(r[lab]) for s, r in reports.items() if lab in r and _ratio(r[lab]) is not None}
     found: dict[str, list[str]] = {}
     if len(ratios) >= 4:
-        q1, _, q3 = quartiles(list(ratios.values()))
+        q1, _, q3 = statistics.quantiles(ratios.values(), n=4, method="inclusive")
         lo, hi = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
         for s, x in ratios.items():
             if x < lo or x > hi:
@@ -77,9 +50,8 @@ def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
 
 
 def histogram(values: list[float], lo: float, hi: float, bins: int = BINS) -> dict:
-    """The bars of class.html's histogram macro: values counted in `bins` equal bins of [lo, hi]
-    (the last closed), each bar's x and height in the 320 x 150 chart (bars 116 px high at most),
-    with the median, min and max of the values."""
+    """class.html's histogram macro's bars: values in `bins` equal bins of [lo, hi] (the last closed), each bar's x
+    and height in the 320 x 150 chart, with the values' median, min and max."""
     counts = [0] * bins
     for v in values:
         if math.isfinite(v):
@@ -108,12 +80,8 @@ def _lab_section(lab: str, reports: Table) -> dict:
 
 
 def write_class_html(out: Path, lab_order: list[str], table: Table | None = None) -> Path:
-    """Write OUT/class.html and every student's pages (module docstring); returns class.html's path.
-
-    lab_order: the labs, in the order of the columns.  table: {student: {lab: report}} as
-    outdir.read_reports gives it (None: read it here).  Reports of other labs are left out.
-    Raises OSError when OUT cannot be read or written, ClassError without Jinja2.
-    """
+    """Write OUT/class.html and every student's pages; returns class.html's path.  table: {student: {lab: report}}
+    (None: outdir.read_reports); labs not in lab_order left out.  OSError, or ClassError without Jinja2."""
     out = Path(out)
     reports = outdir.read_reports(out, lab_order) if table is None else table
     pages.environment()                   # without Jinja2, no page at all
@@ -126,7 +94,7 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
         pages.write(folder / "index.html", "student.html", title=f"{student}: lab reports", student=student,
                     labs=[(lab, labs[lab]) for lab in lab_order if lab in labs])
     every = [r for labs in reports.values() for r in labs.values()]
-    names, notes = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, notes = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     return pages.write(
         out / "class.html", "class.html", title="Class report", labs=lab_order, reports=reports, count=len(every),
         graded=sum(map(grades.is_grade, every)), ungraded=[r for r in every if r.get("verdict") in NOT_GRADED],

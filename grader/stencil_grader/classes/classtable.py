@@ -1,14 +1,11 @@
-"""The class table: every report in OUT, the class roster and the labs' facts, each read once; the
-class files (classfiles.py) are each a function of it.  What a cell of a class file shows is here
-too: the points of a grade, else the verdict (class.csv), or a blank (the gradebooks: what is no
-grade is never a number; "missing" is 0 only with missing_as_zero, never for a near miss nor a
-bonus lab)."""
-
-from __future__ import annotations
+"""The class table: every report in OUT, the class roster and the labs' facts, each read once; every class file
+(classfiles.py) is a function of it.  A cell shows the points of a grade, else the verdict (class.csv) or a blank
+(gradebooks: "missing" is 0 only with missing_as_zero, never for a near miss nor a bonus lab)."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..grading import progress
 from . import grades, leaderboard, outdir
 from .importers.roster import Roster, RosterError
 from .submissions import ROSTER
@@ -20,12 +17,9 @@ NEAR_MISS_CELL = "near miss"
 
 @dataclass
 class ClassTable:
-    """reports: {student folder: {lab: report}} of OUT (outdir.read_reports: students sorted, labs
-    in the kit's order); facts: {lab: {"title", "points", "bonus"}}; roster: CLASS/roster.csv
-    (None: roster_note says why, "" when OUT names no class); leaderboard: {(student, lab):
-    Gradescope's leaderboard entries} of who opted in, None when nobody did; gradescope: the
-    (lab, student) whose Gradescope file OUT held when the table was read."""
-
+    """reports: {student: {lab: report}} (outdir.read_reports); facts: {lab: {"title", "points", "bonus"}}; roster
+    (None: roster_note says why); leaderboard: {(student, lab): Gradescope entries}, None when nobody opted in;
+    gradescope: the (lab, student) whose Gradescope file OUT held when read."""
     out: Path
     lab_order: list[str]
     reports: Reports
@@ -72,14 +66,13 @@ def _facts(reports: Reports) -> dict[str, dict]:
 
 def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = None, missing_as_zero: bool = False,
          roster: Roster | None = None) -> ClassTable:
-    """The table of OUT.  lab_facts: plan.lab_facts (None: from the reports); roster: the class
-    roster when the caller has read it (the plan), else read here (class_roster)."""
+    """The table of OUT; lab_facts: plan.lab_facts (None: from the reports); roster: the plan's (None: read here)."""
     out = Path(out)
     reports = outdir.read_reports(out, lab_order)
     note = ""
     if roster is None:
         roster, note = class_roster(out)
-    names, _ = leaderboard.pseudonyms(leaderboard.roster_of(out))
+    names, _ = leaderboard.pseudonyms(roster)
     entries = leaderboard.gradescope_entries(reports, names) if names else None
     before = {(lab, s) for lab in lab_order for s in reports if outdir.gradescope_path(out, lab, s).is_file()}
     return ClassTable(out, list(lab_order), reports, lab_facts or _facts(reports), roster, note, missing_as_zero,
@@ -87,8 +80,7 @@ def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = No
 
 
 def class_cell(report: dict | None) -> str:
-    """A class.csv cell: the points of a grade, the verdict of anything else ("near miss" for a
-    missing lab submitted under another name), "" for no report."""
+    """A class.csv cell: the points of a grade, else the verdict (NEAR_MISS_CELL for a near miss); "" for no report."""
     if report is None:
         return ""
     if grades.is_near_miss(report):
@@ -97,25 +89,17 @@ def class_cell(report: dict | None) -> str:
 
 
 def book_cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -> str:
-    """A gradebook cell: the points of a grade ("%.2f"), "0" for a missing required lab with
-    missing_as_zero (not a near miss), else "" (what is no grade is never 0)."""
-    if report is None:
-        return ""
-    if grades.is_grade(report):
+    """A gradebook cell: the points of a grade, "0" for a missing required lab with missing_as_zero, else ""."""
+    if report is not None and grades.is_grade(report):
         return f"{float(report.get('points') or 0.0):.2f}"
-    if report.get("verdict") == grades.MISSING and missing_as_zero and not bonus and not grades.is_near_miss(report):
-        return "0"
-    return ""
+    return "0" if (report or {}).get("verdict") == grades.MISSING and missing_as_zero and not bonus \
+        and not grades.is_near_miss(report) else ""
 
 
 def gpu_of(data: dict) -> dict | None:
-    """The GPU a report's GPU stages ran on: {"index", "uuid", "name", "host"} (index and uuid
-    from the pool that handed it out, when one did), or None when no GPU ran them."""
-    section = data.get("gpu") or {}
-    assigned = section.get("assigned") or {}
-    device = section.get("device") or {}
-    name = assigned.get("name") or device.get("name") or device.get("device")
+    """The GPU of a report's GPU stages: {"index", "uuid", "name", "host"} (the pool's), or None when none ran them."""
+    assigned, name = (data.get("gpu") or {}).get("assigned") or {}, progress.gpu_name(data)
     if not name and not assigned:
         return None
-    return {"index": assigned.get("index"), "uuid": assigned.get("uuid", ""), "name": name or "",
+    return {"index": assigned.get("index"), "uuid": assigned.get("uuid", ""), "name": name,
             "host": (data.get("class") or {}).get("host", "")}

@@ -1,10 +1,5 @@
-"""grade.py's commands for a class: `import` (a course site's export laid out as a class folder),
-`class` (this host's GPUs), one per batch engine (`slurm`, ...: engines/), `class-task`
-(what a batch job runs: one task of a run folder, or its merge), and around the grades:
-`similarity` (pairs of similar kernel.cu files), `gradescope-autograder` (the zip that serves a
-lab's grades on Gradescope) and `class-diff` (how a class moved between two gradings)."""
-
-from __future__ import annotations
+"""grade.py's commands for a class: `import`, `class` (this host's GPUs), one per batch engine (engines/), `class-task`
+(a batch job's task or merge), and around the grades `similarity`, `gradescope-autograder` and `class-diff`."""
 
 import argparse
 import sys
@@ -137,11 +132,8 @@ def print_result(result: classfiles.ClassResult) -> int:
 
 
 def cmd_import(args) -> int:
-    try:
-        return importers.import_export(args.site, args.export, args.lab, args.into, force=args.force,
-                                       say=_progress, groups=args.groups, accept=args.accept).exit_status
-    except ClassError as err:
-        raise UsageError(str(err)) from None
+    return importers.import_export(args.site, args.export, args.lab, args.into, force=args.force, say=_progress,
+                                   groups=args.groups, accept=args.accept).exit_status
 
 
 def cmd_class(args) -> int:
@@ -149,84 +141,60 @@ def cmd_class(args) -> int:
         raise UsageError("--jobs must be at least 1")
     if args.against is not None and not args.similarity:
         raise UsageError("--against goes with --similarity (the files the class is compared with)")
-    try:
-        result = backend.grade_class(args.submissions, args.out, lab_list(args.labs), args.student, args.jobs,
-                                     progress=_progress, gpus=args.gpus, missing_as_zero=args.missing_as_zero,
-                                     regrade=args.regrade, similarity=args.similarity, against=args.against)
-    except ClassError as err:
-        raise UsageError(str(err)) from None
-    return print_result(result)
+    return print_result(backend.grade_class(
+        args.submissions, args.out, lab_list(args.labs), args.student, args.jobs, progress=_progress, gpus=args.gpus,
+        missing_as_zero=args.missing_as_zero, regrade=args.regrade, similarity=args.similarity, against=args.against))
 
 
 def own_options(engine: type[batch.BatchEngine]) -> list[str]:
-    """The names (argparse's dest) of an engine's own options (its add_options): the keywords its
-    __init__ takes."""
+    """The names (argparse's dest) of an engine's own options: the keywords its __init__ takes."""
     parser = argparse.ArgumentParser(add_help=False)
     engine.add_options(parser)
     return list(vars(parser.parse_args([])))
 
 
 def cmd_batch(args) -> int:
-    try:
-        options = batch.BatchOptions.checked(args.arch, args.per_task, args.max_running, args.time_per_lab,
-                                             args.recording, args.setup, args.dry_run)
-        engine = args.engine(options, _progress, **{name: getattr(args, name) for name in own_options(args.engine)})
-        return batch.submit(engine, args.submissions, args.out, lab_list(args.labs), args.student,
-                            args.missing_as_zero, args.regrade)
-    except ClassError as err:
-        raise UsageError(str(err)) from None
+    engine = args.engine(batch.BatchOptions.checked(args), _progress,
+                         **{name: getattr(args, name) for name in own_options(args.engine)})
+    return batch.submit(engine, args.submissions, args.out, lab_list(args.labs), args.student, args.missing_as_zero,
+                        args.regrade)
 
 
 def cmd_class_task(args) -> int:
     """One task; the merge exits 0 once it has merged (what was not measured is in its files)."""
-    try:
-        if args.stage == "merge":
-            print_result(tasks.merge(args.run_dir, args.job, say=_progress))
-            return 0
-        if args.task is None:
-            raise UsageError(f"a {args.stage} task needs --task I (its index in the array: the engine's job "
-                             "script hands it in)")
-        return tasks.run_task(args.run_dir, args.stage, args.task, args.job, say=_progress)
-    except ClassError as err:
-        raise UsageError(str(err)) from None
+    if args.stage == "merge":
+        print_result(tasks.merge(args.run_dir, args.job, say=_progress))
+        return 0
+    if args.task is None:
+        raise UsageError(f"a {args.stage} task needs --task I (its index in the array: the engine's job "
+                         "script hands it in)")
+    return tasks.run_task(args.run_dir, args.stage, args.task, args.job, say=_progress)
 
 
 def cmd_similarity(args) -> int:
     labs = [lab for item in args.lab or [] for lab in lab_list(item) or []] or None
-    try:
-        results = similarity.run(args.submissions, args.out, labs, args.against, args.threshold, say=_progress)
-        if not results:
-            raise ClassError(f"no selected lab of {args.submissions} holds a {submissions.SOURCE} to compare")
-        out, lab_order = args.out.resolve(), [s.lab for s in plan.select_labs(None)]
-        table = outdir.read_reports(out, lab_order)
-        if table:                       # the class grading's folder: its page shows the similarity column
-            print(f"class page: {classfiles.write_class_html(out, table, lab_order)}")
-    except ClassError as err:
-        raise UsageError(str(err)) from None
+    if not similarity.run(args.submissions, args.out, labs, args.against, args.threshold, say=_progress):
+        raise ClassError(f"no selected lab of {args.submissions} holds a {submissions.SOURCE} to compare")
+    out, lab_order = args.out.resolve(), [s.lab for s in plan.select_labs(None)]
+    if table := outdir.read_reports(out, lab_order):      # a class grading's folder: its page shows the column
+        print(f"class page: {classfiles.write_class_html(out, table, lab_order)}")
     return 0
 
 
 def cmd_gradescope_autograder(args) -> int:
     if args.lab not in [s.lab for s in plan.select_labs(None)]:
         raise UsageError(f"--lab {args.lab!r} is no lab of this kit: give one of labs/ (e.g. 01-naive-5pt)")
-    try:
-        built = gsautograder.build(args.out, args.lab, args.zip, args.force)
-    except ClassError as err:
-        raise UsageError(str(err)) from None
+    built = gsautograder.build(args.out, args.lab, args.zip, args.force)
     print(f"{built.path}: serves {built.served} student(s)' grade of {args.lab}")
     if built.without_grade:
         print(f"{len(built.without_grade)} Gradescope student(s) have no grade of {args.lab} to serve (their "
-              "submission will show 'autograder failed', never a 0): " + ", ".join(map(submissions.shown,
-                                                                                        built.without_grade)))
+              "submission will show 'autograder failed', never a 0): "
+              + ", ".join(map(submissions.shown, built.without_grade)))
     return 0
 
 
 def cmd_class_diff(args) -> int:
-    labs = [s.lab for s in plan.select_labs(None)]
-    try:
-        changes = classdiff.diff_outs(args.before, args.after, labs)
-    except ClassError as err:
-        raise UsageError(str(err)) from None
+    changes = classdiff.diff_outs(args.before, args.after, [s.lab for s in plan.select_labs(None)])
     print(f"from {args.before} to {args.after}: " + "\n".join(classdiff.lines(changes)))
     if args.html:
         body = classdiff.section(changes, "class-diff", "How the class moved",

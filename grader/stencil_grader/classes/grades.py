@@ -1,8 +1,5 @@
-"""What a report means for a class, from score.NOT_GRADED (grading/score.py): a report is a grade
-(is_grade) unless its verdict is "missing" or one of score.NOT_GRADED, whose 0 points mean
+"""What a report means for a class: a grade (is_grade) unless "missing" or one of score.NOT_GRADED, whose 0 points mean
 nothing; a "missing" report of something submitted under another name is a near miss, never 0."""
-
-from __future__ import annotations
 
 from ..base import labspec
 from ..grading import score
@@ -36,16 +33,14 @@ def reason(report: dict) -> str:
 
 
 def total(reports: list[dict]) -> float | None:
-    """The class total of one student's reports: their points ("missing" adds 0), or None when
-    one of them is no grade (then there is no total to upload)."""
+    """The class total of one student's reports ("missing" adds 0); None when one of them is no grade."""
     if any(r.get("verdict") in score.NOT_GRADED for r in reports):
         return None
     return round(sum(float(r.get("points") or 0.0) for r in reports if is_grade(r)), 2)
 
 
 def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str) -> dict:
-    """A report for a lab that no grading reported on ("missing", "grader_error"), or that was
-    refused before any ran (a kernel.cu over its size: "compile_error"); final when a grade."""
+    """A report no grading wrote ("missing", "grader_error"), or refused before any ran (compile_error)."""
     return {"lab": spec.lab, "title": spec.title, "bonus": spec.bonus, "student": student, "verdict": verdict,
             "points": 0.0, "max_points": spec.points.total, "full_points": False,
             "final": verdict not in score.NOT_GRADED + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}

@@ -1,16 +1,6 @@
-"""`grade.py gradescope-autograder`: the zip of a Gradescope autograder that serves one lab's grades
-(grader/README.md, section 9, "How the grades reach each site"): it grades nothing, and gives
-each submission the results.json of OUT/gradescope/<lab>/<student>/ only when that very
-submission was graded.
-
-    setup.sh, run_autograder    what Gradescope runs (once; per submission)
-    serve.py                    gsserve.py: finds the submitter, copies their file
-    index.json                  {"lab", "made_at", "kit", "by_email": {e-mail: entry}, "by_sid": {SID: entry}},
-                                entry: {"grade": "grades/<n>.json", "submission": the graded id}
-    grades/<n>.json             the students' results.json files (no name in the zip)
-"""
-
-from __future__ import annotations
+"""`grade.py gradescope-autograder`: the zip of a Gradescope autograder that serves one lab's grades (grader/README.md,
+section 9, "How the grades reach each site"): setup.sh, run_autograder, serve.py (gsserve.py), index.json ({"lab",
+"made_at", "kit", "by_email", "by_sid"}: {key: {"grade": "grades/<n>.json", "submission": id}}) and grades/<n>.json."""
 
 import io
 import json
@@ -44,8 +34,7 @@ class GradescopeZipError(ClassError):
 
 @dataclass
 class Built:
-    """What build() wrote: the zip, how many grade files it serves, and the students it cannot
-    serve (no grade of the lab, no submission id, or a grade of another kernel.cu than CLASS's)."""
+    """What build() wrote: the zip, the grades it serves, the students it cannot (no grade, id or same kernel.cu)."""
     path: Path
     served: int
     without_grade: list[str]
@@ -65,11 +54,8 @@ def _member(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: 
 
 
 def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) -> Built:
-    """Write the autograder zip of lab from the class grading in out (module docstring).
-
-    dest: the zip's path (default default_zip); an existing dest other than the default is
-    replaced only with force.  Raises GradescopeZipError: no class grading in out, no roster of
-    Gradescope students, nobody with a grade of lab, one e-mail or SID on two folders, dest taken."""
+    """Write the autograder zip of lab from OUT (dest: default_zip; another existing dest only with force).
+    GradescopeZipError: no class grading or Gradescope roster, no grade of lab, an e-mail or SID on two folders."""
     out = Path(out).resolve()
     if not (out / outdir.MANIFEST).is_file():
         raise GradescopeZipError(f"{out} holds no class grading ({outdir.MANIFEST} is missing): give the --out "
@@ -82,33 +68,26 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
     if dest is not None and target.exists() and not force:
         raise GradescopeZipError(f"{target} exists: give another --zip, or --force to replace it")
     table = outdir.read_reports(out, [lab])
-    by_email: dict[str, dict] = {}
-    by_sid: dict[str, dict] = {}
-    owner: dict[str, str] = {}
-    files: dict[Path, str] = {}
-    without: list[str] = []
+    by_email, by_sid, owner, files, without = {}, {}, {}, {}, []
     class_dir = Path((outdir.read_json(out / outdir.MANIFEST) or {}).get("submissions", ""))
     for folder, row in sorted(roster.rows.items()):
         graded_in = row.get(f"{lab} group") or folder
         if row.get("site") != SITE or is_group(row) or graded_in not in table:
             continue
-        keys = [(by_email, row.get("email", "").strip().lower()), (by_sid, row.get("site_id", ""))]
-        for kind, key in zip(("e-mail", "SID"), (k for _, k in keys)):
-            if key and kind + key in owner:
+        keys = {"e-mail": row.get("email", "").strip().lower(), "SID": row.get("site_id", "")}
+        for kind, key in keys.items():
+            if key and owner.setdefault(kind + key, folder) != folder:
                 raise GradescopeZipError(f"the {kind} {key!r} belongs to two student folders ({owner[kind + key]!r} "
                                          f"and {folder!r}) in {ROSTER}: merge them into one folder")
-            if key:
-                owner[kind + key] = folder
         source = outdir.gradescope_path(out, lab, graded_in)
-        report = table[graded_in].get(lab) or {}
         submission = gradescope.submission_id(row.get(f"{lab} file", ""))
-        graded = (report.get("class") or {}).get("source_sha256")
+        graded = ((table[graded_in].get(lab) or {}).get("class") or {}).get("source_sha256")
         if not source.is_file() or not submission \
                 or graded != outdir.digest(class_dir / graded_in / lab / SOURCE):
             without.append(folder)
             continue
         entry = {"grade": files.setdefault(source, f"grades/{len(files) + 1}.json"), "submission": submission}
-        for index, key in keys:
+        for index, key in zip((by_email, by_sid), keys.values()):
             if key:
                 index[key] = entry
     if not files:
@@ -123,6 +102,5 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
         _member(archive, "index.json", json.dumps(index, indent=2, ensure_ascii=False) + "\n")
         for source, member in files.items():
             _member(archive, member, source.read_bytes())
-    target.parent.mkdir(parents=True, exist_ok=True)
     outdir.write_atomic(target, data.getvalue())
     return Built(target, len(files), without)

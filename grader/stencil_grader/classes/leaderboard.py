@@ -1,42 +1,18 @@
-"""The class leaderboard of each lab: who opted in, under which pseudonym, ranked by the ratio to
-copy bandwidth.
+"""The class leaderboard of each lab (grader/README.md, section 9, "Around the grades"): the students with a pseudonym
+in CLASS/roster.csv's COLUMN, cleaned as folder names are, one board per lab and GPU model, ranked by the ratio to copy
+bandwidth; only an eligible() report counts.  Made from OUT's reports, keyed by folder; a pseudonym is data, escaped
+wherever shown, and the folder name is never on a board.
 
-    pseudonyms(roster_csv) -> (names, notes)   {student folder: pseudonym} of who opted in
-    roster_of(out) -> Path | None              the roster.csv of the class OUT was graded from
+    pseudonyms(roster) -> (names, notes)       {student folder: pseudonym} of who opted in
     boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
-    gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}
+    gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}"""
 
-Who appears: only a student with a pseudonym in the `leaderboard` column of CLASS/roster.csv
-(the importer's roster, or one the instructor writes: `folder,leaderboard`); an empty cell, or no
-row, keeps the student off every board.  The board shows the pseudonym, never the folder name.
-A pseudonym is cleaned like a folder name (importers/roster.py: NFC, control and bidirectional
-characters dropped) and cut to PSEUDONYM_CHARS; two students of one pseudonym both appear, with
-a note for the instructor.
-
-What counts: a lab graded "pass" or "slow" (every case correct and the timing plausible: no
-"constraint", "forbidden", "implausible", ... verdict reaches a board), final, with a measured
-ratio, and no static check or launch check that failed.  Ratio = effective bandwidth / copy
-bandwidth measured in the same run (score.py); higher ranks first.  Since copy bandwidth is
-measured on each GPU but targets and ratios differ between models, the labs graded on each GPU
-model get a board of their own; Gradescope's one board per assignment carries the model as a
-column instead (gradescope_entries).
-
-A student cannot reach another's entry: the boards are made from the reports in OUT, which only
-the grader writes, keyed by folder; the pseudonym is data, escaped wherever it is shown (class.html's
-"leaderboard" section, templates/class.html).
-"""
-
-from __future__ import annotations
-
-import math
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..grading import progress
-from . import grades, outdir
+from . import grades
 from .importers import roster as roster_csv
-from .submissions import ROSTER
 
 #: The roster's column that holds a student's pseudonym (empty: not on the boards).
 COLUMN = "leaderboard"
@@ -50,10 +26,7 @@ Table = dict[str, dict[str, dict]]
 
 @dataclass
 class Row:
-    """One entry of a board: the rank (1 = highest ratio; equal ratios share a rank), the
-    pseudonym, the ratio and effective bandwidth (GB/s), the verdict.  student is the folder, for
-    the instructor's tools: never shown on a board."""
-
+    """One entry of a board (rank 1 = highest ratio; equal ratios share one); student: never shown."""
     rank: int
     pseudonym: str
     ratio: float
@@ -65,7 +38,6 @@ class Row:
 @dataclass
 class Board:
     """The board of one lab on one GPU model ("" when the reports name none)."""
-
     lab: str
     gpu: str
     rows: list[Row]
@@ -76,40 +48,19 @@ def clean(pseudonym: str) -> str:
     return roster_csv.clean(pseudonym)[:PSEUDONYM_CHARS].strip()
 
 
-def pseudonyms(path: Path | None) -> tuple[dict[str, str], list[str]]:
-    """({student folder: pseudonym}, notes) from roster.csv's COLUMN; ({}, []) when there is no
-    roster or no such column.  A roster that cannot be read gives ({}, [why]): nobody is shown."""
-    if path is None or not Path(path).is_file():
-        return {}, []
-    try:
-        roster = roster_csv.Roster.load(Path(path))
-    except roster_csv.RosterError as err:
-        return {}, [f"leaderboard: nobody shown: {err}"]
-    if COLUMN not in roster.columns:
-        return {}, []
-    names = {folder: clean(row.get(COLUMN) or "") for folder, row in roster.rows.items()}
+def pseudonyms(roster: roster_csv.Roster | None) -> tuple[dict[str, str], list[str]]:
+    """({student folder: pseudonym}, notes on a pseudonym chosen twice) from the class roster's COLUMN."""
+    names = {folder: clean(row.get(COLUMN) or "") for folder, row in (roster.rows if roster else {}).items()}
     names = {folder: name for folder, name in names.items() if name}
     return names, [f"leaderboard: the pseudonym {name!r} is chosen by {n} students (all shown)"
                    for name, n in sorted(Counter(names.values()).items()) if n > 1]
 
 
-def roster_of(out: Path) -> Path | None:
-    """CLASS/roster.csv of the class that OUT/class.json says OUT was graded from, or None."""
-    data = outdir.read_json(Path(out) / outdir.MANIFEST) or {}
-    subs = data.get("submissions")
-    return Path(subs) / ROSTER if subs else None
-
-
-def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value) else None
-
-
 def eligible(report: dict) -> bool:
-    """Whether a report may appear on a board (module docstring: correct, unflagged, timed)."""
+    """May a report be on a board: "pass" or "slow", final, a measured ratio, no failed static or launch check."""
     if report.get("verdict") not in CORRECT or not report.get("final") or not grades.is_grade(report):
         return False
-    ratio = _number((report.get("performance") or {}).get("ratio"))
+    ratio = progress.entry(report)["ratio"]
     if ratio is None or ratio <= 0:
         return False
     checks = list(report.get("static") or []) + list(report.get("launches") or [])
@@ -117,9 +68,8 @@ def eligible(report: dict) -> bool:
 
 
 def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = None) -> dict[str, list[Board]]:
-    """{lab: its boards, one per GPU model, the model with the most entries first} over the
-    students of `names` (pseudonyms()) whose report of the lab is eligible; labs in lab_order
-    (default: as found), each board ranked by ratio, highest first."""
+    """{lab: its boards, the GPU model with the most entries first, each ranked by ratio} of the students of
+    `names` whose report is eligible; labs in lab_order (default: as found)."""
     found: dict[str, dict[str, list[tuple[float, str, dict]]]] = {}
     for student, labs in table.items():
         name = names.get(student)
@@ -129,30 +79,25 @@ def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = No
             if eligible(report):
                 ratio = float(report["performance"]["ratio"])
                 found.setdefault(lab, {}).setdefault(progress.gpu_name(report), []).append((ratio, student, report))
-    order = [lab for lab in (lab_order or list(found)) if lab in found]
-    result: dict[str, list[Board]] = {}
-    for lab in order:
-        result[lab] = []
-        for gpu, entries in sorted(found[lab].items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            entries.sort(key=lambda e: (-e[0], names[e[1]]))
-            rows, rank = [], 0
-            for i, (ratio, student, report) in enumerate(entries):
-                if i == 0 or round(ratio, 3) != round(entries[i - 1][0], 3):
-                    rank = i + 1
-                bench = (report.get("performance") or {}).get("bench") or {}
-                rows.append(Row(rank, names[student], ratio, _number(bench.get("gbps")), str(report["verdict"]),
-                                student))
-            result[lab].append(Board(lab, gpu, rows))
-    return result
+    return {lab: [Board(lab, gpu, _ranked(entries, names)) for gpu, entries in
+                  sorted(found[lab].items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+            for lab in lab_order or list(found) if lab in found}
+
+
+def _ranked(entries: list[tuple[float, str, dict]], names: dict[str, str]) -> list[Row]:
+    """The rows of (ratio, student, report) entries, highest ratio first (equal ratios to 0.001 share a rank)."""
+    entries.sort(key=lambda e: (-e[0], names[e[1]]))
+    rows: list[Row] = []
+    for i, (ratio, student, report) in enumerate(entries):
+        rank = i + 1 if i == 0 or round(ratio, 3) != round(entries[i - 1][0], 3) else rows[-1].rank
+        rows.append(Row(rank, names[student], ratio, progress.entry(report)["gbps"], str(report["verdict"]), student))
+    return rows
 
 
 def gradescope_entries(table: Table, names: dict[str, str]) -> dict[tuple[str, str], list[dict]]:
-    """The "leaderboard" array of Gradescope's results.json for each (student folder, lab) that
-    is on a board (opted in, eligible): the ratio (desc: higher ranks first), the effective
-    bandwidth in GB/s (desc) and the GPU model (a text column: Gradescope ranks one board across
-    models, so the model is shown beside each entry).  Gradescope asks each student for a
-    pseudonym of its own when they submit (its autograder docs, "Leaderboards"); the kit's
-    pseudonym is not sent.  Spec: https://gradescope-autograders.readthedocs.io/en/latest/specs/"""
+    """The "leaderboard" array of results.json for each (student folder, lab) on a board: the ratio and GB/s
+    (desc), the GPU model (Gradescope ranks one board across models).  The kit's pseudonym is not sent: Gradescope
+    asks each student for its own.  Spec: https://gradescope-autograders.readthedocs.io/en/latest/leaderboards/"""
     entries: dict[tuple[str, str], list[dict]] = {}
     for lab, lab_boards in boards(table, names).items():
         for board in lab_boards:

@@ -1,8 +1,5 @@
-"""The output folder of a class grading (grader/README.md, section 9, "The output folder"): its
-paths, its files (each written under a temporary name and renamed into place, so a grading killed
-at any moment leaves the old file or the new one), and whose class it is (class.json)."""
-
-from __future__ import annotations
+"""The output folder of a class grading (grader/README.md, section 9, "The output folder"): its paths, its files (each
+written by rename: a killed grading leaves the old file or the new), and whose class it is (class.json)."""
 
 import datetime
 import hashlib
@@ -50,8 +47,7 @@ def now() -> str:
 
 
 def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Write data (bytes, or text as UTF-8: a name's bytes that are not UTF-8 as they were) to path
-    through a temporary file in the same folder and a rename."""
+    """Write data (bytes, or text as UTF-8, surrogates as their bytes) to path by a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -63,25 +59,18 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")
 
 
-def sweep_temporaries(out: Path) -> list[Path]:
-    """Remove the temporary files (write_atomic's `.<name>.<pid>.tmp`) that writers killed between
-    writing and renaming left in OUT, except those of a process of this host still running;
-    returns what was removed."""
-    removed = []
+def sweep_temporaries(out: Path) -> None:
+    """Remove write_atomic's temporary files left in OUT by killed writers (not a live process's of this host)."""
     for path in Path(out).rglob(".*.tmp"):
-        match = _TEMPORARY.match(path.name)
-        if not match or not path.is_file():
+        if not (match := _TEMPORARY.match(path.name)) or not path.is_file():
             continue
         try:
             os.kill(int(match.group(1)), 0)
             continue                      # its writer still runs here
         except (ProcessLookupError, ValueError):
-            pass
+            path.unlink(missing_ok=True)
         except PermissionError:
-            continue
-        path.unlink(missing_ok=True)
-        removed.append(path)
-    return removed
+            pass
 
 
 def write_json(path: Path, data: dict) -> Path:
@@ -90,8 +79,7 @@ def write_json(path: Path, data: dict) -> Path:
 
 
 def read_json(path: Path) -> dict | None:
-    """The JSON object in path, or None when it is missing or not an object (half-written files
-    cannot occur: every write renames)."""
+    """The JSON object in path, or None when it is missing or not an object."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
@@ -102,8 +90,7 @@ def read_json(path: Path) -> dict | None:
 # ------------------------------------------------------------------------------- the folder
 
 def check_out(out: Path, submissions: Path | None = None) -> None:
-    """ClassError when --out cannot be this class's output folder: an existing file, or a
-    folder inside the submissions (a later run would take it for a student)."""
+    """ClassError when --out is an existing file, or a folder inside the submissions."""
     if out.exists() and not out.is_dir():
         raise ClassError(f"--out {out} is a file; give a folder (new, or one this command wrote before)")
     if submissions is not None and (out == submissions or submissions in out.parents):
@@ -112,15 +99,9 @@ def check_out(out: Path, submissions: Path | None = None) -> None:
 
 
 def claim(out: Path, submissions: Path, write: bool = True) -> None:
-    """Make sure OUT belongs to the class of `submissions`, and record that in OUT/class.json.
-
-    Raises ClassError, touching nothing: OUT is a file; OUT holds another class's results
-    (its class.json names other submissions); OUT is a non-empty folder that no class
-    grading wrote (no class.json, no class.csv, no gradescope/).  A folder with class.csv
-    or gradescope/ but no class.json (an earlier version of the kit) is taken over, and an
-    earlier layout's student folders are moved into students/ (write=True).
-    write=False checks only (--dry-run).
-    """
+    """Make sure OUT belongs to the class of `submissions` and record it in OUT/class.json (write=False: check only).
+    ClassError, touching nothing: OUT is a file, another class's, or a non-empty folder no class grading wrote; an
+    earlier kit's OUT (EARLIER_SIGNS) is taken over, its layout moved to this one."""
     check_out(out)
     manifest = out / MANIFEST
     data = read_json(manifest) if manifest.exists() else None
@@ -157,8 +138,7 @@ def _move_earlier_layout(out: Path) -> None:
 
 
 def _move_earlier_gradescope(out: Path) -> None:
-    """Move layout 2's OUT/gradescope/<student>/results.json (every lab in one file) into
-    OUT/gradescope/.earlier/<student>/, kept as they were; the files of now are per lab."""
+    """Move layout 2's OUT/gradescope/<student>/ (every lab in one file) into OUT/gradescope/.earlier/."""
     folder = out / GRADESCOPE
     if not folder.is_dir():
         return
@@ -186,8 +166,7 @@ def report_path(out: Path, student: str, lab: str) -> Path:
 
 
 def attempt_path(out: Path, student: str, lab: str) -> Path:
-    """OUT/students/<student>/<lab>.attempt.json: a grading that measured nothing, kept beside
-    the grade it did not replace (save)."""
+    """OUT/students/<student>/<lab>.attempt.json: a grading that measured nothing, beside the grade it kept."""
     return student_dir(out, student) / f"{lab}{ATTEMPT}.json"
 
 
@@ -202,9 +181,8 @@ def gradescope_path(out: Path, lab: str, student: str) -> Path:
 
 
 def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
-    """{student: {lab: report}} of every OUT/students/<student>/<lab>.json of these labs, students
-    sorted, labs in the order given.  A report that cannot be read is a grader_error saying so
-    (never a gap)."""
+    """{student: {lab: report}} of OUT's reports of these labs, students sorted; one that cannot be read is a
+    grader_error saying so, never a gap."""
     found: dict[str, dict[str, dict]] = {}
     folder = students_dir(out)
     if not folder.is_dir():
@@ -228,8 +206,7 @@ def run_folders(out: Path) -> list[Path]:
 
 
 def unmerged_runs(out: Path) -> list[tuple[Path, dict]]:
-    """(run folder, its run.json) of every batch run of OUT (run_folders) whose jobs were
-    submitted and whose merge has not run: the run still owns OUT's class files."""
+    """(run folder, run.json) of each batch run of OUT submitted and not merged: it still owns the class files."""
     found = []
     for path in run_folders(out):
         data = read_json(path / "run.json")

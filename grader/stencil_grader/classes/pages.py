@@ -1,17 +1,8 @@
-"""The instructor's web pages, rendered from the Jinja2 templates in grader/stencil_grader/templates/
-(base.html and one template per page), autoescaped: every value a template prints is escaped with
-grading/html.py's escape (html.escape, as the lab page; None as an em dash) unless it is markup the
-kit built (html.Markup, such as the style sheet, or a macro's output).
+"""The instructor's web pages from the Jinja2 templates of grader/stencil_grader/templates/, autoescaped with
+grading/html.py's escape unless html.Markup.  Jinja2 is optional (grader/requirements.txt): without it, render raises
+ClassError naming the package.
 
-    render(template, **context) -> str
-    write(path, template, **context) -> Path     by rename (outdir.write_atomic)
-    href(*parts) -> str                          a relative link, each part percent-encoded
-
-Jinja2 is an optional library of the instructor's (grader/requirements.txt): without it, render
-raises ClassError saying which package to install.
-"""
-
-from __future__ import annotations
+    render(template, **context) -> str;  write(path, template, **context) -> Path;  href(*parts) -> str"""
 
 import functools
 from pathlib import Path

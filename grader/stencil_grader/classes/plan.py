@@ -1,15 +1,5 @@
-"""The plan of a class grading, whoever runs it: which (student, lab) this run grades and which it
-keeps (grader/README.md, section 9, "Resume, and a grade never lost").
-
-What is asked: --labs, else the labs CLASS/roster.csv has imported, else every lab; a lab of a
-group's submission (roster.csv's "<lab> group") is graded in the group's folder.  A lab without
-its kernel.cu is "missing", a near miss (submitted under another name, in the folder or in the
-export) saying so (grades.NEAR_MISS).  What is final for the same kernel.cu, kit version and
-lab.json is kept (resume.is_final), unless asked (--regrade; --student NAME); a grade whose
-kernel.cu has gone stays unless asked.
-"""
-
-from __future__ import annotations
+"""The plan of a class grading, whoever runs it: which (student, lab) this run grades and which it keeps
+(grader/README.md, section 9, "Resume, and a grade never lost")."""
 
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +15,6 @@ from .submissions import ClassError, shown
 @dataclass
 class Task:
     """One (student, lab) of a class: its lab spec, and its kernel.cu (None: missing, and why)."""
-
     student: str
     spec: labspec.LabSpec
     source: Path | None
@@ -43,19 +32,9 @@ class Task:
 
 @dataclass
 class ClassPlan:
-    """What a class grading is asked to do, whoever runs it.
-
-    tasks: what this run grades, students sorted, labs in the kit's order; a task whose
-        kernel.cu is missing has source None (it is recorded as "missing", nothing runs).
-    kept: the selected (student, lab) whose report in OUT stands (module docstring).
-    lab_order: every lab of the kit, in order (the class files cover them all).
-    lab_facts: for every lab of lab_order, what the gradebooks need of its lab.json:
-        {"title", "points" (its total), "bonus" (extra credit, never required)}.
-    asked: grades are replaced as asked (--regrade or --student): resume.save's rule.
-    roster: CLASS/roster.csv (grade.py import), read once here; None when there is none.
-    notes: what was skipped in the submissions directory, and why; what is kept, and why.
-    """
-
+    """What a class grading is asked to do.  tasks: this run's gradings (source None: "missing", nothing runs); kept:
+    the reports that stand; lab_order: every lab of the kit; lab_facts: {lab: {"title", "points", "bonus"}}; asked:
+    --regrade or --student (resume.save's rule); roster: CLASS/roster.csv or None; notes: what was skipped or kept."""
     submissions: Path
     out: Path
     specs: list[labspec.LabSpec]
@@ -89,14 +68,8 @@ def select_labs(names: list[str] | None, root: Path | None = None) -> list[labsp
 def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | None = None,
               student: str | None = None, kit: Path | None = None, missing_as_zero: bool = False,
               regrade: bool = False) -> ClassPlan:
-    """Check the input and make the plan; ClassError (usage) or labspec.LabSpecError (a broken
-    lab.json) before anything is written.
-
-    Refused: --out is a file, lies inside the submissions or holds another class's results;
-    the kit lies in a path make cannot take (a space: build.make_path_problem); the
-    submissions are not a folder, hold no student folder, or no kernel.cu of the selected
-    labs at all; an unknown lab or student.
-    """
+    """Check the input and make the plan; before anything is written, ClassError (a bad --out, a kit path make cannot
+    take, no students or no kernel.cu at all, an unknown lab or student) or labspec.LabSpecError."""
     subs, out = Path(submissions_dir).resolve(), Path(out).resolve()
     outdir.check_out(out, subs)
     kit = Path(kit or kit_root()).resolve()
@@ -104,7 +77,10 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
         raise ClassError(f"the kit lies in {str(kit)!r}, a path that {why}, which make cannot take: move the kit "
                          "(or a copy of it) to a path without it")
     every = select_labs(None, kit)
-    roster = _site_roster(subs)
+    try:
+        roster = Roster.load(subs / ROSTER) if (subs / ROSTER).is_file() else None     # grade.py import's
+    except RosterError as err:
+        raise ClassError(shown(str(err))) from None
     asked_labs = labs or imported_labs(roster.columns, [s.lab for s in every]) if roster else labs
     specs = select_labs(asked_labs, kit)
     found = submissions.read_students(subs, student)
@@ -148,16 +124,6 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
 
 def _int(text: str | None) -> int:
     return int(text) if (text or "").isdigit() else 0
-
-
-def _site_roster(subs: Path) -> Roster | None:
-    """CLASS/roster.csv (grade.py import), None when there is none; ClassError when unreadable."""
-    if not (subs / ROSTER).is_file():
-        return None
-    try:
-        return Roster.load(subs / ROSTER)
-    except RosterError as err:
-        raise ClassError(shown(str(err))) from None
 
 
 def lab_facts(specs: list[labspec.LabSpec]) -> dict[str, dict]:

@@ -1,16 +1,6 @@
-"""What a batch task asks its engine for, from class recordings of what the labs' stages used (handouts/data/<gpu>/
-class.json, rows made by summarize(): `make bench-class`), each figure the largest of the recordings; without one,
-NOT_MEASURED and the labs' own stage limits.  The rules (grader/README.md, section 9, "What a task asks for"):
-
-    time    sum over the task's gradings of TIME_SAFETY x the lab's median stage seconds, + TASK_SLACK_S, at least
-            TIME_FLOOR_S
-    memory  MEM_SAFETY x (the stage's largest peak x the grading's programs at once (a build: one; the GPU stages:
-            checkrun.rerun_split's reruns on the task's CPUs) + GRADER_PROCESSES x the grading process's peak), in
-            MEM_ROUND_MIB steps, at least MEM_FLOOR_MIB
-    cpus    the largest median CPU / wall ratio, rounded up, 1 to MAX_CPUS
-"""
-
-from __future__ import annotations
+"""What a batch task asks its engine for (grader/README.md, section 9, "What a task asks for"), from class recordings
+of the labs' stages (handouts/data/<gpu>/class.json, rows by summarize(): `make bench-class`), each figure the
+largest of them; without one, NOT_MEASURED and the labs' own stage limits."""
 
 import json
 import math
@@ -42,8 +32,7 @@ TARGET_TASK_S, MAX_PER_TASK, NOT_MEASURED_PER_TASK = 600, 64, 8
 
 
 def summarize(reports: list[dict], measured_gpu) -> tuple[list[dict], float]:
-    """(the rows of a recording: per lab and task stage whose pipeline stages ran, the FIGURES;
-    the largest grading process in MiB) from reports.  measured_gpu(report): its GPU stages measured."""
+    """(a recording's rows: FIGURES per lab and task stage that ran, the largest grading process in MiB) of reports."""
     found: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     for r in reports:
         seconds, used = r.get("seconds") or {}, r.get("resources") or {}
@@ -69,15 +58,13 @@ def summarize(reports: list[dict], measured_gpu) -> tuple[list[dict], float]:
 @dataclass
 class Recording:
     """Recordings merged: "path (device, date)" of each, and the largest of each figure."""
-
     sources: list[str]
     figures: dict[tuple[str, str], dict]
     grader_peak_rss_mib: float
 
 
 def load(paths: list[Path] | None, kit: Path = KIT_ROOT) -> Recording | None:
-    """The recordings at paths (None: every RECORDINGS of the kit) merged, or None when there is
-    none.  ValueError naming a file that is not such a recording."""
+    """The recordings at paths (None: the kit's RECORDINGS) merged, or None; ValueError naming a bad file."""
     paths = sorted(Path(kit).glob(RECORDINGS)) if paths is None else [Path(p) for p in paths]
     merged: dict[tuple[str, str], dict] = {}
     sources, grader = [], 0.0
@@ -102,7 +89,6 @@ def load(paths: list[Path] | None, kit: Path = KIT_ROOT) -> Recording | None:
 @dataclass
 class Request:
     """What the tasks of one stage ask for, and what the figures stand on (said in the job script)."""
-
     seconds: int
     mem_mib: int
     cpus: int
@@ -111,8 +97,7 @@ class Request:
 
 def task_request(stage: str, shards: list[list], recording: Recording | None,
                  time_per_lab: float | None = None) -> Request:
-    """The request of stage "build" or "gpu" for tasks grading these shards (each the labs' specs
-    of its gradings).  time_per_lab: seconds per grading instead of the figures (--time-per-lab)."""
+    """The request of stage "build" or "gpu" for tasks grading these shards (lists of specs); time_per_lab: seconds."""
     specs = {s.lab: s for shard in shards for s in shard}
     figures = {lab: recording.figures.get((lab, stage)) if recording else None for lab in specs}
     unmeasured = sorted(lab for lab, f in figures.items() if f is None)

@@ -1,12 +1,9 @@
-"""What a class run keeps in OUT (grader/README.md, section 9, "Resume, and a grade never lost"):
-each report's "class" stamp, the rule that makes it final, and save, which never loses a grade.
+"""What a class run keeps in OUT (grader/README.md, section 9, "Resume, and a grade never lost"): each report's "class"
+stamp, the rule that makes it final, and save, which never loses a grade.  The stamp:
 
     {"source_sha256", "kit_version", "lab_sha256",            what was graded
      "backend": "local" | "slurm" | ..., "run": "local" | "run-3", "job": "1234_5" | null,
-     "host", "graded_at"}                                    who graded it, where and when
-"""
-
-from __future__ import annotations
+     "host", "graded_at"}                                    who graded it, where and when"""
 
 import socket
 from dataclasses import dataclass
@@ -38,9 +35,7 @@ def is_final(report: dict | None, source: Path | None, spec: labspec.LabSpec) ->
 
 @dataclass
 class Saved:
-    """What save() did with one grading: `report` is what this grading got; `kept` the grade
-    OUT keeps instead (this grading then went to the attempt files), or None."""
-
+    """What save() did: `report` is this grading's; `kept` the grade OUT keeps instead (report went to the attempt)."""
     student: str
     lab: str
     report: dict
@@ -53,10 +48,8 @@ class Saved:
 
 
 def save(out: Path, student: str, lab: str, report: dict, log: str | None = None, asked: bool = False) -> Saved:
-    """Write OUT/students/<student>/<lab>.json (and .log), unless a grade stands there that this
-    report must not replace: a grade is never replaced by what is not one, nor by "missing"
-    unless asked (--regrade, --student); such a report goes to <lab>.attempt.json (and
-    .attempt.log) beside the grade.  Either way the grading is appended to <lab>.history.jsonl."""
+    """Write OUT/students/<student>/<lab>.json (and .log), unless it holds a grade this report must not replace (by
+    no grade, nor by "missing" unless asked): then <lab>.attempt.json.  Either way, appended to the lab's history."""
     report["student"] = student
     progress.append(outdir.history_path(out, student, lab), report)
     target, attempt = outdir.report_path(out, student, lab), outdir.attempt_path(out, student, lab)

@@ -1,42 +1,14 @@
-"""Similarity between the kernel.cu files of a class, lab by lab: pointers for the instructor to
-look at, never a grade.
+"""Similarity between the kernel.cu files of a class, lab by lab: pointers for the instructor, never a grade
+(grader/README.md, section 9, "Around the grades").  copydetect (optional: require()) fingerprints, compares and
+highlights; the kit picks the pairs (every two students of a lab, each student with each --against file and the kit's
+reference and tour kernels), removes the starter's fingerprints, scores a pair by its larger share, flags it at FLAG
+and writes OUT/similarity/<lab>/ (pairs.csv, pairs.txt, similarity.json, pair-<rank>.html; no student's name in a path).
 
-    run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write (below)
+    run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write
     compare_lab(lab, students, others, starter) -> LabResult   every pair, ranked
-    column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column
+    column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column"""
 
-Fingerprinting, comparing and highlighting are copydetect's (PyPI, MIT: the winnowing of Schleimer,
-Wilkerson and Aiken, SIGMOD 2003, as MOSS uses it), an optional tool of the instructor's (require()
-says how to install it).  It normalises each file with Pygments' CUDA lexer (comments and white
-space dropped, every name V, F or O, every string S) and hashes every NOISE characters of it (a
-window of 1: scores do not depend on Python's string hashing).  The starter file's fingerprints are
-removed from every file first (fingerprint(); copydetect's own boilerplate filter drops a file's
-repeated code too).  copydetect's own report is not written: it loads Bootstrap from a CDN, prints
-file names unescaped and knows files by path, not by the students' names.
-
-What the kit adds: which pairs, per lab, under which names, and where the results go.  A file's share
-is the part of its fingerprinted code the other file shares; a pair's score is the larger share (a
-copy padded with code of its own still scores by the part copied), flagged at FLAG.  Measured on the
-kit's own solutions (tests/python/test_similarity.py keeps these on their sides): a copy with every
-identifier renamed, comments changed and lines rejoined, its functions reordered or not, scored 0.94
-or more; two independent correct solutions of a lab 0.71 or less.
-
-Compared: every two students of the lab (by their folder names, as the course site exported them),
-and every student with each file of `against` (earlier terms' submissions and public solutions:
-every *.cu under it with a folder named as the lab on its path, e.g.
-AGAINST/2025-fall/<student>/02-shared-tiling/kernel.cu) and with the kit's reference and tour kernels
-(reference/<lab>/kernel.cu, reference/tour/<lab>/*/kernel.cu).  Files of `against` and of the kit are
-not compared with each other.  Written in OUT/similarity/<lab>/ (no name a student chose in a path):
-    pairs.csv          every pair: rank, score, both shares, matched characters, both names and
-                       kinds (student, against, kit), flagged, its page
-    pairs.txt          the flagged pairs, and the REPORTED_BELOW highest below them
-    similarity.json    the same, for class.html: settings, flagged pairs, each student's highest
-    pair-<rank>.html   each flagged pair side by side, the matching code highlighted (pair.html)
-"""
-
-from __future__ import annotations
-
-import csv
+import collections
 import io
 import os
 import re
@@ -46,6 +18,7 @@ from typing import Callable
 
 from ..grading import build, html
 from . import outdir, plan, submissions
+from .importers.common import csv_text
 from .submissions import ClassError, shown
 
 TOOL = "copydetect"
@@ -79,21 +52,13 @@ def require():
     return copydetect
 
 
-@dataclass
-class Source:
-    """A file compared: its name (a student's folder, a path under --against or in the kit), kind, text."""
-
-    name: str
-    kind: str
-    text: str
+#: A file compared: its name (a student's folder, a path under --against or in the kit), kind (KINDS), text.
+Source = collections.namedtuple("Source", "name kind text")
 
 
 @dataclass
 class Pair:
-    """Two files of a lab and what copydetect found: each file's share, the score (the larger
-    share), the normalised characters they share, and where each file's matching code is
-    (copydetect's slices: a 2 x N array of [start, end) offsets into its text)."""
-
+    """Two files of a lab: each one's share, the score (the larger), the matched characters, and copydetect's slices."""
     a: str
     a_kind: str
     b: str
@@ -111,7 +76,6 @@ class Pair:
 @dataclass
 class LabResult:
     """Every pair of one lab, highest score first, and what was compared."""
-
     lab: str
     sources: dict[tuple[str, str], Source]
     pairs: list[Pair]
@@ -134,8 +98,7 @@ class LabResult:
 # ------------------------------------------------------------------------------- the files
 
 def read_text(path: Path) -> tuple[str | None, str]:
-    """(the file's text, "") or (None, why not): over build.MAX_SOURCE_BYTES, or unreadable.
-    Bytes that are not UTF-8 are read as U+FFFD."""
+    """(the file's text, "") or (None, why not: over build.MAX_SOURCE_BYTES, unreadable); bad UTF-8 as U+FFFD."""
     try:
         with open(path, "rb") as f:
             data = f.read(build.MAX_SOURCE_BYTES + 1)
@@ -147,8 +110,7 @@ def read_text(path: Path) -> tuple[str | None, str]:
 
 
 def _sources(paths, kind: str, notes: list[str]) -> list[Source]:
-    """A Source of each (name, path, what a note calls it) whose file can be read; a note for each
-    that cannot."""
+    """A Source of each (name, path, what a note calls it) that can be read; a note for each that cannot."""
     found = []
     for name, path, called in paths:
         text, why = read_text(path)
@@ -167,8 +129,7 @@ def student_sources(subs: Path, lab: str, notes: list[str]) -> list[Source]:
 
 
 def other_sources(lab: str, against: Path | None, kit: Path, notes: list[str]) -> list[Source]:
-    """The files of `against` for this lab, then the kit's reference and tour kernels (module
-    docstring), each named by its path below its folder."""
+    """The *.cu of `against` under a folder named as the lab, then the kit's reference and tour kernels."""
     paths = []
     for folder, dirs, files in os.walk(against) if against is not None else ():
         dirs.sort()
@@ -185,13 +146,10 @@ def other_sources(lab: str, against: Path | None, kit: Path, notes: list[str]) -
 # ------------------------------------------------------------------------------- copydetect
 
 def _repair_offsets(fp) -> None:
-    """Mend copydetect 0.5.0's map from normalised to original characters (CodeFingerprint.offsets,
-    rows [normalised index, characters removed before it]): utils.filter_code records a struct or
-    class name's row with the name's length less one instead of the running count, so a matching
-    range that starts or ends at such a name would be drawn from near the top of the file.  The
-    next row holds the true count plus that same length less one; a row is mended only when the
-    mended value lands on a whole identifier of that length, so a copydetect that records the row
-    right is left as it is."""
+    """Mend copydetect 0.5.0's offsets (rows [normalised index, characters removed before it]): filter_code
+    records a struct or class name's row with the name's length less one instead of the running count.  The
+    next row holds the true count plus that length less one; a row is mended only when the mended value lands
+    on a whole identifier of that length (a copydetect that records it right is left alone)."""
     rows, code, text = fp.offsets, fp.filtered_code, fp.raw_code
     for r in range(1, len(rows) - 1):
         j, bad = int(rows[r][0]), int(rows[r][1])
@@ -207,10 +165,8 @@ def _repair_offsets(fp) -> None:
 
 
 def fingerprint(cd, text: str, boilerplate: set | None = None):
-    """copydetect's CodeFingerprint of a CUDA text (NOISE, a window of 1), with the boilerplate's
-    fingerprints removed afterwards.  (copydetect's own boilerplate argument drops a file's
-    repeated code as well: 0.5.0 intersects its fingerprints, which repeat, with numpy's
-    intersect1d(assume_unique=True).)"""
+    """copydetect's CodeFingerprint of a CUDA text (NOISE, window 1), the boilerplate's fingerprints removed after
+    (copydetect 0.5.0's own filter would also drop a file's repeated code)."""
     fp = cd.CodeFingerprint("kernel.cu", NOISE, 1, None, True, "cuda", fp=io.StringIO(text))
     if len(fp.offsets):
         _repair_offsets(fp)
@@ -224,8 +180,7 @@ def fingerprint(cd, text: str, boilerplate: set | None = None):
 
 def compare_lab(lab: str, students: list[Source], others: list[Source], starter: str | None,
                 threshold: float = FLAG) -> LabResult:
-    """Every pair of students, and every student with every other file, scored by copydetect
-    (module docstring); highest score first (ties by names), flagged at `threshold`."""
+    """Every pair of students, and of a student and another file; highest score first, flagged at `threshold`."""
     cd = require()
     boilerplate = set(fingerprint(cd, starter).hashes) if starter else set()
     prints = {(s.kind, s.name): fingerprint(cd, s.text, boilerplate) for s in students + others}
@@ -250,8 +205,7 @@ def compare_lab(lab: str, students: list[Source], others: list[Source], starter:
 
 
 def highlighted(text: str, slices) -> html.Markup:
-    """text escaped, the [start, end) slices of it (copydetect's 2 x N array) in <mark> (by
-    copydetect's highlight_overlap), each _INVISIBLE character as a red \\uXXXX."""
+    """text escaped, its slices in <mark> (copydetect's highlight_overlap), each _INVISIBLE character as \\uXXXX."""
     if slices is not None and len(slices) == 2 and len(slices[0]):
         marked, _ = require().utils.highlight_overlap(text, slices, "<mark>", "</mark>", escape_html=True)
     else:
@@ -283,19 +237,14 @@ def _side(result: LabResult, pair: Pair, side: str) -> dict:
 
 
 def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
-    """Write the lab's files (module docstring) by rename; pages of earlier runs that no pair of
-    this one has are removed.  Returns the paths written."""
+    """Write the lab's files by rename, removing pages no pair of this run has; returns the paths written."""
     from . import pages
     folder = lab_folder(out, result.lab)
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind",
-                     "flagged", "page"])
-    for rank, p in enumerate(result.pairs, 1):
-        writer.writerow([rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched,
-                         submissions.sheet_cell(p.a), p.a_kind, submissions.sheet_cell(p.b), p.b_kind,
-                         "yes" if p.flagged else "no", p.page])
-    written = [outdir.write_atomic(folder / "pairs.csv", text.getvalue()),
+    rows = [["rank", "score", "a_share", "b_share", "matched_chars", "a", "a_kind", "b", "b_kind", "flagged", "page"]]
+    rows += [[rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched, submissions.sheet_cell(p.a),
+              p.a_kind, submissions.sheet_cell(p.b), p.b_kind, "yes" if p.flagged else "no", p.page]
+             for rank, p in enumerate(result.pairs, 1)]
+    written = [outdir.write_atomic(folder / "pairs.csv", csv_text(rows)),
                outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n")]
     pairs = [{k: v for k, v in asdict(p).items() if not k.endswith("_slices")} for p in result.pairs]
     highest: dict[str, dict] = {}
@@ -340,10 +289,8 @@ def summary_lines(result: LabResult) -> list[str]:
 
 def run(subs: str | Path, out: str | Path, labs: list[str] | None = None, against: Path | None = None,
         threshold: float = FLAG, say: Callable[[str], None] = print, kit: Path | None = None) -> list[LabResult]:
-    """Compare the class's kernel.cu files of each lab (all of the kit's by default) and write
-    OUT/similarity/<lab>/ (module docstring).  ClassError before anything is written: copydetect
-    missing, an unknown lab, no class folder, --against not a folder, --out a file or another
-    class's folder, or a threshold outside (0, 1].  Grades are never read or changed."""
+    """Compare the class's kernel.cu files of each lab and write OUT/similarity/<lab>/.  ClassError before anything is
+    written: copydetect missing, an unknown lab, no class folder, a bad --against, --out or threshold."""
     check(against)
     if not 0.0 < threshold <= 1.0:
         raise ClassError(f"--threshold {threshold:g}: give a score in (0, 1], e.g. {FLAG}")
@@ -375,8 +322,7 @@ def run(subs: str | Path, out: str | Path, labs: list[str] | None = None, agains
 
 
 def check(against: Path | None) -> None:
-    """ClassError when a class grading asked for similarity cannot have it: copydetect missing,
-    --against not a folder (before anything is graded)."""
+    """ClassError when similarity cannot run: copydetect missing, --against not a folder."""
     require()
     if against is not None and not Path(against).is_dir():
         raise ClassError(f"--against {against}: no such folder (earlier submissions and known solutions: "
@@ -385,8 +331,7 @@ def check(against: Path | None) -> None:
 
 def class_step(subs: Path, out: Path, labs: list[str], against: Path | None, say: Callable[[str], None],
                kit: Path | None = None) -> list[str]:
-    """`grade.py class --similarity`: run() on the graded labs; returns notes for the class
-    summary.  A failure here is a note: the gradings are never lost over it."""
+    """`grade.py class --similarity`: run() on the graded labs; notes for the summary (a failure is a note)."""
     try:
         results = run(subs, out, labs, against, say=say, kit=kit)
     except Exception as err:             # the grades stand whatever happens here
@@ -398,9 +343,8 @@ def class_step(subs: Path, out: Path, labs: list[str], against: Path | None, say
 # ------------------------------------------------------------------------------- for class.html
 
 def column(out: Path, lab_order: list[str]) -> dict[str, list[dict]]:
-    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab of
-    lab_order with OUT/similarity/<lab>/similarity.json, every flagged pair of the student, or,
-    when none is, the student's highest pair."""
+    """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab, the student's flagged
+    pairs, else their highest."""
     found: dict[str, list[dict]] = {}
     for lab in lab_order:
         data = outdir.read_json(lab_folder(out, lab) / "similarity.json") or {}

@@ -1,17 +1,14 @@
-"""The class folder, SUBMISSIONS/<student>/<lab>/kernel.cu: who the students are, where each lab's
-kernel.cu is or why it is missing (naming a near miss: Kernel.cu, kernel.cu.txt, a folder named
-kernel.cu, the file a folder too deep), and how a student's name is printed (shown) and written
-into a sheet (sheet_cell).  A folder may have any name (spaces, quotes, a newline, a leading
-`-`): it is only read, never handed to a shell or make.  Hidden entries, `__*` folders
-(__MACOSX) and loose files are skipped with a note; the importers' ROSTER silently.
-"""
-
-from __future__ import annotations
+"""The class folder, SUBMISSIONS/<student>/<lab>/kernel.cu: who the students are, where each kernel.cu is or why it
+is missing (naming a near miss), how a name is printed (shown) and put in a sheet (sheet_cell).  A folder may have
+any name: it is only read, never handed to a shell or make.  Hidden entries, `__*` folders and loose files are
+skipped with a note; ROSTER silently."""
 
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..base.cliargs import UsageError
 
 SOURCE = "kernel.cu"
 #: The roster a course-site importer writes at the top of a class folder (not a student).
@@ -20,17 +17,14 @@ ROSTER = "roster.csv"
 SEARCH_DEPTH = 4
 
 
-class ClassError(ValueError):
-    """A usage problem: no such student, no such lab, no submissions directory, a bad --out."""
+class ClassError(UsageError, ValueError):
+    """A usage problem: no such student, no such lab, no submissions directory, a bad --out (exit 2)."""
 
 
 def stray(name: str) -> str | None:
     """Why an entry of the submissions directory is no student (None: it may be one)."""
-    if name.startswith("."):
-        return "hidden"
-    if name.startswith("__"):
-        return "an archive tool's folder (e.g. __MACOSX, left by zip on macOS)"
-    return None
+    return "hidden" if name.startswith(".") else \
+        "an archive tool's folder (e.g. __MACOSX, left by zip on macOS)" if name.startswith("__") else None
 
 
 #: What a printed name shows escaped: control characters (a newline, ESC) and the
@@ -39,9 +33,7 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def shown(name: str) -> str:
-    """A student's folder name as printed on a terminal or in summary.txt: as written, but for
-    _UNPRINTABLE characters, as \\xNN or \\uNNNN, and bytes that are not UTF-8 (which
-    os.listdir gives as surrogates) as \\xNN too."""
+    """A folder name as printed: _UNPRINTABLE characters and bytes not UTF-8 as \\xNN or \\uNNNN."""
     text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
@@ -52,27 +44,21 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def sheet_cell(text: str) -> str:
-    """A text a student controls (a name, a message) as a CSV cell no spreadsheet evaluates:
-    after a "'" when it starts like a formula (FORMULA_START), else as written.  Every CSV file
-    of OUT writes names through this, so `=HYPERLINK(...)` as a folder name stays text."""
+    """A student's text as a CSV cell no spreadsheet evaluates: after a "'" when it starts with FORMULA_START."""
     return "'" + text if text[:1] in FORMULA_START else text
 
 
 @dataclass
 class Students:
     """The students of a submissions directory (sorted) and what was skipped there, and why."""
-
     root: Path
     students: list[str]
     notes: list[str] = field(default_factory=list)
 
 
 def read_students(submissions: Path, only: str | None = None) -> Students:
-    """The student folders of `submissions`, or [only] after checking it is one of them.
-
-    Raises ClassError: no such directory; a file instead of a directory (an archive: unpack
-    it first); no student folder at all; `only` not among the students.
-    """
+    """The student folders of `submissions`, or [only] after checking it is one.  ClassError: no such folder, a
+    file (an archive?), no student folder, `only` not among them."""
     if not submissions.exists():
         raise ClassError(f"{submissions}: no such directory (the submissions: one folder per student)")
     if not submissions.is_dir():
@@ -105,9 +91,6 @@ def read_students(submissions: Path, only: str | None = None) -> Students:
     return Students(submissions, names, notes)
 
 
-#: similarity.py's name for read_students, until it calls that.
-
-
 def _walk(folder: Path, depth: int):
     """Files and folders under `folder`, at most `depth` levels down, stray entries left out."""
     try:
@@ -128,13 +111,8 @@ def near_miss(why: str) -> bool:
 
 
 def find_source(submissions: Path, student: str, lab: str) -> tuple[Path | None, str]:
-    """(SUBMISSIONS/student/lab/kernel.cu, "") when it is a file; else (None, why), naming a near
-    miss when there is one:
-
-        "found Kernel.cu: the file must be named kernel.cu"
-        "kernel.cu is a folder, not a file"
-        "found alice/alice/01-naive-5pt/kernel.cu: it must be alice/01-naive-5pt/kernel.cu"
-    """
+    """(SUBMISSIONS/student/lab/kernel.cu, "") when it is a file, else (None, why), naming a near miss when there
+    is one: "found Kernel.cu", "kernel.cu is a folder", "found alice/alice/01-naive-5pt/kernel.cu: it must be ..."."""
     folder = submissions / student
     expected = folder / lab / SOURCE
     if expected.is_file():
@@ -152,16 +130,13 @@ def find_source(submissions: Path, student: str, lab: str) -> tuple[Path | None,
             return None, f"{want} not found; found {shown(near[0].name)}: the file must be named {SOURCE}"
         return None, f"{want} not found (the folder {who}/{lab} holds no {SOURCE})"
     entries = list(_walk(folder, SEARCH_DEPTH))
-    for entry in entries:
-        if entry.is_file() and entry.name.lower() == SOURCE and entry.parent.name.lower() == lab.lower():
-            rel = shown(entry.relative_to(submissions).as_posix())
-            return None, f"{want} not found; found {rel}: it must be {want}"
-    for entry in entries:
-        if entry.is_dir() and entry.name.lower() == lab.lower():
-            rel = shown(entry.relative_to(submissions).as_posix())
-            return None, f"{want} not found; found the folder {rel}: it must be {who}/{lab}"
-    loose = folder / SOURCE
-    if loose.is_file():
+    if hit := next((e for e in entries if e.is_file() and e.name.lower() == SOURCE
+                    and e.parent.name.lower() == lab.lower()), None):
+        return None, f"{want} not found; found {shown(hit.relative_to(submissions).as_posix())}: it must be {want}"
+    if hit := next((e for e in entries if e.is_dir() and e.name.lower() == lab.lower()), None):
+        return None, (f"{want} not found; found the folder {shown(hit.relative_to(submissions).as_posix())}: it must "
+                      f"be {who}/{lab}")
+    if (folder / SOURCE).is_file():
         return None, f"{want} not found; found {who}/{SOURCE}: put it in the lab's folder, {want}"
     return None, f"no submission: {want} not found"
 

@@ -1,8 +1,6 @@
 """The batch engines: each module of this folder defines one batch.BatchEngine subclass, found by engines() and made
 `grade.py <name>` by commands.py; a new engine is one module, no other edit."""
 
-from __future__ import annotations
-
 import importlib
 import pkgutil
 

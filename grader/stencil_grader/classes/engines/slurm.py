@@ -2,8 +2,6 @@
 no GPU), gpu.sbatch (an array, --gres, task i after build task i: aftercorr) and merge.sbatch (afterany on the GPU
 array), submitted with sbatch; what each asks for and what --dry-run checks: grader/README.md, section 9, "Slurm"."""
 
-from __future__ import annotations
-
 import argparse
 import re
 import shlex
@@ -140,8 +138,7 @@ class SlurmEngine(BatchEngine):
         return lines
 
     def validate(self, shape: Shape) -> list[str]:
-        """--dry-run: the partitions and gres (sinfo), and every script through `sbatch --test-only`;
-        ClassError only when sbatch refuses a script; what could not be checked is a line saying why."""
+        """--dry-run: _check_cluster and each script through `sbatch --test-only` (ClassError when refused)."""
         lines = self._check_cluster()
         never = ("never checked by sbatch --test-only: the scripts' own lines (--setup, python3 and its version, "
                  "the run folder on a filesystem every node sees), which run only on a node")

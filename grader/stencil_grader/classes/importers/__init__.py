@@ -1,19 +1,7 @@
-"""`grade.py import --from SITE EXPORT --lab NN-slug --into CLASS [--groups FILE] [--accept WHO
-...] [--force]`: one lab of a course site's export laid out as the class folder, with
-CLASS/roster.csv (grader/README.md, section 9, "From a course site"; exit status there).
-
-A course site is one module of this folder, and its name in SITES.  It defines:
-
-    NAME                  the --from word and the roster's "site"
-    parse(export, groups) the export (common.Export) read as common.Parsed; ExportError when it is
-                          not laid out so (or is a group assignment's and groups is None)
-    gradebook(book)       its gradebook files from a common.Book: ({file name: text}, [notes])
-    read_groups(path)     (optional: no --groups without it) its group file as common.Groups
-    RENAMED, GROUPS_HINT  (optional) its name for a re-uploaded kernel.cu (a regular expression);
-                          a line said on an import without --groups
-"""
-
-from __future__ import annotations
+"""`grade.py import`: one lab of a course site's export laid out as the class folder, with CLASS/roster.csv
+(grader/README.md, section 9, "From a course site").  A site is one module here, named in SITES, defining NAME,
+parse(export, groups) -> common.Parsed, gradebook(book) -> ({file: text}, [notes]), and optionally
+read_groups(path) -> common.Groups, RENAMED (a re-upload's name) and GROUPS_HINT."""
 
 import collections
 import importlib
@@ -37,9 +25,14 @@ SITES = {name: importlib.import_module(f"{__name__}.{name}") for name in ("canva
 @dataclass
 class ImportResult:
     """What an import did: the count of each outcome, and its exit status (module docstring)."""
-
     counts: collections.Counter = field(default_factory=collections.Counter)
     roster: Path | None = None
+    say: Callable[[str], None] = field(default=print, repr=False, compare=False)
+
+    def tell(self, kind: str, text: str, label: str = "") -> None:
+        """Count one `kind` of outcome and say it: `  <label or kind> <text>`."""
+        self.counts[kind] += 1
+        self.say(f"  {label or kind:<10} {text}")
 
     @property
     def exit_status(self) -> int:
@@ -50,10 +43,8 @@ class ImportResult:
 def import_export(site: str, export: Path, lab: str, into: Path, force: bool = False,
                   kit_root: Path = KIT_ROOT, say: Callable[[str], None] = print, groups: Path | None = None,
                   accept: list[str] | None = None) -> ImportResult:
-    """Import one lab of a site's export into the class folder `into`.  groups: the site's group
-    file; accept: the students (folder or site id, or "all") whose one near miss is taken; force:
-    replace a different kernel.cu.  ClassError (exit 2) for a usage problem or an export, group
-    file or roster.csv that cannot be read."""
+    """Import one lab of a site's export into the class folder `into`; accept: the students (folder, site id or
+    "all") whose one near miss is taken.  ClassError (exit 2): usage, or an unreadable export, group file or roster."""
     if site not in SITES:
         raise ClassError(f"--from {site!r}: the sites are {', '.join(SITES)}")
     module, labs = SITES[site], [d.name for d in labspec.discover_labs(kit_root)]
@@ -68,7 +59,7 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
     if export.is_dir() and into.resolve().is_relative_to(export.resolve()):
         raise ClassError(f"--into {into} lies inside the export {export}: choose a class folder outside it")
     try:
-        roster, result = Roster.load(into / ROSTER), ImportResult()
+        roster, result = Roster.load(into / ROSTER), ImportResult(say=say)
         group_file = module.read_groups(Path(groups)) if groups is not None else None
         with open_export(export) as listing:
             parsed = module.parse(listing, group_file)
@@ -81,13 +72,12 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
             for sub in sorted(parsed.submissions.values(), key=lambda s: folder_name(s.student)):
                 wanted = bool({"all", sub.student.site_id, roster.folder_for(sub.student)[0]} & set(accept or ()))
                 _import_one(sub, common.choose_kernel(sub, getattr(module, "RENAMED", None), wanted,
-                                                      site.capitalize()), lab, into, roster, force, result, say)
+                                                      site.capitalize()), lab, into, roster, force, result)
             for path, why in listing.refused:
-                result.counts.update(["refused", f"refused: {why.split(':')[0]}"])
-                say(f"  refused    {shown(path)}: {why}")
+                result.counts[f"refused: {why.split(':')[0]}"] += 1
+                result.tell("refused", f"{shown(path)}: {why}")
             for path, why in parsed.skipped:
-                result.counts["skipped"] += 1
-                say(f"  skipped    {shown(path)}: {why}")
+                result.tell("skipped", f"{shown(path)}: {why}")
             for note in dict.fromkeys(note for _, note in parsed.notes):      # each note once, first seen first
                 paths = [path for path, said in parsed.notes if said == note]
                 more = f" (and {len(paths) - 1} more like it)" if len(paths) > 1 else ""
@@ -106,9 +96,8 @@ def import_export(site: str, export: Path, lab: str, into: Path, force: bool = F
 
 
 def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: Path, roster: Roster, force: bool,
-                result: ImportResult, say: Callable[[str], None]) -> None:
-    """Write the submission's chosen kernel.cu, unless a link or a file is on the way, and record
-    it in the roster (a group's: its row, and each member's naming the group's folder)."""
+                result: ImportResult) -> None:
+    """Write the chosen kernel.cu unless a link or file is in its way; record it in the roster (and the members)."""
     folder, why = roster.folder_for(sub.student)
     who = shown(folder or folder_name(sub.student))
     target = into / folder / lab / common.SOURCE
@@ -120,14 +109,12 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
         elif path.exists() and not (path.is_dir() if kind == "folder" else path.is_file()):
             why = f"{shown(str(path))} is there and is not a {kind}"
     if why:
-        result.counts["conflict"] += 1
-        say(f"  conflict   {who}: {why}")
-        return
+        return result.tell("conflict", f"{who}: {why}")
     (into / folder).mkdir(exist_ok=True)
     roster.record(folder, sub.student)
     late, tag = "" if sub.late is None else ("yes" if sub.late else "no"), "  [late]" if sub.late else ""
     if sub.members:
-        say(f"  group      {who}: {len(sub.members)} member(s), graded once for all: "
+        result.say(f"  group      {who}: {len(sub.members)} member(s), graded once for all: "
             + ", ".join(shown(m.name or m.site_id) for m in sub.members))
 
     def record(file: str) -> None:
@@ -135,24 +122,20 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
         for student in [sub.student] + sub.members:
             home, why = (folder, "") if student is sub.student else roster.folder_for(student)
             if why:
-                result.counts["conflict"] += 1
-                say(f"  conflict   {shown(folder_name(student))}: {why}")
+                result.tell("conflict", f"{shown(folder_name(student))}: {why}")
             else:
                 roster.record(home, student, lab, files=str(len(sub.files)), group="" if home == folder else folder,
                               late=late, file=file, note=note)
 
     data, note = None, choice.note
     if choice.entry is None:
-        kind = "ambiguous" if choice.ambiguous else "no kernel"
-        result.counts[kind] += 1
-        say(f"  {kind:<10} {who}: {shown(note)}{tag}")
+        result.tell("ambiguous" if choice.ambiguous else "no kernel", f"{who}: {shown(note)}{tag}")
     else:
         try:
             data = choice.entry.read(MAX_SOURCE_BYTES)
         except EntryError as err:
-            result.counts["unreadable"] += 1
             note = f"{choice.entry.path}: {err}"
-            say(f"  refused    {shown(note)}")
+            result.tell("unreadable", shown(note), "refused")
     if data is None:
         if not roster.has_lab(folder, lab):           # the lab's cells describe what is on disk
             record("")
@@ -161,17 +144,13 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
     source = f"  <- {shown(choice.entry.path)}{tag}" + (f"  ({shown(note)})" if note else "")
     there = target.read_bytes() if target.exists() else None
     if there not in (None, data) and not force:
-        result.counts["kept"] += 1
-        say(f"  kept       {rel}: already there and different (--force replaces it){source}")
-        return
+        return result.tell("kept", f"{rel}: already there and different (--force replaces it){source}")
     if there == data:
-        result.counts["unchanged"] += 1
-        say(f"  unchanged  {rel}{source}")
+        result.tell("unchanged", f"{rel}{source}")
     else:
         outdir.write_atomic(target, data)
-        result.counts["imported"] += 1
         result.counts["late"] += bool(sub.late)
-        say(f"  imported   {rel}{source}")
+        result.tell("imported", f"{rel}{source}")
     record(choice.entry.path)
 
 

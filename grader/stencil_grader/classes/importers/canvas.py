@@ -1,14 +1,9 @@
-"""Canvas: "Download Submissions" file names, the group set's CSV, the Gradebook import CSV; the
-layouts and their ambiguities are in grader/README.md, section 9.  Sources: canvas-lms
-lib/content_zipper.rb (get_user_name, sanitize_user_name, sanitize_file_name: the names of a flat
-zip, "<sortable name>[_LATE]_<user id>_<file id>_<file>", "anon_<id>" under anonymous grading, a
-group's file under one member's id), app/models/attachment.rb make_unique_filename (a re-upload
-"kernel-<n>.cu"), app/models/gradebook_importer.rb (rows matched by ID; blank cells change
-nothing), the group set's CSV:
-https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv
-"""
-
-from __future__ import annotations
+"""Canvas: "Download Submissions" file names, the group set's CSV, the Gradebook import CSV (grader/README.md,
+section 9, has the layouts and their ambiguities).  Sources: canvas-lms lib/content_zipper.rb (get_user_name,
+sanitize_user_name, sanitize_file_name: "<sortable name>[_LATE]_<user id>_<file id>_<file>", "anon_<id>" when
+anonymous, a group's file under one member's id), app/models/attachment.rb make_unique_filename ("kernel-<n>.cu"),
+app/models/gradebook_importer.rb (rows matched by ID; blank cells change nothing), the group set's CSV:
+https://developerdocs.instructure.com/services/canvas/group-categories/file.group_category_csv"""
 
 import collections
 import re
@@ -37,8 +32,7 @@ FileName = collections.namedtuple("FileName", "name late site_id file_id file")
 
 
 def parses(name: str, anonymous: bool) -> list[FileName]:
-    """Every parse of a file name, the shortest name first; in an export that is not anonymous, a
-    name with no named parse is tried as an anonymous one."""
+    """Every parse of a file name, shortest name first; with no named parse, the anonymous one (if any)."""
     m = _ANON.fullmatch(name)
     anon = [FileName("", bool(m["late"]), m["id"], m["file_id"], m["file"])] if m else []
     if anonymous:
@@ -110,8 +104,7 @@ def parse(export: Export, groups: Groups | None) -> Parsed:
 
 
 def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
-    """({"canvas.csv": text}, notes): the Gradebook import CSV (module docstring); anonymous
-    submissions left out, with a note (Canvas matches a row by user id)."""
+    """({"canvas.csv": the Gradebook import CSV}, notes); anonymous submissions left out (Canvas matches by user id)."""
     lines = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + book.labs, ["Points Possible"] + [""] * 4
              + [f"{0 if book.facts[lab].get('bonus') else book.facts[lab]['points']:g}" for lab in book.labs]]
     left_out = [folder for folder, row in book.rows if row.get("site_id", "").startswith("anon_")]

@@ -1,16 +1,7 @@
-"""What the course sites' modules share (grader/README.md, section 9): the export, the .zip or its
-unpacked folder, read without extracting anything (its files under checked relative paths, the
-entries refused, each with why: unsafe, symbolic links, names not UTF-8); an export read as
-submissions (Parsed); groups from a site's group file; the kernel.cu chosen among a submission's
-files (and --accept's near misses); what a site's gradebook writer is handed (Book).
-
-Zip names are decoded as zipfile does, except that an unflagged name valid as UTF-8 is read so
-(rubyzip, which Canvas uses, and Info-ZIP on Linux write UTF-8 unflagged) and an unflagged
-non-ASCII name that is not is refused.  Sizes are never taken from a header: Entry.read(limit)
-reads at most limit + 1 bytes.
-"""
-
-from __future__ import annotations
+"""What the course sites' modules share (grader/README.md, section 9): the export (a .zip or its folder) read
+without extracting (checked relative paths; unsafe entries, links and names not UTF-8 refused, each with why;
+an unflagged zip name valid as UTF-8 read so, as rubyzip writes it), submissions (Parsed), groups, the kernel.cu
+chosen (choose_kernel) and what a gradebook writer is handed (Book).  Sizes are checked as files are read."""
 
 import contextlib
 import csv
@@ -46,9 +37,7 @@ class EntryError(ValueError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One regular file of the export: its path there ('/'-separated, relative, decoded) and its
-    size in bytes as the zip header or the file system gives it (a claim, checked when read)."""
-
+    """One regular file of the export: '/'-separated relative path, and its size as claimed (checked when read)."""
     path: str
     size: int
     opener: Callable[[], contextlib.AbstractContextManager] = field(repr=False, compare=False)
@@ -76,7 +65,6 @@ class Entry:
 @dataclass
 class Export:
     """What an export holds: its files, the entries refused (path, why), the artefacts ignored."""
-
     entries: list[Entry]
     refused: list[tuple[str, str]]
     ignored: int = 0
@@ -103,8 +91,7 @@ def _artefact(parts: tuple[str, ...]) -> bool:
 
 @contextlib.contextmanager
 def open_export(path: Path) -> Iterator[Export]:
-    """The export at `path` (a .zip file or a folder), open while the block runs.
-    Raises ExportError when it does not exist, is neither, or zipfile cannot read its directory."""
+    """The export (a .zip or a folder), open while the block runs; ExportError when neither or unreadable."""
     path = Path(path)
     if path.is_dir():
         yield _read_folder(path)
@@ -179,9 +166,7 @@ class GroupsError(ValueError):
 
 @dataclass
 class Groups:
-    """A site's groups read from `path`: each group's name and members by key (the site's group
-    id, else its name), and each member's group key by their site id."""
-
+    """A site's groups: names and members by key (group id, else name), each member's key by site id."""
     path: Path
     names: dict[str, str] = field(default_factory=dict)
     members: dict[str, list[Student]] = field(default_factory=dict)
@@ -199,8 +184,7 @@ class Groups:
 
 
 def read_csv_rows(path: Path, needed: tuple[str, ...], what: str) -> list[dict[str, str]]:
-    """The rows of a CSV file (UTF-8, a BOM allowed) whose header has every column of needed;
-    GroupsError naming `what` the file should have been otherwise."""
+    """The rows of a UTF-8 CSV whose header has every column of needed; GroupsError naming `what` otherwise."""
     try:
         reader = csv.DictReader(io.StringIO(Path(path).read_text(encoding="utf-8-sig")))
     except (OSError, UnicodeDecodeError) as err:
@@ -220,11 +204,8 @@ def csv_text(rows: list[list]) -> str:
 
 @dataclass
 class Book:
-    """What a site's gradebook(book) is handed (classfiles.site_gradebooks): the labs, their facts
-    ({"title", "points", "bonus"}), the (folder, roster row) of the site's students, and for
-    (folder, row, lab): the report behind it (a group's for a member), its Gradescope file
-    relative to OUT ("": none), its gradebook cell (--missing-as-zero and near misses resolved)."""
-
+    """What a site's gradebook(book) is handed: labs, their facts, (folder, roster row) of the site's students, and
+    for (folder, row, lab) its report (a group's for a member), Gradescope file ("": none) and gradebook cell."""
     labs: list[str]
     facts: dict[str, dict]
     rows: list[tuple[str, dict]]
@@ -235,9 +216,7 @@ class Book:
 
 @dataclass
 class Submission:
-    """One submission: its files as (path within the submission, entry), late (None: the site does
-    not say), a group's members (student is then the group)."""
-
+    """One submission: its files as (path within it, entry), late (None: not said), a group's members."""
     student: Student
     late: bool | None = None
     files: list[tuple[str, Entry]] = field(default_factory=list)
@@ -246,9 +225,7 @@ class Submission:
 
 @dataclass
 class Parsed:
-    """An export read as a site's layout: the submissions by (site, site id), and what was not a
-    submission's file, as (export path, why): skipped (counted as not imported), or noted."""
-
+    """An export read as a site's: submissions by (site, site id); (export path, why) skipped or noted."""
     submissions: dict[tuple[str, str], Submission] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
@@ -275,19 +252,15 @@ def unwrap(export: Export, looks_right: Callable[[Entry], object]) -> None:
 
 @dataclass
 class Choice:
-    """A submission's kernel.cu: `entry` (None: none taken; ambiguous: two or more could be), and
-    what to say."""
-
+    """A submission's kernel.cu: entry (None: none taken; ambiguous: several could be), and what to say."""
     entry: Entry | None
     note: str = ""
     ambiguous: bool = False
 
 
 def choose_kernel(sub: Submission, renamed: re.Pattern | None, accept: bool, site: str) -> Choice:
-    """The one file named kernel.cu (or matching `renamed`, the site's name for a re-upload) at
-    any depth of the submission; two or more: none.  No such file: the near misses named, or with
-    accept (--accept) the one near miss taken: a name matching _ACCEPTABLE, or a .zip holding one
-    kernel.cu (read in memory, its names checked as the export's are)."""
+    """The one kernel.cu (or `renamed`) at any depth of the submission; none when two or more.  Without one, the
+    near misses named, or with accept the one taken: a name matching _ACCEPTABLE, or a .zip holding one kernel.cu."""
     exact = [(p, e) for p, e in sub.files if p.split("/")[-1] == SOURCE]
     again = [(p, e) for p, e in sub.files if renamed is not None and renamed.match(p.split("/")[-1])]
     found = exact + again

@@ -1,14 +1,9 @@
-"""Gradescope: "Export Submissions" and its submission_metadata.yml, and the per-lab index of the
-kit's files (the autograder that serves them: gsautograder.py); grader/README.md, section 9.
-Sources: https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/,
-https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments and
-otter-grader's reader (otter/grade/metadata.py): submission_<id>/ folders and Ruby Psych's YAML
-naming each one's :submitters: (:name:, :sid:, :email:; several for a group).  A student's id is
-the SID, else the e-mail.  The YAML is composed with PyYAML's base resolver: every scalar stays
-text (a SID "0042"); only :submitters: is read, never autograder output.
-"""
-
-from __future__ import annotations
+"""Gradescope: "Export Submissions" and its submission_metadata.yml; grader/README.md, section 9.  Sources:
+https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/,
+https://guides.gradescope.com/hc/en-us/articles/22066784117901-Grading-Online-Assignments and otter-grader's reader
+(otter/grade/metadata.py): submission_<id>/ folders and Ruby Psych's YAML naming each one's :submitters: (:name:,
+:sid:, :email:; several for a group).  A student's id is the SID, else the e-mail.  PyYAML's base resolver keeps
+every scalar text (a SID "0042"); only :submitters: is read."""
 
 import re
 
@@ -37,9 +32,7 @@ def submission_id(path_in_export: str) -> str:
 
 
 def read_submitters(text: str) -> dict[str, list[dict[str, str]]]:
-    """{submission folder: [{"name", "sid", "email"}, ...]} of submission_metadata.yml, in file
-    order, every value text ("" when absent).  MetadataError naming the line it cannot read, or
-    saying PyYAML is missing."""
+    """{submission folder: [{"name", "sid", "email"}, ...]}, every value text; MetadataError naming the line."""
     try:
         import yaml
     except ModuleNotFoundError:
@@ -73,8 +66,7 @@ def read_submitters(text: str) -> dict[str, list[dict[str, str]]]:
 
 
 def parse(export: Export, groups: None) -> Parsed:
-    """The export read as Gradescope's (module docstring); ExportError without one readable
-    metadata file.  A group needs no file: the metadata names its members."""
+    """The export read as Gradescope's; ExportError without one readable metadata file."""
     found = sorted((e for e in export.entries if e.parts[-1] == METADATA), key=lambda e: len(e.parts))
     if not found:
         raise ExportError(f"no {METADATA} in the export (Gradescope's \"Export Submissions\" "
@@ -115,8 +107,7 @@ def parse(export: Export, groups: None) -> Parsed:
 
 
 def gradebook(book: Book) -> tuple[dict[str, str], list[str]]:
-    """({"gradescope-<lab>.csv": text} of each lab, []): each student's folder, SID (or e-mail),
-    e-mail, name, score and results.json path in OUT: what an autograder serving the files needs."""
+    """({"gradescope-<lab>.csv": text}, []): folder, SID or e-mail, e-mail, name, score, results.json path in OUT."""
     return {f"gradescope-{lab}.csv": csv_text(
         [["folder", "site_id", "email", "name", "score", "results"]]
         + [[sheet_cell(folder), sheet_cell(row["site_id"]), sheet_cell(row.get("email", "")),

@@ -1,15 +1,9 @@
-"""Moodle: "Download all submissions" names, the grading worksheet (groups in, grades out); the
-layouts in grader/README.md, section 9.  Sources: mod/assign/classes/downloader.php
-get_student_prefix ("<who>_<id>_assignsubmission_file/", "..._file_/" in 3.1 to 4.0, flat
-"..._file_<file>"; a team's group name and group id, "Default group" with none; clean_filename,
-PARAM_FILE), mod/assign/gradingtable.php (the worksheet's recordid, fullnameuser, submissionteam)
-and mod/assign/feedback/offline/importgradeslib.php (the upload finds its three columns by heading
-in the uploader's language: hence every language of HEADINGS side by side; for another, rename
-the English headings and each id's "Participant " to its strings, Language customisation:
-mod_assign recordid, lastmodifiedgrade, hiddenuser; core gradenoun).
-"""
-
-from __future__ import annotations
+"""Moodle: "Download all submissions" names, the grading worksheet (groups in, grades out); layouts in grader/README.md,
+section 9.  Sources: mod/assign/classes/downloader.php get_student_prefix ("<who>_<id>_assignsubmission_file/",
+"..._file_/" in 3.1 to 4.0, flat "..._file_<file>"; a team's group name and id, "Default group" with none;
+clean_filename), mod/assign/gradingtable.php (recordid, fullnameuser, submissionteam) and
+mod/assign/feedback/offline/importgradeslib.php (the upload finds its columns by heading in the uploader's language:
+hence every language of HEADINGS side by side; for another, rename the English headings and "Participant ")."""
 
 import re
 import unicodedata
@@ -48,8 +42,7 @@ GROUP_HELP = ("the assignment's grading worksheet (View all submissions > Downlo
 
 
 def prefix(who: str, site_id: str | None) -> str:
-    """get_student_prefix: who with '_' as ' ', '_<id>' unless None (the default group), cleaned
-    (clean_filename: REMOVED removed, "." and ".." made "")."""
+    """get_student_prefix: who with '_' as ' ', '_<id>' unless None, clean_filename'd ("." and ".." as "")."""
     text = re.sub(REMOVED, "", who.replace("_", " ") + (f"_{site_id}" if site_id is not None else ""))
     return "" if text in (".", "..") else text
 
@@ -60,8 +53,7 @@ def _key(name: str) -> str:
 
 
 def read_groups(path: Path) -> Groups:
-    """The team assignment's grading worksheet in any language of HEADINGS: each participant's
-    group.  GroupsError when it is not that file."""
+    """The grading worksheet in any language of HEADINGS: each participant's group; GroupsError if it is not one."""
     try:
         header = Path(path).read_text(encoding="utf-8-sig").splitlines()[0]
     except (OSError, UnicodeDecodeError, IndexError) as err:
@@ -85,8 +77,7 @@ def read_groups(path: Path) -> Groups:
 
 
 def parse(export: Export, groups: Groups | None) -> Parsed:
-    """The export read as Moodle's (module docstring); ExportError for a folder without an id (a
-    team assignment's default group) when groups is None."""
+    """The export read as Moodle's; ExportError for a folder without an id (a team's) when groups is None."""
     parsed = Parsed()
     unwrap(export, lambda e: _PREFIX.match(e.parts[0]))
     for e in export.entries:

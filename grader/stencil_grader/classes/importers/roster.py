@@ -1,12 +1,6 @@
-"""CLASS/roster.csv: which student each folder of the class is, as the course site knows them
-(grader/README.md, section 9).  A row per folder: folder, site (the site's NAME), site_id
-("group:<id>" for a group: is_group), name as exported, email; per imported lab, "<lab> late"
-(yes|no|"": the site does not say), file (its path in the export), note, files (how many the
-export held), group (the folder whose submission is theirs).  An import only adds or updates
-rows and columns, and a student the roster has (same site and id) keeps their folder.
-"""
-
-from __future__ import annotations
+"""CLASS/roster.csv (grader/README.md, section 9): a row per folder (BASE_COLUMNS; site_id "group:<id>" for a group),
+and per imported lab "<lab> <field>" of LAB_FIELDS.  An import only adds or updates rows and columns, and a student
+the roster has (same site and id) keeps their folder."""
 
 import csv
 import io
@@ -32,7 +26,6 @@ class RosterError(ValueError):
 @dataclass(frozen=True)
 class Student:
     """A student as the site exported them: site, identifier, name as written, e-mail ("" if none)."""
-
     site: str
     site_id: str
     name: str
@@ -40,9 +33,7 @@ class Student:
 
 
 def clean(text: str) -> str:
-    """text in NFC, each '/', '\\', control and bidirectional-override character as '_', leading
-    '.', '_', '-' and spaces dropped (the folder rule's first steps; also the leaderboard's
-    pseudonyms)."""
+    """text in NFC, '/', '\\', control and bidi characters as '_', leading '.', '_', '-', spaces dropped."""
     text = unicodedata.normalize("NFC", text)
     text = "".join("_" if c in "/\\" or c in _BIDI_CONTROLS or unicodedata.category(c) == "Cc" else c
                    for c in text)
@@ -50,8 +41,7 @@ def clean(text: str) -> str:
 
 
 def folder_name(student: Student) -> str:
-    """The student's folder under CLASS: "<name> (<site id>)", each part clean()ed, the name cut to
-    fit NAME_MAX bytes ("anonymous" when nothing is left), the id to 128 bytes."""
+    """"<name> (<site id>)", each part clean()ed and cut to fit NAME_MAX bytes ("anonymous" for no name)."""
     def cut(text: str, max_bytes: int) -> str:
         return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore").rstrip()
     tail = f" ({cut(clean(student.site_id), 128) or 'no id'})"
@@ -71,15 +61,13 @@ def imported_labs(row_columns: list[str], labs: list[str]) -> list[str]:
 @dataclass
 class Roster:
     """roster.csv in memory: its columns in order and its rows by folder."""
-
     path: Path
     columns: list[str]
     rows: dict[str, dict[str, str]]
 
     @classmethod
     def load(cls, path: Path) -> "Roster":
-        """The roster at path, or an empty one when there is none.  RosterError: unreadable, not
-        CSV with a header, no 'folder' column, a folder listed twice."""
+        """The roster at path (empty when none); RosterError: unreadable, no 'folder' column, a folder twice."""
         path = Path(path)
         if not path.exists():
             return cls(path, list(BASE_COLUMNS), {})
@@ -102,8 +90,7 @@ class Roster:
         return cls(path, columns, rows)
 
     def folder_for(self, student: Student) -> tuple[str, str]:
-        """(folder, "") for the student, or ("", why not): their row's folder when the roster
-        has them, else folder_name(); refused when that folder belongs to another student."""
+        """(folder, "") for the student (their row's, else folder_name()), or ("", why) when another student's."""
         for folder, row in self.rows.items():
             if row.get("site") == student.site and row.get("site_id") == student.site_id:
                 return folder, ""
