@@ -5,7 +5,8 @@
         handouts/data/SLUG/tour.json: its rows, its GPU's SM count and maximum SM clock
     python3 grader/grade.py pictures --report-page
         handouts/img/report-page.png: the report page (grading/html.py) of the recorded grading in
-        tests/python/data/html/, screenshot by headless Chromium
+        tests/python/data/html/, screenshot by headless Chromium; its roofline's peak from the SM count
+        the grading recorded and the SM clock a recorded tour of that GPU holds (the page says so)
 
 The recorded grading was scored against the targets lab.json held that day; the picture shows the
 targets lab.json holds now (retarget), so that it agrees with the handouts' tables, and refuses to
@@ -38,7 +39,7 @@ PAGE_WIDTH = 1100
 
 
 class PictureError(RuntimeError):
-    """A picture cannot be made here: no recording, no SM clock, no Chromium; the message says which."""
+    """A picture cannot be made here: no recording, no SM count or clock, no Chromium; the message says which."""
 
 
 def tour_rows(record: dict) -> list[TourRow]:
@@ -109,6 +110,28 @@ def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
     return out
 
 
+def recorded_peak(report: dict, data_dir: Path = DATA_DIR) -> tuple[int, float, str]:
+    """(SM count, maximum SM clock in MHz, the page's note saying where each came from) for the
+    roofline's peak of a recorded grading: the SM count its bench recorded, and the clock (which a
+    grading does not record) from a recorded tour of the same GPU (handouts/data/SLUG/tour.json).
+    Raises PictureError when neither holds the figure (RecordError: a broken recording)."""
+    bench = (report.get("performance") or {}).get("bench") or {}
+    name = bench.get("device") or ((report.get("gpu") or {}).get("device") or {}).get("name")
+    tours = [(slug, r.data["device"]) for (slug, kind), r in sorted(load_recordings(data_dir).records.items())
+             if kind == "tour" and r.data["device"].get("name") == name and r.data["device"].get("sm_clock_max_mhz")]
+    if not tours:
+        raise PictureError(f"no recorded tour of {name!r} under {data_dir} gives its SM clock, which the "
+                           "roofline's peak needs and a grading does not record")
+    slug, device = tours[0]
+    sm_count = bench.get("sm_count") or device.get("sm_count")
+    if not sm_count:
+        raise PictureError(f"neither the recorded grading nor {slug}/tour.json records {name}'s SM count")
+    clock = float(device["sm_clock_max_mhz"])
+    source = "the grading" if bench.get("sm_count") else f"{slug}/tour.json"
+    return int(sm_count), clock, (f"Roofline peak: {sm_count} SMs (recorded by {source}) at {clock:g} MHz, the "
+                                  f"maximum SM clock {slug}/tour.json records for this GPU (a grading records none).")
+
+
 def chromium() -> str | None:
     return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome",
                                                 "google-chrome-stable"))), None)
@@ -116,7 +139,7 @@ def chromium() -> str | None:
 
 def report_page(out: Path = IMG_DIR / "report-page.png", height: int = 2860) -> str:
     """Screenshot the recorded grading's report page (retargeted) into `out`; returns what was
-    written.  Raises PictureError without the recording or Chromium."""
+    written.  Raises PictureError without the recording (recorded_peak) or Chromium."""
     browser = chromium()
     if browser is None:
         raise PictureError("the report page's screenshot needs Chromium (Debian: chromium)")
@@ -127,7 +150,9 @@ def report_page(out: Path = IMG_DIR / "report-page.png", height: int = 2860) -> 
         raise PictureError(f"{REPORT.parent}: the recorded grading is not here ({err.strerror}); the "
                            "instructor's kit has it") from None
     report = retarget(report)
-    page = html.render_lab_html(report, profile, peak_gflops=plot.peak_fp32_gflops(132, 1980))
+    sm_count, clock_mhz, note = recorded_peak(report)
+    report["notes"] = list(report.get("notes") or []) + [note]
+    page = html.render_lab_html(report, profile, peak_gflops=plot.peak_fp32_gflops(sm_count, clock_mhz))
     with tempfile.TemporaryDirectory(prefix="stencil-page-") as tmp:
         path = Path(tmp) / "report.html"
         path.write_text(page, encoding="utf-8")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import process, protocol
+from ..grading.plot import pyplot
 
 DEFAULT_N = 33
 SOLVE_TIMEOUT_S = 600.0
@@ -206,11 +207,8 @@ def summary(data: dict, every: int | None = None) -> str:
 
 def plot(data: dict, path: Path) -> bool:
     """log residual against sweep, with r0 cos(pi h)^k beside it; False without matplotlib."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     residual = data["residual"]
     r0 = residual[0]
