@@ -1,7 +1,5 @@
-"""What every command of grade.py shares: exit statuses, the usage error, argument types.
-
-Each subpackage adds its commands in its own commands.py (register(subparsers)); cli.py only
-puts them together, so a new command touches one subpackage.
+"""What every command of grade.py shares: exit statuses, the usage error, argument types.  Each subpackage registers its
+commands in its own commands.py.
 """
 
 from __future__ import annotations

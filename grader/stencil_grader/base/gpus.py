@@ -12,6 +12,8 @@ import os
 import subprocess
 from dataclasses import asdict, dataclass
 
+from . import process
+
 QUERY_TIMEOUT_S = 30.0
 
 
@@ -110,11 +112,7 @@ class GpuState:
 
 
 def _smi(args: list[str]) -> str | None:
-    try:
-        done = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
+    return process.output(["nvidia-smi", *args], QUERY_TIMEOUT_S)
 
 
 def _int(text: str) -> int | None:

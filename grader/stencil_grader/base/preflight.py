@@ -1,8 +1,6 @@
-"""Before any build: can this machine's GPU grade the labs, and how well?  What is refused (exit 2,
-one line with the fix) and what is warned: grader/README.md, section 4 ("Before any build").  No GPU,
-or no driver, is no refusal: the grading then says that correctness and performance were not measured.
-Sources: the quick form of the probe (base/gpuprobe.py: libcuda through ctypes, no context),
-nvidia-smi (base/gpus.py) and the toolkit's release (base/toolkit.py, grader/toolkits.mk).
+"""Before any build: can this machine's GPU grade the labs?  What is refused (exit 2, one line with the
+fix) and what is warned: grader/README.md, section 4.  No GPU is no refusal.  Sources: gpuprobe's
+quick probe, nvidia-smi (gpus.py), the toolkit's release (toolkit.py).
 """
 
 from __future__ import annotations

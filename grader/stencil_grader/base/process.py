@@ -81,6 +81,16 @@ def program_output(text: str) -> str:
     return text[:OUTPUT_MAX_BYTES] + f"\n[... {len(text) - OUTPUT_MAX_BYTES} more bytes not shown ...]\n"
 
 
+def output(argv: list[str], timeout_s: float = 30.0) -> str | None:
+    """The standard output of a short command of the grader's own (nvidia-smi, git), or None when it
+    cannot run or fails."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 def tail_lines(text: str, n: int) -> str:
     """The last n lines of text (all of it when shorter)."""
     lines = text.rstrip("\n").splitlines()

@@ -1,16 +1,7 @@
-"""The handouts' raster pictures, regenerated from what was recorded, never from a new measurement.
-
-    python3 grader/grade.py pictures [--slug h100 --slug h200]   (make pictures)
-        handouts/img/path-SLUG.png and roofline-SLUG.png, drawn (matplotlib) from the recorded tour
-        handouts/data/SLUG/tour.json: its rows, its GPU's SM count and maximum SM clock
-    python3 grader/grade.py pictures --report-page
-        handouts/img/report-page.png: the report page (grading/html.py) of the recorded grading in
-        tests/python/data/html/, screenshot by headless Chromium; its roofline's peak from the SM count
-        the grading recorded and the SM clock a recorded tour of that GPU holds (the page says so)
-
-The recorded grading was scored against the targets lab.json held that day; the picture shows the
-targets lab.json holds now (retarget), so that it agrees with the handouts' tables, and refuses to
-when that would change the recorded points.  The SVG diagrams are instructor/diagrams/'s (make figures).
+"""The handouts' raster pictures, drawn from what was recorded, never from a new measurement
+(`grade.py pictures`): path-SLUG.png and roofline-SLUG.png from handouts/data/SLUG/tour.json
+(matplotlib), and with --report-page report-page.png, the recorded grading of tests/python/data/html/
+under today's targets (retarget), screenshot by headless Chromium.
 """
 
 from __future__ import annotations

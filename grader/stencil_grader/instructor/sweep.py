@@ -1,9 +1,6 @@
-"""A sweep of the references' compile-time parameters (`make tune`, `grade.py tune`): every candidate
-of instructor/tuning.py graded by the one pipeline (stage "build" on the CPUs, then stage "gpu"
-one at a time), the best written to the lab's tuning file for this GPU, the table printed and the
-sweep drawn (matplotlib optional).  grader/README.md, section 10, says what each step does and
-what a variant's status means.  Units: gbps and copy_gbps in GB/s (1 GB = 1e9 bytes), ms the
-bench's median per call, ratio = gbps / copy_gbps; registers and spill_bytes from ptxas, per thread.
+"""`make tune`: every candidate of tuning.py graded by the one pipeline (stage "build" on the CPUs, then
+"gpu" one at a time), the best written to the lab's tuning file for this GPU, printed and drawn
+(grader/README.md, section 10).  Units: GB/s (1e9 bytes), ms per call, ratio = gbps / copy_gbps.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The references timed on this GPU with their lab's build and bench: the optimisation tour (`make tour`)
-and the targets' calibration (`make calibrate`); grader/README.md, section 4, says what tour.json declares
-and what calibrate writes, instructor/records.py the recorded runs.  Tour columns: ms per sweep (a call's
-median over its sweeps), effective GB/s (1 GB = 1e9 bytes), the fraction of the same run's copy bandwidth,
-the speed-up over the row above (step) and over the part's first row (cumulative).
+"""The references timed on this GPU: the optimisation tour (`make tour`) and the targets' calibration
+(`make calibrate`); tour.json and what calibrate writes: grader/README.md, section 4.  Units: ms per
+sweep, GB/s (1e9 bytes), fractions of the same run's copy bandwidth; speed-ups over the row above
+(step) and the part's first row (cumulative).
 """
 
 from __future__ import annotations

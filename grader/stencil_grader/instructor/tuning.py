@@ -1,8 +1,6 @@
-"""A lab's tuning files and what a reference's build takes from them: the sweep's bounds
-(labs/NN-slug/tune.json), the results per GPU (labs/NN-slug/tuning/<device-slug>.json) and
-`grade.py tune --print-defines`, which lab.mk asks.  grader/README.md, section 10, gives both
-files' keys, the candidates and the constraints' syntax; a parameter NAME is the integer macro
-TUNE_NAME of reference/NN-slug/kernel.cu.  The sweep that writes them is instructor/sweep.py.
+"""A lab's tuning files: the sweep's bounds (labs/NN-slug/tune.json), the results per GPU
+(labs/NN-slug/tuning/<device-slug>.json) and `grade.py tune --print-defines` for lab.mk; their keys
+and syntax: grader/README.md, section 10.  A parameter NAME is the macro TUNE_NAME of the reference.
 """
 
 from __future__ import annotations

@@ -6,11 +6,9 @@ section on convergence teaches what it shows).
 runs `BUILD_DIR/bench --solve N [--reduction R]` (grader/harness/kinds/jacobi_residual.c): from u = 0 on
 the unit square, h = 1/(N-1), laplace(u) = f = 2 pi^2 sin(pi x) sin(pi y), u = 0 on the boundary (u* =
 -sin(pi x) sin(pi y)), the student's jacobi_sweep and residual_norm2 until the residual 2-norm has
-fallen by R, stopped falling, or after 40 N^2 sweeps (at most 1e6).  It reads one JSON object from the
-private channel: n, h, sweeps, converged, reduction, rate_expected (cos(pi h)), rate_measured (over the
-last 20 sweeps), max_error (largest |u - u*|), discretisation_error, residual (after each sweep), and
-prints the sweeps, every K-th residual, the rate beside cos(pi h), the error beside the discretisation
-error, and with matplotlib a plot (BUILD_DIR/solve.png by default).
+fallen by R, stopped falling, or after 40 N^2 sweeps (at most 1e6); reads its JSON (REQUIRED_KEYS;
+rate_expected is cos(pi h), max_error the largest |u - u*|, residual one per sweep) from the private
+channel, prints it explained, and with matplotlib plots it (BUILD_DIR/solve.png by default).
 
 Sources: cos(pi h) is the spectral radius of Jacobi for the 5-point Laplacian on the unit square
 (Barrett et al., "Templates for the Solution of Linear Systems", SIAM 1994, section 2.2.1); the

@@ -25,15 +25,12 @@ Figures per kernel (the rules of mode "ptx" in grader/profile_rules.json read th
 
 from __future__ import annotations
 
-import datetime
 import os
 
 from ...base import gpuprobe
 from ...grading import bench as grading_bench
-from ...grading import build as grading_build
-from ...grading.pipeline import source_digest
 from . import access
-from .common import EXIT_FAILED, INPUTS_FORMAT, ProfileError
+from .common import EXIT_FAILED, ProfileError, inputs_record
 
 #: The environment variable that forces this mode (`make profile` where the counters would work).
 FORCE_ENV = "STENCIL_PROFILE_COUNTERS"
@@ -62,15 +59,8 @@ def collect(spec, impl: str, build_dir, seed: int | None, static: dict, why: str
     run = grading_bench.run_bench(build_dir, spec.bench.timeout_s, seed)
     if not run.data:
         raise ProfileError(f"the bench did not run ({run.status}: {run.message})", EXIT_FAILED)
-    source = grading_build.impl_source(spec.lab, impl)
-    launchers = [{"name": x.name, "bytes_per_cell": x.bytes_per_cell, "flop_per_cell": x.flop_per_cell}
-                 for x in spec.kind.launchers]
-    return {"format": INPUTS_FORMAT, "mode": "ptx", "no_counters": why, "lab": spec.lab,
-            "impl": impl if impl in ("starter", "reference") else str(impl), "source": str(source),
-            "source_sha256": source_digest(source),
-            "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": run.data.get("device"), "limits": probe.limits, "launchers": launchers,
-            "bench": run.data, "static": static}
+    return inputs_record(spec, impl, "ptx", run.data.get("device"), no_counters=why, limits=probe.limits,
+                         bench=run.data, static=static)
 
 
 def occupancy(threads: int, registers: int, smem: int, limits: dict) -> tuple[float | None, list[str]]:
