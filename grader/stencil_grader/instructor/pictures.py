@@ -7,7 +7,6 @@ under today's targets (retarget), screenshot by headless Chromium.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
+from ..base.files import read_json
 from ..grading import html, plot, score
 from .records import DATA_DIR, load_recordings
 from . import tuning
@@ -134,13 +134,7 @@ def report_page(out: Path = IMG_DIR / "report-page.png", height: int = 2860) -> 
     browser = chromium()
     if browser is None:
         raise PictureError("the report page's screenshot needs Chromium (Debian: chromium)")
-    try:
-        report = json.loads(REPORT.read_text())
-        profile = json.loads(PROFILE.read_text())
-    except OSError as err:
-        raise PictureError(f"{REPORT.parent}: the recorded grading is not here ({err.strerror}); the "
-                           "instructor's kit has it") from None
-    report = retarget(report)
+    report, profile = retarget(read_json(REPORT, PictureError)), read_json(PROFILE, PictureError)
     sm_count, clock_mhz, note = recorded_peak(report)
     report["notes"] = list(report.get("notes") or []) + [note]
     page = html.render_lab_html(report, profile, peak_gflops=plot.peak_fp32_gflops(sm_count, clock_mhz))

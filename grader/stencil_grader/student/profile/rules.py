@@ -7,13 +7,13 @@ counters, nocounters.py).  A profile runs the rules of its own mode only.
 
 from __future__ import annotations
 
-import json
+import operator
 import string
 from dataclasses import dataclass
 from pathlib import Path
 
 from ... import KIT_ROOT
-from ...base.files import display_path
+from ...base.files import display_path, read_json
 
 #: The rule table: the one place where thresholds, messages and handout sections live.
 RULES_PATH = KIT_ROOT / "grader" / "profile_rules.json"
@@ -49,8 +49,7 @@ class RuleTable:
     path: str = ""
 
 
-_OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b, "==": lambda a, b: a == b}
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
 
 
 def parse_rules(data, path: str = "profile_rules.json") -> RuleTable:
@@ -96,11 +95,7 @@ def parse_rules(data, path: str = "profile_rules.json") -> RuleTable:
 
 def load_rules(path: Path = RULES_PATH) -> RuleTable:
     """Read and validate the rule table (RulesError when it is broken)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise RulesError(f"{path}: {err}") from None
-    return parse_rules(data, display_path(Path(path)))
+    return parse_rules(read_json(path, RulesError), display_path(Path(path)))
 
 
 class _Values(dict):
