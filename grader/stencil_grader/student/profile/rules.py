@@ -1,9 +1,5 @@
-"""The rule table (grader/profile_rules.json): its validation, and the findings it gives.
-
-A rule fires on a kernel when all its conditions hold; "mode" says which figures it reads:
-"counters" (Nsight Compute's, counters.py; the default) or "ptx" (what the kit sees without
-counters, nocounters.py).  A profile runs the rules of its own mode only.
-"""
+"""The rule table (grader/profile_rules.json): its validation, and the findings it gives; a rule's
+"mode" says which figures it reads, "counters" (counters.py) or "ptx" (nocounters.py)."""
 
 from __future__ import annotations
 
@@ -117,15 +113,9 @@ def _format(template: str, values: dict) -> str:
 
 
 def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, mode: str = "counters") -> list[dict]:
-    """Run every rule of `mode` on every profiled kernel; returns the findings, ranked.
-
-    A rule fires on a kernel when all its conditions hold (a condition on a figure that was not
-    measured never holds) and the lab is in its "labs" (when it has any).  Ranking: severity
-    first, then the table's order (causes before symptoms), then the kernel's share of the
-    profiled time.  Findings on kernels with less than settings.min_time_share of the profiled
-    time, and every finding when the launcher reaches the lab's target (settings.demote_at_target),
-    are lowered to "info": worth knowing, not what makes the kernel slow.
-    """
+    """The findings of every rule of `mode` on every kernel (all conditions hold; an unmeasured figure
+    holds none), ranked by severity, table order, time share; lowered to "info" on a kernel under
+    settings.min_time_share, and all of them at the lab's target (settings.demote_at_target)."""
     min_share = float(table.settings.get("min_time_share", 0.0))
     demote = bool(table.settings.get("demote_at_target", False)) and at_target
     findings = []
