@@ -1,14 +1,6 @@
-"""lab.json: load it, validate it, and turn it into the C header the build uses.
-
-A lab.json looks like labs/01-naive-5pt/lab.json.  `load()` checks every key
-and raises LabSpecError with a message naming the file, the key, what was
-found and what is allowed, for example
-
-    labs/01-naive-5pt/lab.json: targets.generic.floor must be a number in [0, 1) below target, got 0.9
-
-Units: tolerances are plain numbers (|got - ref| <= atol + rtol*|ref|),
-timeouts are seconds, floors and targets are fractions of the copy bandwidth
-measured in the same bench run.
+"""lab.json (labs/01-naive-5pt/lab.json is one): load and validate it (LabSpecError names the file, the
+key, what was found and what is allowed), and write the C header and make fragment the build uses.
+Units: |got - ref| <= atol + rtol*|ref|; seconds; floors and targets in fractions of the copy bandwidth.
 """
 
 from __future__ import annotations
