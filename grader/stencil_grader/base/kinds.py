@@ -15,7 +15,6 @@ from .. import KIT_ROOT
 from .files import read_json
 
 KINDS_JSON = KIT_ROOT / "grader" / "kinds.json"
-KINDS_DIR = KIT_ROOT / "grader" / "harness" / "kinds"
 DIMS = (2, 3)
 BOUNDARIES = ("dirichlet", "periodic")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -129,11 +129,6 @@ def architectures(release: str | int, path: Path = TOOLKITS_FILE) -> list[int]:
     return [int(a) for a in read_architectures(path)[f"ARCHS_CUDA{found}"]] if found else []
 
 
-def toolkit_majors(path: Path = TOOLKITS_FILE) -> list[int]:
-    """The CUDA major releases the file lists (12, 13)."""
-    return sorted({_key(r)[0] for r in rows(path)})
-
-
 def oldest_release(path: Path = TOOLKITS_FILE) -> str:
     """The oldest release the kit supports, the first row ("12.0")."""
     return rows(path)[0]
