@@ -45,8 +45,7 @@ def tour_rows(record: dict) -> list[TourRow]:
 
 def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> list[str]:
     """path-SLUG.png and roofline-SLUG.png from the recorded tour of SLUG; one line per picture.
-    Raises PictureError without the GPU's SM count and clock, RecordError without the recording,
-    UsageError (exit 2) without matplotlib."""
+    PictureError: no SM count or clock; RecordError: no recording; UsageError: no matplotlib."""
     record = load_recordings(data_dir).get(slug, "tour").data
     device = record["device"]
     plot.pyplot("the handouts' pictures")
@@ -59,9 +58,8 @@ def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> 
 
 
 def recorded_parameters(device: str):
-    """params_of(lab, impl) for a recorded tour (tour.draw): a reference's TUNE_ parameters as a build
-    on `device` takes them (its source's defaults, replaced by that GPU's tuning file, as lab.mk
-    passes them); None (unknown) for any other row or where they cannot be read."""
+    """params_of(lab, impl) for tour.draw: a reference's TUNE_ parameters as lab.mk builds it on `device`;
+    None (unknown) for any other row or where they cannot be read."""
     def params_of(lab: str, impl: str) -> dict | None:
         if impl != "reference":
             return None
@@ -76,10 +74,8 @@ def recorded_parameters(device: str):
 
 
 def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
-    """The report with its targets entry as its lab.json holds it now (the same table: floor,
-    target, calibrated, reference_ratio).  Raises PictureError when the performance points the
-    recorded ratio earns under those targets differ from the recorded ones: a page of a grading
-    must not show points it did not get."""
+    """The report with its targets entry as lab.json holds it now; PictureError when the recorded ratio
+    would earn other performance points under them (a page must not show points it did not get)."""
     out = copy.deepcopy(report)
     perf = out.get("performance") or {}
     target = perf.get("target") or {}
@@ -102,10 +98,9 @@ def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
 
 
 def recorded_peak(report: dict, data_dir: Path = DATA_DIR) -> tuple[int, float, str]:
-    """(SM count, maximum SM clock in MHz, the page's note saying where each came from) for the
-    roofline's peak of a recorded grading: the SM count its bench recorded, and the clock (which a
-    grading does not record) from a recorded tour of the same GPU (handouts/data/SLUG/tour.json).
-    Raises PictureError when neither holds the figure (RecordError: a broken recording)."""
+    """(SM count, maximum SM clock in MHz, the page's note saying where each came from) for the roofline
+    of a recorded grading: the count its bench recorded, the clock (a grading records none) from a
+    recorded tour of the same GPU.  PictureError when neither holds one (RecordError: a broken record)."""
     bench = (report.get("performance") or {}).get("bench") or {}
     name = bench.get("device") or ((report.get("gpu") or {}).get("device") or {}).get("name")
     tours = [(slug, r.data["device"]) for (slug, kind), r in sorted(load_recordings(data_dir).records.items())

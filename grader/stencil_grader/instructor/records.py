@@ -151,9 +151,8 @@ def _stamp(report: dict) -> datetime.datetime | None:
 
 
 def record_check(reports: list[dict], started: datetime.datetime | None = None) -> dict:
-    """The recorded run of a `make check` from its labs' report.json objects, in lab order.  Raises
-    RecordError when there is no report, when they name different GPUs, when one was graded without a
-    GPU, or when they were written more than MAX_CHECK_SPAN apart (left over from different runs)."""
+    """The recorded run of a `make check` from its labs' report.json objects, in lab order; RecordError
+    for none, several GPUs, one without a GPU, or reports more than MAX_CHECK_SPAN apart."""
     if not reports:
         raise RecordError("no report to record: run `make check` (grade.py all) first")
     gpus = [(r.get("gpu") or {}).get("device") or {} for r in reports]

@@ -194,8 +194,7 @@ def as_defines(params: dict[str, int]) -> dict[str, int]:
 
 
 def local_device() -> str | None:
-    """nvidia-smi's name (the bench's too) of the GPU a CUDA program runs on (gpus.visible_gpu);
-    None without one."""
+    """nvidia-smi's name (the bench's too) of the GPU a CUDA program runs on (gpus.visible_gpu); None without one."""
     gpu = gpus.visible_gpu()
     return gpu.name if gpu else None
 
