@@ -23,7 +23,7 @@ def seed(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text!r}") from None
+        value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text!r}")
     return value
