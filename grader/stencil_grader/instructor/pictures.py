@@ -19,7 +19,7 @@ from ..base.files import read_json
 from ..grading import html, plot, score
 from .records import DATA_DIR, load_recordings
 from . import tuning
-from .tour import TourRow, draw
+from .tour import draw, recorded_rows
 
 IMG_DIR = KIT_ROOT / "handouts" / "img"
 #: The recorded grading the index's report-page.png shows (tests/python/data/html/README.md).
@@ -33,16 +33,6 @@ class PictureError(RuntimeError):
     """A picture cannot be made here: no recording, no SM count or clock, no Chromium; the message says which."""
 
 
-def tour_rows(record: dict) -> list[TourRow]:
-    """The rows of a recorded tour (instructor/records.py RECORD_FORMAT) as the tour timed them."""
-    parts = {p["id"]: p.get("title", p["id"]) for p in record.get("parts") or []}
-    return [TourRow(r["lab"], r["impl"], r["kernel"], r["ms_per_sweep"], r["gbps"], r["copy_gbps"], r["ratio"],
-                    r.get("step_speedup"), r.get("cumulative_speedup"), parts.get(r.get("part"), ""),
-                    r.get("part", ""), r.get("steps", 1), r.get("ms_median"), r.get("repetitions"),
-                    r.get("sweeps_per_pass", 1))
-            for r in record["rows"]]
-
-
 def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> list[str]:
     """path-SLUG.png and roofline-SLUG.png from the recorded tour of SLUG; one line per picture.
     PictureError: no SM count or clock; RecordError: no recording; UsageError: no matplotlib."""
@@ -52,7 +42,7 @@ def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> 
     if not device.get("sm_count") or not device.get("sm_clock_max_mhz"):
         raise PictureError(f"{slug}/tour.json records no SM count or SM clock: no roofline can be drawn")
     title = f"{device['name']}: make tour of {record['date']}"
-    return draw(tour_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
+    return draw(recorded_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
                 clock_mhz=float(device["sm_clock_max_mhz"]), roofline_path=Path(img_dir) / f"roofline-{slug}.png",
                 title=title, params_of=recorded_parameters(device["name"]))
 

@@ -130,6 +130,11 @@ class TourRow:
         return row_id(self.lab, self.impl)
 
 
+#: The fields of a TourRow a recorded tour holds (records.py RECORD_FORMAT), besides its id and part.
+RECORDED = ("lab", "impl", "kernel", "steps", "sweeps_per_pass", "repetitions", "ms_median", "ms_per_sweep", "gbps",
+            "copy_gbps", "ratio", "step_speedup", "cumulative_speedup")
+
+
 def _impl_arg(impl: str) -> str:
     """IMPL for make: starter and reference as they are, a folder made absolute from the kit."""
     return impl if impl in ("starter", "reference") else str(KIT_ROOT / impl)
@@ -244,10 +249,15 @@ def record_tour(rows: list[TourRow], parts: list[dict], device: dict, started: d
     record = record_header("tour", "grade.py tour --json (make tour)", device, started)
     record["copy_gbps"] = median_or_none(r.copy_gbps for r in rows)
     record["parts"] = parts
-    keys = ("lab", "impl", "kernel", "steps", "sweeps_per_pass", "repetitions", "ms_median", "ms_per_sweep", "gbps",
-            "copy_gbps", "ratio", "step_speedup", "cumulative_speedup")
-    record["rows"] = [{"id": r.id, "part": r.part_id} | {k: getattr(r, k) for k in keys} for r in rows]
+    record["rows"] = [{"id": r.id, "part": r.part_id} | {k: getattr(r, k) for k in RECORDED} for r in rows]
     return record
+
+
+def recorded_rows(record: dict) -> list[TourRow]:
+    """The rows of a recorded tour (record_tour) as the tour timed them."""
+    titles = {p["id"]: p.get("title", p["id"]) for p in record.get("parts") or []}
+    return [TourRow(**{k: r[k] for k in RECORDED if k in r}, part=titles.get(r.get("part"), ""),
+                    part_id=r.get("part", "")) for r in record["rows"]]
 
 
 def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdown: bool = False) -> str:
