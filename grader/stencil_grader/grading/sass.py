@@ -166,8 +166,8 @@ def _jit(tool: str, binary: Path, want: int | None) -> dict[str, SassFunction]:
     the program holds no PTX the GPU can run or the toolkit's ptxas does not know sm_`want`.
     Raises SassError when ptxas is missing (the toolkit's)."""
     sections = parse_ptx_sections(_run([tool, "-ptx", str(binary)]))
-    gpu = gpus.visible_gpu()
-    want = want or (gpus.arch(gpu.compute_cap) if gpu else None)
+    if want is None and (gpu := gpus.visible_gpu()):
+        want = gpus.arch(gpu.compute_cap)
     targets = [a for a, _ in sections if want is None or a <= want]
     if not targets:
         return {}
