@@ -1,8 +1,5 @@
-"""Recorded runs: the self-describing JSON, handouts/data/SLUG/KIND.json (SLUG names a GPU), that the
-measured figures of README.md and the handouts are written from (instructor/figures.py).  Written by
-`grade.py tour --json` (tour.py), `calibrate --json` (tour.py), `record-check` (record_check here),
-`record-profile` and `record-archs` (commands.py) and tests/submissions/bench_class.py;
-read and validated by load_recordings.  Which command writes which file: handouts/data/README.md.
+"""Recorded runs, handouts/data/SLUG/KIND.json (SLUG names a GPU; which command writes which file:
+handouts/data/README.md), that the handouts' measured figures are written from (figures.py).
 """
 
 from __future__ import annotations
