@@ -9,6 +9,8 @@ import pytest
 from conftest import KIT_ROOT, run_grade
 from stencil_grader.base import kinds, labspec
 
+KINDS_DIR = KIT_ROOT / "grader" / "harness" / "kinds"
+
 LAB01 = KIT_ROOT / "labs" / "01-naive-5pt" / "lab.json"
 
 
@@ -61,7 +63,7 @@ def test_every_kind_has_its_sources_and_macros(fake_kit, api):
     for name in kind.tolerances:
         assert f"LAB_TOL_{name.upper()}" in found
     for source in kind.sources:
-        assert (kinds.KINDS_DIR / source).is_file(), f"kind {api} names a missing source {source}"
+        assert (KINDS_DIR / source).is_file(), f"kind {api} names a missing source {source}"
     fragment = labspec.make_fragment(spec)
     assert f"KIND_SOURCES := {' '.join(kind.sources)}" in fragment and f"LAB_API := {api}" in fragment
 
@@ -69,7 +71,7 @@ def test_every_kind_has_its_sources_and_macros(fake_kit, api):
 def test_every_kind_module_is_named_by_a_kind():
     """No module under grader/harness/kinds/ that grader/kinds.json does not name."""
     named = {s for k in kinds.load().values() for s in k.sources}
-    present = {p.name for p in kinds.KINDS_DIR.iterdir() if p.suffix in (".c", ".cu")}
+    present = {p.name for p in KINDS_DIR.iterdir() if p.suffix in (".c", ".cu")}
     assert present == named
 
 

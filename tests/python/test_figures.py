@@ -380,7 +380,7 @@ def test_the_profile_record_is_make_profiles_analysis_of_the_recorded_inputs(tmp
             r.pop("findings")
     assert record == committed
     assert commands.cmd_record_profile(argparse.Namespace(inputs=[tmp_path / "none.json"], out=out)) == 1
-    assert "cannot read a recorded profile" in capsys.readouterr().err
+    assert "none.json: cannot read" in capsys.readouterr().err
 
 
 def test_kernel_comments_teach_and_quote_no_timing():

@@ -397,3 +397,14 @@ def test_the_index_screenshot_shows_todays_targets_and_the_recorded_points():
     r["performance"]["ratio"] = entry["target"]           # would now earn full performance points
     with pytest.raises(pictures.PictureError, match="would earn 40.00 performance points"):
         pictures.retarget(r)
+
+
+def test_the_index_screenshot_takes_its_peak_from_the_recordings(tmp_path):
+    """The roofline's peak: the SM count the grading recorded, the clock of a recorded tour of its GPU; the page says so."""
+    from stencil_grader.instructor import pictures
+    sm_count, clock, note = pictures.recorded_peak(report())
+    device = json.loads((KIT_ROOT / "handouts" / "data" / "h100" / "tour.json").read_text())["device"]
+    assert (sm_count, clock) == (report()["performance"]["bench"]["sm_count"], device["sm_clock_max_mhz"])
+    assert "h100/tour.json" in note and f"{sm_count} SMs (recorded by the grading)" in note
+    with pytest.raises(pictures.PictureError, match="no recorded tour of 'NVIDIA H100 80GB HBM3'"):
+        pictures.recorded_peak(report(), data_dir=tmp_path)

@@ -204,7 +204,7 @@ def recorded_roofline(slug: str):
     """The roofline data of a recorded tour (handouts/data/SLUG/tour.json), as the handouts' picture draws it."""
     from stencil_grader.instructor import figures, pictures, tour
     record = figures.load_recordings().get(slug, "tour").data
-    rows = pictures.tour_rows(record)
+    rows = tour.recorded_rows(record)
     device = record["device"]
     sm, clock = device["sm_count"], device["sm_clock_max_mhz"]
     ceilings, _ = roofs.roofline_ceilings(rows, sm, clock, pictures.recorded_parameters(device["name"]))

@@ -23,6 +23,8 @@ elif "--query-compute-apps" in args:
         print("{UUID}, " + app)
 elif "--query-gpu=driver_version" in args:
     print(os.environ.get("FAKE_SMI_DRIVER", "580.159.04"))
+elif "--query-gpu=index" in args:
+    print(os.environ.get("FAKE_SMI_LIST", "0, {UUID}, 9.0, Fake GPU").replace(";", "\\n"))
 elif "--query-gpu=compute_cap" in args:
     print("9.0")
 else:
@@ -43,7 +45,7 @@ def machine(fake_driver, monkeypatch):
     monkeypatch.setenv("LD_LIBRARY_PATH", str(fake_driver))
     monkeypatch.setenv("PATH", f"{fake_driver / 'bin'}{os.pathsep}{os.environ['PATH']}")
     for name in ("FAKE_CUDA", "FAKE_CUDA_DRIVER", "FAKE_CUDA_CC", "FAKE_CUDA_NAME", "FAKE_SMI_FREE",
-                 "FAKE_SMI_MIG", "FAKE_SMI_APPS", "FAKE_SMI_DRIVER"):
+                 "FAKE_SMI_MIG", "FAKE_SMI_APPS", "FAKE_SMI_DRIVER", "FAKE_SMI_LIST", "CUDA_VISIBLE_DEVICES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(toolkit, "release", lambda nvcc=None, home=None: "13.0")
     return monkeypatch
@@ -162,6 +164,22 @@ def test_gpu_state_from_nvidia_smi(machine):
     assert state == gpus.GpuState(81000, 81559, False, ((17, "a b, c", 12),))
     assert gpus.gpu_state("GPU-other") is None
     assert gpus.driver_version() == "580.159.04"
+
+
+def test_the_visible_gpu_is_the_one_cuda_picks(machine):
+    machine.setenv("FAKE_SMI_LIST", "0, GPU-a1, 8.0, A100;1, GPU-b2, 9.0, H100, 80GB")
+    assert gpus.visible_gpu().name == "A100"                          # unset: the first listed
+    for visible, name in (("1", "H100, 80GB"), ("GPU-b2", "H100, 80GB"), ("GPU-b", "H100, 80GB"),
+                          ("0,1", "A100"), ("", None), ("2", None), ("GPU-c", None)):
+        machine.setenv("CUDA_VISIBLE_DEVICES", visible)
+        assert getattr(gpus.visible_gpu(), "name", None) == name, visible
+    machine.setenv("FAKE_SMI_LIST", "")
+    machine.delenv("CUDA_VISIBLE_DEVICES")
+    assert gpus.visible_gpu() is None
+
+
+def test_an_architecture_from_a_compute_capability():
+    assert [gpus.arch(cc) for cc in ("9.0", "12.0", "7.5", "9", "", None, "9.0a")] == [90, 120, 75, None, None, None, None]
 
 
 def pairs(found):

@@ -53,7 +53,7 @@ class Toolkit:
         return [f"CUDA_HOME={self.home}", f"CUDA_ARCH={' '.join(map(str, self.archs))}"]
 
 
-TOOLKITS = {major: Toolkit(major) for major in toolkit.toolkit_majors()}
+TOOLKITS = {major: Toolkit(major) for major in sorted({int(r.split(".")[0]) for r in toolkit.rows()})}
 
 
 def _run(argv, **kw) -> subprocess.CompletedProcess:
@@ -151,7 +151,7 @@ def test_release_of_a_folder_without_nvcc(tmp_path):
 
 
 def test_the_architectures_file_lists_each_release():
-    assert toolkit.toolkit_majors() == [12, 13]
+    assert toolkit.rows() == ["12.0", "12.8", "12.9", "13.0"]
     assert toolkit.minimum_cc(12) == 70 and toolkit.minimum_cc(13) == 75
     assert toolkit.architectures(13)[-1] == 120 and 70 not in toolkit.architectures(13)
     assert toolkit.row("12.4") == "12.0" and toolkit.architectures("12.4")[-1] == 90   # no Blackwell before 12.8

@@ -296,10 +296,10 @@ def test_run_tour_with_nothing_to_time_is_an_error(monkeypatch):
 
 def test_nvidia_smi_facts_pick_the_named_gpu(monkeypatch):
     out = "NVIDIA A100, 550.1, 1410\nNVIDIA H100 80GB HBM3, 580.159.04, 1980\n"
-    monkeypatch.setattr(records, "_run_text", lambda argv, timeout_s=30: out)
+    monkeypatch.setattr(records.process, "output", lambda argv, timeout_s=30: out)
     assert records.nvidia_smi_facts("NVIDIA H100 80GB HBM3") == {"driver": "580.159.04", "sm_clock_max_mhz": 1980.0}
     assert records.nvidia_smi_facts("Other")["driver"] == "550.1"          # none matches: the first GPU
-    monkeypatch.setattr(records, "_run_text", lambda argv, timeout_s=30: None)
+    monkeypatch.setattr(records.process, "output", lambda argv, timeout_s=30: None)
     assert records.nvidia_smi_facts("x") == {"driver": None, "sm_clock_max_mhz": None}   # no nvidia-smi
 
 

@@ -1,7 +1,5 @@
-"""What every command of grade.py shares: exit statuses, the usage error, argument types.
-
-Each subpackage adds its commands in its own commands.py (register(subparsers)); cli.py only
-puts them together, so a new command touches one subpackage.
+"""What every command of grade.py shares: exit statuses, the usage error, argument types.  Each subpackage registers its
+commands in its own commands.py.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ def seed(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text!r}") from None
+        value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"a seed is a non-negative integer, got {text!r}")
     return value

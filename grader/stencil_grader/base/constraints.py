@@ -1,18 +1,6 @@
-"""lab.json's "constraints": the rules a lab puts on how its kernels work, besides the answer.
-
-    "constraints": {
-      "shared_memory": true,              the lab teaches a shared-memory tile
-      "shared_tile": {"halo": 1, "rule": "..."},      optional: the tile it teaches (below)
-      "no_div_rem": false,                no integer div/rem instruction (lab 3)
-      "max_shared_planes": 1,             optional: at most N planes of shared memory (lab 6)
-      "grid_storage": {"type": "fp32", "rule": "..."},  optional: how grids are kept between sweeps
-      "forbidden_calls": []               identifiers forbidden on top of the default list
-    }
-
-Each rule is judged on what ran (grading/launches.py reads the bench's launch
-audit), and each carries the sentence that states it to the student ("rule"),
-which the grader's message repeats.  load() in labspec.py validates this object
-through parse().
+"""lab.json's "constraints" (KEYS, OPTIONAL; what each means: Constraints): the rules a lab puts on how its
+kernels work, besides the answer, each judged on what ran (grading/launches.py) and stated to the student
+by its "rule" sentence.  labspec.load validates it through parse().
 """
 
 from __future__ import annotations
@@ -31,16 +19,9 @@ STORAGE_TYPES = ("fp32",)
 
 @dataclass(frozen=True)
 class SharedTile:
-    """The shared-memory tile a lab teaches, as the launch audit measures it (launches.py).
-
-    halo: the tile's halo width in cells (the stencil's order, 1 for 5 and 7 points; 0
-        for a lab whose tile is a staging buffer without a halo, lab 8).
-    smallest_tile: (width, height) in cells of the smallest output tile of one plane
-        the lab accepts, and row_padding the cells a row may be padded with on each
-        side (16-byte alignment of float4 rows): with max_shared_planes, they give
-        how much one plane may exceed its own cells (plane_factor).
-    rule: the sentence that states the rule to the student.
-    """
+    """The shared-memory tile a lab teaches, as the launch audit measures it: halo, its width in cells (0: a
+    staging buffer, lab 8); smallest_tile, (width, height) in cells of the smallest output tile of a plane,
+    and row_padding, cells a row may be padded with on each side (plane_factor); rule, the sentence."""
 
     halo: int = 1
     smallest_tile: tuple[int, int] | None = None
@@ -105,13 +86,10 @@ def _shared_tile(v, c: dict, planes: int | None) -> SharedTile:
 
 
 def parse(v, data: dict) -> Constraints:
-    """data["constraints"], validated by v (labspec's validator: it raises LabSpecError naming
-    the file, the key, what was found and what is allowed)."""
+    """data["constraints"], validated by v (labspec's validator: LabSpecError)."""
     c = v.obj(data, "constraints", "", KEYS, optional=OPTIONAL)
-    planes = c.get("max_shared_planes")
-    if planes is not None:
-        planes = v.integer(c, "max_shared_planes", "constraints.", "an integer >= 1 (or absent)",
-                           lambda n: n >= 1)
+    planes = v.integer(c, "max_shared_planes", "constraints.", "an integer >= 1 (or absent)",
+                       lambda n: n >= 1) if c.get("max_shared_planes") is not None else None
     calls = c["forbidden_calls"]
     if not isinstance(calls, list):
         v.fail("constraints.forbidden_calls", "a list of C identifiers", calls)

@@ -1,6 +1,5 @@
-"""The kit's files as the grader names and reads them: a path shown relative to the kit, and
-the JSON files it is configured by (lab.json, kinds.json, tune.json, tuning files, the known
-submissions' expected.json), read with one error message for each way they can be wrong."""
+"""The kit's files as the grader names and reads them: a path shown relative to the kit, and its JSON
+files read with one error message for each way they can be wrong."""
 
 from __future__ import annotations
 

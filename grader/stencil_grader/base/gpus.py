@@ -8,8 +8,11 @@ without it (or without a driver) there is no GPU to list.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import asdict, dataclass
+
+from . import process
 
 QUERY_TIMEOUT_S = 30.0
 
@@ -59,6 +62,25 @@ def list_gpus() -> tuple[list[Gpu], str | None]:
     return gpus, None
 
 
+def arch(compute_cap: str | None) -> int | None:
+    """The architecture number of a compute capability ("9.0" -> 90, as in sm_90); None when
+    compute_cap is not one ("", "9", None)."""
+    major, _, minor = (compute_cap or "").partition(".")
+    return int(major) * 10 + int(minor) if major.isdigit() and minor.isdigit() else None
+
+
+def visible_gpu() -> Gpu | None:
+    """The GPU a CUDA program started now runs on, chosen as CUDA does: the first entry of
+    CUDA_VISIBLE_DEVICES (an index, a UUID or a UUID's prefix), or the first GPU nvidia-smi lists
+    when the variable is unset.  None without a GPU, or when that entry names none of them."""
+    found, _why = list_gpus()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return found[0] if found else None
+    first = visible.split(",")[0].strip()
+    return next((g for g in found if first == str(g.index) or (first and g.uuid.startswith(first))), None)
+
+
 def select(gpus: list[Gpu], spec: str) -> list[Gpu]:
     """The GPUs named by `--gpus`: "all", or indices such as "0,2".  Raises ValueError naming
     an unknown or repeated index."""
@@ -90,11 +112,7 @@ class GpuState:
 
 
 def _smi(args: list[str]) -> str | None:
-    try:
-        done = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
+    return process.output(["nvidia-smi", *args], QUERY_TIMEOUT_S)
 
 
 def _int(text: str) -> int | None:

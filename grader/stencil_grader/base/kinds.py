@@ -1,9 +1,6 @@
-"""The problem kinds, read from grader/kinds.json: the one place for their facts (dimensions, boundary,
-sweeps per call, the student's launchers with compulsory bytes and useful FLOP per cell, extra
-tolerances, harness sources; lab.json's "api" names one).  The C harness reads the same table through
-the KIND_* macros labspec.c_header writes into each build's lab_config.h and the sources
-labspec.make_fragment writes into lab_config.mk; tests/python/test_kinds.py compares `bench
---describe` with it.  A new kind: grader/README.md, section 7.
+"""The problem kinds, read from grader/kinds.json, the one place for their facts (lab.json's "api" names
+one); the C harness reads them through labspec.c_header and make_fragment.  A new kind: grader/README.md,
+section 7.
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ from .. import KIT_ROOT
 from .files import read_json
 
 KINDS_JSON = KIT_ROOT / "grader" / "kinds.json"
-KINDS_DIR = KIT_ROOT / "grader" / "harness" / "kinds"
 DIMS = (2, 3)
 BOUNDARIES = ("dirichlet", "periodic")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -1,14 +1,6 @@
-"""lab.json: load it, validate it, and turn it into the C header the build uses.
-
-A lab.json looks like labs/01-naive-5pt/lab.json.  `load()` checks every key
-and raises LabSpecError with a message naming the file, the key, what was
-found and what is allowed, for example
-
-    labs/01-naive-5pt/lab.json: targets.generic.floor must be a number in [0, 1) below target, got 0.9
-
-Units: tolerances are plain numbers (|got - ref| <= atol + rtol*|ref|),
-timeouts are seconds, floors and targets are fractions of the copy bandwidth
-measured in the same bench run.
+"""lab.json (labs/01-naive-5pt/lab.json is one): load and validate it (LabSpecError names the file, the
+key, what was found and what is allowed), and write the C header and make fragment the build uses.
+Units: |got - ref| <= atol + rtol*|ref|; seconds; floors and targets in fractions of the copy bandwidth.
 """
 
 from __future__ import annotations
@@ -36,6 +28,8 @@ MAX_PLAUSIBLE_RATIO = 1.05
 GENERIC_TARGET = "generic"
 
 _LAB_NAME = re.compile(r"^(\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*$")
+_AT_LEAST_0 = ("a number >= 0", lambda x: x >= 0)
+_AT_LEAST_1 = ("an integer >= 1", lambda n: n >= 1)
 
 
 class LabSpecError(ValueError):
@@ -208,17 +202,15 @@ class _Validator:
                 raise LabSpecError(f"{self.file}: {prefix}{k} is not a known key "
                                    f"(allowed: {', '.join(allowed)})")
 
-    def number(self, parent: dict, key: str, prefix: str, allowed: str, test) -> float:
+    def number(self, parent: dict, key: str, prefix: str, allowed: str, test, kind=float):
+        """parent[key], a finite number (kind int: an integer) that passes test."""
         value = parent[key]
-        if not _is_number(value) or not test(value):
+        if not (_is_int if kind is int else _is_number)(value) or not test(value):
             self.fail(prefix + key, allowed, value)
-        return float(value)
+        return kind(value)
 
     def integer(self, parent: dict, key: str, prefix: str, allowed: str, test) -> int:
-        value = parent[key]
-        if not _is_int(value) or not test(value):
-            self.fail(prefix + key, allowed, value)
-        return value
+        return self.number(parent, key, prefix, allowed, test, int)
 
     def boolean(self, parent: dict, key: str, prefix: str) -> bool:
         value = parent[key]
@@ -279,11 +271,8 @@ def parse(data, path: Path) -> LabSpec:
     kind = table[api]
 
     tol = v.obj(data, "tolerance", "", ("rtol", "atol") + kind.tolerances)
-    tolerance = Tolerance(
-        rtol=v.number(tol, "rtol", "tolerance.", "a number >= 0", lambda x: x >= 0),
-        atol=v.number(tol, "atol", "tolerance.", "a number >= 0", lambda x: x >= 0),
-        extra=tuple((k, v.number(tol, k, "tolerance.", "a number >= 0", lambda x: x >= 0))
-                    for k in kind.tolerances))
+    rtol, atol, *extra = (v.number(tol, k, "tolerance.", *_AT_LEAST_0) for k in ("rtol", "atol") + kind.tolerances)
+    tolerance = Tolerance(rtol, atol, tuple(zip(kind.tolerances, extra)))
 
     chk = v.obj(data, "check", "", ("case_timeout_s", "suite_timeout_s"))
     case_s = v.number(chk, "case_timeout_s", "check.", "a number of seconds > 0", lambda x: x > 0)
@@ -292,31 +281,21 @@ def parse(data, path: Path) -> LabSpec:
 
     b = v.obj(data, "bench", "", ("nx", "ny", "nz", "steps", "repetitions", "timeout_s"),
               optional=("max_fused_sweeps",))
-    two_d = kind.dims == 2
-    bench = BenchGrid(
-        nx=v.integer(b, "nx", "bench.", "an integer >= 1", lambda n: n >= 1),
-        ny=v.integer(b, "ny", "bench.", "an integer >= 1", lambda n: n >= 1),
-        nz=v.integer(b, "nz", "bench.", f"1 for the 2D kind {api}" if two_d else "an integer >= 1",
-                     (lambda n: n == 1) if two_d else (lambda n: n >= 1)),
-        steps=v.integer(b, "steps", "bench.",
-                        "an integer >= 1" if kind.multi_step else f"1 for api {api} (one sweep per call)",
-                        (lambda n: n >= 1) if kind.multi_step else (lambda n: n == 1)),
-        repetitions=v.integer(b, "repetitions", "bench.", "an integer >= 1", lambda n: n >= 1),
-        timeout_s=v.number(b, "timeout_s", "bench.", "a number of seconds > 0", lambda x: x > 0))
-    if "max_fused_sweeps" in b:
-        # K sweeps fused per pass: no kernel can fuse more sweeps than one call runs.
-        fused = v.integer(b, "max_fused_sweeps", "bench.",
-                          f"an integer in [1, bench.steps = {bench.steps}] (the largest K a kernel may fuse)",
-                          lambda n: 1 <= n <= bench.steps)
-        bench = BenchGrid(bench.nx, bench.ny, bench.nz, bench.steps, bench.repetitions, bench.timeout_s,
-                          fused)
+    one = ("1 for the 2D kind " + api, lambda n: n == 1)
+    nx, ny, nz, steps, repetitions = (v.integer(b, k, "bench.", *rule) for k, rule in (
+        ("nx", _AT_LEAST_1), ("ny", _AT_LEAST_1), ("nz", one if kind.dims == 2 else _AT_LEAST_1),
+        ("steps", _AT_LEAST_1 if kind.multi_step else (f"1 for api {api} (one sweep per call)", one[1])),
+        ("repetitions", _AT_LEAST_1)))
+    # K sweeps fused per pass: no kernel can fuse more sweeps than one call runs.
+    fused = v.integer(b, "max_fused_sweeps", "bench.", f"an integer in [1, bench.steps = {steps}] (the largest K "
+                      "a kernel may fuse)", lambda n: 1 <= n <= steps) if "max_fused_sweeps" in b else 1
+    bench = BenchGrid(nx, ny, nz, steps, repetitions,
+                      v.number(b, "timeout_s", "bench.", "a number of seconds > 0", lambda x: x > 0), fused)
 
     constraints = parse_constraints(v, data)
 
     p = v.obj(data, "points", "", ("correctness", "performance"))
-    points = Points(
-        correctness=v.number(p, "correctness", "points.", "a number >= 0", lambda x: x >= 0),
-        performance=v.number(p, "performance", "points.", "a number >= 0", lambda x: x >= 0))
+    points = Points(*(v.number(p, k, "points.", *_AT_LEAST_0) for k in ("correctness", "performance")))
     if points.total <= 0:
         v.fail("points", "correctness and performance points with a sum > 0", p)
 
@@ -334,10 +313,7 @@ def _parse_targets_policy(v: _Validator, data: dict, fused: int = 1) -> TargetsP
     if "targets_policy" not in data:
         return None
     p = v.obj(data, "targets_policy", "", ("floor", "target", "why"))
-    bound = plausible_ratio(fused)
-    target = v.number(p, "target", "targets_policy.", f"a number in (0, {bound:g}]", lambda x: 0 < x <= bound)
-    floor = v.number(p, "floor", "targets_policy.", f"a number in [0, {fused}) below target",
-                     lambda x: 0 <= x < fused and x < target)
+    floor, target = _floor_target(v, p, "targets_policy.", fused)
     if not isinstance(p["why"], str) or not p["why"].strip():
         v.fail("targets_policy.why", "a non-empty string (the rule: what earns full marks, what a pass)", p["why"])
     for gpu, entry in data["targets"].items():
@@ -347,9 +323,17 @@ def _parse_targets_policy(v: _Validator, data: dict, fused: int = 1) -> TargetsP
     return TargetsPolicy(floor, target, p["why"].strip())
 
 
+def _floor_target(v: _Validator, entry: dict, prefix: str, fused: int) -> tuple[float, float]:
+    """(floor, target) of a targets entry or policy: a target up to the plausibility bound, K x 1.05
+    (K = max_fused_sweeps), a floor below it and below K."""
+    bound = plausible_ratio(fused)
+    target = v.number(entry, "target", prefix, f"a number in (0, {bound:g}]", lambda x: 0 < x <= bound)
+    return v.number(entry, "floor", prefix, f"a number in [0, {fused}) below target",
+                    lambda x: 0 <= x < fused and x < target), target
+
+
 def _parse_targets(v: _Validator, data: dict, fused: int = 1) -> dict[str, Target]:
-    """The targets table; a target may reach the plausibility bound, K x 1.05 (K = max_fused_sweeps),
-    and a floor stays below K (1 for a lab that fuses nothing)."""
+    """The targets table (_floor_target's bounds for each entry)."""
     bound = plausible_ratio(fused)
     targets = data["targets"]
     if not isinstance(targets, dict):
@@ -368,10 +352,7 @@ def _parse_targets(v: _Validator, data: dict, fused: int = 1) -> dict[str, Targe
         for key in ("floor", "target"):
             if key not in entry:
                 raise LabSpecError(f"{v.file}: {prefix}{key} is missing")
-        target = v.number(entry, "target", prefix, f"a number in (0, {bound:g}]",
-                          lambda x: 0 < x <= bound)
-        floor = v.number(entry, "floor", prefix, f"a number in [0, {fused}) below target",
-                         lambda x: 0 <= x < fused and x < target)
+        floor, target = _floor_target(v, entry, prefix, fused)
         calibrated = entry.get("calibrated")
         if calibrated is not None and not isinstance(calibrated, str):
             v.fail(prefix + "calibrated", "a string (free text)", calibrated)
@@ -384,12 +365,8 @@ def _parse_targets(v: _Validator, data: dict, fused: int = 1) -> dict[str, Targe
 
 
 def load(path: str | Path) -> LabSpec:
-    """Read and validate one lab.json.
-
-    Raises LabSpecError when the file cannot be read, is not JSON, or breaks the schema.
-    """
-    path = Path(path)
-    return parse(read_json(path, LabSpecError), path)
+    """Read and validate one lab.json; LabSpecError when it cannot be read, is not JSON or breaks the schema."""
+    return parse(read_json(Path(path), LabSpecError), Path(path))
 
 
 def _c_double(x: float) -> str:
@@ -451,8 +428,7 @@ def c_header(spec: LabSpec) -> str:
 
 
 def make_fragment(spec: LabSpec) -> str:
-    """The text of lab_config.mk: what lab.mk needs of lab.json and the kind (it never reads
-    either itself)."""
+    """The text of lab_config.mk: what lab.mk needs of lab.json and the kind (it never reads either itself)."""
     kind = spec.kind
     return "\n".join([
         f"# lab_config.mk: generated by grader/grade.py config --make from {display_path(spec.path)}",

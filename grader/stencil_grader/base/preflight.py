@@ -1,8 +1,6 @@
-"""Before any build: can this machine's GPU grade the labs, and how well?  What is refused (exit 2,
-one line with the fix) and what is warned: grader/README.md, section 4 ("Before any build").  No GPU,
-or no driver, is no refusal: the grading then says that correctness and performance were not measured.
-Sources: the quick form of the probe (base/gpuprobe.py: libcuda through ctypes, no context),
-nvidia-smi (base/gpus.py) and the toolkit's release (base/toolkit.py, grader/toolkits.mk).
+"""Before any build: can this machine's GPU grade the labs?  What is refused (exit 2, one line with the
+fix) and what is warned: grader/README.md, section 4.  No GPU is no refusal.  Sources: gpuprobe's
+quick probe, nvidia-smi (gpus.py), the toolkit's release (toolkit.py).
 """
 
 from __future__ import annotations
@@ -70,10 +68,8 @@ def _which_toolkits(number: int) -> str:
 
 
 def architecture_findings(name: str, cc: str, release: str, cuda_arch: str = "") -> list[Finding]:
-    """The GPU's compute capability ("7.0") against the architectures of the toolkit's release
-    ("12.4": grader/toolkits.mk's row), with the releases that build for it.  cuda_arch: the
-    CUDA_ARCH the build was given; when set, a GPU newer than the toolkit is no refusal (PTX of
-    an older architecture, compute_90, runs there)."""
+    """The GPU's compute capability ("7.0") against the architectures of the toolkit's release ("12.4"),
+    naming the releases that build for it; with cuda_arch set, a newer GPU runs the build's PTX."""
     try:
         number = int(cc.replace(".", ""))
         int(release.split(".")[0])
@@ -109,8 +105,7 @@ def bench_bytes(nx: int, ny: int, nz: int, kind: str, l2_bytes: int) -> int:
 
 
 def memory_findings(free_mib: int | None, needs: list[tuple[str, int]]) -> list[Finding]:
-    """needs: (lab, bytes its bench needs) each; a warning naming the labs whose grid will be
-    scaled down."""
+    """needs: (lab, bytes its bench needs) each; a warning naming the labs whose grid will be scaled down."""
     if free_mib is None:
         return []
     free = free_mib << 20
@@ -158,11 +153,8 @@ def wsl_findings(osrelease: Path = OSRELEASE) -> list[Finding]:
 
 
 def check(labs=(), probe=None, state=None, osrelease: Path = OSRELEASE, environ=None) -> list[Finding]:
-    """Every finding for this machine, refusals first.
-
-    labs: the LabSpecs about to be graded (their bench grids); probe: a quick gpuprobe
-    result (None: probe now); state: gpus.gpu_state of that GPU (None: ask nvidia-smi).
-    """
+    """Every finding for this machine, refusals first, for the LabSpecs `labs`; probe (a quick gpuprobe
+    result) and state (gpus.gpu_state) are asked for when None."""
     probe = probe or gpuprobe.probe(quick=True)
     if not probe.ok:
         return []

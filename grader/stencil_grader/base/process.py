@@ -1,19 +1,8 @@
-"""Run one program under a time limit and leave nothing of it behind (run()):
-
-- it gets its own session and a mark in its environment (STENCIL_GRADER_RUN), so that everything it
-  starts is found again (Check puts each forked case in a process group of its own); when it ends or
-  its time limit passes, every process still in that session or carrying that mark is killed
-  (SIGKILL).  Only a process that both calls setsid and clears its environment escapes; the grader
-  then stops waiting for its output after a few seconds (and a sandbox's CPU-time limit ends it);
-- stdout and stderr are read as they come and kept bounded (the first 64 KiB and the last 256 KiB);
-- `channel=True`: the private channel (grader/README.md, "How the pieces talk"; the descriptor named
-  in protocol.CHANNEL_FD_ENV), kept whole up to CHANNEL_MAX_BYTES; a watcher (`watch=`) is fed from it
-  (or from stdout without one) as data arrives: checkrun.py stops at the first case that times out;
-- what a run used, from wait4(2) (the program and every descendant it waited for): CPU seconds and
-  the peak resident set of the largest process (at least the grader's own when it forked: a floor of
-  a few tens of MiB); `metered()` sums them over a block of runs (pipeline.py's stage figures).
-
-The sandbox's layers (sandbox.py) are applied here between fork and exec.
+"""Run one program under a time limit and leave nothing of it behind (run()): its own session and a
+mark in its environment (RUN_MARK), every process in either killed (SIGKILL) when it ends; stdout and
+stderr kept bounded (HEAD_BYTES, TAIL_BYTES); the private channel (grader/README.md, "How the pieces
+talk") kept whole up to CHANNEL_MAX_BYTES; CPU seconds and peak resident set from wait4(2), summed by
+metered().  Only a process that calls setsid and clears its environment escapes the kill.
 """
 
 from __future__ import annotations
@@ -41,17 +30,9 @@ _PIPE_GRACE_S = 5.0
 
 @dataclass
 class Completed:
-    """What one run of a program did.
-
-    returncode: the exit status (negative: killed by that signal); None when the
-        program timed out or could not be started.
-    timed_out: True when the time limit passed and the program was killed.
-    seconds: wall-clock time of the run, in seconds.
-    error: why the program could not be started (missing, not executable), else None.
-    cpu_s: CPU seconds (user + system) of the program and of every descendant it waited
-        for; peak_rss_kib: the largest resident set (KiB) of one of those processes
-        (wait4(2)'s ru_maxrss); both None when the program could not be started.
-    """
+    """What one run of a program did: returncode (negative: killed by that signal; None after a
+    timeout or a failed start, whose reason is error); seconds of wall time; cpu_s (user + system, the
+    descendants it waited for included) and peak_rss_kib (wait4's ru_maxrss), None without a start."""
 
     argv: list[str]
     returncode: int | None
@@ -100,6 +81,16 @@ def program_output(text: str) -> str:
     return text[:OUTPUT_MAX_BYTES] + f"\n[... {len(text) - OUTPUT_MAX_BYTES} more bytes not shown ...]\n"
 
 
+def output(argv: list[str], timeout_s: float = 30.0) -> str | None:
+    """The standard output of a short command of the grader's own (nvidia-smi, git), or None when it
+    cannot run or fails."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 def tail_lines(text: str, n: int) -> str:
     """The last n lines of text (all of it when shorter)."""
     lines = text.rstrip("\n").splitlines()
@@ -107,12 +98,8 @@ def tail_lines(text: str, n: int) -> str:
 
 
 class Watch(Protocol):
-    """What `run(watch=...)` calls while a program runs.
-
-    feed(chunk): the program's stdout, as it arrives (from a reader thread);
-    poll(now): about ten times a second (time.monotonic()); a string stops
-    the run at once (every process killed), and becomes Completed.stopped.
-    """
+    """What `run(watch=...)` calls: feed(chunk) with the output as it arrives (a reader thread);
+    poll(now), often (time.monotonic()): a string stops the run at once and becomes Completed.stopped."""
 
     def feed(self, chunk: bytes) -> None: ...
 
@@ -120,13 +107,8 @@ class Watch(Protocol):
 
 
 class Confinement(Protocol):
-    """What `run(sandbox=...)` applies to the program (sandbox.Sandbox is one; it imports
-    RUN_MARK from here, so this module names only what it uses of it).
-
-    uid, gid: the account the program runs as (None: the grader's own), which then owns the
-    private channel's pipe; enter(): the confinement's layers, called in the child between
-    fork and exec (an exception aborts the start).
-    """
+    """What `run(sandbox=...)` applies (sandbox.Sandbox): uid, gid, the account the program runs as
+    (None: the grader's own), which owns the channel's pipe; enter(), called between fork and exec."""
 
     uid: int | None
     gid: int | None
@@ -135,10 +117,7 @@ class Confinement(Protocol):
 
 
 class _Capture(threading.Thread):
-    """Reads one pipe to its end, keeping its head and its tail (and feeding a watcher).
-
-    whole: keep everything up to CHANNEL_MAX_BYTES instead (the private channel).
-    """
+    """Reads one pipe to its end, keeping its head and tail (whole: up to CHANNEL_MAX_BYTES), feeding a watcher."""
 
     def __init__(self, pipe, watch: Watch | None = None, whole: bool = False):
         super().__init__(daemon=True)
@@ -184,8 +163,7 @@ class _Capture(threading.Thread):
 
 @dataclass(eq=False)           # each block's own: two with the same figures are not one
 class Usage:
-    """What the runs of a `metered()` block used: CPU seconds summed, the peak resident set (KiB)
-    of the largest process, and how many runs were measured."""
+    """What the runs of a `metered()` block used: CPU seconds summed, the largest peak resident set (KiB), runs."""
 
     cpu_s: float = 0.0
     peak_rss_kib: int = 0
@@ -280,16 +258,9 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
         cwd: str | Path | None = None, stdin_text: str | None = None,
         sandbox: Confinement | None = None, watch: Watch | None = None,
         channel: bool = False) -> Completed:
-    """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.
-
-    sandbox: confine the program (a Confinement: sandbox.Sandbox; its layers are applied
-        between fork and exec).  watch: see Watch; fed from the channel when there is one,
-        else from stdout.  channel: give the program the private channel (module
-        docstring); what it wrote there is Completed.channel.
-    Never raises for the program's behaviour: a missing program gives
-    Completed.error, a timeout gives Completed.timed_out, a stop by the watcher
-    Completed.stopped.
-    """
+    """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.  watch (Watch) is fed from
+    the channel when there is one (Completed.channel), else from stdout.  Never raises for the program's
+    behaviour: see Completed.error, timed_out and stopped."""
     argv = [str(a) for a in argv]
     mark = secrets.token_hex(8)
     env = dict(os.environ if env is None else env)

@@ -30,7 +30,6 @@ EXIT_NO_GPU = EXIT["NO_GPU"]
 EXIT_CUDA_ERROR = EXIT["CUDA_ERROR"]
 EXIT_DEBUG_BUILD = EXIT["DEBUG_BUILD"]
 EXIT_USAGE = EXIT["USAGE"]
-EXIT_EARLY_EXIT = EXIT["EARLY_EXIT"]
 
 #: CUDA errors that say the machine failed, not the student's code: the operating system refused a
 #: thread or a resource (a process limit), no device or driver, a GPU lost or broken (names from the

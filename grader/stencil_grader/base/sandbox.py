@@ -1,22 +1,15 @@
-"""The sandbox that programs running student code (check, bench) get: a user id of its own when the
-grader is root (one of the pool STENCIL_SANDBOX_UIDS, "FIRST-LAST", claimed by an flock(2) for as long
-as the directory exists; every process of the id killed when it ends), a network namespace, a
-temporary directory holding a copy of the program, an environment holding only what CUDA needs and the
-grading's thread budget (STENCIL_THREADS; default every CPU this process may use), and limits on CPU
-time, file size, processes and core dumps.  What each layer defends, and what not: grader/README.md,
-section 6.
-
-A layer this machine cannot give is reported as off, with why, and the run goes on without it.  What
-the machine should give and does not (no free id in the pool, a lock folder that is not root's) raises
-SandboxError: a failure of the grader, never of the student.  plan_sandbox() decides the layers,
-SandboxDir is the directory (and the id's claim), process.run(sandbox=...) applies them between fork
-and exec.
+"""The sandbox of the programs that run student code (check, bench); its layers (LAYERS) and what each
+defends: grader/README.md, section 6.  plan_sandbox() decides the layers, SandboxDir holds the directory
+and the claimed user id, process.run(sandbox=...) applies them between fork and exec.  A layer this
+machine cannot give is reported off, with why; one it should give and does not raises SandboxError
+(the grader's failure, never the student's).
 """
 
 from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import os
 import pwd
 import resource
@@ -81,30 +74,22 @@ try:
 except OSError as err:
     print(err.strerror or err); sys.exit(1)
 """
-_net_probe_cache: list[str | None] = []
 
 
+@functools.cache
 def _network_unavailable() -> str | None:
     """Why a network namespace cannot be made here (None when it can); asked once per process."""
-    if not _net_probe_cache:
-        why = None
-        if not sys.platform.startswith("linux"):
-            why = "network namespaces are Linux only"
-        else:
-            try:
-                probe = subprocess.run([sys.executable, "-c", _NET_PROBE], capture_output=True, text=True,
-                                       timeout=30)
-                if probe.returncode != 0:
-                    why = f"unshare(CLONE_NEWNET) failed: {probe.stdout.strip() or probe.stderr.strip()}"
-            except (OSError, subprocess.SubprocessError) as err:
-                why = f"unshare probe failed: {err}"
-        _net_probe_cache.append(why)
-    return _net_probe_cache[0]
+    if not sys.platform.startswith("linux"):
+        return "network namespaces are Linux only"
+    try:
+        probe = subprocess.run([sys.executable, "-c", _NET_PROBE], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"unshare probe failed: {err}"
+    return f"unshare(CLONE_NEWNET) failed: {probe.stdout.strip() or probe.stderr.strip()}" if probe.returncode else None
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity: what a batch engine's cgroup or taskset gave
-    it), else every CPU of the machine."""
+    """The CPUs this process may run on (its affinity), else every CPU of the machine."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):
@@ -123,8 +108,7 @@ def thread_budget() -> int:
 
 
 def thread_env(threads: int) -> dict[str, str]:
-    """The variables that hold a program's OpenMP to `threads` threads that sleep, not spin, when idle
-    (libgomp spins by default: beside other gradings, spinning threads take the CPUs they wait for)."""
+    """OpenMP's variables for `threads` threads that sleep, not spin (libgomp's default), when idle."""
     return {"OMP_NUM_THREADS": str(threads), "OMP_THREAD_LIMIT": str(threads), "OMP_DYNAMIC": "false",
             "OMP_WAIT_POLICY": "PASSIVE"}
 
@@ -143,11 +127,8 @@ def _mapped(first: int, last: int) -> bool:
 
 
 def uid_pool() -> tuple[int, int] | str:
-    """(first, last) of the sandbox's user ids, or why there is none (a string).
-
-    STENCIL_SANDBOX_UIDS="FIRST-LAST" when set (empty: none); else the default pool, or, in a user
-    namespace that does not map it (a rootless container), the last POOL_SIZE ids it maps below 65534.
-    """
+    """(first, last) of the sandbox's user ids, or why there is none: STENCIL_SANDBOX_UIDS="FIRST-LAST"
+    when set (empty: none), else the default pool, else (a rootless container) the last POOL_SIZE ids below 65534."""
     text = os.environ.get(SANDBOX_UIDS_ENV)
     if text is not None:
         text = text.strip()
@@ -170,8 +151,7 @@ def uid_pool() -> tuple[int, int] | str:
 
 
 def processes_of(uid: int) -> list[int]:
-    """Process ids whose real or effective user id is uid, zombies left out (they run nothing; read
-    from /proc; empty without it)."""
+    """Process ids (from /proc) whose real or effective user id is uid, zombies left out."""
     found = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
@@ -207,14 +187,9 @@ def _lock_dir() -> Path:
 
 @dataclass
 class Sandbox:
-    """How one run of student code is confined.
-
-    pool: (first, last) user ids to claim one from (SandboxDir does), None: the grader's own user;
-    uid, gid: the account it runs as once claimed (None: the grader's own); new_net: a network
-    namespace of its own (no interface but a down loopback); threads: the CPU threads its programs
-    may use (thread_env); limits: (resource, soft, hard) for setrlimit; layers: LAYERS -> "on: how"
-    or "off: why", for the report.
-    """
+    """How one run of student code is confined: pool, the user ids SandboxDir claims one from (None:
+    the grader's own user); uid, gid once claimed; limits: (resource, soft, hard) for setrlimit;
+    layers: LAYERS -> "on: how" or "off: why", for the report."""
 
     pool: tuple[int, int] | None = None
     uid: int | None = None
@@ -282,14 +257,9 @@ def plan_sandbox(timeout_s: float) -> Sandbox:
 
 
 class SandboxDir:
-    """A temporary directory for one run of student code (a context manager), and its user id.
-
-    On entry, claims a user id of the box's pool (box.uid, box.gid; waiting up to CLAIM_WAIT_S for a
-    free one, else SandboxError).  Holds read-only copies of the programs (so the build directory,
-    which may sit in a folder the sandbox user cannot enter, stays out of reach) and `work/`, the
-    program's current and home directory, owned by the sandbox user.  On exit, every process of the
-    user id is killed, the id released and everything removed.
-    """
+    """A context manager: claims a user id of the box's pool (SandboxError after CLAIM_WAIT_S), makes a
+    temporary directory with read-only copies of the programs and `work/` (their current and home
+    directory, the sandbox user's); on exit kills every process of the id, releases it, removes all."""
 
     def __init__(self, box: Sandbox, programs: list[Path], prefix: str = "stencil-run-"):
         self.box, self.programs, self.prefix = box, [Path(p) for p in programs], prefix
@@ -355,12 +325,8 @@ class SandboxDir:
         return self.root / name
 
     def env(self, extra: dict[str, str] | None = None, threads: int | None = None) -> dict[str, str]:
-        """The program's whole environment: a minimal one, CUDA's variables, OpenMP's for `threads`
-        (default: the box's budget), and extra.
-
-        The run marks of the processes above this one are kept (RUN_MARK), so that a
-        grading process killed by instructor mode takes its sandboxed programs along.
-        """
+        """The program's whole environment: a minimal one, CUDA's variables, the run marks above it
+        (RUN_MARK: a killed grading takes its programs along), OpenMP's for `threads`, and extra."""
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.work), "TMPDIR": str(self.work), "LANG": "C"}
         env.update({k: os.environ[k] for k in CUDA_ENV_KEEP + (RUN_MARK,) if k in os.environ})
         env.update(thread_env(threads or self.box.threads))
@@ -371,7 +337,6 @@ class SandboxDir:
 def _has_account(uid: int) -> bool:
     """True when an account of this machine has uid (its files and processes are someone's)."""
     try:
-        pwd.getpwuid(uid)
+        return bool(pwd.getpwuid(uid))
     except KeyError:
         return False
-    return True

@@ -1,24 +1,9 @@
 """The CUDA toolkit the kit builds with, and the GPU architectures each toolkit supports.
 
-One finder for make and Python: lab.mk and the kit's Makefile run this file as a script
-(`python3 grader/stencil_grader/base/toolkit.py make`), the grader imports it, so both use the
-same nvcc.  The rule (find_nvcc):
-
-    1. NVCC, when set: that program;
-    2. CUDA_HOME, when set: CUDA_HOME/bin/nvcc, and nothing else (a CUDA_HOME without nvcc
-       finds none, rather than quietly another toolkit);
-    3. the nvcc on PATH;
-    4. /usr/local/cuda/bin/nvcc.
-
-The toolkit's folder (cuda_home) is CUDA_HOME, else the folder above nvcc's bin/.  Its release
-comes from `nvcc --version`, or, for a toolkit folder without nvcc, from CUDART_VERSION in its
-include/cuda_runtime_api.h.
-
-The architectures and drivers: grader/toolkits.mk, the one list (its rows: grader/README.md's table),
-read here by architectures() and minimum_driver(); compute capabilities without the dot (75 = 7.5).
-
-Standard library only, no import of the kit: this file also runs as a script, before anything
-is built.
+One finder for make and Python: lab.mk runs this file as a script (`toolkit.py make`, before
+anything is built: standard library only, no import of the kit), the grader imports it.  The
+architectures and drivers come from grader/toolkits.mk (grader/README.md); compute capabilities
+are written without the dot (75 = 7.5).
 """
 
 from __future__ import annotations
@@ -41,8 +26,8 @@ def _executable(path: Path | str | None) -> bool:
 
 
 def find_nvcc(environ=None) -> str | None:
-    """nvcc's path by the rule of the module docstring, or None when there is none.
-    environ: the environment to read NVCC, CUDA_HOME and PATH from (default os.environ)."""
+    """nvcc's path, or None: NVCC when set; else CUDA_HOME/bin/nvcc when CUDA_HOME is set (and nothing
+    else); else the nvcc on PATH; else /usr/local/cuda/bin/nvcc.  environ: default os.environ."""
     env = os.environ if environ is None else environ
     if env.get("NVCC"):
         named = env["NVCC"] if os.sep in env["NVCC"] else shutil.which(env["NVCC"], path=env.get("PATH"))
@@ -144,11 +129,6 @@ def architectures(release: str | int, path: Path = TOOLKITS_FILE) -> list[int]:
     return [int(a) for a in read_architectures(path)[f"ARCHS_CUDA{found}"]] if found else []
 
 
-def toolkit_majors(path: Path = TOOLKITS_FILE) -> list[int]:
-    """The CUDA major releases the file lists (12, 13)."""
-    return sorted({_key(r)[0] for r in rows(path)})
-
-
 def oldest_release(path: Path = TOOLKITS_FILE) -> str:
     """The oldest release the kit supports, the first row ("12.0")."""
     return rows(path)[0]
@@ -193,14 +173,12 @@ def make_words(environ=None) -> str:
 
 def main(argv: list[str]) -> int:
     """`toolkit.py make` prints make_words(); `toolkit.py why` prints why_no_nvcc()."""
-    if argv[1:] == ["make"]:
-        print(make_words())
-        return 0
-    if argv[1:] == ["why"]:
-        print(why_no_nvcc())
-        return 0
-    print("usage: toolkit.py make|why", file=sys.stderr)
-    return 2
+    command = {"make": make_words, "why": why_no_nvcc}.get(" ".join(argv[1:]))
+    if command is None:
+        print("usage: toolkit.py make|why", file=sys.stderr)
+        return 2
+    print(command())
+    return 0
 
 
 if __name__ == "__main__":

@@ -197,10 +197,7 @@ def built_architectures(build_dir: Path) -> tuple[set[int], set[int]]:
 def runs_on(build_dir: Path, compute_cap: str) -> str | None:
     """Why the build cannot run on a GPU of compute capability compute_cap ("9.0"), or None
     when it can: machine code for that GPU, or PTX of an earlier one for the driver to compile."""
-    try:
-        major, minor = compute_cap.split(".")
-        cc = int(major) * 10 + int(minor)
-    except ValueError:
+    if (cc := gpus.arch(compute_cap)) is None:
         return None                       # unknown: let the run itself tell
     sass, ptx = built_architectures(build_dir)
     if not sass and not ptx or cc in sass or any(p <= cc for p in ptx):

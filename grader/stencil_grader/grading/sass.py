@@ -155,23 +155,9 @@ def parse_ptx_sections(text: str, harness: Path = HARNESS) -> list[tuple[int, st
     return [(arch, "\n".join(body) + "\n") for arch, ours, body in sections if ours and body]
 
 
-def _arch_of(cc: str | None) -> int | None:
-    major, _, minor = (cc or "").partition(".")
-    return int(major) * 10 + int(minor) if major.isdigit() and minor.isdigit() else None
-
-
 def _runs_on(arch: int, want: int) -> bool:
     """Whether an ELF for sm_`arch` loads on a GPU of sm_`want` (same major version, not newer)."""
     return arch // 10 == want // 10 and arch <= want
-
-
-def this_gpu() -> str | None:
-    """The compute capability ("9.0") of the GPU this grading runs on: CUDA_VISIBLE_DEVICES's first
-    (an index or a UUID), else the first nvidia-smi lists; None without a GPU."""
-    found, _ = gpus.list_gpus()
-    wanted = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    chosen = [g for g in found if wanted in (g.uuid, str(g.index))] or found
-    return chosen[0].compute_cap if chosen else None
 
 
 def _jit(tool: str, binary: Path, want: int | None) -> dict[str, SassFunction]:
@@ -180,7 +166,8 @@ def _jit(tool: str, binary: Path, want: int | None) -> dict[str, SassFunction]:
     the program holds no PTX the GPU can run or the toolkit's ptxas does not know sm_`want`.
     Raises SassError when ptxas is missing (the toolkit's)."""
     sections = parse_ptx_sections(_run([tool, "-ptx", str(binary)]))
-    want = want or _arch_of(this_gpu())
+    if want is None and (gpu := gpus.visible_gpu()):
+        want = gpus.arch(gpu.compute_cap)
     targets = [a for a, _ in sections if want is None or a <= want]
     if not targets:
         return {}
@@ -220,7 +207,7 @@ def student_code(build_dir: Path, cc: str | None = None) -> dict[int, dict[str, 
                         "the lab's rules on code are judged on the program's machine code")
     binary = Path(build_dir) / "bench"
     code = parse_sass(_run([tool, "-sass", str(binary)]))
-    want = _arch_of(cc)
+    want = gpus.arch(cc)
     if not any(_runs_on(a, want) for a in code) if want else not code:
         if jitted := _jit(tool, binary, want):
             code[next(iter(jitted.values())).arch] = jitted
@@ -231,7 +218,7 @@ def for_device(code: dict[int, dict[str, SassFunction]], cc: str | None) -> tupl
     """(the kernels the driver loads on a GPU of compute capability `cc` ("9.0"), which ELF):
     the ELF of that architecture, else the newest of the same major version below it (binary
     compatible).  Empty, with why, when there is none: the driver compiled PTX then."""
-    want = _arch_of(cc)
+    want = gpus.arch(cc)
     if want is None:
         return {}, f"the GPU's compute capability is not known ({cc!r})"
     usable = [a for a in code if _runs_on(a, want)]

@@ -4,13 +4,12 @@ handouts' figures: `record-check`, `record-archs`, `record-profile`, `figures`, 
 from __future__ import annotations
 
 import datetime
-import json
 import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
-from ..base.files import display_path
+from ..base.files import display_path, read_json
 from . import pictures, records, smemroof, tour, tuning
 
 
@@ -109,10 +108,7 @@ def cmd_record_archs(args) -> int:
         label, sep, file = pair.partition("=")
         if not sep or not label or not file:
             raise UsageError(f"{pair!r}: give LABEL=FILE, e.g. compute_75=check-75.json")
-        try:
-            runs.append((label, json.loads(Path(file).read_text())))
-        except (OSError, json.JSONDecodeError) as err:
-            raise UsageError(f"{file}: {err}") from None
+        runs.append((label, read_json(Path(file), UsageError)))
     first = runs[0][1]
     record = {k: v for k, v in first.items() if k not in ("rows", "impl")}
     record.update(record=Path(args.out).stem, source="make check IMPL=reference CUDA_ARCH=LABEL on one GPU, each "
@@ -165,12 +161,7 @@ def record_profile(paths: list[Path]) -> dict:
     ranked findings.  Raises RecordError for a file it cannot read or runs of several GPUs or days."""
     from ..student.profile import analyse, load_rules
 
-    runs = []
-    for path in paths:
-        try:
-            runs.append(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as err:
-            raise records.RecordError(f"{path}: cannot read a recorded profile: {err}") from None
+    runs = [read_json(Path(path), records.RecordError) for path in paths]
     if not runs:
         raise records.RecordError("no recorded profile named")
     devices = {r.get("device") for r in runs}

@@ -1,21 +1,12 @@
-"""The handouts' raster pictures, regenerated from what was recorded, never from a new measurement.
-
-    python3 grader/grade.py pictures [--slug h100 --slug h200]   (make pictures)
-        handouts/img/path-SLUG.png and roofline-SLUG.png, drawn (matplotlib) from the recorded tour
-        handouts/data/SLUG/tour.json: its rows, its GPU's SM count and maximum SM clock
-    python3 grader/grade.py pictures --report-page
-        handouts/img/report-page.png: the report page (grading/html.py) of the recorded grading in
-        tests/python/data/html/, screenshot by headless Chromium
-
-The recorded grading was scored against the targets lab.json held that day; the picture shows the
-targets lab.json holds now (retarget), so that it agrees with the handouts' tables, and refuses to
-when that would change the recorded points.  The SVG diagrams are instructor/diagrams/'s (make figures).
+"""The handouts' raster pictures, drawn from what was recorded, never from a new measurement
+(`grade.py pictures`): path-SLUG.png and roofline-SLUG.png from handouts/data/SLUG/tour.json
+(matplotlib), and with --report-page report-page.png, the recorded grading of tests/python/data/html/
+under today's targets (retarget), screenshot by headless Chromium.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import os
 import shutil
 import subprocess
@@ -24,10 +15,11 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
+from ..base.files import read_json
 from ..grading import html, plot, score
 from .records import DATA_DIR, load_recordings
 from . import smemroof, tuning
-from .tour import TourRow, draw
+from .tour import draw, recorded_rows
 
 IMG_DIR = KIT_ROOT / "handouts" / "img"
 #: The recorded grading the index's report-page.png shows (tests/python/data/html/README.md).
@@ -38,39 +30,27 @@ PAGE_WIDTH = 1100
 
 
 class PictureError(RuntimeError):
-    """A picture cannot be made here: no recording, no SM clock, no Chromium; the message says which."""
-
-
-def tour_rows(record: dict) -> list[TourRow]:
-    """The rows of a recorded tour (instructor/records.py RECORD_FORMAT) as the tour timed them."""
-    parts = {p["id"]: p.get("title", p["id"]) for p in record.get("parts") or []}
-    return [TourRow(r["lab"], r["impl"], r["kernel"], r["ms_per_sweep"], r["gbps"], r["copy_gbps"], r["ratio"],
-                    r.get("step_speedup"), r.get("cumulative_speedup"), parts.get(r.get("part"), ""),
-                    r.get("part", ""), r.get("steps", 1), r.get("ms_median"), r.get("repetitions"),
-                    r.get("sweeps_per_pass", 1))
-            for r in record["rows"]]
+    """A picture cannot be made here: no recording, no SM count or clock, no Chromium; the message says which."""
 
 
 def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> list[str]:
     """path-SLUG.png and roofline-SLUG.png from the recorded tour of SLUG; one line per picture.
-    Raises PictureError without the GPU's SM count and clock, RecordError without the recording,
-    UsageError (exit 2) without matplotlib."""
+    PictureError: no SM count or clock; RecordError: no recording; UsageError: no matplotlib."""
     record = load_recordings(data_dir).get(slug, "tour").data
     device = record["device"]
     plot.pyplot("the handouts' pictures")
     if not device.get("sm_count") or not device.get("sm_clock_max_mhz"):
         raise PictureError(f"{slug}/tour.json records no SM count or SM clock: no roofline can be drawn")
     title = f"{device['name']}: make tour of {record['date']}"
-    return draw(tour_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
+    return draw(recorded_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
                 clock_mhz=float(device["sm_clock_max_mhz"]), roofline_path=Path(img_dir) / f"roofline-{slug}.png",
                 title=title, params_of=recorded_parameters(device["name"]),
                 shared_bytes_per_clock=smemroof.recorded_bytes_per_clock(slug, data_dir=data_dir))
 
 
 def recorded_parameters(device: str):
-    """params_of(lab, impl) for a recorded tour (tour.draw): a reference's TUNE_ parameters as a build
-    on `device` takes them (its source's defaults, replaced by that GPU's tuning file, as lab.mk
-    passes them); None (unknown) for any other row or where they cannot be read."""
+    """params_of(lab, impl) for tour.draw: a reference's TUNE_ parameters as lab.mk builds it on `device`;
+    None (unknown) for any other row or where they cannot be read."""
     def params_of(lab: str, impl: str) -> dict | None:
         if impl != "reference":
             return None
@@ -85,10 +65,8 @@ def recorded_parameters(device: str):
 
 
 def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
-    """The report with its targets entry as its lab.json holds it now (the same table: floor,
-    target, calibrated, reference_ratio).  Raises PictureError when the performance points the
-    recorded ratio earns under those targets differ from the recorded ones: a page of a grading
-    must not show points it did not get."""
+    """The report with its targets entry as lab.json holds it now; PictureError when the recorded ratio
+    would earn other performance points under them (a page must not show points it did not get)."""
     out = copy.deepcopy(report)
     perf = out.get("performance") or {}
     target = perf.get("target") or {}
@@ -110,6 +88,27 @@ def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
     return out
 
 
+def recorded_peak(report: dict, data_dir: Path = DATA_DIR) -> tuple[int, float, str]:
+    """(SM count, maximum SM clock in MHz, the page's note saying where each came from) for the roofline
+    of a recorded grading: the count its bench recorded, the clock (a grading records none) from a
+    recorded tour of the same GPU.  PictureError when neither holds one (RecordError: a broken record)."""
+    bench = (report.get("performance") or {}).get("bench") or {}
+    name = bench.get("device") or ((report.get("gpu") or {}).get("device") or {}).get("name")
+    tours = [(slug, r.data["device"]) for (slug, kind), r in sorted(load_recordings(data_dir).records.items())
+             if kind == "tour" and r.data["device"].get("name") == name and r.data["device"].get("sm_clock_max_mhz")]
+    if not tours:
+        raise PictureError(f"no recorded tour of {name!r} under {data_dir} gives its SM clock, which the "
+                           "roofline's peak needs and a grading does not record")
+    slug, device = tours[0]
+    sm_count = bench.get("sm_count") or device.get("sm_count")
+    if not sm_count:
+        raise PictureError(f"neither the recorded grading nor {slug}/tour.json records {name}'s SM count")
+    clock = float(device["sm_clock_max_mhz"])
+    source = "the grading" if bench.get("sm_count") else f"{slug}/tour.json"
+    return int(sm_count), clock, (f"Roofline peak: {sm_count} SMs (recorded by {source}) at {clock:g} MHz, the "
+                                  f"maximum SM clock {slug}/tour.json records for this GPU (a grading records none).")
+
+
 def chromium() -> str | None:
     return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome",
                                                 "google-chrome-stable"))), None)
@@ -117,18 +116,14 @@ def chromium() -> str | None:
 
 def report_page(out: Path = IMG_DIR / "report-page.png", height: int = 2860) -> str:
     """Screenshot the recorded grading's report page (retargeted) into `out`; returns what was
-    written.  Raises PictureError without the recording or Chromium."""
+    written.  Raises PictureError without the recording (recorded_peak) or Chromium."""
     browser = chromium()
     if browser is None:
         raise PictureError("the report page's screenshot needs Chromium (Debian: chromium)")
-    try:
-        report = json.loads(REPORT.read_text())
-        profile = json.loads(PROFILE.read_text())
-    except OSError as err:
-        raise PictureError(f"{REPORT.parent}: the recorded grading is not here ({err.strerror}); the "
-                           "instructor's kit has it") from None
-    report = retarget(report)
-    page = html.render_lab_html(report, profile, peak_gflops=plot.peak_fp32_gflops(132, 1980))
+    report, profile = retarget(read_json(REPORT, PictureError)), read_json(PROFILE, PictureError)
+    sm_count, clock_mhz, note = recorded_peak(report)
+    report["notes"] = list(report.get("notes") or []) + [note]
+    page = html.render_lab_html(report, profile, peak_gflops=plot.peak_fp32_gflops(sm_count, clock_mhz))
     with tempfile.TemporaryDirectory(prefix="stencil-page-") as tmp:
         path = Path(tmp) / "report.html"
         path.write_text(page, encoding="utf-8")

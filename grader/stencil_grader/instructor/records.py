@@ -1,8 +1,5 @@
-"""Recorded runs: the self-describing JSON, handouts/data/SLUG/KIND.json (SLUG names a GPU), that the
-measured figures of README.md and the handouts are written from (instructor/figures.py).  Written by
-`grade.py tour --json` (tour.py), `calibrate --json` (tour.py), `record-check` (record_check here),
-`record-profile` and `record-archs` (commands.py) and tests/submissions/bench_class.py;
-read and validated by load_recordings.  Which command writes which file: handouts/data/README.md.
+"""Recorded runs, handouts/data/SLUG/KIND.json (SLUG names a GPU; which command writes which file:
+handouts/data/README.md), that the handouts' measured figures are written from (figures.py).
 """
 
 from __future__ import annotations
@@ -11,12 +8,11 @@ import datetime
 import json
 import re
 import statistics
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT, __version__
-from ..base import labspec, toolkit
+from ..base import labspec, process, toolkit
 from ..base.files import display_path as shown, read_json
 
 #: Every record holds: record (its kind, RECORD_KINDS, the file's name); format (RECORD_FORMAT; a reader refuses
@@ -71,20 +67,11 @@ def median_or_none(values) -> float | None:
 
 # ------------------------------------------------------------------ writing
 
-def _run_text(argv: list[str], timeout_s: float = 30) -> str | None:
-    """The standard output of a short command, or None when it cannot run or fails."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
 def nvidia_smi_facts(device_name: str | None) -> dict:
     """{driver, sm_clock_max_mhz} of the GPU named device_name (else the first) from nvidia-smi;
     each None when nvidia-smi is missing or does not say."""
     facts = {"driver": None, "sm_clock_max_mhz": None}
-    out = _run_text(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader,nounits"])
+    out = process.output(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader,nounits"])
     lines = [[c.strip() for c in line.split(",")] for line in (out or "").splitlines() if line.count(",") >= 2]
     if lines:
         chosen = next((cells for cells in lines if cells[0] == device_name), lines[0])
@@ -106,10 +93,10 @@ def kit_facts(kit_root: Path = KIT_ROOT) -> dict:
     """{version, commit, modified}: the grader's version, the kit's git commit and whether the checkout
     had uncommitted changes (both None outside a git checkout)."""
     facts = {"version": __version__, "commit": None, "modified": None}
-    commit = _run_text(["git", "-C", str(kit_root), "rev-parse", "HEAD"])
+    commit = process.output(["git", "-C", str(kit_root), "rev-parse", "HEAD"])
     if commit:
         facts["commit"] = commit.strip()
-        status = _run_text(["git", "-C", str(kit_root), "status", "--porcelain", "--untracked-files=no"])
+        status = process.output(["git", "-C", str(kit_root), "status", "--porcelain", "--untracked-files=no"])
         facts["modified"] = None if status is None else bool(status.strip())
     return facts
 
@@ -163,9 +150,8 @@ def _stamp(report: dict) -> datetime.datetime | None:
 
 
 def record_check(reports: list[dict], started: datetime.datetime | None = None) -> dict:
-    """The recorded run of a `make check` from its labs' report.json objects, in lab order.  Raises
-    RecordError when there is no report, when they name different GPUs, when one was graded without a
-    GPU, or when they were written more than MAX_CHECK_SPAN apart (left over from different runs)."""
+    """The recorded run of a `make check` from its labs' report.json objects, in lab order; RecordError
+    for none, several GPUs, one without a GPU, or reports more than MAX_CHECK_SPAN apart."""
     if not reports:
         raise RecordError("no report to record: run `make check` (grade.py all) first")
     gpus = [(r.get("gpu") or {}).get("device") or {} for r in reports]

@@ -1,6 +1,5 @@
-"""The dashed ceilings under the tour's roof (instructor/tour.py, grading/plot.py): the fp32 peak
-without fused multiply-adds (lab 8 rounds every product and sum on its own) and the rate ceilings of
-DESIGN_COUNTS, one design's cost per cell update of one resource, counted once by hand for one build.
+"""The dashed ceilings under the tour's roof: the fp32 peak without FMA (lab 8's) and the rate ceilings
+of DESIGN_COUNTS, one design's cost per cell update of one resource, counted once by hand for one build.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A sweep of the references' compile-time parameters (`make tune`, `grade.py tune`): every candidate
-of instructor/tuning.py graded by the one pipeline (stage "build" on the CPUs, then stage "gpu"
-one at a time), the best written to the lab's tuning file for this GPU, the table printed and the
-sweep drawn (matplotlib optional).  grader/README.md, section 10, says what each step does and
-what a variant's status means.  Units: gbps and copy_gbps in GB/s (1 GB = 1e9 bytes), ms the
-bench's median per call, ratio = gbps / copy_gbps; registers and spill_bytes from ptxas, per thread.
+"""`make tune`: every candidate of tuning.py graded by the one pipeline (stage "build" on the CPUs, then
+"gpu" one at a time), the best written to the lab's tuning file for this GPU, printed and drawn
+(grader/README.md, section 10).  Units: GB/s (1e9 bytes), ms per call, ratio = gbps / copy_gbps.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ import math
 import os
 import random
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
+from ..base import process, toolkit
 from ..base.files import display_path
 from ..grading import pipeline
 from ..grading.plot import pyplot
@@ -222,23 +219,22 @@ def tune_labs(lab_dirs: list[Path], seed: int | None = None, jobs: int | None = 
         yield _measure(sweep, write, plot_dir, log)
 
 
+def tuning_data(sweep: LabSweep) -> dict:
+    """The tuning file (grader/README.md, section 10) of a finished sweep; best None when none passed."""
+    release = re.search(r"release [^\n]*", process.output([toolkit.find_nvcc() or "nvcc", "--version"]) or "")
+    b, d = sweep.best, sweep.default
+    return {"lab": sweep.lab, "device": sweep.device, "date": datetime.date.today().isoformat(), "seed": sweep.seed,
+            "nvcc": release.group(0) if release else "", "best": b and b.params, "default": d and d.params,
+            "best_ratio": b and b.ratio, "default_ratio": d and d.ratio, "min_gain": sweep.min_gain,
+            "variants": [{k: v for k, v in asdict(x).items() if k != "is_default"} | {"default": x.is_default}
+                         for x in sweep.variants]}
+
+
 def write_tuning(lab_dir: Path, sweep: LabSweep) -> Path:
     """Write (or replace) LAB_DIR/tuning/<device>.json from a finished sweep; returns its path."""
     path = tuning.tuning_path(lab_dir, sweep.device)
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        nvcc = subprocess.run([os.environ.get("NVCC", "nvcc"), "--version"], capture_output=True,
-                              text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        nvcc = ""
-    release = re.search(r"release [^\n]*", nvcc)
-    data = {"lab": sweep.lab, "device": sweep.device, "date": datetime.date.today().isoformat(), "seed": sweep.seed,
-            "nvcc": release.group(0) if release else "", "best": sweep.best.params,
-            "default": sweep.default.params if sweep.default else None, "best_ratio": sweep.best.ratio,
-            "default_ratio": sweep.default.ratio if sweep.default else None, "min_gain": sweep.min_gain,
-            "variants": [{k: v for k, v in asdict(x).items() if k != "is_default"} | {"default": x.is_default}
-                         for x in sweep.variants]}
-    path.write_text(json.dumps(data, indent=1) + "\n")
+    path.write_text(json.dumps(tuning_data(sweep), indent=1) + "\n")
     return path
 
 
@@ -342,10 +338,7 @@ def _draw(plt, lab: str, space: tuning.TuneSpace, files: list[dict], path: Path)
 def draw_sweep(sweep: LabSweep, path: Path) -> Path | None:
     """`make tune`'s picture of one finished sweep, as one panel of draw_devices'; None without matplotlib."""
     plt = pyplot()
-    b, d = sweep.best, sweep.default
-    return plt and _draw(plt, sweep.lab, sweep.space, [{
-        "device": sweep.device, "date": datetime.date.today().isoformat(), "best": b and b.params,
-        "best_ratio": b and b.ratio, "default": d and d.params, "variants": [asdict(v) for v in sweep.variants]}], path)
+    return plt and _draw(plt, sweep.lab, sweep.space, [tuning_data(sweep)], path)
 
 
 def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_ROOT) -> Path:

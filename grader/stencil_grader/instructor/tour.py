@@ -1,8 +1,7 @@
-"""The references timed on this GPU with their lab's build and bench: the optimisation tour (`make tour`)
-and the targets' calibration (`make calibrate`); grader/README.md, section 4, says what tour.json declares
-and what calibrate writes, instructor/records.py the recorded runs.  Tour columns: ms per sweep (a call's
-median over its sweeps), effective GB/s (1 GB = 1e9 bytes), the fraction of the same run's copy bandwidth,
-the speed-up over the row above (step) and over the part's first row (cumulative).
+"""The references timed on this GPU: the optimisation tour (`make tour`) and the targets' calibration
+(`make calibrate`); tour.json and what calibrate writes: grader/README.md, section 4.  Units: ms per
+sweep, GB/s (1e9 bytes), fractions of the same run's copy bandwidth; speed-ups over the row above
+(step) and the part's first row (cumulative).
 """
 
 from __future__ import annotations
@@ -131,6 +130,11 @@ class TourRow:
         return row_id(self.lab, self.impl)
 
 
+#: The fields of a TourRow a recorded tour holds (records.py RECORD_FORMAT), besides its id and part.
+RECORDED = ("lab", "impl", "kernel", "steps", "sweeps_per_pass", "repetitions", "ms_median", "ms_per_sweep", "gbps",
+            "copy_gbps", "ratio", "step_speedup", "cumulative_speedup")
+
+
 def _impl_arg(impl: str) -> str:
     """IMPL for make: starter and reference as they are, a folder made absolute from the kit."""
     return impl if impl in ("starter", "reference") else str(KIT_ROOT / impl)
@@ -247,10 +251,15 @@ def record_tour(rows: list[TourRow], parts: list[dict], device: dict, started: d
     record = record_header("tour", "grade.py tour --json (make tour)", device, started)
     record["copy_gbps"] = median_or_none(r.copy_gbps for r in rows)
     record["parts"] = parts
-    keys = ("lab", "impl", "kernel", "steps", "sweeps_per_pass", "repetitions", "ms_median", "ms_per_sweep", "gbps",
-            "copy_gbps", "ratio", "step_speedup", "cumulative_speedup")
-    record["rows"] = [{"id": r.id, "part": r.part_id} | {k: getattr(r, k) for k in keys} for r in rows]
+    record["rows"] = [{"id": r.id, "part": r.part_id} | {k: getattr(r, k) for k in RECORDED} for r in rows]
     return record
+
+
+def recorded_rows(record: dict) -> list[TourRow]:
+    """The rows of a recorded tour (record_tour) as the tour timed them."""
+    titles = {p["id"]: p.get("title", p["id"]) for p in record.get("parts") or []}
+    return [TourRow(**{k: r[k] for k in RECORDED if k in r}, part=titles.get(r.get("part"), ""),
+                    part_id=r.get("part", "")) for r in record["rows"]]
 
 
 def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdown: bool = False) -> str:

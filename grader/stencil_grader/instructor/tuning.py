@@ -1,14 +1,11 @@
-"""A lab's tuning files and what a reference's build takes from them: the sweep's bounds
-(labs/NN-slug/tune.json), the results per GPU (labs/NN-slug/tuning/<device-slug>.json) and
-`grade.py tune --print-defines`, which lab.mk asks.  grader/README.md, section 10, gives both
-files' keys, the candidates and the constraints' syntax; a parameter NAME is the integer macro
-TUNE_NAME of reference/NN-slug/kernel.cu.  The sweep that writes them is instructor/sweep.py.
+"""A lab's tuning files: the sweep's bounds (labs/NN-slug/tune.json), the results per GPU
+(labs/NN-slug/tuning/<device-slug>.json) and `grade.py tune --print-defines` for lab.mk; their keys
+and syntax: grader/README.md, section 10.  A parameter NAME is the macro TUNE_NAME of the reference.
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import re
 from dataclasses import dataclass, field
 from itertools import product
@@ -197,14 +194,9 @@ def as_defines(params: dict[str, int]) -> dict[str, int]:
 
 
 def local_device() -> str | None:
-    """nvidia-smi's name (the bench's too) of the first GPU CUDA_VISIBLE_DEVICES lets through, by
-    index or UUID; None without one."""
-    found, _why = gpus.list_gpus()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if not found or visible is None:
-        return found[0].name if found else None
-    first = visible.split(",")[0].strip()
-    return next((g.name for g in found if first == str(g.index) or (first and g.uuid.startswith(first))), None)
+    """nvidia-smi's name (the bench's too) of the GPU a CUDA program runs on (gpus.visible_gpu); None without one."""
+    gpu = gpus.visible_gpu()
+    return gpu.name if gpu else None
 
 
 def print_defines(lab: str, kit_root: Path = KIT_ROOT) -> str:

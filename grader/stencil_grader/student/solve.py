@@ -1,23 +1,15 @@
-"""`make solve` in lab 7: the student's Jacobi solver on the model Poisson problem (the handout's
-section on convergence teaches what it shows).
-
-    python3 grader/grade.py solve BUILD_DIR [--n 33] [--reduction 1e-5] [--every K] [--plot PNG]
-
-runs `BUILD_DIR/bench --solve N [--reduction R]` (grader/harness/kinds/jacobi_residual.c): from u = 0 on
+"""`make solve` in lab 7 (`grade.py solve BUILD_DIR`): runs `BUILD_DIR/bench --solve N [--reduction R]`
+(grader/harness/kinds/jacobi_residual.c), the student's Jacobi solver on the model problem: from u = 0 on
 the unit square, h = 1/(N-1), laplace(u) = f = 2 pi^2 sin(pi x) sin(pi y), u = 0 on the boundary (u* =
 -sin(pi x) sin(pi y)), the student's jacobi_sweep and residual_norm2 until the residual 2-norm has
-fallen by R, stopped falling, or after 40 N^2 sweeps (at most 1e6).  It reads one JSON object from the
-private channel: n, h, sweeps, converged, reduction, rate_expected (cos(pi h)), rate_measured (over the
-last 20 sweeps), max_error (largest |u - u*|), discretisation_error, residual (after each sweep), and
-prints the sweeps, every K-th residual, the rate beside cos(pi h), the error beside the discretisation
-error, and with matplotlib a plot (BUILD_DIR/solve.png by default).
+fallen by R, stopped falling, or after 40 N^2 sweeps (at most 1e6); reads its JSON (REQUIRED_KEYS;
+rate_expected is cos(pi h), max_error the largest |u - u*|, residual one per sweep) from the private
+channel, prints it explained, and with matplotlib plots it (BUILD_DIR/solve.png by default).
 
 Sources: cos(pi h) is the spectral radius of Jacobi for the 5-point Laplacian on the unit square
 (Barrett et al., "Templates for the Solution of Linear Systems", SIAM 1994, section 2.2.1); the
 discretisation error is grader/include/harness.h's harness_poisson_discretisation_error.
-
-Exit status: 0 when the solver ran and its residuals are finite numbers, 1 otherwise (no GPU, a CUDA
-error, a NaN residual), 2 for a usage error.
+Exit status: 0 the solver ran with finite residuals, 1 otherwise, 2 a usage error.
 """
 
 from __future__ import annotations
@@ -28,12 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import process, protocol
+from ..grading.plot import pyplot
 
 DEFAULT_N = 33
 SOLVE_TIMEOUT_S = 600.0
-EXIT_NO_GPU = protocol.EXIT_NO_GPU          # the bench's exit statuses (base/protocol.py)
-EXIT_CUDA_ERROR = protocol.EXIT_CUDA_ERROR
-EXIT_USAGE = protocol.EXIT_USAGE
+#: What the bench's exit statuses (base/protocol.py) mean here.
+BENCH_EXITS = {protocol.EXIT_NO_GPU: "make solve needs a GPU, and this machine has none it can use",
+               protocol.EXIT_CUDA_ERROR: "the solver stopped on a CUDA error (in your kernels, or none left to run them)",
+               protocol.EXIT_USAGE: "the bench refused the arguments"}
 #: Residuals this close to the floor (the smallest one reached) are left out of the
 #: measured rate: there float rounding, not the iteration, decides the residual.
 FLOOR_MARGIN = 100.0
@@ -49,8 +43,7 @@ class SolveError(RuntimeError):
 
 
 def parse(text: str) -> dict:
-    """The bench's JSON.  The bench writes a non-finite number (a broken solver's NaN) as
-    null; it is read back as NaN."""
+    """The bench's JSON, a null (the bench's spelling of a non-finite number) read back as NaN."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -87,15 +80,9 @@ def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None,
     # megabytes); stdout is the solver kernels' own output, if any.
     done = process.run(argv, timeout_s, channel=True)
     why = process.tail_lines(done.stderr, 5).strip()
-    if done.returncode == EXIT_NO_GPU:
-        raise SolveError(f"make solve needs a GPU, and this machine has none it can use: {why}")
-    if done.returncode == EXIT_CUDA_ERROR:
-        raise SolveError(f"the solver stopped on a CUDA error (in your kernels, or none left to "
-                         f"run them): {why}")
-    if done.returncode == EXIT_USAGE:
-        raise SolveError(f"the bench refused the arguments: {why}")
     if done.returncode != 0:
-        raise SolveError(f"the solver {done.describe()}" + (f": {why}" if why else ""))
+        said = BENCH_EXITS.get(done.returncode, f"the solver {done.describe()}")
+        raise SolveError(said + (f": {why}" if why else ""))
     if done.channel_overflow:
         raise SolveError(f"the solver wrote more than {process.CHANNEL_MAX_BYTES >> 20} MiB of JSON")
     return parse(done.channel)
@@ -108,11 +95,8 @@ def finite(values: list[float]) -> bool:
 
 
 def measured_rate(residual: list[float]) -> tuple[float, int, int] | None:
-    """The residual's mean decay per sweep, geometric, over the sweeps before it nears its
-    floor: (rate, first sweep, last sweep), or None with fewer than 2 usable sweeps.
-
-    The span is sweep 0 to the last sweep whose residual is above FLOOR_MARGIN times the
-    smallest residual reached (all of them when the run stopped far above its floor)."""
+    """(the residual's geometric mean decay per sweep, 0, last): from sweep 0 to the last residual above
+    FLOOR_MARGIN times the smallest reached; None with fewer than 2 usable sweeps."""
     if len(residual) < 2 or not finite(residual) or residual[0] <= 0:
         return None
     floor = min(residual)
@@ -206,11 +190,8 @@ def summary(data: dict, every: int | None = None) -> str:
 
 def plot(data: dict, path: Path) -> bool:
     """log residual against sweep, with r0 cos(pi h)^k beside it; False without matplotlib."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     residual = data["residual"]
     r0 = residual[0]

@@ -1,19 +1,8 @@
-"""The handouts' diagrams: SVG pictures of the geometry each lab teaches, drawn with matplotlib from
-the labs' own constants (tile sizes, rows per thread, planes, K ...), so that a picture cannot
-disagree with the starter or the reference it describes.
-
-    python3 grader/grade.py figures           # writes handouts/img/*.svg too (make figures)
-    python3 grader/grade.py figures --check   # and fails when a committed picture differs
-
-DIAGRAMS lists every picture: its file under handouts/img/, the handout that shows it and the
-function that draws it from the kit.  A picture's alt text is its SVG <title>, written from the
-same constants; the handout shows it as ![alt text](img/NAME.svg), and `make figures` rewrites
-that alt text when the picture's changes (--check fails until it does).  A committed picture
-differs when its title or its labels (sketch.labels: every number in it is in a label) differ
-from what the code draws, so that another matplotlib's drawing of the same figures is not a
-difference.  The drawing functions live in twod.py (labs 1 to 4), threed.py (labs 5 and 6) and
-solver.py (labs 7 and 8); sketch.py is the canvas, constants.py reads the labs' constants.
-Without matplotlib every function here raises UsageError (exit 2) naming the package to install.
+"""The handouts' diagrams: SVG pictures of the geometry each lab teaches, drawn with matplotlib from the
+labs' own constants (`grade.py figures [--check]`).  A picture's alt text is its SVG <title>, which the
+handout repeats as ![alt text](img/NAME.svg); a committed picture differs when its title or labels
+(sketch.labels) differ from what the code draws, so that another matplotlib's bytes are no difference.
+Without matplotlib every function here raises UsageError (exit 2).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""The labs' own constants, read from their sources, so that a diagram cannot disagree with them.
-
-    read(path) -> {NAME: int}        every `constexpr int NAME = EXPR[, NAME = EXPR];` and `#define NAME INT` of a
-                                     CUDA file whose value is an integer expression of the ones
-                                     before it (+ - * / % and parentheses; / as C's on non-negative
-                                     operands)
-    need(path, *names) -> tuple      those names' values; DiagramError naming the file and the
-                                     constant when one is missing
-    block_shape(path) -> (bx, by)    the `dim3 block(BX, BY)` of a launcher (lab 1's starter)
+"""The labs' own constants, read from their sources, so that a diagram cannot disagree with them:
+every `constexpr int NAME = EXPR[, NAME = EXPR];` and `#define NAME INT` whose value is an integer
+expression of the ones before it (+ - * / % and parentheses; / as C's on non-negative operands).
 """
 
 from __future__ import annotations
@@ -41,7 +35,7 @@ def _evaluate(expr: str, known: dict[str, int]) -> int | None:
 
 
 def read(path: Path) -> dict[str, int]:
-    """Every integer constant of a kernel file (module docstring), in the order they are defined."""
+    """{NAME: value} of every integer constant of a kernel file (module docstring), in order."""
     code = strip_source(Path(path).read_text(encoding="utf-8"))[0]
     events = [(m.start(), m.group(1), m.group(2)) for m in _DEFINE.finditer(code)]
     for m in _CONSTEXPR.finditer(code):

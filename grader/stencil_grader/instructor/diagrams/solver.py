@@ -1,12 +1,4 @@
-"""The diagrams of labs 7 and 8, each drawn from the lab's own source.
-
-    reduction_tree(kit)    lab 7: per thread, per warp (shuffles), per block, across blocks (tickets)
-    overlapped_tile(kit)   lab 8, design 1: the overlapped tile and its redundant halo work
-    pipeline_ring(kit)     lab 8, the reference: the strip and the columns each sweep spoils, the cp.async
-                           ring of rows in flight, and the K stages handing rows down
-
-Each returns a Sketch whose alt text is written from the same constants as the picture.
-"""
+"""The diagrams of labs 7 and 8, each drawn from the lab's own source (as twod.py's)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""The 3D labs' diagrams (labs 5 and 6), each drawn from the lab's own source.
-
-    three_planes(kit)      lab 5: the z-march, the three shared planes whose slot indices rotate,
-                           the next plane in flight, and the layout of one shared plane
-    register_window(kit)   lab 6: one thread's ring of planes in registers around the one shared
-                           plane, and how the ring turns from one plane to the next
-
-Each returns a Sketch whose alt text is written from the same constants as the picture.
-"""
+"""The 3D labs' diagrams (labs 5 and 6), each drawn from the lab's own source (as twod.py's)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""The 2D labs' diagrams (labs 1 to 4), each drawn from the lab's own source.
-
-    thread_mapping(kit)   lab 1: one warp's loads with threadIdx.x along x, and along y (coalescing)
-    tile_halo(kit)        lab 2: the input tile, its halo, and the thread row that loads each cell
-    periodic_wrap(kit)    lab 3: the wrapped neighbours, the corners, the reference's edge threads
-    bytes_in_flight(kit)  lab 4: the strip, the rows each thread requests at once, the row buffer,
-                          and the sweeps alternating between two buffers on the GPU
-
-Each returns a Sketch whose alt text is written from the same constants as the picture.
-"""
+"""The 2D labs' diagrams (labs 1 to 4), each drawn from the lab's own source: a function of the kit's
+root returning a Sketch whose alt text is written from the same constants as the picture."""
 
 from __future__ import annotations
 

@@ -2,21 +2,12 @@
 profile's reader of BUILD_DIR/kernel.ptx (parse_ptx), a diagnosis and never a judge (the lab's rules
 are judged on the linked program's machine code, grading/sass.py).
 
-For every global and shared load and store, the *stride*: the byte distance between neighbouring
-lanes, the address followed back to threadIdx, blockIdx, blockDim, the kernel's parameters and shared
-variables as a polynomial, differentiated by threadIdx.x and .y (grader/README.md, section 8; CUDA C++
-Programming Guide, "Device Memory Accesses" and "Shared Memory", 32 banks of 4 bytes).
-
-The evaluation is symbolic and conservative: registers are followed through mov, cvt, cvta,
-add, sub, mul, mad, shl and neg; a register given its value in a loop (a grid-stride index)
-keeps a stride when every assignment gives it the same one; anything else (a division, a
-remainder, a mask, a loaded value) that depends on the thread has an unknown stride, and its
-accesses are left out rather than guessed.  Strides are polynomials over the other symbols:
-blockDim is filled in from the launch the audit saw (lane_offsets), a kernel parameter stays
-symbolic (a run-time value such as nx).
-
-Used by the diagnosis without counters (nocounters.py); the strides are stored in the
-profile's inputs, so `--from-inputs` and the tests need no PTX.
+For every global and shared load and store, the *stride* (bytes between neighbouring lanes) as a
+polynomial (grader/README.md, section 8): registers followed through mov, cvt, cvta, add, sub, mul,
+mad, shl and neg (a loop-carried register keeps a stride when every assignment gives the same one);
+an access whose address depends on the thread otherwise (a division, a mask, a loaded value) is left
+out, never guessed.  blockDim is filled in from the audited launch (lane_offsets); a kernel parameter
+stays symbolic.  The strides are stored in the profile's inputs: `--from-inputs` needs no PTX.
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@ Nsight Compute's counters, or without them), analyse, write the files (grader/RE
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
 import shutil
@@ -18,13 +17,12 @@ from ...grading import build as grading_build
 from ...grading import names, pipeline, sass
 from ...grading.report import write_json
 from . import access, counters, ncu, nocounters, rules as rule_table, text as rendering
-from .common import EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, INPUTS_FORMAT, CountersLocked, ProfileError
+from .common import EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, CountersLocked, ProfileError, inputs_record
 
 
 @dataclass
 class ProfileRun:
-    """exit_code (common.EXIT_*), the text for the terminal, the diagnosis (analyse()'s result,
-    None when nothing could be diagnosed), the files written, the wall seconds."""
+    """exit_code (common.EXIT_*), terminal text, analyse()'s result (None: nothing diagnosed), files, seconds."""
 
     exit_code: int
     text: str
@@ -41,17 +39,9 @@ def _target_ratio(spec: labspec.LabSpec, device: str | None) -> float | None:
 
 
 def static_facts(build_dir: Path) -> dict[str, dict]:
-    """Per student kernel (mangled name): what the build says of it.
-
-    From BUILD_DIR/ptxas.log (the last architecture it lists): registers per thread, static shared
-    memory per block (bytes), spill stores and loads and stack frame (bytes per thread).  From the
-    SASS of that architecture in BUILD_DIR/bench (the device functions the kernel calls included):
-    div_rem (integer divisions or remainders, sass.integer_divisions), div_rem_in_loop (those inside
-    a loop), widest_load and widest_store (bytes per thread of its widest global access, 0 when it
-    has none).  From BUILD_DIR/kernel.ptx: accesses.  label: the name people read ('sweep<4>').
-    Raises ProfileError when the build holds no kernel of the student's, or (EXIT_CANNOT) when its
-    machine code cannot be read.
-    """
+    """Per student kernel (mangled name): its label, ptxas.log's registers, smem_bytes, spills and
+    stack (bytes), the SASS's div_rem, div_rem_in_loop, widest_load and widest_store (bytes per thread),
+    kernel.ptx's accesses.  ProfileError: no kernel of the student's (EXIT_CANNOT: unreadable SASS)."""
     log = Path(build_dir) / "ptxas.log"
     resources = grading_build.parse_ptxas_log(log.read_text(errors="replace")) if log.is_file() else []
     facts: dict[str, dict] = {}
@@ -94,22 +84,14 @@ def collect_inputs(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int 
     if not ncu.parse_raw_csv(raw):
         raise ProfileError("ncu profiled none of your kernels: did the launcher launch any? "
                            f"(looked for {', '.join(f['label'] for f in static.values())})")
-    source = grading_build.impl_source(spec.lab, impl)
-    launchers = [{"name": x.name, "bytes_per_cell": x.bytes_per_cell, "flop_per_cell": x.flop_per_cell}
-                 for x in spec.kind.launchers]
-    return {"format": INPUTS_FORMAT, "mode": "counters", "lab": spec.lab,
-            "impl": impl if impl in ("starter", "reference") else str(Path(impl).resolve()), "source": str(source),
-            "source_sha256": pipeline.source_digest(source),
-            "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": bench.get("device"), "ncu_version": ncu.ncu_version(found),
-            "ncu_command": [str(c) for c in command], "target_ratio": _target_ratio(spec, bench.get("device")),
-            "launchers": launchers, "bench": bench, "static": static, "ncu_raw_csv": raw}
+    return inputs_record(spec, impl, "counters", bench.get("device"), ncu_version=ncu.ncu_version(found),
+                         ncu_command=[str(c) for c in command], target_ratio=_target_ratio(spec, bench.get("device")),
+                         bench=bench, static=static, ncu_raw_csv=raw)
 
 
 def collect_without_counters(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int | None, why: str) -> dict:
-    """The inputs of the diagnosis without counters (nocounters.py).  The bench rewrites
-    BUILD_DIR/bench.json; the graded run's copy is put back, and this run's kept as
-    profile-bench.json."""
+    """The inputs of the diagnosis without counters (nocounters.py); the graded BUILD_DIR/bench.json is
+    put back, this run's kept as profile-bench.json."""
     static = static_facts(build_dir)
     graded = Path(build_dir) / "bench.json"
     kept = graded.read_bytes() if graded.is_file() else None
@@ -129,12 +111,8 @@ def collect_without_counters(spec: labspec.LabSpec, impl: str, build_dir: Path, 
 def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, seed: int | None = None,
                 arch: str | None = None, reps: int = ncu.BENCH_REPS, from_inputs: Path | None = None,
                 table: rule_table.RuleTable | None = None, counters_wanted: bool = True) -> ProfileRun:
-    """The whole command: build, profile, analyse, write (grader/README.md, section 8); never raises
-    for what the student's code or this machine does (see ProfileRun.exit_code).
-
-    counters_wanted: False (or STENCIL_PROFILE_COUNTERS=off) diagnoses without counters even
-    where ncu could read them.  Without ncu, or where its counters are locked, the profile says
-    so in one line and goes on without counters."""
+    """The whole command (grader/README.md, section 8); never raises for what the student's code or this
+    machine does (ProfileRun.exit_code).  counters_wanted False: no counters even where ncu reads them."""
     start = time.monotonic()
     lab_dir = pipeline.resolve_lab_dir(lab_dir)
     spec = labspec.load(Path(lab_dir) / "lab.json")
@@ -235,14 +213,9 @@ WANTED = {"counters": ("dram_bytes", "gld_sectors_per_request", "shared_conflict
 
 
 def analyse(inputs: dict, table: rule_table.RuleTable) -> dict:
-    """The diagnosis of one profile-inputs record (GPU-less: the tests run it on fixtures).
-
-    Returns {"mode" ("counters" or "ptx"), "no_counters" (why, in mode ptx), "lab", "impl",
-    "device", "recorded_at", "bench", "target_ratio", "at_target", "kernels": [{"name", "label",
-    "block", "grid", "figures", "static"}], "findings": [...], "worst": the highest severity
-    found or None, "not_measured": [figures missing]}.  Raises ValueError when the raw CSV
-    cannot be read.
-    """
+    """The diagnosis (profile.json) of one profile-inputs record, without a GPU: mode ("counters" or
+    "ptx"), kernels [{name, label, block, grid, figures, static}], findings, worst (severity or None),
+    not_measured (figures missing), and the inputs' facts.  ValueError: an unreadable raw CSV."""
     mode = inputs.get("mode", "counters")
     kernels = _counter_kernels(inputs) if mode == "counters" else nocounters.kernels(inputs)
     bench = inputs["bench"]

@@ -40,12 +40,8 @@ def launcher_of(kernel: str, label: str, launchers: list[dict]) -> dict:
 
 
 def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
-    """The figures of one profiled launch (module docstring), as {name: value or None}.
-
-    row: one of parse_raw_csv's rows; fact: static_facts()'s entry of its kernel (or {});
-    inputs: the profile-inputs record (its 'bench' and 'launchers'); total_ms: the summed time of
-    the profiled launches.  A figure whose counters are missing is None, and rules on it do not fire.
-    """
+    """{figure: value, None when its counters are missing} of one parse_raw_csv row; fact: its kernel's
+    static_facts entry (or {}); total_ms: the profiled launches' summed time."""
     m = row["metrics"]
     get = m.get
     bench = inputs["bench"]
@@ -67,14 +63,12 @@ def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
     gst_ideal = float(max(4, fact.get("widest_store") or 4))
     excesses = [x for x in (_ratio(gld_spr, gld_ideal), _ratio(gst_spr, gst_ideal)) if x is not None]
 
-    local = [get("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"), get("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")]
-    local_sectors = sum(x for x in local if x is not None) if any(x is not None for x in local) else None
-    all_sectors = sum(x for x in (local_sectors, gld_sectors, gst_sectors) if x is not None)
-
     def both(prefix: str) -> float | None:
-        vals = [get(f"{prefix}_op_ld.sum"), get(f"{prefix}_op_st.sum")]
-        return sum(v for v in vals if v is not None) if any(v is not None for v in vals) else None
+        vals = [v for v in (get(f"{prefix}_op_ld.sum"), get(f"{prefix}_op_st.sum")) if v is not None]
+        return sum(vals) if vals else None
 
+    local_sectors = both("l1tex__t_sectors_pipe_lsu_mem_local")
+    all_sectors = sum(x for x in (local_sectors, gld_sectors, gst_sectors) if x is not None)
     conflicts = both("l1tex__data_bank_conflicts_pipe_lsu_mem_shared")
     wavefronts = both("l1tex__data_pipe_lsu_wavefronts_mem_shared")
 

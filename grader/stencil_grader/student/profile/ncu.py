@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 import re
 import shutil
 from pathlib import Path
 
-from ...base import process, toolkit
+from ...base import process, protocol, toolkit
+from ...base.files import read_json
 from .common import EXIT_FAILED, CountersLocked, ProfileError
 
 #: Timed calls the bench makes under ncu (the figures of interest are the counters of one
@@ -125,18 +125,11 @@ def unknown_names(errors: list[str], names) -> list[str]:
     return [n for n in names if any(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", e) for e in errors)]
 
 
-#: Bench exit statuses (base/protocol.py): no GPU, a CUDA error, a debug build.
-_BENCH_NO_GPU, _BENCH_CUDA_ERROR, _BENCH_DEBUG = 2, 3, 4
-
-
 def run_ncu(ncu: str, kernels, build_dir: Path, seed: int | None, reps: int = BENCH_REPS,
             timeout_s: float = NCU_TIMEOUT_S) -> tuple[list[str], str, dict]:
-    """Run the bench under ncu; returns (the command, ncu's raw CSV, the bench JSON).
-
-    Retries without metrics or sections this ncu does not know (at most MAX_RETRIES times).
-    Raises ProfileError: counters not permitted, the profiler not working here, no GPU, a debug
-    build (EXIT_CANNOT); a CUDA error or a timeout of the student's code (EXIT_FAILED).
-    """
+    """Run the bench under ncu (again without what this ncu does not know, MAX_RETRIES times);
+    returns (the command, ncu's raw CSV, the bench JSON).  Raises ProfileError: EXIT_CANNOT for this
+    machine (counters locked, no GPU, a debug build), EXIT_FAILED for the student's code."""
     build_dir = Path(build_dir).resolve()
     bench = build_dir / "bench"
     export = build_dir / "profile"
@@ -167,22 +160,19 @@ def run_ncu(ncu: str, kernels, build_dir: Path, seed: int | None, reps: int = BE
         break
     status = run.returncode
     detail = process.tail_lines("\n".join(errors) or run.stderr.strip() or run.stdout.strip(), 6)
-    if status == _BENCH_NO_GPU and not report.is_file():
+    if status == protocol.EXIT_NO_GPU and not report.is_file():
         raise ProfileError(f"no GPU: the bench found none ({detail})")
-    if status == _BENCH_DEBUG:
+    if status == protocol.EXIT_DEBUG_BUILD:
         raise ProfileError("this is a debug build (DEBUG=1, -G): its counters describe unoptimised code; "
                            "`make build` without DEBUG=1, then profile again")
-    if status == _BENCH_CUDA_ERROR:
+    if status == protocol.EXIT_CUDA_ERROR:
         raise ProfileError(f"your kernel failed with a CUDA error under the profiler:\n{detail}\n"
                            "fix it first (`make check`, `make sanitize`)", EXIT_FAILED)
     if not report.is_file():
         raise ProfileError(f"ncu wrote no report ({run.describe()}):\n{detail}")
     if not bench_json.is_file():
         raise ProfileError(f"the bench wrote no figures under ncu ({run.describe()}):\n{detail}", EXIT_FAILED)
-    try:
-        bench_data = json.loads(bench_json.read_text())
-    except json.JSONDecodeError as err:
-        raise ProfileError(f"{bench_json}: not JSON ({err.msg})", EXIT_FAILED) from None
+    bench_data = read_json(bench_json, lambda why: ProfileError(why, EXIT_FAILED))
     imported = process.run([ncu, "--import", str(report), "--page", "raw", "--csv", "--print-units", "base",
                             "--print-kernel-base", "mangled"], 120, cwd=build_dir)
     if imported.returncode != 0 or not imported.stdout.strip():
@@ -204,13 +194,9 @@ def number(text: str) -> float | None:
 
 
 def parse_raw_csv(text: str) -> list[dict]:
-    """The rows of `ncu --page raw --csv`: one dict per profiled launch with 'name' (Kernel Name),
-    'block', 'grid', 'id' and 'metrics' {metric: float} (values that are not numbers left out).
-
-    The page is a header row of column names, then (with --print-units) a row of units whose ID
-    cell is empty, then one row per launch.  Lines before the header (ncu's ==PROF== lines, if
-    any) are skipped.  Raises ValueError when there is no header with 'Kernel Name'.
-    """
+    """The launches of `ncu --page raw --csv --print-units base` (a header, a units row, a row per
+    launch; lines before the header skipped): {id, name, block, grid, metrics {metric: float}}.
+    ValueError: no header naming 'Kernel Name'."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if '"Kernel Name"' in line or line.startswith("ID,")), None)
     if start is None:
@@ -224,11 +210,7 @@ def parse_raw_csv(text: str) -> list[dict]:
         row = dict(zip(header, cells))
         if not row.get("ID", "").strip():           # the units row
             continue
-        metrics = {}
-        for key, cell in row.items():
-            value = number(cell)
-            if value is not None and "__" in key:
-                metrics[key] = value
+        metrics = {key: value for key, cell in row.items() if "__" in key and (value := number(cell)) is not None}
         rows.append({"id": row.get("ID", "").strip(), "name": row.get("Kernel Name", "").strip(),
                      "block": row.get("Block Size", "").strip(), "grid": row.get("Grid Size", "").strip(),
                      "metrics": metrics})

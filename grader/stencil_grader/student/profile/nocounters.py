@@ -1,39 +1,24 @@
-"""The diagnosis without counters, from what the kit sees itself (when and why: grader/README.md,
-section 8): the build (command.static_facts: ptxas's registers and spills, the machine code's divisions,
-how neighbouring lanes address memory, access.py), the launches the audit saw in the bench run as `make
-check` runs it (only kernels that ran are diagnosed), and the GPU's limits per SM (base/gpuprobe.py).
+"""The diagnosis without counters (grader/README.md, section 8), from the build (command.static_facts),
+the launches the audit saw in the bench run (only kernels that ran are diagnosed) and the GPU's limits
+per SM (gpuprobe).  Figures per kernel, read by the rules of mode "ptx":
 
-Figures per kernel (the rules of mode "ptx" in grader/profile_rules.json read them):
-
-- gld_sectors_per_request, gst_sectors_per_request: the mean over the kernel's analysable global
-  loads (stores) of the 32-byte sectors a warp's request touches, from the lanes' byte offsets
-  (lane i is threadIdx (i % blockDim.x, i / blockDim.x)); a stride that holds a kernel parameter
-  (a row length) puts each lane in a sector of its own.  gld_ideal_sectors, gst_ideal_sectors:
-  the sectors of the widest access, as in counters mode; global_excess: the larger of the two
-  ratios;
-- shared_conflict_share: the mean over analysable shared accesses of the replays' share of
-  wavefronts (a k-way conflict: (k - 1) / k; CUDA C++ Programming Guide, "Shared Memory");
-- worst_global_* and worst_shared_*: the access with the most sectors (the most ways): its PTX
-  line, what it is, the stride, the figure;
-- theoretical_occupancy (percent), occupancy_limiter and limited_by_*: the CUDA Occupancy
-  Calculator's rule, blocks per SM = the least of what the warps, the registers (allocated per
-  warp in units of 256), the shared memory (the block's plus the driver's reserve) and the block
-  slots allow;
-- spill_bytes, registers, block_size, smem_per_block, div_rem_ptx, div_rem_per_cell (as in
-  counters mode, from the launch the audit saw).
+- gld/gst_sectors_per_request: the mean over analysable global loads (stores) of the 32-byte sectors a
+  warp's request touches (lane i is threadIdx (i % blockDim.x, i / blockDim.x); a stride holding a
+  kernel parameter puts each lane in a sector of its own); *_ideal_sectors, global_excess as in
+  counters mode; shared_conflict_share: the mean share of replayed wavefronts ((k - 1) / k for k ways);
+  worst_global_*, worst_shared_*: the worst access's PTX line, operation, stride and figure;
+- theoretical_occupancy (percent), occupancy_limiter, limited_by_*: the Occupancy Calculator's rule;
+- spill_bytes, registers, block_size, smem_per_block, div_rem_ptx, div_rem_per_cell as in counters mode.
 """
 
 from __future__ import annotations
 
-import datetime
 import os
 
 from ...base import gpuprobe
 from ...grading import bench as grading_bench
-from ...grading import build as grading_build
-from ...grading.pipeline import source_digest
 from . import access
-from .common import EXIT_FAILED, INPUTS_FORMAT, ProfileError
+from .common import EXIT_FAILED, ProfileError, inputs_record
 
 #: The environment variable that forces this mode (`make profile` where the counters would work).
 FORCE_ENV = "STENCIL_PROFILE_COUNTERS"
@@ -62,15 +47,8 @@ def collect(spec, impl: str, build_dir, seed: int | None, static: dict, why: str
     run = grading_bench.run_bench(build_dir, spec.bench.timeout_s, seed)
     if not run.data:
         raise ProfileError(f"the bench did not run ({run.status}: {run.message})", EXIT_FAILED)
-    source = grading_build.impl_source(spec.lab, impl)
-    launchers = [{"name": x.name, "bytes_per_cell": x.bytes_per_cell, "flop_per_cell": x.flop_per_cell}
-                 for x in spec.kind.launchers]
-    return {"format": INPUTS_FORMAT, "mode": "ptx", "no_counters": why, "lab": spec.lab,
-            "impl": impl if impl in ("starter", "reference") else str(impl), "source": str(source),
-            "source_sha256": source_digest(source),
-            "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": run.data.get("device"), "limits": probe.limits, "launchers": launchers,
-            "bench": run.data, "static": static}
+    return inputs_record(spec, impl, "ptx", run.data.get("device"), no_counters=why, limits=probe.limits,
+                         bench=run.data, static=static)
 
 
 def occupancy(threads: int, registers: int, smem: int, limits: dict) -> tuple[float | None, list[str]]:

@@ -1,19 +1,15 @@
-"""The rule table (grader/profile_rules.json): its validation, and the findings it gives.
-
-A rule fires on a kernel when all its conditions hold; "mode" says which figures it reads:
-"counters" (Nsight Compute's, counters.py; the default) or "ptx" (what the kit sees without
-counters, nocounters.py).  A profile runs the rules of its own mode only.
-"""
+"""The rule table (grader/profile_rules.json): its validation, and the findings it gives; a rule's
+"mode" says which figures it reads, "counters" (counters.py) or "ptx" (nocounters.py)."""
 
 from __future__ import annotations
 
-import json
+import operator
 import string
 from dataclasses import dataclass
 from pathlib import Path
 
 from ... import KIT_ROOT
-from ...base.files import display_path
+from ...base.files import display_path, read_json
 
 #: The rule table: the one place where thresholds, messages and handout sections live.
 RULES_PATH = KIT_ROOT / "grader" / "profile_rules.json"
@@ -49,8 +45,7 @@ class RuleTable:
     path: str = ""
 
 
-_OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b, "==": lambda a, b: a == b}
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
 
 
 def parse_rules(data, path: str = "profile_rules.json") -> RuleTable:
@@ -96,11 +91,7 @@ def parse_rules(data, path: str = "profile_rules.json") -> RuleTable:
 
 def load_rules(path: Path = RULES_PATH) -> RuleTable:
     """Read and validate the rule table (RulesError when it is broken)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise RulesError(f"{path}: {err}") from None
-    return parse_rules(data, display_path(Path(path)))
+    return parse_rules(read_json(path, RulesError), display_path(Path(path)))
 
 
 class _Values(dict):
@@ -122,15 +113,9 @@ def _format(template: str, values: dict) -> str:
 
 
 def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, mode: str = "counters") -> list[dict]:
-    """Run every rule of `mode` on every profiled kernel; returns the findings, ranked.
-
-    A rule fires on a kernel when all its conditions hold (a condition on a figure that was not
-    measured never holds) and the lab is in its "labs" (when it has any).  Ranking: severity
-    first, then the table's order (causes before symptoms), then the kernel's share of the
-    profiled time.  Findings on kernels with less than settings.min_time_share of the profiled
-    time, and every finding when the launcher reaches the lab's target (settings.demote_at_target),
-    are lowered to "info": worth knowing, not what makes the kernel slow.
-    """
+    """The findings of every rule of `mode` on every kernel (all conditions hold; an unmeasured figure
+    holds none), ranked by severity, table order, time share; lowered to "info" on a kernel under
+    settings.min_time_share, and all of them at the lab's target (settings.demote_at_target)."""
     min_share = float(table.settings.get("min_time_share", 0.0))
     demote = bool(table.settings.get("demote_at_target", False)) and at_target
     findings = []
