@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,13 +28,6 @@ class ProfileRun:
     result: dict | None = None
     written: list[Path] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def _target_ratio(spec: labspec.LabSpec, device: str | None) -> float | None:
-    try:
-        return spec.target_for(device).target.target
-    except (AttributeError, KeyError):
-        return None
 
 
 def static_facts(build_dir: Path) -> dict[str, dict]:
@@ -85,27 +77,7 @@ def collect_inputs(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int 
         raise ProfileError("ncu profiled none of your kernels: did the launcher launch any? "
                            f"(looked for {', '.join(f['label'] for f in static.values())})")
     return inputs_record(spec, impl, "counters", bench.get("device"), ncu_version=ncu.ncu_version(found),
-                         ncu_command=[str(c) for c in command], target_ratio=_target_ratio(spec, bench.get("device")),
-                         bench=bench, static=static, ncu_raw_csv=raw)
-
-
-def collect_without_counters(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int | None, why: str) -> dict:
-    """The inputs of the diagnosis without counters (nocounters.py); the graded BUILD_DIR/bench.json is
-    put back, this run's kept as profile-bench.json."""
-    static = static_facts(build_dir)
-    graded = Path(build_dir) / "bench.json"
-    kept = graded.read_bytes() if graded.is_file() else None
-    try:
-        inputs = nocounters.collect(spec, impl, build_dir, seed, static, why)
-    finally:
-        if graded.is_file():
-            shutil.copyfile(graded, Path(build_dir) / "profile-bench.json")
-        if kept is not None:
-            graded.write_bytes(kept)
-        else:
-            graded.unlink(missing_ok=True)
-    inputs["target_ratio"] = _target_ratio(spec, inputs.get("device"))
-    return inputs
+                         ncu_command=[str(c) for c in command], bench=bench, static=static, ncu_raw_csv=raw)
 
 
 def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, seed: int | None = None,
@@ -149,7 +121,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
                     print(said, end="", flush=True)
             if inputs is None:
                 print("diagnosing without counters: the PTX, ptxas's report and the launch audit ...", flush=True)
-                inputs = collect_without_counters(spec, impl, build_dir, seed, why)
+                inputs = nocounters.collect(spec, impl, build_dir, seed, static_facts(build_dir), why)
             written.append(write_json(inputs, build_dir / "profile-inputs.json"))
         result = analyse(inputs, table)
     except ProfileError as err:
