@@ -59,7 +59,6 @@ NO_NCU_FIX = (
     "install it, or put the directory holding ncu on PATH.")
 
 
-
 def find_ncu() -> str | None:
     """Path of the ncu executable, or None: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, then the
     newest /opt/nvidia/nsight-compute/<version>/ncu."""
@@ -116,10 +115,6 @@ def ncu_command(ncu: str, kernels, export: Path, bench: Path, bench_json: Path, 
     return command
 
 
-def _error_lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.startswith("==ERROR==")]
-
-
 def unknown_names(errors: list[str], names) -> list[str]:
     """The requested metric or section names that ncu's error lines complain about."""
     return [n for n in names if any(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", e) for e in errors)]
@@ -143,7 +138,7 @@ def run_ncu(ncu: str, kernels, build_dir: Path, seed: int | None, reps: int = BE
         command = ncu_command(ncu, kernels, export, bench, bench_json, seed, reps, no_audit, sections, metrics)
         run = process.run(command, timeout_s, cwd=build_dir)
         said = run.stdout + "\n" + run.stderr
-        errors = _error_lines(said)
+        errors = [line.strip() for line in said.splitlines() if line.startswith("==ERROR==")]
         if "ERR_NVGPUCTRPERM" in said:
             raise CountersLocked(PERMISSION_FIX)
         if run.timed_out:

@@ -8,11 +8,11 @@ def _fmt(value, spec: str = ".2f", unit: str = "") -> str:
 
 def _pct(value, spec: str = ".0f") -> str:
     """A fraction as a percentage ('?' when not measured)."""
-    return "?" if value is None else f"{value * 100:{spec}}%"
+    return _fmt(None if value is None else value * 100, spec, "%")
 
 
 def _mb(value) -> str:
-    return "?" if value is None else f"{value / 1e6:.0f} MB"
+    return _fmt(None if value is None else value / 1e6, ".0f", " MB")
 
 
 def handout_ref(finding: dict) -> str:
