@@ -94,19 +94,11 @@ def _const(n: int) -> Poly:
 @dataclass(frozen=True)
 class Value:
     """A register: its value (None: not a polynomial of known atoms) and its derivative by
-    threadIdx.x and .y (None: unknown)."""
+    threadIdx.x and .y (None: unknown), each a Poly, never changed once made."""
 
-    poly: tuple | None
-    dx: tuple | None
-    dy: tuple | None
-
-
-def _frozen(p: Poly | None) -> tuple | None:
-    return None if p is None else tuple(sorted(p.items()))
-
-
-def _thawed(t: tuple | None) -> Poly | None:
-    return None if t is None else dict(t)
+    poly: Poly | None
+    dx: Poly | None
+    dy: Poly | None
 
 
 class _Analysis:
@@ -119,22 +111,22 @@ class _Analysis:
             m = _INSTR.match(text)
             if m and not m.group(1).startswith(".") and ":" not in m.group(1):
                 self.instructions.append((number, m.group(1), [o.strip() for o in _split(m.group(2))]))
-        self.atoms: dict[str, tuple] = {}    # atom -> (dx, dy) as frozen polys (None: unknown)
+        self.atoms: dict[str, tuple] = {}    # atom -> (dx, dy) as polys (None: unknown)
         self.state: dict[str, Value] = {}
 
     # -- atoms and derivatives
     def _atom(self, name: str, dx: Poly | None, dy: Poly | None) -> Value:
-        self.atoms[name] = (_frozen(dx), _frozen(dy))
-        return Value(_frozen({(name,): 1}), _frozen(dx), _frozen(dy))
+        self.atoms[name] = (dx, dy)
+        return Value({(name,): 1}, dx, dy)
 
     def derivative(self, poly: Poly, axis: int) -> Poly | None:
         total: Poly = {}
         for key, coef in poly.items():
             for i, atom in enumerate(key):
-                d = self.atoms.get(atom, (None, None))[axis] if atom in self.atoms else ()
+                d = self.atoms[atom][axis] if atom in self.atoms else {}
                 if d is None:
                     return None
-                rest = _mul({key[:i] + key[i + 1:]: coef}, dict(d))
+                rest = _mul({key[:i] + key[i + 1:]: coef}, d)
                 if rest is None:
                     return None
                 total = _add(total, rest)
@@ -143,8 +135,7 @@ class _Analysis:
     def operand(self, text: str) -> Value | None:
         """The value of an operand: a register's state, an integer, a special register."""
         if _INT.match(text):
-            n = int(text, 0)
-            return Value(_frozen(_const(n)), (), ())
+            return Value(_const(int(text, 0)), {}, {})
         if m := _SPECIAL.match(text):
             kind, axis = m.groups()
             if kind == "tid":
@@ -160,7 +151,7 @@ class _Analysis:
 
     def opaque(self, name: str, inputs: list[Value]) -> Value:
         """A result that is no polynomial: uniform when every input is, unknown otherwise."""
-        uniform = all(v.dx == () and v.dy == () for v in inputs)
+        uniform = all(v.dx == {} and v.dy == {} for v in inputs)
         return self._atom(name, {} if uniform else None, {} if uniform else None)
 
     def evaluate(self, number: int, op: str, args: list[str]) -> Value | None:
@@ -180,7 +171,7 @@ class _Analysis:
         values = [self.operand(s) for s in srcs]
         if any(v is None for v in values):
             return None                                          # defined later (a loop): next pass
-        polys = [_thawed(v.poly) for v in values]
+        polys = [v.poly for v in values]
         result: Poly | None = None
         if base in ("mov", "cvt", "cvta") and len(values) == 1:
             return values[0]
@@ -200,12 +191,10 @@ class _Analysis:
         elif base in ("selp", "min", "max") and values:
             picks = values[:2]
             same = picks[0].dx == picks[1].dx and picks[0].dy == picks[1].dy
-            return self._atom(f"sel@{number}", _thawed(picks[0].dx) if same else None,
-                              _thawed(picks[0].dy) if same else None)
+            return self._atom(f"sel@{number}", picks[0].dx if same else None, picks[0].dy if same else None)
         if result is None:
             return self.opaque(f"op@{number}", values)
-        dx, dy = self.derivative(result, 0), self.derivative(result, 1)
-        return Value(_frozen(result), _frozen(dx), _frozen(dy))
+        return Value(result, self.derivative(result, 0), self.derivative(result, 1))
 
     def run(self) -> None:
         defs: dict[str, list[int]] = {}
@@ -225,7 +214,7 @@ class _Analysis:
                 else:                                             # assigned several times: one atom
                     dx = got[0].dx if all(v.dx == got[0].dx for v in got) else None
                     dy = got[0].dy if all(v.dy == got[0].dy for v in got) else None
-                    new = self._atom(f"phi:{reg}", _thawed(dx), _thawed(dy))
+                    new = self._atom(f"phi:{reg}", dx, dy)
                 if self.state.get(reg) != new:
                     self.state[reg], changed = new, True
             if not changed:
@@ -268,8 +257,8 @@ def _split(text: str) -> list[str]:
     return parts + [current] if current.strip() else parts
 
 
-def _listed(frozen: tuple | None) -> list | None:
-    return None if frozen is None else [[list(k), v] for k, v in frozen]
+def _listed(poly: Poly | None) -> list | None:
+    return None if poly is None else [[list(k), v] for k, v in sorted(poly.items())]
 
 
 def kernel_accesses(functions: list[PtxFunction]) -> dict[str, list[dict]]:
