@@ -41,7 +41,8 @@ KERNEL_LINES = {
         ("worst_global_line", "    global     about {gld_sectors_per_request:.1f} sectors per load request and "
                               "{gst_sectors_per_request:.1f} per store (ideal {gld_ideal_sectors:.0f}); worst: a "
                               "{worst_global_op} of {worst_global_width:.0f} B per lane with lanes "
-                              "{worst_global_stride} apart, {worst_global_figure:.0f} sectors (kernel.ptx line {worst_global_line:.0f})"),
+                              "{worst_global_stride} apart, {worst_global_figure:.0f} sectors (kernel.ptx line "
+                              "{worst_global_line:.0f})"),
         ("worst_shared_line", "    shared     bank-conflict replays {shared_conflict_share:.0%} of wavefronts on "
                               "average; worst: a {worst_shared_op} with lanes {worst_shared_stride} apart, "
                               "{worst_shared_figure:.0f}-way (kernel.ptx line {worst_shared_line:.0f})"),
