@@ -91,6 +91,11 @@ def _const(n: int) -> Poly:
     return {(): n} if n else {}
 
 
+#: The arithmetic followed exactly: opcode -> (its operands, their result); never a .hi form.
+_ARITHMETIC = {"add": (2, _add), "sub": (2, lambda a, b: _add(a, b, -1)), "neg": (1, lambda a: _add({}, a, -1)),
+               "mul": (2, _mul), "mad": (3, lambda a, b, c: None if (ab := _mul(a, b)) is None else _add(ab, c))}
+
+
 @dataclass(frozen=True)
 class Value:
     """A register: its value (None: not a polynomial of known atoms) and its derivative by
@@ -110,7 +115,8 @@ class _Analysis:
         for number, text in fn.lines:
             m = _INSTR.match(text)
             if m and not m.group(1).startswith(".") and ":" not in m.group(1):
-                self.instructions.append((number, m.group(1), [o.strip() for o in _split(m.group(2))]))
+                args = [o.strip() for o in _OPERAND_COMMA.split(m.group(2))]
+                self.instructions.append((number, m.group(1), args[:-1] if args and not args[-1] else args))
         self.atoms: dict[str, tuple] = {}    # atom -> (dx, dy) as polys (None: unknown)
         self.state: dict[str, Value] = {}
 
@@ -175,17 +181,9 @@ class _Analysis:
         result: Poly | None = None
         if base in ("mov", "cvt", "cvta") and len(values) == 1:
             return values[0]
-        if base == "add" and len(polys) == 2 and None not in polys:
-            result = _add(polys[0], polys[1])
-        elif base == "sub" and len(polys) == 2 and None not in polys:
-            result = _add(polys[0], polys[1], -1)
-        elif base == "neg" and len(polys) == 1 and polys[0] is not None:
-            result = _add({}, polys[0], -1)
-        elif base == "mul" and ".hi" not in op and len(polys) == 2 and None not in polys:
-            result = _mul(polys[0], polys[1])
-        elif base == "mad" and ".hi" not in op and len(polys) == 3 and None not in polys:
-            product = _mul(polys[0], polys[1])
-            result = None if product is None else _add(product, polys[2])
+        arity, rule = _ARITHMETIC.get(base, (0, None))
+        if rule and ".hi" not in op and len(polys) == arity and None not in polys:
+            result = rule(*polys)
         elif base == "shl" and len(polys) == 2 and polys[0] is not None and _INT.match(srcs[1]):
             result = _mul(polys[0], _const(1 << int(srcs[1], 0)))
         elif base in ("selp", "min", "max") and values:
@@ -229,32 +227,18 @@ class _Analysis:
             m = _MEMORY.match(op)
             if not m:
                 continue
-            addr_text = args[1] if m.group(1) == "ld" else args[0]
-            addr = _ADDRESS.search(addr_text)
-            if not addr:
+            if not (addr := _ADDRESS.search(args[1] if m.group(1) == "ld" else args[0])):
                 continue
-            base = self.operand(addr.group(1))
-            width = int(_VEC.search(op).group(1)) if _VEC.search(op) else 1
-            bits = _BITS.search(op)
-            width *= int(bits.group(1)) // 8 if bits else 4
-            found.append({"space": m.group(2), "op": "load" if m.group(1) == "ld" else "store", "width": width,
-                          "line": number,
-                          "stride_x": _listed(base.dx if base else None), "stride_y": _listed(base.dy if base else None)})
+            base = self.operand(addr.group(1)) or Value(None, None, None)
+            vec, bits = _VEC.search(op), _BITS.search(op)
+            found.append({"space": m.group(2), "op": "load" if m.group(1) == "ld" else "store",
+                          "width": (int(vec.group(1)) if vec else 1) * (int(bits.group(1)) // 8 if bits else 4),
+                          "line": number, "stride_x": _listed(base.dx), "stride_y": _listed(base.dy)})
         return found
 
 
-def _split(text: str) -> list[str]:
-    """Operands separated by commas outside {...} and [...]."""
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        depth += ch in "{[" 
-        depth -= ch in "}]"
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    return parts + [current] if current.strip() else parts
+#: A comma between operands: not inside {...} or [...] (PTX does not nest them).
+_OPERAND_COMMA = re.compile(r",(?![^{\[]*[}\]])")
 
 
 def _listed(poly: Poly | None) -> list | None:
