@@ -12,6 +12,7 @@ stays symbolic.  The strides are stored in the profile's inputs: `--from-inputs`
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -66,25 +67,17 @@ MAX_PASSES = 8
 
 
 def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) + sign * v
-        if out[k] == 0:
-            del out[k]
-    return out
+    return {k: v for k in a.keys() | b.keys() if (v := a.get(k, 0) + sign * b.get(k, 0))}
 
 
 def _mul(a: Poly, b: Poly) -> Poly | None:
+    """a * b, or None past MAX_DEGREE."""
     out: Poly = {}
-    for ka, va in a.items():
-        for kb, vb in b.items():
-            key = tuple(sorted(ka + kb))
-            if len(key) > MAX_DEGREE:
-                return None
-            out[key] = out.get(key, 0) + va * vb
-            if out[key] == 0:
-                del out[key]
-    return out
+    for (ka, va), (kb, vb) in itertools.product(a.items(), b.items()):
+        if len(key := tuple(sorted(ka + kb))) > MAX_DEGREE:
+            return None
+        out[key] = out.get(key, 0) + va * vb
+    return {k: v for k, v in out.items() if v}
 
 
 def _const(n: int) -> Poly:
