@@ -126,8 +126,8 @@ def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, m
             minor = f.get("time_share") is not None and f["time_share"] < min_share
             severity, note = rule.severity, ""
             if severity != "info" and (minor or demote):
-                severity, note = "info", (" (a small part of the profiled time)" if minor else
-                                          " (your launcher already reaches the lab's target: worth knowing, not urgent)")
+                severity, note = "info", (" (a small part of the profiled time)" if minor else " (your launcher "
+                                          "already reaches the lab's target: worth knowing, not urgent)")
             findings.append({"rule": rule.id, "severity": severity, "table_severity": rule.severity,
                              "kernel": k["label"], "message": _format(rule.message, values) + note,
                              "handout": rule.handout, "section": rule.section, "source": rule.source,
