@@ -60,20 +60,12 @@ NO_NCU_FIX = (
 
 
 def find_ncu() -> str | None:
-    """Path of the ncu executable, or None: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, then the
-    newest /opt/nvidia/nsight-compute/<version>/ncu."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    home = toolkit.cuda_home()
-    candidates = [home / "bin" / "ncu"] if home else []
-    candidates += [Path(os.environ["CUDA_PATH"]) / "bin" / "ncu"] if os.environ.get("CUDA_PATH") else []
-    candidates.append(toolkit.DEFAULT_HOME / "bin" / "ncu")
+    """Path of the ncu executable, or None: PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin,
+    then the newest /opt/nvidia/nsight-compute/<version>/ncu."""
+    homes = (toolkit.cuda_home(), os.environ.get("CUDA_PATH"), toolkit.DEFAULT_HOME)
+    candidates = [Path(h) / "bin" / "ncu" for h in homes if h]
     candidates += sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu"), reverse=True)
-    for path in candidates:
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    return None
+    return shutil.which("ncu") or next((str(p) for p in candidates if p.is_file() and os.access(p, os.X_OK)), None)
 
 
 def ncu_version(ncu: str) -> str:
