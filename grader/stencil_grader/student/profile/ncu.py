@@ -90,7 +90,7 @@ def bench_supports(bench: Path, option: str) -> bool:
 
 def ncu_command(ncu: str, kernels, export: Path, bench: Path, bench_json: Path, seed: int | None,
                 reps: int, no_audit: bool, sections=SECTIONS, metrics=METRICS) -> list[str]:
-    """The profiled run's command line (module docstring, step 2)."""
+    """The profiled run's command line (grader/README.md, section 8)."""
     command = [ncu, "--clock-control", "none", "--kernel-name-base", "mangled",
                "--kernel-name", kernel_filter(kernels), "--filter-mode", "per-launch-config",
                "--launch-count", "1"]
