@@ -81,7 +81,7 @@ def occupancy(threads: int, registers: int, smem: int, limits: dict) -> tuple[fl
     return 100.0 * least * warps / warp_slots, [what for what, n in by.items() if n == least]
 
 
-def _stride_text(stride: list | None, value, width: int) -> str:
+def _stride_text(stride: list | None, value) -> str:
     if value == "runtime":
         params = sorted({a.rsplit("_param_", 1)[-1].split("+")[0] for atoms, _ in stride or [] for a in atoms
                          if a.startswith("param:")})
@@ -94,25 +94,23 @@ def _stride_text(stride: list | None, value, width: int) -> str:
 def _accesses(fact: dict, block: list[int], grid: list[int]) -> dict:
     """The access figures of one kernel (module docstring)."""
     widest = max([a["width"] for a in fact.get("accesses", []) if a["space"] == "global"] + [4])
-    loads, stores, shares, worst_g, worst_s, skipped = [], [], [], None, None, 0
+    loads, stores, shares, worst, skipped = [], [], [], {}, 0
     for a in fact.get("accesses", []):
         sx, sy = (access.stride_bytes(a[k], block, grid) for k in ("stride_x", "stride_y"))
-        if sx is None or (block[0] < 32 and not isinstance(sy, int)):
+        if sx is None or (block[0] < 32 and not isinstance(sy, int)) or (a["space"] != "global" and sx == "runtime"):
             skipped += 1
             continue
         offsets = access.lane_offsets(sx if isinstance(sx, int) else 0, sy if isinstance(sy, int) else 0, block[0])
         if a["space"] == "global":
-            sectors = 32 if sx == "runtime" else access.global_sectors(offsets, a["width"])
-            (loads if a["op"] == "load" else stores).append(sectors)
-            if worst_g is None or sectors > worst_g[0]:
-                worst_g = (sectors, a, _stride_text(a["stride_x"], sx, a["width"]))
-        elif sx != "runtime":
+            figure = 32 if sx == "runtime" else access.global_sectors(offsets, a["width"])
+            (loads if a["op"] == "load" else stores).append(figure)
+        else:
             fronts, ideal = access.shared_wavefronts(offsets, a["width"])
             shares.append((fronts - ideal) / fronts)
-            if worst_s is None or fronts / ideal > worst_s[0]:
-                worst_s = (fronts / ideal, a, _stride_text(a["stride_x"], sx, a["width"]))
-        else:
-            skipped += 1
+            figure = fronts / ideal
+        prefix = "worst_global" if a["space"] == "global" else "worst_shared"
+        if prefix not in worst or figure > worst[prefix][0]:
+            worst[prefix] = (figure, a, _stride_text(a["stride_x"], sx))
     mean = (lambda v: sum(v) / len(v) if v else None)
     f = {"gld_sectors_per_request": mean(loads), "gst_sectors_per_request": mean(stores),
          "gld_ideal_sectors": float(widest), "gst_ideal_sectors": float(widest),
@@ -120,11 +118,9 @@ def _accesses(fact: dict, block: list[int], grid: list[int]) -> dict:
          "accesses_skipped": skipped}
     ratios = [x / widest for x in (f["gld_sectors_per_request"], f["gst_sectors_per_request"]) if x is not None]
     f["global_excess"] = max(ratios) if ratios else None
-    for prefix, worst in (("worst_global", worst_g), ("worst_shared", worst_s)):
-        if worst:
-            f.update({f"{prefix}_figure": float(worst[0]), f"{prefix}_line": float(worst[1]["line"]),
-                      f"{prefix}_op": worst[1]["op"], f"{prefix}_width": float(worst[1]["width"]),
-                      f"{prefix}_stride": worst[2]})
+    for prefix, (figure, a, stride) in worst.items():
+        f.update({f"{prefix}_figure": float(figure), f"{prefix}_line": float(a["line"]), f"{prefix}_op": a["op"],
+                  f"{prefix}_width": float(a["width"]), f"{prefix}_stride": stride})
     return f
 
 
