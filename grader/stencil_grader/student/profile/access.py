@@ -56,6 +56,7 @@ Poly = dict  # {(atom, ...): coefficient}: a sum of products of atoms, () the co
 
 _SPECIAL = re.compile(r"^%(tid|ntid|ctaid|nctaid)\.([xyz])$")
 _INSTR = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.]*)\s+(.*?);?\s*$")
+_OPERAND_COMMA = re.compile(r",(?![^{\[]*[}\]])")      # not inside {...} or [...], which PTX does not nest
 _REG = re.compile(r"^%[\w$]+$")
 _INT = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)$")
 _ADDRESS = re.compile(r"\[\s*([%\w$.]+)\s*(?:\+\s*(-?\d+))?\s*\]")
@@ -228,10 +229,6 @@ class _Analysis:
                           "width": (int(vec.group(1)) if vec else 1) * (int(bits.group(1)) // 8 if bits else 4),
                           "line": number, "stride_x": _listed(base.dx), "stride_y": _listed(base.dy)})
         return found
-
-
-#: A comma between operands: not inside {...} or [...] (PTX does not nest them).
-_OPERAND_COMMA = re.compile(r",(?![^{\[]*[}\]])")
 
 
 def _listed(poly: Poly | None) -> list | None:
