@@ -59,18 +59,6 @@ def render(kit_root: Path = KIT_ROOT) -> dict[Diagram, tuple[str, str]]:
     return {d: (s.alt, s.svg()) for d in DIAGRAMS for s in (d.draw(Path(kit_root)),)}
 
 
-def _handout_text(kit_root: Path, drawn: dict[Diagram, tuple[str, str]]) -> dict[Path, tuple[str, str]]:
-    """{handout: (its text, its text with every diagram's alt text as drawn now)}."""
-    out = {}
-    for name in sorted({d.handout for d in drawn}):
-        path = Path(kit_root) / "handouts" / name
-        old = path.read_text(encoding="utf-8")
-        alts = {d.name: alt for d, (alt, _) in drawn.items() if d.handout == name}
-        new = _IMAGE.sub(lambda m: f"![{alts.get(m.group('name'), m.group('alt'))}](img/{m.group('name')}.svg)", old)
-        out[path] = (old, new)
-    return out
-
-
 def differences(kit_root: Path = KIT_ROOT) -> list[str]:
     """One line per committed picture whose title or labels differ from what the code draws, or
     that is missing, per handout that does not show its picture, and per alt text that differs
@@ -80,20 +68,16 @@ def differences(kit_root: Path = KIT_ROOT) -> list[str]:
     out = []
     for d, (_, svg) in drawn.items():
         try:
-            old = labels((kit_root / d.path).read_text(encoding="utf-8"))
+            if labels((kit_root / d.path).read_text(encoding="utf-8")) != labels(svg):
+                out.append(f"{d.path}: differs from what the code draws from the labs' constants (make figures)")
         except (OSError, ET.ParseError):
             out.append(f"{d.path}: missing or not SVG (make figures draws it)")
-            continue
-        if old != labels(svg):
-            out.append(f"{d.path}: differs from what the code draws from the labs' constants (make figures)")
-    texts = _handout_text(kit_root, drawn)
-    for d in drawn:
-        path = kit_root / "handouts" / d.handout
-        old, new = texts[path]
-        shown = [m for m in _IMAGE.finditer(old) if m.group("name") == d.name]
+    for d, (alt, _) in drawn.items():
+        text = (kit_root / "handouts" / d.handout).read_text(encoding="utf-8")
+        shown = [m.group("alt") for m in _IMAGE.finditer(text) if m.group("name") == d.name]
         if not shown:
             out.append(f"handouts/{d.handout}: does not show {d.path} (![alt text](img/{d.name}.svg))")
-        elif any(m.group("alt") != drawn[d][0] for m in shown):
+        elif any(a != alt for a in shown):
             out.append(f"handouts/{d.handout}: the alt text of img/{d.name}.svg differs from the picture's "
                        "(make figures)")
     return out
@@ -110,7 +94,11 @@ def write(kit_root: Path = KIT_ROOT) -> list[Path]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             written.append(path)
-    for path, (old, new) in _handout_text(kit_root, drawn).items():
+    for name in sorted({d.handout for d in drawn}):
+        path = kit_root / "handouts" / name
+        old = path.read_text(encoding="utf-8")
+        alts = {d.name: alt for d, (alt, _) in drawn.items() if d.handout == name}
+        new = _IMAGE.sub(lambda m: f"![{alts.get(m.group('name'), m.group('alt'))}](img/{m.group('name')}.svg)", old)
         if new != old:
             path.write_text(new, encoding="utf-8")
             written.append(path)

@@ -12,6 +12,7 @@ stays symbolic.  The strides are stored in the profile's inputs: `--from-inputs`
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -55,6 +56,7 @@ Poly = dict  # {(atom, ...): coefficient}: a sum of products of atoms, () the co
 
 _SPECIAL = re.compile(r"^%(tid|ntid|ctaid|nctaid)\.([xyz])$")
 _INSTR = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.]*)\s+(.*?);?\s*$")
+_OPERAND_COMMA = re.compile(r",(?![^{\[]*[}\]])")      # not inside {...} or [...], which PTX does not nest
 _REG = re.compile(r"^%[\w$]+$")
 _INT = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)$")
 _ADDRESS = re.compile(r"\[\s*([%\w$.]+)\s*(?:\+\s*(-?\d+))?\s*\]")
@@ -66,47 +68,36 @@ MAX_PASSES = 8
 
 
 def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) + sign * v
-        if out[k] == 0:
-            del out[k]
-    return out
+    return {k: v for k in a.keys() | b.keys() if (v := a.get(k, 0) + sign * b.get(k, 0))}
 
 
 def _mul(a: Poly, b: Poly) -> Poly | None:
+    """a * b, or None past MAX_DEGREE."""
     out: Poly = {}
-    for ka, va in a.items():
-        for kb, vb in b.items():
-            key = tuple(sorted(ka + kb))
-            if len(key) > MAX_DEGREE:
-                return None
-            out[key] = out.get(key, 0) + va * vb
-            if out[key] == 0:
-                del out[key]
-    return out
+    for (ka, va), (kb, vb) in itertools.product(a.items(), b.items()):
+        if len(key := tuple(sorted(ka + kb))) > MAX_DEGREE:
+            return None
+        out[key] = out.get(key, 0) + va * vb
+    return {k: v for k, v in out.items() if v}
 
 
 def _const(n: int) -> Poly:
     return {(): n} if n else {}
 
 
+#: The arithmetic followed exactly: opcode -> (its operands, their result); never a .hi form.
+_ARITHMETIC = {"add": (2, _add), "sub": (2, lambda a, b: _add(a, b, -1)), "neg": (1, lambda a: _add({}, a, -1)),
+               "mul": (2, _mul), "mad": (3, lambda a, b, c: None if (ab := _mul(a, b)) is None else _add(ab, c))}
+
+
 @dataclass(frozen=True)
 class Value:
     """A register: its value (None: not a polynomial of known atoms) and its derivative by
-    threadIdx.x and .y (None: unknown)."""
+    threadIdx.x and .y (None: unknown), each a Poly, never changed once made."""
 
-    poly: tuple | None
-    dx: tuple | None
-    dy: tuple | None
-
-
-def _frozen(p: Poly | None) -> tuple | None:
-    return None if p is None else tuple(sorted(p.items()))
-
-
-def _thawed(t: tuple | None) -> Poly | None:
-    return None if t is None else dict(t)
+    poly: Poly | None
+    dx: Poly | None
+    dy: Poly | None
 
 
 class _Analysis:
@@ -118,23 +109,24 @@ class _Analysis:
         for number, text in fn.lines:
             m = _INSTR.match(text)
             if m and not m.group(1).startswith(".") and ":" not in m.group(1):
-                self.instructions.append((number, m.group(1), [o.strip() for o in _split(m.group(2))]))
-        self.atoms: dict[str, tuple] = {}    # atom -> (dx, dy) as frozen polys (None: unknown)
+                args = [o.strip() for o in _OPERAND_COMMA.split(m.group(2))]
+                self.instructions.append((number, m.group(1), args[:-1] if args and not args[-1] else args))
+        self.atoms: dict[str, tuple] = {}    # atom -> (dx, dy) as polys (None: unknown)
         self.state: dict[str, Value] = {}
 
     # -- atoms and derivatives
     def _atom(self, name: str, dx: Poly | None, dy: Poly | None) -> Value:
-        self.atoms[name] = (_frozen(dx), _frozen(dy))
-        return Value(_frozen({(name,): 1}), _frozen(dx), _frozen(dy))
+        self.atoms[name] = (dx, dy)
+        return Value({(name,): 1}, dx, dy)
 
     def derivative(self, poly: Poly, axis: int) -> Poly | None:
         total: Poly = {}
         for key, coef in poly.items():
             for i, atom in enumerate(key):
-                d = self.atoms.get(atom, (None, None))[axis] if atom in self.atoms else ()
+                d = self.atoms[atom][axis] if atom in self.atoms else {}
                 if d is None:
                     return None
-                rest = _mul({key[:i] + key[i + 1:]: coef}, dict(d))
+                rest = _mul({key[:i] + key[i + 1:]: coef}, d)
                 if rest is None:
                     return None
                 total = _add(total, rest)
@@ -143,8 +135,7 @@ class _Analysis:
     def operand(self, text: str) -> Value | None:
         """The value of an operand: a register's state, an integer, a special register."""
         if _INT.match(text):
-            n = int(text, 0)
-            return Value(_frozen(_const(n)), (), ())
+            return Value(_const(int(text, 0)), {}, {})
         if m := _SPECIAL.match(text):
             kind, axis = m.groups()
             if kind == "tid":
@@ -160,7 +151,7 @@ class _Analysis:
 
     def opaque(self, name: str, inputs: list[Value]) -> Value:
         """A result that is no polynomial: uniform when every input is, unknown otherwise."""
-        uniform = all(v.dx == () and v.dy == () for v in inputs)
+        uniform = all(v.dx == {} and v.dy == {} for v in inputs)
         return self._atom(name, {} if uniform else None, {} if uniform else None)
 
     def evaluate(self, number: int, op: str, args: list[str]) -> Value | None:
@@ -180,32 +171,22 @@ class _Analysis:
         values = [self.operand(s) for s in srcs]
         if any(v is None for v in values):
             return None                                          # defined later (a loop): next pass
-        polys = [_thawed(v.poly) for v in values]
+        polys = [v.poly for v in values]
         result: Poly | None = None
         if base in ("mov", "cvt", "cvta") and len(values) == 1:
             return values[0]
-        if base == "add" and len(polys) == 2 and None not in polys:
-            result = _add(polys[0], polys[1])
-        elif base == "sub" and len(polys) == 2 and None not in polys:
-            result = _add(polys[0], polys[1], -1)
-        elif base == "neg" and len(polys) == 1 and polys[0] is not None:
-            result = _add({}, polys[0], -1)
-        elif base == "mul" and ".hi" not in op and len(polys) == 2 and None not in polys:
-            result = _mul(polys[0], polys[1])
-        elif base == "mad" and ".hi" not in op and len(polys) == 3 and None not in polys:
-            product = _mul(polys[0], polys[1])
-            result = None if product is None else _add(product, polys[2])
+        arity, rule = _ARITHMETIC.get(base, (0, None))
+        if rule and ".hi" not in op and len(polys) == arity and None not in polys:
+            result = rule(*polys)
         elif base == "shl" and len(polys) == 2 and polys[0] is not None and _INT.match(srcs[1]):
             result = _mul(polys[0], _const(1 << int(srcs[1], 0)))
         elif base in ("selp", "min", "max") and values:
             picks = values[:2]
             same = picks[0].dx == picks[1].dx and picks[0].dy == picks[1].dy
-            return self._atom(f"sel@{number}", _thawed(picks[0].dx) if same else None,
-                              _thawed(picks[0].dy) if same else None)
+            return self._atom(f"sel@{number}", picks[0].dx if same else None, picks[0].dy if same else None)
         if result is None:
             return self.opaque(f"op@{number}", values)
-        dx, dy = self.derivative(result, 0), self.derivative(result, 1)
-        return Value(_frozen(result), _frozen(dx), _frozen(dy))
+        return Value(result, self.derivative(result, 0), self.derivative(result, 1))
 
     def run(self) -> None:
         defs: dict[str, list[int]] = {}
@@ -225,7 +206,7 @@ class _Analysis:
                 else:                                             # assigned several times: one atom
                     dx = got[0].dx if all(v.dx == got[0].dx for v in got) else None
                     dy = got[0].dy if all(v.dy == got[0].dy for v in got) else None
-                    new = self._atom(f"phi:{reg}", _thawed(dx), _thawed(dy))
+                    new = self._atom(f"phi:{reg}", dx, dy)
                 if self.state.get(reg) != new:
                     self.state[reg], changed = new, True
             if not changed:
@@ -240,36 +221,18 @@ class _Analysis:
             m = _MEMORY.match(op)
             if not m:
                 continue
-            addr_text = args[1] if m.group(1) == "ld" else args[0]
-            addr = _ADDRESS.search(addr_text)
-            if not addr:
+            if not (addr := _ADDRESS.search(args[1] if m.group(1) == "ld" else args[0])):
                 continue
-            base = self.operand(addr.group(1))
-            width = int(_VEC.search(op).group(1)) if _VEC.search(op) else 1
-            bits = _BITS.search(op)
-            width *= int(bits.group(1)) // 8 if bits else 4
-            found.append({"space": m.group(2), "op": "load" if m.group(1) == "ld" else "store", "width": width,
-                          "line": number,
-                          "stride_x": _listed(base.dx if base else None), "stride_y": _listed(base.dy if base else None)})
+            base = self.operand(addr.group(1)) or Value(None, None, None)
+            vec, bits = _VEC.search(op), _BITS.search(op)
+            found.append({"space": m.group(2), "op": "load" if m.group(1) == "ld" else "store",
+                          "width": (int(vec.group(1)) if vec else 1) * (int(bits.group(1)) // 8 if bits else 4),
+                          "line": number, "stride_x": _listed(base.dx), "stride_y": _listed(base.dy)})
         return found
 
 
-def _split(text: str) -> list[str]:
-    """Operands separated by commas outside {...} and [...]."""
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        depth += ch in "{[" 
-        depth -= ch in "}]"
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    return parts + [current] if current.strip() else parts
-
-
-def _listed(frozen: tuple | None) -> list | None:
-    return None if frozen is None else [[list(k), v] for k, v in frozen]
+def _listed(poly: Poly | None) -> list | None:
+    return None if poly is None else [[list(k), v] for k, v in sorted(poly.items())]
 
 
 def kernel_accesses(functions: list[PtxFunction]) -> dict[str, list[dict]]:

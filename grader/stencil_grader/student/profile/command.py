@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...base import labspec
@@ -22,20 +21,13 @@ from .common import EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, CountersLocked, Pro
 
 @dataclass
 class ProfileRun:
-    """exit_code (common.EXIT_*), terminal text, analyse()'s result (None: nothing diagnosed), files, seconds."""
+    """exit_code (common.EXIT_*), terminal text (naming the files written), analyse()'s result (None:
+    nothing diagnosed), seconds."""
 
     exit_code: int
     text: str
     result: dict | None = None
-    written: list[Path] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def _target_ratio(spec: labspec.LabSpec, device: str | None) -> float | None:
-    try:
-        return spec.target_for(device).target.target
-    except (AttributeError, KeyError):
-        return None
 
 
 def static_facts(build_dir: Path) -> dict[str, dict]:
@@ -72,52 +64,30 @@ def static_facts(build_dir: Path) -> dict[str, dict]:
     return facts
 
 
-def collect_inputs(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int | None,
-                   reps: int = ncu.BENCH_REPS, timeout_s: float = ncu.NCU_TIMEOUT_S) -> dict:
+def collect_inputs(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int | None) -> dict:
     """Profile a good build under Nsight Compute; returns the profile-inputs record (mode
     "counters").  Raises ProfileError (CountersLocked when the counters are not permitted)."""
     found = ncu.find_ncu()
     if found is None:
         raise ProfileError(ncu.NO_NCU_FIX)
     static = static_facts(build_dir)
-    command, raw, bench = ncu.run_ncu(found, static.keys(), build_dir, seed, reps, timeout_s)
+    command, raw, bench = ncu.run_ncu(found, static.keys(), build_dir, seed)
     if not ncu.parse_raw_csv(raw):
         raise ProfileError("ncu profiled none of your kernels: did the launcher launch any? "
                            f"(looked for {', '.join(f['label'] for f in static.values())})")
     return inputs_record(spec, impl, "counters", bench.get("device"), ncu_version=ncu.ncu_version(found),
-                         ncu_command=[str(c) for c in command], target_ratio=_target_ratio(spec, bench.get("device")),
-                         bench=bench, static=static, ncu_raw_csv=raw)
-
-
-def collect_without_counters(spec: labspec.LabSpec, impl: str, build_dir: Path, seed: int | None, why: str) -> dict:
-    """The inputs of the diagnosis without counters (nocounters.py); the graded BUILD_DIR/bench.json is
-    put back, this run's kept as profile-bench.json."""
-    static = static_facts(build_dir)
-    graded = Path(build_dir) / "bench.json"
-    kept = graded.read_bytes() if graded.is_file() else None
-    try:
-        inputs = nocounters.collect(spec, impl, build_dir, seed, static, why)
-    finally:
-        if graded.is_file():
-            shutil.copyfile(graded, Path(build_dir) / "profile-bench.json")
-        if kept is not None:
-            graded.write_bytes(kept)
-        else:
-            graded.unlink(missing_ok=True)
-    inputs["target_ratio"] = _target_ratio(spec, inputs.get("device"))
-    return inputs
+                         ncu_command=[str(c) for c in command], bench=bench, static=static, ncu_raw_csv=raw)
 
 
 def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, seed: int | None = None,
-                arch: str | None = None, reps: int = ncu.BENCH_REPS, from_inputs: Path | None = None,
-                table: rule_table.RuleTable | None = None, counters_wanted: bool = True) -> ProfileRun:
+                arch: str | None = None, from_inputs: Path | None = None, counters_wanted: bool = True) -> ProfileRun:
     """The whole command (grader/README.md, section 8); never raises for what the student's code or this
     machine does (ProfileRun.exit_code).  counters_wanted False: no counters even where ncu reads them."""
     start = time.monotonic()
     lab_dir = pipeline.resolve_lab_dir(lab_dir)
     spec = labspec.load(Path(lab_dir) / "lab.json")
     build_dir = Path(build_dir) if build_dir else pipeline.default_build_dir(spec.lab, impl)
-    table = table or rule_table.load_rules()
+    table = rule_table.load_rules()
     written: list[Path] = []
     said = ""
     try:
@@ -141,7 +111,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
             if why is None:
                 print("profiling under Nsight Compute (ncu) ...", flush=True)
                 try:
-                    inputs = collect_inputs(spec, impl, build_dir, seed, reps)
+                    inputs = collect_inputs(spec, impl, build_dir, seed)
                 except CountersLocked:
                     why = "Nsight Compute may not read this GPU's counters (ERR_NVGPUCTRPERM)"
                     said = (f"grade.py profile: {why}: the diagnosis below comes without counters "
@@ -149,7 +119,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
                     print(said, end="", flush=True)
             if inputs is None:
                 print("diagnosing without counters: the PTX, ptxas's report and the launch audit ...", flush=True)
-                inputs = collect_without_counters(spec, impl, build_dir, seed, why)
+                inputs = nocounters.collect(spec, impl, build_dir, seed, static_facts(build_dir), why)
             written.append(write_json(inputs, build_dir / "profile-inputs.json"))
         result = analyse(inputs, table)
     except ProfileError as err:
@@ -159,12 +129,9 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
                           seconds=time.monotonic() - start)
     if not from_inputs:
         written.append(write_json(result, build_dir / "profile.json"))
-        page = _rewrite_report_page(build_dir, result)
-        if page:
-            written.append(page)
         report = build_dir / "profile.ncu-rep"
-        if report.is_file() and result["mode"] == "counters":
-            written.append(report)
+        written += [p for p in (_rewrite_report_page(build_dir, result),
+                                report if report.is_file() and result["mode"] == "counters" else None) if p]
     seconds = time.monotonic() - start
     text = said + rendering.render_text(result)
     if written:
@@ -172,7 +139,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
         text += "  (open profile.ncu-rep in Nsight Compute, ncu-ui, for every counter)\n" if any(
             p.suffix == ".ncu-rep" for p in written) else ""
     text += f"profiled in {seconds:.1f} s; the profile is not part of the grade\n"
-    return ProfileRun(EXIT_PROFILED, text, result, written, seconds)
+    return ProfileRun(EXIT_PROFILED, text, result, seconds)
 
 
 def _rewrite_report_page(build_dir: Path, result: dict) -> Path | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from .common import bench_cells, build_figures
+
 #: What limits occupancy, from the blocks per SM each resource allows.
 LIMITS = (("registers", "launch__occupancy_limit_registers"),
           ("shared memory", "launch__occupancy_limit_shared_mem"),
@@ -45,7 +47,7 @@ def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
     m = row["metrics"]
     get = m.get
     bench = inputs["bench"]
-    cells = float(bench.get("nx", 1)) * float(bench.get("ny", 1)) * float(bench.get("nz", 1))
+    cells = bench_cells(bench)
     launcher = launcher_of(row["name"], fact.get("label", row["name"]), inputs["launchers"])
     compulsory = launcher["bytes_per_cell"] * cells
     duration_ns = get("gpu__time_duration.sum")
@@ -83,15 +85,7 @@ def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
     ranked = sorted(stalls.items(), key=lambda kv: -kv[1])
     total_inst = get("smsp__inst_executed.sum")
     threads = (get("launch__grid_size") or 0) * (get("launch__block_size") or 0)
-    threads_per_cell = threads / cells if threads and cells else None
-    # Divisions a cell pays for, estimated from the machine code: one per cell for each div/rem inside a
-    # loop (a grid-stride or row loop visits each cell once), one per thread for the others.
-    divisions = None
-    if fact and threads_per_cell is not None:
-        looped = float(fact.get("div_rem_in_loop", 0))
-        divisions = looped + (float(fact.get("div_rem", 0)) - looped) * threads_per_cell
-
-    figures = {
+    return {
         "duration_ms": duration_ms,
         "time_share": _ratio(duration_ms, total_ms),
         "cells": cells,
@@ -109,28 +103,18 @@ def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
         "load_amplification": _ratio(gld_sectors * 32 if gld_sectors is not None else None, dram_read),
         "local_bytes": local_sectors * 32 if local_sectors is not None else None,
         "local_share": _ratio(local_sectors, all_sectors) if local_sectors is not None else None,
-        "spill_bytes": float(fact.get("spill_stores", 0) + fact.get("spill_loads", 0)) if fact else None,
         "shared_wavefronts": wavefronts,
         "shared_conflict_share": _ratio(conflicts, wavefronts) if wavefronts else (0.0 if wavefronts == 0 else None),
         "achieved_occupancy": get("sm__warps_active.avg.pct_of_peak_sustained_active"),
         "theoretical_occupancy": get("sm__maximum_warps_per_active_cycle_pct"),
-        "occupancy_limiter": " and ".join(limiters) if limiters else None,
-        "limited_by_registers": (1.0 if "registers" in limiters else 0.0) if limiters else None,
-        "limited_by_shared": (1.0 if "shared memory" in limiters else 0.0) if limiters else None,
-        "limited_by_block_size": (1.0 if any(x in limiters for x in ("block size (warps per SM)", "blocks per SM"))
-                                  else 0.0) if limiters else None,
         "registers": get("launch__registers_per_thread") or fact.get("registers"),
         "block_size": get("launch__block_size"),
         "smem_per_block": sum(v for v in (get("launch__shared_mem_per_block_static"),
                                           get("launch__shared_mem_per_block_dynamic")) if v is not None)
         if get("launch__shared_mem_per_block_static") is not None else None,
-        "div_rem_ptx": float(fact.get("div_rem", 0)) if fact else None,
-        "threads_per_cell": threads_per_cell,
-        "div_rem_per_cell": divisions,
         "xu_share": _ratio(get("smsp__inst_executed_pipe_xu.sum"), total_inst),
         "top_stall": ranked[0][0] if ranked else None,
         "top_stall_cycles": ranked[0][1] if ranked else None,
-    }
-    figures["stalls"] = ranked[:STALLS_SHOWN]
-    return figures
+        "stalls": ranked[:STALLS_SHOWN],
+    } | build_figures(fact, limiters, threads / cells if threads and cells else None)
 

@@ -59,22 +59,13 @@ NO_NCU_FIX = (
     "install it, or put the directory holding ncu on PATH.")
 
 
-
 def find_ncu() -> str | None:
-    """Path of the ncu executable, or None: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, then the
-    newest /opt/nvidia/nsight-compute/<version>/ncu."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    home = toolkit.cuda_home()
-    candidates = [home / "bin" / "ncu"] if home else []
-    candidates += [Path(os.environ["CUDA_PATH"]) / "bin" / "ncu"] if os.environ.get("CUDA_PATH") else []
-    candidates.append(toolkit.DEFAULT_HOME / "bin" / "ncu")
+    """Path of the ncu executable, or None: PATH, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin,
+    then the newest /opt/nvidia/nsight-compute/<version>/ncu."""
+    homes = (toolkit.cuda_home(), os.environ.get("CUDA_PATH"), toolkit.DEFAULT_HOME)
+    candidates = [Path(h) / "bin" / "ncu" for h in homes if h]
     candidates += sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu"), reverse=True)
-    for path in candidates:
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    return None
+    return shutil.which("ncu") or next((str(p) for p in candidates if p.is_file() and os.access(p, os.X_OK)), None)
 
 
 def ncu_version(ncu: str) -> str:
@@ -99,25 +90,13 @@ def bench_supports(bench: Path, option: str) -> bool:
 
 def ncu_command(ncu: str, kernels, export: Path, bench: Path, bench_json: Path, seed: int | None,
                 reps: int, no_audit: bool, sections=SECTIONS, metrics=METRICS) -> list[str]:
-    """The profiled run's command line (module docstring, step 2)."""
-    command = [ncu, "--clock-control", "none", "--kernel-name-base", "mangled",
-               "--kernel-name", kernel_filter(kernels), "--filter-mode", "per-launch-config",
-               "--launch-count", "1"]
-    for s in sections:
-        command += ["--section", s]
-    if metrics:
-        command += ["--metrics", ",".join(metrics)]
-    command += ["--export", str(export), "--force-overwrite", str(bench), "--json", str(bench_json),
-                "--reps", str(reps)]
-    if seed is not None:
-        command += ["--seed", str(seed)]
-    if no_audit:
-        command.append("--no-audit")
-    return command
-
-
-def _error_lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.startswith("==ERROR==")]
+    """The profiled run's command line (grader/README.md, section 8)."""
+    return [ncu, "--clock-control", "none", "--kernel-name-base", "mangled", "--kernel-name", kernel_filter(kernels),
+            "--filter-mode", "per-launch-config", "--launch-count", "1",
+            *(word for s in sections for word in ("--section", s)),
+            *(["--metrics", ",".join(metrics)] if metrics else []),
+            "--export", str(export), "--force-overwrite", str(bench), "--json", str(bench_json), "--reps", str(reps),
+            *(["--seed", str(seed)] if seed is not None else []), *(["--no-audit"] if no_audit else [])]
 
 
 def unknown_names(errors: list[str], names) -> list[str]:
@@ -131,10 +110,8 @@ def run_ncu(ncu: str, kernels, build_dir: Path, seed: int | None, reps: int = BE
     returns (the command, ncu's raw CSV, the bench JSON).  Raises ProfileError: EXIT_CANNOT for this
     machine (counters locked, no GPU, a debug build), EXIT_FAILED for the student's code."""
     build_dir = Path(build_dir).resolve()
-    bench = build_dir / "bench"
-    export = build_dir / "profile"
-    report = build_dir / "profile.ncu-rep"
-    bench_json = build_dir / "profile-bench.json"
+    bench, export, report, bench_json = (build_dir / name for name in ("bench", "profile", "profile.ncu-rep",
+                                                                       "profile-bench.json"))
     no_audit = bench_supports(bench, "--no-audit")
     sections, metrics = list(SECTIONS), list(METRICS)
     for attempt in range(MAX_RETRIES + 1):
@@ -143,7 +120,7 @@ def run_ncu(ncu: str, kernels, build_dir: Path, seed: int | None, reps: int = BE
         command = ncu_command(ncu, kernels, export, bench, bench_json, seed, reps, no_audit, sections, metrics)
         run = process.run(command, timeout_s, cwd=build_dir)
         said = run.stdout + "\n" + run.stderr
-        errors = _error_lines(said)
+        errors = [line.strip() for line in said.splitlines() if line.startswith("==ERROR==")]
         if "ERR_NVGPUCTRPERM" in said:
             raise CountersLocked(PERMISSION_FIX)
         if run.timed_out:
@@ -153,8 +130,7 @@ def run_ncu(ncu: str, kernels, build_dir: Path, seed: int | None, reps: int = BE
             raise ProfileError(f"could not start {ncu}: {run.error}")
         dropped = unknown_names(errors, metrics + sections)
         if dropped and attempt < MAX_RETRIES:
-            metrics = [m for m in metrics if m not in dropped]
-            sections = [s for s in sections if s not in dropped]
+            metrics, sections = ([x for x in names if x not in dropped] for names in (metrics, sections))
             print(f"  ncu does not know {', '.join(dropped)}: profiling again without", flush=True)
             continue
         break

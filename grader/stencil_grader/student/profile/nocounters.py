@@ -14,11 +14,13 @@ per SM (gpuprobe).  Figures per kernel, read by the rules of mode "ptx":
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 from ...base import gpuprobe
 from ...grading import bench as grading_bench
 from . import access
-from .common import EXIT_FAILED, ProfileError, inputs_record
+from .common import EXIT_FAILED, ProfileError, bench_cells, build_figures, inputs_record
 
 #: The environment variable that forces this mode (`make profile` where the counters would work).
 FORCE_ENV = "STENCIL_PROFILE_COUNTERS"
@@ -42,9 +44,20 @@ def require_gpu() -> gpuprobe.ProbeResult:
 
 def collect(spec, impl: str, build_dir, seed: int | None, static: dict, why: str) -> dict:
     """Run the bench (as make check does) and the probe; returns the inputs record of this mode.
-    why: why there are no counters (shown in the report).  Raises ProfileError."""
+    why: why there are no counters (shown in the report).  The graded BUILD_DIR/bench.json is put
+    back, this run's kept as profile-bench.json.  Raises ProfileError."""
     probe = require_gpu()
-    run = grading_bench.run_bench(build_dir, spec.bench.timeout_s, seed)
+    graded = Path(build_dir) / "bench.json"
+    kept = graded.read_bytes() if graded.is_file() else None
+    try:
+        run = grading_bench.run_bench(build_dir, spec.bench.timeout_s, seed)
+    finally:
+        if graded.is_file():
+            shutil.copyfile(graded, Path(build_dir) / "profile-bench.json")
+        if kept is not None:
+            graded.write_bytes(kept)
+        else:
+            graded.unlink(missing_ok=True)
     if not run.data:
         raise ProfileError(f"the bench did not run ({run.status}: {run.message})", EXIT_FAILED)
     return inputs_record(spec, impl, "ptx", run.data.get("device"), no_counters=why, limits=probe.limits,
@@ -68,7 +81,7 @@ def occupancy(threads: int, registers: int, smem: int, limits: dict) -> tuple[fl
     return 100.0 * least * warps / warp_slots, [what for what, n in by.items() if n == least]
 
 
-def _stride_text(stride: list | None, value, width: int) -> str:
+def _stride_text(stride: list | None, value) -> str:
     if value == "runtime":
         params = sorted({a.rsplit("_param_", 1)[-1].split("+")[0] for atoms, _ in stride or [] for a in atoms
                          if a.startswith("param:")})
@@ -81,25 +94,23 @@ def _stride_text(stride: list | None, value, width: int) -> str:
 def _accesses(fact: dict, block: list[int], grid: list[int]) -> dict:
     """The access figures of one kernel (module docstring)."""
     widest = max([a["width"] for a in fact.get("accesses", []) if a["space"] == "global"] + [4])
-    loads, stores, shares, worst_g, worst_s, skipped = [], [], [], None, None, 0
+    loads, stores, shares, worst, skipped = [], [], [], {}, 0
     for a in fact.get("accesses", []):
         sx, sy = (access.stride_bytes(a[k], block, grid) for k in ("stride_x", "stride_y"))
-        if sx is None or (block[0] < 32 and not isinstance(sy, int)):
+        if sx is None or (block[0] < 32 and not isinstance(sy, int)) or (a["space"] != "global" and sx == "runtime"):
             skipped += 1
             continue
         offsets = access.lane_offsets(sx if isinstance(sx, int) else 0, sy if isinstance(sy, int) else 0, block[0])
         if a["space"] == "global":
-            sectors = 32 if sx == "runtime" else access.global_sectors(offsets, a["width"])
-            (loads if a["op"] == "load" else stores).append(sectors)
-            if worst_g is None or sectors > worst_g[0]:
-                worst_g = (sectors, a, _stride_text(a["stride_x"], sx, a["width"]))
-        elif sx != "runtime":
+            figure = 32 if sx == "runtime" else access.global_sectors(offsets, a["width"])
+            (loads if a["op"] == "load" else stores).append(figure)
+        else:
             fronts, ideal = access.shared_wavefronts(offsets, a["width"])
             shares.append((fronts - ideal) / fronts)
-            if worst_s is None or fronts / ideal > worst_s[0]:
-                worst_s = (fronts / ideal, a, _stride_text(a["stride_x"], sx, a["width"]))
-        else:
-            skipped += 1
+            figure = fronts / ideal
+        prefix = "worst_global" if a["space"] == "global" else "worst_shared"
+        if prefix not in worst or figure > worst[prefix][0]:
+            worst[prefix] = (figure, a, _stride_text(a["stride_x"], sx))
     mean = (lambda v: sum(v) / len(v) if v else None)
     f = {"gld_sectors_per_request": mean(loads), "gst_sectors_per_request": mean(stores),
          "gld_ideal_sectors": float(widest), "gst_ideal_sectors": float(widest),
@@ -107,43 +118,28 @@ def _accesses(fact: dict, block: list[int], grid: list[int]) -> dict:
          "accesses_skipped": skipped}
     ratios = [x / widest for x in (f["gld_sectors_per_request"], f["gst_sectors_per_request"]) if x is not None]
     f["global_excess"] = max(ratios) if ratios else None
-    for prefix, worst in (("worst_global", worst_g), ("worst_shared", worst_s)):
-        if worst:
-            f.update({f"{prefix}_figure": float(worst[0]), f"{prefix}_line": float(worst[1]["line"]),
-                      f"{prefix}_op": worst[1]["op"], f"{prefix}_width": float(worst[1]["width"]),
-                      f"{prefix}_stride": worst[2]})
+    for prefix, (figure, a, stride) in worst.items():
+        f.update({f"{prefix}_figure": float(figure), f"{prefix}_line": float(a["line"]), f"{prefix}_op": a["op"],
+                  f"{prefix}_width": float(a["width"]), f"{prefix}_stride": stride})
     return f
 
 
-def derive(name: str, fact: dict, launch: dict | None, inputs: dict) -> dict:
+def derive(fact: dict, launch: dict | None, inputs: dict) -> dict:
     """The figures of one kernel (module docstring).  launch: the audit's record of it (None: it
     was not audited; lanes are then taken as consecutive threadIdx.x and the occupancy is unknown)."""
-    block = list((launch or {}).get("block") or [32, 1, 1])
-    grid = list((launch or {}).get("grid") or [0, 0, 0])
+    seen = launch or {}
+    block, grid = list(seen.get("block") or [32, 1, 1]), list(seen.get("grid") or [0, 0, 0])
     threads = block[0] * block[1] * block[2]
-    smem = (launch or {}).get("static_smem", 0) + (launch or {}).get("dynamic_smem", 0) if launch else None
-    registers = (launch or {}).get("registers") or fact.get("registers") or 0
-    bench = inputs["bench"]
-    cells = float(bench.get("nx", 1)) * float(bench.get("ny", 1)) * float(bench.get("nz", 1))
-    figures = _accesses(fact, block, grid)
+    smem = seen.get("static_smem", 0) + seen.get("dynamic_smem", 0) if launch else None
+    registers = seen.get("registers") or fact.get("registers") or 0
+    cells = bench_cells(inputs["bench"])
     occ, limiters = occupancy(threads, registers, smem or 0, inputs.get("limits") or {}) if launch else (None, [])
     threads_per_cell = grid[0] * grid[1] * grid[2] * threads / cells if launch and cells else None
-    looped = float(fact.get("div_rem_in_loop", 0))
-    figures.update({
-        "theoretical_occupancy": occ, "occupancy_limiter": " and ".join(limiters) or None,
-        "limited_by_registers": float("registers" in limiters) if limiters else None,
-        "limited_by_shared": float("shared memory" in limiters) if limiters else None,
-        "limited_by_block_size": float(any(x in limiters for x in ("block size (warps per SM)", "blocks per SM")))
-        if limiters else None,
+    return _accesses(fact, block, grid) | build_figures(fact, limiters, threads_per_cell) | {
+        "theoretical_occupancy": occ,
         "registers": float(registers) if registers else None, "block_size": float(threads) if launch else None,
         "smem_per_block": float(smem) if smem is not None else None,
-        "spill_bytes": float(fact.get("spill_stores", 0) + fact.get("spill_loads", 0)),
-        "div_rem_ptx": float(fact.get("div_rem", 0)), "threads_per_cell": threads_per_cell,
-        "div_rem_per_cell": looped + (float(fact.get("div_rem", 0)) - looped) * threads_per_cell
-        if threads_per_cell is not None else None,
-        "launches": float(launch.get("count", 0)) if launch else None,
-    })
-    return figures
+        "launches": float(launch.get("count", 0)) if launch else None}
 
 
 def kernels(inputs: dict) -> list[dict]:
@@ -163,5 +159,5 @@ def kernels(inputs: dict) -> list[dict]:
         out.append({"name": name, "label": fact.get("label", name),
                     "block": "({}, {}, {})".format(*launch["block"]) if launch else "?",
                     "grid": "({}, {}, {})".format(*launch["grid"]) if launch else "?",
-                    "static": fact, "figures": derive(name, fact, launch, inputs)})
+                    "static": fact, "figures": derive(fact, launch, inputs)})
     return out

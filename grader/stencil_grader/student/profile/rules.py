@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import operator
-import string
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,16 +73,14 @@ def parse_rules(data, path: str = "profile_rules.json") -> RuleTable:
                     and isinstance(c[2], (int, float)) and not isinstance(c[2], bool)):
                 raise RulesError(f"{where}: a condition must be [figure, one of {' '.join(_OPS)}, number], got {c!r}")
             conditions.append((c[0], c[1], float(c[2])))
-        labs = r.get("labs")
+        labs, mode = r.get("labs"), r.get("mode", "counters")
         if labs is not None and not (isinstance(labs, list) and all(isinstance(x, str) for x in labs)):
             raise RulesError(f"{where}: \"labs\" must be a list of lab names or absent")
-        mode = r.get("mode", "counters")
         if mode not in MODES:
             raise RulesError(f"{where}: \"mode\" must be one of {', '.join(MODES)}, got {mode!r}")
         rules.append(Rule(r["id"], r["severity"], tuple(conditions), r["message"], r["handout"], r["section"],
                           r["source"], tuple(labs) if labs is not None else None, mode))
-    settings = data.get("settings", {})
-    stalls = data.get("stall_reasons", {})
+    settings, stalls = data.get("settings", {}), data.get("stall_reasons", {})
     if not isinstance(settings, dict) or not isinstance(stalls, dict):
         raise RulesError(f"{path}: \"settings\" and \"stall_reasons\" must be objects")
     return RuleTable(tuple(rules), settings, stalls, path)
@@ -102,12 +99,8 @@ class _Values(dict):
 
 
 def _format(template: str, values: dict) -> str:
-    shown = _Values()
-    for k, v in values.items():
-        if v is not None:
-            shown[k] = v
     try:
-        return string.Formatter().vformat(template, (), shown)
+        return template.format_map(_Values({k: v for k, v in values.items() if v is not None}))
     except (ValueError, TypeError, IndexError):
         return template
 
@@ -130,13 +123,11 @@ def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, m
             values = dict(f, kernel=k["label"])
             if f.get("top_stall"):
                 values["stall_meaning"] = table.stall_reasons.get(f["top_stall"], "")
-            severity = rule.severity
             minor = f.get("time_share") is not None and f["time_share"] < min_share
-            note = ""
+            severity, note = rule.severity, ""
             if severity != "info" and (minor or demote):
-                severity = "info"
-                note = (" (a small part of the profiled time)" if minor else
-                        " (your launcher already reaches the lab's target: worth knowing, not urgent)")
+                severity, note = "info", (" (a small part of the profiled time)" if minor else " (your launcher "
+                                          "already reaches the lab's target: worth knowing, not urgent)")
             findings.append({"rule": rule.id, "severity": severity, "table_severity": rule.severity,
                              "kernel": k["label"], "message": _format(rule.message, values) + note,
                              "handout": rule.handout, "section": rule.section, "source": rule.source,
