@@ -139,7 +139,7 @@ def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float, params_of=Non
                                      work.flop_per_cell)
         ceilings.append(Ceiling(
             label, gflops,
-            f"{sm_count} SMs x {rate:g} {count.unit} per clock x {clock_mhz:.0f} MHz / "
+            f"{sm_count} SMs x {rate:.4g} {count.unit} per clock x {clock_mhz:.0f} MHz / "
             f"({count.per_update:.1f} per update x {count.redundancy:.2f} updates per useful one); "
             f"{gflops * work.bytes_per_cell / work.flop_per_cell:,.0f} GB/s effective"))
     return ceilings, notes
