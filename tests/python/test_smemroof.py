@@ -3,8 +3,6 @@ it prints becomes a valid record, and lab 8's roofline reads the record back (no
 GPU's: make smem-roof)."""
 
 import json
-import os
-import shutil
 import stat
 import subprocess
 
@@ -12,6 +10,7 @@ import pytest
 
 from stencil_grader.base import toolkit
 from stencil_grader.base.cliargs import UsageError
+from stencil_grader.grading import sass
 from stencil_grader.instructor import records, smemroof
 
 PRINTED = {"device": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132, "block": 256, "loads_per_round": 8,
@@ -52,8 +51,8 @@ def test_a_failing_run_says_why(tmp_path, body, said):
 def test_the_microbenchmark_builds_and_makes_every_load(tmp_path):
     """Built for sm_90: its machine code holds the 4-byte and the 16-byte shared loads it exists to time."""
     binary = smemroof.build("9.0", out_dir=tmp_path)
-    tool = shutil.which("cuobjdump") or os.environ.get("CUOBJDUMP")
+    tool = sass.cuobjdump()
     if not tool:
         pytest.skip("no cuobjdump to read the machine code")
-    sass = subprocess.run([tool, "-sass", str(binary)], capture_output=True, text=True, check=True).stdout
-    assert sass.count("LDS.128") >= 8 and sass.count("LDS ") >= 8
+    code = subprocess.run([tool, "-sass", str(binary)], capture_output=True, text=True, check=True).stdout
+    assert code.count("LDS.128") >= 8 and code.count("LDS ") >= 8
