@@ -2,24 +2,10 @@
 
     make -C LABDIR build IMPL=<starter|reference|DIR> BUILD_DIR=<dir> [CUDA_ARCH=90] [KERNEL_DEFINES=...]
 
-A non-zero exit of make is a compile error.  After a good build BUILD_DIR holds
-check, bench, kernel.o, kernel.ptx and ptxas.log (grader/README.md, section
-Build); the kernels of ptxas.log get readable labels that tell template
-instances apart (names.kernel_labels).
-
-make's whole output, harness commands included, is kept for instructors as
-BUILD_DIR/build.log; what a student reads of a failed build (BuildResult.message)
-is buildmessage.py's (failure_message: the compiler's diagnostics about the
-student's own file, without the harness's build).  A kernel.cu that is not text
-(NUL bytes: a binary file, or UTF-16) or is over MAX_SOURCE_BYTES is refused
-before make runs, in one line.
-
-No path that someone else named reaches make: the kernel.cu of IMPL=DIR (a student's
-folder, whatever its name: spaces, quotes, `$(...)`) is copied to
-BUILD_DIR/src/<lab>/kernel.cu (stage_source) and make is given IMPL=BUILD_DIR/src.
-make splits its variables at spaces and expands `$`, and lab.mk's recipes hand them
-to the shell, so the kit's folder and BUILD_DIR themselves must be plain paths
-(make_path_problem); a build where one is not is a kit error (no grade), never a 0.
+make's whole output goes to BUILD_DIR/build.log; a failed build's message is buildmessage.py's.
+The kernel.cu of IMPL=DIR is copied to BUILD_DIR/src/<lab>/kernel.cu (stage_source), so no path a
+student named reaches make; the kit and BUILD_DIR must be paths make can take (make_path_problem),
+else kit_error.  grader/README.md, section 1.
 """
 
 from __future__ import annotations

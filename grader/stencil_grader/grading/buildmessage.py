@@ -1,24 +1,10 @@
 """What a failed build means for the student: the message made from make's whole output.
 
-What a student reads of a failed build (build.BuildResult.message, on the terminal,
-in report.json and in Gradescope's results.json) is made from make's output by
-failure_message: the compiler's diagnostics about the student's own file, with
-paths relative to it and no line of the harness's build (its cc, nvcc and ar
-commands, the grader's temporary and kit paths):
-
-  - the student's file did not compile (make's failing target is kernel.o): what
-    nvcc said about it (lab.mk keeps nvcc's messages in BUILD_DIR/nvcc.log), the
-    first lines, since later errors often follow from the first;
-  - it compiled but did not link (target check or bench): a launcher the lab's
-    problem kind needs and kernel.cu does not define becomes "kernel.cu must
-    define extern "C" <its declaration in grader/include/stencil_lab.h>"; the
-    linker's other lines follow;
-  - anything else: make's last lines, without its command lines.
-
-`kit error: ` lines (lab.mk's checks of the machine) are always kept: the
-pipeline reads them.  Every line of a message has its control characters
-escaped and is cut at LINE_WIDTH characters; compiler_hints adds what nvcc's
-own words leave out for the mistakes students make most.
+failure_message keeps the compiler's diagnostics about the student's own file (paths relative to
+it, no line of the harness's build): nvcc.log when kernel.o failed; for a failed link, "kernel.cu
+must define extern "C" <declaration>" per missing launcher, then the linker's lines; else make's
+last lines.  `kit error: ` lines are always kept.  Lines are escaped and cut at LINE_WIDTH;
+compiler_hints adds what nvcc leaves out.  grader/README.md, section 1.
 """
 
 from __future__ import annotations

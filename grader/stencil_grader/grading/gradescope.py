@@ -1,19 +1,7 @@
-"""Gradescope's results.json of one graded lab.
-
-    results(report, leaderboard=None) -> dict       one lab: one Gradescope assignment
-
-The format is Gradescope's autograder output, https://gradescope-autograders.readthedocs.io/en/latest/specs/
-("Output format"): a top-level "score", "output", "extra_data" and "tests", each test with
-"name", "score", "max_score", "output" and "visibility" ("visible": the student sees it at
-once), and a top-level "leaderboard" (a list of {"name", "value", "order"}:
-https://gradescope-autograders.readthedocs.io/en/latest/leaderboards/) only when one is given.
-The spec has no top-level maximum: the assignment's points are set on Gradescope, and the
-tests' max_score add up to the lab's points.  extra_data (kept by Gradescope, shown to
-nobody) says which lab, its verdict, its points and whether it is a bonus lab.
-
-What a student reads carries no path of the instructor's machine: the tests are made from
-report.student_view (paths relative to the student's submission and kit, and the replay
-command the student types in their own copy of the kit: `cd labs/NN-slug && make check SEED=N`).
+"""Gradescope's results.json of one graded lab (results(report, leaderboard=None)), in Gradescope's
+autograder output format (https://gradescope-autograders.readthedocs.io/en/latest/specs/ and
+.../leaderboards/): tests whose max_score add up to the lab's points, all "visible", made from
+report.student_view (no path of the instructor's machine); extra_data: lab, verdict, points, bonus.
 """
 
 from __future__ import annotations

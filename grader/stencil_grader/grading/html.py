@@ -1,21 +1,10 @@
-"""The report page of one graded lab: BUILD_DIR/report.html, beside report.json.
+"""The report page of one graded lab, BUILD_DIR/report.html (render_lab_html, write_lab_html),
+and page(title, body), the frame of every page of the grader.
 
-    render_lab_html(report, profile=None) -> str       the page, from report.to_dict()'s dict
-    write_lab_html(report, path, profile=None) -> Path  written atomically; the profile, when not given,
-                                                        BUILD_DIR/profile.json if of the graded source
-    page(title, body) -> str                           any page of the grader around its body
-
-The markup is templates/lab.html: blocks in str.format's syntax (students run this: standard library
-only), filled by fill(), which escapes every value with html.escape unless it is Markup built here
-from blocks.  Self-contained: inline CSS (templates/report.css), inline SVG (charts.py), no script,
-no network asset.  What the student should do next is nextstep.py's (the terminal says it too).
-
-The page leads with it, then what stopped or scored the run, in the order the stages ran; each
-section has a stable id: summary (with "next"), build, score, cases, bandwidth, roofline, diagnosis
-(`make profile`'s findings, or the advice to run it once the kernel was timed), progress (this
-lab's earlier gradings, progress.py), output (what the student's code printed).  When the GPU
-stages did not run, one section (id "cases") says so for cases, bandwidth and roofline.
-Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 FLOP, milliseconds.
+templates/lab.html holds the markup as blocks in str.format's syntax (standard library only),
+filled by fill(), which escapes every value unless it is Markup.  Self-contained: inline CSS and
+SVG (charts.py), no script, no network asset.  Sections and their ids: grader/README.md, section 8.
+Units: GB/s (1e9 bytes), GFLOP/s (1e9 FLOP), milliseconds.
 """
 
 from __future__ import annotations

@@ -1,42 +1,11 @@
-"""The launch audit's rules: what the student's launcher really started on the GPU.
+"""The launch audit's rules on what the student's launcher really started on the GPU.
 
-The bench records, with CUPTI, every kernel, memcpy and memset that audited
-calls of the launcher started (grader/harness/audit.c; the bench JSON's
-"audit", keys in base/protocol.py): its stream, grid, block, static and dynamic
-shared memory per block, registers, and the memory each copy or set reached.
-The rules below read those records and the machine code of each launched
-kernel, matched by its mangled name to the student's SASS in the bench program
-for the GPU that ran (sass.py), each a StaticCheck of severity "constraint"
-(performance gets 0; correctness stands).  Every kernel the launcher starts
-counts; a kernel that is declared and never launched counts for nothing.
-
-- "launch stream": every operation ran on the stream the launcher was given.
-  The API says launchers are asynchronous on `stream`; work on another stream
-  is not ordered with what the caller does next on `stream`.  (It gains
-  nothing in time: the bench's timer covers every stream a launcher can reach.)
-- "host memory": no copy or set reached memory outside the GPU (pageable,
-  pinned, managed or unknown memory, as CUPTI saw it): a launcher works on the
-  device buffers it is given, whatever names its source uses.
-- "shared tile" (lab.json constraints.shared_memory, shared_tile): each kernel
-  stages at least its block's input tile in shared memory, as launched, and
-  reads it (tile_bound, sass.reads_shared).
-- "max shared planes" (constraints.max_shared_planes, lab 6): each kernel's
-  shared memory per block within what `planes` planes of its tile need
-  (plane_bound).
-- "grid storage" (constraints.grid_storage): no launched kernel reads or writes
-  global memory in a format narrower than the fp32 grids (sass.narrow_accesses).
-- "no float atomics": no kernel of a launcher the kind asks determinism of
-  (lab 7) adds floats with atomics (sass.float_atomics): their order, and so the
-  bits, change from run to run.
-
-The audit fails closed: a record it lost (more than it keeps, CUPTI's dropped
-records, a window without its marker) makes every rule fail, saying that the
-audit could not see every launch; a launched kernel the student's machine code
-lacks fails the rules that read code.  When the audit could not run (no CUPTI),
-the stream and host-memory rules are reported as not verified (a note), a lab
-whose constraint needs the launches gets its performance "not measured" rather
-than a verdict made up from nothing, and the storage rule reads every kernel of
-the machine code instead of the launched ones.
+Reads the bench JSON's "audit" records (keys: base/protocol.py) and the SASS of each launched kernel
+(sass.py, matched by mangled name); each rule is a StaticCheck of severity "constraint": "launch
+stream", "host memory", "shared tile", "max shared planes", "grid storage", "no float atomics".  It
+fails closed: lost records fail every rule, a launched kernel missing from the machine code fails the
+rules that read code; without the audit (no CUPTI) a rule is "not verified".  What each rule measures
+and why: grader/README.md, sections 3 and 6.
 """
 
 from __future__ import annotations
@@ -111,30 +80,16 @@ def _configuration(x: dict) -> str:
 
 
 def block_cells(nx: int, ny: int, grid: list[int], threads: int, cells_per_thread: int) -> tuple[float, float]:
-    """(the block's share of an x-y plane of the grid, the cells its threads hold at once).
-
-    share = nx * ny / (gridDim.x * gridDim.y): a kernel that marches along z keeps
-    gridDim.z for z-chunks, and a 2D grid has one plane.  A block that loops over several
-    tiles (fewer blocks than tiles) holds no more at once than its threads do:
-    threads x cells_per_thread."""
+    """(the block's share of an x-y plane, nx * ny / (gridDim.x * gridDim.y), the cells its threads
+    hold at once: at most threads x cells_per_thread)."""
     share = nx * ny / max(1, grid[0] * grid[1])
     return share, min(share, threads * cells_per_thread)
 
 
 def tile_bound(halo: int, nx: int, ny: int, grid: list[int], threads: int, load_bytes: int) -> tuple[int, str]:
-    """(the fewest bytes of shared memory per block that hold the block's input tile, how).
-
-    The tile's own cells: F, the cells the block's threads load at once, one global
-    load each (load_bytes / 4 cells a thread: 4 for a float4), but no more than the
-    block's share of an x-y plane (block_cells).  Its halo: a tile of F = W x H cells
-    with a halo of h cells on each side (corners left out, as a 5- or 7-point stencil
-    needs none) holds F + 2h(W + H) >= F + 4h sqrt(F) cells, the least for any W and H
-    (W + H >= 2 sqrt(WH)).  So
-        needed = 4 bytes x (F + 4 halo sqrt(F)).
-    A textbook tile, input- or output-mapped, a row buffer of a strip (lab 4) and
-    lab 5's planes all hold at least that; a tile of the block's own cells without
-    their halo, or a few weights, do not.
-    """
+    """(the fewest bytes of shared memory per block that hold the block's input tile, how):
+    4 bytes x (F + 4 halo sqrt(F)), F the cells the block's threads load at once (block_cells;
+    grader/README.md, section 3)."""
     share, cells = block_cells(nx, ny, grid, threads, max(1, load_bytes // CELL_BYTES))
     needed = int(math.ceil(CELL_BYTES * (cells + 4 * halo * math.sqrt(cells))))
     how = (f"{CELL_BYTES} bytes x ({cells:.0f} cells" + (f" + a halo of {halo}: 4 x {halo} x sqrt({cells:.0f})"
@@ -146,14 +101,9 @@ def tile_bound(halo: int, nx: int, ny: int, grid: list[int], threads: int, load_
 
 def plane_bound(planes: int, factor: float, nx: int, ny: int, grid: list[int], threads: int,
                 load_bytes: int) -> tuple[int, str]:
-    """(bytes of shared memory per block that `planes` planes of a kernel's tile may use, how).
-
-    The tile's cells in one plane: the block's share of an x-y plane, but no more than
-    CELLS_PER_THREAD_ROWS rows of its widest global load per thread (block_cells).  A plane
-    may add its halo ring and padding, at most `factor` times its cells (lab.json's
-    smallest tile, SharedTile.plane_factor):
-        allowed = planes x factor x 4 bytes x C.
-    """
+    """(bytes of shared memory per block that `planes` planes of a kernel's tile may use, how):
+    planes x factor x 4 bytes x C, C at most CELLS_PER_THREAD_ROWS rows of its widest load a
+    thread (block_cells), factor SharedTile.plane_factor."""
     per_thread = CELLS_PER_THREAD_ROWS * max(1, load_bytes // CELL_BYTES)
     share, cells = block_cells(nx, ny, grid, threads, per_thread)
     allowed = int(math.floor(planes * factor * CELL_BYTES * cells))

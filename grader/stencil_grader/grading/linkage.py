@@ -1,23 +1,10 @@
-"""Which C names the student's object may not define: the real symbol tables of what check and
-bench are linked with.
+"""Which C names the student's object may not define: every symbol, defined or referenced, of what
+check and bench are linked with, read from the libraries themselves (never a list kept by hand).
 
-A name that kernel.o defines with C linkage (an `extern "C"` function or variable: a launcher, or
-the host stub of an `extern "C" __global__` kernel, as code written for the driver API, CuPy or
-PyCUDA declares its kernels) is bound before any library's own, by the linker and then by the
-dynamic loader.  Named like a function of the harness, Check, the C library or the CUDA runtime,
-it would replace that function in the programs whose output becomes a grade.  The names are read
-from the libraries themselves, never from a list kept by hand:
-
-- the shared libraries check and bench need (`readelf -d`: NEEDED and RUNPATH, each resolved
-  through the program's RUNPATH, then ldconfig's cache, then the usual directories), and the
-  libraries those need, with `nm -D`: every dynamic symbol, defined or referenced (a definition
-  would also take the place of a symbol a library looks for elsewhere);
-- the static ones they link, with `nm -g`: the lab's own harness objects in BUILD_DIR and the
-  harness library (build/harness/*/libharness.a), Check (libcheck.a in pkg-config's libdir) and
-  the CUDA runtime (libcudart_static.a of the toolkit; libcudart.so with `nm -D` without it).
-
-taken_names() never raises: Taken.error says what could not be read, and the symbol check then
-refuses a C-linkage definition it could not clear rather than pass it unchecked.
+Shared libraries: `readelf -d` (NEEDED, RUNPATH; resolved through RUNPATH, ldconfig's cache, the
+usual directories) and `nm -D`, recursively; static ones with `nm -g`: the harness objects and
+libharness.a, Check's libcheck.a, the CUDA runtime.  taken_names() never raises: Taken.error says
+what could not be read, and the symbol check then refuses a C-linkage definition it could not clear.
 """
 
 from __future__ import annotations

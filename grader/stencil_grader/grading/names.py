@@ -1,17 +1,6 @@
-"""Names of the student's functions as people read them: demangling and kernel labels.
-
-The compiled object, ptxas's report, the PTX and CUPTI's launch records name
-functions as the compiler mangled them (`_Z23stencil2d_tiled_kernelPKfPfii...`).
-Every message of the grader shows them through this module:
-
-- demangle(): c++filt, one call for many names;
-- kernel_labels(): ptxas's functions as labels that tell template instances
-  apart ('stencil3d_zmarch_kernel<true>');
-- kernel_label(): one name, without c++filt ('sweep<4>' from the mangling of
-  integer and bool template arguments);
-- simplify(): a demangled name without template arguments and parameters, for
-  the symbol check's messages.
-"""
+"""Names of the student's functions as people read them: demangle() (c++filt), kernel_labels()
+(ptxas's functions, template instances told apart), kernel_label() (one name, no c++filt) and
+simplify() (no template arguments nor parameters, for the symbol check's messages)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
-"""The roofline's arithmetic, and its pictures drawn with matplotlib where it is installed (the kit
-never requires it: without it roofline and path_bars draw nothing and return False).
+"""The roofline's arithmetic (roofline_data), and its pictures with matplotlib where installed
+(optional: without it roofline and path_bars draw nothing and return False).
 
-Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point operations.
-
-- Memory roof: the copy bandwidth the bench measured, the grader's yardstick: at arithmetic
-  intensity I the roof is I x copy GB/s.  Compute roof: the peak fp32 GFLOP/s, estimated by
-  peak_fp32_gflops (SMs x fp32 lanes x 2 FLOP per FMA x clock); they meet at the ridge, peak / copy.
-- Ceilings (dashed): limits under the compute roof in useful GFLOP/s, each with how it was derived
-  (the tour's: instructor/roofs.py).
-- A kernel's point: x = useful FLOP per compulsory DRAM byte, flop_per_cell x sweeps_per_pass /
-  bytes_per_cell (2D 5-point: 9 FLOP over 8 bytes, 1.125; lab 8 fusing K sweeps: 9 K / 8; redundant
-  halo updates and halo re-reads are not counted), y = achieved useful GFLOP/s, the effective
-  bandwidth the grader scores x flop_per_cell / bytes_per_cell.  What a cell update is worth comes
-  from the problem kind (grader/kinds.json, kinds.Launcher): this module names no kind.
-
-The student's page draws its roofline as inline SVG (charts.py) from roofline_data; roofline.png
-(lab_roofline), the tour's roofline and its path bars (instructor/tour.py) are matplotlib's.
+Memory roof: the bench's copy bandwidth (I x copy GB/s); compute roof: peak_fp32_gflops; ceilings
+(dashed) with how each was derived (instructor/roofs.py).  A kernel's point: x = flop_per_cell x
+sweeps_per_pass / bytes_per_cell (the kind's, grader/kinds.json), y = effective GB/s x flop_per_cell
+/ bytes_per_cell.  Units: GB/s (1e9 bytes), GFLOP/s (1e9 FLOP).
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
-"""A student's progress over their attempts at one lab: the history of every grading, and its
-chart on the report page.
+"""A student's progress over their attempts at one lab: the history of every grading (JSON Lines:
+entry, append, read) and its section on the report page (section, chart_svg).
 
-    entry(report) -> dict           one line of a history: what one grading got (HISTORY_KEYS)
-    append(path, report) -> dict    add that line to a history file (JSON Lines); None when the
-                                    report is no grading ("pending": half of one; "missing")
-    read(path) -> list[dict]        the entries, oldest first
-    section(history, report) -> str report.html's "progress" section: the ratio over the attempts
-                                    (inline SVG, as charts.py draws) and a table of every attempt
-
-Where the histories are:
-
-    BUILD_DIR/history.jsonl                         a student's own `make check` (commands.print_lab)
-    OUT/students/<student>/<lab>.history.jsonl      a class grading (classes/outdir.py, save)
-
-A history is only ever appended to.  Each grading adds one line, written by one write() of the
-whole line to a file opened O_APPEND, under a POSIX lock (fcntl.lockf, which NFS passes between
-nodes) held from the end-of-file check to the write: two gradings never interleave, and no line
-is changed once written.  A line cut short by a killed writer is skipped when read (it is no
-JSON object), and the next line starts on a line of its own.
-
-Units: ratio = effective bandwidth / copy bandwidth of the same run; GB/s with 1 GB = 1e9 bytes.
+Histories: BUILD_DIR/history.jsonl (a student's make check) and
+OUT/students/<student>/<lab>.history.jsonl (a class grading).  Only ever appended to: one write()
+of a whole line, O_APPEND, under a POSIX lock (fcntl.lockf, which NFS passes between nodes); a line
+cut short by a killed writer is skipped when read.  Units: ratio = effective / copy bandwidth.
 """
 
 from __future__ import annotations

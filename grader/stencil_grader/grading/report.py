@@ -1,13 +1,6 @@
-"""Reports of a graded lab: the terminal table and the JSON report.
-
-The JSON report (BUILD_DIR/report.json) holds every figure the grader saw;
-the terminal table and Gradescope's file (gradescope.py) are both made from it, so what a
-student reads and what an instructor records cannot disagree.  student_view is the report
-as its student may see it: no path of the instructor's machine (a submission graded from
-the instructor's class folder becomes, in the student's own copy of the kit, their starter
-file: paths relative to it, and the replay command the student types).
-Units: bandwidths in GB/s (1 GB = 1e9 bytes), times in milliseconds (bench)
-and seconds (build, check).
+"""Reports of a graded lab: the JSON report (BUILD_DIR/report.json, every figure; to_dict), the
+terminal table made from it (render_text), and student_view, the report with no path of the
+instructor's machine.  Units: GB/s (1e9 bytes), milliseconds (bench), seconds (build, check).
 """
 
 from __future__ import annotations

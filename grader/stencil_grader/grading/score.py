@@ -2,58 +2,32 @@
 
 Rules, in order:
 
-1. A build that fails (or times out) scores 0: verdict "compile_error"; when
-   lab.mk says the machine or the kit is at fault (`kit error: ...`, e.g. no
-   Check library), "kit_error": 0 points that are not a grade (regrade after
-   fixing the machine).
-2. A forbidden use in the student file or its compiled object (static.py,
-   symbols.py) scores 0 and nothing is run: "forbidden".
-3. Correctness points = points.correctness * passed / total cases.  When any
-   case did not pass, the verdict is the worst outcome seen:
-   timeout > crash > incorrect (cases not run after a timeout count as the
-   timeout; a case whose launch the runtime refused is incorrect, and the
-   message counts it apart).  Performance is not measured (0 points).
-4. A failed static constraint (no div/rem in the machine code) keeps the
-   correctness points and gives performance 0: "constraint".  A "signal" (the
-   machine code's first look at shared memory, a host copy named in the source)
-   costs nothing: the launch audit judges those rules (6).
-5. With no GPU nothing is measured: 0 points and the reason, verdict
-   "not_measured", even when rule 4's PTX constraint already failed (its
-   message says so): a grade needs the correctness that was not measured.
-6. Performance, only when every case passed and no constraint failed, from the
-   bench's ratio = effective bandwidth / copy bandwidth measured in the same run:
-     - the timed run's output was wrong:      "incorrect", performance 0;
-     - ratio > 1.05 (faster than copying):    "implausible", performance 0
-       (K x 1.05 for a lab that fuses K sweeps per pass: bench.max_fused_sweeps);
-     - the launch audit (launches.py) found an operation on another stream
-       than the launcher's, a copy or set reaching host memory, a launched
-       kernel without its tile in shared memory (or more than the lab's
-       planes allow), grids stored narrower than fp32, a floating-point
-       atomic in a launcher asked for determinism, or it lost records (it
-       fails closed):                         "constraint", performance 0;
-       a lab whose constraint needs the audit, where it could not run:
-                                              "not_measured", performance 0;
-     - else points.performance * clamp((ratio - floor) / (target - floor), 0, 1)
-       with floor and target from the device's table in lab.json (else generic).
-7. "pass" only with full points; "slow" when correct but short of full
-   performance points.  grade.py exits 0 only with full points.
-8. A failure of the grader's own machinery (the sandbox or a program could not
-   start, a CUDA error of the machine: protocol.MACHINERY_CUDA_ERRORS, such as a
-   thread the operating system refused or a GPU lost) is "grader_error": no
-   grade, never final, whatever else the run saw.
+1. A build that fails (or times out) scores 0: "compile_error"; when lab.mk says the machine or
+   the kit is at fault (`kit error: ...`), "kit_error": 0 points that are not a grade.
+2. A forbidden use in the student file or its compiled object (static.py) scores 0 and nothing
+   is run: "forbidden".
+3. Correctness points = points.correctness * passed / total cases.  When any case did not pass,
+   the verdict is the worst outcome seen: timeout > crash > incorrect (cases not run after a
+   timeout count as the timeout; a launch the runtime refused is incorrect, counted apart).
+   Performance is not measured (0 points).
+4. A failed static constraint keeps the correctness points and gives performance 0:
+   "constraint".  A "signal" costs nothing: the launch audit judges those rules (6).
+5. With no GPU nothing is measured: 0 points, verdict "not_measured", even when rule 4 already
+   failed (its message says so).
+6. Performance, only when every case passed and no constraint failed, from the bench's ratio =
+   effective / copy bandwidth of the same run: the timed run's output wrong: "incorrect"; ratio
+   above 1.05 (K x 1.05 for K fused sweeps: bench.max_fused_sweeps): "implausible"; a failed
+   launch-audit rule (launches.py): "constraint"; a rule that needs the audit where it could not
+   run: "not_measured" (each performance 0); else points.performance * ramp(ratio, floor,
+   target) with the device's table in lab.json (else generic).
+7. "pass" only with full points; "slow" when correct but short of them.  grade.py exits 0 only
+   with full points.
+8. A failure of the grader's own machinery (the sandbox or a program could not start, a CUDA
+   error of the machine: protocol.MACHINERY_CUDA_ERRORS) is "grader_error": no grade, never final.
 
-Points are rounded to 0.01; "full" is decided on the rounded figures shown.
-
-Calibration (`make calibrate`): on a GPU, a lab's target is 95% of its
-reference's ratio (the reference gets full marks with room for run-to-run
-noise) and its floor half of that ratio; see calibrated_target.
-
-The generic table (lab.json's "generic": any GPU without a table of its own) is
-set by hand, at most the lowest floor and the lowest target of the calibrated
-GPUs (generic_bound): a GPU the kit knows nothing of is never held to more
-than one it measured.  `make calibrate` lowers it when a new GPU's table falls
-below it; a test holds every lab.json to the bound.  target_meaning says what
-the table that graded a run means for the student.
+Points are rounded to 0.01; "full" is decided on the rounded figures.  Calibration: a target is
+95% of the reference's ratio and its floor half of it (calibrated_target); the generic table is at
+most the calibrated GPUs' lowest floor and target (generic_bound).
 """
 
 from __future__ import annotations

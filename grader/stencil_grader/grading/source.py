@@ -1,18 +1,10 @@
-"""The lexical rules on the student's source: the few that give a better message than a symbol can.
+"""The lexical rules on the student's source, read with comments and literals blanked (strip_source).
 
-Read after C/C++ comments and string/char literals are blanked out (strip_source):
-`#include` of the harness (forbidden, "source rules", check_source); and, as an early
-friendly message only (a "signal", which costs nothing), a copy to the host named on its
-line, a cudaMemcpy*Async whose direction is not named, a #define of a cudaMemcpy name:
-where copies really go is judged at run time on what the launch audit saw (launches.py,
-"host memory"), whatever names the source uses.  None of them matches a name a student
-may choose (`cpu_count` passes).  The authority on what the file calls is the compiled
-object (symbols.py, "linked symbols"); the lab's own forbidden identifiers (lab.json
-constraints.forbidden_calls) are checked there, once: this check names no call as allowed.
-
-Two notes cost nothing and need no GPU (check_notes, status "warn"): a TODO(labNN) of the
-starter still in the file, and a block of constant size over the 1024 threads a CUDA
-block may hold (the launch would fail with "invalid configuration argument").
+check_source: an `#include` of the harness is forbidden; a copy to the host named on its line, a
+cudaMemcpy*Async of unnamed direction and a #define of a cudaMemcpy name are only a "signal" (the
+launch audit judges where copies go).  The calls the file makes are judged on the compiled object
+(symbols.py).  check_notes (status "warn", no GPU needed): a TODO(labNN) still there, a constant
+block over 1024 threads.
 """
 
 from __future__ import annotations

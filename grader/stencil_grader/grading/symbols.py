@@ -1,40 +1,12 @@
-"""The symbol check: what the compiled student object links against, defines and executes.
+"""The symbol check ("linked symbols"): what the compiled student object links against, defines
+and executes, read with binutils from BUILD_DIR/kernel.o.
 
-The student's kernel.cu is linked into the two programs the grader reads
-results from (check and bench), so what it can call decides what it can do.
-After the build, BUILD_DIR/kernel.o (nvcc -c of the student file) is read with
-binutils:
-
-- `nm -P` lists its symbols.  Every *undefined* one (a function or variable the
-  file uses from elsewhere) must be on the whitelist below: nvcc's own
-  registration and launch symbols, the CUDA runtime calls a launcher needs
-  (launch and its configuration, error queries, function attributes,
-  occupancy, device attributes, symbol addresses, asynchronous memset and
-  memcpy on the stream), the math library, and the compiler's support symbols
-  (whitelist.py).
-  Anything else (files, streams, processes, the environment, dynamic loading,
-  allocation, host synchronisation, the harness's own functions) is forbidden.
-  A lab can forbid whitelisted calls too (lab.json constraints.forbidden_calls).
-- A *defined* global symbol with C linkage (a launcher, an `extern "C"` helper,
-  the host stub of an `extern "C" __global__` kernel) must be a launcher of the
-  student API (grader/include/stencil_lab.h), or a name that nothing check and
-  bench are linked with defines or uses (linkage.py reads the real libraries'
-  symbol tables) and that C does not reserve: a file that defines `fprintf`,
-  `step`, `cpu_stencil2d_sweep` or `main` would replace the harness's, Check's,
-  the C library's or the CUDA runtime's own (the linker takes the object's
-  definition first).  The rules are whitelist.py's.
-- `objdump -dr` disassembles the host code: a system-call instruction
-  (x86-64 `syscall`, `sysenter`, `int $0x80`; AArch64 `svc`) is forbidden, and
-  each relocation names the function that uses a forbidden symbol.
-
-Device code is not in these listings (it is inside the embedded fatbinary), and
-needs none of this: a kernel can reach nothing outside the GPU's memory.
-
-A finding names the symbol, demangled, the host function that uses it and,
-where a lexical search of the source finds it, the line.  Names are matched on
-the compiled object, so a harmless identifier (`const int cpu_count = 0;`)
-never trips the check, and no spelling (a macro, an `__asm__` label, a
-template) hides a call.  See grader/README.md, section Threat model.
+`nm -P`: every undefined symbol must be on whitelist.py's list (plus lab.json
+constraints.forbidden_calls forbidden on top), and every defined global C-linkage symbol must be a
+launcher of the student API or a name nothing check and bench link with defines or uses (linkage.py).
+`objdump -dr`: no system-call instruction in host code; relocations name the host function that
+uses each symbol.  A finding names the symbol, demangled, its function and, where a lexical search
+of the source finds it, the line.  grader/README.md, section 6 (threat model), says why.
 """
 
 from __future__ import annotations
