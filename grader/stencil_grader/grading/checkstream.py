@@ -56,10 +56,7 @@ class XmlTest:
 
 
 def parse_list(text: str) -> list[ListedCase]:
-    """Cases from `check --list` output: one `<tcase>\\t<iteration>\\t<label>` per line.
-
-    Lines of any other shape are ignored.
-    """
+    """Cases from `check --list` output (`<tcase>\\t<iteration>\\t<label>` lines; others ignored)."""
     cases = []
     for line in text.splitlines():
         parts = line.split("\t", 2)
@@ -69,11 +66,8 @@ def parse_list(text: str) -> list[ListedCase]:
 
 
 def parse_test_element(text: str) -> XmlTest | None:
-    """One `<test ...>...</test>` element of Check's XML log, or None when it does not parse.
-
-    Works on an element cut out of the log (no namespace declaration) as well
-    as on one inside it.
-    """
+    """One `<test ...>...</test>` element of Check's XML log (namespaced or not), or None when it
+    does not parse."""
     try:
         node = ET.fromstring(text)
     except ET.ParseError:
@@ -97,12 +91,7 @@ def parse_test_element(text: str) -> XmlTest | None:
 
 
 def parse_check_xml(text: str) -> list[XmlTest]:
-    """The <test> results of a Check XML log (or of a stream holding one), in order.
-
-    Every complete `<test>` element counts, whatever surrounds it: the seed line
-    and Check's own summary share the stream, and a run that was killed leaves
-    the log cut short.  Returns [] when there is none.
-    """
+    """The results of every complete <test> element in text (a log, or a stream cut short), in order."""
     tests = []
     for m in _TEST_ELEMENT.finditer(text):
         test = parse_test_element(_qualified(m.group(0)))
@@ -118,16 +107,9 @@ def _qualified(element: str) -> str:
 
 
 class CheckStream:
-    """Reads check's channel as it arrives (a process.Watch).
-
-    Keeps the seed, the device line, each complete <test> result and its raw
-    text (for the XML log kept in BUILD_DIR), and asks the run to stop:
-      - fork mode: at the first case that times out, or when no result arrived
-        for STALL_CASE_TIMEOUTS case timeouts plus STALL_SLACK_S (Check's own
-        timer did not fire: the run is stuck);
-      - one-process mode (nofork=True): when no result arrived for one case
-        timeout plus NOFORK_SLACK_S (Check times nothing there).
-    """
+    """Reads check's channel as it arrives (a process.Watch): the seed, the device line, each <test>
+    result and its raw text; asks the run to stop at the first case timeout (fork mode) or when no
+    result arrived for stall_s (STALL_* in fork mode, NOFORK_SLACK_S in one-process mode)."""
 
     def __init__(self, case_timeout_s: float | None, on_start: Callable[[int, dict], None] | None = None,
                  nofork: bool = False):
