@@ -13,7 +13,6 @@ import functools
 import html
 import json
 import math
-import os
 import re
 import string
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..base.files import sha256_of
 from . import plot, progress, score
 from .charts import bandwidth_svg, roofline_svg  # noqa: F401  (part of this module's interface)
 from .nextstep import next_step, without_prefix as _why
+from .report import write_text
 
 #: The kit's page templates (lab.html here; the instructor's pages are Jinja2 templates beside it).
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -357,9 +357,4 @@ def write_lab_html(report: dict, path: str | Path, profile: dict | None = None,
     stale = None
     if profile is None:
         profile, stale = matching_profile(report)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_lab_html(report, profile, stale, history=history), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_text(path, render_lab_html(report, profile, stale, history=history))

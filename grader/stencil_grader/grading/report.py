@@ -34,10 +34,9 @@ def use_colour(stream=None) -> bool:
 
 
 def replay_command(report: dict) -> str:
-    """The shell command that replays this run's inputs from the kit root, every word quoted
-    for the shell (shlex.quote): `cd LABDIR && make check [SEED=N] [IMPL=...]`, or, for an
-    IMPL folder that make cannot take (a space, a quote: build.make_path_problem),
-    `python3 grader/grade.py lab LABDIR --impl DIR [--seed N]`, which can."""
+    """The shell command (words quoted) that replays this run: `cd LABDIR && make check [SEED=N]
+    [IMPL=...]`, or `python3 grader/grade.py lab LABDIR --impl DIR [--seed N]` for a folder make
+    cannot take (build.make_path_problem)."""
     impl, seed = report["impl"], report.get("seed")
     if impl not in ("starter", "reference") and make_path_problem(Path(impl)):
         words = ["python3", "grader/grade.py", "lab", report["lab_dir"], "--impl", impl]
@@ -61,14 +60,10 @@ def _replaced(value, pairs: list[tuple[str, str]]):
 
 
 def student_view(report: dict) -> dict:
-    """A copy of a lab report (report.to_dict, or a class placeholder) as its student may see it.
-
-    A submission graded from a folder (impl not "starter" or "reference"): its kernel.cu is
-    "kernel.cu", the folder graded is ".", the build folder "build", the lab's folder
-    "labs/<lab>", and anything else under the kit's folder is relative to it; "impl" becomes
-    "submission", "build_dir" None (nothing of the instructor's build is read through it), and
-    "replay" the student's own command in their kit, where the submission is the starter file.
-    A run of the starter or the reference keeps its paths but for the kit's folder."""
+    """A copy of a lab report (to_dict's, or a class placeholder) with no path of the instructor's:
+    a graded folder's source becomes "kernel.cu", its folder ".", its build "build", the lab's
+    "labs/<lab>", the kit's folder relative; impl "submission", build_dir None, and replay the
+    student's command in their own kit.  The starter's and reference's keep their paths."""
     lab = report.get("lab", "")
     pairs: list[tuple[str, str]] = []
     graded_folder = report.get("impl") not in (None, "starter", "reference")
@@ -166,22 +161,23 @@ def _gpu_section(run: LabRun) -> dict | None:
 
 def program_output(run: LabRun) -> str:
     """What the student's code printed (a kernel's printf) in the check and bench runs."""
-    parts = []
-    if run.check is not None and run.check.output.strip():
-        parts.append(run.check.output)
-    if run.bench is not None and run.bench.output.strip():
-        parts.append(run.bench.output)
-    return "".join(parts)
+    return "".join(r.output for r in (run.check, run.bench) if r is not None and r.output.strip())
 
 
-def write_json(obj: dict, path: str | Path) -> Path:
-    """Write obj as indented JSON to path (parent folders created); returns the path."""
+def write_text(path: str | Path, text: str) -> Path:
+    """Write text (UTF-8) to path atomically (parent folders created; a reader never sees half of
+    it); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def write_json(obj: dict, path: str | Path) -> Path:
+    """Write obj as indented JSON to path (write_text); returns the path."""
+    return write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------- terminal
@@ -257,16 +253,8 @@ def render_text(report: dict, colour: bool = False) -> str:
             out.append(_row("build", b["outcome"], f"{b['seconds']:.1f} s", colour))
             out += ["      " + line for line in b["message"].splitlines()]
             out.append(f"      (make's whole output: {display_path(Path(report['build_dir']) / BUILD_LOG)})")
-    for c in report["static"] or []:
-        status = "ok" if c["status"] == "pass" else c["status"]
-        out.append(_row("static", status, f"{c['name']}: {c['message']}", colour))
-        out += ["      " + d for d in c["details"][:10]]
-    out += _correctness_lines(report, colour)
-    out += _performance_lines(report, colour)
-    for c in report.get("launches") or []:
-        status = "ok" if c["status"] == "pass" else c["status"]
-        out.append(_row("launches", status, f"{c['name']}: {c['message']}", colour))
-        out += ["      " + d for d in c["details"][:10]]
+    out += _check_lines("static", report["static"], colour) + _correctness_lines(report, colour) \
+        + _performance_lines(report, colour) + _check_lines("launches", report.get("launches"), colour)
     out += _output_lines(report.get("program_output") or "")
     gpu = report["gpu"]
     if gpu and gpu["device"]:
@@ -289,6 +277,20 @@ def render_text(report: dict, colour: bool = False) -> str:
 OUTPUT_LINES = 20
 
 
+def _check_lines(stage: str, checks: list[dict] | None, colour: bool) -> list[str]:
+    """A line per static or launch check, "ok" for a pass, then its first ten details."""
+    out = []
+    for c in checks or []:
+        out.append(_row(stage, "ok" if c["status"] == "pass" else c["status"], f"{c['name']}: {c['message']}", colour))
+        out += ["      " + d for d in c["details"][:10]]
+    return out
+
+
+def _stderr_lines(program: str, tail: str | None) -> list[str]:
+    return [f"      {program}'s stderr (last lines):"] + ["        " + line for line in tail.splitlines()[-10:]] \
+        if tail else []
+
+
 def _output_lines(text: str) -> list[str]:
     """What the student's code printed (a kernel's printf), first lines, control bytes escaped."""
     if not text.strip():
@@ -301,9 +303,7 @@ def _output_lines(text: str) -> list[str]:
 
 
 def _not_measured(stage_name: str, stage: dict, colour: bool, gpu: dict | None = None) -> str:
-    """The plain line of a stage that was not measured: "correctness: not measured (no GPU: ...)".
-    Without a GPU, the probe's message (CUDA's own words) is left to the closing "next:" line,
-    which says it once."""
+    """"correctness: not measured (why), 0.00/40 points"; the probe's no-GPU message is left to "next:"."""
     reason = stage["message"].removeprefix("not measured: ")
     said = without_prefix((gpu or {}).get("message"))
     if (gpu or {}).get("status") == "no_gpu" and said and said in reason:
@@ -347,10 +347,7 @@ def _correctness_lines(report: dict, colour: bool) -> list[str]:
         lines.append(f"      {c['run_message']}")
     if c.get("list_error"):
         lines.append(f"      {c['list_error']}")
-    if c["verdict"] in ("crash", "timeout") and c.get("stderr_tail"):
-        lines.append("      check's stderr (last lines):")
-        lines += ["        " + line for line in c["stderr_tail"].splitlines()[-10:]]
-    return lines
+    return lines + (_stderr_lines("check", c.get("stderr_tail")) if c["verdict"] in ("crash", "timeout") else [])
 
 
 def _performance_lines(report: dict, colour: bool) -> list[str]:
@@ -381,7 +378,4 @@ def _performance_lines(report: dict, colour: bool) -> list[str]:
                      + (f"; calibrated: {t['calibrated']}" if t.get("calibrated") else ""))
         if t.get("generic") and t.get("meaning"):
             lines.append(f"      what this means: {t['meaning']}")
-    if p.get("bench_status") not in (None, "ok") and p.get("stderr_tail"):
-        lines.append("      bench's stderr (last lines):")
-        lines += ["        " + line for line in p["stderr_tail"].splitlines()[-10:]]
-    return lines
+    return lines + (_stderr_lines("bench", p.get("stderr_tail")) if p.get("bench_status") not in (None, "ok") else [])

@@ -171,9 +171,8 @@ def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
 
 
 def _machinery_failure(check: CheckRun) -> str | None:
-    """What failed of the grader's machinery in a check run, else None: the check program or its
-    sandbox could not start (status "error"), or a case ended on a CUDA error of the machine
-    (protocol.MACHINERY_CUDA_ERRORS: a thread refused by the operating system, a GPU lost)."""
+    """What failed of the grader's machinery in a check run (it could not start, or a case ended on
+    one of protocol.MACHINERY_CUDA_ERRORS), else None."""
     if check.status == "error":
         return check.message or check.list_error or "the check program could not start"
     for case in check.cases:
@@ -183,9 +182,8 @@ def _machinery_failure(check: CheckRun) -> str | None:
 
 
 def _failures(check: CheckRun) -> str:
-    """How the cases that did not pass ended, counted: '26 wrong and 3 failed to launch'.  A case
-    whose launch the runtime refused (protocol.LAUNCH_REFUSED: a grid or block beyond the GPU's
-    limits) is the student's failure like a wrong answer, and counted apart from it."""
+    """How the cases that did not pass ended, counted: '26 wrong and 3 failed to launch'
+    (protocol.LAUNCH_REFUSED counted apart from wrong answers)."""
     refused = sum(c.outcome == "fail" and c.message.startswith(protocol.LAUNCH_REFUSED) for c in check.cases)
     counts = [(sum(c.outcome == "fail" for c in check.cases) - refused, "wrong"),
               (refused, "failed to launch (the runtime refused the configuration the launcher asked for)"),
@@ -228,14 +226,9 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
               check: CheckRun | None = None, bench: BenchRun | None = None,
               not_measured: str | None = None, device_name: str | None = None,
               launches: list[StaticCheck] | None = None) -> Score:
-    """Verdict and points of one lab from what the pipeline saw.
-
-    check / bench: None when that stage did not run; not_measured: why
-    correctness (and so performance) could not be measured (no GPU), or why
-    performance alone was not (e.g. --skip-bench) when check is given.
-    device_name: the GPU's name, to pick the target table.
-    launches: the launch audit's checks (launches.py), from the bench's records.
-    """
+    """Verdict and points of one lab (module docstring).  check / bench: None when that stage did not
+    run; not_measured: why they were not (no GPU, --skip-bench); device_name picks the target
+    table; launches: the launch audit's checks (launches.py)."""
     p = spec.points
     runnable, why_not = may_run(build, static)
     if not runnable:

@@ -136,12 +136,8 @@ _CATEGORIES: list[tuple[re.Pattern, str]] = [(re.compile(p), why) for p, why in 
 
 
 def forbidden_reason(name: str, demangled: str | None = None, extra: tuple[str, ...] = ()) -> str | None:
-    """Why an undefined symbol of the student object is forbidden, or None when it is allowed.
-
-    name: the symbol as the object names it (mangled for C++); demangled: its
-    demangled form when different; extra: names the lab forbids on top
-    (lab.json constraints.forbidden_calls), matched on the plain name.
-    """
+    """Why an undefined symbol (name as the object has it, and demangled) is forbidden, or None;
+    extra: names the lab forbids on top (lab.json constraints.forbidden_calls)."""
     plain = _VERSION_SUFFIX.sub("", name)
     if name in extra or plain in extra:
         return _WHY_LAB
@@ -157,11 +153,8 @@ def forbidden_reason(name: str, demangled: str | None = None, extra: tuple[str, 
 
 
 def api_names(header: Path | None = None) -> frozenset[str]:
-    """The launchers of the student API: the functions a kernel file may define with C linkage.
-
-    Without `header`, every launcher of every kind in grader/kinds.json (the one place that
-    names them; tests/python/test_kinds.py checks that grader/include/stencil_lab.h declares
-    exactly those); with one, the functions that header declares."""
+    """The launchers a kernel file may define with C linkage: every kind's in grader/kinds.json, or
+    the functions `header` declares."""
     if header is None:
         return kinds.launcher_names()
     code = strip_source(Path(header).read_text())[0]
@@ -176,15 +169,9 @@ _RESERVED = re.compile(r"^(__|_[A-Z])")
 
 
 def defined_reason(name: str, api: frozenset[str], kind: str = "T", taken: Taken | None = None) -> str | None:
-    """Why the object may not define this global symbol (nm's letter kind), or None.
-
-    C++ names must not be the global operator new/delete, nor a strong definition in namespace
-    std (a weak one is an inline library function the compiler instantiated).  A C name (an
-    `extern "C"` function, variable or kernel) is fine when it is a launcher of the student API,
-    or when it is not reserved and no library or object that check and bench are linked with
-    defines or references it (taken: linkage.taken_names; None when it was not read), since
-    then it replaces nothing.
-    """
+    """Why the object may not define this global symbol (nm's letter kind), or None: a C++ global
+    operator new/delete or strong std:: definition; a C name that is no launcher and is reserved,
+    or that what check and bench link with defines or uses (taken: linkage.taken_names)."""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return None            # a compiler's own name (DW.ref.__gxx_personality_v0): C cannot name it
     if name.startswith("_Z"):
