@@ -67,18 +67,6 @@ def stream_check(data: dict) -> StaticCheck:
                        "performance gets 0", details)
 
 
-def _shape(x: dict) -> tuple[list[int], list[int], int, int]:
-    """(grid, block, threads per block, bytes of shared memory per block) of a kernel record."""
-    grid, block = x["grid"], x["block"]
-    return grid, block, block[0] * block[1] * block[2], int(x["static_smem"]) + int(x["dynamic_smem"])
-
-
-def _configuration(x: dict) -> str:
-    grid, block, _, used = _shape(x)
-    return (f"{grid[0]}x{grid[1]}x{grid[2]} blocks of {block[0]}x{block[1]}x{block[2]} threads, {used} bytes "
-            f"of shared memory per block ({x['static_smem']} static, {x['dynamic_smem']} dynamic)")
-
-
 def block_cells(nx: int, ny: int, grid: list[int], threads: int, cells_per_thread: int) -> tuple[float, float]:
     """(the block's share of an x-y plane, nx * ny / (gridDim.x * gridDim.y), the cells its threads
     hold at once: at most threads x cells_per_thread)."""
@@ -113,17 +101,20 @@ def plane_bound(planes: int, factor: float, nx: int, ny: int, grid: list[int], t
     return allowed, how
 
 
-@dataclass
 class _Kernel:
-    """One launched kernel as the rules read it: its audit record, shape and machine code."""
+    """One launched kernel as the rules read it: its audit record, shape and SASS (fn: None when
+    the student's machine code lacks it)."""
 
-    record: dict
-    grid: list[int]
-    threads: int
-    used: int                           # bytes of shared memory per block, static plus dynamic
-    fn: sass.SassFunction | None        # its SASS (None: not in the student's machine code)
-    load_bytes: int                     # its widest global load (4 when its code is missing)
-    shown: str                          # its readable name
+    def __init__(self, record: dict, code: Code):
+        self.record, self.grid, block = record, record["grid"], record["block"]
+        self.threads = block[0] * block[1] * block[2]
+        self.used = int(record["static_smem"]) + int(record["dynamic_smem"])     # bytes per block
+        self.fn = code.get(record["name"])
+        self.load_bytes = (sass.widest_global_load(self.fn) if self.fn else 4) or 4   # its widest global load
+        self.shown = kernel_label(record["name"])
+        self.configuration = (f"{'x'.join(map(str, self.grid))} blocks of {'x'.join(map(str, block))} threads, "
+                              f"{self.used} bytes of shared memory per block ({record['static_smem']} static, "
+                              f"{record['dynamic_smem']} dynamic)")
 
 
 @dataclass
@@ -145,13 +136,7 @@ class Code:
 
 
 def _launched(data: dict, code: Code) -> list[_Kernel]:
-    kernels = []
-    for x in _kernels(data):
-        grid, _, threads, used = _shape(x)
-        fn = code.get(x["name"])
-        kernels.append(_Kernel(x, grid, threads, used, fn, (sass.widest_global_load(fn) if fn else 4) or 4,
-                               kernel_label(x["name"])))
-    return kernels
+    return [_Kernel(x, code) for x in _kernels(data)]
 
 
 def _failed(name: str, failures: list[str], details: list[str], tail: str = ": performance gets 0") -> StaticCheck:
@@ -179,7 +164,7 @@ def tile_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
         elif not sass.reads_shared(k.fn):
             failures.append(f"kernel {k.shown} never reads shared memory (no LDS in its machine code): a tile "
                             "that is only declared, or only written, is no tile")
-        details.append(f"kernel {k.shown}: {_configuration(k.record)}; its input tile needs at least {needed} = {how}")
+        details.append(f"kernel {k.shown}: {k.configuration}; its input tile needs at least {needed} = {how}")
     if not details:
         failures.append("the launcher started no kernel")
     if failures:
@@ -215,7 +200,7 @@ def planes_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
         if k.used > allowed:
             failures.append(f"kernel {k.shown} uses {k.used} bytes of shared memory per block, more than the "
                             f"{allowed} bytes that {planes} plane(s) of its tile need")
-        details.append(f"kernel {k.shown}: launched with {_configuration(k.record)}; at most {allowed} allowed = {how}")
+        details.append(f"kernel {k.shown}: launched with {k.configuration}; at most {allowed} allowed = {how}")
     if failures:
         return _failed(name, failures, details)
     if not details:

@@ -59,15 +59,11 @@ def parse_nm(text: str) -> tuple[list[Symbol], list[Symbol]]:
         if len(parts) < 2 or len(parts[1]) != 1:
             continue
         name, kind = parts[0], parts[1]
-        if kind in "Uwv" and (kind == "U" or len(parts) == 2 or kind in "wv" and _zero(parts[2:])):
+        if kind in "Uwv" and (kind == "U" or all(v.strip("0") == "" for v in parts[2:])):
             undefined.append(Symbol(name, kind))
-        elif kind in "TDBRGSVWiu" and kind != "i":   # global (upper case), weak (W/V), unique (u)
+        elif kind in "TDBRGSVWu":   # global (upper case), weak (W/V), unique (u)
             defined.append(Symbol(name, kind))
     return undefined, defined
-
-
-def _zero(values: list[str]) -> bool:
-    return all(v.strip("0") == "" for v in values)
 
 
 _FUNC_HEADER = re.compile(r"^[0-9a-f]+ <(.+)>:$")
@@ -92,27 +88,21 @@ def parse_objdump(text: str) -> tuple[dict[str, set[str]], list[tuple[str, str]]
     return users, syscalls
 
 
-def _tool(name: str) -> str | None:
-    return shutil.which(name)
-
-
 def read_object(obj: Path) -> ObjectListing:
     """nm and objdump of one object file; never raises (see ObjectListing.error)."""
     listing = ObjectListing()
-    for tool in ("nm", "objdump"):
-        if not _tool(tool):
-            listing.error = f"{tool} (binutils) is not installed"
+    if missing := [tool for tool in ("nm", "objdump") if not shutil.which(tool)]:
+        listing.error = f"{missing[0]} (binutils) is not installed"
+        return listing
+    out = {}
+    for tool, options in (("nm", ["-P"]), ("objdump", ["-dr", "-w", "--no-show-raw-insn"])):
+        run = process.run([tool, *options, obj], TOOL_TIMEOUT_S)
+        if run.returncode != 0:
+            listing.error = f"{tool} {run.describe()}: {process.tail_lines(run.stderr, 3)}"
             return listing
-    nm = process.run(["nm", "-P", obj], TOOL_TIMEOUT_S)
-    if nm.returncode != 0:
-        listing.error = f"nm {nm.describe()}: {process.tail_lines(nm.stderr, 3)}"
-        return listing
-    listing.undefined, listing.defined = parse_nm(nm.stdout)
-    dump = process.run(["objdump", "-dr", "-w", "--no-show-raw-insn", obj], TOOL_TIMEOUT_S)
-    if dump.returncode != 0:
-        listing.error = f"objdump {dump.describe()}: {process.tail_lines(dump.stderr, 3)}"
-        return listing
-    listing.users, listing.syscalls = parse_objdump(dump.stdout)
+        out[tool] = run.stdout
+    listing.undefined, listing.defined = parse_nm(out["nm"])
+    listing.users, listing.syscalls = parse_objdump(out["objdump"])
     names = {s.name for s in listing.undefined + listing.defined}
     names |= {f for fs in listing.users.values() for f in fs} | {f for _, f in listing.syscalls}
     table = demangle(sorted(names))
@@ -193,20 +183,15 @@ def host_asm_lines(translation: str, source: Path) -> list[int]:
             current = m.group(2)
             continue
         if current is not None and (current == target or Path(current).name == source.name
-                                    and Path(current).resolve() == Path(target)):
-            if _ASM_KEYWORD.search(text):
-                lines.append(number)
+                                    and Path(current).resolve() == Path(target)) and _ASM_KEYWORD.search(text):
+            lines.append(number)
         number += 1
     return sorted(set(lines))
 
 
 def check_host_asm(source: Path, src: str) -> tuple[list[int] | None, str]:
-    """(lines with host-side inline assembly, or None when it could not be checked; a note).
-
-    Only a file whose code names asm at all is translated (nvcc -cuda, about 2 s);
-    device code's inline PTX is removed by nvcc before the host compiler sees it,
-    so it never counts.
-    """
+    """(lines with host-side inline assembly, or None when it could not be checked; a note).  Only a
+    file whose code names asm is translated (nvcc -cuda, about 2 s, which removes device code)."""
     if not _ASM_KEYWORD.search(strip_source(src)[1]):
         return [], ""
     nvcc = find_nvcc()
@@ -245,11 +230,8 @@ def _names(names: list[str]) -> str:
 
 def symbol_findings(listing: ObjectListing, src: str, api: frozenset[str],
                    extra: tuple[str, ...] = (), taken=None) -> list[Finding]:
-    """Every forbidden undefined symbol, defined symbol and system-call instruction of an object.
-
-    Symbols that share a reason and a source line are reported as one finding
-    (one `std::ofstream` needs a dozen library symbols).
-    """
+    """Every forbidden undefined symbol, defined symbol and system-call instruction of an object;
+    symbols that share a reason and a source line are one finding (`std::ofstream` needs a dozen)."""
     groups: dict[tuple, tuple[list[int], list[str], list[str]]] = {}
     for s in listing.undefined:
         why = forbidden_reason(s.name, s.demangled, extra)
