@@ -9,6 +9,7 @@ block over 1024 threads.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -184,27 +185,14 @@ _LAUNCH = re.compile(r"<<<")
 
 def _constant_value(expr: str, constants: dict[str, int]) -> int | None:
     """A product of integer literals and named constants ("32 * TILE"), or None."""
-    value = 1
-    for factor in expr.split("*"):
-        factor = factor.strip().rstrip("uU")
-        if factor.isdigit():
-            value *= int(factor)
-        elif factor in constants:
-            value *= constants[factor]
-        else:
-            return None
-    return value
+    values = [int(f) if f.isdigit() else constants.get(f) for f in (x.strip().rstrip("uU") for x in expr.split("*"))]
+    return None if None in values else math.prod(values)
 
 
 def _threads(args: str, constants: dict[str, int]) -> int | None:
     """The threads of dim3(args) (each argument constant), or None."""
     sizes = [_constant_value(a, constants) for a in args.split(",")] if args.strip() else [None]
-    if any(v is None for v in sizes):
-        return None
-    total = 1
-    for v in sizes:
-        total *= v
-    return total
+    return None if None in sizes else math.prod(sizes)
 
 
 def block_size_findings(src: str) -> list[tuple[int, int]]:
@@ -212,30 +200,20 @@ def block_size_findings(src: str) -> list[tuple[int, int]]:
     second argument of <<<...>>>, a literal, a named constant (#define, const or constexpr int),
     dim3(...) of those, or a dim3 variable declared with them."""
     _, bare = strip_source(src)
-    constants = {}
-    for m in _CONSTANT.finditer(bare):
-        constants[m.group(1) or m.group(3)] = int(m.group(2) or m.group(4))
+    constants = {m.group(1) or m.group(3): int(m.group(2) or m.group(4)) for m in _CONSTANT.finditer(bare)}
     blocks = {m.group(1): _threads(m.group(2), constants) for m in _DIM3_DECL.finditer(bare)}
     found = []
     for m in _LAUNCH.finditer(bare):
         config = bare[m.end():bare.find(">>>", m.end())]
-        parts, depth, start = [], 0, 0
+        depth, cuts = 0, [-1]                     # the top-level commas
         for i, ch in enumerate(config):
-            depth += ch == "("
-            depth -= ch == ")"
-            if ch == "," and depth == 0:
-                parts.append(config[start:i])
-                start = i + 1
-        parts.append(config[start:])
-        if len(parts) < 2:
+            depth += (ch == "(") - (ch == ")")
+            cuts += [i] if ch == "," and depth == 0 else []
+        if len(cuts) < 2:
             continue
-        block = parts[1].strip()
-        if inner := re.fullmatch(r"dim3[ \t]*\((.*)\)", block, re.DOTALL):
-            threads = _threads(inner.group(1), constants)
-        elif block in blocks:
-            threads = blocks[block]
-        else:
-            threads = _constant_value(block, constants)
+        block = config[cuts[1] + 1:cuts[2] if len(cuts) > 2 else len(config)].strip()
+        inner = re.fullmatch(r"dim3[ \t]*\((.*)\)", block, re.DOTALL)
+        threads = _threads(inner.group(1), constants) if inner else blocks.get(block, _constant_value(block, constants))
         if threads is not None and threads > MAX_THREADS_PER_BLOCK:
             found.append((_line_of(bare, m.start()), threads))
     return found
