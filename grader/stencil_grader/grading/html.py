@@ -21,7 +21,7 @@ from .. import KIT_ROOT
 from ..base import labspec
 from ..base.files import sha256_of
 from . import plot, progress, score
-from .charts import bandwidth_svg, roofline_svg  # noqa: F401  (part of this module's interface)
+from .charts import bandwidth_svg, progress_svg, roofline_svg  # noqa: F401  (part of this module's interface)
 from .nextstep import next_step, without_prefix as _why
 from .report import write_text
 
@@ -31,6 +31,8 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 MAX_FAILED_SHOWN = 50
 #: Characters of program output shown.
 MAX_OUTPUT_CHARS = 20000
+#: Attempts listed in the progress table at most (the newest; the chart shows them all).
+TABLE_ROWS = 30
 _COORD = re.compile(r"\(x=-?\d+, y=-?\d+(?:, z=-?\d+)?\)")
 _OK = ("pass", "ok")
 _SLOW = ("slow", "not_measured", "not_run", "skipped", "warn")
@@ -317,6 +319,32 @@ def _output(r: dict) -> Markup:
         "<p>... cut here; report.json holds what the grader kept.</p>" if len(text) > MAX_OUTPUT_CHARS else ""))
 
 
+def _progress(history: list[dict], r: dict) -> Markup:
+    """The "progress" section: the ratio over the attempts (progress_svg, with the floor and target of
+    r's table) and the newest TABLE_ROWS attempts, newest first; nothing without any attempt."""
+    if len(history) < 2:
+        return fill("progress_first") if history else _NO
+    t = (r.get("performance") or {}).get("target") or {}
+    ratios = [progress.number(e.get("ratio")) for e in history]
+    models = sorted({str(e.get("gpu")) for e in history if e.get("gpu")})
+    rows = []
+    for i in range(len(history) - 1, max(-1, len(history) - 1 - TABLE_ROWS), -1):
+        e, sha = history[i], history[i].get("source_sha256")
+        most = progress.number(e.get("max_points"))
+        points = f"{progress.number(e.get('points')) or 0.0:.2f}" + (f" / {most:g}" if most is not None else "") \
+            if score.is_grade(e) else "no grade"
+        rows.append(fill("attempt", number=i + 1, e=e, points=points, gpu=e.get("gpu") or "",
+                         ratio="" if ratios[i] is None else f"{ratios[i]:.3f}",
+                         changed="" if not sha else "changed" if i == 0 or sha != history[i - 1].get("source_sha256")
+                         else "same file"))
+    best = max((x for x in ratios if x is not None), default=None)
+    more = len(history) - TABLE_ROWS
+    return fill("progress", count=len(history), best="; none timed yet" if best is None else f"; best ratio {best:.3f}",
+                svg=Markup(progress_svg(ratios, progress.number(t.get("floor")), progress.number(t.get("target")))),
+                models=fill("progress_models", models=", ".join(models)) if len(models) > 1 else _NO,
+                rows=_join(rows), more=fill("progress_more", count=more) if more > 0 else _NO)
+
+
 # ---------------------------------------------------------------- the page
 
 def render_lab_html(report: dict, profile: dict | None = None, stale_note: str | None = None,
@@ -331,7 +359,7 @@ def render_lab_html(report: dict, profile: dict | None = None, stale_note: str |
                      else fill("title_points", r=report)),
                 fill("lab", summary=_summary(report), build=_build(report), score=_score(report),
                      gpu_side=Markup(gpu_side), diagnosis=_diagnosis(report, profile, stale_note),
-                     progress=Markup(progress.section(history or [], report)), output=_output(report)))
+                     progress=_progress(history or [], report), output=_output(report)))
 
 
 def matching_profile(report: dict) -> tuple[dict | None, str | None]:
