@@ -23,10 +23,13 @@ def _el(tag: str, text: str | None = None, **attrs) -> str:
     return f"<{head}/>" if text is None else f"<{head}>{html.escape(text, quote=False)}</{tag}>"
 
 
-def _svg(ident: str, w: int, h: int, label: str) -> str:
-    """The opening tag of a chart: its id, size and accessible label (escaped)."""
+def _svg(ident: str, w: int, h: int, label: str, plot: tuple[int, int, int, int] | None = None) -> str:
+    """The opening tag of a chart (its id, size and accessible label, escaped), and the plot area's
+    frame when plot = (left, right, top, bottom) margins are given."""
     return (f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" '
-            f'height="{h}" role="img" aria-label="{html.escape(label, quote=True)}">')
+            f'height="{h}" role="img" aria-label="{html.escape(label, quote=True)}">') + (_el(
+                "rect", x=plot[0], y=plot[2], width=w - plot[0] - plot[1], height=h - plot[2] - plot[3],
+                fill="#fbfcfd", stroke="#c8ced6") if plot else "")
 
 
 def _log_scale(lo: float, hi: float, a: float, b: float):
@@ -49,9 +52,7 @@ def roofline_svg(points: list[tuple[str, float, float, str]], copy_gbps: float, 
     ys = [p[2] for p in points] + [lo * copy_gbps, peak]
     ylo, yhi = 10 ** math.floor(math.log10(min(ys) / 2)), 10 ** math.ceil(math.log10(max(ys) * 2))
     sx, sy = _log_scale(lo, hi, left, w - right), _log_scale(ylo, yhi, h - bottom, top)
-    out = [_svg("roofline-svg", w, h, f"roofline of {device}"),
-           _el("rect", x=left, y=top, width=w - left - right, height=h - top - bottom, fill="#fbfcfd",
-               stroke="#c8ced6")]
+    out = [_svg("roofline-svg", w, h, f"roofline of {device}", (left, right, top, bottom))]
     for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1):          # decades
         out += [_el("line", x1=sx(10 ** e), y1=top, x2=sx(10 ** e), y2=h - bottom, stroke="#e3e7ec"),
                 _el("text", f"{10.0 ** e:g}", x=sx(10 ** e), y=h - bottom + 16, font_size=11, text_anchor="middle")]
@@ -105,8 +106,7 @@ def progress_svg(ratios: list[float | None], floor: float | None = None, target:
     hi = max([1.0] + [r * 1.1 for r in ratios if r is not None] + [x for x in (floor, target) if x is not None])
     sx = lambda i: round(left + (w - left - right) * (i / (n - 1) if n > 1 else 0.5), 1)      # noqa: E731
     sy = lambda v: round(h - bottom - v / hi * (h - top - bottom), 1)                          # noqa: E731
-    out = [_svg("progress-svg", w, h, f"ratio to copy bandwidth over {n} attempts"),
-           _el("rect", x=left, y=top, width=w - left - right, height=h - top - bottom, fill="#fbfcfd", stroke="#c8ced6")]
+    out = [_svg("progress-svg", w, h, f"ratio to copy bandwidth over {n} attempts", (left, right, top, bottom))]
     for tick in (t for t in (0.0, 0.25, 0.5, 0.75, 1.0) if t <= hi):
         out += [_el("line", x1=left, y1=sy(tick), x2=w - right, y2=sy(tick), stroke="#e3e7ec"),
                 _el("text", f"{tick:g}", x=left - 6, y=sy(tick) + 4, font_size=11, text_anchor="end")]
