@@ -90,16 +90,6 @@ def parse_test_element(text: str) -> XmlTest | None:
                    duration if duration is None or duration >= 0 else None, child("id"))
 
 
-def parse_check_xml(text: str) -> list[XmlTest]:
-    """The results of every complete <test> element in text (a log, or a stream cut short), in order."""
-    tests = []
-    for m in _TEST_ELEMENT.finditer(text):
-        test = parse_test_element(_qualified(m.group(0)))
-        if test is not None:
-            tests.append(test)
-    return tests
-
-
 def _qualified(element: str) -> str:
     """The element with Check's namespace declared on it, so that it parses on its own."""
     return element.replace("<test", f'<test xmlns="{CHECK_NS}"', 1) if "xmlns" not in element[:200] \
@@ -172,10 +162,6 @@ class CheckStream:
                 self.stop_kind = "stall"
                 self.stop_reason = f"no result for {self.stall_s:g} s"
             return self.stop_reason
-
-    def xml_log(self) -> str:
-        """A well-formed Check XML log of the results received."""
-        return xml_log(self.elements)
 
 
 def xml_log(elements: list[str]) -> str:
