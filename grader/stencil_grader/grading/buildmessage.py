@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import kinds, process
-from . import names, symbols
+from ..base import kinds
+from . import symbols
 from .source import strip_source
 
 #: Lines of a message at most (the note on what was left out included).
@@ -207,18 +207,11 @@ def link_lines(log: str, where: Paths, launchers: tuple[str, ...], header: Path)
 def cxx_definitions(obj: Path, launchers: list[str]) -> dict[str, list[str]]:
     """name -> the C++ functions of that name the object defines, demangled (a launcher without
     extern "C"); {} when the object or nm is missing."""
-    if not Path(obj).is_file():
+    listing = symbols.read_object(Path(obj)) if Path(obj).is_file() else None
+    if listing is None or listing.error:
         return {}
-    run = process.run(["nm", "-P", str(obj)], names.TOOL_TIMEOUT_S)
-    if run.returncode != 0:
-        return {}
-    _, defined = symbols.parse_nm(run.stdout)
-    mangled = [s.name for s in defined if s.name.startswith("_Z")]
-    table = names.demangle(mangled)
-    found: dict[str, list[str]] = {}
-    for name in launchers:
-        found[name] = sorted({table[m] for m in mangled if table[m].startswith(name + "(")})
-    return found
+    return {name: sorted({s.demangled for s in listing.defined if s.name.startswith("_Z")
+                          and s.demangled.startswith(name + "(")}) for name in launchers}
 
 
 def failure_message(log: str, where: Paths, launchers: tuple[str, ...], header: Path,
