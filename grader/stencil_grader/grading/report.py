@@ -21,7 +21,7 @@ from .pipeline import LabRun
 
 FIRST_FAILURES = 3
 LINE_WIDTH = 200       # terminal lines of case messages are cut here (the JSON keeps them whole)
-_GREEN, _YELLOW, _RED, _BOLD, _RESET = "\033[32m", "\033[33m", "\033[31m", "\033[1m", "\033[0m"
+_GREEN, _YELLOW, _RED, _RESET = "\033[32m", "\033[33m", "\033[31m", "\033[0m"
 _COLOUR = {"pass": _GREEN, "ok": _GREEN, "slow": _YELLOW, "not_measured": _YELLOW,
            "not measured": _YELLOW, "not_run": _YELLOW, "skipped": _YELLOW}
 
@@ -90,32 +90,16 @@ def to_dict(run: LabRun) -> dict:
     check = run.check
     impl = run.impl if run.impl in ("starter", "reference") else str(Path(run.impl).resolve())
     report = {
-        "grader_version": __version__,
-        "generated_at": run.started_at,
-        "lab": spec.lab,
-        "number": spec.number,
-        "title": spec.title,
-        "bonus": spec.bonus,
-        "lab_dir": display_path(spec.lab_dir),
-        "impl": impl,
-        "source": str(run.source),
-        "build_dir": str(Path(run.build_dir).resolve()),
-        "seed": run.seed,
-        "verdict": s.verdict,
-        "points": s.points,
-        "max_points": s.max_points,
-        "full_points": s.full_points,
-        "messages": list(s.messages),
-        "notes": list(run.notes),
+        "grader_version": __version__, "generated_at": run.started_at, "lab": spec.lab, "number": spec.number,
+        "title": spec.title, "bonus": spec.bonus, "lab_dir": display_path(spec.lab_dir), "impl": impl,
+        "source": str(run.source), "build_dir": str(Path(run.build_dir).resolve()), "seed": run.seed,
+        "verdict": s.verdict, "points": s.points, "max_points": s.max_points, "full_points": s.full_points,
+        "messages": list(s.messages), "notes": list(run.notes),
         "final": run.final and s.verdict not in score.NOT_GRADED,
-        "seconds": {k: round(v, 3) for k, v in run.seconds.items()},
-        "resources": run.resources,
-        "sandbox": dict(run.sandbox),
-        "program_output": program_output(run),
-        "build": None,
+        "seconds": {k: round(v, 3) for k, v in run.seconds.items()}, "resources": run.resources,
+        "sandbox": dict(run.sandbox), "program_output": program_output(run), "build": None,
         "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
-        "launches": [dataclasses.asdict(c) for c in run.launches],
-        "gpu": _gpu_section(run),
+        "launches": [dataclasses.asdict(c) for c in run.launches], "gpu": _gpu_section(run),
         "limits": {"tolerance": dataclasses.asdict(spec.tolerance), "check": dataclasses.asdict(spec.check),
                    "bench_grid": dataclasses.asdict(spec.bench)},
         "correctness": dict(dataclasses.asdict(s.correctness), passed=None, total=None, cases=[]),
