@@ -6,7 +6,7 @@ report.student_view (no path of the instructor's machine); extra_data: lab, verd
 
 from __future__ import annotations
 
-from .report import _case_line, student_view
+from .report import _case_line, by_tcase, student_view
 
 
 def _split(total: float, weights: list[int]) -> list[float]:
@@ -37,9 +37,7 @@ def tests(report: dict) -> list[dict]:
         build_lines += ["  " + d for d in c["details"]]
     found = [_test("build and static checks", 0.0, 0.0, head + "\n" + "\n".join(build_lines))]
     c = report["correctness"]
-    groups: dict[str, list[dict]] = {}
-    for case in c["cases"]:
-        groups.setdefault(case["tcase"], []).append(case)
+    groups = by_tcase(c["cases"])
     if groups and c["total"]:
         names = list(groups)
         scores = _split(c["points"], [sum(x["outcome"] == "pass" for x in groups[n]) for n in names]) \

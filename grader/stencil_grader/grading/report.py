@@ -167,9 +167,7 @@ def write_json(obj: dict, path: str | Path) -> Path:
 # ---------------------------------------------------------------- terminal
 
 def paint(word: str, colour: bool) -> str:
-    if not colour:
-        return word
-    return f"{_COLOUR.get(word, _RED)}{word}{_RESET}"
+    return f"{_COLOUR.get(word, _RED)}{word}{_RESET}" if colour else word
 
 
 def _pts(stage: dict) -> str:
@@ -177,21 +175,22 @@ def _pts(stage: dict) -> str:
 
 
 def _row(name: str, status: str, detail: str, colour: bool) -> str:
-    pad = " " * max(0, 14 - len(status))
-    return f"  {name:<12} {paint(status, colour)}{pad} {detail}".rstrip()
+    return f"  {name:<12} {paint(status, colour)}{' ' * max(0, 14 - len(status))} {detail}".rstrip()
 
 
 def _kernel_lines(build: dict) -> list[str]:
     """One line per kernel and architecture from the ptxas report."""
-    lines = []
-    for k in build["kernels"]:
-        if not k["entry"]:
-            continue
-        spills = "no spills" if not (k["spill_stores"] or k["spill_loads"]) else \
-            f"spills: {k['spill_stores']} B stored, {k['spill_loads']} B loaded per thread"
-        lines.append(f"      kernel {k.get('label') or k['short_name']} ({k['arch']}): {k['registers']} registers, "
-                     f"{k['smem_bytes']} B static shared memory, {spills}")
-    return lines
+    return [f"      kernel {k.get('label') or k['short_name']} ({k['arch']}): {k['registers']} registers, "
+            f"{k['smem_bytes']} B static shared memory, " + ("no spills" if not (k["spill_stores"] or k["spill_loads"])
+                                                             else f"spills: {k['spill_stores']} B stored, "
+                                                             f"{k['spill_loads']} B loaded per thread")
+            for k in build["kernels"] if k["entry"]]
+
+
+_NO_SEED = {"kit_error": "the build stopped on the machine's or the kit's fault (below), not your code's",
+            "compile_error": "your file did not build, so no case ran; fix the first error below, then run make "
+                             "check again",
+            "timeout": "the build did not finish in time, so no case ran (below)"}
 
 
 def seed_line(report: dict) -> str:
@@ -199,14 +198,8 @@ def seed_line(report: dict) -> str:
     when the submission stopped the run (its build, a forbidden call), what to do instead."""
     if report["seed"] is not None:
         return f"seed: {report['seed']} (replay: {report['replay']})"
-    b = report.get("build") or {}
-    if b.get("outcome") == "kit_error":
-        return "seed: none drawn: the build stopped on the machine's or the kit's fault (below), not your code's"
-    if b.get("outcome") == "compile_error":
-        return ("seed: none drawn: your file did not build, so no case ran; fix the first error below, "
-                "then run make check again")
-    if b.get("outcome") == "timeout":
-        return "seed: none drawn: the build did not finish in time, so no case ran (below)"
+    if why := _NO_SEED.get((report.get("build") or {}).get("outcome")):
+        return f"seed: none drawn: {why}"
     if report["verdict"] == "forbidden":
         return "seed: none drawn: a static check stopped the run (below); fix what it names, then run make check again"
     return f"seed: none drawn (the cases did not run); run again with: {report['replay']}"
@@ -230,23 +223,16 @@ def render_text(report: dict, colour: bool = False) -> str:
            f"  build dir {display_path(report['build_dir'])}", ""]
     b = report["build"]
     if b:
-        if b["outcome"] == "ok":
-            out.append(_row("build", "ok", f"{b['seconds']:.1f} s", colour))
-            out += _kernel_lines(b)
-        else:
-            out.append(_row("build", b["outcome"], f"{b['seconds']:.1f} s", colour))
-            out += ["      " + line for line in b["message"].splitlines()]
-            out.append(f"      (make's whole output: {display_path(Path(report['build_dir']) / BUILD_LOG)})")
+        out.append(_row("build", b["outcome"], f"{b['seconds']:.1f} s", colour))
+        out += _kernel_lines(b) if b["outcome"] == "ok" else ["      " + line for line in b["message"].splitlines()] \
+            + [f"      (make's whole output: {display_path(Path(report['build_dir']) / BUILD_LOG)})"]
     out += _check_lines("static", report["static"], colour) + _correctness_lines(report, colour) \
         + _performance_lines(report, colour) + _check_lines("launches", report.get("launches"), colour)
     out += _output_lines(report.get("program_output") or "")
-    gpu = report["gpu"]
-    if gpu and gpu["device"]:
-        d = gpu["device"]
+    if d := (report["gpu"] or {}).get("device"):
         out.append(_row("device", "", f"{d.get('name', '?')} (cc {d.get('cc', '?')}, "
                                       f"{d.get('sm_count', '?')} SMs)", False))
-    box = sandbox_line(report.get("sandbox") or {})
-    if box:
+    if box := sandbox_line(report.get("sandbox") or {}):
         out.append(_row("sandbox", "", box, False))
     for line in report.get("notes", []):
         out.append(f"  note: {line}")
@@ -299,11 +285,19 @@ def _cut(line: str) -> str:
     return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH - 4] + " ..."
 
 
+def by_tcase(cases: list[dict]) -> dict[str, list[dict]]:
+    """A report's cases grouped by Check test case, in their order."""
+    groups: dict[str, list[dict]] = {}
+    for case in cases:
+        groups.setdefault(case["tcase"], []).append(case)
+    return groups
+
+
 def _case_line(case: dict) -> str:
     """"outcome: label: first line of the message" (the label once, even when the message starts with it)."""
     if case["outcome"] == "pass":
         return f"pass: {case['label']}"
-    message = case["message"].strip().splitlines()[0] if case["message"].strip() else ""
+    message = (case["message"].strip().splitlines() or [""])[0]
     if not message.startswith(case["label"]):
         message = f"{case['label']}: {message}"
     return f"{case['outcome']}: {message}"
@@ -313,50 +307,37 @@ def _correctness_lines(report: dict, colour: bool) -> list[str]:
     c = report["correctness"]
     if c["verdict"] == "not_measured":
         return [_not_measured("correctness", c, colour, report.get("gpu"))]
+    lines = [_row("correctness", c["verdict"], f"{_pts(c)}  {c['message']}", colour)]
     if c["total"] is None:
-        return [_row("correctness", c["verdict"], f"{_pts(c)}  {c['message']}", colour)]
-    status = "pass" if c["verdict"] == "pass" else c["verdict"]
-    lines = [_row("correctness", status, f"{_pts(c)}  {c['message']}", colour)]
-    groups: dict[str, list[dict]] = {}
-    for case in c["cases"]:
-        groups.setdefault(case["tcase"], []).append(case)
-    for tcase, cases in groups.items():
+        return lines
+    for tcase, cases in by_tcase(c["cases"]).items():
         passed = sum(x["outcome"] == "pass" for x in cases)
         lines.append(f"      {tcase:<20} {passed}/{len(cases)}")
         failures = [x for x in cases if x["outcome"] != "pass"]
         lines += [f"        {_cut(_case_line(x))}" for x in failures[:FIRST_FAILURES]]
         if len(failures) > FIRST_FAILURES:
             lines.append(f"        ... {len(failures) - FIRST_FAILURES} more not passed")
-    if c.get("run_message"):
-        lines.append(f"      {c['run_message']}")
-    if c.get("list_error"):
-        lines.append(f"      {c['list_error']}")
+    lines += [f"      {c[key]}" for key in ("run_message", "list_error") if c.get(key)]
     return lines + (_stderr_lines("check", c.get("stderr_tail")) if c["verdict"] in ("crash", "timeout") else [])
 
 
 def _performance_lines(report: dict, colour: bool) -> list[str]:
     p = report["performance"]
-    if p["verdict"] == "not_measured":
-        lines = [_not_measured("performance", p, colour, report.get("gpu"))]
-    else:
-        lines = [_row("performance", p["verdict"], f"{_pts(p)}  {p['message']}", colour)]
-    data = p.get("bench")
-    if data:
+    lines = [_not_measured("performance", p, colour, report.get("gpu")) if p["verdict"] == "not_measured"
+             else _row("performance", p["verdict"], f"{_pts(p)}  {p['message']}", colour)]
+    if data := p.get("bench"):
         lines.append(f"      {data['gbps']:.1f} GB/s effective, copy {data['copy_gbps']:.1f} GB/s, "
                      f"ratio {data['ratio']:.3f}; median {data['ms_median']:.3f} ms"
                      + (f" over {data['repetitions']} repetitions" if "repetitions" in data else ""))
         launchers = data.get("launchers") or []
-        if len(launchers) > 1:                    # lab 7: each kernel's own figure, then the sum above
-            for k in launchers:
-                lines.append(f"        {k['name']}: {k['gbps']:.1f} GB/s, ratio {k['ratio']:.3f}, "
-                             f"median {k['ms_median']:.3f} ms")
+        lines += [f"        {k['name']}: {k['gbps']:.1f} GB/s, ratio {k['ratio']:.3f}, median {k['ms_median']:.3f} ms"
+                  for k in launchers if len(launchers) > 1]       # lab 7: each kernel's own figure
         if "nx" in data:
             lines.append(f"      grid {data['nx']} x {data['ny']} x {data.get('nz', 1)}, "
                          f"{data.get('steps', 1)} sweep(s) per call")
         if data.get("scaled_down"):
             lines.append(f"      scaled down: {data.get('note', '')}")
-    t = p.get("target")
-    if t:
+    if t := p.get("target"):
         lines.append(f"      target table {t['table']} ({t['note']}): floor {t['floor']:g}, "
                      f"target {t['target']:g} of copy bandwidth"
                      + (f"; calibrated: {t['calibrated']}" if t.get("calibrated") else ""))
