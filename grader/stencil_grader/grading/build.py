@@ -131,8 +131,8 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
         if not source.is_file():
             return _not_run(result, "compile_error", f"no kernel.cu found in {impl}")
         staged = stage_source(source, build_dir, lab)
-    command = make_command(lab_dir, str(staged.parents[1]) if staged else impl, build_dir, arch, defines)
-    result.command = command
+    result.command = command = make_command(lab_dir, str(staged.parents[1]) if staged else impl, build_dir, arch,
+                                            defines)
     started = time.time()
     # One pipe for both streams keeps the log in the order make wrote it.  The shell only runs
     # its arguments ("$@", never parsed): the command is an argument list of paths the grader
@@ -143,8 +143,7 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
     (build_dir / BUILD_LOG).write_text(log + "\n", encoding="utf-8")
     where = Paths(staged or source, build_dir, kit)
     if run.timed_out:
-        result.outcome = "timeout"
-        result.message = timeout_message(log, where, run.describe())
+        result.outcome, result.message = "timeout", timeout_message(log, where, run.describe())
     elif run.returncode != 0:
         result.outcome = "compile_error"
         result.message = compile_error_message(log, where, lab_dir, started, run.describe())
@@ -173,11 +172,8 @@ _MAKE_SAFE = re.compile(r"[\w./+@-]+")
 def make_path_problem(path: Path) -> str | None:
     """Why make cannot be given `path` (absolute), e.g. "holds a space", or None: only letters and
     digits (any script) and `_ . / + @ -` are safe in make's variables and its recipes' shell."""
-    text = os.path.abspath(path)
-    if _MAKE_SAFE.fullmatch(text):
-        return None
-    bad = next(c for c in text if not _MAKE_SAFE.fullmatch(c))
-    return "holds a space" if bad == " " else f"holds the character {bad!r}"
+    bad = next((c for c in os.path.abspath(path) if not _MAKE_SAFE.fullmatch(c)), None)
+    return None if bad is None else "holds a space" if bad == " " else f"holds the character {bad!r}"
 
 
 def size_problem(source: Path) -> str | None:
@@ -186,9 +182,7 @@ def size_problem(source: Path) -> str | None:
         size = Path(source).stat().st_size
     except OSError:
         return None
-    if size <= MAX_SOURCE_BYTES:
-        return None
-    return (f"{Path(source).name} is {size / 1e6:.1f} MB, over the {MAX_SOURCE_BYTES >> 20} MiB a kernel.cu may "
+    return None if size <= MAX_SOURCE_BYTES else (f"{Path(source).name} is {size / 1e6:.1f} MB, over the {MAX_SOURCE_BYTES >> 20} MiB a kernel.cu may "
             "have: submit the CUDA C++ source of your kernel only")
 
 
@@ -246,19 +240,16 @@ def parse_ptxas_log(text: str) -> list[KernelResources]:
     properties for", "N bytes stack frame, ...", "Used N registers, ... N bytes smem" lines, per
     architecture), in the order ptxas reported them; other lines are ignored."""
     found: dict[tuple[str, str | None], KernelResources] = {}
-    arch = None
-    current: KernelResources | None = None
+    arch, current = None, None
     for line in text.splitlines():
         if m := _COMPILING.search(line):
             arch = m.group(2)
             current = found.setdefault((m.group(1), arch), KernelResources(m.group(1), arch, True))
         elif m := _PROPERTIES.search(line):
-            key = (m.group(1), arch)
-            current = found.setdefault(key, KernelResources(m.group(1), arch, False))
+            current = found.setdefault((m.group(1), arch), KernelResources(m.group(1), arch, False))
         elif current and (m := _FRAME.search(line)):
             current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
         elif current and (m := _USED.search(line)):
             current.registers = int(m.group(1))
-            smem = _SMEM.search(line)
-            current.smem_bytes = int(smem.group(1)) if smem else 0
+            current.smem_bytes = int(smem.group(1)) if (smem := _SMEM.search(line)) else 0
     return list(found.values())

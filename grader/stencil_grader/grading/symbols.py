@@ -237,7 +237,7 @@ def symbol_findings(listing: ObjectListing, src: str, api: frozenset[str],
         why = forbidden_reason(s.name, s.demangled, extra)
         if why is None:
             continue
-        lines = source_lines(src, s) if src else []
+        lines = source_lines(src, s)
         key = (why, tuple(lines) if lines else tuple(sorted(listing.users.get(s.name, ()))) or s.shown)
         _, names, functions = groups.setdefault(key, (lines, [], []))
         names.append(s.shown)
@@ -249,14 +249,10 @@ def symbol_findings(listing: ObjectListing, src: str, api: frozenset[str],
         if not s.name.startswith("_Z") and s.name not in api and re.fullmatch(r"[A-Za-z_]\w*", s.name) \
                 and not known and taken is not None:
             known.append(taken())             # read the libraries once, and only when needed
-        why = defined_reason(s.name, api, s.kind, known[0] if known else None)
-        if why:
-            lines = source_lines(src, s) if src else []
-            findings.append(Finding(f"{s.shown} (defined here)", why, lines))
-    asm_lines = syscall_lines(src) if src else []
-    for insn, function in listing.syscalls:
-        findings.append(Finding(f"instruction `{insn}`", _WHY_SYSCALL + " (host-side inline assembly)",
-                                asm_lines[:3], [function]))
+        if why := defined_reason(s.name, api, s.kind, known[0] if known else None):
+            findings.append(Finding(f"{s.shown} (defined here)", why, source_lines(src, s)))
+    findings += [Finding(f"instruction `{insn}`", _WHY_SYSCALL + " (host-side inline assembly)",
+                         syscall_lines(src)[:3], [function]) for insn, function in listing.syscalls]
     findings.sort(key=lambda f: (f.lines[0] if f.lines else 1 << 30, f.what))
     return findings
 
@@ -290,11 +286,8 @@ def check_object(build_dir: Path, source: Path, extra: tuple[str, ...] = (),
         message = (f"{len(listing.undefined)} external symbols of kernel.o, all on the whitelist; "
                    "no system-call instruction")
         return StaticCheck(name, "pass", "forbidden", message + (f"; {note}" if note else ""))
-    details = [f.describe() for f in findings[:MAX_REPORTED]]
-    if len(findings) > MAX_REPORTED:
-        details.append(f"... and {len(findings) - MAX_REPORTED} more")
-    if note:
-        details.append(note)
+    more = [f"... and {len(findings) - MAX_REPORTED} more"] if len(findings) > MAX_REPORTED else []
+    details = [f.describe() for f in findings[:MAX_REPORTED]] + more + ([note] if note else [])
     return StaticCheck(name, "fail", "forbidden",
                        f"{len(findings)} forbidden use(s) in the compiled {Path(source).name}; the lab is "
                        "not run", details)
