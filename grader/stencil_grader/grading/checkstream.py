@@ -57,12 +57,8 @@ class XmlTest:
 
 def parse_list(text: str) -> list[ListedCase]:
     """Cases from `check --list` output (`<tcase>\\t<iteration>\\t<label>` lines; others ignored)."""
-    cases = []
-    for line in text.splitlines():
-        parts = line.split("\t", 2)
-        if len(parts) == 3 and parts[1].strip().isdigit():
-            cases.append(ListedCase(parts[0], int(parts[1]), parts[2].strip()))
-    return cases
+    rows = [line.split("\t", 2) for line in text.splitlines()]
+    return [ListedCase(r[0], int(r[1]), r[2].strip()) for r in rows if len(r) == 3 and r[1].strip().isdigit()]
 
 
 def parse_test_element(text: str) -> XmlTest | None:
@@ -73,11 +69,8 @@ def parse_test_element(text: str) -> XmlTest | None:
     except ET.ParseError:
         return None
 
-    def child(tag: str) -> str:
-        element = node.find(f"{{{CHECK_NS}}}{tag}")
-        if element is None:
-            element = node.find(tag)
-        return (element.text or "") if element is not None else ""
+    def child(tag: str) -> str:                     # in Check's namespace, or in none
+        return getattr(node.find(f"{{*}}{tag}"), "text", None) or ""
     try:
         iteration = int(child("iteration") or 0)
     except ValueError:
@@ -90,12 +83,6 @@ def parse_test_element(text: str) -> XmlTest | None:
                    duration if duration is None or duration >= 0 else None, child("id"))
 
 
-def _qualified(element: str) -> str:
-    """The element with Check's namespace declared on it, so that it parses on its own."""
-    return element.replace("<test", f'<test xmlns="{CHECK_NS}"', 1) if "xmlns" not in element[:200] \
-        else element
-
-
 class CheckStream:
     """Reads check's channel as it arrives (a process.Watch): the seed, the device line, each <test>
     result and its raw text; asks the run to stop at the first case timeout (fork mode) or when no
@@ -103,12 +90,8 @@ class CheckStream:
 
     def __init__(self, case_timeout_s: float | None, on_start: Callable[[int, dict], None] | None = None,
                  nofork: bool = False):
-        if not case_timeout_s:
-            self.stall_s = None
-        elif nofork:
-            self.stall_s = case_timeout_s + NOFORK_SLACK_S
-        else:
-            self.stall_s = STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
+        self.stall_s = None if not case_timeout_s else case_timeout_s + NOFORK_SLACK_S if nofork \
+            else STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
         self.nofork = nofork
         self.on_start = on_start             # called once with (seed, device) when the GPU is found
         self.seed: int | None = None
@@ -142,15 +125,14 @@ class CheckStream:
             last = 0
             for m in _TEST_ELEMENT.finditer(self._pending):
                 last = m.end()
-                test = parse_test_element(_qualified(m.group(0)))
+                test = parse_test_element(m.group(0))
                 if test is None:
                     continue
                 self.tests.append(test)
                 self.elements.append(m.group(0))
                 self._last = time.monotonic()
                 if self.stop_kind is None and classify(test.result, test.message) == "timeout":
-                    self.stop_kind = "case_timeout"
-                    self.stop_reason = f"case {test.tcase} #{test.iteration} timed out"
+                    self.stop_kind, self.stop_reason = "case_timeout", f"case {test.tcase} #{test.iteration} timed out"
             self._pending = self._pending[last:]
             if len(self._pending) > _MAX_PENDING:
                 start = self._pending.rfind("<test", len(self._pending) - _MAX_PENDING // 4)
@@ -159,8 +141,7 @@ class CheckStream:
     def poll(self, now: float) -> str | None:
         with self._lock:
             if self.stop_kind is None and self.stall_s is not None and now - self._last > self.stall_s:
-                self.stop_kind = "stall"
-                self.stop_reason = f"no result for {self.stall_s:g} s"
+                self.stop_kind, self.stop_reason = "stall", f"no result for {self.stall_s:g} s"
             return self.stop_reason
 
 
