@@ -38,13 +38,16 @@ def _kernels(data: dict) -> list[dict]:
     return [x for x in _launches(data) if x.get("kind") == "kernel"]
 
 
+def _rule(name: str, status: str, message: str, details: list[str] | None = None) -> StaticCheck:
+    return StaticCheck(name, status, "constraint", message, details or [])
+
+
 def _not_verified(name: str, data: dict) -> StaticCheck | None:
     """A skipped check saying why, when the audit did not run; None when it did."""
     audit = _audit(data)
     if audit.get("status") == "ok":
         return None
-    return StaticCheck(name, "skipped", "constraint",
-                       f"not verified: {audit.get('message') or 'the launch audit did not run'}")
+    return _rule(name, "skipped", f"not verified: {audit.get('message') or 'the launch audit did not run'}")
 
 
 def stream_check(data: dict) -> StaticCheck:
@@ -55,16 +58,13 @@ def stream_check(data: dict) -> StaticCheck:
     elsewhere = [x for x in _launches(data) if not x.get("on_launcher_stream", True)]
     calls = _audit(data).get("calls", 0)
     if not elsewhere:
-        return StaticCheck(name, "pass", "constraint",
-                           f"every kernel and copy of {calls} audited call(s) ran on the launcher's stream")
+        return _rule(name, "pass", f"every kernel and copy of {calls} audited call(s) ran on the launcher's stream")
     details = [f"{x['launcher']}: {x['kind']} {kernel_label(x['name'])} ran on stream "
                f"{x['stream']} ({x['count']} time(s) in {calls} audited call(s))"
                for x in elsewhere[:MAX_REPORTED]]
-    return StaticCheck(name, "fail", "constraint",
-                       f"{len(elsewhere)} operation(s) ran on another stream than the one the launcher was "
-                       "given (the legacy default stream, cudaStreamPerThread, or stream 0 in a file built "
-                       "for per-thread default streams): launch every kernel and copy on `stream`; "
-                       "performance gets 0", details)
+    return _rule(name, "fail", f"{len(elsewhere)} operation(s) ran on another stream than the one the launcher was "
+                 "given (the legacy default stream, cudaStreamPerThread, or stream 0 in a file built for per-thread "
+                 "default streams): launch every kernel and copy on `stream`; performance gets 0", details)
 
 
 def block_cells(nx: int, ny: int, grid: list[int], threads: int, cells_per_thread: int) -> tuple[float, float]:
@@ -135,12 +135,8 @@ class Code:
                 f"({self.elf}): the audit cannot match it to the code that ran")
 
 
-def _launched(data: dict, code: Code) -> list[_Kernel]:
-    return [_Kernel(x, code) for x in _kernels(data)]
-
-
 def _failed(name: str, failures: list[str], details: list[str], tail: str = ": performance gets 0") -> StaticCheck:
-    return StaticCheck(name, "fail", "constraint", failures[0] + (
+    return _rule(name, "fail", failures[0] + (
         f" (and {len(failures) - 1} more finding(s))" if len(failures) > 1 else "") + tail, failures[1:] + details)
 
 
@@ -154,7 +150,7 @@ def tile_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
         return skipped
     nx, ny = int(data["nx"]), int(data["ny"])
     failures, details = [], []
-    for k in _launched(data, code):
+    for k in (_Kernel(x, code) for x in _kernels(data)):
         needed, how = tile_bound(tile.halo, nx, ny, k.grid, k.threads, k.load_bytes)
         if k.fn is None:
             failures.append(code.missing(k.record["name"]))
@@ -175,9 +171,8 @@ def tile_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
                        f". This rule measures, on every kernel your launcher starts (the launch audit), its "
                        f"shared memory per block and whether its machine code reads it; the lab asks: {tile.rule} "
                        "Performance gets 0")
-    return StaticCheck(name, "pass", "constraint",
-                       "every kernel the launcher started stages at least its block's input tile in shared "
-                       "memory and reads it", details)
+    return _rule(name, "pass", "every kernel the launcher started stages at least its block's input tile in shared "
+                 "memory and reads it", details)
 
 
 def planes_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
@@ -191,7 +186,7 @@ def planes_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
     factor = spec.constraints.shared_tile.plane_factor
     nx, ny = int(data["nx"]), int(data["ny"])
     failures, details = [], []
-    for k in _launched(data, code):
+    for k in (_Kernel(x, code) for x in _kernels(data)):
         if k.fn is None:
             failures.append(code.missing(k.record["name"]))
         if k.used == 0:
@@ -204,10 +199,9 @@ def planes_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
     if failures:
         return _failed(name, failures, details)
     if not details:
-        return StaticCheck(name, "pass", "constraint", "no kernel launched with shared memory")
-    return StaticCheck(name, "pass", "constraint",
-                       f"at most {planes} plane(s) of shared memory per block, as launched: every kernel "
-                       "within its bound", details)
+        return _rule(name, "pass", "no kernel launched with shared memory")
+    return _rule(name, "pass", f"at most {planes} plane(s) of shared memory per block, as launched: every kernel "
+                 "within its bound", details)
 
 
 def _code_rule(data: dict, code: Code, launchers: set[str] | None, finder) -> tuple[list[str], str]:
@@ -233,13 +227,11 @@ def storage_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
     name = "grid storage"
     found, which = _code_rule(data, code, None, sass.narrow_accesses)
     if not found:
-        return StaticCheck(name, "pass", "constraint",
-                           f"every {which} reads and writes global memory as {storage.type} or wider")
-    return StaticCheck(name, "fail", "constraint",
-                       f"a {which} reads or writes global memory in a narrower format than {storage.type} "
-                       f"({found[0]}). This rule measures the width of every global load and store (and "
-                       f"conversions to half or 8-bit floats) in the machine code; the lab asks: {storage.rule} "
-                       "Performance gets 0", found[:MAX_REPORTED])
+        return _rule(name, "pass", f"every {which} reads and writes global memory as {storage.type} or wider")
+    return _rule(name, "fail", f"a {which} reads or writes global memory in a narrower format than {storage.type} "
+                 f"({found[0]}). This rule measures the width of every global load and store (and conversions to "
+                 f"half or 8-bit floats) in the machine code; the lab asks: {storage.rule} Performance gets 0",
+                 found[:MAX_REPORTED])
 
 
 def atomics_check(data: dict, code: Code) -> StaticCheck | None:
@@ -253,13 +245,11 @@ def atomics_check(data: dict, code: Code) -> StaticCheck | None:
         return skipped
     found, which = _code_rule(data, code, deterministic, sass.float_atomics)
     if not found:
-        return StaticCheck(name, "pass", "constraint",
-                           f"no floating-point atomic in a {which} of {', '.join(sorted(deterministic))}")
-    return StaticCheck(name, "fail", "constraint",
-                       f"a {which} adds with a floating-point atomic or a compare-and-swap ({found[0]}): the order "
-                       "of such additions changes from run to run, so the sum's bits do, whatever is rounded "
-                       "afterwards; sum in a fixed order (a tree, then one block or a last-block pass). "
-                       "Performance gets 0", found[:MAX_REPORTED])
+        return _rule(name, "pass", f"no floating-point atomic in a {which} of {', '.join(sorted(deterministic))}")
+    return _rule(name, "fail", f"a {which} adds with a floating-point atomic or a compare-and-swap ({found[0]}): "
+                 "the order of such additions changes from run to run, so the sum's bits do, whatever is rounded "
+                 "afterwards; sum in a fixed order (a tree, then one block or a last-block pass). Performance gets 0",
+                 found[:MAX_REPORTED])
 
 
 #: CUPTI's memory kinds that are the GPU's own (audit.c names them).
@@ -274,12 +264,11 @@ def host_memory_check(data: dict) -> StaticCheck:
     reached = [x for x in _launches(data) if x.get("kind") in ("memcpy", "memset")
                and not {x.get("src_memory"), x.get("dst_memory")} <= DEVICE_MEMORY]
     if not reached:
-        return StaticCheck(name, "pass", "constraint", "every copy and set stayed in the GPU's memory")
+        return _rule(name, "pass", "every copy and set stayed in the GPU's memory")
     details = [f"{x['launcher']}: a {x['kind']} of {x.get('bytes', 0)} bytes from {x.get('src_memory')} to "
                f"{x.get('dst_memory')} memory ({x['count']} time(s))" for x in reached[:MAX_REPORTED]]
-    return StaticCheck(name, "fail", "constraint",
-                       f"{details[0]}: a launcher works in the device buffers it is given, and the audit saw it "
-                       "reach host (or unknown) memory, whatever the source calls it; performance gets 0", details)
+    return _rule(name, "fail", f"{details[0]}: a launcher works in the device buffers it is given, and the audit "
+                 "saw it reach host (or unknown) memory, whatever the source calls it; performance gets 0", details)
 
 
 def _blind(data: dict) -> str | None:
@@ -309,8 +298,8 @@ def check_launches(spec: LabSpec, data: dict | None, build_dir: Path) -> list[St
                           planes_check(spec, data, code), storage_check(spec, data, code),
                           atomics_check(data, code)) if c is not None]
     if (blind := _blind(data)) is not None:
-        return [StaticCheck(c.name, "fail", "constraint", blind, [c.message]) for c in checks]
+        return [_rule(c.name, "fail", blind, [c.message]) for c in checks]
     if reads_code and not kernels and _kernels(data):
-        return [StaticCheck(c.name, "skipped", "constraint", f"not verified: {elf}") if c.name not in
+        return [_rule(c.name, "skipped", f"not verified: {elf}") if c.name not in
                 ("launch stream", "host memory") else c for c in checks]
     return checks
