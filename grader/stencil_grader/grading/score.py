@@ -32,6 +32,7 @@ most the calibrated GPUs' lowest floor and target (generic_bound).
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 
 from ..base import protocol
@@ -55,7 +56,8 @@ def is_grade(report: dict | None) -> bool:
     """True when a report's verdict is a grade, its points counting: not one of NOT_GRADED, and not
     "missing" (a class's lab never submitted: 0 in class.csv, no grade of a kernel)."""
     return bool(report) and report.get("verdict") not in NOT_GRADED + (MISSING,)
-#: A stage's verdict is one of these or "not_run" (gated by an earlier stage).
+
+
 #: Case outcome -> verdict, and their order of badness (worst first).
 _CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect", "not_run": "timeout"}
 _BENCH_VERDICT = {"timeout": "timeout", "cuda_error": "crash", "error": "crash",
@@ -184,13 +186,12 @@ def _machinery_failure(check: CheckRun) -> str | None:
 def _failures(check: CheckRun) -> str:
     """How the cases that did not pass ended, counted: '26 wrong and 3 failed to launch'
     (protocol.LAUNCH_REFUSED counted apart from wrong answers)."""
+    n = collections.Counter(c.outcome for c in check.cases)
     refused = sum(c.outcome == "fail" and c.message.startswith(protocol.LAUNCH_REFUSED) for c in check.cases)
-    counts = [(sum(c.outcome == "fail" for c in check.cases) - refused, "wrong"),
+    counts = ((n["fail"] - refused, "wrong"),
               (refused, "failed to launch (the runtime refused the configuration the launcher asked for)"),
-              (sum(c.outcome == "crash" for c in check.cases), "crashed"),
-              (sum(c.outcome == "timeout" for c in check.cases), "timed out"),
-              (sum(c.outcome == "not_run" for c in check.cases), "not run")]
-    parts = [f"{n} {what}" for n, what in counts if n]
+              (n["crash"], "crashed"), (n["timeout"], "timed out"), (n["not_run"], "not run"))
+    parts = [f"{k} {what}" for k, what in counts if k]
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
 
@@ -217,8 +218,7 @@ def _performance(spec: LabSpec, bench: BenchRun, choice: TargetChoice) -> tuple[
     t = choice.target
     stage = StageScore("pass", performance_points(maximum, ratio, t.floor, t.target), maximum,
                        performance_message(ratio, t.floor, t.target, choice.table))
-    if not stage.full:
-        stage.verdict = "slow"
+    stage.verdict = "pass" if stage.full else "slow"
     return stage, ratio
 
 
@@ -257,11 +257,9 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
         return Score("grader_error", corr, StageScore("not_run", 0.0, p.performance, corr.message),
                      messages=[corr.message])
     if corr.verdict != "pass":
-        perf = StageScore("not_run", 0.0, p.performance, why_not)
-        return Score(corr.verdict, corr, perf)
+        return Score(corr.verdict, corr, StageScore("not_run", 0.0, p.performance, why_not))
     if not benchable:
-        perf = StageScore("constraint", 0.0, p.performance, why_not)
-        return Score("constraint", corr, perf)
+        return Score("constraint", corr, StageScore("constraint", 0.0, p.performance, why_not))
 
     bench_device = bench.data.get("device") if bench is not None and bench.data else None
     choice = spec.target_for(bench_device or device_name)
@@ -291,9 +289,7 @@ def generic_bound(spec: LabSpec) -> tuple[float, float] | None:
     """(floor, target) the generic table may not exceed: the lowest floor and the lowest target of
     the GPUs lab.json calibrated (entries with a reference_ratio); None when none is."""
     calibrated = [t for name, t in spec.targets.items() if name != "generic" and t.reference_ratio is not None]
-    if not calibrated:
-        return None
-    return min(t.floor for t in calibrated), min(t.target for t in calibrated)
+    return (min(t.floor for t in calibrated), min(t.target for t in calibrated)) if calibrated else None
 
 
 def target_meaning(spec: LabSpec, choice: TargetChoice, device: str | None) -> str:
@@ -321,6 +317,5 @@ CALIBRATION_FLOOR_FRACTION = 0.50
 def calibrated_target(reference_ratio: float) -> tuple[float, float]:
     """(floor, target) for a GPU on which the reference reaches reference_ratio of the copy
     bandwidth; rounded down to 0.01 so the reference itself always reaches the target."""
-    def down(x: float) -> float:
-        return int(x * 100 + 1e-9) / 100
-    return down(CALIBRATION_FLOOR_FRACTION * reference_ratio), down(CALIBRATION_TARGET_FRACTION * reference_ratio)
+    return tuple(int(f * reference_ratio * 100 + 1e-9) / 100
+                 for f in (CALIBRATION_FLOOR_FRACTION, CALIBRATION_TARGET_FRACTION))
