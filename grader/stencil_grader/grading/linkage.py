@@ -52,12 +52,8 @@ def nm_names(path: Path, dynamic: bool) -> list[tuple[str, bool]] | None:
     run = process.run(["nm", "-D" if dynamic else "-g", str(path)], TOOL_TIMEOUT_S)
     if run.returncode != 0 and not run.stdout:
         return None
-    found = []
-    for line in run.stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and not line.endswith(":"):
-            found.append((parts[-1], parts[-2] not in ("U", "w", "v")))
-    return found
+    rows = [line.split() for line in run.stdout.splitlines() if not line.endswith(":")]
+    return [(parts[-1], parts[-2] not in ("U", "w", "v")) for parts in rows if len(parts) >= 2]
 
 
 def dynamic_section(path: Path) -> tuple[list[str], list[str]]:
@@ -82,7 +78,7 @@ def ldconfig_cache() -> dict[str, str]:
     entries = [m.groups() for line in process.run([tool, "-p"], TOOL_TIMEOUT_S).stdout.splitlines()
                if (m := _CACHE_LINE.match(line))]
     cache: dict[str, str] = {}
-    for name, flags, path in sorted(entries, key=lambda e: "64" not in e[1]):
+    for name, _, path in sorted(entries, key=lambda e: "64" not in e[1]):
         cache.setdefault(name, path)
     return cache
 
@@ -115,11 +111,8 @@ def cuda_runtime(nvcc: str | None) -> Path | None:
     if not nvcc:
         return None
     root = Path(nvcc).resolve().parent.parent
-    for d in [root / "lib64", root / "lib", *sorted(root.glob("targets/*/lib"))]:
-        for name in ("libcudart_static.a", "libcudart.so"):
-            if (d / name).is_file():
-                return d / name
-    return None
+    return next((d / name for d in [root / "lib64", root / "lib", *sorted(root.glob("targets/*/lib"))]
+                 for name in ("libcudart_static.a", "libcudart.so") if (d / name).is_file()), None)
 
 
 def check_library() -> list[Path]:
@@ -133,9 +126,7 @@ def check_library() -> list[Path]:
 def taken_names(build_dir: Path, nvcc: str | None, kit_root: Path = KIT_ROOT) -> Taken:
     """Every C name the libraries and objects that check and bench are linked with define or
     reference (module docstring).  BUILD_DIR/kernel.o, the student's own, is left out."""
-    taken = Taken()
-    build_dir = Path(build_dir)
-    problems = []
+    taken, build_dir, problems = Taken(), Path(build_dir), []
     if not (shutil.which("nm") and shutil.which("readelf")):
         return Taken(error="nm or readelf (binutils) is not installed")
     programs = [build_dir / p for p in PROGRAMS if (build_dir / p).is_file()]
@@ -152,8 +143,7 @@ def taken_names(build_dir: Path, nvcc: str | None, kit_root: Path = KIT_ROOT) ->
     # first): a name several define is shown as the first's.
     for path, dynamic in [(p, False) for p in static] + ([(runtime, runtime.suffix == ".so")] if runtime else []) \
             + [(p, True) for p in sorted(libraries, key=lambda p: p.name)]:
-        names = nm_names(path, dynamic)
-        if names is None:
+        if (names := nm_names(path, dynamic)) is None:
             problems.append(f"nm could not read {path}")
         else:
             taken.add(names, path)
