@@ -13,10 +13,7 @@ import re
 def without_prefix(message: str | None) -> str:
     """A stage's message without the "not measured: " or "not run: " it starts with (the page says
     that in its own words), so that no sentence reads "not measured: not measured: ..."."""
-    text = str(message or "").strip()
-    while (m := re.match(r"(?i)(not measured|not run)\s*:\s*", text)):
-        text = text[m.end():]
-    return text
+    return re.sub(r"^(?:(?i:not measured|not run)\s*:\s*)+", "", str(message or "").strip())
 
 
 def _sentence(text) -> str:
@@ -27,11 +24,6 @@ def _sentence(text) -> str:
 
 def _num(value, spec: str) -> str:
     return format(value, spec) if isinstance(value, (int, float)) and not isinstance(value, bool) else "?"
-
-
-def _first_failure(report: dict) -> dict | None:
-    cases = (report.get("correctness") or {}).get("cases") or []
-    return next((c for c in cases if c.get("outcome") != "pass"), None)
 
 
 def next_step(report: dict) -> tuple[str, str, str]:
@@ -80,7 +72,7 @@ def next_step(report: dict) -> tuple[str, str, str]:
     if verdict == "pending":
         return "warn", "No grade yet: the GPU stages have not run.", "The build and static checks are done."
     if verdict in ("incorrect", "crash", "timeout") and c.get("total"):
-        first = _first_failure(report)
+        first = next((x for x in c.get("cases") or [] if x.get("outcome") != "pass"), None)
         failed = c["total"] - (c.get("passed") or 0)
         said = (str(first.get("message") or first.get("outcome")).strip().splitlines() or [""])[0] if first else ""
         return "bad", f"{failed} of {c['total']} correctness cases did not pass: fix the first one.", (

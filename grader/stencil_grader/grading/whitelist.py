@@ -141,15 +141,11 @@ def forbidden_reason(name: str, demangled: str | None = None, extra: tuple[str, 
     plain = _VERSION_SUFFIX.sub("", name)
     if name in extra or plain in extra:
         return _WHY_LAB
-    if name in NVCC_SUPPORT or name in COMPILER_SUPPORT or name in MATH:
+    if name in NVCC_SUPPORT | COMPILER_SUPPORT | MATH or plain in RUNTIME_ALLOWED | NVCC_SUPPORT \
+            or name.startswith("cudaOccupancy"):
         return None
-    if plain in RUNTIME_ALLOWED or plain in NVCC_SUPPORT or name.startswith("cudaOccupancy"):
-        return None
-    for text in (name, demangled or name):
-        for pattern, why in _CATEGORIES:
-            if pattern.search(text):
-                return why
-    return _WHY_OTHER
+    return next((why for text in (name, demangled or name) for pattern, why in _CATEGORIES if pattern.search(text)),
+                _WHY_OTHER)
 
 
 def api_names(header: Path | None = None) -> frozenset[str]:
