@@ -35,12 +35,8 @@ _NUMBER_START = re.compile(r"[A-Za-z0-9_.']*$")
 
 
 def strip_source(src: str) -> tuple[str, str]:
-    """Blank out C/C++ comments, and also string and character literals.
-
-    Returns (without_comments, without_comments_and_literals).  Both have the
-    length and line structure of src (every newline kept), so line numbers carry
-    over.  A literal keeps its quotes; its contents become spaces.
-    """
+    """(src without comments, src without comments and literals' contents), blanked with spaces: both
+    keep src's length and every newline, so offsets and line numbers carry over."""
     code = list(src)      # comments blanked
     bare = list(src)      # comments and literal contents blanked
     i, n = 0, len(src)
@@ -117,32 +113,18 @@ def _arguments(text: str, open_paren: int) -> str:
 
 
 def lexical_findings(src: str) -> list[tuple[int, str, str]]:
-    """(line, what, why) for each use the lexical rules forbid in C/C++ source src.
-
-    Comments and string/char literals do not count; preprocessor lines do
-    (a #define of a forbidden name is as good as a call).
-    """
+    """(line, what, why) for each use the lexical rules forbid in C/C++ source src, in order (comments
+    and literals do not count; preprocessor lines do)."""
     code, bare = strip_source(src)
-    findings = []
-    for m in _INCLUDE.finditer(code):
-        target = m.group(2).strip()
-        if Path(target).name == "harness.h":
-            close = ">" if m.group(1) == "<" else '"'
-            shown = f"#include {m.group(1)}{target}{close}"
-            findings.append((_line_of(code, m.start()), shown, _HARNESS_INCLUDE))
-    for m in _DEFINE.finditer(bare):
-        findings.append((_line_of(bare, m.start()), f"#define {m.group(1)}", _REDEFINED))
-    for m in _IDENT.finditer(bare):
-        name = m.group(0)
-        if name in HOST_COPY_KINDS:
-            findings.append((_line_of(bare, m.start()), name, _TO_HOST))
-    for m in _ASYNC_COPY.finditer(bare):
-        args = _arguments(bare, m.end() - 1)
-        named = set(_IDENT.findall(args))
-        if not named & set(ALLOWED_COPY_KINDS) and not named & set(HOST_COPY_KINDS):
-            findings.append((_line_of(bare, m.start()), m.group(1), _UNNAMED_KIND))
-    findings.sort()
-    return findings
+    findings = [(_line_of(code, m.start()), "#include {}{}{}".format(m.group(1), m.group(2).strip(),
+                                                                       ">" if m.group(1) == "<" else '"'),
+                 _HARNESS_INCLUDE) for m in _INCLUDE.finditer(code) if Path(m.group(2).strip()).name == "harness.h"]
+    findings += [(_line_of(bare, m.start()), f"#define {m.group(1)}", _REDEFINED) for m in _DEFINE.finditer(bare)]
+    findings += [(_line_of(bare, m.start()), m.group(0), _TO_HOST) for m in _IDENT.finditer(bare)
+                 if m.group(0) in HOST_COPY_KINDS]
+    findings += [(_line_of(bare, m.start()), m.group(1), _UNNAMED_KIND) for m in _ASYNC_COPY.finditer(bare)
+                 if not set(_IDENT.findall(_arguments(bare, m.end() - 1))) & {*ALLOWED_COPY_KINDS, *HOST_COPY_KINDS}]
+    return sorted(findings)
 
 
 def check_source(source: Path) -> StaticCheck:
@@ -159,9 +141,8 @@ def check_source(source: Path) -> StaticCheck:
         return StaticCheck(name, "pass", "forbidden", f"no copy to the host, copy of unnamed direction, #define of a "
                            f"cudaMemcpy name or harness include in {Path(source).name} (the calls it makes: "
                            "linked symbols)")
-    details = [f"line {line}: {what}: {why}" for line, what, why in findings[:MAX_REPORTED]]
-    if len(findings) > MAX_REPORTED:
-        details.append(f"... and {len(findings) - MAX_REPORTED} more")
+    details = [f"line {line}: {what}: {why}" for line, what, why in findings[:MAX_REPORTED]] \
+        + ([f"... and {len(findings) - MAX_REPORTED} more"] if len(findings) > MAX_REPORTED else [])
     if all(why != _HARNESS_INCLUDE for _, _, why in findings):
         return StaticCheck(name, "fail", "signal",
                            f"{len(findings)} copy or copies in {Path(source).name} that may reach host memory: "
