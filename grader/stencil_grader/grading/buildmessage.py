@@ -90,7 +90,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def printable(line: str) -> str:
     """line with tabs as four spaces, other control characters as \\xNN, cut at LINE_WIDTH."""
-    line = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line.replace("\t", "    "))
+    return cut(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line.replace("\t", "    ")))
+
+
+def cut(line: str) -> str:
+    """line cut at LINE_WIDTH characters, " ..." saying so."""
     return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH - 4] + " ..."
 
 
@@ -98,10 +102,8 @@ def tidy(lines: list[str], where: Paths, most: int, keep: str = "first") -> list
     """Lines for a student: paths relative (Paths.relative), printable, at most `most` of them,
     the first (keep="first") or the last ("last"), with a line saying how many were left out."""
     lines = [printable(where.relative(line)) for line in lines]
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
+    said = [i for i, line in enumerate(lines) if line.strip()]
+    lines = lines[said[0]:said[-1] + 1] if said else []
     if len(lines) <= most:
         return lines
     left = len(lines) - (most - 1)

@@ -16,11 +16,11 @@ from .. import KIT_ROOT, __version__
 from ..base.files import display_path
 from . import score
 from .build import BUILD_LOG, make_path_problem
+from .buildmessage import cut
 from .nextstep import next_step, without_prefix
 from .pipeline import LabRun
 
 FIRST_FAILURES = 3
-LINE_WIDTH = 200       # terminal lines of case messages are cut here (the JSON keeps them whole)
 _GREEN, _YELLOW, _RED, _RESET = "\033[32m", "\033[33m", "\033[31m", "\033[0m"
 _COLOUR = {"pass": _GREEN, "ok": _GREEN, "slow": _YELLOW, "not_measured": _YELLOW,
            "not measured": _YELLOW, "not_run": _YELLOW, "skipped": _YELLOW}
@@ -266,7 +266,7 @@ def _output_lines(text: str) -> list[str]:
     if not text.strip():
         return []
     lines = text.rstrip("\n").splitlines()
-    shown = ["      " + _cut(line.encode("unicode_escape").decode("ascii").replace("\\t", "    "))
+    shown = ["      " + cut(line.encode("unicode_escape").decode("ascii").replace("\\t", "    "))
              for line in lines[:OUTPUT_LINES]]
     more = [f"      ... {len(lines) - OUTPUT_LINES} more line(s) in report.json"] if len(lines) > OUTPUT_LINES else []
     return ["  output of your code (its printf, from the correctness and timing runs):"] + shown + more
@@ -279,10 +279,6 @@ def _not_measured(stage_name: str, stage: dict, colour: bool, gpu: dict | None =
     if (gpu or {}).get("status") == "no_gpu" and said and said in reason:
         reason = reason.replace(said, "no GPU, see next")
     return f"  {stage_name}: {paint('not measured', colour)} ({reason}), {_pts(stage)} points"
-
-
-def _cut(line: str) -> str:
-    return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH - 4] + " ..."
 
 
 def by_tcase(cases: list[dict]) -> dict[str, list[dict]]:
@@ -314,7 +310,7 @@ def _correctness_lines(report: dict, colour: bool) -> list[str]:
         passed = sum(x["outcome"] == "pass" for x in cases)
         lines.append(f"      {tcase:<20} {passed}/{len(cases)}")
         failures = [x for x in cases if x["outcome"] != "pass"]
-        lines += [f"        {_cut(_case_line(x))}" for x in failures[:FIRST_FAILURES]]
+        lines += [f"        {cut(_case_line(x))}" for x in failures[:FIRST_FAILURES]]
         if len(failures) > FIRST_FAILURES:
             lines.append(f"        ... {len(failures) - FIRST_FAILURES} more not passed")
     lines += [f"      {c[key]}" for key in ("run_message", "list_error") if c.get(key)]
