@@ -208,18 +208,14 @@ def text_problem(source: Path) -> str | None:
     source = Path(source)
     if why := size_problem(source):
         return why
-    offset, nul, head = 0, -1, b""
     try:
         with source.open("rb") as f:
-            while nul < 0 and (chunk := f.read(1 << 20)):      # 1 MiB at a time, whatever the file's size
-                head = head or chunk[:2]
-                nul = chunk.find(b"\0")
-                offset += len(chunk) if nul < 0 else nul
+            data = f.read(MAX_SOURCE_BYTES + 1)      # never more, whatever the file is (a device)
     except OSError:
         return None
-    if nul < 0:
+    if (offset := data.find(b"\0")) < 0:
         return None
-    if head in (b"\xff\xfe", b"\xfe\xff"):
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return (f"{source.name} is not a text file the compiler can read: it is UTF-16 text; "
                 "save it as UTF-8 (or plain ASCII) and submit it again")
     return (f"{source.name} is not a text file: it holds NUL bytes (the first at byte {offset}), "

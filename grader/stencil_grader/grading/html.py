@@ -140,9 +140,7 @@ def reference_ratio(report: dict) -> float | None:
             value = entry.reference_ratio if entry else None
         except (labspec.LabSpecError, OSError):
             value = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    return None
+    return value if (value := progress.number(value)) and value > 0 else None
 
 
 def _kind_facts(lab: str | None) -> tuple[float | None, float | None]:
@@ -230,11 +228,9 @@ def _cases(r: dict) -> Markup:
     if not cases:
         return fill("no_cases", why=_why(c.get("message")) or "no case ran", stderr=_stderr(c))
     failed = [x for x in cases if x.get("outcome") != "pass"]
-    groups: dict[str, list[int]] = {}
+    groups: dict[str, list[bool]] = {}
     for x in cases:
-        g = groups.setdefault(str(x.get("tcase")), [0, 0])
-        g[0] += x.get("outcome") == "pass"
-        g[1] += 1
+        groups.setdefault(str(x.get("tcase")), []).append(x.get("outcome") == "pass")
 
     def failure(x: dict) -> Markup:
         message = str(x.get("message") or "")
@@ -243,7 +239,7 @@ def _cases(r: dict) -> Markup:
                     coords=Markup("<br>".join(map(escape, coords)) or "&mdash;"))
     more = len(failed) - MAX_FAILED_SHOWN
     return fill("cases", passed=len(cases) - len(failed), total=len(cases),
-                groups=_join(fill("group", name=k, passed=v[0], total=v[1]) for k, v in groups.items()),
+                groups=_join(fill("group", name=k, passed=sum(v), total=len(v)) for k, v in groups.items()),
                 failed=fill("failed", rows=_join(map(failure, failed[:MAX_FAILED_SHOWN])),
                             more=fill("more_failed", count=more) if more > 0 else _NO) if failed else _NO)
 
