@@ -39,33 +39,23 @@ def gpu_name(report: dict) -> str:
     """The model of the GPU a report's GPU stages ran on ("" when none ran): the name the pool
     handed out, else the one the check or bench program found."""
     section = report.get("gpu") or {}
-    assigned = section.get("assigned") or {}
-    device = section.get("device") or {}
+    assigned, device = section.get("assigned") or {}, section.get("device") or {}
     return str(assigned.get("name") or device.get("name") or device.get("device") or "")
 
 
-def _source_digest(report: dict) -> str:
-    mark = (report.get("class") or {}).get("source_sha256")
-    if mark:
-        return str(mark)
-    return sha256_of(report.get("source")) if report.get("source") else ""
-
-
 def entry(report: dict) -> dict:
-    """One line of a history, from a report (report.to_dict()'s dict, or a class placeholder):
-    when it was graded, its verdict and points, the ratio and bandwidths (None when not timed),
-    the GPU model, the cases passed, the sha256 of the graded kernel.cu, the seed, the grader's
-    version, and whether the report is final."""
-    perf = report.get("performance") or {}
+    """One line of a history (HISTORY_KEYS), from a report (report.to_dict()'s dict, or a class
+    placeholder); the ratio and bandwidths None when not timed."""
+    perf, corr, mark = report.get("performance") or {}, report.get("correctness") or {}, report.get("class") or {}
     bench = perf.get("bench") or {}
-    corr = report.get("correctness") or {}
-    when = report.get("generated_at") or (report.get("class") or {}).get("graded_at") \
+    when = report.get("generated_at") or mark.get("graded_at") \
         or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return {"graded_at": str(when), "verdict": str(report.get("verdict")),
             "points": number(report.get("points")) or 0.0, "max_points": number(report.get("max_points")),
             "ratio": number(perf.get("ratio")), "gbps": number(bench.get("gbps")),
             "copy_gbps": number(bench.get("copy_gbps")), "gpu": gpu_name(report),
-            "passed": corr.get("passed"), "total": corr.get("total"), "source_sha256": _source_digest(report),
+            "passed": corr.get("passed"), "total": corr.get("total"),
+            "source_sha256": str(mark.get("source_sha256") or sha256_of(report.get("source"))),
             "seed": report.get("seed"), "grader_version": report.get("grader_version"),
             "final": bool(report.get("final", False))}
 
@@ -109,7 +99,7 @@ def read(path: str | Path) -> list[dict]:
             continue
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except ValueError:                    # not UTF-8, or no JSON
             continue
         if isinstance(data, dict) and "verdict" in data:
             found.append(data)
