@@ -3,7 +3,7 @@ and executes, read with binutils from BUILD_DIR/kernel.o.
 
 `nm -P`: every undefined symbol must be on whitelist.py's list (plus lab.json
 constraints.forbidden_calls forbidden on top), and every defined global C-linkage symbol must be a
-launcher of the student API or a name nothing check and bench link with defines or uses (linkage.py).
+launcher of the student API or a name nothing check and bench link with defines or uses (whitelist.py).
 `objdump -dr`: no system-call instruction in host code; relocations name the host function that
 uses each symbol.  A finding names the symbol, demangled, its function and, where a lexical search
 of the source finds it, the line.  grader/README.md, section 6 (threat model), says why.
@@ -21,11 +21,10 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import process
 from ..base.toolkit import find_nvcc
-from . import linkage
 from .checks import MAX_REPORTED, StaticCheck
 from .names import TOOL_TIMEOUT_S, demangle, simplify
 from .source import strip_source
-from .whitelist import _VERSION_SUFFIX, _WHY_SYSCALL, api_names, defined_reason, forbidden_reason
+from .whitelist import _VERSION_SUFFIX, _WHY_SYSCALL, Taken, api_names, defined_reason, forbidden_reason, taken_names
 
 # ---------------------------------------------------------------- reading the object
 
@@ -244,7 +243,7 @@ def symbol_findings(listing: ObjectListing, src: str, api: frozenset[str],
         functions.extend(f for f in sorted(listing.users.get(s.name, ())) if f not in functions)
     findings = [Finding(_names(names), why, lines, functions)
                 for (why, _), (lines, names, functions) in groups.items()]
-    known: list[linkage.Taken] = []
+    known: list[Taken] = []
     for s in listing.defined:
         if not s.name.startswith("_Z") and s.name not in api and re.fullmatch(r"[A-Za-z_]\w*", s.name) \
                 and not known and taken is not None:
@@ -276,7 +275,7 @@ def check_object(build_dir: Path, source: Path, extra: tuple[str, ...] = (),
     except OSError:
         src = ""
     findings = symbol_findings(listing, src, api if api is not None else api_names(), extra,
-                               lambda: linkage.taken_names(build_dir, find_nvcc()))
+                               lambda: taken_names(build_dir, find_nvcc()))
     asm, note = check_host_asm(Path(source), src) if src else ([], "")
     asm = [line for line in asm if not any(line in f.lines for f in findings if f.what.startswith("instr"))]
     if asm:
