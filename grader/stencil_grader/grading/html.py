@@ -3,7 +3,7 @@ and page(title, body), the frame of every page of the grader.
 
 templates/lab.html holds the markup as blocks in str.format's syntax (standard library only),
 filled by fill(), which escapes every value unless it is Markup.  Self-contained: inline CSS and
-SVG (charts.py), no script, no network asset.  Sections and their ids: grader/README.md, section 8.
+SVG (plot.py), no script, no network asset.  Sections and their ids: grader/README.md, section 8.
 Units: GB/s (1e9 bytes), GFLOP/s (1e9 FLOP), milliseconds.
 """
 
@@ -21,7 +21,7 @@ from .. import KIT_ROOT
 from ..base import labspec
 from ..base.files import sha256_of
 from . import plot, progress, score
-from .charts import bandwidth_svg, progress_svg, roofline_svg  # noqa: F401  (part of this module's interface)
+from .plot import bandwidth_svg, progress_svg, roofline_svg  # noqa: F401  (part of this module's interface)
 from .nextstep import next_step, without_prefix as _why
 from .report import write_text
 
