@@ -45,9 +45,8 @@ def _rule(name: str, status: str, message: str, details: list[str] | None = None
 def _not_verified(name: str, data: dict) -> StaticCheck | None:
     """A skipped check saying why, when the audit did not run; None when it did."""
     audit = _audit(data)
-    if audit.get("status") == "ok":
-        return None
-    return _rule(name, "skipped", f"not verified: {audit.get('message') or 'the launch audit did not run'}")
+    return None if audit.get("status") == "ok" else \
+        _rule(name, "skipped", f"not verified: {audit.get('message') or 'the launch audit did not run'}")
 
 
 def stream_check(data: dict) -> StaticCheck:
@@ -274,14 +273,11 @@ def host_memory_check(data: dict) -> StaticCheck:
 def _blind(data: dict) -> str | None:
     """Why the audit cannot vouch for what it saw (records lost), or None."""
     audit = _audit(data)
-    if audit.get("status") != "ok":
+    if audit.get("status") != "ok" or isinstance(lost := audit.get("lost", 0), int) and lost == 0:
         return None
-    lost = audit.get("lost", 0)
-    if not isinstance(lost, int) or lost != 0:
-        return (f"the audit could not see every launch: {lost} record(s) of the audited calls were lost (more "
-                "operations than it keeps, records CUPTI dropped, or a call it could not delimit); every rule it "
-                "feeds fails rather than pass on what it saw")
-    return None
+    return (f"the audit could not see every launch: {lost} record(s) of the audited calls were lost (more "
+            "operations than it keeps, records CUPTI dropped, or a call it could not delimit); every rule it "
+            "feeds fails rather than pass on what it saw")
 
 
 def check_launches(spec: LabSpec, data: dict | None, build_dir: Path) -> list[StaticCheck]:

@@ -273,10 +273,8 @@ def _spread(ys: list[float], gap: float, low: float, high: float) -> list[float]
         placed[k] = max(placed[k], placed[k - 1] + gap)
     if placed and placed[-1] > high:
         placed = [y - min(placed[-1] - high, placed[0] - low) for y in placed]
-    out = [0.0] * len(ys)
-    for k, i in enumerate(order):
-        out[i] = placed[k]
-    return out
+    at = dict(zip(order, placed))
+    return [at[i] for i in range(len(ys))]
 
 
 def roofline_figure(data: RooflineData, title: str):
