@@ -172,24 +172,21 @@ def link_lines(log: str, where: Paths, launchers: tuple[str, ...], header: Path)
     undefined = {m.group(1) for line in lines for m in _UNDEFINED.finditer(line)}
     missing = [name for name in launchers if name in undefined]
     out: list[str] = []
-    if missing:
-        try:
-            text = where.source.read_text(errors="replace")
-        except OSError:
-            text = ""
-        cxx = cxx_definitions(where.build_dir / "kernel.o", missing)
-        for name in missing:
-            decl = declaration(name, header) or f"void {name}(...)"
-            out.append(f'{where.source.name} must define extern "C" {decl}')
-            out.append(f"  (declared in {API_HEADER.as_posix()}: the harness calls it, and the linker found no "
-                       f"function {name} with C linkage in {where.source.name})")
-            for shown in cxx.get(name, []):
-                out.append(f"  {where.source.name} defines {shown} with C++ linkage: to the linker that is "
-                           "another function.")
-                out.append('  Give it exactly these parameters, and C linkage (extern "C", which including '
-                           "stencil_lab.h gives it).")
-        if not text.strip():
-            out.append(f"  ({where.source.name} is empty)")
+    cxx = cxx_definitions(where.build_dir / "kernel.o", missing) if missing else {}
+    for name in missing:
+        out += [f'{where.source.name} must define extern "C" {declaration(name, header) or f"void {name}(...)"}',
+                f"  (declared in {API_HEADER.as_posix()}: the harness calls it, and the linker found no "
+                f"function {name} with C linkage in {where.source.name})"]
+        for shown in cxx.get(name, []):
+            out += [f"  {where.source.name} defines {shown} with C++ linkage: to the linker that is another function.",
+                    '  Give it exactly these parameters, and C linkage (extern "C", which including stencil_lab.h '
+                    "gives it)."]
+    try:
+        empty = not where.source.read_text(errors="replace").strip()
+    except OSError:
+        empty = True
+    if missing and empty:
+        out.append(f"  ({where.source.name} is empty)")
     rest = []
     for line in lines:
         names = set(_UNDEFINED.findall(line))
