@@ -22,8 +22,7 @@ from ..base import labspec
 from ..base.files import sha256_of
 from . import plot, progress, score
 from .plot import bandwidth_svg, progress_svg, roofline_svg  # noqa: F401  (part of this module's interface)
-from .nextstep import next_step, without_prefix as _why
-from .report import write_text
+from .report import next_step, without_prefix as _why, write_text
 
 #: The kit's page templates (lab.html here; the instructor's pages are Jinja2 templates beside it).
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
