@@ -192,7 +192,6 @@ def next_step(report: dict) -> tuple[str, str, str]:
     c, p = report.get("correctness") or {}, report.get("performance") or {}
     gpu = report.get("gpu") or {}
     messages = [str(m) for m in report.get("messages") or []]
-    replay = report.get("replay") or "make check"
     if verdict == "pass":
         return "good", "Full marks.", ("Every case passed and the bandwidth reached the target. To learn more, run "
                                        "make profile, or try the next lab.")
@@ -234,18 +233,15 @@ def next_step(report: dict) -> tuple[str, str, str]:
         failed = c["total"] - (c.get("passed") or 0)
         said = (str(first.get("message") or first.get("outcome")).strip().splitlines() or [""])[0] if first else ""
         return "bad", f"{failed} of {c['total']} correctness cases did not pass: fix the first one.", (
-            f"{first.get('label') if first else ''}: {_sentence(said)} Replay these inputs with: {replay}; make sanitize "
-            "finds out-of-bounds accesses and races.")
+            f"{first.get('label') if first else ''}: {_sentence(said)} Replay these inputs with: "
+            f"{report.get('replay') or 'make check'}; make sanitize finds out-of-bounds accesses and races.")
     if verdict == "constraint":
-        why = without_prefix(p.get("message"))
         return "warn", "Correct, but a constraint of this lab failed: performance earns no points until it passes.", (
-            f"{_sentence(why)} The static checks and launches say what was seen.")
+            f"{_sentence(without_prefix(p.get('message')))} The static checks and launches say what was seen.")
     if verdict == "slow":
-        t = p.get("target") or {}
-        ratio = p.get("ratio")
         return "warn", "Correct, and short of the bandwidth target.", (
-            f"Your kernel moved its bytes at {_num(ratio, '.3f')} of the copy bandwidth; full performance points "
-            f"from {_num(t.get('target'), 'g')}. Run make profile in the lab directory to see what slows it "
+            f"Your kernel moved its bytes at {_num(p.get('ratio'), '.3f')} of the copy bandwidth; full performance "
+            f"points from {_num((p.get('target') or {}).get('target'), 'g')}. Run make profile in the lab directory to see what slows it "
             "down (the handout section that teaches each fix is named).")
     if verdict == "implausible":
         return "bad", "The timing is implausible: no performance points.", without_prefix(p.get("message"))
