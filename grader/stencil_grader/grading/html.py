@@ -133,23 +133,25 @@ def reference_ratio(report: dict) -> float | None:
     now (a report written before reports recorded it); None for the generic table, which has none."""
     target = (report.get("performance") or {}).get("target") or {}
     value = target.get("reference_ratio")
-    if value is None and target.get("table"):
-        try:
-            entry = labspec.load(KIT_ROOT / "labs" / str(report.get("lab")) / "lab.json").targets.get(target["table"])
-            value = entry.reference_ratio if entry else None
-        except (labspec.LabSpecError, OSError):
-            value = None
+    if value is None and target.get("table") and (spec := _lab_spec(report.get("lab"))):
+        value = getattr(spec.targets.get(target["table"]), "reference_ratio", None)
     return value if (value := progress.number(value)) and value > 0 else None
 
 
 def _kind_facts(lab: str | None) -> tuple[float | None, float | None]:
     """(useful FLOP per cell, compulsory bytes per cell) of a lab's first launcher, from its
     lab.json and grader/kinds.json; (None, None) when unknown (lab 7 counts no FLOP)."""
+    launchers = spec.kind.launchers if (spec := _lab_spec(lab)) else []
+    return (launchers[0].flop_per_cell, launchers[0].bytes_per_cell) if len(launchers) == 1 else (None, None)
+
+
+def _lab_spec(lab: str | None) -> labspec.LabSpec | None:
+    """The lab's lab.json as the kit holds it now, or None when it cannot be read (a page never fails
+    for want of a figure)."""
     try:
-        launchers = labspec.load(KIT_ROOT / "labs" / str(lab) / "lab.json").kind.launchers
-        return (launchers[0].flop_per_cell, launchers[0].bytes_per_cell) if len(launchers) == 1 else (None, None)
-    except Exception:                # a page must never fail for want of a figure
-        return None, None
+        return labspec.load(KIT_ROOT / "labs" / str(lab) / "lab.json")
+    except Exception:
+        return None
 
 
 @functools.lru_cache(maxsize=1)

@@ -110,8 +110,7 @@ def to_dict(run: LabRun) -> dict:
     if run.build:
         b = run.build
         report["build"] = {"outcome": b.outcome, "seconds": round(b.seconds, 2), "message": b.message,
-                           "command": b.command,
-                           "kernels": [dict(dataclasses.asdict(k), short_name=k.short_name) for k in b.kernels]}
+                           "command": b.command, "kernels": [dict(dataclasses.asdict(k), short_name=k.short_name) for k in b.kernels]}
     if check:
         report["correctness"].update(
             passed=check.passed, total=check.total, run_status=check.status, run_message=check.message,
@@ -122,11 +121,10 @@ def to_dict(run: LabRun) -> dict:
     if s.target:
         t = s.target
         device = (run.device or {}).get("name") or (run.device or {}).get("device")
-        report["performance"]["target"] = {"table": t.table, "floor": t.target.floor,
-                                           "target": t.target.target, "calibrated": t.target.calibrated,
-                                           "reference_ratio": t.target.reference_ratio, "note": t.note,
-                                           "generic": t.table == "generic",
-                                           "meaning": score.target_meaning(run.spec, t, device)}
+        report["performance"]["target"] = {
+            "table": t.table, "floor": t.target.floor, "target": t.target.target, "calibrated": t.target.calibrated,
+            "reference_ratio": t.target.reference_ratio, "note": t.note, "generic": t.table == "generic",
+            "meaning": score.target_meaning(run.spec, t, device)}
     if run.bench:
         report["performance"].update(bench=run.bench.data, bench_status=run.bench.status,
                                      bench_message=run.bench.message, stderr_tail=run.bench.stderr_tail)
