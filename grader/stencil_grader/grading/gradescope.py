@@ -29,12 +29,10 @@ def tests(report: dict) -> list[dict]:
     if "correctness" not in report:          # a grading that produced no report (instructor mode)
         return [_test(report["lab"], 0.0, report["max_points"],
                       head + "\n" + "\n".join(report.get("messages", [])))]
-    build_lines = [f"build: {report['build']['outcome']}"] if report.get("build") else []
-    if report.get("build") and report["build"]["outcome"] != "ok":
-        build_lines.append(report["build"]["message"])
+    b = report.get("build")
+    build_lines = [f"build: {b['outcome']}"] + ([b["message"]] if b["outcome"] != "ok" else []) if b else []
     for c in report.get("static") or []:
-        build_lines.append(f"static {c['name']}: {c['status']}: {c['message']}")
-        build_lines += ["  " + d for d in c["details"]]
+        build_lines += [f"static {c['name']}: {c['status']}: {c['message']}"] + ["  " + d for d in c["details"]]
     found = [_test("build and static checks", 0.0, 0.0, head + "\n" + "\n".join(build_lines))]
     c = report["correctness"]
     groups = by_tcase(c["cases"])
@@ -43,8 +41,8 @@ def tests(report: dict) -> list[dict]:
         scores = _split(c["points"], [sum(x["outcome"] == "pass" for x in groups[n]) for n in names]) \
             if c["points"] else [0.0] * len(names)
         maxima = _split(c["max_points"], [len(groups[n]) for n in names])
-        for name, got, most in zip(names, scores, maxima):
-            found.append(_test(f"correctness: {name}", got, most, "\n".join(_case_line(x) for x in groups[name])))
+        found += [_test(f"correctness: {name}", got, most, "\n".join(_case_line(x) for x in groups[name]))
+                  for name, got, most in zip(names, scores, maxima)]
     else:
         found.append(_test("correctness", c["points"], c["max_points"], f"{c['verdict']}: {c['message']}"))
     p = report["performance"]
@@ -64,8 +62,7 @@ def results(report: dict, leaderboard: list[dict] | None = None) -> dict:
     entry without a name or a value, or with another order)."""
     found = tests(report)
     data = {"score": round(float(report["points"]), 2),
-            "output": found[0]["output"].splitlines()[0] if found else "",
-            "tests": found,
+            "output": found[0]["output"].splitlines()[0] if found else "", "tests": found,
             "extra_data": {"lab": report.get("lab"), "verdict": report.get("verdict"),
                            "max_points": report.get("max_points"), "bonus": bool(report.get("bonus"))}}
     if leaderboard is not None:
