@@ -97,14 +97,12 @@ class CheckStream:
         self.seed: int | None = None
         self.device: dict | None = None
         self.tests: list[XmlTest] = []
-        self.elements: list[str] = []
+        self.elements: list[str] = []       # each test's raw text
         self.stop_kind: str | None = None      # "case_timeout" or "stall"
         self.stop_reason: str | None = None
-        self._head = ""
-        self._pending = ""
+        self._head, self._pending, self._last = "", "", time.monotonic()
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._lock = threading.Lock()
-        self._last = time.monotonic()
 
     def feed(self, chunk: bytes) -> None:
         text = self._decoder.decode(chunk)

@@ -302,8 +302,7 @@ def sandbox_line(layers: dict) -> str | None:
 
 def render_text(report: dict, colour: bool = False) -> str:
     """The terminal table of one JSON report; its first line is the seed."""
-    out = [seed_line(report),
-           f"Lab {report['lab']}: {report['title']}",
+    out = [seed_line(report), f"Lab {report['lab']}: {report['title']}",
            f"  source {display_path(report['source'])} (impl {report['impl']})",
            f"  build dir {display_path(report['build_dir'])}", ""]
     b = report["build"]

@@ -1,13 +1,8 @@
-"""What the compiled student object may link against and define: the whitelist of external
-symbols, why anything else is forbidden, and which definitions the object may hold.
-
-symbols.py reads the object (nm, objdump) and applies these rules; grader/README.md, section
-Threat model, says why each exists.  A C name may not be one that check and bench link with
-(taken_names): every symbol, defined or referenced, read from the libraries themselves
-(`readelf -d` and `nm -D` of the shared ones, recursively; `nm -g` of the harness objects,
-libharness.a, libcheck.a, the CUDA runtime), never from a list kept by hand.  taken_names() never
-raises: Taken.error says what could not be read, and a C-linkage definition it could not clear
-is refused.
+"""What the compiled student object may link against and define (symbols.py applies it; grader/README.md,
+section 6, says why): the whitelist of external symbols, why anything else is forbidden, and which
+definitions it may hold: no C name that what check and bench link with defines or uses (taken_names,
+read from the libraries' own symbol tables; Taken.error when they cannot be read, and then the
+definition is refused).
 """
 
 from __future__ import annotations
