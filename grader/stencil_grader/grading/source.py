@@ -30,63 +30,35 @@ _HARNESS_INCLUDE = ("the harness's header: the student file sees only stencil_la
 
 # ---------------------------------------------------------------- C/C++ source
 
-_RAW_PREFIX = re.compile(r"(?:^|[^A-Za-z0-9_])(?:u8|u|U|L)?R$")
-_NUMBER_START = re.compile(r"[A-Za-z0-9_.']*$")
+#: One token the rules must not read inside: a comment; a number (so that the ' of 1'000 starts no
+#: character literal); a raw string R"delim(...)delim" (prefixes u8, u, U, L); a string or character
+#: literal, to its closing quote or its line's end (a backslash escapes the next character, a newline too).
+_LEXEME = re.compile(r"""
+    (?P<comment>//(?:\\.|[^\\\n])*\\?|/\*.*?(?:\*/|\Z))
+  | (?<![A-Za-z0-9_.'])[0-9][A-Za-z0-9_.']*
+  | (?<![A-Za-z0-9_])(?:u8|u|U|L)?R"(?:(?P<raw>(?P<delim>[^(]*)\(.*?\)(?P=delim))"|(?P<open_raw>.*))
+  | (?P<quote>["'])(?P<literal>(?:\\.|(?!(?P=quote))[^\\\n])*\\?)(?P=quote)?""", re.S | re.X)
 
 
 def strip_source(src: str) -> tuple[str, str]:
     """(src without comments, src without comments and literals' contents), blanked with spaces: both
     keep src's length and every newline, so offsets and line numbers carry over."""
-    code = list(src)      # comments blanked
-    bare = list(src)      # comments and literal contents blanked
-    i, n = 0, len(src)
-
-    def blank(start: int, end: int, also_code: bool) -> None:
+    code, bare = list(src), list(src)
+    for m in _LEXEME.finditer(src):
+        if m.group("comment") is not None:
+            start, end, also_code = m.start(), m.end(), True
+        elif m.group("raw") is not None or m.group("quote"):
+            start, end, also_code = *m.span("raw" if m.group("raw") is not None else "literal"), False
+        elif m.group("open_raw") is not None:          # unterminated: blanked to the last character but one
+            start, end, also_code = m.start("open_raw"), len(src) - 1, False
+        else:
+            continue                                   # a number
         for k in range(start, end):
             if src[k] != "\n":
                 bare[k] = " "
                 if also_code:
                     code[k] = " "
-
-    while i < n:
-        ch = src[i]
-        nxt = src[i + 1] if i + 1 < n else ""
-        if ch == "/" and nxt == "/":
-            end = i
-            while end < n and src[end] != "\n":
-                end += 2 if src[end] == "\\" and end + 1 < n else 1
-            blank(i, end, True)
-            i = end
-        elif ch == "/" and nxt == "*":
-            end = src.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            blank(i, end, True)
-            i = end
-        elif ch == '"' and _RAW_PREFIX.search(src[max(0, i - 4):i]):
-            open_paren = src.find("(", i)
-            delim = src[i + 1:open_paren] if open_paren >= 0 else ""
-            close = src.find(")" + delim + '"', open_paren + 1) if open_paren >= 0 else -1
-            end = n if close < 0 else close + len(delim) + 2
-            blank(i + 1, end - 1, False)
-            i = end
-        elif ch in "\"'":
-            if ch == "'" and _is_digit_separator(src, i):
-                i += 1
-                continue
-            end = i + 1
-            while end < n and src[end] != ch and src[end] != "\n":
-                end += 2 if src[end] == "\\" else 1
-            blank(i + 1, min(end, n), False)
-            i = end + 1
-        else:
-            i += 1
     return "".join(code), "".join(bare)
-
-
-def _is_digit_separator(src: str, i: int) -> bool:
-    """True for the ' in 1'000'000 (C++14): the token before it starts with a digit."""
-    token = _NUMBER_START.search(src[max(0, i - 64):i]).group(0)
-    return bool(token) and token[0].isdigit()
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]*)[>"]', re.MULTILINE)
