@@ -67,12 +67,9 @@ def student_view(report: dict) -> dict:
     "labs/<lab>", the kit's folder relative; impl "submission", build_dir None, and replay the
     student's command in their own kit.  The starter's and reference's keep their paths."""
     lab = report.get("lab", "")
-    pairs: list[tuple[str, str]] = []
     graded_folder = report.get("impl") not in (None, "starter", "reference")
-    if graded_folder:
-        for key, new in (("source", "kernel.cu"), ("build_dir", "build"), ("impl", ".")):
-            if report.get(key):
-                pairs.append((str(report[key]), new))
+    pairs = [(str(report[key]), new) for key, new in (("source", "kernel.cu"), ("build_dir", "build"), ("impl", "."))
+             if graded_folder and report.get(key)]
     lab_dir = report.get("lab_dir")
     if lab_dir and Path(lab_dir).is_absolute():
         pairs.append((str(lab_dir), f"labs/{lab}"))

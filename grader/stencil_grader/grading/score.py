@@ -242,14 +242,12 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
     if check is None:
         # Nothing ran: whatever else is known (a failed constraint), no grade is (rule 5).
         reason = f"not measured: {not_measured or 'correctness did not run'}"
-        corr = StageScore("not_measured", 0.0, p.correctness, reason)
-        perf = StageScore("not_measured", 0.0, p.performance, reason)
-        messages = [reason]
-        if static is not None and static.constraint_failed:
-            perf = StageScore("not_measured", 0.0, p.performance, f"{reason}; and {_CONSTRAINT_ZERO}")
-            messages.append("a constraint of this lab failed (see static checks): performance will get 0 "
-                            "once measured")
-        return Score("not_measured", corr, perf, messages=messages)
+        failed = static is not None and static.constraint_failed
+        return Score("not_measured", StageScore("not_measured", 0.0, p.correctness, reason),
+                     StageScore("not_measured", 0.0, p.performance,
+                                f"{reason}; and {_CONSTRAINT_ZERO}" if failed else reason),
+                     messages=[reason] + (["a constraint of this lab failed (see static checks): performance will "
+                                           "get 0 once measured"] if failed else []))
 
     corr = _correctness(spec, check)
     benchable, why_not = may_bench(static, check)

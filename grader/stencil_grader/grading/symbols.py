@@ -282,9 +282,8 @@ def check_object(build_dir: Path, source: Path, extra: tuple[str, ...] = (),
         findings.append(Finding("host-side inline assembly (asm)",
                                 "host code is C++ only; inline PTX belongs in device functions", asm[:3]))
     if not findings:
-        message = (f"{len(listing.undefined)} external symbols of kernel.o, all on the whitelist; "
-                   "no system-call instruction")
-        return StaticCheck(name, "pass", "forbidden", message + (f"; {note}" if note else ""))
+        return StaticCheck(name, "pass", "forbidden", f"{len(listing.undefined)} external symbols of kernel.o, all on "
+                           "the whitelist; no system-call instruction" + (f"; {note}" if note else ""))
     more = [f"... and {len(findings) - MAX_REPORTED} more"] if len(findings) > MAX_REPORTED else []
     details = [f.describe() for f in findings[:MAX_REPORTED]] + more + ([note] if note else [])
     return StaticCheck(name, "fail", "forbidden",
