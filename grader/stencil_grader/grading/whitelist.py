@@ -21,36 +21,24 @@ from .source import strip_source
 # ---------------------------------------------------------------- the whitelist
 
 #: nvcc's own host code: fatbinary registration, kernel stubs, launch configuration.
-NVCC_SUPPORT = frozenset({
-    "__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd", "__cudaUnregisterFatBinary",
-    "__cudaRegisterFunction", "__cudaRegisterVar", "__cudaInitModule",
-    "__cudaPushCallConfiguration", "__cudaPopCallConfiguration",
-    "__cudaLaunchKernel", "__cudaLaunchKernel_ptsz", "__cudaGetKernel",
-})
+NVCC_SUPPORT = frozenset((
+    "__cudaRegisterFatBinary __cudaRegisterFatBinaryEnd __cudaUnregisterFatBinary __cudaRegisterFunction "
+    "__cudaRegisterVar __cudaInitModule __cudaPushCallConfiguration __cudaPopCallConfiguration __cudaLaunchKernel "
+    "__cudaLaunchKernel_ptsz __cudaGetKernel").split())
 
 #: CUDA runtime calls a launcher needs.  Each may also appear with the _ptsz / _ptds
 #: suffix (per-thread default stream) or as a versioned _v2.
-RUNTIME_ALLOWED = frozenset({
-    # launch and its configuration
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
-    "cudaFuncGetAttributes", "cudaFuncSetAttribute", "cudaFuncSetCacheConfig",
-    "cudaFuncSetSharedMemConfig",
-    # error queries
-    "cudaGetLastError", "cudaPeekAtLastError", "cudaGetErrorString", "cudaGetErrorName",
-    # occupancy
-    "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
-    "cudaOccupancyAvailableDynamicSMemPerBlock", "cudaOccupancyMaxPotentialClusterSize",
-    "cudaOccupancyMaxActiveClusters",
-    # the device and its attributes
-    "cudaGetDevice", "cudaDeviceGetAttribute", "cudaGetDeviceProperties", "cudaDeviceGetLimit",
-    "cudaRuntimeGetVersion", "cudaDriverGetVersion",
-    # symbol addresses (a static __device__ scratch array)
-    "cudaGetSymbolAddress", "cudaGetSymbolSize",
-    # asynchronous memset and memcpy on the stream (static.py checks a copy's direction)
-    "cudaMemsetAsync", "cudaMemset2DAsync", "cudaMemcpyAsync", "cudaMemcpy2DAsync",
-    "cudaMemcpyToSymbolAsync",
-})
+RUNTIME_ALLOWED = frozenset((
+    "cudaLaunchKernel cudaLaunchKernelExC cudaLaunchCooperativeKernel cudaFuncGetAttributes "    # launch and its
+    "cudaFuncSetAttribute cudaFuncSetCacheConfig cudaFuncSetSharedMemConfig "                    # configuration
+    "cudaGetLastError cudaPeekAtLastError cudaGetErrorString cudaGetErrorName "                  # error queries
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags "
+    "cudaOccupancyAvailableDynamicSMemPerBlock cudaOccupancyMaxPotentialClusterSize cudaOccupancyMaxActiveClusters "
+    "cudaGetDevice cudaDeviceGetAttribute cudaGetDeviceProperties cudaDeviceGetLimit "           # the device
+    "cudaRuntimeGetVersion cudaDriverGetVersion "
+    "cudaGetSymbolAddress cudaGetSymbolSize "                  # symbol addresses (a static __device__ scratch array)
+    # asynchronous memset and memcpy on the stream (source.py signals a copy's direction)
+    "cudaMemsetAsync cudaMemset2DAsync cudaMemcpyAsync cudaMemcpy2DAsync cudaMemcpyToSymbolAsync").split())
 
 #: The C math library, float (f) and long double (l) forms included.
 _MATH_BASES = (
@@ -69,12 +57,10 @@ MATH = frozenset(b + s for b in _MATH_BASES for s in ("", "f", "l")) | frozenset
 #: references it.  A launcher that calls exit itself gains nothing: the Check runner's exit
 #: guard (grader/harness/check_runner.c) turns an exit in the middle of a case into a crash,
 #: and a bench that exits early prints no figures.
-COMPILER_SUPPORT = frozenset({
-    "__gxx_personality_v0", "_Unwind_Resume", "__cxa_guard_acquire", "__cxa_guard_release",
-    "__cxa_guard_abort", "__cxa_atexit", "atexit", "__dso_handle", "__cxa_begin_catch",
-    "__cxa_end_catch", "__cxa_pure_virtual", "__stack_chk_fail", "_GLOBAL_OFFSET_TABLE_",
-    "memcpy", "memmove", "memset", "_ZSt9terminatev", "__assert_fail", "exit",
-})
+COMPILER_SUPPORT = frozenset((
+    "__gxx_personality_v0 _Unwind_Resume __cxa_guard_acquire __cxa_guard_release __cxa_guard_abort __cxa_atexit "
+    "atexit __dso_handle __cxa_begin_catch __cxa_end_catch __cxa_pure_virtual __stack_chk_fail _GLOBAL_OFFSET_TABLE_ "
+    "memcpy memmove memset _ZSt9terminatev __assert_fail exit").split())
 
 _VERSION_SUFFIX = re.compile(r"(_v\d+)?(_ptsz|_ptds)?$")
 
