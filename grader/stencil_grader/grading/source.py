@@ -71,17 +71,17 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def _arguments(text: str, open_paren: int) -> str:
-    """The text between the parenthesis at open_paren and its match (to the end when unmatched)."""
-    depth = 0
-    for i in range(open_paren, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return text[open_paren + 1:i]
-    return text[open_paren + 1:]
+def _arguments(text: str) -> list[str]:
+    """text, what follows an opening parenthesis, split at its top-level commas, to the parenthesis that
+    closes it (to its end when none does)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0 or ch == "," and depth == 0:
+            parts, start = parts + [text[start:i]], i + 1
+        if depth < 0:
+            return parts
+    return parts + [text[start:]]
 
 
 def lexical_findings(src: str) -> list[tuple[int, str, str]]:
@@ -95,7 +95,7 @@ def lexical_findings(src: str) -> list[tuple[int, str, str]]:
     findings += [(_line_of(bare, m.start()), m.group(0), _TO_HOST) for m in _IDENT.finditer(bare)
                  if m.group(0) in HOST_COPY_KINDS]
     findings += [(_line_of(bare, m.start()), m.group(1), _UNNAMED_KIND) for m in _ASYNC_COPY.finditer(bare)
-                 if not set(_IDENT.findall(_arguments(bare, m.end() - 1))) & {*ALLOWED_COPY_KINDS, *HOST_COPY_KINDS}]
+                 if not set(_IDENT.findall(" ".join(_arguments(bare[m.end():])))) & {*ALLOWED_COPY_KINDS, *HOST_COPY_KINDS}]
     return sorted(findings)
 
 
@@ -158,13 +158,9 @@ def block_size_findings(src: str) -> list[tuple[int, int]]:
     found = []
     for m in _LAUNCH.finditer(bare):
         config = bare[m.end():bare.find(">>>", m.end())]
-        depth, cuts = 0, [-1]                     # the top-level commas
-        for i, ch in enumerate(config):
-            depth += (ch == "(") - (ch == ")")
-            cuts += [i] if ch == "," and depth == 0 else []
-        if len(cuts) < 2:
+        if len(parts := _arguments(config)) < 2:
             continue
-        block = config[cuts[1] + 1:cuts[2] if len(cuts) > 2 else len(config)].strip()
+        block = parts[1].strip()
         inner = re.fullmatch(r"dim3[ \t]*\((.*)\)", block, re.DOTALL)
         threads = _threads(inner.group(1), constants) if inner else blocks.get(block, _constant_value(block, constants))
         if threads is not None and threads > MAX_THREADS_PER_BLOCK:
