@@ -73,15 +73,10 @@ def kernel_labels(names: list[str]) -> dict[str, str]:
 def simplify(demangled: str) -> str:
     """A demangled name without template arguments and parameter lists, for messages:
     'std::basic_filebuf::open' for 'std::basic_filebuf<char, ...>::open(char const*, ...)'."""
-    out, depth = [], 0
-    for ch in demangled:
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    text = "".join(out).strip()
+    text = demangled
+    while (inner := re.sub(r"<[^<>]*>", "", text)) != text:       # innermost template arguments first
+        text = inner
+    text = text.split("<", 1)[0].strip()                           # an unclosed one: the rest too
     for suffix in (" const", " volatile", " &", " &&"):
         text = text.removesuffix(suffix)
     if not text.startswith(("vtable", "VTT", "typeinfo")):
