@@ -327,8 +327,7 @@ def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, pea
     """The roofline with the points and the dashed ceilings, as PNG at `path` (title default
     "Roofline: <device>").  False, and no file, without matplotlib; ValueError (roofline_data) first."""
     data = roofline_data(points, copy_gbps, peak_gflops, ceilings)
-    plt = pyplot()
-    if plt is None:
+    if (plt := pyplot()) is None:
         return False
     fig, _, _ = roofline_figure(data, title or f"Roofline: {device}")
     fig.savefig(path, dpi=120, bbox_inches="tight")
@@ -348,8 +347,7 @@ def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
     for label, ratio, _ in rows:
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio < math.inf:
             raise ValueError(f"ratio of {label!r} must be a finite number >= 0, got {ratio!r}")
-    plt = pyplot()
-    if plt is None:
+    if (plt := pyplot()) is None:
         return False
     labels, ratios, parts = zip(*rows[::-1]) if rows else ((), (), ())
     names = list(dict.fromkeys(parts[::-1]))              # the parts in the rows' order
@@ -389,8 +387,7 @@ def lab_roofline(kind: "Kind", bench: dict | None, path: str | Path) -> str | No
     single = kind.launchers[0] if len(kind.launchers) == 1 and kind.launchers[0].flop_per_cell else None
     if not bench or not bench.get("output_ok") or single is None or not bench.get("sm_count"):
         return None
-    clock = max_sm_clock_mhz()
-    if not clock or pyplot() is None:
+    if not (clock := max_sm_clock_mhz()) or pyplot() is None:
         return None
     roofline([point_from_gbps("your kernel", bench["gbps"], single)], bench.get("device", "GPU"), bench["copy_gbps"],
              peak_fp32_gflops(int(bench["sm_count"]), clock), path)

@@ -178,8 +178,7 @@ def host_asm_lines(translation: str, source: Path) -> list[int]:
     target = str(Path(source).resolve())
     for text in translation.splitlines():
         if m := _LINE_MARKER.match(text):
-            number = int(m.group(1))
-            current = m.group(2)
+            number, current = int(m.group(1)), m.group(2)
             continue
         if current is not None and (current == target or Path(current).name == source.name
                                     and Path(current).resolve() == Path(target)) and _ASM_KEYWORD.search(text):
