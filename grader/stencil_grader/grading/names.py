@@ -4,6 +4,7 @@ simplify() (no template arguments nor parameters, for the symbol check's message
 
 from __future__ import annotations
 
+import collections
 import re
 import shutil
 
@@ -32,12 +33,8 @@ def demangle(names: list[str]) -> dict[str, str]:
 def short_name(mangled: str) -> str:
     """'tiled' for '_Z5tiledPKfPfi'; other names (extern "C", nested) unchanged."""
     m = _MANGLED.match(mangled)
-    if m:
-        length = int(m.group(1))
-        name = mangled[m.end():m.end() + length]
-        if len(name) == length:
-            return name
-    return mangled
+    name = mangled[m.end():m.end() + int(m.group(1))] if m else ""
+    return name if m and len(name) == int(m.group(1)) else mangled
 
 
 def kernel_label(mangled: str) -> str:
@@ -65,8 +62,7 @@ def kernel_labels(names: list[str]) -> dict[str, str]:
         else:
             full[name] = _without_return_type(demangled)
             labels[name] = _without_return_type(_without_parameters(demangled))
-    clashes = {label for label in labels.values()
-               if len({n for n in labels if labels[n] == label}) > 1}
+    clashes = {label for label, count in collections.Counter(labels.values()).items() if count > 1}
     return {name: full[name] if labels[name] in clashes else labels[name] for name in names}
 
 
