@@ -241,10 +241,7 @@ def ldconfig_cache() -> dict[str, str]:
         return {}
     entries = [m.groups() for line in process.run([tool, "-p"], TOOL_TIMEOUT_S).stdout.splitlines()
                if (m := _CACHE_LINE.match(line))]
-    cache: dict[str, str] = {}
-    for name, _, path in sorted(entries, key=lambda e: "64" not in e[1]):
-        cache.setdefault(name, path)
-    return cache
+    return {name: path for name, _, path in reversed(sorted(entries, key=lambda e: "64" not in e[1]))}
 
 
 def shared_libraries(programs: list[Path]) -> tuple[list[Path], list[str]]:
@@ -264,9 +261,9 @@ def shared_libraries(programs: list[Path]) -> tuple[list[Path], list[str]]:
                 or next((Path(d) / name for d in _SYSTEM_DIRS if (Path(d) / name).is_file()), None)
             if where is None:
                 missing.append(name)
-                continue
-            found[name] = where
-            todo.append((where, runpath + inherited))
+            else:
+                found[name] = where
+                todo.append((where, runpath + inherited))
     return list(found.values()), missing
 
 
