@@ -116,8 +116,7 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
     for a failing build (BuildResult.outcome), ValueError for a malformed define."""
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
-    kit = Path(lab_dir).absolute().parents[1]
-    lab = Path(lab_dir).name
+    kit, lab = Path(lab_dir).absolute().parents[1], Path(lab_dir).name
     source = impl_source(lab, impl, kit)
     result = BuildResult("ok", [], build_dir)
     for what, path in (("the kit's folder", kit), ("the build directory", build_dir)):
@@ -147,13 +146,11 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
     elif run.returncode != 0:
         result.outcome = "compile_error"
         result.message = compile_error_message(log, where, lab_dir, started, run.describe())
-    else:
-        ptxas = build_dir / "ptxas.log"
-        if ptxas.is_file():
-            result.kernels = parse_ptxas_log(ptxas.read_text(errors="replace"))
-            labels = names.kernel_labels([k.name for k in result.kernels])
-            for k in result.kernels:
-                k.label = labels[k.name]
+    elif (ptxas := build_dir / "ptxas.log").is_file():
+        result.kernels = parse_ptxas_log(ptxas.read_text(errors="replace"))
+        labels = names.kernel_labels([k.name for k in result.kernels])
+        for k in result.kernels:
+            k.label = labels[k.name]
     return result
 
 
