@@ -362,9 +362,7 @@ def render_lab_html(report: dict, profile: dict | None = None, stale_note: str |
 def matching_profile(report: dict) -> tuple[dict | None, str | None]:
     """BUILD_DIR/profile.json when it was profiled from the source this report graded (same
     sha256), else (None, why not)."""
-    build_dir = report.get("build_dir")
-    path = Path(build_dir) / "profile.json" if build_dir else None
-    if path is None or not path.is_file():
+    if not (build_dir := report.get("build_dir")) or not (path := Path(build_dir) / "profile.json").is_file():
         return None, None
     try:
         profile = json.loads(path.read_text())

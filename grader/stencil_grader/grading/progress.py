@@ -89,8 +89,7 @@ def read(path: str | Path) -> list[dict]:
     """The entries of the history at path, oldest first ([] when there is none); a line that is
     no JSON object (cut short by a killed writer) is skipped."""
     try:
-        with open(path, "rb") as f:
-            lines = f.read().splitlines()
+        lines = Path(path).read_bytes().splitlines()
     except OSError:
         return []
     found = []
