@@ -21,8 +21,15 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def parsed(text: str) -> list[checkstream.XmlTest]:
+    """The results a CheckStream reads from text (a Check XML log, whole or cut short)."""
+    stream = checkstream.CheckStream(None)
+    stream.feed(text.encode())
+    return stream.tests
+
+
 def test_real_xml_log_outcomes():
-    tests = checkstream.parse_check_xml((DATA / "check_log.xml").read_text())
+    tests = parsed((DATA / "check_log.xml").read_text())
     got = [(t.tcase, t.iteration, t.test_id, checkstream.classify(t.result, t.message)) for t in tests]
     assert got == [("basic", 0, "t_pass", "pass"), ("basic", 0, "t_fail", "fail"),
                    ("crashes", 0, "t_segv", "crash"), ("crashes", 0, "t_hang", "timeout"),
@@ -55,10 +62,10 @@ def test_classify(result, message, outcome):
 def test_truncated_log_keeps_complete_tests():
     text = (DATA / "check_log.xml").read_text()
     cut = text.index("<id>t_hang</id>")                      # killed while writing the 4th test
-    tests = checkstream.parse_check_xml(text[:cut])
+    tests = parsed(text[:cut])
     assert [t.test_id for t in tests] == ["t_pass", "t_fail", "t_segv"]
-    assert checkstream.parse_check_xml("") == []
-    assert checkstream.parse_check_xml("<?xml version='1.0'?>\n<testsuites xmlns=") == []
+    assert parsed("") == []
+    assert parsed("<?xml version='1.0'?>\n<testsuites xmlns=") == []
 
 
 def test_list_parsing():
@@ -112,7 +119,7 @@ def test_stream_reads_seed_and_results_across_chunk_boundaries():
     assert [t.test_id for t in stream.tests][:4] == ["t_pass", "t_fail", "t_segv", "t_hang"]
     assert stream.stop_kind == "case_timeout" and "crashes #0 timed out" in stream.stop_reason
     assert stream.poll(0.0) == stream.stop_reason
-    assert checkstream.parse_check_xml(stream.xml_log())[0].test_id == "t_pass"
+    assert parsed(checkstream.xml_log(stream.elements))[0].test_id == "t_pass"
 
 
 def test_stream_without_a_gpu_announces_no_cases():
@@ -172,7 +179,7 @@ log.write("{HEADER}")
     assert (run.status, run.exit_status, run.seed, run.passed, run.total) == ("ok", 0, 31, 3, 3)
     assert [c.label for c in run.cases] == ["nx=1 ny=1", "nx=2 ny=2", "nx=3 ny=3"]
     assert (tmp_path / "check.xml").is_file() and run.xml_log == tmp_path / "check.xml"
-    assert len(checkstream.parse_check_xml((tmp_path / "check.xml").read_text())) == 3
+    assert len(parsed((tmp_path / "check.xml").read_text())) == 3
     assert run.sandbox["directory"].startswith("on")
 
 
@@ -381,4 +388,4 @@ def test_real_check_suite_end_to_end(tmp_path):
     assert run.reruns == list(range(2, 10)) and run.device["name"].startswith("no GPU")
     assert list(dict.fromkeys(c.tcase for c in run.cases)) == ["basic", "crashes", "edges"]   # as listed
     assert (tmp_path / "check.xml").is_file()
-    assert len(checkstream.parse_check_xml((tmp_path / "check.xml").read_text())) >= 4   # what Check sent
+    assert len(parsed((tmp_path / "check.xml").read_text())) >= 4   # what Check sent

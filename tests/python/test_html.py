@@ -21,7 +21,8 @@ import pytest
 from conftest import DATA, KIT_ROOT
 from stencil_grader.base.files import sha256_of
 from stencil_grader.classes import classhtml, grades, outdir
-from stencil_grader.grading import html, nextstep
+from stencil_grader.grading import html
+from stencil_grader.grading.report import next_step
 
 HTML_DATA = DATA / "html"
 REPORT = HTML_DATA / "report-02-shared-tiling--diag_bank_conflicts.json"
@@ -181,7 +182,7 @@ def test_a_compile_error_keeps_its_lines_and_carets():
                                      "missing", "grader_error"])
 def test_every_verdict_has_a_next_step(verdict):
     r = dict(report(), verdict=verdict)
-    tone, headline, detail = nextstep.next_step(r)
+    tone, headline, detail = next_step(r)
     assert tone in ("good", "warn", "bad") and headline.strip() and detail.strip()
     assert ".." not in detail
 

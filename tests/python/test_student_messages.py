@@ -9,7 +9,8 @@ import pytest
 
 from conftest import KIT_ROOT, run_grade
 from stencil_grader.base import toolkit
-from stencil_grader.grading import nextstep, source
+from stencil_grader.grading import source
+from stencil_grader.grading.report import next_step
 
 needs_nvcc = pytest.mark.skipif(not toolkit.find_nvcc() or shutil.which("pkg-config") is None
                                 or subprocess.run(["pkg-config", "--exists", "check"]).returncode != 0,
@@ -31,7 +32,7 @@ def test_a_static_failure_without_a_gpu_is_named_in_the_next_step(tmp_path):
     """Lab 3's dividing starter: the closing line names the static failure."""
     report = _grade("03-boundary-neat", (KIT_ROOT / "starter/03-boundary-neat/kernel.cu").read_text(), tmp_path)
     assert any(s["name"] == "no div/rem" and s["status"] == "fail" for s in report["static"])
-    tone, headline, detail = nextstep.next_step(report)
+    tone, headline, detail = next_step(report)
     assert "passed the static checks" not in detail
     assert "a static check failed (no div/rem:" in detail
 
@@ -40,7 +41,7 @@ def test_the_next_step_of_a_synthetic_report_names_every_failed_check():
     report = {"verdict": "not_measured", "build": {"outcome": "ok"}, "gpu": {"status": "no_gpu", "message": "no GPU"},
               "static": [{"name": "shared memory", "status": "fail", "message": "no kernel reads a tile"},
                          {"name": "notes", "status": "warn", "message": "1 thing", "details": ["line 3: a block"]}]}
-    detail = nextstep.next_step(report)[2]
+    detail = next_step(report)[2]
     assert "a static check failed (shared memory: no kernel reads a tile)" in detail
     assert "Note: line 3: a block." in detail
 

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from stencil_grader.grading import linkage, names, symbols, whitelist
+from stencil_grader.grading import names, symbols, whitelist
 
 
 @pytest.mark.parametrize("name", [
@@ -110,7 +110,7 @@ def linked(tmp_path_factory):
     (build / "runner.o").rename(build / "check_runner.o")
     subprocess.run(["cc", "-o", str(build / "check"), str(build / "check_runner.o"), str(build / "harness.o"),
                     *libs], check=True)
-    return linkage.taken_names(build, symbols.find_nvcc())
+    return whitelist.taken_names(build, symbols.find_nvcc())
 
 
 @needs_toolchain
@@ -135,7 +135,7 @@ def test_a_c_linkage_name_is_refused_only_where_a_real_library_defines_it(linked
 def test_reserved_and_unchecked_names_are_refused(linked):
     assert "reserved" in whitelist.defined_reason("__gmon_start__", frozenset(), "T", linked)
     assert "reserved" in whitelist.defined_reason("_Exit_hook", frozenset(), "T", linked)
-    unread = linkage.Taken(error="readelf is not installed")
+    unread = whitelist.Taken(error="readelf is not installed")
     assert "could not be read (readelf is not installed)" in whitelist.defined_reason("stencil_kernel",
                                                                                       frozenset(), "T", unread)
 

@@ -2,24 +2,10 @@
 
     make -C LABDIR build IMPL=<starter|reference|DIR> BUILD_DIR=<dir> [CUDA_ARCH=90] [KERNEL_DEFINES=...]
 
-A non-zero exit of make is a compile error.  After a good build BUILD_DIR holds
-check, bench, kernel.o, kernel.ptx and ptxas.log (grader/README.md, section
-Build); the kernels of ptxas.log get readable labels that tell template
-instances apart (names.kernel_labels).
-
-make's whole output, harness commands included, is kept for instructors as
-BUILD_DIR/build.log; what a student reads of a failed build (BuildResult.message)
-is buildmessage.py's (failure_message: the compiler's diagnostics about the
-student's own file, without the harness's build).  A kernel.cu that is not text
-(NUL bytes: a binary file, or UTF-16) or is over MAX_SOURCE_BYTES is refused
-before make runs, in one line.
-
-No path that someone else named reaches make: the kernel.cu of IMPL=DIR (a student's
-folder, whatever its name: spaces, quotes, `$(...)`) is copied to
-BUILD_DIR/src/<lab>/kernel.cu (stage_source) and make is given IMPL=BUILD_DIR/src.
-make splits its variables at spaces and expands `$`, and lab.mk's recipes hand them
-to the shell, so the kit's folder and BUILD_DIR themselves must be plain paths
-(make_path_problem); a build where one is not is a kit error (no grade), never a 0.
+make's whole output goes to BUILD_DIR/build.log; a failed build's message is buildmessage.py's.
+The kernel.cu of IMPL=DIR is copied to BUILD_DIR/src/<lab>/kernel.cu (stage_source), so no path a
+student named reaches make; the kit and BUILD_DIR must be paths make can take (make_path_problem),
+else kit_error.  grader/README.md, section 1.
 """
 
 from __future__ import annotations
@@ -47,17 +33,9 @@ STAGED = "src"
 
 @dataclass
 class KernelResources:
-    """What ptxas reported for one function on one architecture.
-
-    registers: registers per thread (None for a device function: ptxas reports
-        only its stack and spills).
-    smem_bytes: static shared memory per block, in bytes (dynamic shared memory
-        is sized at launch and not in the report).
-    spill_stores, spill_loads, stack_bytes: bytes per thread.
-    label: the name shown to people (names.kernel_labels): 'tiled', or
-        'stencil3d_zmarch_kernel<true>' for one instance of a kernel template;
-        "" until build() sets it.
-    """
+    """What ptxas reported for one function on one architecture: registers per thread (None for a
+    device function), static shared memory per block and spills and stack per thread in bytes;
+    label: the name people read (names.kernel_labels), "" until build() sets it."""
 
     name: str
     arch: str | None
@@ -76,9 +54,8 @@ class KernelResources:
 
 @dataclass
 class BuildResult:
-    """outcome: "ok", "compile_error" or "timeout"; message: when it failed, what the student
-    reads (module docstring; make's whole output is BUILD_DIR/build.log); seconds: wall-clock
-    time of make."""
+    """outcome: "ok", "compile_error", "kit_error" or "timeout"; message: what the student reads of a
+    failure; seconds: make's wall-clock time."""
 
     outcome: str
     command: list[str]
@@ -93,11 +70,8 @@ class BuildResult:
 
 
 def impl_source(lab: str, impl: str, kit_root: Path = KIT_ROOT) -> Path:
-    """The kernel.cu that `make build IMPL=impl` compiles for this lab.
-
-    starter / reference: KIT/starter/<lab>/kernel.cu, KIT/reference/<lab>/kernel.cu;
-    a directory DIR: DIR/<lab>/kernel.cu when it exists, else DIR/kernel.cu.
-    """
+    """The kernel.cu that `make build IMPL=impl` compiles: KIT/<impl>/<lab>/kernel.cu for starter and
+    reference, else DIR/<lab>/kernel.cu when it exists, else DIR/kernel.cu."""
     if impl in ("starter", "reference"):
         return Path(kit_root) / impl / lab / "kernel.cu"
     nested = Path(impl) / lab / "kernel.cu"
@@ -109,11 +83,8 @@ _DEFINE_VALUE = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
 def kernel_defines(defines: dict[str, int | str]) -> str:
-    """The KERNEL_DEFINES value for `defines`: '-DNAME=VALUE' words in the dict's order.
-
-    Names are C identifiers, values plain numbers or identifiers (no spaces, quotes or
-    shell characters); anything else raises ValueError naming it.
-    """
+    """The KERNEL_DEFINES value for `defines`: '-DNAME=VALUE' words in the dict's order; ValueError
+    for a name that is no C identifier or a value that is no number or identifier."""
     words = []
     for name, value in defines.items():
         if not _DEFINE_NAME.fullmatch(str(name)):
@@ -126,12 +97,8 @@ def kernel_defines(defines: dict[str, int | str]) -> str:
 
 def make_command(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
                  defines: dict[str, int | str] | None = None) -> list[str]:
-    """The make command line of a build (IMPL directories and BUILD_DIR made absolute).
-
-    defines: -D macros for the lab's kernel.cu only (lab.mk's KERNEL_DEFINES), e.g.
-    {"TUNE_K": 8}; an empty dict passes KERNEL_DEFINES= (the file's own defaults, even
-    for IMPL=reference on a GPU with a tuning file); None leaves KERNEL_DEFINES to lab.mk.
-    """
+    """The make command line of a build (paths made absolute).  defines: -D macros for kernel.cu
+    ({"TUNE_K": 8}); {} passes KERNEL_DEFINES= (the file's defaults); None leaves it to lab.mk."""
     if impl not in ("starter", "reference"):
         impl = str(Path(impl).resolve())
     command = ["make", "--no-print-directory", "-C", str(lab_dir), "build", f"IMPL={impl}",
@@ -145,17 +112,11 @@ def make_command(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = N
 
 def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
           timeout_s: float = DEFAULT_TIMEOUT_S, defines: dict[str, int | str] | None = None) -> BuildResult:
-    """Run the build; never raises for a failing build (see BuildResult.outcome).
-
-    impl: starter, reference, or a directory whose kernel.cu (impl_source) is built from
-    the copy stage_source makes.  defines: see make_command (ValueError for a malformed
-    one).  make's whole output (standard output and error, in the order written) goes to
-    BUILD_DIR/build.log; a failed build's message is buildmessage.py's.
-    """
+    """Run the build (impl: as make_command's; a directory's kernel.cu staged first); never raises
+    for a failing build (BuildResult.outcome), ValueError for a malformed define."""
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
-    kit = Path(lab_dir).absolute().parents[1]
-    lab = Path(lab_dir).name
+    kit, lab = Path(lab_dir).absolute().parents[1], Path(lab_dir).name
     source = impl_source(lab, impl, kit)
     result = BuildResult("ok", [], build_dir)
     for what, path in (("the kit's folder", kit), ("the build directory", build_dir)):
@@ -169,8 +130,8 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
         if not source.is_file():
             return _not_run(result, "compile_error", f"no kernel.cu found in {impl}")
         staged = stage_source(source, build_dir, lab)
-    command = make_command(lab_dir, str(staged.parents[1]) if staged else impl, build_dir, arch, defines)
-    result.command = command
+    result.command = command = make_command(lab_dir, str(staged.parents[1]) if staged else impl, build_dir, arch,
+                                            defines)
     started = time.time()
     # One pipe for both streams keeps the log in the order make wrote it.  The shell only runs
     # its arguments ("$@", never parsed): the command is an argument list of paths the grader
@@ -181,18 +142,15 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
     (build_dir / BUILD_LOG).write_text(log + "\n", encoding="utf-8")
     where = Paths(staged or source, build_dir, kit)
     if run.timed_out:
-        result.outcome = "timeout"
-        result.message = timeout_message(log, where, run.describe())
+        result.outcome, result.message = "timeout", timeout_message(log, where, run.describe())
     elif run.returncode != 0:
         result.outcome = "compile_error"
         result.message = compile_error_message(log, where, lab_dir, started, run.describe())
-    else:
-        ptxas = build_dir / "ptxas.log"
-        if ptxas.is_file():
-            result.kernels = parse_ptxas_log(ptxas.read_text(errors="replace"))
-            labels = names.kernel_labels([k.name for k in result.kernels])
-            for k in result.kernels:
-                k.label = labels[k.name]
+    elif (ptxas := build_dir / "ptxas.log").is_file():
+        result.kernels = parse_ptxas_log(ptxas.read_text(errors="replace"))
+        labels = names.kernel_labels([k.name for k in result.kernels])
+        for k in result.kernels:
+            k.label = labels[k.name]
     return result
 
 
@@ -209,16 +167,10 @@ _MAKE_SAFE = re.compile(r"[\w./+@-]+")
 
 
 def make_path_problem(path: Path) -> str | None:
-    """Why make cannot be given `path` (absolute), e.g. "holds a space", or None.
-
-    make splits variables at white space, expands `$`, reads `#`, `%`, `:`, `=` and `,`
-    in its own syntax, and its recipes pass paths to the shell: a path is taken only when
-    it holds nothing but letters and digits (any script), `_ . / + @ -`."""
-    text = os.path.abspath(path)
-    if _MAKE_SAFE.fullmatch(text):
-        return None
-    bad = next(c for c in text if not _MAKE_SAFE.fullmatch(c))
-    return "holds a space" if bad == " " else f"holds the character {bad!r}"
+    """Why make cannot be given `path` (absolute), e.g. "holds a space", or None: only letters and
+    digits (any script) and `_ . / + @ -` are safe in make's variables and its recipes' shell."""
+    bad = next((c for c in os.path.abspath(path) if not _MAKE_SAFE.fullmatch(c)), None)
+    return None if bad is None else "holds a space" if bad == " " else f"holds the character {bad!r}"
 
 
 def size_problem(source: Path) -> str | None:
@@ -227,16 +179,13 @@ def size_problem(source: Path) -> str | None:
         size = Path(source).stat().st_size
     except OSError:
         return None
-    if size <= MAX_SOURCE_BYTES:
-        return None
-    return (f"{Path(source).name} is {size / 1e6:.1f} MB, over the {MAX_SOURCE_BYTES >> 20} MiB a kernel.cu may "
+    return None if size <= MAX_SOURCE_BYTES else (f"{Path(source).name} is {size / 1e6:.1f} MB, over the {MAX_SOURCE_BYTES >> 20} MiB a kernel.cu may "
             "have: submit the CUDA C++ source of your kernel only")
 
 
 def stage_source(source: Path, build_dir: Path, lab: str) -> Path:
-    """Copy `source` to BUILD_DIR/src/<lab>/kernel.cu (the path make is given; module docstring)
-    and return that path.  An identical copy is left as it is, so that make rebuilds exactly
-    when the file's content changed (a new copy is newer than the build)."""
+    """Copy `source` to BUILD_DIR/src/<lab>/kernel.cu and return that path; an identical copy is left
+    as it is, so that make rebuilds exactly when the content changed."""
     target = Path(build_dir) / STAGED / lab / "kernel.cu"
     data = Path(source).read_bytes()
     try:
@@ -250,29 +199,20 @@ def stage_source(source: Path, build_dir: Path, lab: str) -> Path:
 
 
 def text_problem(source: Path) -> str | None:
-    """Why `source` is not source text the compiler can read, in one line, or None.
-
-    A file over MAX_SOURCE_BYTES is refused (size_problem).  A NUL byte makes a file binary
-    (git's test, xdiff-interface.c buffer_is_binary, applied to the whole file): a compiled object, an archive, or text saved as UTF-16 (which starts
-    with a byte-order mark, FF FE or FE FF, and is named so).  nvcc would answer such a file
-    with a hundred errors full of control bytes.  A file that cannot be read gives None:
-    make's own check names what is missing.
-    """
+    """Why `source` is no source text the compiler can read, in one line, or None: over
+    MAX_SOURCE_BYTES, or a NUL byte anywhere (git's binary test; UTF-16 named as such).  A file
+    that cannot be read gives None: make names what is missing."""
     source = Path(source)
     if why := size_problem(source):
         return why
-    offset, nul, head = 0, -1, b""
     try:
         with source.open("rb") as f:
-            while nul < 0 and (chunk := f.read(1 << 20)):      # 1 MiB at a time, whatever the file's size
-                head = head or chunk[:2]
-                nul = chunk.find(b"\0")
-                offset += len(chunk) if nul < 0 else nul
+            data = f.read(MAX_SOURCE_BYTES + 1)      # never more, whatever the file is (a device)
     except OSError:
         return None
-    if nul < 0:
+    if (offset := data.find(b"\0")) < 0:
         return None
-    if head in (b"\xff\xfe", b"\xfe\xff"):
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return (f"{source.name} is not a text file the compiler can read: it is UTF-16 text; "
                 "save it as UTF-8 (or plain ASCII) and submit it again")
     return (f"{source.name} is not a text file: it holds NUL bytes (the first at byte {offset}), "
@@ -289,32 +229,20 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 
 
 def parse_ptxas_log(text: str) -> list[KernelResources]:
-    """Per-function resources from `nvcc -Xptxas -v` output, in the order ptxas reported them.
-
-    The report is a sequence of lines such as
-
-        ptxas info    : Compiling entry function '_Z5tiledPKfPfi' for 'sm_90'
-        ptxas info    : Function properties for _Z5tiledPKfPfi
-            0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-        ptxas info    : Used 16 registers, used 1 barriers, 1040 bytes smem, 372 bytes cmem[0]
-
-    repeated per architecture; a device function that is not inlined gets a
-    "Function properties" block only.  Lines of any other kind are ignored.
-    """
+    """Per-function resources from `nvcc -Xptxas -v` output ("Compiling entry function", "Function
+    properties for", "N bytes stack frame, ...", "Used N registers, ... N bytes smem" lines, per
+    architecture), in the order ptxas reported them; other lines are ignored."""
     found: dict[tuple[str, str | None], KernelResources] = {}
-    arch = None
-    current: KernelResources | None = None
+    arch, current = None, None
     for line in text.splitlines():
         if m := _COMPILING.search(line):
             arch = m.group(2)
             current = found.setdefault((m.group(1), arch), KernelResources(m.group(1), arch, True))
         elif m := _PROPERTIES.search(line):
-            key = (m.group(1), arch)
-            current = found.setdefault(key, KernelResources(m.group(1), arch, False))
+            current = found.setdefault((m.group(1), arch), KernelResources(m.group(1), arch, False))
         elif current and (m := _FRAME.search(line)):
             current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
         elif current and (m := _USED.search(line)):
             current.registers = int(m.group(1))
-            smem = _SMEM.search(line)
-            current.smem_bytes = int(smem.group(1)) if smem else 0
+            current.smem_bytes = int(smem.group(1)) if (smem := _SMEM.search(line)) else 0
     return list(found.values())

@@ -1,24 +1,10 @@
 """What a failed build means for the student: the message made from make's whole output.
 
-What a student reads of a failed build (build.BuildResult.message, on the terminal,
-in report.json and in Gradescope's results.json) is made from make's output by
-failure_message: the compiler's diagnostics about the student's own file, with
-paths relative to it and no line of the harness's build (its cc, nvcc and ar
-commands, the grader's temporary and kit paths):
-
-  - the student's file did not compile (make's failing target is kernel.o): what
-    nvcc said about it (lab.mk keeps nvcc's messages in BUILD_DIR/nvcc.log), the
-    first lines, since later errors often follow from the first;
-  - it compiled but did not link (target check or bench): a launcher the lab's
-    problem kind needs and kernel.cu does not define becomes "kernel.cu must
-    define extern "C" <its declaration in grader/include/stencil_lab.h>"; the
-    linker's other lines follow;
-  - anything else: make's last lines, without its command lines.
-
-`kit error: ` lines (lab.mk's checks of the machine) are always kept: the
-pipeline reads them.  Every line of a message has its control characters
-escaped and is cut at LINE_WIDTH characters; compiler_hints adds what nvcc's
-own words leave out for the mistakes students make most.
+failure_message keeps the compiler's diagnostics about the student's own file (paths relative to
+it, no line of the harness's build): nvcc.log when kernel.o failed; for a failed link, "kernel.cu
+must define extern "C" <declaration>" per missing launcher, then the linker's lines; else make's
+last lines.  `kit error: ` lines are always kept.  Lines are escaped and cut at LINE_WIDTH;
+compiler_hints adds what nvcc leaves out.  grader/README.md, section 1.
 """
 
 from __future__ import annotations
@@ -31,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import kinds, process
-from . import names, symbols
+from ..base import kinds
+from . import symbols
 from .source import strip_source
 
 #: Lines of a message at most (the note on what was left out included).
@@ -49,17 +35,13 @@ PRINTF_HINT = ("hint: printf in a kernel needs #include <cstdio> at the top of k
 
 
 def compiler_hints(message: str) -> list[str]:
-    """Lines that add what nvcc's own words leave out, for the mistakes students make most (a
-    kernel's printf without its header: nvcc says only that printf is undefined); [] when none."""
+    """Lines that add what nvcc's own words leave out (a kernel's printf without <cstdio>), or []."""
     return [PRINTF_HINT] if _PRINTF_UNDECLARED.search(message) else []
 
 
 def lab_launchers(lab_dir: Path) -> tuple[str, ...]:
-    """The launchers a lab's kernel.cu must define, in the order the harness calls them.
-
-    The problem kind that lab.json's "api" names, from grader/kinds.json (base/kinds.py);
-    () when lab.json or the kind cannot be read (the linker's own message then stands).
-    """
+    """The launchers a lab's kernel.cu must define (its lab.json's "api" kind, in the harness's order);
+    () when lab.json or the kind cannot be read."""
     try:
         api = json.loads((Path(lab_dir) / "lab.json").read_text())["api"]
         return tuple(launcher.name for launcher in kinds.get(api).launchers)
@@ -68,9 +50,8 @@ def lab_launchers(lab_dir: Path) -> tuple[str, ...]:
 
 
 def declaration(name: str, header: Path = KIT_ROOT / API_HEADER) -> str | None:
-    """The declaration of function `name` in `header`, on one line without its ';', e.g.
-    'void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny, stencil2d_coeffs c,
-    cudaStream_t stream)'; None when the header cannot be read or does not declare it."""
+    """The declaration of function `name` in `header` on one line, without its ';' ('void
+    stencil2d_sweep(const float *d_in, ...)'); None when the header cannot be read or lacks it."""
     try:
         code = strip_source(Path(header).read_text(errors="replace"))[0]      # comments blanked
     except OSError:
@@ -82,17 +63,15 @@ def declaration(name: str, header: Path = KIT_ROOT / API_HEADER) -> str | None:
 
 @dataclass
 class Paths:
-    """The paths a message names, and what it shows instead: the student's file by its name,
-    files beside it, in the build directory and in the kit relative to those."""
+    """The paths a message names: the student's file, the build directory and the kit."""
 
     source: Path
     build_dir: Path
     kit: Path
 
     def relative(self, text: str) -> str:
-        """text with the student's file as 'kernel.cu', paths in its folder relative to it,
-        build products by their names, kit files relative to the kit's root, and anything
-        else under the temporary directory by its name alone."""
+        """text with the student's file by its name, paths under its folder, the build directory and
+        the kit relative to them, anything else under the temporary directory by its name."""
         pairs = []
         for path, shown in ((self.source, self.source.name), (self.source.parent, ""),
                             (self.build_dir, ""), (self.kit, "")):
@@ -111,7 +90,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def printable(line: str) -> str:
     """line with tabs as four spaces, other control characters as \\xNN, cut at LINE_WIDTH."""
-    line = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line.replace("\t", "    "))
+    return cut(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line.replace("\t", "    ")))
+
+
+def cut(line: str) -> str:
+    """line cut at LINE_WIDTH characters, " ..." saying so."""
     return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH - 4] + " ..."
 
 
@@ -119,10 +102,8 @@ def tidy(lines: list[str], where: Paths, most: int, keep: str = "first") -> list
     """Lines for a student: paths relative (Paths.relative), printable, at most `most` of them,
     the first (keep="first") or the last ("last"), with a line saying how many were left out."""
     lines = [printable(where.relative(line)) for line in lines]
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
+    said = [i for i, line in enumerate(lines) if line.strip()]
+    lines = lines[said[0]:said[-1] + 1] if said else []
     if len(lines) <= most:
         return lines
     left = len(lines) - (most - 1)
@@ -143,9 +124,8 @@ _TOOL_SAYS = re.compile(r"^\S+\s+(fatal|error|warning|info)\b")
 
 
 def is_command(line: str) -> bool:
-    """True for a command line make echoed, flush left ('cc -std=c11 ... -c lab_driver.c',
-    'ar rcs ...', lab.mk's 'nvcc kernel.cu (starter)'); False for a diagnostic ('nvcc fatal   :
-    ...') or a source line a compiler quotes (indented)."""
+    """True for a command line make echoed, flush left ('ar rcs ...'); False for a diagnostic
+    ('nvcc fatal   : ...') or a source line a compiler quotes (indented)."""
     words = line.split()
     return (bool(words) and not line[:1].isspace() and bool(_TOOL.fullmatch(os.path.basename(words[0])))
             and not _TOOL_SAYS.match(line))
@@ -164,9 +144,8 @@ def failed_target(log: str) -> str:
 
 
 def compiler_lines(build_dir: Path, fresh_since: float) -> list[str] | None:
-    """What nvcc said about the student's file: BUILD_DIR/nvcc.log (lab.mk writes there nvcc's
-    messages without ptxas's resource report), or None when that file is missing, older than
-    fresh_since (time.time(), seconds) or empty."""
+    """The lines of BUILD_DIR/nvcc.log (nvcc's messages on the student's file), or None when it is
+    missing, empty or older than fresh_since (time.time(), seconds)."""
     log = Path(build_dir) / "nvcc.log"
     try:
         if log.stat().st_mtime < fresh_since - 2:     # coarse file-system clocks
@@ -183,10 +162,8 @@ _IN_FUNCTION = re.compile(r"in function [`'\u2018][^'`\u2019]*['\u2019]:\s*$")
 
 
 def link_lines(log: str, where: Paths, launchers: tuple[str, ...], header: Path) -> list[str]:
-    """What a failed link means for the student: one paragraph per launcher the lab needs and
-    the linker did not find, then the linker's other lines (without the harness's objects'
-    'in function' headers and collect2's summary).  The linker's lines are those after the
-    last command make echoed (the link's), all of make_lines when it echoed none."""
+    """What a failed link means for the student: one paragraph per launcher the lab needs and the
+    linker did not find, then the linker's other lines (those after the last command make echoed)."""
     lines = log.splitlines()
     echoed = [i for i, line in enumerate(lines) if is_command(line)]
     lines = make_lines("\n".join(lines[echoed[-1] + 1:] if echoed else lines))
@@ -195,24 +172,21 @@ def link_lines(log: str, where: Paths, launchers: tuple[str, ...], header: Path)
     undefined = {m.group(1) for line in lines for m in _UNDEFINED.finditer(line)}
     missing = [name for name in launchers if name in undefined]
     out: list[str] = []
-    if missing:
-        try:
-            text = where.source.read_text(errors="replace")
-        except OSError:
-            text = ""
-        cxx = cxx_definitions(where.build_dir / "kernel.o", missing)
-        for name in missing:
-            decl = declaration(name, header) or f"void {name}(...)"
-            out.append(f'{where.source.name} must define extern "C" {decl}')
-            out.append(f"  (declared in {API_HEADER.as_posix()}: the harness calls it, and the linker found no "
-                       f"function {name} with C linkage in {where.source.name})")
-            for shown in cxx.get(name, []):
-                out.append(f"  {where.source.name} defines {shown} with C++ linkage: to the linker that is "
-                           "another function.")
-                out.append('  Give it exactly these parameters, and C linkage (extern "C", which including '
-                           "stencil_lab.h gives it).")
-        if not text.strip():
-            out.append(f"  ({where.source.name} is empty)")
+    cxx = cxx_definitions(where.build_dir / "kernel.o", missing) if missing else {}
+    for name in missing:
+        out += [f'{where.source.name} must define extern "C" {declaration(name, header) or f"void {name}(...)"}',
+                f"  (declared in {API_HEADER.as_posix()}: the harness calls it, and the linker found no "
+                f"function {name} with C linkage in {where.source.name})"]
+        for shown in cxx.get(name, []):
+            out += [f"  {where.source.name} defines {shown} with C++ linkage: to the linker that is another function.",
+                    '  Give it exactly these parameters, and C linkage (extern "C", which including stencil_lab.h '
+                    "gives it)."]
+    try:
+        empty = not where.source.read_text(errors="replace").strip()
+    except OSError:
+        empty = True
+    if missing and empty:
+        out.append(f"  ({where.source.name} is empty)")
     rest = []
     for line in lines:
         names = set(_UNDEFINED.findall(line))
@@ -230,32 +204,19 @@ def link_lines(log: str, where: Paths, launchers: tuple[str, ...], header: Path)
 
 
 def cxx_definitions(obj: Path, launchers: list[str]) -> dict[str, list[str]]:
-    """name -> the C++ functions of that name the object defines, demangled ('stencil2d_sweep(float
-    const*, float*, int, int, CUstream_st*)'): a launcher written with other parameters or
-    without extern "C".  {} when the object or nm is missing."""
-    if not Path(obj).is_file():
+    """name -> the C++ functions of that name the object defines, demangled (a launcher without
+    extern "C"); {} when the object or nm is missing."""
+    listing = symbols.read_object(Path(obj)) if Path(obj).is_file() else None
+    if listing is None or listing.error:
         return {}
-    run = process.run(["nm", "-P", str(obj)], names.TOOL_TIMEOUT_S)
-    if run.returncode != 0:
-        return {}
-    _, defined = symbols.parse_nm(run.stdout)
-    mangled = [s.name for s in defined if s.name.startswith("_Z")]
-    table = names.demangle(mangled)
-    found: dict[str, list[str]] = {}
-    for name in launchers:
-        found[name] = sorted({table[m] for m in mangled if table[m].startswith(name + "(")})
-    return found
+    return {name: sorted({s.demangled for s in listing.defined if s.name.startswith("_Z")
+                          and s.demangled.startswith(name + "(")}) for name in launchers}
 
 
 def failure_message(log: str, where: Paths, launchers: tuple[str, ...], header: Path,
                     fresh_since: float = 0.0) -> str:
-    """The message of a failed build, from make's whole output (module docstring).
-
-    log: make's output; where: the student's file, the build directory and the kit;
-    launchers: the lab's (lab_launchers); header: the student API (declarations);
-    fresh_since: when make started (time.time()), to tell this build's nvcc.log from an
-    earlier one's.  "" when nothing is left to say (the caller then says how make ended).
-    """
+    """The message of a failed build from make's output `log` (module docstring); fresh_since: when
+    make started (time.time()); "" when nothing is left to say."""
     kit_errors = [line for line in log.splitlines() if line.startswith("kit error: ")][:MESSAGE_LINES // 2]
     most = MESSAGE_LINES - len(kit_errors)
     target = failed_target(log)
@@ -270,16 +231,14 @@ def failure_message(log: str, where: Paths, launchers: tuple[str, ...], header: 
 
 
 def timeout_message(log: str, where: Paths, how: str) -> str:
-    """The message of a build that did not finish in time: how make ended (process.Completed's
-    describe(), e.g. 'timed out after 300 s and was killed') and make's last lines."""
+    """The message of a build that did not finish in time: how make ended, then its last lines."""
     return "\n".join([f"the build did not finish: make {how}; its last lines:"]
                      + tidy(make_lines(log), where, MESSAGE_LINES - 1, keep="last"))
 
 
 def compile_error_message(log: str, where: Paths, lab_dir: Path, fresh_since: float, how: str) -> str:
-    """The message of a build make failed: failure_message with the lab's launchers and the kit's
-    student API (the one beside where.kit, else this kit's), else how make ended; then
-    compiler_hints' lines."""
+    """failure_message with the lab's launchers and the kit's API header (else how make ended),
+    then compiler_hints' lines."""
     header = where.kit / API_HEADER if (where.kit / API_HEADER).is_file() else KIT_ROOT / API_HEADER
     message = failure_message(log, where, lab_launchers(lab_dir), header, fresh_since=fresh_since) or f"make {how}"
     return "\n".join([message] + compiler_hints(message))

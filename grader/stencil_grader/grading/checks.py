@@ -10,12 +10,9 @@ MAX_REPORTED = 20
 
 @dataclass
 class StaticCheck:
-    """One static check.
-
-    status: "pass", "fail", "skipped" or "warn" (a note); severity: what a failure costs,
-    "forbidden" (lab gets 0, not run), "constraint" (performance gets 0) or "note" (nothing).
-    details: one line per finding ("line 12: cudaMemcpy: memory copy: ...").
-    """
+    """One static check.  status: "pass", "fail", "skipped" or "warn" (a note); severity: what a failure
+    costs, "forbidden" (lab gets 0, not run), "constraint" (performance gets 0), "signal" or "note"
+    (nothing); details: one line per finding ("line 12: cudaMemcpy: memory copy: ...")."""
 
     name: str
     status: str

@@ -56,34 +56,21 @@ class XmlTest:
 
 
 def parse_list(text: str) -> list[ListedCase]:
-    """Cases from `check --list` output: one `<tcase>\\t<iteration>\\t<label>` per line.
-
-    Lines of any other shape are ignored.
-    """
-    cases = []
-    for line in text.splitlines():
-        parts = line.split("\t", 2)
-        if len(parts) == 3 and parts[1].strip().isdigit():
-            cases.append(ListedCase(parts[0], int(parts[1]), parts[2].strip()))
-    return cases
+    """Cases from `check --list` output (`<tcase>\\t<iteration>\\t<label>` lines; others ignored)."""
+    rows = [line.split("\t", 2) for line in text.splitlines()]
+    return [ListedCase(r[0], int(r[1]), r[2].strip()) for r in rows if len(r) == 3 and r[1].strip().isdigit()]
 
 
 def parse_test_element(text: str) -> XmlTest | None:
-    """One `<test ...>...</test>` element of Check's XML log, or None when it does not parse.
-
-    Works on an element cut out of the log (no namespace declaration) as well
-    as on one inside it.
-    """
+    """One `<test ...>...</test>` element of Check's XML log (namespaced or not), or None when it
+    does not parse."""
     try:
         node = ET.fromstring(text)
     except ET.ParseError:
         return None
 
-    def child(tag: str) -> str:
-        element = node.find(f"{{{CHECK_NS}}}{tag}")
-        if element is None:
-            element = node.find(tag)
-        return (element.text or "") if element is not None else ""
+    def child(tag: str) -> str:                     # in Check's namespace, or in none
+        return getattr(node.find(f"{{*}}{tag}"), "text", None) or ""
     try:
         iteration = int(child("iteration") or 0)
     except ValueError:
@@ -96,60 +83,26 @@ def parse_test_element(text: str) -> XmlTest | None:
                    duration if duration is None or duration >= 0 else None, child("id"))
 
 
-def parse_check_xml(text: str) -> list[XmlTest]:
-    """The <test> results of a Check XML log (or of a stream holding one), in order.
-
-    Every complete `<test>` element counts, whatever surrounds it: the seed line
-    and Check's own summary share the stream, and a run that was killed leaves
-    the log cut short.  Returns [] when there is none.
-    """
-    tests = []
-    for m in _TEST_ELEMENT.finditer(text):
-        test = parse_test_element(_qualified(m.group(0)))
-        if test is not None:
-            tests.append(test)
-    return tests
-
-
-def _qualified(element: str) -> str:
-    """The element with Check's namespace declared on it, so that it parses on its own."""
-    return element.replace("<test", f'<test xmlns="{CHECK_NS}"', 1) if "xmlns" not in element[:200] \
-        else element
-
-
 class CheckStream:
-    """Reads check's channel as it arrives (a process.Watch).
-
-    Keeps the seed, the device line, each complete <test> result and its raw
-    text (for the XML log kept in BUILD_DIR), and asks the run to stop:
-      - fork mode: at the first case that times out, or when no result arrived
-        for STALL_CASE_TIMEOUTS case timeouts plus STALL_SLACK_S (Check's own
-        timer did not fire: the run is stuck);
-      - one-process mode (nofork=True): when no result arrived for one case
-        timeout plus NOFORK_SLACK_S (Check times nothing there).
-    """
+    """Reads check's channel as it arrives (a process.Watch): the seed, the device line, each <test>
+    result and its raw text; asks the run to stop at the first case timeout (fork mode) or when no
+    result arrived for stall_s (STALL_* in fork mode, NOFORK_SLACK_S in one-process mode)."""
 
     def __init__(self, case_timeout_s: float | None, on_start: Callable[[int, dict], None] | None = None,
                  nofork: bool = False):
-        if not case_timeout_s:
-            self.stall_s = None
-        elif nofork:
-            self.stall_s = case_timeout_s + NOFORK_SLACK_S
-        else:
-            self.stall_s = STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
+        self.stall_s = None if not case_timeout_s else case_timeout_s + NOFORK_SLACK_S if nofork \
+            else STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
         self.nofork = nofork
         self.on_start = on_start             # called once with (seed, device) when the GPU is found
         self.seed: int | None = None
         self.device: dict | None = None
         self.tests: list[XmlTest] = []
-        self.elements: list[str] = []
+        self.elements: list[str] = []       # each test's raw text
         self.stop_kind: str | None = None      # "case_timeout" or "stall"
         self.stop_reason: str | None = None
-        self._head = ""
-        self._pending = ""
+        self._head, self._pending, self._last = "", "", time.monotonic()
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._lock = threading.Lock()
-        self._last = time.monotonic()
 
     def feed(self, chunk: bytes) -> None:
         text = self._decoder.decode(chunk)
@@ -170,15 +123,14 @@ class CheckStream:
             last = 0
             for m in _TEST_ELEMENT.finditer(self._pending):
                 last = m.end()
-                test = parse_test_element(_qualified(m.group(0)))
+                test = parse_test_element(m.group(0))
                 if test is None:
                     continue
                 self.tests.append(test)
                 self.elements.append(m.group(0))
                 self._last = time.monotonic()
                 if self.stop_kind is None and classify(test.result, test.message) == "timeout":
-                    self.stop_kind = "case_timeout"
-                    self.stop_reason = f"case {test.tcase} #{test.iteration} timed out"
+                    self.stop_kind, self.stop_reason = "case_timeout", f"case {test.tcase} #{test.iteration} timed out"
             self._pending = self._pending[last:]
             if len(self._pending) > _MAX_PENDING:
                 start = self._pending.rfind("<test", len(self._pending) - _MAX_PENDING // 4)
@@ -187,13 +139,8 @@ class CheckStream:
     def poll(self, now: float) -> str | None:
         with self._lock:
             if self.stop_kind is None and self.stall_s is not None and now - self._last > self.stall_s:
-                self.stop_kind = "stall"
-                self.stop_reason = f"no result for {self.stall_s:g} s"
+                self.stop_kind, self.stop_reason = "stall", f"no result for {self.stall_s:g} s"
             return self.stop_reason
-
-    def xml_log(self) -> str:
-        """A well-formed Check XML log of the results received."""
-        return xml_log(self.elements)
 
 
 def xml_log(elements: list[str]) -> str:

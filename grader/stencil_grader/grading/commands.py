@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -10,6 +11,9 @@ from .. import KIT_ROOT
 from ..base import gpus, labspec, locks, preflight, protocol
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, arch, default_seed, impl, seed
 from . import build, gradescope as gradescope_file, html, pipeline, plot, progress, report
+
+
+_progress = functools.partial(print, flush=True)
 
 
 def add_run_options(p: argparse.ArgumentParser, default_impl: str) -> None:
@@ -66,17 +70,14 @@ def print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | N
     """Print one lab's report, write report.json (and roofline.png) in its build directory, add
     the grading to the build directory's history (progress.py), and write the optional JSON and
     Gradescope copies; returns the report."""
-    data = report.to_dict(run)
+    data, build_dir = report.to_dict(run), Path(run.build_dir)
     print()
     print(report.render_text(data, report.use_colour()), end="")
-    written = report.write_json(data, Path(run.build_dir) / "report.json")
-    print(f"  report: {written}")
-    history = Path(run.build_dir) / progress.BUILD_HISTORY
+    print(f"  report: {report.write_json(data, build_dir / 'report.json')}")
+    history = build_dir / progress.BUILD_HISTORY
     progress.append(history, data)
-    page = html.write_lab_html(data, Path(run.build_dir) / "report.html", history=progress.read(history))
-    print(f"  page: {page}")
-    drawn = plot.lab_roofline(run.spec.kind, data["performance"].get("bench"), Path(run.build_dir) / "roofline.png")
-    if drawn:
+    print(f"  page: {html.write_lab_html(data, build_dir / 'report.html', history=progress.read(history))}")
+    if drawn := plot.lab_roofline(run.spec.kind, data["performance"].get("bench"), build_dir / "roofline.png"):
         print(f"  roofline: {drawn}")
     if json_path:
         report.write_json(data, json_path)
@@ -84,10 +85,6 @@ def print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | N
         report.write_json(gradescope_file.results(data), gradescope)
         print(f"  Gradescope results: {gradescope}")
     return data
-
-
-def _progress(line: str) -> None:
-    print(line, flush=True)
 
 
 def gpu_pool(lock_dir: Path | None, spec: str | None) -> locks.GpuPool | None:
@@ -157,8 +154,7 @@ def cmd_all(args) -> int:
     chosen = args.seed if args.seed is not None else default_seed()
     if not args.no_preflight:
         run_preflight([labspec.load(d / "lab.json") for d in labspec.discover_labs()])
-    rows, worst = [], EXIT_FULL
-    stage_totals: dict[str, float] = {}
+    rows, worst, stage_totals = [], EXIT_FULL, {}
     for lab_dir in labspec.discover_labs():
         try:
             run = pipeline.grade_lab(lab_dir, args.impl, None, chosen, args.arch, args.skip_bench,
@@ -169,13 +165,11 @@ def cmd_all(args) -> int:
             worst = EXIT_USAGE
             continue
         data = print_lab(run, None, None)
-        for stage, seconds in run.seconds.items():
-            stage_totals[stage] = stage_totals.get(stage, 0.0) + seconds
+        stage_totals.update((stage, stage_totals.get(stage, 0.0) + s) for stage, s in run.seconds.items())
         ratio = data["performance"]["ratio"]
         rows.append((data["lab"], data["verdict"], f"{data['points']:.2f}/{data['max_points']:g}",
                      f"{ratio:.3f}" if ratio is not None else "-"))
-        if not data["full_points"] and worst == EXIT_FULL:
-            worst = EXIT_NOT_FULL
+        worst = EXIT_NOT_FULL if not data["full_points"] and worst == EXIT_FULL else worst
     colour = report.use_colour()
     print(f"\nSummary ({args.impl}):")
     if stage_totals:
@@ -183,8 +177,7 @@ def cmd_all(args) -> int:
             f"{stage} {seconds:.1f}" for stage, seconds in stage_totals.items()))
     print(f"  {'lab':<26} {'verdict':<14} {'points':<12} ratio")
     for lab, verdict, points, ratio in rows:
-        pad = " " * max(0, 14 - len(verdict))
-        print(f"  {lab:<26} {report.paint(verdict, colour)}{pad} {points:<12} {ratio}")
+        print(f"  {lab:<26} {report.paint(verdict, colour)}{' ' * max(0, 14 - len(verdict))} {points:<12} {ratio}")
     if not rows:
         print("  no lab found under labs/")
         return EXIT_USAGE

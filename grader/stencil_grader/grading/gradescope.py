@@ -1,24 +1,12 @@
-"""Gradescope's results.json of one graded lab.
-
-    results(report, leaderboard=None) -> dict       one lab: one Gradescope assignment
-
-The format is Gradescope's autograder output, https://gradescope-autograders.readthedocs.io/en/latest/specs/
-("Output format"): a top-level "score", "output", "extra_data" and "tests", each test with
-"name", "score", "max_score", "output" and "visibility" ("visible": the student sees it at
-once), and a top-level "leaderboard" (a list of {"name", "value", "order"}:
-https://gradescope-autograders.readthedocs.io/en/latest/leaderboards/) only when one is given.
-The spec has no top-level maximum: the assignment's points are set on Gradescope, and the
-tests' max_score add up to the lab's points.  extra_data (kept by Gradescope, shown to
-nobody) says which lab, its verdict, its points and whether it is a bonus lab.
-
-What a student reads carries no path of the instructor's machine: the tests are made from
-report.student_view (paths relative to the student's submission and kit, and the replay
-command the student types in their own copy of the kit: `cd labs/NN-slug && make check SEED=N`).
+"""Gradescope's results.json of one graded lab (results(report, leaderboard=None)), in Gradescope's
+autograder output format (https://gradescope-autograders.readthedocs.io/en/latest/specs/ and
+.../leaderboards/): tests whose max_score add up to the lab's points, all "visible", made from
+report.student_view (no path of the instructor's machine); extra_data: lab, verdict, points, bonus.
 """
 
 from __future__ import annotations
 
-from .report import _case_line, student_view
+from .report import _case_line, by_tcase, student_view
 
 
 def _split(total: float, weights: list[int]) -> list[float]:
@@ -41,24 +29,20 @@ def tests(report: dict) -> list[dict]:
     if "correctness" not in report:          # a grading that produced no report (instructor mode)
         return [_test(report["lab"], 0.0, report["max_points"],
                       head + "\n" + "\n".join(report.get("messages", [])))]
-    build_lines = [f"build: {report['build']['outcome']}"] if report.get("build") else []
-    if report.get("build") and report["build"]["outcome"] != "ok":
-        build_lines.append(report["build"]["message"])
+    b = report.get("build")
+    build_lines = [f"build: {b['outcome']}"] + ([b["message"]] if b["outcome"] != "ok" else []) if b else []
     for c in report.get("static") or []:
-        build_lines.append(f"static {c['name']}: {c['status']}: {c['message']}")
-        build_lines += ["  " + d for d in c["details"]]
+        build_lines += [f"static {c['name']}: {c['status']}: {c['message']}"] + ["  " + d for d in c["details"]]
     found = [_test("build and static checks", 0.0, 0.0, head + "\n" + "\n".join(build_lines))]
     c = report["correctness"]
-    groups: dict[str, list[dict]] = {}
-    for case in c["cases"]:
-        groups.setdefault(case["tcase"], []).append(case)
+    groups = by_tcase(c["cases"])
     if groups and c["total"]:
         names = list(groups)
         scores = _split(c["points"], [sum(x["outcome"] == "pass" for x in groups[n]) for n in names]) \
             if c["points"] else [0.0] * len(names)
         maxima = _split(c["max_points"], [len(groups[n]) for n in names])
-        for name, got, most in zip(names, scores, maxima):
-            found.append(_test(f"correctness: {name}", got, most, "\n".join(_case_line(x) for x in groups[name])))
+        found += [_test(f"correctness: {name}", got, most, "\n".join(_case_line(x) for x in groups[name]))
+                  for name, got, most in zip(names, scores, maxima)]
     else:
         found.append(_test("correctness", c["points"], c["max_points"], f"{c['verdict']}: {c['message']}"))
     p = report["performance"]
@@ -78,8 +62,7 @@ def results(report: dict, leaderboard: list[dict] | None = None) -> dict:
     entry without a name or a value, or with another order)."""
     found = tests(report)
     data = {"score": round(float(report["points"]), 2),
-            "output": found[0]["output"].splitlines()[0] if found else "",
-            "tests": found,
+            "output": found[0]["output"].splitlines()[0] if found else "", "tests": found,
             "extra_data": {"lab": report.get("lab"), "verdict": report.get("verdict"),
                            "max_points": report.get("max_points"), "bonus": bool(report.get("bonus"))}}
     if leaderboard is not None:

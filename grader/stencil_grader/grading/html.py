@@ -1,21 +1,10 @@
-"""The report page of one graded lab: BUILD_DIR/report.html, beside report.json.
+"""The report page of one graded lab, BUILD_DIR/report.html (render_lab_html, write_lab_html),
+and page(title, body), the frame of every page of the grader.
 
-    render_lab_html(report, profile=None) -> str       the page, from report.to_dict()'s dict
-    write_lab_html(report, path, profile=None) -> Path  written atomically; the profile, when not given,
-                                                        BUILD_DIR/profile.json if of the graded source
-    page(title, body) -> str                           any page of the grader around its body
-
-The markup is templates/lab.html: blocks in str.format's syntax (students run this: standard library
-only), filled by fill(), which escapes every value with html.escape unless it is Markup built here
-from blocks.  Self-contained: inline CSS (templates/report.css), inline SVG (charts.py), no script,
-no network asset.  What the student should do next is nextstep.py's (the terminal says it too).
-
-The page leads with it, then what stopped or scored the run, in the order the stages ran; each
-section has a stable id: summary (with "next"), build, score, cases, bandwidth, roofline, diagnosis
-(`make profile`'s findings, or the advice to run it once the kernel was timed), progress (this
-lab's earlier gradings, progress.py), output (what the student's code printed).  When the GPU
-stages did not run, one section (id "cases") says so for cases, bandwidth and roofline.
-Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 FLOP, milliseconds.
+templates/lab.html holds the markup as blocks in str.format's syntax (standard library only),
+filled by fill(), which escapes every value unless it is Markup.  Self-contained: inline CSS and
+SVG (plot.py), no script, no network asset.  Sections and their ids: grader/README.md, section 8.
+Units: GB/s (1e9 bytes), GFLOP/s (1e9 FLOP), milliseconds.
 """
 
 from __future__ import annotations
@@ -24,7 +13,6 @@ import functools
 import html
 import json
 import math
-import os
 import re
 import string
 from pathlib import Path
@@ -33,8 +21,8 @@ from .. import KIT_ROOT
 from ..base import labspec
 from ..base.files import sha256_of
 from . import plot, progress, score
-from .charts import bandwidth_svg, roofline_svg  # noqa: F401  (part of this module's interface)
-from .nextstep import next_step, without_prefix as _why
+from .plot import bandwidth_svg, progress_svg, roofline_svg  # noqa: F401  (part of this module's interface)
+from .report import next_step, without_prefix as _why, write_text
 
 #: The kit's page templates (lab.html here; the instructor's pages are Jinja2 templates beside it).
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -42,6 +30,8 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 MAX_FAILED_SHOWN = 50
 #: Characters of program output shown.
 MAX_OUTPUT_CHARS = 20000
+#: Attempts listed in the progress table at most (the newest; the chart shows them all).
+TABLE_ROWS = 30
 _COORD = re.compile(r"\(x=-?\d+, y=-?\d+(?:, z=-?\d+)?\)")
 _OK = ("pass", "ok")
 _SLOW = ("slow", "not_measured", "not_run", "skipped", "warn")
@@ -143,25 +133,25 @@ def reference_ratio(report: dict) -> float | None:
     now (a report written before reports recorded it); None for the generic table, which has none."""
     target = (report.get("performance") or {}).get("target") or {}
     value = target.get("reference_ratio")
-    if value is None and target.get("table"):
-        try:
-            entry = labspec.load(KIT_ROOT / "labs" / str(report.get("lab")) / "lab.json").targets.get(target["table"])
-            value = entry.reference_ratio if entry else None
-        except (labspec.LabSpecError, OSError):
-            value = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    return None
+    if value is None and target.get("table") and (spec := _lab_spec(report.get("lab"))):
+        value = getattr(spec.targets.get(target["table"]), "reference_ratio", None)
+    return value if (value := progress.number(value)) and value > 0 else None
 
 
 def _kind_facts(lab: str | None) -> tuple[float | None, float | None]:
     """(useful FLOP per cell, compulsory bytes per cell) of a lab's first launcher, from its
     lab.json and grader/kinds.json; (None, None) when unknown (lab 7 counts no FLOP)."""
+    launchers = spec.kind.launchers if (spec := _lab_spec(lab)) else []
+    return (launchers[0].flop_per_cell, launchers[0].bytes_per_cell) if len(launchers) == 1 else (None, None)
+
+
+def _lab_spec(lab: str | None) -> labspec.LabSpec | None:
+    """The lab's lab.json as the kit holds it now, or None when it cannot be read (a page never fails
+    for want of a figure)."""
     try:
-        launchers = labspec.load(KIT_ROOT / "labs" / str(lab) / "lab.json").kind.launchers
-        return (launchers[0].flop_per_cell, launchers[0].bytes_per_cell) if len(launchers) == 1 else (None, None)
-    except Exception:                # a page must never fail for want of a figure
-        return None, None
+        return labspec.load(KIT_ROOT / "labs" / str(lab) / "lab.json")
+    except Exception:
+        return None
 
 
 @functools.lru_cache(maxsize=1)
@@ -239,11 +229,9 @@ def _cases(r: dict) -> Markup:
     if not cases:
         return fill("no_cases", why=_why(c.get("message")) or "no case ran", stderr=_stderr(c))
     failed = [x for x in cases if x.get("outcome") != "pass"]
-    groups: dict[str, list[int]] = {}
+    groups: dict[str, list[bool]] = {}
     for x in cases:
-        g = groups.setdefault(str(x.get("tcase")), [0, 0])
-        g[0] += x.get("outcome") == "pass"
-        g[1] += 1
+        groups.setdefault(str(x.get("tcase")), []).append(x.get("outcome") == "pass")
 
     def failure(x: dict) -> Markup:
         message = str(x.get("message") or "")
@@ -252,7 +240,7 @@ def _cases(r: dict) -> Markup:
                     coords=Markup("<br>".join(map(escape, coords)) or "&mdash;"))
     more = len(failed) - MAX_FAILED_SHOWN
     return fill("cases", passed=len(cases) - len(failed), total=len(cases),
-                groups=_join(fill("group", name=k, passed=v[0], total=v[1]) for k, v in groups.items()),
+                groups=_join(fill("group", name=k, passed=sum(v), total=len(v)) for k, v in groups.items()),
                 failed=fill("failed", rows=_join(map(failure, failed[:MAX_FAILED_SHOWN])),
                             more=fill("more_failed", count=more) if more > 0 else _NO) if failed else _NO)
 
@@ -328,6 +316,32 @@ def _output(r: dict) -> Markup:
         "<p>... cut here; report.json holds what the grader kept.</p>" if len(text) > MAX_OUTPUT_CHARS else ""))
 
 
+def _progress(history: list[dict], r: dict) -> Markup:
+    """The "progress" section: the ratio over the attempts (progress_svg, with the floor and target of
+    r's table) and the newest TABLE_ROWS attempts, newest first; nothing without any attempt."""
+    if len(history) < 2:
+        return fill("progress_first") if history else _NO
+    t = (r.get("performance") or {}).get("target") or {}
+    ratios = [progress.number(e.get("ratio")) for e in history]
+    models = sorted({str(e.get("gpu")) for e in history if e.get("gpu")})
+    rows = []
+    for i in range(len(history) - 1, max(-1, len(history) - 1 - TABLE_ROWS), -1):
+        e, sha = history[i], history[i].get("source_sha256")
+        most = progress.number(e.get("max_points"))
+        points = f"{progress.number(e.get('points')) or 0.0:.2f}" + (f" / {most:g}" if most is not None else "") \
+            if score.is_grade(e) else "no grade"
+        rows.append(fill("attempt", number=i + 1, e=e, points=points, gpu=e.get("gpu") or "",
+                         ratio="" if ratios[i] is None else f"{ratios[i]:.3f}",
+                         changed="" if not sha else "changed" if i == 0 or sha != history[i - 1].get("source_sha256")
+                         else "same file"))
+    best = max((x for x in ratios if x is not None), default=None)
+    more = len(history) - TABLE_ROWS
+    return fill("progress", count=len(history), best="; none timed yet" if best is None else f"; best ratio {best:.3f}",
+                svg=Markup(progress_svg(ratios, progress.number(t.get("floor")), progress.number(t.get("target")))),
+                models=fill("progress_models", models=", ".join(models)) if len(models) > 1 else _NO,
+                rows=_join(rows), more=fill("progress_more", count=more) if more > 0 else _NO)
+
+
 # ---------------------------------------------------------------- the page
 
 def render_lab_html(report: dict, profile: dict | None = None, stale_note: str | None = None,
@@ -342,15 +356,13 @@ def render_lab_html(report: dict, profile: dict | None = None, stale_note: str |
                      else fill("title_points", r=report)),
                 fill("lab", summary=_summary(report), build=_build(report), score=_score(report),
                      gpu_side=Markup(gpu_side), diagnosis=_diagnosis(report, profile, stale_note),
-                     progress=Markup(progress.section(history or [], report)), output=_output(report)))
+                     progress=_progress(history or [], report), output=_output(report)))
 
 
 def matching_profile(report: dict) -> tuple[dict | None, str | None]:
     """BUILD_DIR/profile.json when it was profiled from the source this report graded (same
     sha256), else (None, why not)."""
-    build_dir = report.get("build_dir")
-    path = Path(build_dir) / "profile.json" if build_dir else None
-    if path is None or not path.is_file():
+    if not (build_dir := report.get("build_dir")) or not (path := Path(build_dir) / "profile.json").is_file():
         return None, None
     try:
         profile = json.loads(path.read_text())
@@ -368,9 +380,4 @@ def write_lab_html(report: dict, path: str | Path, profile: dict | None = None,
     stale = None
     if profile is None:
         profile, stale = matching_profile(report)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_lab_html(report, profile, stale, history=history), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_text(path, render_lab_html(report, profile, stale, history=history))

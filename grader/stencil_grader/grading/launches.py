@@ -1,42 +1,11 @@
-"""The launch audit's rules: what the student's launcher really started on the GPU.
+"""The launch audit's rules on what the student's launcher really started on the GPU.
 
-The bench records, with CUPTI, every kernel, memcpy and memset that audited
-calls of the launcher started (grader/harness/audit.c; the bench JSON's
-"audit", keys in base/protocol.py): its stream, grid, block, static and dynamic
-shared memory per block, registers, and the memory each copy or set reached.
-The rules below read those records and the machine code of each launched
-kernel, matched by its mangled name to the student's SASS in the bench program
-for the GPU that ran (sass.py), each a StaticCheck of severity "constraint"
-(performance gets 0; correctness stands).  Every kernel the launcher starts
-counts; a kernel that is declared and never launched counts for nothing.
-
-- "launch stream": every operation ran on the stream the launcher was given.
-  The API says launchers are asynchronous on `stream`; work on another stream
-  is not ordered with what the caller does next on `stream`.  (It gains
-  nothing in time: the bench's timer covers every stream a launcher can reach.)
-- "host memory": no copy or set reached memory outside the GPU (pageable,
-  pinned, managed or unknown memory, as CUPTI saw it): a launcher works on the
-  device buffers it is given, whatever names its source uses.
-- "shared tile" (lab.json constraints.shared_memory, shared_tile): each kernel
-  stages at least its block's input tile in shared memory, as launched, and
-  reads it (tile_bound, sass.reads_shared).
-- "max shared planes" (constraints.max_shared_planes, lab 6): each kernel's
-  shared memory per block within what `planes` planes of its tile need
-  (plane_bound).
-- "grid storage" (constraints.grid_storage): no launched kernel reads or writes
-  global memory in a format narrower than the fp32 grids (sass.narrow_accesses).
-- "no float atomics": no kernel of a launcher the kind asks determinism of
-  (lab 7) adds floats with atomics (sass.float_atomics): their order, and so the
-  bits, change from run to run.
-
-The audit fails closed: a record it lost (more than it keeps, CUPTI's dropped
-records, a window without its marker) makes every rule fail, saying that the
-audit could not see every launch; a launched kernel the student's machine code
-lacks fails the rules that read code.  When the audit could not run (no CUPTI),
-the stream and host-memory rules are reported as not verified (a note), a lab
-whose constraint needs the launches gets its performance "not measured" rather
-than a verdict made up from nothing, and the storage rule reads every kernel of
-the machine code instead of the launched ones.
+Reads the bench JSON's "audit" records (keys: base/protocol.py) and the SASS of each launched kernel
+(sass.py, matched by mangled name); each rule is a StaticCheck of severity "constraint": "launch
+stream", "host memory", "shared tile", "max shared planes", "grid storage", "no float atomics".  It
+fails closed: lost records fail every rule, a launched kernel missing from the machine code fails the
+rules that read code; without the audit (no CUPTI) a rule is "not verified".  What each rule measures
+and why: grader/README.md, sections 3 and 6.
 """
 
 from __future__ import annotations
@@ -69,13 +38,15 @@ def _kernels(data: dict) -> list[dict]:
     return [x for x in _launches(data) if x.get("kind") == "kernel"]
 
 
+def _rule(name: str, status: str, message: str, details: list[str] | None = None) -> StaticCheck:
+    return StaticCheck(name, status, "constraint", message, details or [])
+
+
 def _not_verified(name: str, data: dict) -> StaticCheck | None:
     """A skipped check saying why, when the audit did not run; None when it did."""
     audit = _audit(data)
-    if audit.get("status") == "ok":
-        return None
-    return StaticCheck(name, "skipped", "constraint",
-                       f"not verified: {audit.get('message') or 'the launch audit did not run'}")
+    return None if audit.get("status") == "ok" else \
+        _rule(name, "skipped", f"not verified: {audit.get('message') or 'the launch audit did not run'}")
 
 
 def stream_check(data: dict) -> StaticCheck:
@@ -86,55 +57,26 @@ def stream_check(data: dict) -> StaticCheck:
     elsewhere = [x for x in _launches(data) if not x.get("on_launcher_stream", True)]
     calls = _audit(data).get("calls", 0)
     if not elsewhere:
-        return StaticCheck(name, "pass", "constraint",
-                           f"every kernel and copy of {calls} audited call(s) ran on the launcher's stream")
+        return _rule(name, "pass", f"every kernel and copy of {calls} audited call(s) ran on the launcher's stream")
     details = [f"{x['launcher']}: {x['kind']} {kernel_label(x['name'])} ran on stream "
                f"{x['stream']} ({x['count']} time(s) in {calls} audited call(s))"
                for x in elsewhere[:MAX_REPORTED]]
-    return StaticCheck(name, "fail", "constraint",
-                       f"{len(elsewhere)} operation(s) ran on another stream than the one the launcher was "
-                       "given (the legacy default stream, cudaStreamPerThread, or stream 0 in a file built "
-                       "for per-thread default streams): launch every kernel and copy on `stream`; "
-                       "performance gets 0", details)
-
-
-def _shape(x: dict) -> tuple[list[int], list[int], int, int]:
-    """(grid, block, threads per block, bytes of shared memory per block) of a kernel record."""
-    grid, block = x["grid"], x["block"]
-    return grid, block, block[0] * block[1] * block[2], int(x["static_smem"]) + int(x["dynamic_smem"])
-
-
-def _configuration(x: dict) -> str:
-    grid, block, _, used = _shape(x)
-    return (f"{grid[0]}x{grid[1]}x{grid[2]} blocks of {block[0]}x{block[1]}x{block[2]} threads, {used} bytes "
-            f"of shared memory per block ({x['static_smem']} static, {x['dynamic_smem']} dynamic)")
+    return _rule(name, "fail", f"{len(elsewhere)} operation(s) ran on another stream than the one the launcher was "
+                 "given (the legacy default stream, cudaStreamPerThread, or stream 0 in a file built for per-thread "
+                 "default streams): launch every kernel and copy on `stream`; performance gets 0", details)
 
 
 def block_cells(nx: int, ny: int, grid: list[int], threads: int, cells_per_thread: int) -> tuple[float, float]:
-    """(the block's share of an x-y plane of the grid, the cells its threads hold at once).
-
-    share = nx * ny / (gridDim.x * gridDim.y): a kernel that marches along z keeps
-    gridDim.z for z-chunks, and a 2D grid has one plane.  A block that loops over several
-    tiles (fewer blocks than tiles) holds no more at once than its threads do:
-    threads x cells_per_thread."""
+    """(the block's share of an x-y plane, nx * ny / (gridDim.x * gridDim.y), the cells its threads
+    hold at once: at most threads x cells_per_thread)."""
     share = nx * ny / max(1, grid[0] * grid[1])
     return share, min(share, threads * cells_per_thread)
 
 
 def tile_bound(halo: int, nx: int, ny: int, grid: list[int], threads: int, load_bytes: int) -> tuple[int, str]:
-    """(the fewest bytes of shared memory per block that hold the block's input tile, how).
-
-    The tile's own cells: F, the cells the block's threads load at once, one global
-    load each (load_bytes / 4 cells a thread: 4 for a float4), but no more than the
-    block's share of an x-y plane (block_cells).  Its halo: a tile of F = W x H cells
-    with a halo of h cells on each side (corners left out, as a 5- or 7-point stencil
-    needs none) holds F + 2h(W + H) >= F + 4h sqrt(F) cells, the least for any W and H
-    (W + H >= 2 sqrt(WH)).  So
-        needed = 4 bytes x (F + 4 halo sqrt(F)).
-    A textbook tile, input- or output-mapped, a row buffer of a strip (lab 4) and
-    lab 5's planes all hold at least that; a tile of the block's own cells without
-    their halo, or a few weights, do not.
-    """
+    """(the fewest bytes of shared memory per block that hold the block's input tile, how):
+    4 bytes x (F + 4 halo sqrt(F)), F the cells the block's threads load at once (block_cells;
+    grader/README.md, section 3)."""
     share, cells = block_cells(nx, ny, grid, threads, max(1, load_bytes // CELL_BYTES))
     needed = int(math.ceil(CELL_BYTES * (cells + 4 * halo * math.sqrt(cells))))
     how = (f"{CELL_BYTES} bytes x ({cells:.0f} cells" + (f" + a halo of {halo}: 4 x {halo} x sqrt({cells:.0f})"
@@ -146,14 +88,9 @@ def tile_bound(halo: int, nx: int, ny: int, grid: list[int], threads: int, load_
 
 def plane_bound(planes: int, factor: float, nx: int, ny: int, grid: list[int], threads: int,
                 load_bytes: int) -> tuple[int, str]:
-    """(bytes of shared memory per block that `planes` planes of a kernel's tile may use, how).
-
-    The tile's cells in one plane: the block's share of an x-y plane, but no more than
-    CELLS_PER_THREAD_ROWS rows of its widest global load per thread (block_cells).  A plane
-    may add its halo ring and padding, at most `factor` times its cells (lab.json's
-    smallest tile, SharedTile.plane_factor):
-        allowed = planes x factor x 4 bytes x C.
-    """
+    """(bytes of shared memory per block that `planes` planes of a kernel's tile may use, how):
+    planes x factor x 4 bytes x C, C at most CELLS_PER_THREAD_ROWS rows of its widest load a
+    thread (block_cells), factor SharedTile.plane_factor."""
     per_thread = CELLS_PER_THREAD_ROWS * max(1, load_bytes // CELL_BYTES)
     share, cells = block_cells(nx, ny, grid, threads, per_thread)
     allowed = int(math.floor(planes * factor * CELL_BYTES * cells))
@@ -163,17 +100,20 @@ def plane_bound(planes: int, factor: float, nx: int, ny: int, grid: list[int], t
     return allowed, how
 
 
-@dataclass
 class _Kernel:
-    """One launched kernel as the rules read it: its audit record, shape and machine code."""
+    """One launched kernel as the rules read it: its audit record, shape and SASS (fn: None when
+    the student's machine code lacks it)."""
 
-    record: dict
-    grid: list[int]
-    threads: int
-    used: int                           # bytes of shared memory per block, static plus dynamic
-    fn: sass.SassFunction | None        # its SASS (None: not in the student's machine code)
-    load_bytes: int                     # its widest global load (4 when its code is missing)
-    shown: str                          # its readable name
+    def __init__(self, record: dict, code: Code):
+        self.record, self.grid, block = record, record["grid"], record["block"]
+        self.threads = block[0] * block[1] * block[2]
+        self.used = int(record["static_smem"]) + int(record["dynamic_smem"])     # bytes per block
+        self.fn = code.get(record["name"])
+        self.load_bytes = (sass.widest_global_load(self.fn) if self.fn else 4) or 4   # its widest global load
+        self.shown = kernel_label(record["name"])
+        self.configuration = (f"{'x'.join(map(str, self.grid))} blocks of {'x'.join(map(str, block))} threads, "
+                              f"{self.used} bytes of shared memory per block ({record['static_smem']} static, "
+                              f"{record['dynamic_smem']} dynamic)")
 
 
 @dataclass
@@ -194,18 +134,8 @@ class Code:
                 f"({self.elf}): the audit cannot match it to the code that ran")
 
 
-def _launched(data: dict, code: Code) -> list[_Kernel]:
-    kernels = []
-    for x in _kernels(data):
-        grid, _, threads, used = _shape(x)
-        fn = code.get(x["name"])
-        kernels.append(_Kernel(x, grid, threads, used, fn, (sass.widest_global_load(fn) if fn else 4) or 4,
-                               kernel_label(x["name"])))
-    return kernels
-
-
 def _failed(name: str, failures: list[str], details: list[str], tail: str = ": performance gets 0") -> StaticCheck:
-    return StaticCheck(name, "fail", "constraint", failures[0] + (
+    return _rule(name, "fail", failures[0] + (
         f" (and {len(failures) - 1} more finding(s))" if len(failures) > 1 else "") + tail, failures[1:] + details)
 
 
@@ -219,7 +149,7 @@ def tile_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
         return skipped
     nx, ny = int(data["nx"]), int(data["ny"])
     failures, details = [], []
-    for k in _launched(data, code):
+    for k in (_Kernel(x, code) for x in _kernels(data)):
         needed, how = tile_bound(tile.halo, nx, ny, k.grid, k.threads, k.load_bytes)
         if k.fn is None:
             failures.append(code.missing(k.record["name"]))
@@ -229,7 +159,7 @@ def tile_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
         elif not sass.reads_shared(k.fn):
             failures.append(f"kernel {k.shown} never reads shared memory (no LDS in its machine code): a tile "
                             "that is only declared, or only written, is no tile")
-        details.append(f"kernel {k.shown}: {_configuration(k.record)}; its input tile needs at least {needed} = {how}")
+        details.append(f"kernel {k.shown}: {k.configuration}; its input tile needs at least {needed} = {how}")
     if not details:
         failures.append("the launcher started no kernel")
     if failures:
@@ -240,9 +170,8 @@ def tile_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
                        f". This rule measures, on every kernel your launcher starts (the launch audit), its "
                        f"shared memory per block and whether its machine code reads it; the lab asks: {tile.rule} "
                        "Performance gets 0")
-    return StaticCheck(name, "pass", "constraint",
-                       "every kernel the launcher started stages at least its block's input tile in shared "
-                       "memory and reads it", details)
+    return _rule(name, "pass", "every kernel the launcher started stages at least its block's input tile in shared "
+                 "memory and reads it", details)
 
 
 def planes_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
@@ -256,7 +185,7 @@ def planes_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
     factor = spec.constraints.shared_tile.plane_factor
     nx, ny = int(data["nx"]), int(data["ny"])
     failures, details = [], []
-    for k in _launched(data, code):
+    for k in (_Kernel(x, code) for x in _kernels(data)):
         if k.fn is None:
             failures.append(code.missing(k.record["name"]))
         if k.used == 0:
@@ -265,14 +194,13 @@ def planes_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
         if k.used > allowed:
             failures.append(f"kernel {k.shown} uses {k.used} bytes of shared memory per block, more than the "
                             f"{allowed} bytes that {planes} plane(s) of its tile need")
-        details.append(f"kernel {k.shown}: launched with {_configuration(k.record)}; at most {allowed} allowed = {how}")
+        details.append(f"kernel {k.shown}: launched with {k.configuration}; at most {allowed} allowed = {how}")
     if failures:
         return _failed(name, failures, details)
     if not details:
-        return StaticCheck(name, "pass", "constraint", "no kernel launched with shared memory")
-    return StaticCheck(name, "pass", "constraint",
-                       f"at most {planes} plane(s) of shared memory per block, as launched: every kernel "
-                       "within its bound", details)
+        return _rule(name, "pass", "no kernel launched with shared memory")
+    return _rule(name, "pass", f"at most {planes} plane(s) of shared memory per block, as launched: every kernel "
+                 "within its bound", details)
 
 
 def _code_rule(data: dict, code: Code, launchers: set[str] | None, finder) -> tuple[list[str], str]:
@@ -298,13 +226,11 @@ def storage_check(spec: LabSpec, data: dict, code: Code) -> StaticCheck | None:
     name = "grid storage"
     found, which = _code_rule(data, code, None, sass.narrow_accesses)
     if not found:
-        return StaticCheck(name, "pass", "constraint",
-                           f"every {which} reads and writes global memory as {storage.type} or wider")
-    return StaticCheck(name, "fail", "constraint",
-                       f"a {which} reads or writes global memory in a narrower format than {storage.type} "
-                       f"({found[0]}). This rule measures the width of every global load and store (and "
-                       f"conversions to half or 8-bit floats) in the machine code; the lab asks: {storage.rule} "
-                       "Performance gets 0", found[:MAX_REPORTED])
+        return _rule(name, "pass", f"every {which} reads and writes global memory as {storage.type} or wider")
+    return _rule(name, "fail", f"a {which} reads or writes global memory in a narrower format than {storage.type} "
+                 f"({found[0]}). This rule measures the width of every global load and store (and conversions to "
+                 f"half or 8-bit floats) in the machine code; the lab asks: {storage.rule} Performance gets 0",
+                 found[:MAX_REPORTED])
 
 
 def atomics_check(data: dict, code: Code) -> StaticCheck | None:
@@ -318,13 +244,11 @@ def atomics_check(data: dict, code: Code) -> StaticCheck | None:
         return skipped
     found, which = _code_rule(data, code, deterministic, sass.float_atomics)
     if not found:
-        return StaticCheck(name, "pass", "constraint",
-                           f"no floating-point atomic in a {which} of {', '.join(sorted(deterministic))}")
-    return StaticCheck(name, "fail", "constraint",
-                       f"a {which} adds with a floating-point atomic or a compare-and-swap ({found[0]}): the order "
-                       "of such additions changes from run to run, so the sum's bits do, whatever is rounded "
-                       "afterwards; sum in a fixed order (a tree, then one block or a last-block pass). "
-                       "Performance gets 0", found[:MAX_REPORTED])
+        return _rule(name, "pass", f"no floating-point atomic in a {which} of {', '.join(sorted(deterministic))}")
+    return _rule(name, "fail", f"a {which} adds with a floating-point atomic or a compare-and-swap ({found[0]}): "
+                 "the order of such additions changes from run to run, so the sum's bits do, whatever is rounded "
+                 "afterwards; sum in a fixed order (a tree, then one block or a last-block pass). Performance gets 0",
+                 found[:MAX_REPORTED])
 
 
 #: CUPTI's memory kinds that are the GPU's own (audit.c names them).
@@ -339,25 +263,21 @@ def host_memory_check(data: dict) -> StaticCheck:
     reached = [x for x in _launches(data) if x.get("kind") in ("memcpy", "memset")
                and not {x.get("src_memory"), x.get("dst_memory")} <= DEVICE_MEMORY]
     if not reached:
-        return StaticCheck(name, "pass", "constraint", "every copy and set stayed in the GPU's memory")
+        return _rule(name, "pass", "every copy and set stayed in the GPU's memory")
     details = [f"{x['launcher']}: a {x['kind']} of {x.get('bytes', 0)} bytes from {x.get('src_memory')} to "
                f"{x.get('dst_memory')} memory ({x['count']} time(s))" for x in reached[:MAX_REPORTED]]
-    return StaticCheck(name, "fail", "constraint",
-                       f"{details[0]}: a launcher works in the device buffers it is given, and the audit saw it "
-                       "reach host (or unknown) memory, whatever the source calls it; performance gets 0", details)
+    return _rule(name, "fail", f"{details[0]}: a launcher works in the device buffers it is given, and the audit "
+                 "saw it reach host (or unknown) memory, whatever the source calls it; performance gets 0", details)
 
 
 def _blind(data: dict) -> str | None:
     """Why the audit cannot vouch for what it saw (records lost), or None."""
     audit = _audit(data)
-    if audit.get("status") != "ok":
+    if audit.get("status") != "ok" or isinstance(lost := audit.get("lost", 0), int) and lost == 0:
         return None
-    lost = audit.get("lost", 0)
-    if not isinstance(lost, int) or lost != 0:
-        return (f"the audit could not see every launch: {lost} record(s) of the audited calls were lost (more "
-                "operations than it keeps, records CUPTI dropped, or a call it could not delimit); every rule it "
-                "feeds fails rather than pass on what it saw")
-    return None
+    return (f"the audit could not see every launch: {lost} record(s) of the audited calls were lost (more "
+            "operations than it keeps, records CUPTI dropped, or a call it could not delimit); every rule it "
+            "feeds fails rather than pass on what it saw")
 
 
 def check_launches(spec: LabSpec, data: dict | None, build_dir: Path) -> list[StaticCheck]:
@@ -374,8 +294,8 @@ def check_launches(spec: LabSpec, data: dict | None, build_dir: Path) -> list[St
                           planes_check(spec, data, code), storage_check(spec, data, code),
                           atomics_check(data, code)) if c is not None]
     if (blind := _blind(data)) is not None:
-        return [StaticCheck(c.name, "fail", "constraint", blind, [c.message]) for c in checks]
+        return [_rule(c.name, "fail", blind, [c.message]) for c in checks]
     if reads_code and not kernels and _kernels(data):
-        return [StaticCheck(c.name, "skipped", "constraint", f"not verified: {elf}") if c.name not in
+        return [_rule(c.name, "skipped", f"not verified: {elf}") if c.name not in
                 ("launch stream", "host memory") else c for c in checks]
     return checks

@@ -1,20 +1,10 @@
-"""Names of the student's functions as people read them: demangling and kernel labels.
-
-The compiled object, ptxas's report, the PTX and CUPTI's launch records name
-functions as the compiler mangled them (`_Z23stencil2d_tiled_kernelPKfPfii...`).
-Every message of the grader shows them through this module:
-
-- demangle(): c++filt, one call for many names;
-- kernel_labels(): ptxas's functions as labels that tell template instances
-  apart ('stencil3d_zmarch_kernel<true>');
-- kernel_label(): one name, without c++filt ('sweep<4>' from the mangling of
-  integer and bool template arguments);
-- simplify(): a demangled name without template arguments and parameters, for
-  the symbol check's messages.
-"""
+"""Names of the student's functions as people read them: demangle() (c++filt), kernel_labels()
+(ptxas's functions, template instances told apart), kernel_label() (one name, no c++filt) and
+simplify() (no template arguments nor parameters, for the symbol check's messages)."""
 
 from __future__ import annotations
 
+import collections
 import re
 import shutil
 
@@ -43,12 +33,8 @@ def demangle(names: list[str]) -> dict[str, str]:
 def short_name(mangled: str) -> str:
     """'tiled' for '_Z5tiledPKfPfi'; other names (extern "C", nested) unchanged."""
     m = _MANGLED.match(mangled)
-    if m:
-        length = int(m.group(1))
-        name = mangled[m.end():m.end() + length]
-        if len(name) == length:
-            return name
-    return mangled
+    name = mangled[m.end():m.end() + int(m.group(1))] if m else ""
+    return name if m and len(name) == int(m.group(1)) else mangled
 
 
 def kernel_label(mangled: str) -> str:
@@ -64,15 +50,9 @@ def kernel_label(mangled: str) -> str:
 
 
 def kernel_labels(names: list[str]) -> dict[str, str]:
-    """Readable labels of functions named in ptxas's report: mangled name -> label.
-
-    The demangled name without its return type and parameters, template arguments
-    kept, so that instances of one kernel template differ:
-    'stencil3d_zmarch_kernel<false>' and '<true>' for _Z23stencil3d_zmarch_kernelILb0EE...
-    and ...ILb1EE....  Overloads that would share a label keep their parameters as well.
-    Without c++filt: kernel_label (integer and bool template arguments as numbers).
-    Names that are not mangled (extern "C") stay as they are.
-    """
+    """Mangled name -> label of functions named in ptxas's report: the demangled name without return
+    type and parameters, template arguments kept ('stencil3d_zmarch_kernel<true>'); overloads that
+    would share a label keep their parameters; without c++filt, kernel_label's."""
     table = demangle(sorted(set(names)))
     labels, full = {}, {}
     for name in names:
@@ -82,65 +62,40 @@ def kernel_labels(names: list[str]) -> dict[str, str]:
         else:
             full[name] = _without_return_type(demangled)
             labels[name] = _without_return_type(_without_parameters(demangled))
-    clashes = {label for label in labels.values()
-               if len({n for n in labels if labels[n] == label}) > 1}
+    clashes = {label for label, count in collections.Counter(labels.values()).items() if count > 1}
     return {name: full[name] if labels[name] in clashes else labels[name] for name in names}
 
 
 def simplify(demangled: str) -> str:
     """A demangled name without template arguments and parameter lists, for messages:
     'std::basic_filebuf::open' for 'std::basic_filebuf<char, ...>::open(char const*, ...)'."""
-    out, depth = [], 0
-    for ch in demangled:
-        if ch == "<":
-            depth += 1
-        elif ch == ">" and depth:
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    text = "".join(out).strip()
+    text = demangled
+    while (inner := re.sub(r"<[^<>]*>", "", text)) != text:       # innermost template arguments first
+        text = inner
+    text = text.split("<", 1)[0].strip()                           # an unclosed one: the rest too
     for suffix in (" const", " volatile", " &", " &&"):
         text = text.removesuffix(suffix)
-    if text.endswith(")") and not text.startswith(("vtable", "VTT", "typeinfo")):
-        depth = 0
-        for i in range(len(text) - 1, -1, -1):        # the parameter list: the last (...) group
-            depth += {")": 1, "(": -1}.get(text[i], 0)
-            if depth == 0:
-                text = text[:i] if i > 0 and not text[:i].endswith("operator") else text
-                break
+    if not text.startswith(("vtable", "VTT", "typeinfo")):
+        text = _without_parameters(text)
     return text.strip()
 
 
-def _split_top(text: str, stop: str, from_end: bool) -> int:
-    """Index of the first (or last) `stop` character outside <...> and (...) in text, or -1."""
+def _without_parameters(text: str) -> str:
+    """'k<4>' for 'void k<4>(float*, int)': the last top-level (...) group dropped (an operator's kept)."""
+    text = text.rstrip()
     depth = 0
-    indices = range(len(text) - 1, -1, -1) if from_end else range(len(text))
-    for i in indices:
-        ch = text[i]
-        if ch in "<(":
-            depth += -1 if from_end else 1
-        elif ch in ">)":
-            depth += 1 if from_end else -1
-        elif ch == stop and depth == 0:
-            return i
-    return -1
-
-
-def _without_parameters(demangled: str) -> str:
-    """'k<4>' for 'void k<4>(float*, int)' (the last top-level (...) group dropped)."""
-    text = demangled.rstrip()
-    if not text.endswith(")"):
-        return text
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
+    for i in range(len(text) - 1, 0, -1) if text.endswith(")") else ():
         depth += {")": 1, "(": -1}.get(text[i], 0)
         if depth == 0:
-            return text[:i].rstrip() if i > 0 else text
+            return text if text[:i].endswith("operator") else text[:i].rstrip()
     return text
 
 
 def _without_return_type(demangled: str) -> str:
-    """'k<4>(float*)' for 'void k<4>(float*)': a template instance's name starts with its
-    return type; what follows the last space outside <...> and (...) is the name."""
-    i = _split_top(demangled, " ", from_end=True)
-    return demangled[i + 1:] if i >= 0 else demangled
+    """'k<4>(float*)' for 'void k<4>(float*)': what follows the last space outside <...> and (...)."""
+    depth = 0
+    for i in range(len(demangled) - 1, -1, -1):
+        depth += (demangled[i] in ">)") - (demangled[i] in "<(")
+        if demangled[i] == " " and depth == 0:
+            return demangled[i + 1:]
+    return demangled

@@ -1,25 +1,17 @@
-"""The roofline's arithmetic, and its pictures drawn with matplotlib where it is installed (the kit
-never requires it: without it roofline and path_bars draw nothing and return False).
+"""The roofline's arithmetic (roofline_data); the report page's charts as inline SVG (standard library
+only, no script, no external asset, labels escaped: roofline_svg, bandwidth_svg, progress_svg); and
+pictures with matplotlib where installed (optional: without it roofline and path_bars draw nothing
+and return False).
 
-Units: GB/s with 1 GB = 1e9 bytes, GFLOP/s with 1 GFLOP = 1e9 floating-point operations.
-
-- Memory roof: the copy bandwidth the bench measured, the grader's yardstick: at arithmetic
-  intensity I the roof is I x copy GB/s.  Compute roof: the peak fp32 GFLOP/s, estimated by
-  peak_fp32_gflops (SMs x fp32 lanes x 2 FLOP per FMA x clock); they meet at the ridge, peak / copy.
-- Ceilings (dashed): limits under the compute roof in useful GFLOP/s, each with how it was derived
-  (the tour's: instructor/roofs.py).
-- A kernel's point: x = useful FLOP per compulsory DRAM byte, flop_per_cell x sweeps_per_pass /
-  bytes_per_cell (2D 5-point: 9 FLOP over 8 bytes, 1.125; lab 8 fusing K sweeps: 9 K / 8; redundant
-  halo updates and halo re-reads are not counted), y = achieved useful GFLOP/s, the effective
-  bandwidth the grader scores x flop_per_cell / bytes_per_cell.  What a cell update is worth comes
-  from the problem kind (grader/kinds.json, kinds.Launcher): this module names no kind.
-
-The student's page draws its roofline as inline SVG (charts.py) from roofline_data; roofline.png
-(lab_roofline), the tour's roofline and its path bars (instructor/tour.py) are matplotlib's.
+Memory roof: the bench's copy bandwidth (I x copy GB/s); compute roof: peak_fp32_gflops; ceilings
+(dashed) with how each was derived (instructor/roofs.py).  A kernel's point: x = flop_per_cell x
+sweeps_per_pass / bytes_per_cell (the kind's, grader/kinds.json), y = effective GB/s x flop_per_cell
+/ bytes_per_cell.  Units: GB/s (1e9 bytes), GFLOP/s (1e9 FLOP).
 """
 
 from __future__ import annotations
 
+import html
 import math
 import subprocess
 import textwrap
@@ -123,6 +115,123 @@ def roofline_data(points: Iterable[RooflinePoint], copy_gbps: float, peak_gflops
                         ((lo, lo * copy_gbps), (ridge, peak_gflops), (hi, peak_gflops)), points, ceilings)
 
 
+# ---------------------------------------------------------------- the report page's charts (inline SVG)
+
+def _el(tag: str, text: str | None = None, **attrs) -> str:
+    """One SVG element; attribute names with "_" for "-", every value and the text escaped."""
+    head = " ".join([tag] + [f'{k.replace("_", "-")}="{html.escape(str(v), quote=True)}"' for k, v in attrs.items()])
+    return f"<{head}/>" if text is None else f"<{head}>{html.escape(text, quote=False)}</{tag}>"
+
+
+def _svg(ident: str, w: int, h: int, label: str, plot: tuple[int, int, int, int] | None = None) -> str:
+    """The opening tag of a chart (its id, size and accessible label, escaped), and the plot area's
+    frame when plot = (left, right, top, bottom) margins are given."""
+    return (f'<svg id="{ident}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" '
+            f'height="{h}" role="img" aria-label="{html.escape(label, quote=True)}">') + (_el(
+                "rect", x=plot[0], y=plot[2], width=w - plot[0] - plot[1], height=h - plot[2] - plot[3],
+                fill="#fbfcfd", stroke="#c8ced6") if plot else "")
+
+
+def _log_scale(lo: float, hi: float, a: float, b: float):
+    return lambda v: round(a + (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * (b - a), 1)
+
+
+def roofline_svg(points: list[tuple[str, float, float, str]], copy_gbps: float, peak_gflops: float | None,
+                 device: str = "GPU") -> str:
+    """A log-log roofline as an inline SVG element.
+
+    points: (label, intensity in FLOP per compulsory byte, GFLOP/s, colour).  copy_gbps: the
+    memory roof (GB/s).  peak_gflops: the compute roof, or None when it is not known (then only
+    the memory roof is drawn, and the picture says so).  Raises ValueError on a non-positive figure
+    (roofline_data checks them)."""
+    # Without a compute roof, a stand-in peak just right of the points keeps the axes on them.
+    peak = peak_gflops if peak_gflops is not None else copy_gbps * 4.0 * max(p[1] for p in points)
+    data = roofline_data([RooflinePoint(*p[:3]) for p in points], copy_gbps, peak)
+    w, h, left, right, top, bottom = 680, 380, 70, 20, 20, 50
+    lo, hi = data.x_range
+    ys = [p[2] for p in points] + [lo * copy_gbps, peak]
+    ylo, yhi = 10 ** math.floor(math.log10(min(ys) / 2)), 10 ** math.ceil(math.log10(max(ys) * 2))
+    sx, sy = _log_scale(lo, hi, left, w - right), _log_scale(ylo, yhi, h - bottom, top)
+    out = [_svg("roofline-svg", w, h, f"roofline of {device}", (left, right, top, bottom))]
+    for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1):          # decades
+        out += [_el("line", x1=sx(10 ** e), y1=top, x2=sx(10 ** e), y2=h - bottom, stroke="#e3e7ec"),
+                _el("text", f"{10.0 ** e:g}", x=sx(10 ** e), y=h - bottom + 16, font_size=11, text_anchor="middle")]
+    for e in range(round(math.log10(ylo)), round(math.log10(yhi)) + 1):
+        out += [_el("line", x1=left, y1=sy(10 ** e), x2=w - right, y2=sy(10 ** e), stroke="#e3e7ec"),
+                _el("text", f"{10.0 ** e:g}", x=left - 6, y=sy(10 ** e) + 4, font_size=11, text_anchor="end")]
+    roof = data.roof if peak_gflops is not None else ((lo, lo * copy_gbps), (hi, hi * copy_gbps))
+    out += [_el("polyline", points=" ".join(f"{sx(x)},{sy(min(y, yhi))}" for x, y in roof), fill="none",
+                stroke="#1d2330", stroke_width=2),
+            _el("text", f"copy bandwidth {copy_gbps:.0f} GB/s", x=left + 8, y=sy(lo * copy_gbps) - 8, font_size=12),
+            _el("text", f"peak fp32 {peak / 1e3:.1f} TFLOP/s (estimate)", x=w - right - 6, y=sy(peak) - 6,
+                font_size=12, text_anchor="end") if peak_gflops is not None else
+            _el("text", "compute roof not known (no SM clock from nvidia-smi)", x=w - right - 6, y=top + 16,
+                font_size=12, text_anchor="end")]
+    highest = max(p[2] for p in points)
+    for label, x, y, colour in points:                # points of one intensity: labels above and below
+        out += [_el("circle", cx=sx(x), cy=sy(y), r=6, fill=colour, stroke="#fff"),
+                _el("text", label, x=sx(x) + 10, y=sy(y) + (-10 if y == highest else 18), font_size=12, fill=colour)]
+    mid = (top + h - bottom) // 2
+    out += [_el("text", "arithmetic intensity (useful FLOP per compulsory DRAM byte)", x=(left + w - right) // 2,
+                y=h - 10, font_size=12, text_anchor="middle"),
+            _el("text", "GFLOP/s (useful)", x=14, y=mid, font_size=12, text_anchor="middle",
+                transform=f"rotate(-90 14 {mid})"), "</svg>"]
+    return "".join(out)
+
+
+def bandwidth_svg(gbps: float, copy_gbps: float, floor: float | None, target: float | None) -> str:
+    """Horizontal bars of effective and copy bandwidth (GB/s), with the floor and target (fractions
+    of copy) marked, as an inline SVG element."""
+    w, h, left, right = 680, 130, 130, 30
+    scale = (w - left - right) / (max(gbps, copy_gbps) * 1.1)
+    out = [_svg("bandwidth-svg", w, h, "bandwidth against copy")]
+    for i, (label, value, colour) in enumerate((("your kernel", gbps, "#2b6cb0"), ("copy", copy_gbps, "#718096"))):
+        y = 14 + i * 38
+        out += [_el("text", label, x=left - 8, y=y + 18, font_size=13, text_anchor="end"),
+                _el("rect", x=left, y=y, width=round(max(1.0, value * scale), 1), height=26, fill=colour),
+                _el("text", f"{value:.0f} GB/s", x=round(left + value * scale + 4, 1), y=y + 18, font_size=12)]
+    for name, frac, colour in (("floor", floor, "#b7791f"), ("target", target, "#1f8a4c")):
+        if frac is not None:
+            x = round(left + frac * copy_gbps * scale, 1)
+            out += [_el("line", x1=x, y1=6, x2=x, y2=92, stroke=colour, stroke_width=2, stroke_dasharray="5,3"),
+                    _el("text", f"{name} {frac:g}", x=x, y=110, font_size=12, text_anchor="middle", fill=colour)]
+    return "".join(out + ["</svg>"])
+
+
+def progress_svg(ratios: list[float | None], floor: float | None = None, target: float | None = None) -> str:
+    """The ratio to copy bandwidth of each attempt (x: attempt 1..n; None: not timed, a cross on the
+    axis), a line through the timed ones, and the floor and target (fractions of copy) dashed."""
+    w, h, left, right, top, bottom = 680, 240, 56, 20, 16, 40
+    n = len(ratios)
+    hi = max([1.0] + [r * 1.1 for r in ratios if r is not None] + [x for x in (floor, target) if x is not None])
+    sx = lambda i: round(left + (w - left - right) * (i / (n - 1) if n > 1 else 0.5), 1)      # noqa: E731
+    sy = lambda v: round(h - bottom - v / hi * (h - top - bottom), 1)                          # noqa: E731
+    out = [_svg("progress-svg", w, h, f"ratio to copy bandwidth over {n} attempts", (left, right, top, bottom))]
+    for tick in (t for t in (0.0, 0.25, 0.5, 0.75, 1.0) if t <= hi):
+        out += [_el("line", x1=left, y1=sy(tick), x2=w - right, y2=sy(tick), stroke="#e3e7ec"),
+                _el("text", f"{tick:g}", x=left - 6, y=sy(tick) + 4, font_size=11, text_anchor="end")]
+    for name, frac, colour in (("floor", floor, "#b7791f"), ("target", target, "#1f8a4c")):
+        if frac is not None:
+            out += [_el("line", x1=left, y1=sy(frac), x2=w - right, y2=sy(frac), stroke=colour, stroke_dasharray="5,3"),
+                    _el("text", f"{name} {frac:g}", x=w - right - 4, y=sy(frac) - 4, font_size=11, text_anchor="end",
+                        fill=colour)]
+    timed = [f"{sx(i)},{sy(r)}" for i, r in enumerate(ratios) if r is not None]
+    if len(timed) > 1:
+        out.append(_el("polyline", points=" ".join(timed), fill="none", stroke="#2b6cb0", stroke_width=2))
+    for i, r in enumerate(ratios):
+        x, y = sx(i), h - bottom
+        out.append(_el("circle", cx=x, cy=sy(r), r=4, fill="#2b6cb0") if r is not None else
+                   _el("path", d=f"M{x - 4:.1f},{y - 4}L{x + 4:.1f},{y + 4}M{x - 4:.1f},{y + 4}L{x + 4:.1f},{y - 4}",
+                       stroke="#c53030", stroke_width=2))
+    out += [_el("text", str(i + 1), x=sx(i), y=h - bottom + 16, font_size=11, text_anchor="middle")
+            for i in range(0, n, max(1, math.ceil(n / 12)))]
+    mid = (top + h - bottom) // 2
+    return "".join(out + [_el("text", "attempt (a cross: no ratio measured)", x=(left + w - right) // 2, y=h - 6,
+                              font_size=12, text_anchor="middle"),
+                          _el("text", "ratio to copy", x=14, y=mid, font_size=12, text_anchor="middle",
+                              transform=f"rotate(-90 14 {mid})"), "</svg>"])
+
+
 # ---------------------------------------------------------------- pictures (matplotlib)
 
 def pyplot(need: str | None = None):
@@ -164,10 +273,8 @@ def _spread(ys: list[float], gap: float, low: float, high: float) -> list[float]
         placed[k] = max(placed[k], placed[k - 1] + gap)
     if placed and placed[-1] > high:
         placed = [y - min(placed[-1] - high, placed[0] - low) for y in placed]
-    out = [0.0] * len(ys)
-    for k, i in enumerate(order):
-        out[i] = placed[k]
-    return out
+    at = dict(zip(order, placed))
+    return [at[i] for i in range(len(ys))]
 
 
 def roofline_figure(data: RooflineData, title: str):
@@ -220,8 +327,7 @@ def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, pea
     """The roofline with the points and the dashed ceilings, as PNG at `path` (title default
     "Roofline: <device>").  False, and no file, without matplotlib; ValueError (roofline_data) first."""
     data = roofline_data(points, copy_gbps, peak_gflops, ceilings)
-    plt = pyplot()
-    if plt is None:
+    if (plt := pyplot()) is None:
         return False
     fig, _, _ = roofline_figure(data, title or f"Roofline: {device}")
     fig.savefig(path, dpi=120, bbox_inches="tight")
@@ -241,8 +347,7 @@ def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
     for label, ratio, _ in rows:
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio < math.inf:
             raise ValueError(f"ratio of {label!r} must be a finite number >= 0, got {ratio!r}")
-    plt = pyplot()
-    if plt is None:
+    if (plt := pyplot()) is None:
         return False
     labels, ratios, parts = zip(*rows[::-1]) if rows else ((), (), ())
     names = list(dict.fromkeys(parts[::-1]))              # the parts in the rows' order
@@ -282,8 +387,7 @@ def lab_roofline(kind: "Kind", bench: dict | None, path: str | Path) -> str | No
     single = kind.launchers[0] if len(kind.launchers) == 1 and kind.launchers[0].flop_per_cell else None
     if not bench or not bench.get("output_ok") or single is None or not bench.get("sm_count"):
         return None
-    clock = max_sm_clock_mhz()
-    if not clock or pyplot() is None:
+    if not (clock := max_sm_clock_mhz()) or pyplot() is None:
         return None
     roofline([point_from_gbps("your kernel", bench["gbps"], single)], bench.get("device", "GPU"), bench["copy_gbps"],
              peak_fp32_gflops(int(bench["sm_count"]), clock), path)

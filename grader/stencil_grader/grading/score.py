@@ -2,62 +2,37 @@
 
 Rules, in order:
 
-1. A build that fails (or times out) scores 0: verdict "compile_error"; when
-   lab.mk says the machine or the kit is at fault (`kit error: ...`, e.g. no
-   Check library), "kit_error": 0 points that are not a grade (regrade after
-   fixing the machine).
-2. A forbidden use in the student file or its compiled object (static.py,
-   symbols.py) scores 0 and nothing is run: "forbidden".
-3. Correctness points = points.correctness * passed / total cases.  When any
-   case did not pass, the verdict is the worst outcome seen:
-   timeout > crash > incorrect (cases not run after a timeout count as the
-   timeout; a case whose launch the runtime refused is incorrect, and the
-   message counts it apart).  Performance is not measured (0 points).
-4. A failed static constraint (no div/rem in the machine code) keeps the
-   correctness points and gives performance 0: "constraint".  A "signal" (the
-   machine code's first look at shared memory, a host copy named in the source)
-   costs nothing: the launch audit judges those rules (6).
-5. With no GPU nothing is measured: 0 points and the reason, verdict
-   "not_measured", even when rule 4's PTX constraint already failed (its
-   message says so): a grade needs the correctness that was not measured.
-6. Performance, only when every case passed and no constraint failed, from the
-   bench's ratio = effective bandwidth / copy bandwidth measured in the same run:
-     - the timed run's output was wrong:      "incorrect", performance 0;
-     - ratio > 1.05 (faster than copying):    "implausible", performance 0
-       (K x 1.05 for a lab that fuses K sweeps per pass: bench.max_fused_sweeps);
-     - the launch audit (launches.py) found an operation on another stream
-       than the launcher's, a copy or set reaching host memory, a launched
-       kernel without its tile in shared memory (or more than the lab's
-       planes allow), grids stored narrower than fp32, a floating-point
-       atomic in a launcher asked for determinism, or it lost records (it
-       fails closed):                         "constraint", performance 0;
-       a lab whose constraint needs the audit, where it could not run:
-                                              "not_measured", performance 0;
-     - else points.performance * clamp((ratio - floor) / (target - floor), 0, 1)
-       with floor and target from the device's table in lab.json (else generic).
-7. "pass" only with full points; "slow" when correct but short of full
-   performance points.  grade.py exits 0 only with full points.
-8. A failure of the grader's own machinery (the sandbox or a program could not
-   start, a CUDA error of the machine: protocol.MACHINERY_CUDA_ERRORS, such as a
-   thread the operating system refused or a GPU lost) is "grader_error": no
-   grade, never final, whatever else the run saw.
+1. A build that fails (or times out) scores 0: "compile_error"; when lab.mk says the machine or
+   the kit is at fault (`kit error: ...`), "kit_error": 0 points that are not a grade.
+2. A forbidden use in the student file or its compiled object (static.py) scores 0 and nothing
+   is run: "forbidden".
+3. Correctness points = points.correctness * passed / total cases.  When any case did not pass,
+   the verdict is the worst outcome seen: timeout > crash > incorrect (cases not run after a
+   timeout count as the timeout; a launch the runtime refused is incorrect, counted apart).
+   Performance is not measured (0 points).
+4. A failed static constraint keeps the correctness points and gives performance 0:
+   "constraint".  A "signal" costs nothing: the launch audit judges those rules (6).
+5. With no GPU nothing is measured: 0 points, verdict "not_measured", even when rule 4 already
+   failed (its message says so).
+6. Performance, only when every case passed and no constraint failed, from the bench's ratio =
+   effective / copy bandwidth of the same run: the timed run's output wrong: "incorrect"; ratio
+   above 1.05 (K x 1.05 for K fused sweeps: bench.max_fused_sweeps): "implausible"; a failed
+   launch-audit rule (launches.py): "constraint"; a rule that needs the audit where it could not
+   run: "not_measured" (each performance 0); else points.performance * ramp(ratio, floor,
+   target) with the device's table in lab.json (else generic).
+7. "pass" only with full points; "slow" when correct but short of them.  grade.py exits 0 only
+   with full points.
+8. A failure of the grader's own machinery (the sandbox or a program could not start, a CUDA
+   error of the machine: protocol.MACHINERY_CUDA_ERRORS) is "grader_error": no grade, never final.
 
-Points are rounded to 0.01; "full" is decided on the rounded figures shown.
-
-Calibration (`make calibrate`): on a GPU, a lab's target is 95% of its
-reference's ratio (the reference gets full marks with room for run-to-run
-noise) and its floor half of that ratio; see calibrated_target.
-
-The generic table (lab.json's "generic": any GPU without a table of its own) is
-set by hand, at most the lowest floor and the lowest target of the calibrated
-GPUs (generic_bound): a GPU the kit knows nothing of is never held to more
-than one it measured.  `make calibrate` lowers it when a new GPU's table falls
-below it; a test holds every lab.json to the bound.  target_meaning says what
-the table that graded a run means for the student.
+Points are rounded to 0.01; "full" is decided on the rounded figures.  Calibration: a target is
+95% of the reference's ratio and its floor half of it (calibrated_target); the generic table is at
+most the calibrated GPUs' lowest floor and target (generic_bound).
 """
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 
 from ..base import protocol
@@ -81,7 +56,8 @@ def is_grade(report: dict | None) -> bool:
     """True when a report's verdict is a grade, its points counting: not one of NOT_GRADED, and not
     "missing" (a class's lab never submitted: 0 in class.csv, no grade of a kernel)."""
     return bool(report) and report.get("verdict") not in NOT_GRADED + (MISSING,)
-#: A stage's verdict is one of these or "not_run" (gated by an earlier stage).
+
+
 #: Case outcome -> verdict, and their order of badness (worst first).
 _CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect", "not_run": "timeout"}
 _BENCH_VERDICT = {"timeout": "timeout", "cuda_error": "crash", "error": "crash",
@@ -197,9 +173,8 @@ def _correctness(spec: LabSpec, check: CheckRun) -> StageScore:
 
 
 def _machinery_failure(check: CheckRun) -> str | None:
-    """What failed of the grader's machinery in a check run, else None: the check program or its
-    sandbox could not start (status "error"), or a case ended on a CUDA error of the machine
-    (protocol.MACHINERY_CUDA_ERRORS: a thread refused by the operating system, a GPU lost)."""
+    """What failed of the grader's machinery in a check run (it could not start, or a case ended on
+    one of protocol.MACHINERY_CUDA_ERRORS), else None."""
     if check.status == "error":
         return check.message or check.list_error or "the check program could not start"
     for case in check.cases:
@@ -209,16 +184,14 @@ def _machinery_failure(check: CheckRun) -> str | None:
 
 
 def _failures(check: CheckRun) -> str:
-    """How the cases that did not pass ended, counted: '26 wrong and 3 failed to launch'.  A case
-    whose launch the runtime refused (protocol.LAUNCH_REFUSED: a grid or block beyond the GPU's
-    limits) is the student's failure like a wrong answer, and counted apart from it."""
+    """How the cases that did not pass ended, counted: '26 wrong and 3 failed to launch'
+    (protocol.LAUNCH_REFUSED counted apart from wrong answers)."""
+    n = collections.Counter(c.outcome for c in check.cases)
     refused = sum(c.outcome == "fail" and c.message.startswith(protocol.LAUNCH_REFUSED) for c in check.cases)
-    counts = [(sum(c.outcome == "fail" for c in check.cases) - refused, "wrong"),
+    counts = ((n["fail"] - refused, "wrong"),
               (refused, "failed to launch (the runtime refused the configuration the launcher asked for)"),
-              (sum(c.outcome == "crash" for c in check.cases), "crashed"),
-              (sum(c.outcome == "timeout" for c in check.cases), "timed out"),
-              (sum(c.outcome == "not_run" for c in check.cases), "not run")]
-    parts = [f"{n} {what}" for n, what in counts if n]
+              (n["crash"], "crashed"), (n["timeout"], "timed out"), (n["not_run"], "not run"))
+    parts = [f"{k} {what}" for k, what in counts if k]
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
 
@@ -245,8 +218,7 @@ def _performance(spec: LabSpec, bench: BenchRun, choice: TargetChoice) -> tuple[
     t = choice.target
     stage = StageScore("pass", performance_points(maximum, ratio, t.floor, t.target), maximum,
                        performance_message(ratio, t.floor, t.target, choice.table))
-    if not stage.full:
-        stage.verdict = "slow"
+    stage.verdict = "pass" if stage.full else "slow"
     return stage, ratio
 
 
@@ -254,14 +226,9 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
               check: CheckRun | None = None, bench: BenchRun | None = None,
               not_measured: str | None = None, device_name: str | None = None,
               launches: list[StaticCheck] | None = None) -> Score:
-    """Verdict and points of one lab from what the pipeline saw.
-
-    check / bench: None when that stage did not run; not_measured: why
-    correctness (and so performance) could not be measured (no GPU), or why
-    performance alone was not (e.g. --skip-bench) when check is given.
-    device_name: the GPU's name, to pick the target table.
-    launches: the launch audit's checks (launches.py), from the bench's records.
-    """
+    """Verdict and points of one lab (module docstring).  check / bench: None when that stage did not
+    run; not_measured: why they were not (no GPU, --skip-bench); device_name picks the target
+    table; launches: the launch audit's checks (launches.py)."""
     p = spec.points
     runnable, why_not = may_run(build, static)
     if not runnable:
@@ -275,14 +242,12 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
     if check is None:
         # Nothing ran: whatever else is known (a failed constraint), no grade is (rule 5).
         reason = f"not measured: {not_measured or 'correctness did not run'}"
-        corr = StageScore("not_measured", 0.0, p.correctness, reason)
-        perf = StageScore("not_measured", 0.0, p.performance, reason)
-        messages = [reason]
-        if static is not None and static.constraint_failed:
-            perf = StageScore("not_measured", 0.0, p.performance, f"{reason}; and {_CONSTRAINT_ZERO}")
-            messages.append("a constraint of this lab failed (see static checks): performance will get 0 "
-                            "once measured")
-        return Score("not_measured", corr, perf, messages=messages)
+        failed = static is not None and static.constraint_failed
+        return Score("not_measured", StageScore("not_measured", 0.0, p.correctness, reason),
+                     StageScore("not_measured", 0.0, p.performance,
+                                f"{reason}; and {_CONSTRAINT_ZERO}" if failed else reason),
+                     messages=[reason] + (["a constraint of this lab failed (see static checks): performance will "
+                                           "get 0 once measured"] if failed else []))
 
     corr = _correctness(spec, check)
     benchable, why_not = may_bench(static, check)
@@ -290,11 +255,9 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
         return Score("grader_error", corr, StageScore("not_run", 0.0, p.performance, corr.message),
                      messages=[corr.message])
     if corr.verdict != "pass":
-        perf = StageScore("not_run", 0.0, p.performance, why_not)
-        return Score(corr.verdict, corr, perf)
+        return Score(corr.verdict, corr, StageScore("not_run", 0.0, p.performance, why_not))
     if not benchable:
-        perf = StageScore("constraint", 0.0, p.performance, why_not)
-        return Score("constraint", corr, perf)
+        return Score("constraint", corr, StageScore("constraint", 0.0, p.performance, why_not))
 
     bench_device = bench.data.get("device") if bench is not None and bench.data else None
     choice = spec.target_for(bench_device or device_name)
@@ -324,9 +287,7 @@ def generic_bound(spec: LabSpec) -> tuple[float, float] | None:
     """(floor, target) the generic table may not exceed: the lowest floor and the lowest target of
     the GPUs lab.json calibrated (entries with a reference_ratio); None when none is."""
     calibrated = [t for name, t in spec.targets.items() if name != "generic" and t.reference_ratio is not None]
-    if not calibrated:
-        return None
-    return min(t.floor for t in calibrated), min(t.target for t in calibrated)
+    return (min(t.floor for t in calibrated), min(t.target for t in calibrated)) if calibrated else None
 
 
 def target_meaning(spec: LabSpec, choice: TargetChoice, device: str | None) -> str:
@@ -354,6 +315,5 @@ CALIBRATION_FLOOR_FRACTION = 0.50
 def calibrated_target(reference_ratio: float) -> tuple[float, float]:
     """(floor, target) for a GPU on which the reference reaches reference_ratio of the copy
     bandwidth; rounded down to 0.01 so the reference itself always reaches the target."""
-    def down(x: float) -> float:
-        return int(x * 100 + 1e-9) / 100
-    return down(CALIBRATION_FLOOR_FRACTION * reference_ratio), down(CALIBRATION_TARGET_FRACTION * reference_ratio)
+    return tuple(int(f * reference_ratio * 100 + 1e-9) / 100
+                 for f in (CALIBRATION_FLOOR_FRACTION, CALIBRATION_TARGET_FRACTION))

@@ -1,22 +1,15 @@
-"""The lexical rules on the student's source: the few that give a better message than a symbol can.
+"""The lexical rules on the student's source, read with comments and literals blanked (strip_source).
 
-Read after C/C++ comments and string/char literals are blanked out (strip_source):
-`#include` of the harness (forbidden, "source rules", check_source); and, as an early
-friendly message only (a "signal", which costs nothing), a copy to the host named on its
-line, a cudaMemcpy*Async whose direction is not named, a #define of a cudaMemcpy name:
-where copies really go is judged at run time on what the launch audit saw (launches.py,
-"host memory"), whatever names the source uses.  None of them matches a name a student
-may choose (`cpu_count` passes).  The authority on what the file calls is the compiled
-object (symbols.py, "linked symbols"); the lab's own forbidden identifiers (lab.json
-constraints.forbidden_calls) are checked there, once: this check names no call as allowed.
-
-Two notes cost nothing and need no GPU (check_notes, status "warn"): a TODO(labNN) of the
-starter still in the file, and a block of constant size over the 1024 threads a CUDA
-block may hold (the launch would fail with "invalid configuration argument").
+check_source: an `#include` of the harness is forbidden; a copy to the host named on its line, a
+cudaMemcpy*Async of unnamed direction and a #define of a cudaMemcpy name are only a "signal" (the
+launch audit judges where copies go).  The calls the file makes are judged on the compiled object
+(symbols.py).  check_notes (status "warn", no GPU needed): a TODO(labNN) still there, a constant
+block over 1024 threads.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -37,67 +30,35 @@ _HARNESS_INCLUDE = ("the harness's header: the student file sees only stencil_la
 
 # ---------------------------------------------------------------- C/C++ source
 
-_RAW_PREFIX = re.compile(r"(?:^|[^A-Za-z0-9_])(?:u8|u|U|L)?R$")
-_NUMBER_START = re.compile(r"[A-Za-z0-9_.']*$")
+#: One token the rules must not read inside: a comment; a number (so that the ' of 1'000 starts no
+#: character literal); a raw string R"delim(...)delim" (prefixes u8, u, U, L); a string or character
+#: literal, to its closing quote or its line's end (a backslash escapes the next character, a newline too).
+_LEXEME = re.compile(r"""
+    (?P<comment>//(?:\\.|[^\\\n])*\\?|/\*.*?(?:\*/|\Z))
+  | (?<![A-Za-z0-9_.'])[0-9][A-Za-z0-9_.']*
+  | (?<![A-Za-z0-9_])(?:u8|u|U|L)?R"(?:(?P<raw>(?P<delim>[^(]*)\(.*?\)(?P=delim))"|(?P<open_raw>.*))
+  | (?P<quote>["'])(?P<literal>(?:\\.|(?!(?P=quote))[^\\\n])*\\?)(?P=quote)?""", re.S | re.X)
 
 
 def strip_source(src: str) -> tuple[str, str]:
-    """Blank out C/C++ comments, and also string and character literals.
-
-    Returns (without_comments, without_comments_and_literals).  Both have the
-    length and line structure of src (every newline kept), so line numbers carry
-    over.  A literal keeps its quotes; its contents become spaces.
-    """
-    code = list(src)      # comments blanked
-    bare = list(src)      # comments and literal contents blanked
-    i, n = 0, len(src)
-
-    def blank(start: int, end: int, also_code: bool) -> None:
+    """(src without comments, src without comments and literals' contents), blanked with spaces: both
+    keep src's length and every newline, so offsets and line numbers carry over."""
+    code, bare = list(src), list(src)
+    for m in _LEXEME.finditer(src):
+        if m.group("comment") is not None:
+            start, end, also_code = m.start(), m.end(), True
+        elif m.group("raw") is not None or m.group("quote"):
+            start, end, also_code = *m.span("raw" if m.group("raw") is not None else "literal"), False
+        elif m.group("open_raw") is not None:          # unterminated: blanked to the last character but one
+            start, end, also_code = m.start("open_raw"), len(src) - 1, False
+        else:
+            continue                                   # a number
         for k in range(start, end):
             if src[k] != "\n":
                 bare[k] = " "
                 if also_code:
                     code[k] = " "
-
-    while i < n:
-        ch = src[i]
-        nxt = src[i + 1] if i + 1 < n else ""
-        if ch == "/" and nxt == "/":
-            end = i
-            while end < n and src[end] != "\n":
-                end += 2 if src[end] == "\\" and end + 1 < n else 1
-            blank(i, end, True)
-            i = end
-        elif ch == "/" and nxt == "*":
-            end = src.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            blank(i, end, True)
-            i = end
-        elif ch == '"' and _RAW_PREFIX.search(src[max(0, i - 4):i]):
-            open_paren = src.find("(", i)
-            delim = src[i + 1:open_paren] if open_paren >= 0 else ""
-            close = src.find(")" + delim + '"', open_paren + 1) if open_paren >= 0 else -1
-            end = n if close < 0 else close + len(delim) + 2
-            blank(i + 1, end - 1, False)
-            i = end
-        elif ch in "\"'":
-            if ch == "'" and _is_digit_separator(src, i):
-                i += 1
-                continue
-            end = i + 1
-            while end < n and src[end] != ch and src[end] != "\n":
-                end += 2 if src[end] == "\\" else 1
-            blank(i + 1, min(end, n), False)
-            i = end + 1
-        else:
-            i += 1
     return "".join(code), "".join(bare)
-
-
-def _is_digit_separator(src: str, i: int) -> bool:
-    """True for the ' in 1'000'000 (C++14): the token before it starts with a digit."""
-    token = _NUMBER_START.search(src[max(0, i - 64):i]).group(0)
-    return bool(token) and token[0].isdigit()
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]*)[>"]', re.MULTILINE)
@@ -110,46 +71,32 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def _arguments(text: str, open_paren: int) -> str:
-    """The text between the parenthesis at open_paren and its match (to the end when unmatched)."""
-    depth = 0
-    for i in range(open_paren, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return text[open_paren + 1:i]
-    return text[open_paren + 1:]
+def _arguments(text: str) -> list[str]:
+    """text, what follows an opening parenthesis, split at its top-level commas, to the parenthesis that
+    closes it (to its end when none does)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0 or ch == "," and depth == 0:
+            parts, start = parts + [text[start:i]], i + 1
+        if depth < 0:
+            return parts
+    return parts + [text[start:]]
 
 
 def lexical_findings(src: str) -> list[tuple[int, str, str]]:
-    """(line, what, why) for each use the lexical rules forbid in C/C++ source src.
-
-    Comments and string/char literals do not count; preprocessor lines do
-    (a #define of a forbidden name is as good as a call).
-    """
+    """(line, what, why) for each use the lexical rules forbid in C/C++ source src, in order (comments
+    and literals do not count; preprocessor lines do)."""
     code, bare = strip_source(src)
-    findings = []
-    for m in _INCLUDE.finditer(code):
-        target = m.group(2).strip()
-        if Path(target).name == "harness.h":
-            close = ">" if m.group(1) == "<" else '"'
-            shown = f"#include {m.group(1)}{target}{close}"
-            findings.append((_line_of(code, m.start()), shown, _HARNESS_INCLUDE))
-    for m in _DEFINE.finditer(bare):
-        findings.append((_line_of(bare, m.start()), f"#define {m.group(1)}", _REDEFINED))
-    for m in _IDENT.finditer(bare):
-        name = m.group(0)
-        if name in HOST_COPY_KINDS:
-            findings.append((_line_of(bare, m.start()), name, _TO_HOST))
-    for m in _ASYNC_COPY.finditer(bare):
-        args = _arguments(bare, m.end() - 1)
-        named = set(_IDENT.findall(args))
-        if not named & set(ALLOWED_COPY_KINDS) and not named & set(HOST_COPY_KINDS):
-            findings.append((_line_of(bare, m.start()), m.group(1), _UNNAMED_KIND))
-    findings.sort()
-    return findings
+    findings = [(_line_of(code, m.start()), "#include {}{}{}".format(m.group(1), m.group(2).strip(),
+                                                                       ">" if m.group(1) == "<" else '"'),
+                 _HARNESS_INCLUDE) for m in _INCLUDE.finditer(code) if Path(m.group(2).strip()).name == "harness.h"]
+    findings += [(_line_of(bare, m.start()), f"#define {m.group(1)}", _REDEFINED) for m in _DEFINE.finditer(bare)]
+    findings += [(_line_of(bare, m.start()), m.group(0), _TO_HOST) for m in _IDENT.finditer(bare)
+                 if m.group(0) in HOST_COPY_KINDS]
+    findings += [(_line_of(bare, m.start()), m.group(1), _UNNAMED_KIND) for m in _ASYNC_COPY.finditer(bare)
+                 if not set(_IDENT.findall(" ".join(_arguments(bare[m.end():])))) & {*ALLOWED_COPY_KINDS, *HOST_COPY_KINDS}]
+    return sorted(findings)
 
 
 def check_source(source: Path) -> StaticCheck:
@@ -166,9 +113,8 @@ def check_source(source: Path) -> StaticCheck:
         return StaticCheck(name, "pass", "forbidden", f"no copy to the host, copy of unnamed direction, #define of a "
                            f"cudaMemcpy name or harness include in {Path(source).name} (the calls it makes: "
                            "linked symbols)")
-    details = [f"line {line}: {what}: {why}" for line, what, why in findings[:MAX_REPORTED]]
-    if len(findings) > MAX_REPORTED:
-        details.append(f"... and {len(findings) - MAX_REPORTED} more")
+    details = [f"line {line}: {what}: {why}" for line, what, why in findings[:MAX_REPORTED]] \
+        + ([f"... and {len(findings) - MAX_REPORTED} more"] if len(findings) > MAX_REPORTED else [])
     if all(why != _HARNESS_INCLUDE for _, _, why in findings):
         return StaticCheck(name, "fail", "signal",
                            f"{len(findings)} copy or copies in {Path(source).name} that may reach host memory: "
@@ -192,27 +138,14 @@ _LAUNCH = re.compile(r"<<<")
 
 def _constant_value(expr: str, constants: dict[str, int]) -> int | None:
     """A product of integer literals and named constants ("32 * TILE"), or None."""
-    value = 1
-    for factor in expr.split("*"):
-        factor = factor.strip().rstrip("uU")
-        if factor.isdigit():
-            value *= int(factor)
-        elif factor in constants:
-            value *= constants[factor]
-        else:
-            return None
-    return value
+    values = [int(f) if f.isdigit() else constants.get(f) for f in (x.strip().rstrip("uU") for x in expr.split("*"))]
+    return None if None in values else math.prod(values)
 
 
 def _threads(args: str, constants: dict[str, int]) -> int | None:
     """The threads of dim3(args) (each argument constant), or None."""
     sizes = [_constant_value(a, constants) for a in args.split(",")] if args.strip() else [None]
-    if any(v is None for v in sizes):
-        return None
-    total = 1
-    for v in sizes:
-        total *= v
-    return total
+    return None if None in sizes else math.prod(sizes)
 
 
 def block_size_findings(src: str) -> list[tuple[int, int]]:
@@ -220,30 +153,16 @@ def block_size_findings(src: str) -> list[tuple[int, int]]:
     second argument of <<<...>>>, a literal, a named constant (#define, const or constexpr int),
     dim3(...) of those, or a dim3 variable declared with them."""
     _, bare = strip_source(src)
-    constants = {}
-    for m in _CONSTANT.finditer(bare):
-        constants[m.group(1) or m.group(3)] = int(m.group(2) or m.group(4))
+    constants = {m.group(1) or m.group(3): int(m.group(2) or m.group(4)) for m in _CONSTANT.finditer(bare)}
     blocks = {m.group(1): _threads(m.group(2), constants) for m in _DIM3_DECL.finditer(bare)}
     found = []
     for m in _LAUNCH.finditer(bare):
         config = bare[m.end():bare.find(">>>", m.end())]
-        parts, depth, start = [], 0, 0
-        for i, ch in enumerate(config):
-            depth += ch == "("
-            depth -= ch == ")"
-            if ch == "," and depth == 0:
-                parts.append(config[start:i])
-                start = i + 1
-        parts.append(config[start:])
-        if len(parts) < 2:
+        if len(parts := _arguments(config)) < 2:
             continue
         block = parts[1].strip()
-        if inner := re.fullmatch(r"dim3[ \t]*\((.*)\)", block, re.DOTALL):
-            threads = _threads(inner.group(1), constants)
-        elif block in blocks:
-            threads = blocks[block]
-        else:
-            threads = _constant_value(block, constants)
+        inner = re.fullmatch(r"dim3[ \t]*\((.*)\)", block, re.DOTALL)
+        threads = _threads(inner.group(1), constants) if inner else blocks.get(block, _constant_value(block, constants))
         if threads is not None and threads > MAX_THREADS_PER_BLOCK:
             found.append((_line_of(bare, m.start()), threads))
     return found

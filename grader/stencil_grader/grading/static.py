@@ -1,15 +1,6 @@
-"""The static stage: every check that reads the build's files, in the order the report shows them.
-
-1. symbols.py: what the compiled object links against, defines and executes (severity "forbidden":
-   the lab gets 0 and is not run);
-2. source.py: the lexical rules on the source (severity "forbidden"; the copies' early message a
-   "signal");
-3. sass.py: the lab's rules on the machine code of the linked bench program (severity
-   "constraint": performance gets 0);
-4. source.py's notes, when there are any (status "warn", severity "note": they cost nothing).
-
-The policy (what each severity costs) is score.py's.
-"""
+"""The static stage: every check that reads the build's files, in the order the report shows them:
+symbols.py ("forbidden"), source.py (lexical rules; copies only a "signal"), sass.py (lab rules on
+the machine code, "constraint"), source.py's notes ("warn").  What each costs is score.py's."""
 
 from __future__ import annotations
 

@@ -1,40 +1,12 @@
-"""The symbol check: what the compiled student object links against, defines and executes.
+"""The symbol check ("linked symbols"): what the compiled student object links against, defines
+and executes, read with binutils from BUILD_DIR/kernel.o.
 
-The student's kernel.cu is linked into the two programs the grader reads
-results from (check and bench), so what it can call decides what it can do.
-After the build, BUILD_DIR/kernel.o (nvcc -c of the student file) is read with
-binutils:
-
-- `nm -P` lists its symbols.  Every *undefined* one (a function or variable the
-  file uses from elsewhere) must be on the whitelist below: nvcc's own
-  registration and launch symbols, the CUDA runtime calls a launcher needs
-  (launch and its configuration, error queries, function attributes,
-  occupancy, device attributes, symbol addresses, asynchronous memset and
-  memcpy on the stream), the math library, and the compiler's support symbols
-  (whitelist.py).
-  Anything else (files, streams, processes, the environment, dynamic loading,
-  allocation, host synchronisation, the harness's own functions) is forbidden.
-  A lab can forbid whitelisted calls too (lab.json constraints.forbidden_calls).
-- A *defined* global symbol with C linkage (a launcher, an `extern "C"` helper,
-  the host stub of an `extern "C" __global__` kernel) must be a launcher of the
-  student API (grader/include/stencil_lab.h), or a name that nothing check and
-  bench are linked with defines or uses (linkage.py reads the real libraries'
-  symbol tables) and that C does not reserve: a file that defines `fprintf`,
-  `step`, `cpu_stencil2d_sweep` or `main` would replace the harness's, Check's,
-  the C library's or the CUDA runtime's own (the linker takes the object's
-  definition first).  The rules are whitelist.py's.
-- `objdump -dr` disassembles the host code: a system-call instruction
-  (x86-64 `syscall`, `sysenter`, `int $0x80`; AArch64 `svc`) is forbidden, and
-  each relocation names the function that uses a forbidden symbol.
-
-Device code is not in these listings (it is inside the embedded fatbinary), and
-needs none of this: a kernel can reach nothing outside the GPU's memory.
-
-A finding names the symbol, demangled, the host function that uses it and,
-where a lexical search of the source finds it, the line.  Names are matched on
-the compiled object, so a harmless identifier (`const int cpu_count = 0;`)
-never trips the check, and no spelling (a macro, an `__asm__` label, a
-template) hides a call.  See grader/README.md, section Threat model.
+`nm -P`: every undefined symbol must be on whitelist.py's list (plus lab.json
+constraints.forbidden_calls forbidden on top), and every defined global C-linkage symbol must be a
+launcher of the student API or a name nothing check and bench link with defines or uses (whitelist.py).
+`objdump -dr`: no system-call instruction in host code; relocations name the host function that
+uses each symbol.  A finding names the symbol, demangled, its function and, where a lexical search
+of the source finds it, the line.  grader/README.md, section 6 (threat model), says why.
 """
 
 from __future__ import annotations
@@ -49,11 +21,10 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import process
 from ..base.toolkit import find_nvcc
-from . import linkage
 from .checks import MAX_REPORTED, StaticCheck
 from .names import TOOL_TIMEOUT_S, demangle, simplify
 from .source import strip_source
-from .whitelist import _VERSION_SUFFIX, _WHY_SYSCALL, api_names, defined_reason, forbidden_reason
+from .whitelist import _VERSION_SUFFIX, _WHY_SYSCALL, Taken, api_names, defined_reason, forbidden_reason, taken_names
 
 # ---------------------------------------------------------------- reading the object
 
@@ -87,15 +58,11 @@ def parse_nm(text: str) -> tuple[list[Symbol], list[Symbol]]:
         if len(parts) < 2 or len(parts[1]) != 1:
             continue
         name, kind = parts[0], parts[1]
-        if kind in "Uwv" and (kind == "U" or len(parts) == 2 or kind in "wv" and _zero(parts[2:])):
+        if kind in "Uwv" and (kind == "U" or all(v.strip("0") == "" for v in parts[2:])):
             undefined.append(Symbol(name, kind))
-        elif kind in "TDBRGSVWiu" and kind != "i":   # global (upper case), weak (W/V), unique (u)
+        elif kind in "TDBRGSVWu":   # global (upper case), weak (W/V), unique (u)
             defined.append(Symbol(name, kind))
     return undefined, defined
-
-
-def _zero(values: list[str]) -> bool:
-    return all(v.strip("0") == "" for v in values)
 
 
 _FUNC_HEADER = re.compile(r"^[0-9a-f]+ <(.+)>:$")
@@ -120,27 +87,21 @@ def parse_objdump(text: str) -> tuple[dict[str, set[str]], list[tuple[str, str]]
     return users, syscalls
 
 
-def _tool(name: str) -> str | None:
-    return shutil.which(name)
-
-
 def read_object(obj: Path) -> ObjectListing:
     """nm and objdump of one object file; never raises (see ObjectListing.error)."""
     listing = ObjectListing()
-    for tool in ("nm", "objdump"):
-        if not _tool(tool):
-            listing.error = f"{tool} (binutils) is not installed"
+    if missing := [tool for tool in ("nm", "objdump") if not shutil.which(tool)]:
+        listing.error = f"{missing[0]} (binutils) is not installed"
+        return listing
+    out = {}
+    for tool, options in (("nm", ["-P"]), ("objdump", ["-dr", "-w", "--no-show-raw-insn"])):
+        run = process.run([tool, *options, obj], TOOL_TIMEOUT_S)
+        if run.returncode != 0:
+            listing.error = f"{tool} {run.describe()}: {process.tail_lines(run.stderr, 3)}"
             return listing
-    nm = process.run(["nm", "-P", obj], TOOL_TIMEOUT_S)
-    if nm.returncode != 0:
-        listing.error = f"nm {nm.describe()}: {process.tail_lines(nm.stderr, 3)}"
-        return listing
-    listing.undefined, listing.defined = parse_nm(nm.stdout)
-    dump = process.run(["objdump", "-dr", "-w", "--no-show-raw-insn", obj], TOOL_TIMEOUT_S)
-    if dump.returncode != 0:
-        listing.error = f"objdump {dump.describe()}: {process.tail_lines(dump.stderr, 3)}"
-        return listing
-    listing.users, listing.syscalls = parse_objdump(dump.stdout)
+        out[tool] = run.stdout
+    listing.undefined, listing.defined = parse_nm(out["nm"])
+    listing.users, listing.syscalls = parse_objdump(out["objdump"])
     names = {s.name for s in listing.undefined + listing.defined}
     names |= {f for fs in listing.users.values() for f in fs} | {f for _, f in listing.syscalls}
     table = demangle(sorted(names))
@@ -217,24 +178,18 @@ def host_asm_lines(translation: str, source: Path) -> list[int]:
     target = str(Path(source).resolve())
     for text in translation.splitlines():
         if m := _LINE_MARKER.match(text):
-            number = int(m.group(1))
-            current = m.group(2)
+            number, current = int(m.group(1)), m.group(2)
             continue
         if current is not None and (current == target or Path(current).name == source.name
-                                    and Path(current).resolve() == Path(target)):
-            if _ASM_KEYWORD.search(text):
-                lines.append(number)
+                                    and Path(current).resolve() == Path(target)) and _ASM_KEYWORD.search(text):
+            lines.append(number)
         number += 1
     return sorted(set(lines))
 
 
 def check_host_asm(source: Path, src: str) -> tuple[list[int] | None, str]:
-    """(lines with host-side inline assembly, or None when it could not be checked; a note).
-
-    Only a file whose code names asm at all is translated (nvcc -cuda, about 2 s);
-    device code's inline PTX is removed by nvcc before the host compiler sees it,
-    so it never counts.
-    """
+    """(lines with host-side inline assembly, or None when it could not be checked; a note).  Only a
+    file whose code names asm is translated (nvcc -cuda, about 2 s, which removes device code)."""
     if not _ASM_KEYWORD.search(strip_source(src)[1]):
         return [], ""
     nvcc = find_nvcc()
@@ -273,36 +228,29 @@ def _names(names: list[str]) -> str:
 
 def symbol_findings(listing: ObjectListing, src: str, api: frozenset[str],
                    extra: tuple[str, ...] = (), taken=None) -> list[Finding]:
-    """Every forbidden undefined symbol, defined symbol and system-call instruction of an object.
-
-    Symbols that share a reason and a source line are reported as one finding
-    (one `std::ofstream` needs a dozen library symbols).
-    """
+    """Every forbidden undefined symbol, defined symbol and system-call instruction of an object;
+    symbols that share a reason and a source line are one finding (`std::ofstream` needs a dozen)."""
     groups: dict[tuple, tuple[list[int], list[str], list[str]]] = {}
     for s in listing.undefined:
         why = forbidden_reason(s.name, s.demangled, extra)
         if why is None:
             continue
-        lines = source_lines(src, s) if src else []
+        lines = source_lines(src, s)
         key = (why, tuple(lines) if lines else tuple(sorted(listing.users.get(s.name, ()))) or s.shown)
         _, names, functions = groups.setdefault(key, (lines, [], []))
         names.append(s.shown)
         functions.extend(f for f in sorted(listing.users.get(s.name, ())) if f not in functions)
     findings = [Finding(_names(names), why, lines, functions)
                 for (why, _), (lines, names, functions) in groups.items()]
-    known: list[linkage.Taken] = []
+    known: list[Taken] = []
     for s in listing.defined:
         if not s.name.startswith("_Z") and s.name not in api and re.fullmatch(r"[A-Za-z_]\w*", s.name) \
                 and not known and taken is not None:
             known.append(taken())             # read the libraries once, and only when needed
-        why = defined_reason(s.name, api, s.kind, known[0] if known else None)
-        if why:
-            lines = source_lines(src, s) if src else []
-            findings.append(Finding(f"{s.shown} (defined here)", why, lines))
-    asm_lines = syscall_lines(src) if src else []
-    for insn, function in listing.syscalls:
-        findings.append(Finding(f"instruction `{insn}`", _WHY_SYSCALL + " (host-side inline assembly)",
-                                asm_lines[:3], [function]))
+        if why := defined_reason(s.name, api, s.kind, known[0] if known else None):
+            findings.append(Finding(f"{s.shown} (defined here)", why, source_lines(src, s)))
+    findings += [Finding(f"instruction `{insn}`", _WHY_SYSCALL + " (host-side inline assembly)",
+                         syscall_lines(src)[:3], [function]) for insn, function in listing.syscalls]
     findings.sort(key=lambda f: (f.lines[0] if f.lines else 1 << 30, f.what))
     return findings
 
@@ -326,21 +274,17 @@ def check_object(build_dir: Path, source: Path, extra: tuple[str, ...] = (),
     except OSError:
         src = ""
     findings = symbol_findings(listing, src, api if api is not None else api_names(), extra,
-                               lambda: linkage.taken_names(build_dir, find_nvcc()))
+                               lambda: taken_names(build_dir, find_nvcc()))
     asm, note = check_host_asm(Path(source), src) if src else ([], "")
     asm = [line for line in asm if not any(line in f.lines for f in findings if f.what.startswith("instr"))]
     if asm:
         findings.append(Finding("host-side inline assembly (asm)",
                                 "host code is C++ only; inline PTX belongs in device functions", asm[:3]))
     if not findings:
-        message = (f"{len(listing.undefined)} external symbols of kernel.o, all on the whitelist; "
-                   "no system-call instruction")
-        return StaticCheck(name, "pass", "forbidden", message + (f"; {note}" if note else ""))
-    details = [f.describe() for f in findings[:MAX_REPORTED]]
-    if len(findings) > MAX_REPORTED:
-        details.append(f"... and {len(findings) - MAX_REPORTED} more")
-    if note:
-        details.append(note)
+        return StaticCheck(name, "pass", "forbidden", f"{len(listing.undefined)} external symbols of kernel.o, all on "
+                           "the whitelist; no system-call instruction" + (f"; {note}" if note else ""))
+    more = [f"... and {len(findings) - MAX_REPORTED} more"] if len(findings) > MAX_REPORTED else []
+    details = [f.describe() for f in findings[:MAX_REPORTED]] + more + ([note] if note else [])
     return StaticCheck(name, "fail", "forbidden",
                        f"{len(findings)} forbidden use(s) in the compiled {Path(source).name}; the lab is "
                        "not run", details)
