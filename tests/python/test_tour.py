@@ -135,7 +135,7 @@ def _fake_tour(monkeypatch, missing=(), k=8):
 
     monkeypatch.setattr(tour, "measure", fake_measure)
     monkeypatch.setattr(tour, "available", lambda lab, impl: (lab, impl) not in missing)
-    monkeypatch.setattr(records, "nvidia_smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": 1980.0})
+    monkeypatch.setattr(records.gpus, "smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": 1980.0})
     monkeypatch.setattr(records, "cuda_release", lambda: "13.0")
     return timed
 
@@ -295,12 +295,13 @@ def test_run_tour_with_nothing_to_time_is_an_error(monkeypatch):
 # ------------------------------------------------------------------ what a record says about its run
 
 def test_nvidia_smi_facts_pick_the_named_gpu(monkeypatch):
+    gpus = records.gpus
     out = "NVIDIA A100, 550.1, 1410\nNVIDIA H100 80GB HBM3, 580.159.04, 1980\n"
-    monkeypatch.setattr(records.process, "output", lambda argv, timeout_s=30: out)
-    assert records.nvidia_smi_facts("NVIDIA H100 80GB HBM3") == {"driver": "580.159.04", "sm_clock_max_mhz": 1980.0}
-    assert records.nvidia_smi_facts("Other")["driver"] == "550.1"          # none matches: the first GPU
-    monkeypatch.setattr(records.process, "output", lambda argv, timeout_s=30: None)
-    assert records.nvidia_smi_facts("x") == {"driver": None, "sm_clock_max_mhz": None}   # no nvidia-smi
+    monkeypatch.setattr(gpus.process, "output", lambda argv, timeout_s=30: out)
+    assert gpus.smi_facts("NVIDIA H100 80GB HBM3") == {"driver": "580.159.04", "sm_clock_max_mhz": 1980.0}
+    assert gpus.smi_facts("Other")["driver"] == "550.1"          # none matches: the first GPU
+    monkeypatch.setattr(gpus.process, "output", lambda argv, timeout_s=30: None)
+    assert gpus.smi_facts("x") == {"driver": None, "sm_clock_max_mhz": None}   # no nvidia-smi
 
 
 def test_cuda_release_reads_nvcc(monkeypatch, tmp_path):
@@ -335,7 +336,7 @@ def _report(lab, ratio, device=None, launchers=()):
 
 
 def test_record_check_collects_every_lab(monkeypatch):
-    monkeypatch.setattr(records, "nvidia_smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": None})
+    monkeypatch.setattr(records.gpus, "smi_facts", lambda name: {"driver": "999.1", "sm_clock_max_mhz": None})
     monkeypatch.setattr(records, "cuda_release", lambda: "13.0")
     reports = [_report("01-naive-5pt", 0.697),
                _report("07-reduction-residual", 1.003, launchers=[("residual_norm2", 0.969), ("jacobi_sweep", 1.04)])]

@@ -196,7 +196,7 @@ def record_resources(out: Path, path: Path, started: datetime.datetime, source: 
     name = (measured or {}).get("name") or (found[0].name if found else f"no GPU ({why})")
     device = {"name": name, "compute_capability": (measured or {}).get("cc"),
               "sm_count": (measured or {}).get("sm_count")}
-    smi = records.nvidia_smi_facts(name)
+    smi = gpulist.smi_facts(name)
     device.update(sm_clock_max_mhz=smi["sm_clock_max_mhz"], driver=smi["driver"], cuda=records.cuda_release())
     record = records.record_header("class", source, device, started)
     record.update(extra, grader_peak_rss_mib=grader, rows=rows)

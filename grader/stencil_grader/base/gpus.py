@@ -115,6 +115,23 @@ def _smi(args: list[str]) -> str | None:
     return process.output(["nvidia-smi", *args], QUERY_TIMEOUT_S)
 
 
+def smi_facts(device_name: str | None = None) -> dict:
+    """{driver, sm_clock_max_mhz} of the GPU named device_name (else the first nvidia-smi lists): the driver's
+    version ("580.159.04") and the maximum SM clock (MHz, a float); each None when nvidia-smi is missing or
+    does not say.  The one place the kit asks nvidia-smi for them (records, rooflines, report pages)."""
+    facts = {"driver": None, "sm_clock_max_mhz": None}
+    out = _smi(["--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader,nounits"])
+    lines = [[c.strip() for c in line.split(",")] for line in (out or "").splitlines() if line.count(",") >= 2]
+    if lines:
+        chosen = next((cells for cells in lines if cells[0] == device_name), lines[0])
+        facts["driver"] = chosen[1] or None
+        try:
+            facts["sm_clock_max_mhz"] = float(chosen[2])
+        except ValueError:
+            pass
+    return facts
+
+
 def _int(text: str) -> int | None:
     return int(text) if text.strip().isdigit() else None
 

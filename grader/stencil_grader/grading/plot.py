@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import html
 import math
-import subprocess
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from ..base import gpus
 from ..base.cliargs import UsageError
 
 if TYPE_CHECKING:
@@ -370,13 +370,8 @@ def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
 # ---------------------------------------------------------------- a student's own kernel
 
 def max_sm_clock_mhz() -> float | None:
-    """The GPU's maximum SM clock from nvidia-smi, or None when it cannot be read."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30).stdout
-        return float(out.split()[0])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
+    """The first GPU's maximum SM clock (MHz) from nvidia-smi (gpus.smi_facts), or None when it cannot be read."""
+    return gpus.smi_facts()["sm_clock_max_mhz"]
 
 
 def lab_roofline(kind: "Kind", bench: dict | None, path: str | Path) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT, __version__
-from ..base import labspec, process, toolkit
+from ..base import gpus, labspec, process, toolkit
 from ..base.files import display_path as shown, read_json
 
 #: Every record holds: record (its kind, RECORD_KINDS, the file's name); format (RECORD_FORMAT; a reader refuses
@@ -67,22 +67,6 @@ def median_or_none(values) -> float | None:
 
 # ------------------------------------------------------------------ writing
 
-def nvidia_smi_facts(device_name: str | None) -> dict:
-    """{driver, sm_clock_max_mhz} of the GPU named device_name (else the first) from nvidia-smi;
-    each None when nvidia-smi is missing or does not say."""
-    facts = {"driver": None, "sm_clock_max_mhz": None}
-    out = process.output(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader,nounits"])
-    lines = [[c.strip() for c in line.split(",")] for line in (out or "").splitlines() if line.count(",") >= 2]
-    if lines:
-        chosen = next((cells for cells in lines if cells[0] == device_name), lines[0])
-        facts["driver"] = chosen[1] or None
-        try:
-            facts["sm_clock_max_mhz"] = float(chosen[2])
-        except ValueError:
-            pass
-    return facts
-
-
 def cuda_release() -> str | None:
     """The CUDA release of the toolkit the builds use ("13.0"; base/toolkit.py), or None."""
     nvcc = toolkit.find_nvcc()
@@ -104,7 +88,7 @@ def kit_facts(kit_root: Path = KIT_ROOT) -> dict:
 def device_facts(bench_data: dict) -> dict:
     """The record's device object from a bench's {device, cc, sm_count}, nvidia-smi and nvcc."""
     name = bench_data.get("device")
-    smi = nvidia_smi_facts(name)
+    smi = gpus.smi_facts(name)
     return {"name": name, "compute_capability": bench_data.get("cc"), "sm_count": bench_data.get("sm_count"),
             "sm_clock_max_mhz": smi["sm_clock_max_mhz"], "driver": smi["driver"], "cuda": cuda_release()}
 
