@@ -18,6 +18,7 @@ from stencil_grader.base import labspec
 from stencil_grader.grading import pipeline, sass
 from stencil_grader.student import profile
 from stencil_grader.student.profile import command, common, counters, ncu
+from stencil_grader.student.profile import rules as profile_rules
 from stencil_grader.student.profile import text as rendering
 from stencil_grader.student.profile import rules as rule_table
 
@@ -88,6 +89,13 @@ def test_every_defect_rule_has_a_diagnostic_submission(rules):
     for d in diag_dirs:
         assert f"{d.parent.name}--{d.name}" in names, f"no recorded profile for {d}"
         assert expected_first(f"{d.parent.name}--{d.name}"), f"{d}: expected.json names no \"profile\""
+
+
+def test_a_finding_shows_a_figure_not_measured_as_a_question_mark_whatever_its_format():
+    say = profile_rules._format
+    assert say("{ratio:.2f} of copy, {n} loads", {"n": 3}) == "? of copy, 3 loads"
+    assert say("{ratio:.2f} of copy", {"ratio": None}) == "? of copy"
+    assert say("{ratio:.2f} of copy", {"ratio": 0.5}) == "0.50 of copy"
 
 
 def test_rules_point_at_handout_sections_that_exist(rules):

@@ -91,11 +91,18 @@ def load_rules(path: Path = RULES_PATH) -> RuleTable:
     return parse_rules(read_json(path, RulesError), display_path(Path(path)))
 
 
+class _Unknown:
+    """A figure that was not measured: '?' whatever its format spec ('{ratio:.2f}' too)."""
+
+    def __format__(self, spec: str) -> str:
+        return "?"
+
+
 class _Values(dict):
     """format_map values: a missing or None figure shows as '?'."""
 
     def __missing__(self, key):
-        return "?"
+        return _Unknown()
 
 
 def _format(template: str, values: dict) -> str:
