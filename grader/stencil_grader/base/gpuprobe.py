@@ -214,8 +214,9 @@ class ContextHold:
     Every grading starts CUDA programs (check, bench), and the driver serialises part of each start across the
     host: on a host of 4 H200 (persistence mode on, driver 580.159, 2026-11-28) a context took 0.50 s to make
     alone and 2.13 s when four processes, one per GPU, made theirs at once; with a context held open on each GPU,
-    0.31 s and 0.99 s (cuInit's share: 0.19-0.34 s alone and 1.28 s four at once without, 0.06 s and 0.31 s with).  The held
-    context is idle (no kernel, no memory but the context's own): it takes no GPU time from the gradings.
+    0.31 s and 0.99 s (cuInit's share: 0.19-0.34 s alone and 1.28 s four at once without, 0.06 s and 0.31 s
+    with).  The held context is idle (no kernel, no memory but the context's own): it takes no GPU time from the
+    gradings.
 
     uuid: the GPU (CUDA_VISIBLE_DEVICES=uuid); None: the first GPU this process's environment shows.  Never
     raises: `held` says whether the context is open (False without a driver, or on a GPU in an exclusive compute

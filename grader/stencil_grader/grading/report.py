@@ -107,7 +107,8 @@ def to_dict(run: LabRun) -> dict:
     if run.build:
         b = run.build
         report["build"] = {"outcome": b.outcome, "seconds": round(b.seconds, 2), "message": b.message,
-                           "command": b.command, "kernels": [dict(dataclasses.asdict(k), short_name=k.short_name) for k in b.kernels]}
+                           "command": b.command,
+                           "kernels": [dict(dataclasses.asdict(k), short_name=k.short_name) for k in b.kernels]}
     if check:
         report["correctness"].update(
             passed=check.passed, total=check.total, run_status=check.status, run_message=check.message,
@@ -197,8 +198,8 @@ def next_step(report: dict) -> tuple[str, str, str]:
     if verdict == "kit_error":
         line = next((m for m in messages if "kit error" in m), messages[0] if messages else "")
         return "warn", "No grade: the machine or the kit is at fault, not your code.", (
-            f"{without_prefix(line).splitlines()[0] if line else 'See the build section.'} Fix the machine (or ask your "
-            "instructor), then grade again.")
+            f"{without_prefix(line).splitlines()[0] if line else 'See the build section.'} "
+            "Fix the machine (or ask your instructor), then grade again.")
     if verdict == "grader_error":
         line = next((m for m in messages if m.strip()), "")
         return "warn", "No grade: the grader itself failed, not your code.", (
@@ -220,7 +221,8 @@ def next_step(report: dict) -> tuple[str, str, str]:
                  if failed else "Your file built and passed the static checks. ") + (f"Note: {notes} " if notes else "")
         todo = ("Run make check on a machine with an NVIDIA GPU for a grade."
                 if gpu.get("status") == "no_gpu" else "Run make check again once that is fixed.")
-        return "warn", "No grade yet: correctness and bandwidth were not measured.", f"{where}Why: {_sentence(why)} {todo}"
+        return ("warn", "No grade yet: correctness and bandwidth were not measured.",
+                f"{where}Why: {_sentence(why)} {todo}")
     if verdict == "pending":
         return "warn", "No grade yet: the GPU stages have not run.", "The build and static checks are done."
     if verdict in ("incorrect", "crash", "timeout") and c.get("total"):
@@ -236,14 +238,16 @@ def next_step(report: dict) -> tuple[str, str, str]:
     if verdict == "slow":
         return "warn", "Correct, and short of the bandwidth target.", (
             f"Your kernel moved its bytes at {_num(p.get('ratio'), '.3f')} of the copy bandwidth; full performance "
-            f"points from {_num((p.get('target') or {}).get('target'), 'g')}. Run make profile in the lab directory to see what slows it "
-            "down (the handout section that teaches each fix is named).")
+            f"points from {_num((p.get('target') or {}).get('target'), 'g')}. "
+            "Run make profile in the lab directory to see what slows it down (the handout section that teaches each "
+            "fix is named).")
     if verdict == "implausible":
         return "bad", "The timing is implausible: no performance points.", without_prefix(p.get("message"))
     if verdict in ("incorrect", "crash", "timeout"):       # the timed run's output, or the bench itself
         return "bad", f"The timed run failed ({verdict}): no performance points.", without_prefix(p.get("message") or
                                                                                        c.get("message"))
-    return "warn", f"Verdict: {verdict or 'unknown'}.", " ".join(without_prefix(m) for m in messages[:1]) or "See the report."
+    return ("warn", f"Verdict: {verdict or 'unknown'}.",
+            " ".join(without_prefix(m) for m in messages[:1]) or "See the report.")
 
 
 # ---------------------------------------------------------------- terminal
