@@ -47,6 +47,11 @@ def test_a_failing_run_says_why(tmp_path, body, said):
         smemroof.measure(fake_program(tmp_path, body))
 
 
+def test_a_run_that_hangs_is_stopped_and_said(tmp_path):
+    with pytest.raises(UsageError, match="did not run to its end"):
+        smemroof.measure(fake_program(tmp_path, "sleep 30\n"), timeout_s=0.5)
+
+
 @pytest.mark.skipif(toolkit.find_nvcc() is None, reason="no nvcc (the CUDA toolkit) here")
 def test_the_microbenchmark_builds_and_makes_every_load(tmp_path):
     """Built for sm_90: its machine code holds the 4-byte and the 16-byte shared loads it exists to time."""

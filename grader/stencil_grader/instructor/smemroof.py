@@ -32,8 +32,11 @@ def build(cc: str, nvcc: str | None = None, out_dir: Path = BUILD) -> Path:
     arch = cc.replace(".", "")
     out = Path(out_dir) / f"smem_roof-sm_{arch}"
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([nvcc, "-O3", "-std=c++17", f"-arch=sm_{arch}", "-o", str(out), str(SOURCE)],
-                          capture_output=True, text=True, timeout=300)
+    try:
+        done = subprocess.run([nvcc, "-O3", "-std=c++17", f"-arch=sm_{arch}", "-o", str(out), str(SOURCE)],
+                              capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise UsageError(f"nvcc could not build {SOURCE.name}: {err}") from None
     if done.returncode != 0:
         raise UsageError(f"nvcc could not build {SOURCE.name}: " + " / ".join(done.stderr.strip().splitlines()[-3:]))
     return out
@@ -41,8 +44,11 @@ def build(cc: str, nvcc: str | None = None, out_dir: Path = BUILD) -> Path:
 
 def measure(binary: Path, timeout_s: float = 120) -> dict:
     """What the program printed (its JSON object, grader/harness/smem_roof.cu).  Raises UsageError when it
-    fails (no GPU, a CUDA error: its message) or prints no JSON."""
-    done = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout_s)
+    fails (no GPU, a CUDA error: its message), runs past timeout_s or prints no JSON."""
+    try:
+        done = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise UsageError(f"{binary.name} did not run to its end: {err}") from None
     if done.returncode != 0:
         raise UsageError((done.stderr.strip() or f"{binary.name} ended with exit status {done.returncode}"))
     try:
