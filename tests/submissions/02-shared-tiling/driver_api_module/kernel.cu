@@ -1,12 +1,19 @@
 /* Known cheat (driver_api_module): the sweep is lab 1's kernel (no shared memory), kept as PTX text
  * in a string and loaded at run time through the driver API, whose functions the file reaches by
- * cudaGetDriverEntryPointByVersion (no driver symbol is linked): cuModuleLoadData, then
- * cuLaunchKernel.  Its machine code is in no ELF of the program, so no rule could read it.  What
- * catches it: the symbol whitelist (cudaGetDriverEntryPointByVersion is not a call a launcher
- * needs): forbidden in the static stage.  Were it allowed, the audit would find a launched kernel
- * the student's machine code lacks, which fails every rule that reads code. */
+ * cudaGetDriverEntryPointByVersion (cudaGetDriverEntryPoint before CUDA 12.5; no driver symbol is
+ * linked): cuModuleLoadData, then cuLaunchKernel.  Its machine code is in no ELF of the program,
+ * so no rule could read it.  What catches it: the symbol whitelist (neither entry-point query is
+ * a call a launcher needs): forbidden in the static stage.  Were it allowed, the audit would find
+ * a launched kernel the student's machine code lacks, which fails every rule that reads code. */
 #include <cuda.h>
 #include <cuda_runtime.h>
+
+/* The versioned entry-point query came with CUDA 12.5; older toolkits have the plain one. */
+#if CUDART_VERSION >= 12050
+#define DRIVER_ENTRY(name, fn) cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, 0)
+#else
+#define DRIVER_ENTRY(name, fn) cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, 0)
+#endif
 
 #include "stencil_lab.h"
 
@@ -104,9 +111,9 @@ extern "C" void stencil2d_sweep(const float *d_in, float *d_out, int nx, int ny,
     static launch_fn launch;
     if (!fast) {
         void *load = 0, *get = 0;
-        cudaGetDriverEntryPointByVersion("cuModuleLoadData", &load, 12000, cudaEnableDefault, 0);
-        cudaGetDriverEntryPointByVersion("cuModuleGetFunction", &get, 12000, cudaEnableDefault, 0);
-        cudaGetDriverEntryPointByVersion("cuLaunchKernel", (void **)&launch, 12000, cudaEnableDefault, 0);
+        DRIVER_ENTRY("cuModuleLoadData", &load);
+        DRIVER_ENTRY("cuModuleGetFunction", &get);
+        DRIVER_ENTRY("cuLaunchKernel", (void **)&launch);
         CUmodule module;
         ((load_fn)load)(&module, ptx);
         ((get_fn)get)(&fast, module, "fast");
