@@ -120,16 +120,6 @@ def stage_seconds(spec: labspec.LabSpec, stage: str = "all") -> float:
     return {"build": build_s, "gpu": gpu_s, "all": build_s + gpu_s}[stage]
 
 
-def kit_error(message: str) -> str | None:
-    """The `kit error: ...` line of a failed build (lab.mk's own checks: a missing Check library,
-    a lab without a problem-kind module), or None.  Such a failure is the machine's or the
-    kit's, never the student's: a line of nvcc's output never starts that way."""
-    for line in message.splitlines():
-        if line.startswith("kit error: "):
-            return line
-    return None
-
-
 def stray_sources(lab_dir: Path, graded: Path) -> list[str]:
     """A note for each CUDA file in the lab's folder (which ships none) that is not the file graded:
     work saved where `make check` runs would otherwise be ignored without a word."""
@@ -244,8 +234,6 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
         (build_dir / STATE_FILE).unlink(missing_ok=True)
         with run.timed("build"):
             run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s, defines)
-        if not run.build.ok and kit_error(run.build.message):
-            run.build.outcome = "kit_error"
         if run.build.ok:
             with run.timed("static"):
                 try:
