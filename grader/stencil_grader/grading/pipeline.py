@@ -70,6 +70,11 @@ class LabRun:
     launches: list[StaticCheck] = field(default_factory=list)   # the launch audit's checks (launches.py)
     final: bool = True           # False after stage="build" when the GPU stages remain
 
+    @property
+    def device_name(self) -> str | None:
+        """The model of the GPU the GPU stages ran on (check's `device:` line, else the bench's)."""
+        return (self.device or {}).get("name") or (self.device or {}).get("device")
+
     @contextmanager
     def timed(self, stage: str):
         """Adds the wall seconds of the `with` block to seconds[stage], and what its programs used
@@ -311,6 +316,5 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
             run.launches = launches.check_launches(spec, run.bench.data, build_dir)
         except sass.SassError as err:
             _machine_fault(run, err)
-    name = (run.device or {}).get("name") or (run.device or {}).get("device")
     run.score = score.score_lab(spec, run.build, run.static, run.check, run.bench,
-                                not_measured=run.not_measured, device_name=name, launches=run.launches)
+                                not_measured=run.not_measured, device_name=run.device_name, launches=run.launches)

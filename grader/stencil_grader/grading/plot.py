@@ -374,12 +374,18 @@ def max_sm_clock_mhz() -> float | None:
     return gpus.smi_facts()["sm_clock_max_mhz"]
 
 
+def single_launcher(kind: "Kind") -> "Launcher | None":
+    """The kind's launcher when it has one only and states its FLOP and bytes per cell, else None (lab 7)."""
+    work = kind.launchers[0] if len(kind.launchers) == 1 else None
+    return work if work and work.flop_per_cell and work.bytes_per_cell else None
+
+
 def lab_roofline(kind: "Kind", bench: dict | None, path: str | Path) -> str | None:
     """roofline.png: a student's kernel on the roofline of the GPU it ran on, from the lab's bench JSON
     and problem kind, at one sweep per pass (lab 8, fusing sweeps, shows above the memory roof: it
     moves fewer bytes).  Returns what was written, or None with nothing to draw: no correct timed
     run, a kind of several launchers (lab 7) or no FLOP stated, no matplotlib, no SM clock."""
-    single = kind.launchers[0] if len(kind.launchers) == 1 and kind.launchers[0].flop_per_cell else None
+    single = single_launcher(kind)
     if not bench or not bench.get("output_ok") or single is None or not bench.get("sm_count"):
         return None
     if not (clock := max_sm_clock_mhz()) or pyplot() is None:
