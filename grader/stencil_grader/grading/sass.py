@@ -61,10 +61,14 @@ class SassFunction:
         return f"{kernel_label(self.name)}, sm_{self.arch} offset 0x{offset:04x}"
 
 
+def _ours(identifier: str, harness: Path) -> bool:
+    """Whether an ELF compiled from `identifier` is the student's: not a file under `harness`."""
+    return Path(os.path.abspath(harness)) not in Path(os.path.abspath(identifier)).parents
+
+
 def parse_sass(text: str, harness: Path = HARNESS) -> dict[int, dict[str, SassFunction]]:
     """The student's kernels in `cuobjdump -sass` text: {architecture: {mangled name:
     SassFunction}}.  ELFs compiled from a file under `harness` are left out."""
-    harness = Path(os.path.abspath(harness))
     code: dict[int, dict[str, SassFunction]] = {}
     arch, ours, fn = 0, True, None
     for line in text.splitlines():
@@ -73,7 +77,7 @@ def parse_sass(text: str, harness: Path = HARNESS) -> dict[int, dict[str, SassFu
         elif m := _ARCH.match(line):
             arch = int(m.group(1))
         elif m := _IDENTIFIER.match(line):
-            ours = harness not in Path(os.path.abspath(m.group(1))).parents
+            ours = _ours(m.group(1), harness)
         elif ours and (m := _FUNCTION.match(line)):
             if fn := code.setdefault(arch, {}).get(m.group(1)):
                 fn.copies += 1
@@ -114,7 +118,6 @@ _PTX_BODY = re.compile(r"^\s*(//|\.version\b)")
 def parse_ptx_sections(text: str, harness: Path = HARNESS) -> list[tuple[int, str]]:
     """The student's PTX in `cuobjdump -ptx` text: (target architecture, PTX text) per section, the
     harness's left out (parse_sass's rule)."""
-    harness = Path(os.path.abspath(harness))
     sections: list[tuple[int, bool, list[str]]] = []
     for line in text.splitlines():
         if line.startswith("Fatbin "):
@@ -126,8 +129,7 @@ def parse_ptx_sections(text: str, harness: Path = HARNESS) -> list[tuple[int, st
         elif m := _ARCH.match(line):
             sections[-1] = (int(m.group(1)), sections[-1][1], [])
         elif m := _IDENTIFIER.match(line):
-            ours = harness not in Path(os.path.abspath(m.group(1))).parents
-            sections[-1] = (sections[-1][0], ours, [])
+            sections[-1] = (sections[-1][0], _ours(m.group(1), harness), [])
     return [(arch, "\n".join(body) + "\n") for arch, ours, body in sections if ours and body]
 
 
