@@ -71,12 +71,9 @@ def parse_json_output(text: str) -> dict:
 
 def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
               env: dict[str, str] | None = None) -> BenchRun:
-    """Time the launcher with BUILD_DIR/bench in a sandbox; the JSON is kept as BUILD_DIR/bench.json.
-
-    timeout_s: seconds the run may take (lab.json bench.timeout_s); env: added to the
-    sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out).
-    Never raises for the program's behaviour; see BenchRun.status.
-    """
+    """Time the launcher with BUILD_DIR/bench in a sandbox, keeping the JSON as BUILD_DIR/bench.json.
+    timeout_s: lab.json bench.timeout_s; env: added to the sandbox's environment (a pool's
+    CUDA_VISIBLE_DEVICES).  Never raises for the program's behaviour (BenchRun.status)."""
     build_dir = Path(build_dir)
     (build_dir / "bench.json").unlink(missing_ok=True)      # no stale figures from an earlier run
     notes = []

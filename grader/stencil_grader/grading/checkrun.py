@@ -43,18 +43,11 @@ class CaseResult:
 
 @dataclass
 class CheckRun:
-    """Everything one `check` run told us.
-
-    status: "ok" (every run ended by itself with exit status 0 or 1), "no_gpu"
-        (phase 1 found no GPU: nothing ran), "timeout" (a case timed out), "crash"
-        (any other ending) or "error" (the program could not be run).
-    no_gpu: why there is no GPU, when status is "no_gpu".
-    device: the GPU phase 1 ran on (the `device:` line: name, cc, sm_count, ...).
-    sandbox: the sandbox layers the runs had (sandbox.Sandbox.layers).
-    exit_status: phase 1's exit status (None when killed or not started).
-    output: what the student's code printed (stdout of the runs), at most process.OUTPUT_MAX_BYTES.
-    reruns: the cases run again in fork mode (table indices); phases: wall seconds of each.
-    """
+    """Everything one `check` run told us.  status: "ok" (every run ended by itself with exit status
+    0 or 1), "no_gpu" (phase 1 found none, nothing ran; no_gpu says why), "timeout" (a case timed
+    out), "crash" (any other ending) or "error" (the program could not be run); exit_status: phase
+    1's (None when killed or not started); device: phase 1's `device:` line; output: what the
+    student's code printed (capped); reruns: the cases run again in fork mode; phases: wall seconds."""
 
     cases: list[CaseResult]
     seed: int | None

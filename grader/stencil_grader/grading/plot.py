@@ -138,12 +138,9 @@ def _log_scale(lo: float, hi: float, a: float, b: float):
 
 def roofline_svg(points: list[tuple[str, float, float, str]], copy_gbps: float, peak_gflops: float | None,
                  device: str = "GPU") -> str:
-    """A log-log roofline as an inline SVG element.
-
-    points: (label, intensity in FLOP per compulsory byte, GFLOP/s, colour).  copy_gbps: the
-    memory roof (GB/s).  peak_gflops: the compute roof, or None when it is not known (then only
-    the memory roof is drawn, and the picture says so).  Raises ValueError on a non-positive figure
-    (roofline_data checks them)."""
+    """A log-log roofline as an inline SVG element.  points: (label, FLOP per compulsory byte,
+    GFLOP/s, colour); copy_gbps: the memory roof (GB/s); peak_gflops: the compute roof, or None when
+    not known (only the memory roof is drawn, and the picture says so).  ValueError on a figure <= 0."""
     # Without a compute roof, a stand-in peak just right of the points keeps the axes on them.
     peak = peak_gflops if peak_gflops is not None else copy_gbps * 4.0 * max(p[1] for p in points)
     data = roofline_data([RooflinePoint(*p[:3]) for p in points], copy_gbps, peak)
