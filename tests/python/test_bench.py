@@ -1,4 +1,4 @@
-"""bench.py: the probe, the timed run's exit codes, its JSON read from the private channel alone."""
+"""bench.py: the timed run's exit codes, its JSON read from the private channel alone."""
 
 import json
 import re
@@ -21,38 +21,6 @@ def fake_bench(build_dir, body):
     write_script(build_dir / "bench", "import json, os, sys, time\n"
                  "fd = os.environ.get('STENCIL_CHANNEL_FD')\n"
                  "channel = os.fdopen(int(fd), 'w') if fd else sys.stdout\n" + body)
-
-
-def test_probe_ok(tmp_path):
-    fake_bench(tmp_path, 'print(json.dumps({"name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132}), '
-                         'file=channel)\n')
-    probe = bench.probe(tmp_path)
-    assert probe.status == "ok" and probe.name == "NVIDIA H100 80GB HBM3"
-
-
-def test_probe_no_gpu_gives_the_reason(tmp_path):
-    fake_bench(tmp_path, 'print("bench: cudaGetDeviceCount: no CUDA-capable device is detected", '
-                         'file=sys.stderr)\nsys.exit(2)\n')
-    probe = bench.probe(tmp_path)
-    assert probe.status == "no_gpu"
-    assert probe.message == "bench: cudaGetDeviceCount: no CUDA-capable device is detected"
-
-
-@pytest.mark.parametrize("body, words", [
-    ('print("CUDA error: driver too old", file=sys.stderr)\nsys.exit(3)\n', "exited with status 3: CUDA error"),
-    ('print("not json", file=channel)\n', "printed no JSON object"),
-    ('print("[1]", file=channel)\n', "not an object"),
-    ("time.sleep(30)\n", "timed out after 1 s"),
-])
-def test_probe_errors(tmp_path, body, words):
-    fake_bench(tmp_path, body)
-    probe = bench.probe(tmp_path, timeout_s=1)
-    assert probe.status == "error" and words in probe.message
-
-
-def test_probe_missing_program(tmp_path):
-    probe = bench.probe(tmp_path)
-    assert probe.status == "error" and "could not start" in probe.message
 
 
 def writes_json(data, status=0, extra=""):

@@ -1,19 +1,8 @@
-"""Run a lab's bench program (BUILD_DIR/bench): the timed run (and the GPU probe).
-
-    bench --json - [--seed N]           times the student's launcher(s) and writes one JSON
-                                        object to the grader's private channel
-    bench --probe                       one JSON object describing the GPU, on the channel;
-                                        exit EXIT_NO_GPU with the reason on stderr without one
-
-Exit statuses and JSON keys are base/protocol.py's, which the C side gets as
-protocol.h.  Bandwidths in the JSON are GB/s with 1 GB = 1e9 bytes; times are
-milliseconds.
-
-Both run in the sandbox of base/sandbox.py.  The figures come back on the
-private channel (base/process.py), a pipe the student's code cannot reach:
-nothing the process does after it exits can change them, and a kernel's
-printf, which lands on stdout, is the student's program output (kept, shown to
-them), not a broken report.
+"""Run a lab's bench program (BUILD_DIR/bench --json - [--seed N]): the timed run, in the sandbox of
+base/sandbox.py.  Its one JSON object comes back on the private channel (base/process.py), which the
+student's code cannot reach; its stdout (a kernel's printf) is the student's program output.  Exit
+statuses and JSON keys: base/protocol.py (protocol.h to the C side).  Units: GB/s (1e9 bytes),
+milliseconds.  grader/README.md, section 3.
 """
 
 from __future__ import annotations
@@ -25,10 +14,6 @@ from pathlib import Path
 
 from ..base import process, protocol, sandbox
 
-PROBE_TIMEOUT_S = 60.0
-EXIT_NO_GPU = protocol.EXIT_NO_GPU
-EXIT_CUDA_ERROR = protocol.EXIT_CUDA_ERROR
-EXIT_DEBUG_BUILD = protocol.EXIT_DEBUG_BUILD
 STDERR_TAIL_LINES = 20
 
 #: Keys of the timed run's JSON that must be finite numbers >= 0 (their types and the rest of the
@@ -37,21 +22,7 @@ FINITE_KEYS = ("ms_median", "gbps", "copy_gbps", "ratio")
 
 
 class BenchFormatError(ValueError):
-    """The bench JSON is not an object holding REQUIRED_KEYS with sensible values."""
-
-
-@dataclass
-class Probe:
-    """status: "ok" (device holds the probe's JSON), "no_gpu" or "error"; message: why not ok."""
-
-    status: str
-    device: dict | None = None
-    message: str = ""
-    sandbox: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str | None:
-        return self.device.get("name") if self.device else None
+    """The bench JSON is not an object of protocol.BENCH_KEYS with sensible values."""
 
 
 @dataclass
@@ -69,36 +40,6 @@ class BenchRun:
     sandbox: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     output: str = ""            # what the student's code printed (the bench's stdout), capped
-
-
-def _last_line(text: str) -> str:
-    return process.tail_lines(text, 1).strip()
-
-
-def probe(build_dir: Path, timeout_s: float = PROBE_TIMEOUT_S, env: dict[str, str] | None = None) -> Probe:
-    """Ask BUILD_DIR/bench whether there is a GPU (60 s at most, in the sandbox); never raises.
-    env: added to the sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out)."""
-    try:
-        box = sandbox.plan_sandbox(timeout_s)
-        with sandbox.SandboxDir(box, [Path(build_dir) / "bench"], prefix="stencil-probe-") as jail:
-            run = process.run([jail.program("bench"), "--probe"], timeout_s, env=jail.env(env), cwd=jail.work,
-                              sandbox=box, channel=True)
-    except sandbox.SandboxError as err:
-        return Probe("error", message=f"the sandbox could not be set up: {err}")
-    layers = dict(box.layers)
-    if run.returncode == EXIT_NO_GPU:
-        return Probe("no_gpu", message=_last_line(run.stderr) or "bench --probe found no GPU", sandbox=layers)
-    if run.error or run.timed_out or run.returncode != 0:
-        detail = _last_line(run.stderr)
-        return Probe("error", message=f"bench --probe {run.describe()}" + (f": {detail}" if detail else ""),
-                     sandbox=layers)
-    try:
-        device = json.loads(run.channel)
-    except json.JSONDecodeError as err:
-        return Probe("error", message=f"bench --probe printed no JSON object ({err.msg})", sandbox=layers)
-    if not isinstance(device, dict):
-        return Probe("error", message="bench --probe printed JSON that is not an object", sandbox=layers)
-    return Probe("ok", device=device, sandbox=layers)
 
 
 def validate(data) -> dict:
@@ -130,12 +71,9 @@ def parse_json_output(text: str) -> dict:
 
 def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
               env: dict[str, str] | None = None) -> BenchRun:
-    """Time the launcher with BUILD_DIR/bench in a sandbox; the JSON is kept as BUILD_DIR/bench.json.
-
-    timeout_s: seconds the run may take (lab.json bench.timeout_s); env: added to the
-    sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out).
-    Never raises for the program's behaviour; see BenchRun.status.
-    """
+    """Time the launcher with BUILD_DIR/bench in a sandbox, keeping the JSON as BUILD_DIR/bench.json.
+    timeout_s: lab.json bench.timeout_s; env: added to the sandbox's environment (a pool's
+    CUDA_VISIBLE_DEVICES).  Never raises for the program's behaviour (BenchRun.status)."""
     build_dir = Path(build_dir)
     (build_dir / "bench.json").unlink(missing_ok=True)      # no stale figures from an earlier run
     notes = []
@@ -152,18 +90,18 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
     tail = process.tail_lines(run.stderr, STDERR_TAIL_LINES)
     result = BenchRun("error", stderr_tail=tail, seconds=run.seconds, sandbox=dict(box.layers), notes=notes,
                       output=process.program_output(run.stdout))
-    reason = _last_line(run.stderr)
+    reason = process.tail_lines(run.stderr, 1).strip()
     if run.error or protocol.machinery_error(reason):
         result.status = "grader_error"                      # the grader's machinery, not the student
         result.message = run.error or reason
     elif run.timed_out:
         result.status = "timeout"
         result.message = f"bench {run.describe()} (lab.json bench.timeout_s)"
-    elif run.returncode == EXIT_NO_GPU:
+    elif run.returncode == protocol.EXIT_NO_GPU:
         result.status, result.message = "no_gpu", reason or "no GPU"
-    elif run.returncode == EXIT_CUDA_ERROR:
+    elif run.returncode == protocol.EXIT_CUDA_ERROR:
         result.status, result.message = "cuda_error", reason or "CUDA error"
-    elif run.returncode == EXIT_DEBUG_BUILD:
+    elif run.returncode == protocol.EXIT_DEBUG_BUILD:
         result.status = "debug_build"
         result.message = "debug build (-G): not timed; build without DEBUG to measure"
     elif run.returncode != 0:

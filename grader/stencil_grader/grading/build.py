@@ -54,7 +54,8 @@ class KernelResources:
 
 @dataclass
 class BuildResult:
-    """outcome: "ok", "compile_error", "kit_error" or "timeout"; message: what the student reads of a
+    """outcome: "ok", "compile_error", "kit_error" (the kit or the machine is at fault: a path make
+    cannot take, a `kit error: ` line of lab.mk) or "timeout"; message: what the student reads of a
     failure; seconds: make's wall-clock time."""
 
     outcome: str
@@ -151,6 +152,10 @@ def build(lab_dir: Path, impl: str, build_dir: Path, arch: str | None = None,
         labels = names.kernel_labels([k.name for k in result.kernels])
         for k in result.kernels:
             k.label = labels[k.name]
+    # lab.mk's own checks (a missing Check library, a lab without a problem-kind module) say
+    # `kit error: ...`, which no line of nvcc's starts with: the machine's fault, not the student's.
+    if not result.ok and any(line.startswith("kit error: ") for line in result.message.splitlines()):
+        result.outcome = "kit_error"
     return result
 
 

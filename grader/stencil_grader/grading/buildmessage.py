@@ -19,7 +19,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import kinds
 from . import symbols
-from .source import strip_source
+from .source import header_code
 
 #: Lines of a message at most (the note on what was left out included).
 MESSAGE_LINES = 30
@@ -53,10 +53,9 @@ def declaration(name: str, header: Path = KIT_ROOT / API_HEADER) -> str | None:
     """The declaration of function `name` in `header` on one line, without its ';' ('void
     stencil2d_sweep(const float *d_in, ...)'); None when the header cannot be read or lacks it."""
     try:
-        code = strip_source(Path(header).read_text(errors="replace"))[0]      # comments blanked
+        code = header_code(header)
     except OSError:
         return None
-    code = re.sub(r"^[ \t]*#.*$", "", code, flags=re.MULTILINE)
     m = re.search(r"(?:^|[;{}])\s*([^;{}]*?\b" + re.escape(name) + r"\s*\([^;{}]*\))\s*;", code)
     return " ".join(m.group(1).split()) if m else None
 

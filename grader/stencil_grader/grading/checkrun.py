@@ -1,55 +1,18 @@
-"""Run a lab's Check suite (BUILD_DIR/check) and read what it reported.
+"""Run a lab's Check suite (BUILD_DIR/check) in the sandbox and judge each case; grader/README.md,
+section 2, says how.
 
-`check --list` gives the cases (tcase, iteration, label) without touching the
-GPU.  `check` then reports on the grader's private channel (base/process.py):
-`seed: N`, in one-process mode `device: {...}` (the GPU), and Check's XML log,
-one flushed <test> element per case.  The grader reads that stream as it
-arrives, through a pipe the run cannot rewrite afterwards; stdout belongs to
-the student's code (a kernel's printf), and is kept as their program's output.
-
-Two phases, so that a correct submission pays for one CUDA context, not one
-per case, while every case that goes wrong is judged exactly as alone:
-
-1. one process (CK_FORK=no): every case in turn, CUDA initialised once.  It
-   first looks for a GPU (exit status EXIT_NO_GPU: none, and nothing runs).
-   Check has no timeouts in this mode, so the grader stops the run when a
-   case has gone on longer than the case timeout (plus checkstream.NOFORK_SLACK_S),
-   timed from the result before it (from the GPU found, for the first).  That case
-   is judged timed out as it stands, and the cases after it not run: Check's own
-   timer in fork mode would give it less time, not more (it also counts the
-   child's CUDA start), and running it again would hold the GPU for another case
-   timeout.
-2. fork mode, only when phase 1 did not end every case cleanly and was not
-   stopped at a case's timeout: from the first case that crashed, timed out or
-   was never reported (the process died, or hung before its GPU was found),
-   each case that did not pass runs again in a child process
-   of its own, with Check's per-case timeout, in up to RERUN_PROCESSES check
-   processes at once within the grading's thread budget (STENCIL_CASES names
-   each one's cases; to_rerun, rerun_split).  Its result replaces phase 1's: a
-   crash costs only its case, and a case after a sticky CUDA error is judged on
-   its own.  A case that passed in phase 1 passed every cell against the CPU
-   reference on its own fresh input; it stands, and so does a case that failed
-   cleanly before anything went wrong (fresh buffers, no error: the same run
-   alone).
-
-Outcome of each case:
-
-    pass     Check: success
-    fail     Check: failure (an incorrect result; the message starts with the case label)
-    timeout  Check: error TIMEOUT_MESSAGE, or the whole run passed its limit
-    crash    Check: error SIGNAL_MESSAGE... or EARLY_EXIT_MESSAGE..., a failure whose
-             message starts "CUDA error:", no result at all, or a case reported more
-             often than it was listed (something else wrote to the stream)
-    not_run  an earlier case (in the lab's table) timed out: as with one run that
-             stops at its first timeout, the cases after it count as not run
-
-A case the runs never reported is never a pass, and a result for a case that
-`--list` did not name is never counted.  Every program runs in the sandbox of
-base/sandbox.py.
+`check --list` names the cases; phase 1 runs them all in one process (CK_FORK=no), watched by
+checkstream.CheckStream; phase 2, only when phase 1 did not end every case cleanly, runs each case
+that did not pass from the first unclean one on again in fork mode (to_rerun, rerun_split), and its
+results replace phase 1's.  Outcomes: pass, fail (incorrect), timeout, crash (a signal, an early
+exit, a "CUDA error:" failure, no result, a case reported more often than listed), not_run (after
+an earlier case's timeout).  A case never reported is never a pass; a result for a case `--list`
+did not name is never counted.
 """
 
 from __future__ import annotations
 
+import collections
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -80,18 +43,11 @@ class CaseResult:
 
 @dataclass
 class CheckRun:
-    """Everything one `check` run told us.
-
-    status: "ok" (every run ended by itself with exit status 0 or 1), "no_gpu"
-        (phase 1 found no GPU: nothing ran), "timeout" (a case timed out), "crash"
-        (any other ending) or "error" (the program could not be run).
-    no_gpu: why there is no GPU, when status is "no_gpu".
-    device: the GPU phase 1 ran on (the `device:` line: name, cc, sm_count, ...).
-    sandbox: the sandbox layers the runs had (sandbox.Sandbox.layers).
-    exit_status: phase 1's exit status (None when killed or not started).
-    output: what the student's code printed (stdout of the runs), at most process.OUTPUT_MAX_BYTES.
-    reruns: the cases run again in fork mode (table indices); phases: wall seconds of each.
-    """
+    """Everything one `check` run told us.  status: "ok" (every run ended by itself with exit status
+    0 or 1), "no_gpu" (phase 1 found none, nothing ran; no_gpu says why), "timeout" (a case timed
+    out), "crash" (any other ending) or "error" (the program could not be run); exit_status: phase
+    1's (None when killed or not started); device: phase 1's `device:` line; output: what the
+    student's code printed (capped); reruns: the cases run again in fork mode; phases: wall seconds."""
 
     cases: list[CaseResult]
     seed: int | None
@@ -120,13 +76,11 @@ class CheckRun:
         return len(self.cases)
 
 
-def list_cases(check: Path, box: sandbox.SandboxDir | None = None) -> tuple[list[ListedCase], str | None]:
-    """Run `check --list` (30 s at most; in box when given); returns (cases, None) or ([], why it failed)."""
-    if box is None:
-        run = process.run([check, "--list"], LIST_TIMEOUT_S, env=check_env(None))
-    else:
-        run = process.run([box.program(check.name), "--list"], LIST_TIMEOUT_S, env=box.env(check_env(None)),
-                       cwd=box.work, sandbox=box.box)
+def list_cases(check: Path, jail: sandbox.SandboxDir) -> tuple[list[ListedCase], str | None]:
+    """Run `check --list` in the sandbox directory jail (LIST_TIMEOUT_S at most); returns (cases, None)
+    or ([], why it failed)."""
+    run = process.run([jail.program(check.name), "--list"], LIST_TIMEOUT_S, env=jail.env(check_env(None)),
+                      cwd=jail.work, sandbox=jail.box)
     if run.error or run.timed_out or run.returncode != 0:
         return [], f"`check --list` {run.describe()}: {process.tail_lines(run.stderr, 5)}".rstrip(": ")
     cases = parse_list(run.stdout)
@@ -137,22 +91,14 @@ def list_cases(check: Path, box: sandbox.SandboxDir | None = None) -> tuple[list
 
 def merge(listed: list[ListedCase], tests: list[XmlTest], missing_outcome: str,
           missing_reason: str, first_missing: tuple[str, str] | None = None) -> tuple[list[CaseResult], list[str]]:
-    """One CaseResult per listed case, matched to the XML by (tcase, iteration); and notes.
-
-    A listed case with no XML result gets missing_outcome and missing_reason,
-    except the first such case, which gets first_missing (outcome, reason) when
-    given (the case a stalled run was stuck in).  A case reported more often
-    than listed is a crash (something besides Check wrote results to its
-    stream).  Results for cases that were not listed are left out (a note says
-    how many), unless nothing was listed, when every result is kept.
-    """
+    """One CaseResult per listed case, matched to the XML by (tcase, iteration); and notes.  A listed
+    case without a result gets missing_outcome and missing_reason (the first one first_missing, when
+    given: the case a stalled run was stuck in); one reported more often than listed is a crash;
+    results for unlisted cases are dropped (a note counts them) unless nothing was listed."""
     reported: dict[tuple[str, int], list[XmlTest]] = {}
     for test in tests:
         reported.setdefault((test.tcase, test.iteration), []).append(test)
-    listed_count: dict[tuple[str, int], int] = {}
-    for item in listed:
-        key = (item.tcase, item.iteration)
-        listed_count[key] = listed_count.get(key, 0) + 1
+    listed_count = collections.Counter((item.tcase, item.iteration) for item in listed)
     cases, notes = [], []
     for item in listed:
         key = (item.tcase, item.iteration)
@@ -208,12 +154,9 @@ def _run_one(jail, box, seconds: float, env: dict[str, str], stream: CheckStream
 
 
 def to_rerun(listed: list[ListedCase], tests: list[XmlTest]) -> list[int]:
-    """The cases (table indices) phase 2 runs again alone: every case from the first that phase 1
-    did not end cleanly (a crash, a CUDA error, a timeout, or no result: whatever followed may
-    carry its damage) on, that did not pass.  A case that failed cleanly before it (a wrong
-    result, the run in good health: fresh buffers, no error) is judged as it stands: running it
-    again would cost a CUDA context per case (a host-wide serialised start of a few tenths of a
-    second) for the same verdict."""
+    """The cases (table indices) phase 2 runs again alone: from the first case phase 1 did not end
+    cleanly (a crash, a timeout, no result) on, each that did not pass.  A case that failed cleanly
+    before it stands: alone it would cost a CUDA context for the same verdict."""
     seen = {(t.tcase, t.iteration): classify(t.result, t.message) for t in tests}
     rerun, damaged = [], False
     for case in listed:
@@ -236,16 +179,11 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
               case_timeout_s: float | None = None,
               on_start: Callable[[int, dict], None] | None = None,
               env: dict[str, str] | None = None) -> CheckRun:
-    """List and run BUILD_DIR/check in a sandbox, in the two phases of the module docstring;
-    the XML log of the results used is kept as BUILD_DIR/check.xml.
-
-    suite_timeout_s: seconds each check process may take (lab.json check.suite_timeout_s);
-    case_timeout_s: Check's per-case timeout (lab.json check.case_timeout_s), for the
-    watchdogs; on_start: called with the seed and the device (check's `device:` line, a dict) once
-    the one-process run has found its GPU, before the first case (never without a GPU); env: added to the
-    sandbox's environment (CUDA_VISIBLE_DEVICES of the GPU a pool handed out).
-    Never raises for the program's behaviour; see CheckRun.status.
-    """
+    """List and run BUILD_DIR/check in a sandbox, in the two phases of the module docstring; the
+    results used are kept as BUILD_DIR/check.xml.  suite_timeout_s, case_timeout_s: lab.json's
+    check limits (seconds); on_start(seed, device) once phase 1 found its GPU; env: added to the
+    sandbox's environment (a pool's CUDA_VISIBLE_DEVICES).  Never raises for the program's
+    behaviour (CheckRun.status)."""
     build_dir = Path(build_dir)
     check = build_dir / "check"
     (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run

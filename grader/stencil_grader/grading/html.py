@@ -138,13 +138,6 @@ def reference_ratio(report: dict) -> float | None:
     return value if (value := progress.number(value)) and value > 0 else None
 
 
-def _kind_facts(lab: str | None) -> tuple[float | None, float | None]:
-    """(useful FLOP per cell, compulsory bytes per cell) of a lab's first launcher, from its
-    lab.json and grader/kinds.json; (None, None) when unknown (lab 7 counts no FLOP)."""
-    launchers = spec.kind.launchers if (spec := _lab_spec(lab)) else []
-    return (launchers[0].flop_per_cell, launchers[0].bytes_per_cell) if len(launchers) == 1 else (None, None)
-
-
 def _lab_spec(lab: str | None) -> labspec.LabSpec | None:
     """The lab's lab.json as the kit holds it now, or None when it cannot be read (a page never fails
     for want of a figure)."""
@@ -259,11 +252,12 @@ def _bandwidth(r: dict) -> Markup:
 
 def _roofline(r: dict, peak_gflops: float | None) -> Markup:
     b = (r.get("performance") or {}).get("bench") or {}
-    flop, nbytes = _kind_facts(r.get("lab"))
+    work = plot.single_launcher(spec.kind) if (spec := _lab_spec(r.get("lab"))) else None
     if not b.get("copy_gbps") or not b.get("gbps") or not b.get("output_ok", True):
         return fill("no_roofline", why="no correct timed run.")
-    if not flop or not nbytes:
+    if work is None:
         return fill("no_roofline", why="this lab's kernels have no single FLOP count per cell (lab 7).")
+    flop, nbytes = work.flop_per_cell, work.bytes_per_cell
     intensity = flop / nbytes
     points = [("your kernel", intensity, b["gbps"] * intensity, "#2b6cb0")]
     ref = reference_ratio(r)

@@ -1,27 +1,10 @@
 """One lab, start to end: build -> static checks -> correctness -> bench -> score.
 
-Which stage runs after which is decided by score.may_run / score.may_bench;
-this module only calls the stages in order and keeps what they returned.  The
-static stage is static.py's (the compiled object, the source, the PTX); the
-programs that run student code run in base/sandbox.py's sandbox, whose layers
-the run keeps for the report.
-
-A grading runs whole (`stage="all"`) or in two halves that may run on
-different machines (Slurm: a CPU job, then a GPU job), passing state through
-the build directory:
-
-    stage="build"  build and static checks; when the GPU stages remain, writes
-                   BUILD_DIR/stages.json (STATE_FILE) and a report whose verdict
-                   is "pending";
-    stage="gpu"    reads that file (refusing one from another kit version, another
-                   source, or a build for another GPU architecture) and runs the
-                   GPU stages.
-
-Every stage's wall seconds are kept (LabRun.seconds) and reported; they add up
-to the total but for the grader's own bookkeeping.  So are the CPU seconds and
-the peak resident set of the programs each stage ran (LabRun.resources, from
-process.metered), and the grading process's own peak ("grader"): what a batch
-system must grant a task (classes/resources.py reads them through a recording).
+Which stage runs after which is score.may_run / score.may_bench's; this module calls the stages in
+order and keeps what they returned (LabRun), with each stage's wall seconds, CPU seconds and peak
+resident set (process.metered) for the report and the batch systems (classes/resources.py).  A
+grading runs whole (stage="all") or in two halves, "build" then "gpu", passing STATE_FILE through
+the build directory (grader/README.md, section 4).
 """
 
 from __future__ import annotations
@@ -50,6 +33,8 @@ TAG_BYTES = 160
 #: Where stage="build" leaves what stage="gpu" needs.
 STATE_FILE = "stages.json"
 STAGES = ("all", "build", "gpu")
+#: Seconds stage_seconds allows the GPU stages for finding their GPU (a driver's start).
+GPU_START_S = 60.0
 
 
 class StageError(RuntimeError):
@@ -59,15 +44,10 @@ class StageError(RuntimeError):
 
 @dataclass
 class LabRun:
-    """Everything one grading of one lab saw.  Stages that did not run are None.
-
-    seconds: wall seconds per stage ("build", "static", "gpu_wait" (waiting for a free GPU),
-        "cases" (finding the GPU included), "bench"), and "total" for the whole grading.
-    resources: per stage of `seconds`, what its programs used: {"cpu_s": CPU seconds (user +
-        system, summed), "peak_rss_mib": the largest resident set of one of them, MiB}; and
-        "grader": {"peak_rss_mib"} of the grading process itself.
-    gpu: the GPU the GPU stages held (gpus.Gpu), when a pool handed one out.
-    """
+    """Everything one grading of one lab saw; stages that did not run are None.  seconds: wall
+    seconds per stage (build, static, gpu_wait, cases, bench) and "total"; resources: per stage,
+    {"cpu_s", "peak_rss_mib"} of its programs, and "grader": the grading process's own peak; gpu:
+    the GPU a pool handed out."""
 
     spec: labspec.LabSpec
     impl: str
@@ -89,6 +69,11 @@ class LabRun:
     gpu: gpus.Gpu | None = None
     launches: list[StaticCheck] = field(default_factory=list)   # the launch audit's checks (launches.py)
     final: bool = True           # False after stage="build" when the GPU stages remain
+
+    @property
+    def device_name(self) -> str | None:
+        """The model of the GPU the GPU stages ran on (check's `device:` line, else the bench's)."""
+        return (self.device or {}).get("name") or (self.device or {}).get("device")
 
     @contextmanager
     def timed(self, stage: str):
@@ -116,14 +101,9 @@ def resolve_lab_dir(arg: str | Path, kit_root: Path = KIT_ROOT) -> Path:
 
 
 def impl_tag(impl: str) -> str:
-    """starter, reference, or dir-<the directory's absolute path, slashes as underscores>.
-
-    The same rule as lab.mk's IMPL_TAG for a path make can take (build.make_path_problem):
-    one name for one directory.  Any other path (a space, a quote, `$`: a folder named
-    by a student), or one whose tag would pass TAG_BYTES, has each such character as "_",
-    is cut at TAG_BYTES and ends in its sha256's first 12 hex digits, so that the build
-    directory is a path make can take and a file name the file system can hold.
-    """
+    """starter, reference, or dir-<the directory's absolute path, slashes as underscores> (lab.mk's
+    IMPL_TAG).  A path make cannot take (build.make_path_problem), or a tag over TAG_BYTES, has each
+    unsafe character as "_", is cut and ends in 12 hex digits of its sha256."""
     if impl in ("starter", "reference"):
         return impl
     path = str(Path(impl).resolve())
@@ -141,24 +121,13 @@ def stage_seconds(spec: labspec.LabSpec, stage: str = "all") -> float:
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
     build_s = build.DEFAULT_TIMEOUT_S
-    gpu_s = bench.PROBE_TIMEOUT_S + checkrun.LIST_TIMEOUT_S + spec.check.suite_timeout_s + spec.bench.timeout_s
+    gpu_s = GPU_START_S + checkrun.LIST_TIMEOUT_S + spec.check.suite_timeout_s + spec.bench.timeout_s
     return {"build": build_s, "gpu": gpu_s, "all": build_s + gpu_s}[stage]
 
 
-def kit_error(message: str) -> str | None:
-    """The `kit error: ...` line of a failed build (lab.mk's own checks: a missing Check library,
-    a lab without a problem-kind module), or None.  Such a failure is the machine's or the
-    kit's, never the student's: a line of nvcc's output never starts that way."""
-    for line in message.splitlines():
-        if line.startswith("kit error: "):
-            return line
-    return None
-
-
 def stray_sources(lab_dir: Path, graded: Path) -> list[str]:
-    """A note for each CUDA file in the lab's own folder (labs/NN-slug/*.cu) that is not the file
-    being graded: a student who saves kernel.cu where `make check` runs would otherwise see their
-    work ignored without a word.  The lab folder ships no .cu file, so any there is the student's."""
+    """A note for each CUDA file in the lab's folder (which ships none) that is not the file graded:
+    work saved where `make check` runs would otherwise be ignored without a word."""
     notes = []
     for path in sorted(Path(lab_dir).glob("*.cu")):
         if path.resolve() == Path(graded).resolve():
@@ -246,20 +215,11 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
               build_timeout_s: float = build.DEFAULT_TIMEOUT_S,
               progress: Callable[[str], None] | None = None,
               defines: dict[str, int | str] | None = None) -> LabRun:
-    """Grade one lab.
-
-    impl: "starter", "reference" or a directory of submissions (see build.impl_source).
-    seed: replay this input seed (None: the check program draws one and prints it).
-    gpu_pool: hands this grading one GPU, exclusively, for its GPU stages (instructor
-        mode runs several gradings at once); None: the GPUs CUDA shows, unlocked.
-    stage: "all", "build" or "gpu" (module docstring).
-    progress: called with a short line as each stage starts.
-    defines: -D macros for the kernel.cu alone (build.make_command; the parameter sweeps of
-        instructor/sweep.py build each variant of a reference with its own).
-    Raises labspec.LabSpecError when lab.json is wrong and StageError when stage="gpu"
-    finds no matching build; everything the student's code does ends up in the
-    returned LabRun instead.
-    """
+    """Grade one lab.  impl: as build.impl_source's; seed: replay this input seed (None: check
+    draws one); gpu_pool: hands this grading one GPU for its GPU stages (None: the GPUs CUDA shows);
+    stage: "all", "build" or "gpu"; progress: called with a line as each stage starts; defines:
+    build.make_command's.  Raises labspec.LabSpecError for a wrong lab.json and StageError when
+    stage="gpu" finds no matching build; whatever the student's code does ends in the LabRun."""
     if stage not in STAGES:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}")
     start = time.monotonic()
@@ -279,8 +239,6 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
         (build_dir / STATE_FILE).unlink(missing_ok=True)
         with run.timed("build"):
             run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s, defines)
-        if not run.build.ok and kit_error(run.build.message):
-            run.build.outcome = "kit_error"
         if run.build.ok:
             with run.timed("static"):
                 try:
@@ -358,6 +316,5 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
             run.launches = launches.check_launches(spec, run.bench.data, build_dir)
         except sass.SassError as err:
             _machine_fault(run, err)
-    name = (run.device or {}).get("name") or (run.device or {}).get("device")
     run.score = score.score_lab(spec, run.build, run.static, run.check, run.bench,
-                                not_measured=run.not_measured, device_name=name, launches=run.launches)
+                                not_measured=run.not_measured, device_name=run.device_name, launches=run.launches)

@@ -138,12 +138,9 @@ def _log_scale(lo: float, hi: float, a: float, b: float):
 
 def roofline_svg(points: list[tuple[str, float, float, str]], copy_gbps: float, peak_gflops: float | None,
                  device: str = "GPU") -> str:
-    """A log-log roofline as an inline SVG element.
-
-    points: (label, intensity in FLOP per compulsory byte, GFLOP/s, colour).  copy_gbps: the
-    memory roof (GB/s).  peak_gflops: the compute roof, or None when it is not known (then only
-    the memory roof is drawn, and the picture says so).  Raises ValueError on a non-positive figure
-    (roofline_data checks them)."""
+    """A log-log roofline as an inline SVG element.  points: (label, FLOP per compulsory byte,
+    GFLOP/s, colour); copy_gbps: the memory roof (GB/s); peak_gflops: the compute roof, or None when
+    not known (only the memory roof is drawn, and the picture says so).  ValueError on a figure <= 0."""
     # Without a compute roof, a stand-in peak just right of the points keeps the axes on them.
     peak = peak_gflops if peak_gflops is not None else copy_gbps * 4.0 * max(p[1] for p in points)
     data = roofline_data([RooflinePoint(*p[:3]) for p in points], copy_gbps, peak)
@@ -374,12 +371,18 @@ def max_sm_clock_mhz() -> float | None:
     return gpus.smi_facts()["sm_clock_max_mhz"]
 
 
+def single_launcher(kind: "Kind") -> "Launcher | None":
+    """The kind's launcher when it has one only and states its FLOP and bytes per cell, else None (lab 7)."""
+    work = kind.launchers[0] if len(kind.launchers) == 1 else None
+    return work if work and work.flop_per_cell and work.bytes_per_cell else None
+
+
 def lab_roofline(kind: "Kind", bench: dict | None, path: str | Path) -> str | None:
     """roofline.png: a student's kernel on the roofline of the GPU it ran on, from the lab's bench JSON
     and problem kind, at one sweep per pass (lab 8, fusing sweeps, shows above the memory roof: it
     moves fewer bytes).  Returns what was written, or None with nothing to draw: no correct timed
     run, a kind of several launchers (lab 7) or no FLOP stated, no matplotlib, no SM clock."""
-    single = kind.launchers[0] if len(kind.launchers) == 1 and kind.launchers[0].flop_per_cell else None
+    single = single_launcher(kind)
     if not bench or not bench.get("output_ok") or single is None or not bench.get("sm_count"):
         return None
     if not (clock := max_sm_clock_mhz()) or pyplot() is None:

@@ -118,11 +118,10 @@ def to_dict(run: LabRun) -> dict:
             cases=[dataclasses.asdict(c) for c in check.cases])
     if s.target:
         t = s.target
-        device = (run.device or {}).get("name") or (run.device or {}).get("device")
         report["performance"]["target"] = {
             "table": t.table, "floor": t.target.floor, "target": t.target.target, "calibrated": t.target.calibrated,
             "reference_ratio": t.target.reference_ratio, "note": t.note, "generic": t.table == "generic",
-            "meaning": score.target_meaning(run.spec, t, device)}
+            "meaning": score.target_meaning(run.spec, t, run.device_name)}
     if run.bench:
         report["performance"].update(bench=run.bench.data, bench_status=run.bench.status,
                                      bench_message=run.bench.message, stderr_tail=run.bench.stderr_tail)

@@ -1,39 +1,15 @@
-"""The machine code that ran: the SASS of the student's file inside the linked `bench` program.
+"""The machine code that ran: the SASS of the student's file inside the linked `bench` program, on
+which every lab rule on code is judged (never a second compile, nor kernel.ptx's text; grader/README.md,
+section 6, says why).
 
-Every lab rule on code is judged here, on what the driver loads, never on a second compile
-of kernel.cu or on the text of kernel.ptx (grader/README.md, section 6):
-
-- `cuobjdump -sass BUILD_DIR/bench` (cuobjdump ships with every CUDA toolkit; it needs no
-  GPU) lists each ELF (cubin) of the program's fat binaries: its architecture (`arch =
-  sm_90`), the source file it was compiled from (`identifier = PATH`) and, per kernel
-  (`Function : <mangled name>`), one instruction a line with its offset.  The student's
-  code is every ELF but the harness's, whose identifiers name its own files under
-  grader/harness/ (nvcc names an ELF after the file it compiled; a file cannot rename it).
-  A kernel's listing holds the device functions it calls (whole-program compilation places
-  them in the kernel's own section).
-- A launched kernel is matched by the mangled name that CUPTI gave the audit (launches.py) to
-  the function of that name in the student's ELF for the architecture that ran
-  (for_device): one the student's machine code lacks was loaded some other way, and fails; so does
-  one that two ELFs of that architecture define (a fat binary put in `.nv_fatbin` by hand).
-- A program without an ELF for the GPU that ran (built as PTX alone, `CUDA_ARCH=compute_70`; or
-  for an older architecture family) ran code the driver compiled from its PTX at load time.
-  That code is not in the file; the grader compiles the same PTX (`cuobjdump -ptx`, the newest
-  target the GPU can run, as the driver picks) with the toolkit's `ptxas` for the GPU's
-  architecture, the compiler the driver's JIT shares (CUDA C++ Programming Guide, "Just-in-Time
-  Compilation"), and judges that (student_code).  Where ptxas cannot (a toolkit older than the
-  GPU) the rules that need machine code say "not verified", never pass.
-
-What each rule reads of an instruction (its opcode and dot-separated modifiers):
-
-- integer division or remainder: `I2F...RP`, the divisor converted rounding up, which starts
-  every integer division nvcc and ptxas emit for a divisor not known at compile time (32- and
-  64-bit, inline PTX `div`/`rem` included); a constant divisor becomes a multiply;
-- a read of shared memory: LDS, LDSM, ATOMS, or a generic LD (which may address shared memory);
-- the widest global load (store): LDG and LDGSTS (cp.async) widths (STG), .128 = 16 bytes;
-- accesses narrower than fp32: 8- and 16-bit global or generic loads, stores and atomics, and
-  conversions to or from half and 8-bit floats (F2F with such a type, any F2FP pack);
-- floating-point atomics: RED, ATOM, ATOMG, ATOMS on F32, F64, F16x2 or BF16x2, and
-  compare-and-swap (CAS, CAST), which adds floats in any order too.
+`cuobjdump -sass BUILD_DIR/bench` lists each ELF of the program's fat binaries: its architecture,
+the file it was compiled from (`identifier =`: the harness's are under grader/harness/ and left
+out) and each kernel's instructions, the device functions it calls included.  A launched kernel is
+matched by the mangled name CUPTI gave the audit to the function of that name in the ELF the GPU
+loads (for_device); one that is missing, or that two ELFs of that architecture define, fails.  A
+program without an ELF for the GPU ran code the driver compiled from its PTX: the grader compiles
+the same PTX with the toolkit's ptxas (the driver JIT's compiler) and judges that; where ptxas
+cannot, the rules that need machine code say "not verified", never pass.
 """
 
 from __future__ import annotations
@@ -85,10 +61,14 @@ class SassFunction:
         return f"{kernel_label(self.name)}, sm_{self.arch} offset 0x{offset:04x}"
 
 
+def _ours(identifier: str, harness: Path) -> bool:
+    """Whether an ELF compiled from `identifier` is the student's: not a file under `harness`."""
+    return Path(os.path.abspath(harness)) not in Path(os.path.abspath(identifier)).parents
+
+
 def parse_sass(text: str, harness: Path = HARNESS) -> dict[int, dict[str, SassFunction]]:
     """The student's kernels in `cuobjdump -sass` text: {architecture: {mangled name:
     SassFunction}}.  ELFs compiled from a file under `harness` are left out."""
-    harness = Path(os.path.abspath(harness))
     code: dict[int, dict[str, SassFunction]] = {}
     arch, ours, fn = 0, True, None
     for line in text.splitlines():
@@ -97,7 +77,7 @@ def parse_sass(text: str, harness: Path = HARNESS) -> dict[int, dict[str, SassFu
         elif m := _ARCH.match(line):
             arch = int(m.group(1))
         elif m := _IDENTIFIER.match(line):
-            ours = harness not in Path(os.path.abspath(m.group(1))).parents
+            ours = _ours(m.group(1), harness)
         elif ours and (m := _FUNCTION.match(line)):
             if fn := code.setdefault(arch, {}).get(m.group(1)):
                 fn.copies += 1
@@ -138,7 +118,6 @@ _PTX_BODY = re.compile(r"^\s*(//|\.version\b)")
 def parse_ptx_sections(text: str, harness: Path = HARNESS) -> list[tuple[int, str]]:
     """The student's PTX in `cuobjdump -ptx` text: (target architecture, PTX text) per section, the
     harness's left out (parse_sass's rule)."""
-    harness = Path(os.path.abspath(harness))
     sections: list[tuple[int, bool, list[str]]] = []
     for line in text.splitlines():
         if line.startswith("Fatbin "):
@@ -150,8 +129,7 @@ def parse_ptx_sections(text: str, harness: Path = HARNESS) -> list[tuple[int, st
         elif m := _ARCH.match(line):
             sections[-1] = (int(m.group(1)), sections[-1][1], [])
         elif m := _IDENTIFIER.match(line):
-            ours = harness not in Path(os.path.abspath(m.group(1))).parents
-            sections[-1] = (sections[-1][0], ours, [])
+            sections[-1] = (sections[-1][0], _ours(m.group(1), harness), [])
     return [(arch, "\n".join(body) + "\n") for arch, ours, body in sections if ours and body]
 
 
@@ -236,7 +214,9 @@ def _parts(opcode: str) -> list[str]:
 
 
 def integer_divisions(fn: SassFunction) -> list[tuple[int, str]]:
-    """(offset, opcode) of each integer division or remainder (module docstring)."""
+    """(offset, opcode) of each integer division or remainder: `I2F...RP` (the divisor converted
+    rounding up) starts every one nvcc and ptxas emit for a divisor not known at compile time (32-
+    and 64-bit, inline PTX div/rem included); a constant divisor becomes a multiply."""
     return [(o, op) for o, op, _ in fn.instructions if _parts(op)[0] == "I2F" and "RP" in _parts(op)]
 
 
@@ -245,7 +225,7 @@ _SHARED_ANY = _SHARED_READS | {"STS", "LDGSTS", "STSM"}
 
 
 def reads_shared(fn: SassFunction) -> bool:
-    """Whether the kernel reads shared memory (module docstring)."""
+    """Whether the kernel reads shared memory: LDS, LDSM, ATOMS, or a generic LD (which may)."""
     return any(_parts(op)[0] in _SHARED_READS for _, op, _ in fn.instructions)
 
 
@@ -279,7 +259,8 @@ _NARROW_FLOATS = {"F16", "BF16", "F16X2", "BF16X2", "E4M3", "E5M2", "E2M1", "E2M
 
 
 def narrow_accesses(fn: SassFunction) -> list[tuple[int, str]]:
-    """(offset, opcode) of each access narrower than fp32 (module docstring)."""
+    """(offset, opcode) of each access narrower than fp32: 8- and 16-bit global or generic loads,
+    stores and atomics, and conversions to or from half and 8-bit floats (F2F so typed, any F2FP)."""
     found = []
     for offset, op, _ in fn.instructions:
         parts = _parts(op)
@@ -294,7 +275,8 @@ _FLOAT_TYPES = {"F32", "F64", "F16X2", "BF16X2", "F16", "BF16"}
 
 
 def float_atomics(fn: SassFunction) -> list[tuple[int, str]]:
-    """(offset, opcode) of each floating-point atomic or compare-and-swap (module docstring)."""
+    """(offset, opcode) of each floating-point atomic (RED, ATOM, ATOMG, ATOMS on F32, F64, F16x2,
+    BF16x2) or compare-and-swap (CAS, CAST), which adds floats in any order too."""
     return [(o, op) for o, op, _ in fn.instructions
             if _parts(op)[0] in _ATOMICS and (_FLOAT_TYPES | {"CAS", "CAST"}) & set(_parts(op))]
 

@@ -61,6 +61,13 @@ def strip_source(src: str) -> tuple[str, str]:
     return "".join(code), "".join(bare)
 
 
+def header_code(header: Path) -> str:
+    """A C header's code, comments blanked (strip_source) and preprocessor lines dropped; OSError
+    when it cannot be read."""
+    code = strip_source(Path(header).read_text(errors="replace"))[0]
+    return re.sub(r"^[ \t]*#.*$", "", code, flags=re.MULTILINE)
+
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]*)[>"]', re.MULTILINE)
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(cudaMemcpy\w*)", re.MULTILINE)
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")

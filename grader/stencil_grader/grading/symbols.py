@@ -255,8 +255,7 @@ def symbol_findings(listing: ObjectListing, src: str, api: frozenset[str],
     return findings
 
 
-def check_object(build_dir: Path, source: Path, extra: tuple[str, ...] = (),
-                 api: frozenset[str] | None = None) -> StaticCheck:
+def check_object(build_dir: Path, source: Path, extra: tuple[str, ...] = ()) -> StaticCheck:
     """The "linked symbols" check of one lab build: BUILD_DIR/kernel.o against the whitelist,
     system-call instructions, and host-side inline assembly in the student file."""
     name = "linked symbols"
@@ -273,7 +272,7 @@ def check_object(build_dir: Path, source: Path, extra: tuple[str, ...] = (),
         src = Path(source).read_text(encoding="utf-8", errors="replace")
     except OSError:
         src = ""
-    findings = symbol_findings(listing, src, api if api is not None else api_names(), extra,
+    findings = symbol_findings(listing, src, api_names(), extra,
                                lambda: taken_names(build_dir, find_nvcc()))
     asm, note = check_host_asm(Path(source), src) if src else ([], "")
     asm = [line for line in asm if not any(line in f.lines for f in findings if f.what.startswith("instr"))]

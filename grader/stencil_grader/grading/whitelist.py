@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import kinds, process
 from .names import TOOL_TIMEOUT_S
-from .source import strip_source
+from .source import header_code
 
 # ---------------------------------------------------------------- the whitelist
 
@@ -143,9 +143,7 @@ def api_names(header: Path | None = None) -> frozenset[str]:
     the functions `header` declares."""
     if header is None:
         return kinds.launcher_names()
-    code = strip_source(Path(header).read_text())[0]
-    code = re.sub(r"^[ \t]*#.*$", "", code, flags=re.MULTILINE)
-    return frozenset(re.findall(r"\b([A-Za-z_]\w*)\s*\(", code)) - {"extern", "typedef", "sizeof"}
+    return frozenset(re.findall(r"\b([A-Za-z_]\w*)\s*\(", header_code(header))) - {"extern", "typedef", "sizeof"}
 
 
 #: C reserves names that begin with two underscores, or one and a capital letter, for the
