@@ -255,7 +255,7 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
     stage: "all", "build" or "gpu" (module docstring).
     progress: called with a short line as each stage starts.
     defines: -D macros for the kernel.cu alone (build.make_command; the parameter sweeps of
-        instructor/sweep.py build each variant of a reference with its own).
+        instructor/tune.py build each variant of a reference with its own).
     Raises labspec.LabSpecError when lab.json is wrong and StageError when stage="gpu"
     finds no matching build; everything the student's code does ends up in the
     returned LabRun instead.

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path, read_json
-from . import pictures, records, smemroof, tour, tuning
+from . import pictures, records, smemroof, tour, tune
 
 
 def register(sub) -> None:
@@ -230,22 +230,20 @@ def cmd_pictures(args) -> int:
     return EXIT_FULL
 
 
-@_refusing("tune", tuning.TuneError)
+@_refusing("tune", tune.TuneError)
 def cmd_tune(args) -> int:
     if args.print_defines:
-        print(tuning.print_defines(args.print_defines))
+        print(tune.print_defines(args.print_defines))
         return EXIT_FULL
-    from . import sweep
-
     if args.draw:
         if not args.devices or not args.out:
             raise UsageError("--draw needs --devices 'GPU A;GPU B' and --out PNG")
         devices = [d.strip() for d in args.devices.split(";") if d.strip()]
-        print(f"wrote {sweep.draw_devices(args.draw, devices, args.out)}")
+        print(f"wrote {pictures.draw_devices(args.draw, devices, args.out)}")
         return EXIT_FULL
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    min_gain = sweep.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
+    min_gain = tune.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
     if not 0 <= min_gain < 1:
         raise UsageError(f"--min-gain is a fraction in [0, 1), got {min_gain:g}")
     labs = lab_list(args.lab)
@@ -253,13 +251,15 @@ def cmd_tune(args) -> int:
     if args.space:
         if not labs or len(labs) != 1:
             raise UsageError("--space needs exactly one --lab")
-        space = tuning.load_space_file(args.space, tuning.find_lab(labs[0]))
-    chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
+        space = tune.load_space_file(args.space, tune.find_lab(labs[0]))
+    chosen = [tune.find_lab(n) for n in labs] if labs else tune.tunable_labs()
     if not chosen:
         raise UsageError("no lab has a tune.json")
+    plot_dir = args.plot_dir or KIT_ROOT / "build" / "tune"
     status = EXIT_FULL
-    for done in sweep.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run,
-                                plot_dir=args.plot_dir or KIT_ROOT / "build" / "tune", space=space):
-        print(sweep.render(done), flush=True)
+    for done in tune.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run, space=space):
+        if done.device is not None:
+            done.plot = pictures.draw_sweep(done, plot_dir / f"tune-{done.lab}.png")
+        print(tune.render(done), flush=True)
         status = status if done.best is not None else EXIT_NOT_FULL
     return status

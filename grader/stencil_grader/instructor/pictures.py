@@ -1,12 +1,14 @@
 """The handouts' raster pictures, drawn from what was recorded, never from a new measurement
 (`grade.py pictures`): path-SLUG.png and roofline-SLUG.png from handouts/data/SLUG/tour.json
 (matplotlib), and with --report-page report-page.png, the recorded grading of tests/python/data/html/
-under today's targets (retarget), screenshot by headless Chromium.
+under today's targets (retarget), screenshot by headless Chromium; and the sweeps of `make tune` as
+heat maps (draw_sweep, and `grade.py tune --draw`'s draw_devices of committed tuning files).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import os
 import shutil
 import subprocess
@@ -15,10 +17,10 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
-from ..base.files import read_json
+from ..base.files import display_path, read_json
 from ..grading import html, plot, score
 from .records import DATA_DIR, load_recordings
-from . import smemroof, tuning
+from . import smemroof, tune
 from .tour import draw, recorded_rows
 
 IMG_DIR = KIT_ROOT / "handouts" / "img"
@@ -56,9 +58,9 @@ def recorded_parameters(device: str):
             return None
         lab_dir = KIT_ROOT / "labs" / lab
         try:
-            params = tuning.source_defaults(tuning.reference_source(lab_dir))
-            params.update(tuning.tuned_parameters(lab_dir, device))
-        except (tuning.TuneError, OSError):
+            params = tune.source_defaults(tune.reference_source(lab_dir))
+            params.update(tune.tuned_parameters(lab_dir, device))
+        except (tune.TuneError, OSError):
             return None
         return params
     return params_of
@@ -136,3 +138,81 @@ def report_page(out: Path = IMG_DIR / "report-page.png", height: int = 2860) -> 
     if not Path(out).is_file():
         raise PictureError(f"Chromium wrote no screenshot: {done.stderr[-500:]}")
     return f"report page: {out} (the grading recorded in {REPORT.name}, targets as lab.json holds them now)"
+
+
+def _panel(ax, variants: list[dict], x: str | None, y: str | None, title: str, best: dict | None,
+           default: dict | None, vmin: float, vmax: float):
+    """One sweep into matplotlib axes: a heat map over tune.json's plot axes (x, y), each cell the best
+    over the other parameters, colours from vmin to vmax, returned for a colour bar; without two axes,
+    one bar per variant (None).  Fractions of the copy bandwidth of the same run."""
+    ok = [v for v in variants if v.get("status") == "ok" and v.get("ratio") is not None]
+    ax.set_title(title, fontsize=9)
+    if not (x and y and x != y):
+        ax.bar(range(len(ok)), [v["ratio"] for v in ok],
+               color=["tab:orange" if best and v["params"] == best else "tab:blue" for v in ok])
+        ax.set_xticks(range(len(ok)), [tune.variant_name(v["params"]) for v in ok], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("fraction of copy bandwidth")
+        return None
+    xs, ys = (sorted({v["params"][axis] for v in variants}) for axis in (x, y))
+    cells: dict[tuple, float] = {}
+    for v in ok:
+        key = (v["params"][x], v["params"][y])
+        cells[key] = max(cells.get(key, 0.0), v["ratio"])
+    bottom = min(vmin, vmax - 1e-6)
+    image = ax.imshow([[cells.get((a, b), math.nan) for a in xs] for b in ys], origin="lower", cmap="viridis",
+                      vmin=bottom, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set(xlabel=x, ylabel=y)
+    for i, b in enumerate(ys):
+        for j, a in enumerate(xs):
+            if (a, b) not in cells:
+                ax.text(j, i, "failed\nor skipped", ha="center", va="center", color="grey", fontsize=7)
+                continue
+            text = f"{cells[(a, b)]:.2f}" + "".join(f"\n{name}" for name, p in (("best", best), ("default", default))
+                                                    if p and (p[x], p[y]) == (a, b))
+            light = cells[(a, b)] > bottom + 0.6 * (vmax - bottom)            # dark text on yellows
+            ax.text(j, i, text, ha="center", va="center", color="black" if light else "white", fontsize=8)
+    return image
+
+
+def _draw(plt, lab: str, space: tune.TuneSpace, files: list[dict], path: Path) -> Path:
+    """Tuning files' contents (one GPU's each) side by side on one colour scale, as PNG at `path`."""
+    ratios = [v["ratio"] for d in files for v in d["variants"]
+              if v.get("status") == "ok" and v.get("ratio") is not None]
+    fig, axes = plt.subplots(1, len(files), figsize=(5.2 * len(files), 4.3), squeeze=False)
+    images = [_panel(ax, d["variants"], space.plot_x, space.plot_y, f"{d['device']} ({d['date']})\n"
+                     + (f"best {tune.variant_name(d['best'])}: {d['best_ratio']:.2f} x copy" if d["best"]
+                        else "no variant passed"),
+                     d["best"], d.get("default"), min(ratios, default=0.0), max(ratios, default=1.0))
+              for ax, d in zip(axes[0], files)]
+    if any(i is not None for i in images):
+        fig.colorbar(next(i for i in images if i is not None), ax=list(axes[0]),
+                     label="effective bandwidth / copy bandwidth")
+    others = [p for p in space.parameters if p not in (space.plot_x, space.plot_y)]
+    fig.suptitle(f"make tune, {lab}: effective bandwidth / copy bandwidth measured in the same run"
+                 + (f"\n(each cell: the best over {', '.join(others)})" if others else ""), fontsize=10, y=1.06)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return Path(path)
+
+
+def draw_sweep(sweep: tune.LabSweep, path: Path) -> Path | None:
+    """`make tune`'s picture of one finished sweep, as one panel of draw_devices'; None without matplotlib."""
+    plt = plot.pyplot()
+    return plt and _draw(plt, sweep.lab, sweep.space, [tune.tuning_data(sweep)], path)
+
+
+def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_ROOT) -> Path:
+    """`grade.py tune --draw`: LAB's tuning files of several GPUs side by side, as PNG.  TuneError: no
+    tune.json or no tuning file; UsageError (exit 2) without matplotlib."""
+    lab_dir = tune.find_lab(lab, kit_root)
+    space = tune.load_space(lab_dir)
+    if space is None:
+        raise tune.TuneError(f"{lab_dir.name} has no {tune.TUNE_FILE}")
+    files = [tune.load_tuning(lab_dir, device) for device in devices]
+    for device, data in zip(devices, files):
+        if data is None:
+            raise tune.TuneError(f"no tuning file {display_path(tune.tuning_path(lab_dir, device))}")
+    return _draw(plot.pyplot("tune --draw's pictures"), lab_dir.name, space, files, path)

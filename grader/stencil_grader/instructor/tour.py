@@ -17,7 +17,7 @@ from .. import KIT_ROOT
 from ..base import labspec
 from ..base.files import display_path, read_json
 from ..grading import bench, build, plot, score
-from . import roofs, tuning
+from . import roofs, tune
 from .records import device_facts, median_or_none, now, record_header, row_id, write_record
 
 #: The declaration of a lab's tour rows, in reference/tour/<lab>/.
@@ -166,11 +166,11 @@ def measure(lab: str, impl: str, seed: int | None = None) -> tuple[dict, dict[st
 
 
 def built_parameters(lab: str, impl: str) -> dict[str, int]:
-    """The TUNE_ parameters the tour's build of a row was compiled with (tuning.built_parameters: for
+    """The TUNE_ parameters the tour's build of a row was compiled with (tune.built_parameters: for
     a reference, this GPU's tuning file as lab.mk passed it).  Raises TourError when it was not built."""
     try:
-        return tuning.built_parameters(_build_dir(lab, impl), build.impl_source(lab, _impl_arg(impl)))
-    except (tuning.TuneError, OSError) as err:
+        return tune.built_parameters(_build_dir(lab, impl), build.impl_source(lab, _impl_arg(impl)))
+    except (tune.TuneError, OSError) as err:
         raise TourError(f"{lab} ({impl}): {err}") from None
 
 
