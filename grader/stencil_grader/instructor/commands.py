@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
+from ..base import gpuprobe
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path, read_json
-from . import pictures, records, smemroof, tour, tune
+from . import pictures, records, roofs, tour, tune
 
 
 def register(sub) -> None:
@@ -33,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the calibration as a recorded run (handouts/data/SLUG/calibrate.json)")
 
-    p = command(smemroof.cmd_smem_roof, "smem-roof", "measure this GPU's shared-memory roof (bytes per clock per SM "
+    p = command(cmd_smem_roof, "smem-roof", "measure this GPU's shared-memory roof (bytes per clock per SM "
                 "of 4- and 16-byte loads), which lab 8's roofline draws")
     p.add_argument("--json", type=Path, metavar="FILE", help="record it, e.g. handouts/data/h100/smem-roof.json")
 
@@ -146,6 +147,23 @@ def cmd_calibrate(args) -> int:
 def _write(record: dict, out: Path, rows_are: str) -> int:
     path = records.write_record(record, out)
     print(f"wrote {path}: {len(record['rows'])} {rows_are} on {record['device']['name']}, {record['date']}")
+    return EXIT_FULL
+
+
+def cmd_smem_roof(args) -> int:
+    """grade.py smem-roof: build, run on this machine's first GPU, print; --json FILE records it."""
+    found = gpuprobe.probe(quick=True)
+    if not found.ok:
+        raise UsageError(f"smem-roof needs a GPU: {found.message or found.status}")
+    data = roofs.measure_smem_roof(roofs.build_smem_roof(found.cc))
+    for a in data["accesses"]:
+        print(f"{data['device']}: {a['bytes']:2d}-byte shared loads: {a['bytes_per_clock_per_sm']:.1f} bytes per "
+              f"clock per SM (median of {data['sm_count']} SMs; lowest {a['lowest_sm']:.1f}) at {a['clock_mhz']:.0f} "
+              f"MHz; the hardware's figure: 128")
+    if args.json:
+        record = roofs.smem_roof_record(data, "grade.py smem-roof --json (make smem-roof)")
+        path = records.write_record(record, args.json)
+        print(f"recorded: {path}")
     return EXIT_FULL
 
 

@@ -20,7 +20,7 @@ from ..base import labspec
 from ..base.files import display_path, read_json
 from ..grading import html, plot, score
 from .records import DATA_DIR, load_recordings
-from . import smemroof, tune
+from . import roofs, tune
 from .tour import draw, recorded_rows
 
 IMG_DIR = KIT_ROOT / "handouts" / "img"
@@ -47,7 +47,7 @@ def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> 
     return draw(recorded_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
                 clock_mhz=float(device["sm_clock_max_mhz"]), roofline_path=Path(img_dir) / f"roofline-{slug}.png",
                 title=title, params_of=recorded_parameters(device["name"]),
-                shared_bytes_per_clock=smemroof.recorded_bytes_per_clock(slug, data_dir=data_dir))
+                shared_bytes_per_clock=roofs.recorded_bytes_per_clock(slug, data_dir=data_dir))
 
 
 def recorded_parameters(device: str):
