@@ -131,7 +131,12 @@ def cmd_record_archs(args) -> int:
 
 @_refusing("tour", tour.TourError)
 def cmd_tour(args) -> int:
-    print(tour.run_tour(args.json, args.plot, args.markdown))
+    run = tour.run_tour(args.json, args.markdown)
+    if args.plot:
+        name = run.device["name"] or "unknown GPU"
+        print("\n".join(pictures.draw(run.rows, name, run.device["sm_count"], args.plot,
+                                       run.device["sm_clock_max_mhz"])))
+    print(run.table)
     return EXIT_FULL
 
 

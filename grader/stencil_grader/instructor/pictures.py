@@ -1,8 +1,9 @@
-"""The handouts' raster pictures, drawn from what was recorded, never from a new measurement
-(`grade.py pictures`): path-SLUG.png and roofline-SLUG.png from handouts/data/SLUG/tour.json
-(matplotlib), and with --report-page report-page.png, the recorded grading of tests/python/data/html/
-under today's targets (retarget), screenshot by headless Chromium; and the sweeps of `make tune` as
-heat maps (draw_sweep, and `grade.py tune --draw`'s draw_devices of committed tuning files).
+"""The kit's raster pictures (matplotlib; the report page: headless Chromium): the tour's path and
+roofline (draw: `grade.py tour --plot`, and draw_tour from handouts/data/SLUG/tour.json for `grade.py
+pictures`), report-page.png (`pictures --report-page`: the recorded grading of tests/python/data/html/
+under today's targets, retarget), and the sweeps of `make tune` as heat maps (draw_sweep, and
+draw_devices for `grade.py tune --draw`).  The handouts' pictures are drawn from what was recorded,
+never from a new measurement.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import copy
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -20,8 +22,7 @@ from ..base import labspec
 from ..base.files import display_path, read_json
 from ..grading import html, plot, score
 from .records import DATA_DIR, load_recordings
-from . import roofs, tune
-from .tour import draw, recorded_rows
+from . import roofs, tour, tune
 
 IMG_DIR = KIT_ROOT / "handouts" / "img"
 #: The recorded grading the index's report-page.png shows (tests/python/data/html/README.md).
@@ -44,10 +45,43 @@ def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> 
     if not device.get("sm_count") or not device.get("sm_clock_max_mhz"):
         raise PictureError(f"{slug}/tour.json records no SM count or SM clock: no roofline can be drawn")
     title = f"{device['name']}: make tour of {record['date']}"
-    return draw(recorded_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
+    return draw(tour.recorded_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
                 clock_mhz=float(device["sm_clock_max_mhz"]), roofline_path=Path(img_dir) / f"roofline-{slug}.png",
                 title=title, params_of=recorded_parameters(device["name"]),
                 shared_bytes_per_clock=roofs.recorded_bytes_per_clock(slug, data_dir=data_dir))
+
+
+def roofline_points(rows: list[tour.TourRow]) -> list[plot.RooflinePoint]:
+    """Each row at its arithmetic intensity (its lab's kind: FLOP per cell, grader/kinds.json, times
+    the sweeps fused per pass, over the compulsory bytes per cell) and its useful GFLOP/s."""
+    return [plot.point_from_gbps(r.kernel, r.gbps, labspec.load(KIT_ROOT / "labs" / r.lab / "lab.json")
+                                 .kind.launchers[0], r.sweeps_per_pass, ratio=r.ratio) for r in rows]
+
+
+def draw(rows: list[tour.TourRow], device: str, sm_count: int | None, path: Path,
+         clock_mhz: float | None = None, roofline_path: Path | None = None, title: str | None = None,
+         params_of=None, shared_bytes_per_clock: float | None = None) -> list[str]:
+    """The path as bars (path) and the roofline with every row (roofline_path, default path's stem +
+    "-roofline.png"); one line per picture, written or why not.  Defaults: clock_mhz nvidia-smi's maximum
+    SM clock, title the device, params_of(lab, impl) (for roofs.roofline_ceilings) built_parameters;
+    shared_bytes_per_clock: the measured shared-memory roof (roofs.roofline_ceilings)."""
+    path = Path(path)
+    if not plot.path_bars(rows, title or device, path):
+        return ["(no plots: matplotlib is not installed)"]
+    said = [f"path: {path}"]
+    clock = clock_mhz or plot.max_sm_clock_mhz()
+    if not sm_count or not clock:
+        return said + ["(no roofline: the SM count or the SM clock of this GPU is unknown)"]
+    peak = plot.peak_fp32_gflops(sm_count, clock)
+    copy = statistics.median(r.copy_gbps for r in rows)
+    roof = Path(roofline_path) if roofline_path else path.with_name(path.stem + "-roofline.png")
+    ceilings, notes = roofs.roofline_ceilings(rows, sm_count, clock, params_of or tour.built_parameters,
+                                              shared_bytes_per_clock)
+    plot.roofline(roofline_points(rows), device, copy, peak, roof, ceilings,
+                  title=f"Roofline: {title}" if title else None)
+    return said + [f"roofline: {roof} (peak fp32 {peak / 1e3:.1f} TFLOP/s estimated from {sm_count} SMs "
+                   f"at {clock:.0f} MHz; copy {copy:.0f} GB/s)"] \
+        + [f"  ceiling: {c.label}, {c.gflops / 1e3:.1f} TFLOP/s ({c.how})" for c in ceilings] + notes
 
 
 def recorded_parameters(device: str):
