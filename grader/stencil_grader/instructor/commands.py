@@ -3,7 +3,6 @@ handouts' figures: `record-check`, `record-archs`, `record-profile`, `figures`, 
 
 from __future__ import annotations
 
-import datetime
 import sys
 from pathlib import Path
 
@@ -177,43 +176,9 @@ def cmd_record_check(args) -> int:
     return _write(records.record_check(records.collect_reports(args.impl)), args.out, "labs")
 
 
-def record_profile(paths: list[Path]) -> dict:
-    """`record-profile`: the profile-inputs.json files `make profile` wrote (one GPU, one day), analysed
-    again with the kit's rules (student/profile/), as one record of kind "profile": a row per run, id
-    "NN/impl", with its first kernel's label and figures, the bench's ratio, gbps and copy_gbps, and the
-    ranked findings.  Raises RecordError for a file it cannot read or runs of several GPUs or days."""
-    from ..student.profile import analyse, load_rules
-
-    runs = [read_json(Path(path), records.RecordError) for path in paths]
-    if not runs:
-        raise records.RecordError("no recorded profile named")
-    devices = {r.get("device") for r in runs}
-    stamps = sorted(datetime.datetime.fromisoformat(r["recorded_at"]) for r in runs)
-    if len(devices) != 1 or None in devices:
-        raise records.RecordError(f"the profiles come from different GPUs ({', '.join(sorted(map(str, devices)))})")
-    if stamps[0].date() != stamps[-1].date():
-        raise records.RecordError(f"the profiles were recorded on different days ({stamps[0]:%Y-%m-%d} to "
-                                  f"{stamps[-1]:%Y-%m-%d})")
-    record = records.record_header("profile", "grade.py record-profile: make profile's analysis (grader/profile_rules"
-                                   ".json) of the inputs it recorded (profile-inputs.json)", {"name": devices.pop()},
-                                   stamps[0])
-    record.update(ncu_version=runs[0].get("ncu_version"), rows=[])
-    rules = load_rules()
-    for inputs in runs:
-        result = analyse(inputs, rules)
-        kernel, bench = (result.get("kernels") or [{}])[0], inputs.get("bench") or {}
-        record["rows"].append({
-            "id": records.row_id(inputs["lab"], inputs["impl"]), "lab": inputs["lab"],
-            "impl": Path(inputs["impl"]).name, "kernel": kernel.get("label"), "ratio": bench.get("ratio"),
-            "gbps": bench.get("gbps"), "copy_gbps": bench.get("copy_gbps"), "figures": kernel.get("figures") or {},
-            "findings": [f.get("message") for f in result.get("findings") or []]})
-    record["copy_gbps"] = records.median_or_none(row["copy_gbps"] for row in record["rows"])
-    return record
-
-
 @_refusing("record-profile", records.RecordError)
 def cmd_record_profile(args) -> int:
-    return _write(record_profile(args.inputs), args.out, "profiled runs")
+    return _write(records.record_profile(args.inputs), args.out, "profiled runs")
 
 
 def cmd_figures(args) -> int:
