@@ -108,7 +108,7 @@ endif
 IMPL ?= starter
 # The student kit (`make dist`) has no reference/: there IMPL=reference is refused by
 # require-src, and its tuning (KERNEL_DEFINES, below) is not looked up: `grade.py tune` is an
-# instructor command (grader/stencil_grader/instructor/tuning.py), which that kit leaves out.
+# instructor command (grader/stencil_grader/instructor/tune.py), which that kit leaves out.
 HAVE_REFERENCE := $(if $(wildcard $(KIT)/reference/.),1)
 NO_REFERENCE_MSG := this student kit has no reference solutions: make check grades your own kernel.cu (IMPL=starter, the default, or IMPL=DIR)
 ifeq ($(IMPL),starter)

@@ -208,7 +208,7 @@ def recorded_roofline(slug: str):
     device = record["device"]
     sm, clock = device["sm_count"], device["sm_clock_max_mhz"]
     ceilings, _ = roofs.roofline_ceilings(rows, sm, clock, pictures.recorded_parameters(device["name"]))
-    points = tour.roofline_points(rows)
+    points = pictures.roofline_points(rows)
     copy = record["copy_gbps"]
     return rows, plot.roofline_data(points, copy, plot.peak_fp32_gflops(sm, clock), ceilings)
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import KIT_ROOT
 from stencil_grader.base import labspec
 from stencil_grader.grading import score
-from stencil_grader.instructor import figures, records, roofs, tour, tuning
+from stencil_grader.instructor import figures, pictures, records, roofs, tour, tune
 
 
 def _bench(ms, steps=1, gbps=1000.0, copy=2000.0):
@@ -71,8 +71,8 @@ def test_the_labs_declare_the_tour_rows_and_their_parts():
                    "lab8": ["08/starter", "08/good_overlapped_tile"]}
     for part in parts:
         for row in part.rows:                       # every label and sweep count resolves on the defaults
-            defaults = tuning.source_defaults(KIT_ROOT / row.impl / "kernel.cu") if "/" in row.impl else \
-                tuning.source_defaults(KIT_ROOT / row.impl / row.lab / "kernel.cu")
+            defaults = tune.source_defaults(KIT_ROOT / row.impl / "kernel.cu") if "/" in row.impl else \
+                tune.source_defaults(KIT_ROOT / row.impl / row.lab / "kernel.cu")
             label, fused = row.resolve(defaults)
             assert "{" not in label and fused >= 1
     lab8 = next(r for r in parts[0].rows if r.lab.startswith("08"))
@@ -128,7 +128,7 @@ def _fake_tour(monkeypatch, missing=(), k=8):
         data = dict(_bench(1.0, steps=16 if lab.startswith("08") else 1), nx=8, ny=8, nz=8 if three_d else 1,
                     scaled_down=False)
         src = KIT_ROOT / impl / "kernel.cu" if "/" in impl else KIT_ROOT / impl / lab / "kernel.cu"
-        params = tuning.source_defaults(src)
+        params = tune.source_defaults(src)
         if "K" in params:
             params["K"] = k                          # what a tuning file may have chosen
         return data, params
@@ -144,7 +144,7 @@ def test_run_tour_skips_rows_this_kit_lacks(monkeypatch):
     last_3d = tour.tour_parts()[1].rows[-1]
     missing = (last_3d.lab, last_3d.impl)
     timed = _fake_tour(monkeypatch, {missing})
-    text = tour.run_tour()
+    text = tour.run_tour().table
     every = [(r.lab, r.impl) for part in tour.tour_parts() for r in part.rows]
     assert timed == [r for r in every if r != missing]
     assert "3D, 8 x 8 x 8 grid:" in text and "lab 6 reference" not in text
@@ -187,7 +187,7 @@ def test_the_sweeps_per_pass_follow_the_build_that_was_timed(monkeypatch, tmp_pa
     lab8 = next(r for r in json.loads(out.read_text())["rows"] if r["id"] == "08/reference")
     assert lab8["sweeps_per_pass"] == 4 and lab8["kernel"].endswith("4 sweeps per pass")
     row = tour.tour_rows([("08-temporal-blocking", "reference", "lab 8", _bench(2.0, steps=16), 4)], "2D", "2d")
-    assert tour.roofline_points(row)[0].intensity == pytest.approx(9 * 4 / 8)
+    assert pictures.roofline_points(row)[0].intensity == pytest.approx(9 * 4 / 8)
 
 
 def test_built_parameters_are_read_from_the_tour_build(monkeypatch, tmp_path):
@@ -221,7 +221,7 @@ def test_roofline_places_each_row_at_its_intensity():
                           "2D, 4 x 4 grid", "2d")
     rows += tour.tour_rows([("05-z-coarsening", "reference", "lab 5", _bench(1.0, gbps=2800.0))],
                            "3D, 4 x 4 x 4 grid", "3d")
-    points = {p.label: p for p in tour.roofline_points(rows)}
+    points = {p.label: p for p in pictures.roofline_points(rows)}
     assert points["lab 4"].intensity == pytest.approx(9 / 8)           # 9 FLOP per 8 compulsory bytes
     assert points["lab 8"].intensity == pytest.approx(9 * 8 / 8)       # 8 sweeps per pass over DRAM
     assert points["lab 5"].intensity == pytest.approx(13 / 8)          # the 3D 7-point update
@@ -271,18 +271,18 @@ def test_roofline_ceilings_left_out_say_why():
 def test_design_counts_match_the_reference_they_were_taken_from():
     # a count taken for parameters the reference no longer has as defaults would never be drawn
     count = next(c for c in roofs.DESIGN_COUNTS if c.row == "08/reference")
-    assert tuning.source_defaults(KIT_ROOT / "reference" / "08-temporal-blocking" / "kernel.cu") == count.params
+    assert tune.source_defaults(KIT_ROOT / "reference" / "08-temporal-blocking" / "kernel.cu") == count.params
     assert roofs.strip_redundancy(**count.params) == pytest.approx(128 / 112 * 144 / 128)
     assert roofs.tile_redundancy(8, 128, 64) == pytest.approx(1.1726, abs=1e-4)    # the handout's table: 1.17
 
 
 def test_draw_says_why_nothing_was_drawn(monkeypatch, tmp_path):
     rows = tour.tour_rows([("01-naive-5pt", "reference", "lab 1", _bench(1.0))], "2D")
-    monkeypatch.setattr(tour.plot, "path_bars", lambda *a: False)
-    assert tour.draw(rows, "Test GPU", 132, tmp_path / "p.png") == ["(no plots: matplotlib is not installed)"]
-    monkeypatch.setattr(tour.plot, "path_bars", lambda *a: True)
-    monkeypatch.setattr(tour.plot, "max_sm_clock_mhz", lambda: None)
-    said = tour.draw(rows, "Test GPU", 132, tmp_path / "p.png")
+    monkeypatch.setattr(pictures.plot, "path_bars", lambda *a: False)
+    assert pictures.draw(rows, "Test GPU", 132, tmp_path / "p.png") == ["(no plots: matplotlib is not installed)"]
+    monkeypatch.setattr(pictures.plot, "path_bars", lambda *a: True)
+    monkeypatch.setattr(pictures.plot, "max_sm_clock_mhz", lambda: None)
+    said = pictures.draw(rows, "Test GPU", 132, tmp_path / "p.png")
     assert said[0].startswith("path: ") and "no roofline" in said[1]
 
 
@@ -447,7 +447,7 @@ def test_run_tour_writes_the_recorded_tour_again_from_its_measurements(monkeypat
         data = {k: row[k] for k in ("ms_median", "steps", "gbps", "copy_gbps", "ratio", "repetitions")}
         data.update(nx=nx, ny=ny, scaled_down=part["scaled_down"], **({"nz": nz} if row["part"] == "3d" else {}))
         src = KIT_ROOT / impl / "kernel.cu" if "/" in impl else KIT_ROOT / impl / lab / "kernel.cu"
-        params = tuning.source_defaults(src)
+        params = tune.source_defaults(src)
         if "K" in params:
             params["K"] = row["sweeps_per_pass"]
         return data, params

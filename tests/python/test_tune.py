@@ -1,4 +1,4 @@
-"""grade.py tune (grader/stencil_grader/instructor/tuning.py, sweep.py): the sweep's bounds,
+"""grade.py tune (grader/stencil_grader/instructor/tune.py; its pictures: pictures.py): the sweep's bounds,
 the candidates, the tuning files and what lab.mk reads from them, the choice of the best, and the
 sweep graded through the pipeline with the build, static, Check and bench stages replaced by fakes
 (no GPU needed).
@@ -20,7 +20,7 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 
 from stencil_grader.grading import bench, build, checkrun, static  # noqa: E402
 from stencil_grader.grading.checks import StaticCheck  # noqa: E402
-from stencil_grader.instructor import sweep, tuning  # noqa: E402
+from stencil_grader.instructor import pictures, tune  # noqa: E402
 
 SOURCE = """/* a reference */
 #ifndef TUNE_K
@@ -55,19 +55,19 @@ SPACE = {"parameters": {"K": [4, 8], "VEC": [2, 4, 8]},
 def test_space_loads_and_candidates_put_the_defaults_first(tmp_path):
     kit = make_kit(tmp_path, SPACE)
     lab = kit / "labs" / "08-fake"
-    space = tuning.load_space(lab)
+    space = tune.load_space(lab)
     assert space.parameters == {"K": [4, 8], "VEC": [2, 4, 8]}
     assert (space.plot_x, space.plot_y) == ("K", "VEC")
-    found = tuning.candidates(space, tuning.source_defaults(kit / "reference" / "08-fake" / "kernel.cu"))
+    found = tune.candidates(space, tune.source_defaults(kit / "reference" / "08-fake" / "kernel.cu"))
     assert found[0] == {"K": 8, "VEC": 4}                      # the defaults, even past a constraint
     assert {"K": 8, "VEC": 8} not in found                     # 2*8*8 = 128 > 64
     assert {"K": 4, "VEC": 8} in found and {"K": 8, "VEC": 2} in found
-    assert len(found) == len({tuning.variant_name(c) for c in found})
+    assert len(found) == len({tune.variant_name(c) for c in found})
 
 
 def test_no_tune_json_is_none(tmp_path):
     kit = make_kit(tmp_path, None)
-    assert tuning.load_space(kit / "labs" / "08-fake") is None
+    assert tune.load_space(kit / "labs" / "08-fake") is None
 
 
 @pytest.mark.parametrize("space, words", [
@@ -85,16 +85,16 @@ def test_no_tune_json_is_none(tmp_path):
 ])
 def test_bad_tune_json_names_what_is_wrong(tmp_path, space, words):
     kit = make_kit(tmp_path, space)
-    with pytest.raises(tuning.TuneError, match="tune.json") as err:
-        tuning.load_space(kit / "labs" / "08-fake")
+    with pytest.raises(tune.TuneError, match="tune.json") as err:
+        tune.load_space(kit / "labs" / "08-fake")
     assert words in str(err.value)
 
 
 def test_a_parameter_without_a_default_in_the_source_is_an_error(tmp_path):
     kit = make_kit(tmp_path, {"parameters": {"K": [4], "SEG": [64]}})
-    space = tuning.load_space(kit / "labs" / "08-fake")
-    with pytest.raises(tuning.TuneError, match="no default for TUNE_SEG"):
-        tuning.candidates(space, tuning.source_defaults(kit / "reference" / "08-fake" / "kernel.cu"))
+    space = tune.load_space(kit / "labs" / "08-fake")
+    with pytest.raises(tune.TuneError, match="no default for TUNE_SEG"):
+        tune.candidates(space, tune.source_defaults(kit / "reference" / "08-fake" / "kernel.cu"))
 
 
 @pytest.mark.parametrize("text, values, expected", [
@@ -107,36 +107,36 @@ def test_a_parameter_without_a_default_in_the_source_is_an_error(tmp_path):
     ("-K + 8 == 0", {"K": 8}, True),
 ])
 def test_evaluate(text, values, expected):
-    assert tuning.evaluate(text, values) is expected
+    assert tune.evaluate(text, values) is expected
 
 
 def test_evaluate_refuses_a_missing_name_and_division_by_zero():
     with pytest.raises(ValueError, match="VEC has no value"):
-        tuning.evaluate("VEC > 1", {})
+        tune.evaluate("VEC > 1", {})
     with pytest.raises(ValueError, match="division by zero"):
-        tuning.evaluate("K // VEC > 1", {"K": 1, "VEC": 0})
+        tune.evaluate("K // VEC > 1", {"K": 1, "VEC": 0})
 
 
 # ---- the real kit ------------------------------------------------------------------------
 
 def test_every_tune_json_of_the_kit_is_valid_and_its_reference_declares_the_defaults():
-    labs = tuning.tunable_labs()
+    labs = tune.tunable_labs()
     assert labs, "the kit's labs have tune.json files"
     for lab_dir in labs:
-        space = tuning.load_space(lab_dir)
-        src = tuning.reference_source(lab_dir)
+        space = tune.load_space(lab_dir)
+        src = tune.reference_source(lab_dir)
         if not src.is_file():                      # a student kit: no reference/
             continue
-        found = tuning.candidates(space, tuning.source_defaults(src))
+        found = tune.candidates(space, tune.source_defaults(src))
         assert 2 <= len(found) <= 32, f"{lab_dir.name}: {len(found)} variants (make tune has 10 minutes)"
 
 
 def test_the_kit_tuning_files_name_declared_parameters():
-    for lab_dir in tuning.tunable_labs():
-        for path in sorted((lab_dir / tuning.TUNING_DIR).glob("*.json")):
+    for lab_dir in tune.tunable_labs():
+        for path in sorted((lab_dir / tune.TUNING_DIR).glob("*.json")):
             data = json.loads(path.read_text())
-            assert path.name == tuning.device_slug(data["device"]) + ".json"
-            assert tuning.tuned_parameters(lab_dir, data["device"]) == data["best"]
+            assert path.name == tune.device_slug(data["device"]) + ".json"
+            assert tune.tuned_parameters(lab_dir, data["device"]) == data["best"]
             ok = [v for v in data["variants"] if v["status"] == "ok"]
             assert data["best_ratio"] == max(v["ratio"] for v in ok) or data["best"] == data["default"]
 
@@ -144,14 +144,14 @@ def test_the_kit_tuning_files_name_declared_parameters():
 # ---- tuning files ------------------------------------------------------------------------
 
 def test_device_slug():
-    assert tuning.device_slug("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
-    assert tuning.device_slug("NVIDIA H200") == "nvidia-h200"
-    with pytest.raises(tuning.TuneError):
-        tuning.device_slug("!!!")
+    assert tune.device_slug("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
+    assert tune.device_slug("NVIDIA H200") == "nvidia-h200"
+    with pytest.raises(tune.TuneError):
+        tune.device_slug("!!!")
 
 
 def write_tuning(lab: Path, device: str, best: dict) -> Path:
-    path = tuning.tuning_path(lab, device)
+    path = tune.tuning_path(lab, device)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"device": device, "best": best, "variants": []}))
     return path
@@ -161,30 +161,30 @@ def test_print_defines_follows_the_local_gpu(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
     lab = kit / "labs" / "08-fake"
     write_tuning(lab, "Fake GPU 1", {"K": 4, "VEC": 8})
-    monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU 1")
-    assert tuning.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
-    assert tuning.print_defines("8", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
-    monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU 2")     # no file: the defaults
-    assert tuning.print_defines("08-fake", kit) == ""
-    monkeypatch.setattr(tuning, "local_device", lambda: None)             # no GPU
-    assert tuning.print_defines("08-fake", kit) == ""
-    with pytest.raises(tuning.TuneError, match="no lab '09'"):
-        tuning.print_defines("09", kit)
+    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU 1")
+    assert tune.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
+    assert tune.print_defines("8", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
+    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU 2")     # no file: the defaults
+    assert tune.print_defines("08-fake", kit) == ""
+    monkeypatch.setattr(tune, "local_device", lambda: None)             # no GPU
+    assert tune.print_defines("08-fake", kit) == ""
+    with pytest.raises(tune.TuneError, match="no lab '09'"):
+        tune.print_defines("09", kit)
 
 
 def test_a_stale_or_broken_tuning_file_is_an_error(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
     lab = kit / "labs" / "08-fake"
-    monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU")
+    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU")
     path = write_tuning(lab, "Fake GPU", {"K": 4, "SEG": 64})
-    with pytest.raises(tuning.TuneError, match="TUNE_SEG no longer declared"):
-        tuning.print_defines("08", kit)
+    with pytest.raises(tune.TuneError, match="TUNE_SEG no longer declared"):
+        tune.print_defines("08", kit)
     path.write_text('{"best": {"K": "4"}}')
-    with pytest.raises(tuning.TuneError, match="NAME: integer"):
-        tuning.print_defines("08", kit)
+    with pytest.raises(tune.TuneError, match="NAME: integer"):
+        tune.print_defines("08", kit)
     path.write_text("{")
-    with pytest.raises(tuning.TuneError, match="not valid JSON"):
-        tuning.print_defines("08", kit)
+    with pytest.raises(tune.TuneError, match="not valid JSON"):
+        tune.print_defines("08", kit)
 
 
 def test_kernel_defines_in_the_make_command(tmp_path):
@@ -216,37 +216,37 @@ def test_lab_mk_passes_kernel_defines_to_the_kernel_only(tmp_path):
     # what a build was compiled with is read back from that stamp (the tour's sweeps per pass)
     src = tmp_path / "kernel.cu"
     src.write_text(SOURCE)
-    assert tuning.built_parameters(build_dir, src) == {"K": 8, "VEC": 4, "PROBE": 7}
+    assert tune.built_parameters(build_dir, src) == {"K": 8, "VEC": 4, "PROBE": 7}
 
 
 def test_built_parameters_are_the_defaults_replaced_by_the_builds_defines(tmp_path):
     src = tmp_path / "kernel.cu"
     src.write_text(SOURCE)
-    with pytest.raises(tuning.TuneError, match="flags.stamp is missing"):
-        tuning.built_parameters(tmp_path, src)
+    with pytest.raises(tune.TuneError, match="flags.stamp is missing"):
+        tune.built_parameters(tmp_path, src)
     (tmp_path / "flags.stamp").write_text("-std=c++17 -O3 -DSTENCIL_DEBUG_BUILD -gencode arch=compute_90,code=sm_90\n")
-    assert tuning.built_parameters(tmp_path, src) == {"K": 8, "VEC": 4}           # no KERNEL_DEFINES
+    assert tune.built_parameters(tmp_path, src) == {"K": 8, "VEC": 4}           # no KERNEL_DEFINES
     (tmp_path / "flags.stamp").write_text("-std=c++17 -O3 -Wall -DTUNE_K=4 -DTUNE_VEC=8\n")
-    assert tuning.built_parameters(tmp_path, src) == {"K": 4, "VEC": 8}
+    assert tune.built_parameters(tmp_path, src) == {"K": 4, "VEC": 8}
 
 
 # ---- choosing and sweeping ------------------------------------------------------------------
 
 def variant(params, ratio, status="ok", default=False):
-    return sweep.Variant(params, is_default=default, status=status, ratio=ratio)
+    return tune.Variant(params, is_default=default, status=status, ratio=ratio)
 
 
 def test_choose_best_needs_min_gain_over_the_defaults():
     d = variant({"K": 8}, 3.0, default=True)
     small = variant({"K": 4}, 3.05)
-    assert sweep.choose_best([d, small], 0.02) == (d, d)              # 1.7 % faster: noise
+    assert tune.choose_best([d, small], 0.02) == (d, d)              # 1.7 % faster: noise
     big = variant({"K": 6}, 3.2)
-    assert sweep.choose_best([d, small, big], 0.02) == (big, d)
+    assert tune.choose_best([d, small, big], 0.02) == (big, d)
     broken = variant({"K": 5}, 9.9, status="incorrect")
-    assert sweep.choose_best([d, broken], 0.02) == (d, d)             # never a failed variant
-    assert sweep.choose_best([variant({"K": 8}, None, "compile_error", True)], 0.02)[0] is None
+    assert tune.choose_best([d, broken], 0.02) == (d, d)             # never a failed variant
+    assert tune.choose_best([variant({"K": 8}, None, "compile_error", True)], 0.02)[0] is None
     failed_default = variant({"K": 8}, None, "incorrect", True)
-    assert sweep.choose_best([failed_default, small], 0.02) == (small, failed_default)
+    assert tune.choose_best([failed_default, small], 0.02) == (small, failed_default)
 
 
 LAB_JSON = {"lab": "08-fake", "number": 8, "title": "Fake", "api": "stencil2d_sweep",
@@ -267,8 +267,8 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
     kit = make_kit(tmp_path, space)
     lab = kit / "labs" / "08-fake"
     (lab / "lab.json").write_text(json.dumps(LAB_JSON))
-    monkeypatch.setattr(sweep, "KIT_ROOT", kit)
-    monkeypatch.setattr(tuning, "local_device", lambda: "Fake GPU")
+    monkeypatch.setattr(tune, "KIT_ROOT", kit)
+    monkeypatch.setattr(tune, "local_device", lambda: "Fake GPU")
     built, benched = {}, []
     order = []                                    # (variant, stage) in the order the stages ran
 
@@ -315,7 +315,7 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
     monkeypatch.setattr(static, "run_static", fake_static)
     monkeypatch.setattr(checkrun, "run_check", fake_check)
     monkeypatch.setattr(bench, "run_bench", fake_bench)
-    (done,) = sweep.tune_labs([lab], seed=5, jobs=2, log=lambda *a: None)
+    (done,) = tune.tune_labs([lab], seed=5, jobs=2, log=lambda *a: None)
     assert built["default"] == {}
     assert built["K4-VEC8"] == {"TUNE_K": 4, "TUNE_VEC": 8}
     for name in built:                                # the pipeline's order, for every variant
@@ -332,31 +332,31 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
     data = json.loads((lab / "tuning" / "fake-gpu.json").read_text())
     assert data["best"] == {"K": 4, "VEC": 8} and data["default"] == {"K": 8, "VEC": 4}
     assert data["best_ratio"] == 0.6 and data["seed"] == 5
-    if sweep.pyplot() is not None:                  # the pictures of the sweep and of its tuning file
-        assert sweep.draw_sweep(done, tmp_path / "s.png") == tmp_path / "s.png"
-        assert sweep.draw_devices("08", ["Fake GPU"], tmp_path / "d.png", lab.parent.parent) == tmp_path / "d.png"
+    if pictures.plot.pyplot() is not None:                  # the pictures of the sweep and of its tuning file
+        assert pictures.draw_sweep(done, tmp_path / "s.png") == tmp_path / "s.png"
+        assert pictures.draw_devices("08", ["Fake GPU"], tmp_path / "d.png", lab.parent.parent) == tmp_path / "d.png"
         for name in ("s.png", "d.png"):
             assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {v["status"] for v in data["variants"]} == {"ok", "compile_error", "forbidden", "incorrect",
                                                         "constraint"}
-    text = sweep.render(done)
+    text = tune.render(done)
     assert "best: K4-VEC8 at 0.600 of copy, 1.20x the defaults K8-VEC4 (0.500)" in text
     assert "wrote " in text
-    assert tuning.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
+    assert tune.print_defines("08", kit) == "-DTUNE_K=4 -DTUNE_VEC=8"
 
 
 def test_tune_labs_without_a_gpu_refuses_before_building(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
-    monkeypatch.setattr(tuning, "local_device", lambda: None)
+    monkeypatch.setattr(tune, "local_device", lambda: None)
     monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("built without a GPU"))
-    with pytest.raises(tuning.TuneError, match="no GPU"):
-        list(sweep.tune_labs([kit / "labs" / "08-fake"], log=lambda *a: None))
+    with pytest.raises(tune.TuneError, match="no GPU"):
+        list(tune.tune_labs([kit / "labs" / "08-fake"], log=lambda *a: None))
 
 
 def test_draw_devices_needs_the_tuning_files(tmp_path, monkeypatch):
     kit = make_kit(tmp_path, SPACE)
-    with pytest.raises(tuning.TuneError, match="no tuning file"):
-        sweep.draw_devices("08", ["Fake GPU"], tmp_path / "x.png", kit)
+    with pytest.raises(tune.TuneError, match="no tuning file"):
+        pictures.draw_devices("08", ["Fake GPU"], tmp_path / "x.png", kit)
 
 
 @pytest.mark.parametrize("path", sorted(KIT_ROOT.glob("labs/*/tuning/*.json")),
@@ -365,13 +365,13 @@ def test_a_recorded_sweep_chooses_and_writes_its_tuning_file_again(path, tmp_pat
     """Each committed tuning file, its variants fed back as a finished sweep: the same best and
     defaults are chosen, and the file written is the committed one (the date and nvcc aside)."""
     recorded = json.loads(path.read_text())
-    variants = [sweep.Variant(**{k: v for k, v in r.items() if k != "default"}, is_default=r["default"])
+    variants = [tune.Variant(**{k: v for k, v in r.items() if k != "default"}, is_default=r["default"])
                 for r in recorded["variants"]]
-    done = sweep.LabSweep(recorded["lab"], recorded["device"], recorded["seed"], variants,
+    done = tune.LabSweep(recorded["lab"], recorded["device"], recorded["seed"], variants,
                           min_gain=recorded["min_gain"])
-    done.best, done.default = sweep.choose_best(variants, done.min_gain)
+    done.best, done.default = tune.choose_best(variants, done.min_gain)
     assert (done.best.params, done.default.params) == (recorded["best"], recorded["default"])
-    written = json.loads(sweep.write_tuning(tmp_path, done).read_text())
+    written = json.loads(tune.write_tuning(tmp_path, done).read_text())
     assert written["date"] and isinstance(written["nvcc"], str)
     written.update(date=recorded["date"], nvcc=recorded["nvcc"])
     assert json.dumps(written, indent=1) + "\n" == path.read_text()

@@ -3,14 +3,14 @@ handouts' figures: `record-check`, `record-archs`, `record-profile`, `figures`, 
 
 from __future__ import annotations
 
-import datetime
 import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
+from ..base import gpuprobe
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path, read_json
-from . import pictures, records, smemroof, tour, tuning
+from . import pictures, records, roofs, tour, tune
 
 
 def register(sub) -> None:
@@ -33,7 +33,7 @@ def register(sub) -> None:
     p.add_argument("--json", type=Path, metavar="FILE",
                    help="also write the calibration as a recorded run (handouts/data/SLUG/calibrate.json)")
 
-    p = command(smemroof.cmd_smem_roof, "smem-roof", "measure this GPU's shared-memory roof (bytes per clock per SM "
+    p = command(cmd_smem_roof, "smem-roof", "measure this GPU's shared-memory roof (bytes per clock per SM "
                 "of 4- and 16-byte loads), which lab 8's roofline draws")
     p.add_argument("--json", type=Path, metavar="FILE", help="record it, e.g. handouts/data/h100/smem-roof.json")
 
@@ -130,7 +130,12 @@ def cmd_record_archs(args) -> int:
 
 @_refusing("tour", tour.TourError)
 def cmd_tour(args) -> int:
-    print(tour.run_tour(args.json, args.plot, args.markdown))
+    run = tour.run_tour(args.json, args.markdown)
+    if args.plot:
+        name = run.device["name"] or "unknown GPU"
+        print("\n".join(pictures.draw(run.rows, name, run.device["sm_count"], args.plot,
+                                       run.device["sm_clock_max_mhz"])))
+    print(run.table)
     return EXIT_FULL
 
 
@@ -149,48 +154,31 @@ def _write(record: dict, out: Path, rows_are: str) -> int:
     return EXIT_FULL
 
 
+def cmd_smem_roof(args) -> int:
+    """grade.py smem-roof: build, run on this machine's first GPU, print; --json FILE records it."""
+    found = gpuprobe.probe(quick=True)
+    if not found.ok:
+        raise UsageError(f"smem-roof needs a GPU: {found.message or found.status}")
+    data = roofs.measure_smem_roof(roofs.build_smem_roof(found.cc))
+    for a in data["accesses"]:
+        print(f"{data['device']}: {a['bytes']:2d}-byte shared loads: {a['bytes_per_clock_per_sm']:.1f} bytes per "
+              f"clock per SM (median of {data['sm_count']} SMs; lowest {a['lowest_sm']:.1f}) at {a['clock_mhz']:.0f} "
+              f"MHz; the hardware's figure: 128")
+    if args.json:
+        record = roofs.smem_roof_record(data, "grade.py smem-roof --json (make smem-roof)")
+        path = records.write_record(record, args.json)
+        print(f"recorded: {path}")
+    return EXIT_FULL
+
+
 @_refusing("record-check", records.RecordError)
 def cmd_record_check(args) -> int:
     return _write(records.record_check(records.collect_reports(args.impl)), args.out, "labs")
 
 
-def record_profile(paths: list[Path]) -> dict:
-    """`record-profile`: the profile-inputs.json files `make profile` wrote (one GPU, one day), analysed
-    again with the kit's rules (student/profile/), as one record of kind "profile": a row per run, id
-    "NN/impl", with its first kernel's label and figures, the bench's ratio, gbps and copy_gbps, and the
-    ranked findings.  Raises RecordError for a file it cannot read or runs of several GPUs or days."""
-    from ..student.profile import analyse, load_rules
-
-    runs = [read_json(Path(path), records.RecordError) for path in paths]
-    if not runs:
-        raise records.RecordError("no recorded profile named")
-    devices = {r.get("device") for r in runs}
-    stamps = sorted(datetime.datetime.fromisoformat(r["recorded_at"]) for r in runs)
-    if len(devices) != 1 or None in devices:
-        raise records.RecordError(f"the profiles come from different GPUs ({', '.join(sorted(map(str, devices)))})")
-    if stamps[0].date() != stamps[-1].date():
-        raise records.RecordError(f"the profiles were recorded on different days ({stamps[0]:%Y-%m-%d} to "
-                                  f"{stamps[-1]:%Y-%m-%d})")
-    record = records.record_header("profile", "grade.py record-profile: make profile's analysis (grader/profile_rules"
-                                   ".json) of the inputs it recorded (profile-inputs.json)", {"name": devices.pop()},
-                                   stamps[0])
-    record.update(ncu_version=runs[0].get("ncu_version"), rows=[])
-    rules = load_rules()
-    for inputs in runs:
-        result = analyse(inputs, rules)
-        kernel, bench = (result.get("kernels") or [{}])[0], inputs.get("bench") or {}
-        record["rows"].append({
-            "id": records.row_id(inputs["lab"], inputs["impl"]), "lab": inputs["lab"],
-            "impl": Path(inputs["impl"]).name, "kernel": kernel.get("label"), "ratio": bench.get("ratio"),
-            "gbps": bench.get("gbps"), "copy_gbps": bench.get("copy_gbps"), "figures": kernel.get("figures") or {},
-            "findings": [f.get("message") for f in result.get("findings") or []]})
-    record["copy_gbps"] = records.median_or_none(row["copy_gbps"] for row in record["rows"])
-    return record
-
-
 @_refusing("record-profile", records.RecordError)
 def cmd_record_profile(args) -> int:
-    return _write(record_profile(args.inputs), args.out, "profiled runs")
+    return _write(records.record_profile(args.inputs), args.out, "profiled runs")
 
 
 def cmd_figures(args) -> int:
@@ -230,22 +218,20 @@ def cmd_pictures(args) -> int:
     return EXIT_FULL
 
 
-@_refusing("tune", tuning.TuneError)
+@_refusing("tune", tune.TuneError)
 def cmd_tune(args) -> int:
     if args.print_defines:
-        print(tuning.print_defines(args.print_defines))
+        print(tune.print_defines(args.print_defines))
         return EXIT_FULL
-    from . import sweep
-
     if args.draw:
         if not args.devices or not args.out:
             raise UsageError("--draw needs --devices 'GPU A;GPU B' and --out PNG")
         devices = [d.strip() for d in args.devices.split(";") if d.strip()]
-        print(f"wrote {sweep.draw_devices(args.draw, devices, args.out)}")
+        print(f"wrote {pictures.draw_devices(args.draw, devices, args.out)}")
         return EXIT_FULL
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    min_gain = sweep.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
+    min_gain = tune.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
     if not 0 <= min_gain < 1:
         raise UsageError(f"--min-gain is a fraction in [0, 1), got {min_gain:g}")
     labs = lab_list(args.lab)
@@ -253,13 +239,15 @@ def cmd_tune(args) -> int:
     if args.space:
         if not labs or len(labs) != 1:
             raise UsageError("--space needs exactly one --lab")
-        space = tuning.load_space_file(args.space, tuning.find_lab(labs[0]))
-    chosen = [tuning.find_lab(n) for n in labs] if labs else tuning.tunable_labs()
+        space = tune.load_space_file(args.space, tune.find_lab(labs[0]))
+    chosen = [tune.find_lab(n) for n in labs] if labs else tune.tunable_labs()
     if not chosen:
         raise UsageError("no lab has a tune.json")
+    plot_dir = args.plot_dir or KIT_ROOT / "build" / "tune"
     status = EXIT_FULL
-    for done in sweep.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run,
-                                plot_dir=args.plot_dir or KIT_ROOT / "build" / "tune", space=space):
-        print(sweep.render(done), flush=True)
+    for done in tune.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run, space=space):
+        if done.device is not None:
+            done.plot = pictures.draw_sweep(done, plot_dir / f"tune-{done.lab}.png")
+        print(tune.render(done), flush=True)
         status = status if done.best is not None else EXIT_NOT_FULL
     return status

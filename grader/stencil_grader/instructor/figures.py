@@ -36,7 +36,7 @@ from typing import NamedTuple
 from .. import KIT_ROOT
 from ..base.files import display_path as shown, read_json
 from .records import DATA_DIR, Record, RecordError, Recordings, load_recordings
-from .tuning import tuning_path
+from .tune import tuning_path
 
 #: Default format by a field's last name (format() specifications).
 DEFAULT_FORMATS = {"ratio": ".2f", "median": ".3f", "ms_median": ".3f", "ms_per_sweep": ".3f",

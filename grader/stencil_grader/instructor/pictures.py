@@ -1,25 +1,28 @@
-"""The handouts' raster pictures, drawn from what was recorded, never from a new measurement
-(`grade.py pictures`): path-SLUG.png and roofline-SLUG.png from handouts/data/SLUG/tour.json
-(matplotlib), and with --report-page report-page.png, the recorded grading of tests/python/data/html/
-under today's targets (retarget), screenshot by headless Chromium.
+"""The kit's raster pictures (matplotlib; the report page: headless Chromium): the tour's path and
+roofline (draw: `grade.py tour --plot`, and draw_tour from handouts/data/SLUG/tour.json for `grade.py
+pictures`), report-page.png (`pictures --report-page`: the recorded grading of tests/python/data/html/
+under today's targets, retarget), and the sweeps of `make tune` as heat maps (draw_sweep, and
+draw_devices for `grade.py tune --draw`).  The handouts' pictures are drawn from what was recorded,
+never from a new measurement.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
-from ..base.files import read_json
+from ..base.files import display_path, read_json
 from ..grading import html, plot, score
 from .records import DATA_DIR, load_recordings
-from . import smemroof, tuning
-from .tour import draw, recorded_rows
+from . import roofs, tour, tune
 
 IMG_DIR = KIT_ROOT / "handouts" / "img"
 #: The recorded grading the index's report-page.png shows (tests/python/data/html/README.md).
@@ -42,10 +45,43 @@ def draw_tour(slug: str, data_dir: Path = DATA_DIR, img_dir: Path = IMG_DIR) -> 
     if not device.get("sm_count") or not device.get("sm_clock_max_mhz"):
         raise PictureError(f"{slug}/tour.json records no SM count or SM clock: no roofline can be drawn")
     title = f"{device['name']}: make tour of {record['date']}"
-    return draw(recorded_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
+    return draw(tour.recorded_rows(record), device["name"], int(device["sm_count"]), Path(img_dir) / f"path-{slug}.png",
                 clock_mhz=float(device["sm_clock_max_mhz"]), roofline_path=Path(img_dir) / f"roofline-{slug}.png",
                 title=title, params_of=recorded_parameters(device["name"]),
-                shared_bytes_per_clock=smemroof.recorded_bytes_per_clock(slug, data_dir=data_dir))
+                shared_bytes_per_clock=roofs.recorded_bytes_per_clock(slug, data_dir=data_dir))
+
+
+def roofline_points(rows: list[tour.TourRow]) -> list[plot.RooflinePoint]:
+    """Each row at its arithmetic intensity (its lab's kind: FLOP per cell, grader/kinds.json, times
+    the sweeps fused per pass, over the compulsory bytes per cell) and its useful GFLOP/s."""
+    return [plot.point_from_gbps(r.kernel, r.gbps, labspec.load(KIT_ROOT / "labs" / r.lab / "lab.json")
+                                 .kind.launchers[0], r.sweeps_per_pass, ratio=r.ratio) for r in rows]
+
+
+def draw(rows: list[tour.TourRow], device: str, sm_count: int | None, path: Path,
+         clock_mhz: float | None = None, roofline_path: Path | None = None, title: str | None = None,
+         params_of=None, shared_bytes_per_clock: float | None = None) -> list[str]:
+    """The path as bars (path) and the roofline with every row (roofline_path, default path's stem +
+    "-roofline.png"); one line per picture, written or why not.  Defaults: clock_mhz nvidia-smi's maximum
+    SM clock, title the device, params_of(lab, impl) (for roofs.roofline_ceilings) built_parameters;
+    shared_bytes_per_clock: the measured shared-memory roof (roofs.roofline_ceilings)."""
+    path = Path(path)
+    if not plot.path_bars(rows, title or device, path):
+        return ["(no plots: matplotlib is not installed)"]
+    said = [f"path: {path}"]
+    clock = clock_mhz or plot.max_sm_clock_mhz()
+    if not sm_count or not clock:
+        return said + ["(no roofline: the SM count or the SM clock of this GPU is unknown)"]
+    peak = plot.peak_fp32_gflops(sm_count, clock)
+    copy = statistics.median(r.copy_gbps for r in rows)
+    roof = Path(roofline_path) if roofline_path else path.with_name(path.stem + "-roofline.png")
+    ceilings, notes = roofs.roofline_ceilings(rows, sm_count, clock, params_of or tour.built_parameters,
+                                              shared_bytes_per_clock)
+    plot.roofline(roofline_points(rows), device, copy, peak, roof, ceilings,
+                  title=f"Roofline: {title}" if title else None)
+    return said + [f"roofline: {roof} (peak fp32 {peak / 1e3:.1f} TFLOP/s estimated from {sm_count} SMs "
+                   f"at {clock:.0f} MHz; copy {copy:.0f} GB/s)"] \
+        + [f"  ceiling: {c.label}, {c.gflops / 1e3:.1f} TFLOP/s ({c.how})" for c in ceilings] + notes
 
 
 def recorded_parameters(device: str):
@@ -56,9 +92,9 @@ def recorded_parameters(device: str):
             return None
         lab_dir = KIT_ROOT / "labs" / lab
         try:
-            params = tuning.source_defaults(tuning.reference_source(lab_dir))
-            params.update(tuning.tuned_parameters(lab_dir, device))
-        except (tuning.TuneError, OSError):
+            params = tune.source_defaults(tune.reference_source(lab_dir))
+            params.update(tune.tuned_parameters(lab_dir, device))
+        except (tune.TuneError, OSError):
             return None
         return params
     return params_of
@@ -136,3 +172,81 @@ def report_page(out: Path = IMG_DIR / "report-page.png", height: int = 2860) -> 
     if not Path(out).is_file():
         raise PictureError(f"Chromium wrote no screenshot: {done.stderr[-500:]}")
     return f"report page: {out} (the grading recorded in {REPORT.name}, targets as lab.json holds them now)"
+
+
+def _panel(ax, variants: list[dict], x: str | None, y: str | None, title: str, best: dict | None,
+           default: dict | None, vmin: float, vmax: float):
+    """One sweep into matplotlib axes: a heat map over tune.json's plot axes (x, y), each cell the best
+    over the other parameters, colours from vmin to vmax, returned for a colour bar; without two axes,
+    one bar per variant (None).  Fractions of the copy bandwidth of the same run."""
+    ok = [v for v in variants if v.get("status") == "ok" and v.get("ratio") is not None]
+    ax.set_title(title, fontsize=9)
+    if not (x and y and x != y):
+        ax.bar(range(len(ok)), [v["ratio"] for v in ok],
+               color=["tab:orange" if best and v["params"] == best else "tab:blue" for v in ok])
+        ax.set_xticks(range(len(ok)), [tune.variant_name(v["params"]) for v in ok], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("fraction of copy bandwidth")
+        return None
+    xs, ys = (sorted({v["params"][axis] for v in variants}) for axis in (x, y))
+    cells: dict[tuple, float] = {}
+    for v in ok:
+        key = (v["params"][x], v["params"][y])
+        cells[key] = max(cells.get(key, 0.0), v["ratio"])
+    bottom = min(vmin, vmax - 1e-6)
+    image = ax.imshow([[cells.get((a, b), math.nan) for a in xs] for b in ys], origin="lower", cmap="viridis",
+                      vmin=bottom, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set(xlabel=x, ylabel=y)
+    for i, b in enumerate(ys):
+        for j, a in enumerate(xs):
+            if (a, b) not in cells:
+                ax.text(j, i, "failed\nor skipped", ha="center", va="center", color="grey", fontsize=7)
+                continue
+            text = f"{cells[(a, b)]:.2f}" + "".join(f"\n{name}" for name, p in (("best", best), ("default", default))
+                                                    if p and (p[x], p[y]) == (a, b))
+            light = cells[(a, b)] > bottom + 0.6 * (vmax - bottom)            # dark text on yellows
+            ax.text(j, i, text, ha="center", va="center", color="black" if light else "white", fontsize=8)
+    return image
+
+
+def _draw(plt, lab: str, space: tune.TuneSpace, files: list[dict], path: Path) -> Path:
+    """Tuning files' contents (one GPU's each) side by side on one colour scale, as PNG at `path`."""
+    ratios = [v["ratio"] for d in files for v in d["variants"]
+              if v.get("status") == "ok" and v.get("ratio") is not None]
+    fig, axes = plt.subplots(1, len(files), figsize=(5.2 * len(files), 4.3), squeeze=False)
+    images = [_panel(ax, d["variants"], space.plot_x, space.plot_y, f"{d['device']} ({d['date']})\n"
+                     + (f"best {tune.variant_name(d['best'])}: {d['best_ratio']:.2f} x copy" if d["best"]
+                        else "no variant passed"),
+                     d["best"], d.get("default"), min(ratios, default=0.0), max(ratios, default=1.0))
+              for ax, d in zip(axes[0], files)]
+    if any(i is not None for i in images):
+        fig.colorbar(next(i for i in images if i is not None), ax=list(axes[0]),
+                     label="effective bandwidth / copy bandwidth")
+    others = [p for p in space.parameters if p not in (space.plot_x, space.plot_y)]
+    fig.suptitle(f"make tune, {lab}: effective bandwidth / copy bandwidth measured in the same run"
+                 + (f"\n(each cell: the best over {', '.join(others)})" if others else ""), fontsize=10, y=1.06)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return Path(path)
+
+
+def draw_sweep(sweep: tune.LabSweep, path: Path) -> Path | None:
+    """`make tune`'s picture of one finished sweep, as one panel of draw_devices'; None without matplotlib."""
+    plt = plot.pyplot()
+    return plt and _draw(plt, sweep.lab, sweep.space, [tune.tuning_data(sweep)], path)
+
+
+def draw_devices(lab: str, devices: list[str], path: Path, kit_root: Path = KIT_ROOT) -> Path:
+    """`grade.py tune --draw`: LAB's tuning files of several GPUs side by side, as PNG.  TuneError: no
+    tune.json or no tuning file; UsageError (exit 2) without matplotlib."""
+    lab_dir = tune.find_lab(lab, kit_root)
+    space = tune.load_space(lab_dir)
+    if space is None:
+        raise tune.TuneError(f"{lab_dir.name} has no {tune.TUNE_FILE}")
+    files = [tune.load_tuning(lab_dir, device) for device in devices]
+    for device, data in zip(devices, files):
+        if data is None:
+            raise tune.TuneError(f"no tuning file {display_path(tune.tuning_path(lab_dir, device))}")
+    return _draw(plot.pyplot("tune --draw's pictures"), lab_dir.name, space, files, path)

@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import KIT_ROOT, __version__
 from ..base import gpus, labspec, process, toolkit
 from ..base.files import display_path as shown, read_json
+from ..student.profile import analyse, load_rules
 
 #: Every record holds: record (its kind, RECORD_KINDS, the file's name); format (RECORD_FORMAT; a reader refuses
 #: another); provisional (true while the figures are not a run of the tool named in source; notes: always);
@@ -29,10 +30,10 @@ from ..base.files import display_path as shown, read_json
 #:              {ms_median, gbps, ratio}} (lab 7 has two), generated_at
 #:   archs      check records of builds for other architectures, put together (commands.py); cuda12 too
 #:   calibrate  runs; rows: lab, ratios (one per run), median, floor, target, written, policy
-#:   profile    ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings (commands.py)
+#:   profile    ncu_version; rows: lab, impl, kernel, ratio, gbps, copy_gbps, figures, findings (record_profile)
 #:   class      students, jobs, cpus, grader_peak_rss_mib; rows "NN/build", "NN/gpu": lab, stage, n,
 #:              wall_s_median, wall_s_max, cpu_s_median, peak_rss_mib_max (classes/resources.py); class-scaling
-#:   smem-roof  rows "4B", "16B": bytes, bytes_per_clock_per_sm, lowest_sm, blocks_per_sm, clock_mhz, ms (smemroof.py)
+#:   smem-roof  rows "4B", "16B": bytes, bytes_per_clock_per_sm, lowest_sm, blocks_per_sm, clock_mhz, ms (roofs.py)
 #: A field that was not measured is null.  Times are ms (seconds where a name ends in _s), bandwidths GB/s
 #: (1 GB = 1e9 B), memory MiB, ratios fractions of the copy bandwidth of the same bench run.
 RECORD_FORMAT = 1
@@ -168,6 +169,38 @@ def collect_reports(impl: str = "reference", kit_root: Path = KIT_ROOT) -> list[
         return [read_json(path, RecordError) for path in paths if path.is_file()]
     except RecordError as err:
         raise RecordError(f"{err}: run make check again") from None
+
+
+def record_profile(paths: list[Path]) -> dict:
+    """The record of `grade.py record-profile`: the profile-inputs.json files `make profile` wrote (one
+    GPU, one day), analysed again with the kit's rules (student/profile/), as one record of kind
+    "profile": a row per run, id "NN/impl", with its first kernel's label and figures, the bench's
+    ratio, gbps and copy_gbps, and the ranked findings.  Raises RecordError for a file it cannot
+    read, or runs of several GPUs or days."""
+    runs = [read_json(Path(path), RecordError) for path in paths]
+    if not runs:
+        raise RecordError("no recorded profile named")
+    devices = {r.get("device") for r in runs}
+    stamps = sorted(datetime.datetime.fromisoformat(r["recorded_at"]) for r in runs)
+    if len(devices) != 1 or None in devices:
+        raise RecordError(f"the profiles come from different GPUs ({', '.join(sorted(map(str, devices)))})")
+    if stamps[0].date() != stamps[-1].date():
+        raise RecordError(f"the profiles were recorded on different days ({stamps[0]:%Y-%m-%d} to "
+                          f"{stamps[-1]:%Y-%m-%d})")
+    record = record_header("profile", "grade.py record-profile: make profile's analysis (grader/profile_rules"
+                           ".json) of the inputs it recorded (profile-inputs.json)", {"name": devices.pop()}, stamps[0])
+    record.update(ncu_version=runs[0].get("ncu_version"), rows=[])
+    rules = load_rules()
+    for inputs in runs:
+        result = analyse(inputs, rules)
+        kernel, bench = (result.get("kernels") or [{}])[0], inputs.get("bench") or {}
+        record["rows"].append({
+            "id": row_id(inputs["lab"], inputs["impl"]), "lab": inputs["lab"],
+            "impl": Path(inputs["impl"]).name, "kernel": kernel.get("label"), "ratio": bench.get("ratio"),
+            "gbps": bench.get("gbps"), "copy_gbps": bench.get("copy_gbps"), "figures": kernel.get("figures") or {},
+            "findings": [f.get("message") for f in result.get("findings") or []]})
+    record["copy_gbps"] = median_or_none(row["copy_gbps"] for row in record["rows"])
+    return record
 
 
 # ------------------------------------------------------------------ reading

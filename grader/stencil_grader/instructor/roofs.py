@@ -1,15 +1,28 @@
 """The dashed ceilings under the tour's roof: the fp32 peak without FMA (lab 8's) and the rate ceilings
-of DESIGN_COUNTS, one design's cost per cell update of one resource, counted once by hand for one build.
+of DESIGN_COUNTS, one design's cost per cell update of one resource, counted once by hand for one build;
+and this GPU's shared-memory roof, measured (grader/harness/smem_roof.cu built and run):
+
+    python3 grader/grade.py smem-roof [--json handouts/data/SLUG/smem-roof.json]   (make smem-roof SLUG=h100)
+
+The program reports, for conflict-free loads of 4 and of 16 bytes, the bytes per clock one SM's shared
+memory delivers (the median over the SMs, and the lowest); the hardware's figure is 128 (32 banks x 4 bytes,
+CUDA C++ Programming Guide, "Shared Memory").  Its record (kind "smem-roof", rows "4B" and "16B") replaces
+that figure in the shared-memory ceiling (roofline_ceilings).
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import labspec
+from ..base import labspec, toolkit
+from ..base.cliargs import UsageError
 from ..grading import plot
 from ..grading.plot import FP32_LANES_PER_SM, positive
+from .records import DATA_DIR, RecordError, load_recordings, now, record_header
 
 #: Thread instructions an SM issues per clock at most: 4 warp schedulers, one warp instruction each
 #: (Volta to Hopper: NVIDIA's V100, A100 and H100 architecture whitepapers).
@@ -109,7 +122,7 @@ def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float, params_of=Non
     impl) (the TUNE_ parameters of the build timed; None: unknown) equals the count's params.
     rows: tour.TourRow; sm_count and clock_mhz (maximum SM clock, MHz) as for plot.peak_fp32_gflops;
     shared_bytes_per_clock: the GPU's measured shared-memory roof for 4-byte loads (bytes per clock per SM,
-    smemroof.py), which replaces SHARED_ACCESSES_PER_SM_PER_CLOCK x 4; None: the datasheet's."""
+    measured by smem-roof), which replaces SHARED_ACCESSES_PER_SM_PER_CLOCK x 4; None: the datasheet's."""
     two_d = [r for r in rows if r.part_id != "3d" and not r.part.startswith("3D")]
     if not two_d:
         return [], []
@@ -143,3 +156,65 @@ def roofline_ceilings(rows: list, sm_count: int, clock_mhz: float, params_of=Non
             f"({count.per_update:.1f} per update x {count.redundancy:.2f} updates per useful one); "
             f"{gflops * work.bytes_per_cell / work.flop_per_cell:,.0f} GB/s effective"))
     return ceilings, notes
+
+
+# ------------------------------------------------------------------ the measured shared-memory roof
+
+SMEM_ROOF_CU = KIT_ROOT / "grader" / "harness" / "smem_roof.cu"
+SMEM_ROOF_DIR = KIT_ROOT / "build" / "smem-roof"
+
+
+def build_smem_roof(cc: str, nvcc: str | None = None, out_dir: Path = SMEM_ROOF_DIR) -> Path:
+    """smem_roof built for compute capability cc ("9.0") into out_dir; its path.  Raises UsageError (exit 2)
+    without nvcc or when nvcc fails (its last lines)."""
+    nvcc = nvcc or toolkit.find_nvcc()
+    if nvcc is None:
+        raise UsageError("smem-roof needs nvcc (the CUDA toolkit): none found (CUDA_HOME, PATH, /usr/local/cuda)")
+    arch = cc.replace(".", "")
+    out = Path(out_dir) / f"smem_roof-sm_{arch}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run([nvcc, "-O3", "-std=c++17", f"-arch=sm_{arch}", "-o", str(out), str(SMEM_ROOF_CU)],
+                              capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise UsageError(f"nvcc could not build {SMEM_ROOF_CU.name}: {err}") from None
+    if done.returncode != 0:
+        last = " / ".join(done.stderr.strip().splitlines()[-3:])
+        raise UsageError(f"nvcc could not build {SMEM_ROOF_CU.name}: {last}")
+    return out
+
+
+def measure_smem_roof(binary: Path, timeout_s: float = 120) -> dict:
+    """What the program printed (its JSON object, grader/harness/smem_roof.cu).  Raises UsageError when it
+    fails (no GPU, a CUDA error: its message), runs past timeout_s or prints no JSON."""
+    try:
+        done = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise UsageError(f"{binary.name} did not run to its end: {err}") from None
+    if done.returncode != 0:
+        raise UsageError((done.stderr.strip() or f"{binary.name} ended with exit status {done.returncode}"))
+    try:
+        return json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise UsageError(f"{binary.name} printed no JSON: {done.stdout[:200]!r}") from None
+
+
+def smem_roof_record(data: dict, source: str) -> dict:
+    """The record of one run (records.RECORD_FORMAT, kind "smem-roof"): rows "4B" and "16B" with bytes,
+    bytes_per_clock_per_sm (median over the SMs), lowest_sm, blocks_per_sm, clock_mhz (the SM clock the run
+    saw), ms."""
+    record = record_header("smem-roof", source, {"name": data["device"], "compute_capability": data["cc"],
+                                                 "sm_count": data["sm_count"]}, now())
+    record["rows"] = [{"id": f"{a['bytes']}B", **a} for a in data["accesses"]]
+    return record
+
+
+def recorded_bytes_per_clock(slug: str, width: int = 4, data_dir: Path = DATA_DIR) -> float | None:
+    """The recorded bytes per clock per SM of `width`-byte loads on GPU `slug`; None without a recording."""
+    try:
+        record = load_recordings(data_dir).get(slug, "smem-roof").data
+    except RecordError:
+        return None
+    row = next((r for r in record["rows"] if r["id"] == f"{width}B"), None)
+    return float(row["bytes_per_clock_per_sm"]) if row else None
+

@@ -12,12 +12,13 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import KIT_ROOT
 from ..base import labspec
 from ..base.files import display_path, read_json
-from ..grading import bench, build, plot, score
-from . import roofs, tuning
+from ..grading import bench, build, score
+from . import tune
 from .records import device_facts, median_or_none, now, record_header, row_id, write_record
 
 #: The declaration of a lab's tour rows, in reference/tour/<lab>/.
@@ -166,11 +167,11 @@ def measure(lab: str, impl: str, seed: int | None = None) -> tuple[dict, dict[st
 
 
 def built_parameters(lab: str, impl: str) -> dict[str, int]:
-    """The TUNE_ parameters the tour's build of a row was compiled with (tuning.built_parameters: for
+    """The TUNE_ parameters the tour's build of a row was compiled with (tune.built_parameters: for
     a reference, this GPU's tuning file as lab.mk passed it).  Raises TourError when it was not built."""
     try:
-        return tuning.built_parameters(_build_dir(lab, impl), build.impl_source(lab, _impl_arg(impl)))
-    except (tuning.TuneError, OSError) as err:
+        return tune.built_parameters(_build_dir(lab, impl), build.impl_source(lab, _impl_arg(impl)))
+    except (tune.TuneError, OSError) as err:
         raise TourError(f"{lab} ({impl}): {err}") from None
 
 
@@ -213,39 +214,6 @@ def render(rows: list[TourRow], device: str, markdown: bool = False) -> str:
     return f"{device}, copy bandwidth {copy:.0f} GB/s (median over the runs){note}\n" + "\n".join(lines)
 
 
-def roofline_points(rows: list[TourRow]) -> list[plot.RooflinePoint]:
-    """Each row at its arithmetic intensity (its lab's kind: FLOP per cell, grader/kinds.json, times
-    the sweeps fused per pass, over the compulsory bytes per cell) and its useful GFLOP/s."""
-    return [plot.point_from_gbps(r.kernel, r.gbps, labspec.load(KIT_ROOT / "labs" / r.lab / "lab.json")
-                                 .kind.launchers[0], r.sweeps_per_pass, ratio=r.ratio) for r in rows]
-
-
-def draw(rows: list[TourRow], device: str, sm_count: int | None, path: Path,
-         clock_mhz: float | None = None, roofline_path: Path | None = None, title: str | None = None,
-         params_of=None, shared_bytes_per_clock: float | None = None) -> list[str]:
-    """The path as bars (path) and the roofline with every row (roofline_path, default path's stem +
-    "-roofline.png"); one line per picture, written or why not.  Defaults: clock_mhz nvidia-smi's maximum
-    SM clock, title the device, params_of(lab, impl) (for roofs.roofline_ceilings) built_parameters;
-    shared_bytes_per_clock: the measured shared-memory roof (roofs.roofline_ceilings)."""
-    path = Path(path)
-    if not plot.path_bars(rows, title or device, path):
-        return ["(no plots: matplotlib is not installed)"]
-    said = [f"path: {path}"]
-    clock = clock_mhz or plot.max_sm_clock_mhz()
-    if not sm_count or not clock:
-        return said + ["(no roofline: the SM count or the SM clock of this GPU is unknown)"]
-    peak = plot.peak_fp32_gflops(sm_count, clock)
-    copy = statistics.median(r.copy_gbps for r in rows)
-    roof = Path(roofline_path) if roofline_path else path.with_name(path.stem + "-roofline.png")
-    ceilings, notes = roofs.roofline_ceilings(rows, sm_count, clock, params_of or built_parameters,
-                                              shared_bytes_per_clock)
-    plot.roofline(roofline_points(rows), device, copy, peak, roof, ceilings,
-                  title=f"Roofline: {title}" if title else None)
-    return said + [f"roofline: {roof} (peak fp32 {peak / 1e3:.1f} TFLOP/s estimated from {sm_count} SMs "
-                   f"at {clock:.0f} MHz; copy {copy:.0f} GB/s)"] \
-        + [f"  ceiling: {c.label}, {c.gflops / 1e3:.1f} TFLOP/s ({c.how})" for c in ceilings] + notes
-
-
 def record_tour(rows: list[TourRow], parts: list[dict], device: dict, started: datetime.datetime) -> dict:
     """The recorded run of a tour (RECORD_FORMAT): every row with its id and figures."""
     record = record_header("tour", "grade.py tour --json (make tour)", device, started)
@@ -262,9 +230,17 @@ def recorded_rows(record: dict) -> list[TourRow]:
                     part_id=r.get("part", "")) for r in record["rows"]]
 
 
-def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdown: bool = False) -> str:
-    """Measure every declared row this copy of the kit has (available()); returns the rendered table,
-    writes the recorded run to out_json and the pictures next to plot_path.  Raises TourError."""
+class TourRun(NamedTuple):
+    """A finished tour: the rendered table, the rows, the record's device object (device_facts)."""
+
+    table: str
+    rows: list[TourRow]
+    device: dict
+
+
+def run_tour(out_json: Path | None = None, markdown: bool = False) -> TourRun:
+    """Measure every declared row this copy of the kit has (available()); writes the recorded run to
+    out_json.  Raises TourError."""
     started = now()
     last: dict = {}
     rows: list[TourRow] = []
@@ -292,11 +268,7 @@ def run_tour(out_json: Path | None = None, plot_path: Path | None = None, markdo
     table = render(rows, device["name"] or "unknown GPU", markdown)
     if out_json:
         write_record(record_tour(rows, parts, device, started), out_json)
-    if plot_path:
-        for line in draw(rows, device["name"] or "unknown GPU", device["sm_count"], plot_path,
-                         device["sm_clock_max_mhz"]):
-            print(line)
-    return table
+    return TourRun(table, rows, device)
 
 
 def calibrate(runs: int = 3, labs: list[str] | None = None, write: bool = True,

@@ -59,6 +59,11 @@ def render(kit_root: Path = KIT_ROOT) -> dict[Diagram, tuple[str, str]]:
     return {d: (s.alt, s.svg()) for d in DIAGRAMS for s in (d.draw(Path(kit_root)),)}
 
 
+def _with_alts(text: str, alts: dict[str, str]) -> str:
+    """A handout's text with the alt text of each picture of `alts` (name -> alt) as the picture's."""
+    return _IMAGE.sub(lambda m: f"![{alts.get(m.group('name'), m.group('alt'))}](img/{m.group('name')}.svg)", text)
+
+
 def differences(kit_root: Path = KIT_ROOT) -> list[str]:
     """One line per committed picture whose title or labels differ from what the code draws, or
     that is missing, per handout that does not show its picture, and per alt text that differs
@@ -74,10 +79,9 @@ def differences(kit_root: Path = KIT_ROOT) -> list[str]:
             out.append(f"{d.path}: missing or not SVG (make figures draws it)")
     for d, (alt, _) in drawn.items():
         text = (kit_root / "handouts" / d.handout).read_text(encoding="utf-8")
-        shown = [m.group("alt") for m in _IMAGE.finditer(text) if m.group("name") == d.name]
-        if not shown:
+        if not any(m.group("name") == d.name for m in _IMAGE.finditer(text)):
             out.append(f"handouts/{d.handout}: does not show {d.path} (![alt text](img/{d.name}.svg))")
-        elif any(a != alt for a in shown):
+        elif _with_alts(text, {d.name: alt}) != text:
             out.append(f"handouts/{d.handout}: the alt text of img/{d.name}.svg differs from the picture's "
                        "(make figures)")
     return out
@@ -87,19 +91,12 @@ def write(kit_root: Path = KIT_ROOT) -> list[Path]:
     """Write every picture whose bytes changed, and the handouts' alt texts; returns the files written."""
     kit_root = Path(kit_root)
     drawn = render(kit_root)
-    written = []
-    for d, (_, text) in drawn.items():
-        path = kit_root / d.path
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
+    new = {kit_root / d.path: svg for d, (_, svg) in drawn.items()}
     for name in sorted({d.handout for d in drawn}):
         path = kit_root / "handouts" / name
-        old = path.read_text(encoding="utf-8")
-        alts = {d.name: alt for d, (alt, _) in drawn.items() if d.handout == name}
-        new = _IMAGE.sub(lambda m: f"![{alts.get(m.group('name'), m.group('alt'))}](img/{m.group('name')}.svg)", old)
-        if new != old:
-            path.write_text(new, encoding="utf-8")
-            written.append(path)
+        new[path] = _with_alts(path.read_text(encoding="utf-8"), {d.name: alt for d, (alt, _) in drawn.items()})
+    written = [path for path, text in new.items() if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    for path in written:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(new[path], encoding="utf-8")
     return written
