@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import gradescope, score
-from . import grades, outdir
+from . import classhtml, grades, outdir
 from .classtable import NEAR_MISS_CELL, ClassTable, book_cell, class_cell, gpu_of, load
 from .grades import GRADER_ERROR, MISSING
 from .importers import SITES, common
@@ -200,17 +200,6 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
     return ClassResult(this_run, lines, alarm, 1 if errors or ungraded or stood else 0)
 
 
-def write_class_html(out: Path, table: dict[str, dict[str, dict]], lab_order: list[str]) -> Path | None:
-    """OUT/class.html from classhtml.py, when that module is part of this kit (it is optional)."""
-    try:
-        from .classhtml import write_class_html as write_html
-    except ModuleNotFoundError as err:
-        if err.name and err.name.endswith("classhtml"):
-            return None
-        raise
-    return write_html(out, [lab for lab in lab_order if any(lab in labs for labs in table.values())], table)
-
-
 def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, notes: list[str] | None = None,
                 saved: list[Saved] | None = None, kept: int = 0, lab_facts: dict[str, dict] | None = None,
                 roster: Roster | None = None) -> ClassResult:
@@ -234,9 +223,7 @@ def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, 
         outdir.write_atomic(out / outdir.GRADEBOOK / name, text)
     all_notes = list(notes or []) + book_notes
     try:
-        page = write_class_html(out, t.reports, lab_order)
-        if page:
-            all_notes.append(f"class page: {page}")
+        all_notes.append(f"class page: {classhtml.write_class_html(t)}")
     except Exception as err:          # the page is a convenience: never lose the grading over it
         all_notes.append(f"could not write the class page (classhtml.py): {type(err).__name__}: {err}")
     result = summarize(t, list(saved or []), kept, all_notes)

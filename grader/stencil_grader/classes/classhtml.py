@@ -1,9 +1,8 @@
 """The class pages (grader/README.md, section 9): OUT/class.html (every student's row, per lab the verdict counts,
 histograms of the grades' points and ratios, the outliers; the similarity column, the labs that moved, the
 leaderboards), OUT/students/<student>/<lab>.html (report.student_view, with its history) and index.html, through
-the Jinja2 templates (pages.py).  Only grades count in the statistics (grades.is_grade).
-
-    write_class_html(out, lab_order, table=None) -> Path"""
+the Jinja2 templates (pages.py), all from the class table (classtable.py).  Only grades count in the statistics
+(grades.is_grade)."""
 
 import math
 import statistics
@@ -12,7 +11,8 @@ from pathlib import Path
 from ..grading import html as lab_html, progress
 from ..grading.report import student_view
 from ..grading.score import NOT_GRADED
-from . import classdiff, classtable, grades, leaderboard, outdir, pages, similarity
+from . import classdiff, grades, leaderboard, outdir, pages, similarity
+from .classtable import ClassTable
 from .submissions import ROSTER
 
 #: Points are binned in tenths of a lab's maximum.
@@ -79,11 +79,10 @@ def _lab_section(lab: str, reports: Table) -> dict:
             "ratios": histogram(ratios, 0.0, max(1.1, max(ratios))) if ratios else None}
 
 
-def write_class_html(out: Path, lab_order: list[str], table: Table | None = None) -> Path:
-    """Write OUT/class.html and every student's pages; returns class.html's path.  table: {student: {lab: report}}
-    (None: outdir.read_reports); labs not in lab_order left out.  OSError, or ClassError without Jinja2."""
-    out = Path(out)
-    reports = outdir.read_reports(out, lab_order) if table is None else table
+def write_class_html(t: ClassTable) -> Path:
+    """Write OUT/class.html and every student's pages of the class table (its labs that OUT holds a report of); returns
+    class.html's path.  OSError, or ClassError without Jinja2."""
+    out, reports, lab_order = t.out, t.reports, t.labs
     pages.environment()                   # without Jinja2, no page at all
     for student, labs in reports.items():
         folder = outdir.student_dir(out, student)
@@ -94,12 +93,11 @@ def write_class_html(out: Path, lab_order: list[str], table: Table | None = None
         pages.write(folder / "index.html", "student.html", title=f"{student}: lab reports", student=student,
                     labs=[(lab, labs[lab]) for lab in lab_order if lab in labs])
     every = [r for labs in reports.values() for r in labs.values()]
-    names, notes = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     return pages.write(
         out / "class.html", "class.html", title="Class report", labs=lab_order, reports=reports, count=len(every),
         graded=sum(map(grades.is_grade, every)), ungraded=[r for r in every if r.get("verdict") in NOT_GRADED],
         similar=similarity.column(out, lab_order), SIMILAR_SHOWN=SIMILAR_SHOWN, CELL_REASON=CELL_REASON,
         classdiff=lab_html.Markup(classdiff.class_section(out, lab_order)),
-        boards=leaderboard.boards(reports, names, lab_order), board_notes=notes,
-        opted_in=len([s for s in names if s in reports]), board_column=leaderboard.COLUMN, roster=ROSTER,
-        lab_sections=[_lab_section(lab, reports) for lab in lab_order if any(lab in r for r in reports.values())])
+        boards=leaderboard.boards(reports, t.pseudonyms, lab_order), board_notes=t.board_notes,
+        opted_in=len([s for s in t.pseudonyms if s in reports]), board_column=leaderboard.COLUMN, roster=ROSTER,
+        lab_sections=[_lab_section(lab, reports) for lab in lab_order])

@@ -18,8 +18,9 @@ NEAR_MISS_CELL = "near miss"
 @dataclass
 class ClassTable:
     """reports: {student: {lab: report}} (outdir.read_reports); facts: {lab: {"title", "points", "bonus"}}; roster
-    (None: roster_note says why); leaderboard: {(student, lab): Gradescope entries}, None when nobody opted in;
-    gradescope: the (lab, student) whose Gradescope file OUT held when read."""
+    (None: roster_note says why); pseudonyms, board_notes: leaderboard.pseudonyms of the roster; leaderboard:
+    {(student, lab): Gradescope entries}, None when nobody opted in; gradescope: the (lab, student) whose Gradescope
+    file OUT held when read."""
     out: Path
     lab_order: list[str]
     reports: Reports
@@ -27,6 +28,8 @@ class ClassTable:
     roster: Roster | None
     roster_note: str
     missing_as_zero: bool
+    pseudonyms: dict[str, str]
+    board_notes: list[str]
     leaderboard: dict | None
     gradescope: set[tuple[str, str]]
 
@@ -72,11 +75,11 @@ def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = No
     note = ""
     if roster is None:
         roster, note = class_roster(out)
-    names, _ = leaderboard.pseudonyms(roster)
+    names, board_notes = leaderboard.pseudonyms(roster)
     entries = leaderboard.gradescope_entries(reports, names) if names else None
     before = {(lab, s) for lab in lab_order for s in reports if outdir.gradescope_path(out, lab, s).is_file()}
     return ClassTable(out, list(lab_order), reports, lab_facts or _facts(reports), roster, note, missing_as_zero,
-                      entries, before)
+                      names, board_notes, entries, before)
 
 
 def class_cell(report: dict | None) -> str:

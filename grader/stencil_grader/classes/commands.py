@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..base.cliargs import UsageError, lab_list
 from ..grading import html
-from . import (backend, batch, classdiff, classfiles, gsautograder, importers, outdir, plan, similarity,
-               submissions, tasks)
+from . import (backend, batch, classdiff, classfiles, classhtml, classtable, gsautograder, importers, outdir, plan,
+               similarity, submissions, tasks)
 from .engines import engines
 from .submissions import ClassError
 
@@ -175,9 +175,9 @@ def cmd_similarity(args) -> int:
     labs = [lab for item in args.lab or [] for lab in lab_list(item) or []] or None
     if not similarity.run(args.submissions, args.out, labs, args.against, args.threshold, say=_progress):
         raise ClassError(f"no selected lab of {args.submissions} holds a {submissions.SOURCE} to compare")
-    out, lab_order = args.out.resolve(), [s.lab for s in plan.select_labs(None)]
-    if table := outdir.read_reports(out, lab_order):      # a class grading's folder: its page shows the column
-        print(f"class page: {classfiles.write_class_html(out, table, lab_order)}")
+    table = classtable.load(args.out.resolve(), [s.lab for s in plan.select_labs(None)])
+    if table.reports:                       # a class grading's folder: its page shows the column
+        print(f"class page: {classhtml.write_class_html(table)}")
     return 0
 
 
