@@ -21,7 +21,7 @@ import pytest
 from conftest import DATA, KIT_ROOT
 from stencil_grader.base.files import sha256_of
 from stencil_grader.classes import classhtml, classtable, grades, outdir
-from stencil_grader.grading import html
+from stencil_grader.grading import html, score
 from stencil_grader.grading.report import next_step
 
 HTML_DATA = DATA / "html"
@@ -253,7 +253,7 @@ def test_class_page_leads_with_the_students_and_counts_grades_only(tmp_path):
     for student, row in rows.items():
         if student not in ("dave", "erin"):
             assert f'<td class="total">{grades.total(list(table[student].values())):.2f}</td>' in row
-    graded = [r["02-shared-tiling"] for r in table.values() if grades.is_grade(r["02-shared-tiling"])]
+    graded = [r["02-shared-tiling"] for r in table.values() if score.is_grade(r["02-shared-tiling"])]
     assert len(graded) == 3
     lab2 = page[page.index('id="lab-02-shared-tiling"'):]
     assert "3 graded</span> (3 without a grade: grader_error, missing, not_measured)" in lab2

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..grading import progress
 from ..grading.html import escape as _e
+from ..grading.score import is_grade
 from . import outdir
-from .grades import is_grade
 from .submissions import ClassError, shown
 
 #: Points that count as a move (reports round points to 0.01).

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..grading import gradescope, score
 from . import classhtml, grades, outdir
 from .classtable import NEAR_MISS_CELL, ClassTable, book_cell, class_cell, gpu_of, load
-from .grades import GRADER_ERROR, MISSING
+from .grades import GRADER_ERROR
 from .importers import SITES, common
 from .importers.roster import Roster, is_group
 from .resume import Saved
@@ -41,7 +41,7 @@ def gradings_csv(t: ClassTable) -> str:
     for student, found in t.reports.items():
         for lab, data in found.items():
             gpu, mark, secs = gpu_of(data) or {}, data.get("class") or {}, data.get("seconds") or {}
-            rows.append([sheet_cell(student), lab, data["verdict"], class_cell(data) if grades.is_grade(data) else "",
+            rows.append([sheet_cell(student), lab, data["verdict"], class_cell(data) if score.is_grade(data) else "",
                          f"{float(data.get('max_points') or 0):g}",
                          "" if gpu.get("index") is None else gpu["index"], gpu.get("uuid", ""), gpu.get("name", ""),
                          mark.get("host", ""), mark.get("backend", ""), mark.get("run", ""), mark.get("job") or "",
@@ -59,7 +59,7 @@ def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
         for lab, report in labs.items():
             bonus, verdict = t.bonus(lab), report.get("verdict")
             if verdict not in score.NOT_GRADED:
-                files[(lab, student)] = None if verdict == MISSING and (
+                files[(lab, student)] = None if verdict == score.MISSING and (
                     bonus or not t.missing_as_zero or grades.is_near_miss(report)) else gradescope.results(
                     dict(report, bonus=bonus), (t.leaderboard or {}).get((student, lab)))
     return files
@@ -161,9 +161,9 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
              + (f"; {kept} lab(s) kept, final already (--regrade grades them again)" if kept else ""),
              f"class table: {out / 'class.csv'}; per grading (GPU, host, seconds): {out / 'gradings.csv'}"]
     lines += [shown(n) for n in notes]
-    failed = [g for g in everything if g.graded and g.verdict not in (MISSING,) + NOT_FAILURES]
-    near = [g for g in everything if g.verdict == MISSING and g.message.startswith(grades.NEAR_MISS)]
-    missing = [g for g in everything if g.verdict == MISSING and g not in near]
+    failed = [g for g in everything if g.graded and g.verdict not in (score.MISSING,) + NOT_FAILURES]
+    near = [g for g in everything if g.verdict == score.MISSING and g.message.startswith(grades.NEAR_MISS)]
+    missing = [g for g in everything if g.verdict == score.MISSING and g not in near]
     errors = [g for g in everything if g.verdict == GRADER_ERROR]
     ungraded = [g for g in everything if not g.graded and g.verdict != GRADER_ERROR]
     stood = [Grading.of(s.student, s.report) for s in saved if s.kept]
@@ -190,7 +190,7 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
                   "Their 0 points are NOT grades: class.csv shows the verdict instead of points, and no "
                   "gradebook file holds a number for them.",
                   "Grade again on a machine with a GPU (the reports say what was missing)."]
-    models = Counter(name for found in t.reports.values() for d in found.values() if grades.is_grade(d)
+    models = Counter(name for found in t.reports.values() for d in found.values() if score.is_grade(d)
                      and (name := (gpu_of(d) or {}).get("name")))
     if len(models) > 1:
         alarm.append("WARNING: this class was graded on GPUs of different models: "

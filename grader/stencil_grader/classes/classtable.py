@@ -5,7 +5,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..grading import progress
+from ..grading import progress, score
 from . import grades, leaderboard, outdir
 from .importers.roster import Roster, RosterError
 from .submissions import ROSTER
@@ -88,14 +88,14 @@ def class_cell(report: dict | None) -> str:
         return ""
     if grades.is_near_miss(report):
         return NEAR_MISS_CELL
-    return f"{float(report.get('points') or 0.0):.2f}" if grades.is_grade(report) else str(report.get("verdict"))
+    return f"{float(report.get('points') or 0.0):.2f}" if score.is_grade(report) else str(report.get("verdict"))
 
 
 def book_cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -> str:
     """A gradebook cell: the points of a grade, "0" for a missing required lab with missing_as_zero, else ""."""
-    if report is not None and grades.is_grade(report):
+    if report is not None and score.is_grade(report):
         return f"{float(report.get('points') or 0.0):.2f}"
-    return "0" if (report or {}).get("verdict") == grades.MISSING and missing_as_zero and not bonus \
+    return "0" if (report or {}).get("verdict") == score.MISSING and missing_as_zero and not bonus \
         and not grades.is_near_miss(report) else ""
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
+from ..base.files import sha256_of
 from . import classtable, outdir
 from .importers import gradescope
 from .importers.roster import is_group
@@ -83,7 +84,7 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
         submission = gradescope.submission_id(row.get(f"{lab} file", ""))
         graded = ((table[graded_in].get(lab) or {}).get("class") or {}).get("source_sha256")
         if not source.is_file() or not submission \
-                or graded != outdir.digest(class_dir / graded_in / lab / SOURCE):
+                or graded != sha256_of(class_dir / graded_in / lab / SOURCE):
             without.append(folder)
             continue
         entry = {"grade": files.setdefault(source, f"grades/{len(files) + 1}.json"), "submission": submission}

@@ -10,8 +10,7 @@ wherever shown, and the folder name is never on a board.
 from collections import Counter
 from dataclasses import dataclass
 
-from ..grading import progress
-from . import grades
+from ..grading import progress, score
 from .importers import roster as roster_csv
 
 #: The roster's column that holds a student's pseudonym (empty: not on the boards).
@@ -58,7 +57,7 @@ def pseudonyms(roster: roster_csv.Roster | None) -> tuple[dict[str, str], list[s
 
 def eligible(report: dict) -> bool:
     """May a report be on a board: "pass" or "slow", final, a measured ratio, no failed static or launch check."""
-    if report.get("verdict") not in CORRECT or not report.get("final") or not grades.is_grade(report):
+    if report.get("verdict") not in CORRECT or not report.get("final") or not score.is_grade(report):
         return False
     ratio = progress.entry(report)["ratio"]
     if ratio is None or ratio <= 0:
