@@ -1,10 +1,6 @@
 """How a class moved between two gradings, per (student, lab) (grader/README.md, section 9): "improved" or
 "regressed" when both are grades and the points moved by more than POINTS_EPSILON, "changed" when the verdict
-changed or a grade came or went (0 of "not_measured" to a grade is "changed"), "new", "gone", else "same".
-
-    compare(before, after) -> [Change]        {student: {lab: progress.entry}} twice
-    diff_outs(out_a, out_b, lab_order)         `grade.py class-diff OUTA OUTB`
-    class_section(out, labs) -> str           class.html's section, from each lab's history"""
+changed or a grade came or went (0 of "not_measured" to a grade is "changed"), "new", "gone", else "same"."""
 
 from dataclasses import dataclass
 from pathlib import Path

@@ -1,11 +1,7 @@
 """The class leaderboard of each lab (grader/README.md, section 9, "Around the grades"): the students with a pseudonym
 in CLASS/roster.csv's COLUMN, cleaned as folder names are, one board per lab and GPU model, ranked by the ratio to copy
 bandwidth; only an eligible() report counts.  Made from OUT's reports, keyed by folder; a pseudonym is data, escaped
-wherever shown, and the folder name is never on a board.
-
-    pseudonyms(roster) -> (names, notes)       {student folder: pseudonym} of who opted in
-    boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
-    gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}"""
+wherever shown, and the folder name is never on a board."""
 
 from collections import Counter
 from dataclasses import dataclass
