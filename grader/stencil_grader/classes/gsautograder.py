@@ -61,14 +61,14 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
     if not (out / outdir.MANIFEST).is_file():
         raise GradescopeZipError(f"{out} holds no class grading ({outdir.MANIFEST} is missing): give the --out "
                                  "folder of grade.py class")
-    roster, why = classtable.class_roster(out)
-    if roster is None:
-        raise GradescopeZipError(why or f"the class of {out} has no roster: import the lab with "
-                                        "grade.py import --from gradescope")
+    t = classtable.load(out, [lab])
+    if t.roster is None:
+        raise GradescopeZipError(t.roster_note or f"the class of {out} has no roster: import the lab with "
+                                                  "grade.py import --from gradescope")
     target = Path(dest) if dest is not None else default_zip(out, lab)
     if dest is not None and target.exists() and not force:
         raise GradescopeZipError(f"{target} exists: give another --zip, or --force to replace it")
-    table = outdir.read_reports(out, [lab])
+    roster, table = t.roster, t.reports
     by_email, by_sid, owner, files, without = {}, {}, {}, {}, []
     class_dir = Path((outdir.read_json(out / outdir.MANIFEST) or {}).get("submissions", ""))
     for folder, row in sorted(roster.rows.items()):
