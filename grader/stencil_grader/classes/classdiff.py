@@ -108,14 +108,14 @@ def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
     return compare(_entries(Path(out_a), labs), _entries(Path(out_b), labs))
 
 
-def class_section(out: Path, labs: list[str]) -> str:
-    """class.html's section on each (student, lab) graded more than once: its last grading against the one before."""
+def class_section(histories: dict[str, dict[str, list[dict]]], labs: list[str]) -> str:
+    """class.html's section on each (student, lab) graded more than once: its last grading against the one before;
+    histories: {student: {lab: progress.read entries}} (the class table's)."""
     before: Entries = {}
     after: Entries = {}
-    folder = outdir.students_dir(out)
-    for student in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+    for student in sorted(histories):
         for lab in labs:
-            history = progress.read(outdir.history_path(out, student, lab))
+            history = histories[student].get(lab) or []
             if len(history) >= 2:
                 before.setdefault(student, {})[lab] = history[-2]
                 after.setdefault(student, {})[lab] = history[-1]

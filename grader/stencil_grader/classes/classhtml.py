@@ -8,9 +8,9 @@ import math
 import statistics
 from pathlib import Path
 
-from ..grading import html as lab_html, progress, score
+from ..grading import html as lab_html, score
 from ..grading.report import student_view
-from . import classdiff, leaderboard, outdir, pages, similarity
+from . import classdiff, leaderboard, outdir, pages
 from .classtable import ClassTable
 from .submissions import ROSTER
 
@@ -87,16 +87,15 @@ def write_class_html(t: ClassTable) -> Path:
         folder = outdir.student_dir(out, student)
         for lab, report in labs.items():
             # the page a student may be handed: no path of the instructor's (report.student_view)
-            lab_html.write_lab_html(student_view(report), folder / f"{lab}.html",
-                                    history=progress.read(outdir.history_path(out, student, lab)))
+            lab_html.write_lab_html(student_view(report), folder / f"{lab}.html", history=t.histories[student][lab])
         pages.write(folder / "index.html", "student.html", title=f"{student}: lab reports", student=student,
                     labs=[(lab, labs[lab]) for lab in lab_order if lab in labs])
     every = [r for labs in reports.values() for r in labs.values()]
     return pages.write(
         out / "class.html", "class.html", title="Class report", labs=lab_order, reports=reports, count=len(every),
         graded=sum(map(score.is_grade, every)), ungraded=[r for r in every if r.get("verdict") in score.NOT_GRADED],
-        similar=similarity.column(out, lab_order), SIMILAR_SHOWN=SIMILAR_SHOWN, CELL_REASON=CELL_REASON,
-        classdiff=lab_html.Markup(classdiff.class_section(out, lab_order)),
+        similar=t.similar, SIMILAR_SHOWN=SIMILAR_SHOWN, CELL_REASON=CELL_REASON,
+        classdiff=lab_html.Markup(classdiff.class_section(t.histories, lab_order)),
         boards=leaderboard.boards(reports, t.pseudonyms, lab_order), board_notes=t.board_notes,
         opted_in=len([s for s in t.pseudonyms if s in reports]), board_column=leaderboard.COLUMN, roster=ROSTER,
         lab_sections=[_lab_section(lab, reports) for lab in lab_order])

@@ -1,12 +1,12 @@
-"""The class table: every report in OUT, the class roster and the labs' facts, each read once; every class file
-(classfiles.py) is a function of it.  A cell shows the points of a grade, else the verdict (class.csv) or a blank
+"""The class table: every report in OUT with its history, the class roster, the labs' facts and the similarity
+column, each read once; every class file (classfiles.py, classhtml.py) is a function of it.  A cell shows the points of a grade, else the verdict (class.csv) or a blank
 (gradebooks: "missing" is 0 only with missing_as_zero, never for a near miss nor a bonus lab)."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import progress, score
-from . import grades, leaderboard, outdir
+from . import grades, leaderboard, outdir, similarity
 from .importers.roster import Roster, RosterError
 from .submissions import ROSTER
 
@@ -17,13 +17,15 @@ NEAR_MISS_CELL = "near miss"
 
 @dataclass
 class ClassTable:
-    """reports: {student: {lab: report}} (outdir.read_reports); facts: {lab: {"title", "points", "bonus"}}; roster
-    (None: roster_note says why); pseudonyms, board_notes: leaderboard.pseudonyms of the roster; leaderboard:
-    {(student, lab): Gradescope entries}, None when nobody opted in; gradescope: the (lab, student) whose Gradescope
-    file OUT held when read."""
+    """reports: {student: {lab: report}} (outdir.read_reports); histories: the same keys, each lab's progress.read
+    entries; facts: {lab: {"title", "points", "bonus"}}; roster (None: roster_note says why); pseudonyms,
+    board_notes: leaderboard.pseudonyms of the roster; leaderboard: {(student, lab): Gradescope entries}, None when
+    nobody opted in; gradescope: the (lab, student) whose Gradescope file OUT held when read; similar:
+    similarity.column of the labs."""
     out: Path
     lab_order: list[str]
     reports: Reports
+    histories: dict[str, dict[str, list[dict]]]
     facts: dict[str, dict]
     roster: Roster | None
     roster_note: str
@@ -32,6 +34,7 @@ class ClassTable:
     board_notes: list[str]
     leaderboard: dict | None
     gradescope: set[tuple[str, str]]
+    similar: dict[str, list[dict]]
 
     @property
     def labs(self) -> list[str]:
@@ -78,8 +81,12 @@ def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = No
     names, board_notes = leaderboard.pseudonyms(roster)
     entries = leaderboard.gradescope_entries(reports, names) if names else None
     before = {(lab, s) for lab in lab_order for s in reports if outdir.gradescope_path(out, lab, s).is_file()}
-    return ClassTable(out, list(lab_order), reports, lab_facts or _facts(reports), roster, note, missing_as_zero,
-                      names, board_notes, entries, before)
+    histories = {s: {lab: progress.read(outdir.history_path(out, s, lab)) for lab in found}
+                 for s, found in reports.items()}
+    t = ClassTable(out, list(lab_order), reports, histories, lab_facts or _facts(reports), roster, note,
+                   missing_as_zero, names, board_notes, entries, before, {})
+    t.similar = similarity.column(out, t.labs)
+    return t
 
 
 def class_cell(report: dict | None) -> str:
