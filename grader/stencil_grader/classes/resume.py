@@ -42,11 +42,6 @@ class Saved:
     report: dict
     kept: dict | None = None
 
-    @property
-    def shown(self) -> dict:
-        """The report that stands in OUT now."""
-        return self.kept or self.report
-
 
 def save(out: Path, student: str, lab: str, report: dict, log: str | None = None, asked: bool = False) -> Saved:
     """Write OUT/students/<student>/<lab>.json (and .log), unless it holds a grade this report must not replace (by
