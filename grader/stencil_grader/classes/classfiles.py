@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import gradescope, score
-from . import classhtml, grades, outdir
+from . import classhtml, grades, outdir, plan
 from .classtable import NEAR_MISS_CELL, ClassTable, book_cell, class_cell, gpu_of, load
 from .grades import GRADER_ERROR
 from .importers import SITES, common
@@ -205,10 +205,10 @@ def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, 
                 roster: Roster | None = None) -> ClassResult:
     """Write every class file from every report in OUT and return the summary.  lab_order: every lab of the kit;
     notes: lines for the summary; saved: this run's resume.save answers; kept: labs the plan kept; lab_facts,
-    roster: the plan's (None: read here)."""
+    roster: the plan's (None: the kit's labs' facts, and CLASS/roster.csv read here)."""
     out = Path(out)
     outdir.sweep_temporaries(out)
-    t = load(out, lab_order, lab_facts, missing_as_zero, roster)
+    t = load(out, lab_order, lab_facts or plan.lab_facts(plan.select_labs(lab_order)), missing_as_zero, roster)
     outdir.write_atomic(out / "class.csv", class_csv(t))
     outdir.write_atomic(out / "gradings.csv", gradings_csv(t))
     files = gradescope_files(t)

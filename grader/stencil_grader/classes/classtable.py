@@ -60,19 +60,9 @@ def class_roster(out: Path) -> tuple[Roster | None, str]:
         return None, f"{err}: no Canvas or Moodle gradebook file written"
 
 
-def _facts(reports: Reports) -> dict[str, dict]:
-    """What the reports say of each lab, when the plan's facts are not at hand."""
-    found: dict[str, dict] = {}
-    for labs in reports.values():
-        for lab, r in labs.items():
-            found.setdefault(lab, {"title": r.get("title", lab), "points": float(r.get("max_points") or 0),
-                                   "bonus": bool(r.get("bonus"))})
-    return found
-
-
 def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = None, missing_as_zero: bool = False,
          roster: Roster | None = None) -> ClassTable:
-    """The table of OUT; lab_facts: plan.lab_facts (None: from the reports); roster: the plan's (None: read here)."""
+    """The table of OUT; lab_facts: plan.lab_facts (the gradebooks need them); roster: the plan's (None: read here)."""
     out = Path(out)
     reports = outdir.read_reports(out, lab_order)
     note = ""
@@ -83,7 +73,7 @@ def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = No
     before = {(lab, s) for lab in lab_order for s in reports if outdir.gradescope_path(out, lab, s).is_file()}
     histories = {s: {lab: progress.read(outdir.history_path(out, s, lab)) for lab in found}
                  for s, found in reports.items()}
-    t = ClassTable(out, list(lab_order), reports, histories, lab_facts or _facts(reports), roster, note,
+    t = ClassTable(out, list(lab_order), reports, histories, lab_facts or {}, roster, note,
                    missing_as_zero, names, board_notes, entries, before, {})
     t.similar = similarity.column(out, t.labs)
     return t
