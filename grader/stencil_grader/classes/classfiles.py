@@ -18,8 +18,6 @@ from .submissions import ROSTER, sheet_cell, shown
 
 #: Characters of a reason in summary.txt at most (the reports hold the whole message).
 REASON_WIDTH = 300
-#: Verdicts that are grades without being failures.
-NOT_FAILURES = ("pass", "slow")
 GRADINGS_COLUMNS = ("student", "lab", "verdict", "points", "max_points", "gpu_index", "gpu_uuid", "gpu_name",
                     "host", "backend", "run", "job", "graded_at", "build_s", "static_s", "gpu_wait_s", "cases_s",
                     "bench_s", "total_s", "message")
@@ -161,7 +159,7 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
              + (f"; {kept} lab(s) kept, final already (--regrade grades them again)" if kept else ""),
              f"class table: {out / 'class.csv'}; per grading (GPU, host, seconds): {out / 'gradings.csv'}"]
     lines += [shown(n) for n in notes]
-    failed = [g for g in everything if g.graded and g.verdict not in (score.MISSING,) + NOT_FAILURES]
+    failed = [g for g in everything if g.graded and g.verdict not in (score.MISSING,) + grades.CORRECT]
     near = [g for g in everything if g.verdict == score.MISSING and g.message.startswith(grades.NEAR_MISS)]
     missing = [g for g in everything if g.verdict == score.MISSING and g not in near]
     errors = [g for g in everything if g.verdict == GRADER_ERROR]

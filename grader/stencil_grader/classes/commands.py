@@ -2,6 +2,7 @@
 (a batch job's task or merge), and around the grades `similarity`, `gradescope-autograder` and `class-diff`."""
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from . import (backend, batch, classdiff, classfiles, classhtml, classtable, gsa
                similarity, submissions, tasks)
 from .engines import engines
 from .submissions import ClassError
+
+_progress = functools.partial(print, flush=True)
 
 
 def _class_options(p: argparse.ArgumentParser) -> None:
@@ -115,10 +118,6 @@ def register(sub) -> None:
     p.add_argument("--task", type=int, default=None, help="the task's index in its array (build and gpu)")
     p.add_argument("--job", default=None, help="the engine's job id (for the status files and the merge's messages)")
     p.set_defaults(func=cmd_class_task)
-
-
-def _progress(line: str) -> None:
-    print(line, flush=True)
 
 
 def print_result(result: classfiles.ClassResult) -> int:
