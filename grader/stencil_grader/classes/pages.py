@@ -1,8 +1,6 @@
 """The instructor's web pages from the Jinja2 templates of grader/stencil_grader/templates/, autoescaped with
 grading/html.py's escape unless html.Markup.  Jinja2 is optional (grader/requirements.txt): without it, render raises
-ClassError naming the package.
-
-    render(template, **context) -> str;  write(path, template, **context) -> Path;  href(*parts) -> str"""
+ClassError naming the package."""
 
 import functools
 from pathlib import Path
