@@ -17,6 +17,7 @@ from conftest import (FAKE_BENCH, FAKE_CHECK, FAKE_LAB, GOOD_KERNEL, KIT_ROOT as
                       run_grade, write_script)
 from stencil_grader import cli
 from stencil_grader.base import locks
+from stencil_grader.base.files import sha256_of
 from stencil_grader.classes import backend, batch, gpupool, outdir, plan, resume, submissions, worker
 from stencil_grader.classes.submissions import ClassError
 from test_checkrun import alive
@@ -84,7 +85,7 @@ def test_whole_class(fake_kit, klass, tmp_path):
     assert rows["dave"][FAKE_LAB] == "missing" and rows["dave"]["total"] == "0.00"
     alice = report(out, "alice")
     assert alice["verdict"] == "pass" and alice["student"] == "alice" and alice["seed"] == 777 and alice["final"]
-    assert alice["class"]["source_sha256"] == outdir.digest(klass / "alice" / FAKE_LAB / "kernel.cu")
+    assert alice["class"]["source_sha256"] == sha256_of(klass / "alice" / FAKE_LAB / "kernel.cu")
     assert (out / "students" / "alice" / f"{FAKE_LAB}.log").is_file()
     dave = report(out, "dave")
     assert "not found" in dave["messages"][0] and dave["final"] is False

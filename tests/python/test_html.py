@@ -20,8 +20,8 @@ import pytest
 
 from conftest import DATA, KIT_ROOT
 from stencil_grader.base.files import sha256_of
-from stencil_grader.classes import classhtml, grades, outdir
-from stencil_grader.grading import html
+from stencil_grader.classes import classhtml, classtable, grades, outdir
+from stencil_grader.grading import html, score
 from stencil_grader.grading.report import next_step
 
 HTML_DATA = DATA / "html"
@@ -203,7 +203,7 @@ def make_class(tmp_path: Path) -> Path:
 @needs_jinja2
 def test_class_page_counts_links_and_outliers(tmp_path):
     out = make_class(tmp_path)
-    page_path = classhtml.write_class_html(out, LABS)
+    page_path = classhtml.write_class_html(classtable.load(out, LABS))
     page = page_path.read_text()
     for ident in CLASS_IDS:
         assert f'id="{ident}"' in page, ident
@@ -236,7 +236,7 @@ def test_class_page_leads_with_the_students_and_counts_grades_only(tmp_path):
     """Labs without a grade show their verdict and reason, count in no median or histogram, blank the total."""
     out = class_with_ungraded_labs(tmp_path)
     table = outdir.read_reports(out, LABS)
-    page = classhtml.write_class_html(out, LABS).read_text()
+    page = classhtml.write_class_html(classtable.load(out, LABS)).read_text()
     assert page.index('id="not-measured"') < page.index('id="student-table"') < page.index('id="lab-01-naive-5pt"')
     assert "Nothing was measured for 2 of 12 lab(s)" in page
     rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr><td><a href="students/(\w+)/index.html">.*?</tr>', page)}
@@ -253,7 +253,7 @@ def test_class_page_leads_with_the_students_and_counts_grades_only(tmp_path):
     for student, row in rows.items():
         if student not in ("dave", "erin"):
             assert f'<td class="total">{grades.total(list(table[student].values())):.2f}</td>' in row
-    graded = [r["02-shared-tiling"] for r in table.values() if grades.is_grade(r["02-shared-tiling"])]
+    graded = [r["02-shared-tiling"] for r in table.values() if score.is_grade(r["02-shared-tiling"])]
     assert len(graded) == 3
     lab2 = page[page.index('id="lab-02-shared-tiling"'):]
     assert "3 graded</span> (3 without a grade: grader_error, missing, not_measured)" in lab2
@@ -279,7 +279,7 @@ def test_class_page_escapes_student_names(tmp_path):
     odd = ['<b>eve&"x', "<script>alert('x')", "Zoë O'Brien", "ann  lee (2)"]        # no "/": folder names
     for name in odd:
         shutil.copytree(out / "students" / "alice", out / "students" / name)
-    page = classhtml.write_class_html(out, LABS).read_text()
+    page = classhtml.write_class_html(classtable.load(out, LABS)).read_text()
     assert "<script" not in page and "<b>" not in page and "&lt;b&gt;eve&amp;&quot;x" in page
     for name in odd:
         assert std_html.escape(name) in page and f"students/{quote(name, safe='')}/index.html" in page
@@ -351,7 +351,7 @@ def test_pages_render_in_headless_chromium(need_chromium, tmp_path):
     """Each page renders, not blank, with its sections; class.html: the banner first, verdicts, not 0.00."""
     lab_page = tmp_path / "report.html"
     lab_page.write_text(html.render_lab_html(report(), profile(), peak_gflops=H100_PEAK_GFLOPS))
-    class_page = classhtml.write_class_html(class_with_ungraded_labs(tmp_path), LABS)
+    class_page = classhtml.write_class_html(classtable.load(class_with_ungraded_labs(tmp_path), LABS))
     pages = [(lab_page, LAB_IDS), (class_page, CLASS_IDS + ("not-measured",))]
     for path in (NOT_MEASURED, COMPILE_ERROR):
         page = tmp_path / (path.stem + ".html")

@@ -94,7 +94,7 @@ def test_a_flagged_or_unmeasured_lab_is_never_on_a_board(graded, change):
 @needs_jinja2
 def test_the_class_page_shows_pseudonyms_never_folders(graded):
     out, _ = graded
-    page = classhtml.write_class_html(out, LABS).read_text()
+    page = classhtml.write_class_html(classtable.load(out, LABS)).read_text()
     section = re.search(r'<section id="leaderboard">.*?</section>', page, re.S).group(0)
     assert "Blue Falcon" in section and "&lt;img src=x onerror=alert(1)&gt;&quot;" in section
     assert "<img" not in page and "\u202e" not in section
@@ -108,7 +108,7 @@ def test_the_class_page_shows_pseudonyms_never_folders(graded):
 def test_no_roster_column_no_leaderboard(graded):
     out, subs = graded
     (subs / "roster.csv").write_text("folder,site,site_id,name\nalice,canvas,1,Alice\n")
-    assert 'id="leaderboard"' not in classhtml.write_class_html(out, LABS).read_text()
+    assert 'id="leaderboard"' not in classhtml.write_class_html(classtable.load(out, LABS)).read_text()
     (subs / "roster.csv").unlink()
     assert leaderboard.pseudonyms(classtable.class_roster(out)[0]) == ({}, [])
     (subs / "roster.csv").write_text("folder,leaderboard\nalice,x\nalice,y\n")       # unreadable: nobody shown
@@ -122,7 +122,7 @@ def test_a_pseudonym_chosen_twice_is_said(graded):
     write_roster(subs, [{"folder": "alice", leaderboard.COLUMN: "same"}, {"folder": "carol", leaderboard.COLUMN: "same"}])
     names, notes = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     assert names == {"alice": "same", "carol": "same"} and "chosen by 2 students" in notes[0]
-    page = classhtml.write_class_html(out, LABS).read_text()
+    page = classhtml.write_class_html(classtable.load(out, LABS)).read_text()
     assert "chosen by 2 students" in page
 
 

@@ -196,8 +196,8 @@ def test_the_pages_render_in_headless_chromium(tmp_path):
         report = outdir.read_json(outdir.report_path(out, student, lab))
         progress.append(outdir.history_path(out, student, lab), dict(report, verdict="incorrect", points=30.0))
         progress.append(outdir.history_path(out, student, lab), report)
-    from stencil_grader.classes import classhtml
-    class_page = classhtml.write_class_html(out, ["01-naive-5pt", "02-shared-tiling"])
+    from stencil_grader.classes import classhtml, classtable
+    class_page = classhtml.write_class_html(classtable.load(out, ["01-naive-5pt", "02-shared-tiling"]))
     for page, ids in ((lab_page, ("progress", "progress-svg", "attempts")),
                       (class_page, ("students", "moved", "moved-table", "leaderboard"))):
         shot = page.with_suffix(".png")

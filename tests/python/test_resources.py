@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, recording_row, write_recording
-from stencil_grader.classes import backend, gpupool, grades, plan, resources
+from stencil_grader.classes import backend, gpupool, plan, resources
+from stencil_grader.grading import score
 from stencil_grader.instructor import records
 
 sys.path.insert(0, str(KIT_ROOT / "tests" / "submissions"))
@@ -24,7 +25,7 @@ def report(lab, build_s, cases_s, cpu, rss, grader=60.0, verdict="pass"):
 def test_summarize_takes_medians_and_peaks_and_leaves_out_what_was_not_measured():
     reports = [report("05-z", 10, 2, 8, 500), report("05-z", 20, 4, 10, 700, grader=90),
                report("05-z", 30, 3, 12, 600), report("01-a", 5, 1, 4, 100, verdict="not_measured")]
-    rows, grader = resources.summarize(reports, grades.is_grade)
+    rows, grader = resources.summarize(reports, score.is_grade)
     by_id = {r["id"]: r for r in rows}
     assert grader == 90
     assert by_id["05/build"] == {"id": "05/build", "lab": "05-z", "stage": "build", "n": 3, "wall_s_median": 20.5,

@@ -61,7 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from check_verdicts import META_VERDICTS, SOURCE, collect, source_bytes  # noqa: E402  (needs the paths above)
 from stencil_grader.base import gpus as gpulist  # noqa: E402
-from stencil_grader.classes import grades, outdir, resources  # noqa: E402
+from stencil_grader.classes import outdir, resources  # noqa: E402
+from stencil_grader.grading import score  # noqa: E402
 from stencil_grader.instructor import records  # noqa: E402
 
 GPU_STAGES = ("cases", "bench")
@@ -189,8 +190,8 @@ def record_resources(out: Path, path: Path, started: datetime.datetime, source: 
     """Write the "class" record (module docstring) of the reports in OUT to path; returns it."""
     reports = [json.loads(p.read_text()) for p in sorted((out / outdir.STUDENTS).glob("*/*.json"))
                if not p.name.endswith(outdir.ATTEMPT + ".json")]
-    rows, grader = resources.summarize(reports, lambda r: grades.is_grade(r))
-    measured = next(((r.get("gpu") or {}).get("device") for r in reports if grades.is_grade(r)
+    rows, grader = resources.summarize(reports, lambda r: score.is_grade(r))
+    measured = next(((r.get("gpu") or {}).get("device") for r in reports if score.is_grade(r)
                      and ((r.get("gpu") or {}).get("device") or {}).get("name")), None)
     found, why = gpulist.list_gpus()
     name = (measured or {}).get("name") or (found[0].name if found else f"no GPU ({why})")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import sandbox
+from ..grading import score
 from . import classfiles, gpupool, grades, outdir, plan, resume, worker
 from . import similarity as similar
 from .plan import ClassPlan, Task
@@ -112,7 +113,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                     # its row: points "-" for no grade (never a 0); the grade that stays when this one measured nothing
                     r, kept = done.report, done.kept
                     gpu = ((r.get("gpu") or {}).get("assigned") or {}).get("index")
-                    points = f"{float(r.get('points') or 0.0):6.2f}" if grades.is_grade(r) else "     -"
+                    points = f"{float(r.get('points') or 0.0):6.2f}" if score.is_grade(r) else "     -"
                     progress(f"{shown(done.student):<20} {done.lab:<24} {r.get('verdict'):<14} "
                              f"{points}/{float(r.get('max_points') or 0.0):g}"
                              f"  ({float((r.get('seconds') or {}).get('total', 0.0)):.0f} s)"

@@ -14,7 +14,7 @@ from typing import Callable
 from .. import __version__
 from ..base import gpus as gpulist
 from ..base import labspec
-from ..grading import build
+from ..grading import build, score
 from . import classfiles, grades, outdir, plan as planning, resources, resume, worker
 from .plan import Task
 from .resume import Saved
@@ -262,7 +262,7 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
         return 0
     outdir.claim(plan.out, plan.submissions)
     for task in missing:
-        report = grades.placeholder(task.spec, task.student, grades.MISSING, task.why_missing)
+        report = grades.placeholder(task.spec, task.student, score.MISSING, task.why_missing)
         report["class"] = resume.stamp(None, task.spec, engine.name, "submit")
         resume.save(plan.out, task.student, task.lab, report, task.why_missing + "\n", plan.asked)
     if shape is None:

@@ -1,18 +1,14 @@
 """How a class moved between two gradings, per (student, lab) (grader/README.md, section 9): "improved" or
 "regressed" when both are grades and the points moved by more than POINTS_EPSILON, "changed" when the verdict
-changed or a grade came or went (0 of "not_measured" to a grade is "changed"), "new", "gone", else "same".
-
-    compare(before, after) -> [Change]        {student: {lab: progress.entry}} twice
-    diff_outs(out_a, out_b, lab_order)         `grade.py class-diff OUTA OUTB`
-    class_section(out, labs) -> str           class.html's section, from each lab's history"""
+changed or a grade came or went (0 of "not_measured" to a grade is "changed"), "new", "gone", else "same"."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import progress
 from ..grading.html import escape as _e
+from ..grading.score import is_grade
 from . import outdir
-from .grades import is_grade
 from .submissions import ClassError, shown
 
 #: Points that count as a move (reports round points to 0.01).
@@ -112,14 +108,14 @@ def diff_outs(out_a: Path, out_b: Path, lab_order: list[str]) -> list[Change]:
     return compare(_entries(Path(out_a), labs), _entries(Path(out_b), labs))
 
 
-def class_section(out: Path, labs: list[str]) -> str:
-    """class.html's section on each (student, lab) graded more than once: its last grading against the one before."""
+def class_section(histories: dict[str, dict[str, list[dict]]], labs: list[str]) -> str:
+    """class.html's section on each (student, lab) graded more than once: its last grading against the one before;
+    histories: {student: {lab: progress.read entries}} (the class table's)."""
     before: Entries = {}
     after: Entries = {}
-    folder = outdir.students_dir(out)
-    for student in sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+    for student in sorted(histories):
         for lab in labs:
-            history = progress.read(outdir.history_path(out, student, lab))
+            history = histories[student].get(lab) or []
             if len(history) >= 2:
                 before.setdefault(student, {})[lab] = history[-2]
                 after.setdefault(student, {})[lab] = history[-1]

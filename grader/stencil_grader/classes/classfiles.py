@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..grading import gradescope, score
-from . import grades, outdir
+from . import classhtml, grades, outdir, plan
 from .classtable import NEAR_MISS_CELL, ClassTable, book_cell, class_cell, gpu_of, load
-from .grades import GRADER_ERROR, MISSING
+from .grades import GRADER_ERROR
 from .importers import SITES, common
 from .importers.roster import Roster, is_group
 from .resume import Saved
@@ -18,8 +18,6 @@ from .submissions import ROSTER, sheet_cell, shown
 
 #: Characters of a reason in summary.txt at most (the reports hold the whole message).
 REASON_WIDTH = 300
-#: Verdicts that are grades without being failures.
-NOT_FAILURES = ("pass", "slow")
 GRADINGS_COLUMNS = ("student", "lab", "verdict", "points", "max_points", "gpu_index", "gpu_uuid", "gpu_name",
                     "host", "backend", "run", "job", "graded_at", "build_s", "static_s", "gpu_wait_s", "cases_s",
                     "bench_s", "total_s", "message")
@@ -41,7 +39,7 @@ def gradings_csv(t: ClassTable) -> str:
     for student, found in t.reports.items():
         for lab, data in found.items():
             gpu, mark, secs = gpu_of(data) or {}, data.get("class") or {}, data.get("seconds") or {}
-            rows.append([sheet_cell(student), lab, data["verdict"], class_cell(data) if grades.is_grade(data) else "",
+            rows.append([sheet_cell(student), lab, data["verdict"], class_cell(data) if score.is_grade(data) else "",
                          f"{float(data.get('max_points') or 0):g}",
                          "" if gpu.get("index") is None else gpu["index"], gpu.get("uuid", ""), gpu.get("name", ""),
                          mark.get("host", ""), mark.get("backend", ""), mark.get("run", ""), mark.get("job") or "",
@@ -59,7 +57,7 @@ def gradescope_files(t: ClassTable) -> dict[tuple[str, str], dict | None]:
         for lab, report in labs.items():
             bonus, verdict = t.bonus(lab), report.get("verdict")
             if verdict not in score.NOT_GRADED:
-                files[(lab, student)] = None if verdict == MISSING and (
+                files[(lab, student)] = None if verdict == score.MISSING and (
                     bonus or not t.missing_as_zero or grades.is_near_miss(report)) else gradescope.results(
                     dict(report, bonus=bonus), (t.leaderboard or {}).get((student, lab)))
     return files
@@ -161,9 +159,9 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
              + (f"; {kept} lab(s) kept, final already (--regrade grades them again)" if kept else ""),
              f"class table: {out / 'class.csv'}; per grading (GPU, host, seconds): {out / 'gradings.csv'}"]
     lines += [shown(n) for n in notes]
-    failed = [g for g in everything if g.graded and g.verdict not in (MISSING,) + NOT_FAILURES]
-    near = [g for g in everything if g.verdict == MISSING and g.message.startswith(grades.NEAR_MISS)]
-    missing = [g for g in everything if g.verdict == MISSING and g not in near]
+    failed = [g for g in everything if g.graded and g.verdict not in (score.MISSING,) + grades.CORRECT]
+    near = [g for g in everything if g.verdict == score.MISSING and g.message.startswith(grades.NEAR_MISS)]
+    missing = [g for g in everything if g.verdict == score.MISSING and g not in near]
     errors = [g for g in everything if g.verdict == GRADER_ERROR]
     ungraded = [g for g in everything if not g.graded and g.verdict != GRADER_ERROR]
     stood = [Grading.of(s.student, s.report) for s in saved if s.kept]
@@ -190,7 +188,7 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
                   "Their 0 points are NOT grades: class.csv shows the verdict instead of points, and no "
                   "gradebook file holds a number for them.",
                   "Grade again on a machine with a GPU (the reports say what was missing)."]
-    models = Counter(name for found in t.reports.values() for d in found.values() if grades.is_grade(d)
+    models = Counter(name for found in t.reports.values() for d in found.values() if score.is_grade(d)
                      and (name := (gpu_of(d) or {}).get("name")))
     if len(models) > 1:
         alarm.append("WARNING: this class was graded on GPUs of different models: "
@@ -200,26 +198,15 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
     return ClassResult(this_run, lines, alarm, 1 if errors or ungraded or stood else 0)
 
 
-def write_class_html(out: Path, table: dict[str, dict[str, dict]], lab_order: list[str]) -> Path | None:
-    """OUT/class.html from classhtml.py, when that module is part of this kit (it is optional)."""
-    try:
-        from .classhtml import write_class_html as write_html
-    except ModuleNotFoundError as err:
-        if err.name and err.name.endswith("classhtml"):
-            return None
-        raise
-    return write_html(out, [lab for lab in lab_order if any(lab in labs for labs in table.values())], table)
-
-
 def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, notes: list[str] | None = None,
                 saved: list[Saved] | None = None, kept: int = 0, lab_facts: dict[str, dict] | None = None,
                 roster: Roster | None = None) -> ClassResult:
     """Write every class file from every report in OUT and return the summary.  lab_order: every lab of the kit;
     notes: lines for the summary; saved: this run's resume.save answers; kept: labs the plan kept; lab_facts,
-    roster: the plan's (None: read here)."""
+    roster: the plan's (None: the kit's labs' facts, and CLASS/roster.csv read here)."""
     out = Path(out)
     outdir.sweep_temporaries(out)
-    t = load(out, lab_order, lab_facts, missing_as_zero, roster)
+    t = load(out, lab_order, lab_facts or plan.lab_facts(plan.select_labs(lab_order)), missing_as_zero, roster)
     outdir.write_atomic(out / "class.csv", class_csv(t))
     outdir.write_atomic(out / "gradings.csv", gradings_csv(t))
     files = gradescope_files(t)
@@ -234,9 +221,7 @@ def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, 
         outdir.write_atomic(out / outdir.GRADEBOOK / name, text)
     all_notes = list(notes or []) + book_notes
     try:
-        page = write_class_html(out, t.reports, lab_order)
-        if page:
-            all_notes.append(f"class page: {page}")
+        all_notes.append(f"class page: {classhtml.write_class_html(t)}")
     except Exception as err:          # the page is a convenience: never lose the grading over it
         all_notes.append(f"could not write the class page (classhtml.py): {type(err).__name__}: {err}")
     result = summarize(t, list(saved or []), kept, all_notes)

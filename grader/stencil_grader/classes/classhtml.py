@@ -1,18 +1,17 @@
 """The class pages (grader/README.md, section 9): OUT/class.html (every student's row, per lab the verdict counts,
 histograms of the grades' points and ratios, the outliers; the similarity column, the labs that moved, the
 leaderboards), OUT/students/<student>/<lab>.html (report.student_view, with its history) and index.html, through
-the Jinja2 templates (pages.py).  Only grades count in the statistics (grades.is_grade).
-
-    write_class_html(out, lab_order, table=None) -> Path"""
+the Jinja2 templates (pages.py), all from the class table (classtable.py).  Only grades count in the statistics
+(score.is_grade)."""
 
 import math
 import statistics
 from pathlib import Path
 
-from ..grading import html as lab_html, progress
+from ..grading import html as lab_html, score
 from ..grading.report import student_view
-from ..grading.score import NOT_GRADED
-from . import classdiff, classtable, grades, leaderboard, outdir, pages, similarity
+from . import classdiff, leaderboard, outdir, pages
+from .classtable import ClassTable
 from .submissions import ROSTER
 
 #: Points are binned in tenths of a lab's maximum.
@@ -30,7 +29,7 @@ Table = dict[str, dict[str, dict]]
 def _ratio(report: dict) -> float | None:
     perf = report.get("performance")
     ratio = perf.get("ratio") if isinstance(perf, dict) else None
-    return ratio if isinstance(ratio, (int, float)) and grades.is_grade(report) else None
+    return ratio if isinstance(ratio, (int, float)) and score.is_grade(report) else None
 
 
 def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
@@ -65,7 +64,7 @@ def histogram(values: list[float], lo: float, hi: float, bins: int = BINS) -> di
 
 def _lab_section(lab: str, reports: Table) -> dict:
     rows = [r[lab] for r in reports.values() if lab in r]
-    graded = [r for r in rows if grades.is_grade(r)]
+    graded = [r for r in rows if score.is_grade(r)]
     verdicts: dict[str, int] = {}
     for r in rows:
         verdicts[str(r.get("verdict"))] = verdicts.get(str(r.get("verdict")), 0) + 1
@@ -73,33 +72,30 @@ def _lab_section(lab: str, reports: Table) -> dict:
     points = [float(r.get("points") or 0.0) for r in graded]
     ratios = [x for x in map(_ratio, graded) if x is not None]
     return {"lab": lab, "ident": lab.replace(".", "_"), "rows": len(rows), "graded": len(graded), "top": top,
-            "without": sorted({str(r.get("verdict")) for r in rows if not grades.is_grade(r)}),
+            "without": sorted({str(r.get("verdict")) for r in rows if not score.is_grade(r)}),
             "verdicts": sorted(verdicts.items()), "outliers": outliers(reports, lab),
             "points": histogram(points, 0.0, float(top)) if points else None,
             "ratios": histogram(ratios, 0.0, max(1.1, max(ratios))) if ratios else None}
 
 
-def write_class_html(out: Path, lab_order: list[str], table: Table | None = None) -> Path:
-    """Write OUT/class.html and every student's pages; returns class.html's path.  table: {student: {lab: report}}
-    (None: outdir.read_reports); labs not in lab_order left out.  OSError, or ClassError without Jinja2."""
-    out = Path(out)
-    reports = outdir.read_reports(out, lab_order) if table is None else table
+def write_class_html(t: ClassTable) -> Path:
+    """Write OUT/class.html and every student's pages of the class table (its labs that OUT holds a report of); returns
+    class.html's path.  OSError, or ClassError without Jinja2."""
+    out, reports, lab_order = t.out, t.reports, t.labs
     pages.environment()                   # without Jinja2, no page at all
     for student, labs in reports.items():
         folder = outdir.student_dir(out, student)
         for lab, report in labs.items():
             # the page a student may be handed: no path of the instructor's (report.student_view)
-            lab_html.write_lab_html(student_view(report), folder / f"{lab}.html",
-                                    history=progress.read(outdir.history_path(out, student, lab)))
+            lab_html.write_lab_html(student_view(report), folder / f"{lab}.html", history=t.histories[student][lab])
         pages.write(folder / "index.html", "student.html", title=f"{student}: lab reports", student=student,
                     labs=[(lab, labs[lab]) for lab in lab_order if lab in labs])
     every = [r for labs in reports.values() for r in labs.values()]
-    names, notes = leaderboard.pseudonyms(classtable.class_roster(out)[0])
     return pages.write(
         out / "class.html", "class.html", title="Class report", labs=lab_order, reports=reports, count=len(every),
-        graded=sum(map(grades.is_grade, every)), ungraded=[r for r in every if r.get("verdict") in NOT_GRADED],
-        similar=similarity.column(out, lab_order), SIMILAR_SHOWN=SIMILAR_SHOWN, CELL_REASON=CELL_REASON,
-        classdiff=lab_html.Markup(classdiff.class_section(out, lab_order)),
-        boards=leaderboard.boards(reports, names, lab_order), board_notes=notes,
-        opted_in=len([s for s in names if s in reports]), board_column=leaderboard.COLUMN, roster=ROSTER,
-        lab_sections=[_lab_section(lab, reports) for lab in lab_order if any(lab in r for r in reports.values())])
+        graded=sum(map(score.is_grade, every)), ungraded=[r for r in every if r.get("verdict") in score.NOT_GRADED],
+        similar=t.similar, SIMILAR_SHOWN=SIMILAR_SHOWN, CELL_REASON=CELL_REASON,
+        classdiff=lab_html.Markup(classdiff.class_section(t.histories, lab_order)),
+        boards=leaderboard.boards(reports, t.pseudonyms, lab_order), board_notes=t.board_notes,
+        opted_in=len([s for s in t.pseudonyms if s in reports]), board_column=leaderboard.COLUMN, roster=ROSTER,
+        lab_sections=[_lab_section(lab, reports) for lab in lab_order])

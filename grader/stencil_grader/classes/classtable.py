@@ -1,12 +1,12 @@
-"""The class table: every report in OUT, the class roster and the labs' facts, each read once; every class file
-(classfiles.py) is a function of it.  A cell shows the points of a grade, else the verdict (class.csv) or a blank
+"""The class table: every report in OUT with its history, the class roster, the labs' facts and the similarity
+column, each read once; every class file (classfiles.py, classhtml.py) is a function of it.  A cell shows the points of a grade, else the verdict (class.csv) or a blank
 (gradebooks: "missing" is 0 only with missing_as_zero, never for a near miss nor a bonus lab)."""
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..grading import progress
-from . import grades, leaderboard, outdir
+from ..grading import progress, score
+from . import grades, leaderboard, outdir, similarity
 from .importers.roster import Roster, RosterError
 from .submissions import ROSTER
 
@@ -17,18 +17,24 @@ NEAR_MISS_CELL = "near miss"
 
 @dataclass
 class ClassTable:
-    """reports: {student: {lab: report}} (outdir.read_reports); facts: {lab: {"title", "points", "bonus"}}; roster
-    (None: roster_note says why); leaderboard: {(student, lab): Gradescope entries}, None when nobody opted in;
-    gradescope: the (lab, student) whose Gradescope file OUT held when read."""
+    """reports: {student: {lab: report}} (outdir.read_reports); histories: the same keys, each lab's progress.read
+    entries; facts: {lab: {"title", "points", "bonus"}}; roster (None: roster_note says why); pseudonyms,
+    board_notes: leaderboard.pseudonyms of the roster; leaderboard: {(student, lab): Gradescope entries}, None when
+    nobody opted in; gradescope: the (lab, student) whose Gradescope file OUT held when read; similar:
+    similarity.column of the labs."""
     out: Path
     lab_order: list[str]
     reports: Reports
+    histories: dict[str, dict[str, list[dict]]]
     facts: dict[str, dict]
     roster: Roster | None
     roster_note: str
     missing_as_zero: bool
+    pseudonyms: dict[str, str]
+    board_notes: list[str]
     leaderboard: dict | None
     gradescope: set[tuple[str, str]]
+    similar: dict[str, list[dict]]
 
     @property
     def labs(self) -> list[str]:
@@ -54,29 +60,23 @@ def class_roster(out: Path) -> tuple[Roster | None, str]:
         return None, f"{err}: no Canvas or Moodle gradebook file written"
 
 
-def _facts(reports: Reports) -> dict[str, dict]:
-    """What the reports say of each lab, when the plan's facts are not at hand."""
-    found: dict[str, dict] = {}
-    for labs in reports.values():
-        for lab, r in labs.items():
-            found.setdefault(lab, {"title": r.get("title", lab), "points": float(r.get("max_points") or 0),
-                                   "bonus": bool(r.get("bonus"))})
-    return found
-
-
 def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = None, missing_as_zero: bool = False,
          roster: Roster | None = None) -> ClassTable:
-    """The table of OUT; lab_facts: plan.lab_facts (None: from the reports); roster: the plan's (None: read here)."""
+    """The table of OUT; lab_facts: plan.lab_facts (the gradebooks need them); roster: the plan's (None: read here)."""
     out = Path(out)
     reports = outdir.read_reports(out, lab_order)
     note = ""
     if roster is None:
         roster, note = class_roster(out)
-    names, _ = leaderboard.pseudonyms(roster)
+    names, board_notes = leaderboard.pseudonyms(roster)
     entries = leaderboard.gradescope_entries(reports, names) if names else None
     before = {(lab, s) for lab in lab_order for s in reports if outdir.gradescope_path(out, lab, s).is_file()}
-    return ClassTable(out, list(lab_order), reports, lab_facts or _facts(reports), roster, note, missing_as_zero,
-                      entries, before)
+    histories = {s: {lab: progress.read(outdir.history_path(out, s, lab)) for lab in found}
+                 for s, found in reports.items()}
+    t = ClassTable(out, list(lab_order), reports, histories, lab_facts or {}, roster, note,
+                   missing_as_zero, names, board_notes, entries, before, {})
+    t.similar = similarity.column(out, t.labs)
+    return t
 
 
 def class_cell(report: dict | None) -> str:
@@ -85,14 +85,14 @@ def class_cell(report: dict | None) -> str:
         return ""
     if grades.is_near_miss(report):
         return NEAR_MISS_CELL
-    return f"{float(report.get('points') or 0.0):.2f}" if grades.is_grade(report) else str(report.get("verdict"))
+    return f"{float(report.get('points') or 0.0):.2f}" if score.is_grade(report) else str(report.get("verdict"))
 
 
 def book_cell(report: dict | None, missing_as_zero: bool, bonus: bool = False) -> str:
     """A gradebook cell: the points of a grade, "0" for a missing required lab with missing_as_zero, else ""."""
-    if report is not None and grades.is_grade(report):
+    if report is not None and score.is_grade(report):
         return f"{float(report.get('points') or 0.0):.2f}"
-    return "0" if (report or {}).get("verdict") == grades.MISSING and missing_as_zero and not bonus \
+    return "0" if (report or {}).get("verdict") == score.MISSING and missing_as_zero and not bonus \
         and not grades.is_near_miss(report) else ""
 
 

@@ -2,15 +2,18 @@
 (a batch job's task or merge), and around the grades `similarity`, `gradescope-autograder` and `class-diff`."""
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
 from ..base.cliargs import UsageError, lab_list
 from ..grading import html
-from . import (backend, batch, classdiff, classfiles, gsautograder, importers, outdir, plan, similarity,
-               submissions, tasks)
+from . import (backend, batch, classdiff, classfiles, classhtml, classtable, gsautograder, importers, outdir, plan,
+               similarity, submissions, tasks)
 from .engines import engines
 from .submissions import ClassError
+
+_progress = functools.partial(print, flush=True)
 
 
 def _class_options(p: argparse.ArgumentParser) -> None:
@@ -117,10 +120,6 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_class_task)
 
 
-def _progress(line: str) -> None:
-    print(line, flush=True)
-
-
 def print_result(result: classfiles.ClassResult) -> int:
     """Print a class summary (the alarm on stderr) and return its exit status."""
     print()
@@ -175,9 +174,9 @@ def cmd_similarity(args) -> int:
     labs = [lab for item in args.lab or [] for lab in lab_list(item) or []] or None
     if not similarity.run(args.submissions, args.out, labs, args.against, args.threshold, say=_progress):
         raise ClassError(f"no selected lab of {args.submissions} holds a {submissions.SOURCE} to compare")
-    out, lab_order = args.out.resolve(), [s.lab for s in plan.select_labs(None)]
-    if table := outdir.read_reports(out, lab_order):      # a class grading's folder: its page shows the column
-        print(f"class page: {classfiles.write_class_html(out, table, lab_order)}")
+    table = classtable.load(args.out.resolve(), [s.lab for s in plan.select_labs(None)])
+    if table.reports:                       # a class grading's folder: its page shows the column
+        print(f"class page: {classhtml.write_class_html(table)}")
     return 0
 
 

@@ -7,18 +7,16 @@ from ..grading import score
 #: The verdict of a grading whose process failed, or whose task the batch engine ended (one of
 #: score.NOT_GRADED: graded again by the next run).
 GRADER_ERROR = "grader_error"
-MISSING = score.MISSING
+#: The verdicts of a correct kernel: grades that are no failure, and the only ones a leaderboard shows.
+CORRECT = ("pass", "slow")
 #: How a "missing" report's message starts when something was submitted under another name (a
 #: near miss: Kernel.cu, kernel (1).cu, a .zip, ...): never counted as 0 (plan.py writes it).
 NEAR_MISS = "near miss: "
 
 
-is_grade = score.is_grade
-
-
 def is_near_miss(report: dict | None) -> bool:
     """True for a "missing" report of a near miss (NEAR_MISS): submitted, under another name."""
-    return bool(report) and report.get("verdict") == MISSING and reason(report).startswith(NEAR_MISS)
+    return bool(report) and report.get("verdict") == score.MISSING and reason(report).startswith(NEAR_MISS)
 
 
 def reason(report: dict) -> str:
@@ -36,11 +34,11 @@ def total(reports: list[dict]) -> float | None:
     """The class total of one student's reports ("missing" adds 0); None when one of them is no grade."""
     if any(r.get("verdict") in score.NOT_GRADED for r in reports):
         return None
-    return round(sum(float(r.get("points") or 0.0) for r in reports if is_grade(r)), 2)
+    return round(sum(float(r.get("points") or 0.0) for r in reports if score.is_grade(r)), 2)
 
 
 def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str) -> dict:
     """A report no grading wrote ("missing", "grader_error"), or refused before any ran (compile_error)."""
     return {"lab": spec.lab, "title": spec.title, "bonus": spec.bonus, "student": student, "verdict": verdict,
             "points": 0.0, "max_points": spec.points.total, "full_points": False,
-            "final": verdict not in score.NOT_GRADED + (MISSING,), "messages": [message], "seconds": {}, "gpu": None}
+            "final": verdict not in score.NOT_GRADED + (score.MISSING,), "messages": [message], "seconds": {}, "gpu": None}

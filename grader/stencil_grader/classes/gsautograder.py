@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
+from ..base.files import sha256_of
 from . import classtable, outdir
 from .importers import gradescope
 from .importers.roster import is_group
@@ -60,14 +61,14 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
     if not (out / outdir.MANIFEST).is_file():
         raise GradescopeZipError(f"{out} holds no class grading ({outdir.MANIFEST} is missing): give the --out "
                                  "folder of grade.py class")
-    roster, why = classtable.class_roster(out)
-    if roster is None:
-        raise GradescopeZipError(why or f"the class of {out} has no roster: import the lab with "
-                                        "grade.py import --from gradescope")
+    t = classtable.load(out, [lab])
+    if t.roster is None:
+        raise GradescopeZipError(t.roster_note or f"the class of {out} has no roster: import the lab with "
+                                                  "grade.py import --from gradescope")
     target = Path(dest) if dest is not None else default_zip(out, lab)
     if dest is not None and target.exists() and not force:
         raise GradescopeZipError(f"{target} exists: give another --zip, or --force to replace it")
-    table = outdir.read_reports(out, [lab])
+    roster, table = t.roster, t.reports
     by_email, by_sid, owner, files, without = {}, {}, {}, {}, []
     class_dir = Path((outdir.read_json(out / outdir.MANIFEST) or {}).get("submissions", ""))
     for folder, row in sorted(roster.rows.items()):
@@ -83,7 +84,7 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
         submission = gradescope.submission_id(row.get(f"{lab} file", ""))
         graded = ((table[graded_in].get(lab) or {}).get("class") or {}).get("source_sha256")
         if not source.is_file() or not submission \
-                or graded != outdir.digest(class_dir / graded_in / lab / SOURCE):
+                or graded != sha256_of(class_dir / graded_in / lab / SOURCE):
             without.append(folder)
             continue
         entry = {"grade": files.setdefault(source, f"grades/{len(files) + 1}.json"), "submission": submission}

@@ -1,16 +1,12 @@
 """The class leaderboard of each lab (grader/README.md, section 9, "Around the grades"): the students with a pseudonym
 in CLASS/roster.csv's COLUMN, cleaned as folder names are, one board per lab and GPU model, ranked by the ratio to copy
 bandwidth; only an eligible() report counts.  Made from OUT's reports, keyed by folder; a pseudonym is data, escaped
-wherever shown, and the folder name is never on a board.
-
-    pseudonyms(roster) -> (names, notes)       {student folder: pseudonym} of who opted in
-    boards(table, names) -> {lab: [Board]}     one Board per GPU model that graded the lab
-    gradescope_entries(table, names) -> {(student, lab): [{"name", "value", "order"}, ...]}"""
+wherever shown, and the folder name is never on a board."""
 
 from collections import Counter
 from dataclasses import dataclass
 
-from ..grading import progress
+from ..grading import progress, score
 from . import grades
 from .importers import roster as roster_csv
 
@@ -18,8 +14,6 @@ from .importers import roster as roster_csv
 COLUMN = "leaderboard"
 #: Characters of a pseudonym kept.
 PSEUDONYM_CHARS = 40
-#: Verdicts that may appear on a board.
-CORRECT = ("pass", "slow")
 
 Table = dict[str, dict[str, dict]]
 
@@ -58,7 +52,7 @@ def pseudonyms(roster: roster_csv.Roster | None) -> tuple[dict[str, str], list[s
 
 def eligible(report: dict) -> bool:
     """May a report be on a board: "pass" or "slow", final, a measured ratio, no failed static or launch check."""
-    if report.get("verdict") not in CORRECT or not report.get("final") or not grades.is_grade(report):
+    if report.get("verdict") not in grades.CORRECT or not report.get("final") or not score.is_grade(report):
         return False
     ratio = progress.entry(report)["ratio"]
     if ratio is None or ratio <= 0:

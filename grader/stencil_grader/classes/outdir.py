@@ -2,7 +2,6 @@
 written by rename: a killed grading leaves the old file or the new), and whose class it is (class.json)."""
 
 import datetime
-import hashlib
 import json
 import os
 import re
@@ -29,16 +28,6 @@ SIMILARITY = "similarity"
 EARLIER_SIGNS = ("class.csv", GRADESCOPE)
 ATTEMPT = ".attempt"
 HISTORY = ".history.jsonl"
-
-
-def digest(path: Path | None) -> str:
-    """sha256 (hex) of a file's bytes; "" when there is no file or it cannot be read."""
-    if path is None:
-        return ""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
 
 
 def now() -> str:

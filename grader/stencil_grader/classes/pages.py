@@ -1,14 +1,12 @@
 """The instructor's web pages from the Jinja2 templates of grader/stencil_grader/templates/, autoescaped with
 grading/html.py's escape unless html.Markup.  Jinja2 is optional (grader/requirements.txt): without it, render raises
-ClassError naming the package.
-
-    render(template, **context) -> str;  write(path, template, **context) -> Path;  href(*parts) -> str"""
+ClassError naming the package."""
 
 import functools
 from pathlib import Path
 from urllib.parse import quote
 
-from ..grading import html
+from ..grading import html, score
 from . import grades, outdir
 from .submissions import ClassError
 
@@ -33,7 +31,7 @@ def environment():
         raise ClassError(f"the instructor's pages need Jinja2 ({err}): install {INSTALL}") from None
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(html.TEMPLATES), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, finalize=_escaped)
-    env.globals.update(css=html.css(), href=href, is_grade=grades.is_grade, reason=grades.reason,
+    env.globals.update(css=html.css(), href=href, is_grade=score.is_grade, reason=grades.reason,
                        class_total=grades.total, STUDENTS=outdir.STUDENTS, SIMILARITY=outdir.SIMILARITY)
     return env
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
-from ..grading import build
+from ..grading import build, score
 from . import grades, outdir, resume, submissions
 from .importers.roster import ROSTER, Roster, RosterError, imported_labs
 from .submissions import ClassError, shown
@@ -111,7 +111,7 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
     for task in tasks:
         report = outdir.read_json(outdir.report_path(out, task.student, task.lab))
         if asked or not (resume.is_final(report, task.source, task.spec) if task.source is not None
-                         else grades.is_grade(report)):
+                         else score.is_grade(report)):
             todo.append(task)
             continue
         kept.append(task)

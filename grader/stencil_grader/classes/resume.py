@@ -11,16 +11,17 @@ from pathlib import Path
 
 from .. import __version__
 from ..base import labspec
+from ..base.files import sha256_of
 from ..grading import progress
+from ..grading.score import MISSING, is_grade
 from . import outdir
-from .grades import MISSING, is_grade
 
 
 def stamp(source: Path | None, spec: labspec.LabSpec, backend: str, run: str, job: str | None = None,
           **extra) -> dict:
     """The "class" stamp of a report (module docstring)."""
-    return {"source_sha256": outdir.digest(source), "kit_version": __version__,
-            "lab_sha256": outdir.digest(Path(spec.lab_dir) / "lab.json"), "backend": backend, "run": run, "job": job,
+    return {"source_sha256": sha256_of(source), "kit_version": __version__,
+            "lab_sha256": sha256_of(Path(spec.lab_dir) / "lab.json"), "backend": backend, "run": run, "job": job,
             "host": socket.gethostname(), "graded_at": outdir.now(), **extra}
 
 
@@ -29,8 +30,8 @@ def is_final(report: dict | None, source: Path | None, spec: labspec.LabSpec) ->
     if not is_grade(report) or not report.get("final", True):
         return False
     mark = report.get("class") or {}
-    return (mark.get("source_sha256") == outdir.digest(source) and mark.get("kit_version") == __version__
-            and mark.get("lab_sha256") == outdir.digest(Path(spec.lab_dir) / "lab.json"))
+    return (mark.get("source_sha256") == sha256_of(source) and mark.get("kit_version") == __version__
+            and mark.get("lab_sha256") == sha256_of(Path(spec.lab_dir) / "lab.json"))
 
 
 @dataclass
@@ -40,11 +41,6 @@ class Saved:
     lab: str
     report: dict
     kept: dict | None = None
-
-    @property
-    def shown(self) -> dict:
-        """The report that stands in OUT now."""
-        return self.kept or self.report
 
 
 def save(out: Path, student: str, lab: str, report: dict, log: str | None = None, asked: bool = False) -> Saved:

@@ -2,11 +2,7 @@
 (grader/README.md, section 9, "Around the grades").  copydetect (optional: require()) fingerprints, compares and
 highlights; the kit picks the pairs (every two students of a lab, each student with each --against file and the kit's
 reference and tour kernels), removes the starter's fingerprints, scores a pair by its larger share, flags it at FLAG
-and writes OUT/similarity/<lab>/ (pairs.csv, pairs.txt, similarity.json, pair-<rank>.html; no student's name in a path).
-
-    run(submissions, out, labs, against=None) -> [LabResult]   collect, compare, write
-    compare_lab(lab, students, others, starter) -> LabResult   every pair, ranked
-    column(out, lab_order) -> {student: [pair, ...]}           class.html's similarity column"""
+and writes OUT/similarity/<lab>/ (pairs.csv, pairs.txt, similarity.json, pair-<rank>.html; no student's name in a path)."""
 
 import collections
 import io

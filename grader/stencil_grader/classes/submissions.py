@@ -51,7 +51,6 @@ def sheet_cell(text: str) -> str:
 @dataclass
 class Students:
     """The students of a submissions directory (sorted) and what was skipped there, and why."""
-    root: Path
     students: list[str]
     notes: list[str] = field(default_factory=list)
 
@@ -84,11 +83,11 @@ def read_students(submissions: Path, only: str | None = None) -> Students:
                     "there" if same else "")
             raise ClassError(f"no submissions for student {shown(only)!r} in {submissions} (a name of one of "
                              f"its student folders, as written){hint}")
-        return Students(submissions, [only], notes)
+        return Students([only], notes)
     if not names:
         raise ClassError(f"{submissions} holds no student folder (expected {submissions}/<student>/<lab>/"
                          f"{SOURCE}){'; ' + '; '.join(notes) if notes else ''}")
-    return Students(submissions, names, notes)
+    return Students(names, notes)
 
 
 def _walk(folder: Path, depth: int):

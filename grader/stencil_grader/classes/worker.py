@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec, process, sandbox
-from ..grading import build, pipeline
+from ..grading import build, pipeline, score
 from . import grades
 from .plan import Task
 from .submissions import ClassError
@@ -86,7 +86,7 @@ def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", bui
     "build" and "gpu", which share build_dir (None: a temporary folder); env: extra variables.  A missing kernel.cu
     gives a "missing" placeholder, one over build.MAX_SOURCE_BYTES "compile_error": neither runs anything."""
     if task.source is None:
-        return grades.placeholder(task.spec, task.student, grades.MISSING, task.why_missing), task.why_missing + "\n"
+        return grades.placeholder(task.spec, task.student, score.MISSING, task.why_missing), task.why_missing + "\n"
     if why := build.size_problem(task.source):
         return grades.placeholder(task.spec, task.student, "compile_error", why), why + "\n"
     with tempfile.TemporaryDirectory(prefix=f"grade-{task.lab}-", dir=temp_root()) as tmp:
