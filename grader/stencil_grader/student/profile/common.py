@@ -24,7 +24,7 @@ class ProfileError(Exception):
 
 
 def inputs_record(spec, impl: str, mode: str, device: str | None, **rest) -> dict:
-    """A profile-inputs record (INPUTS_FORMAT) of mode "counters" or "ptx": the lab, whose source and
+    """A profile-inputs record (INPUTS_FORMAT) of mode "counters" or "code": the lab, whose source and
     its digest, when, the GPU's name and the lab's target ratio on it, the kind's launchers, then
     `rest` (bench, static, ...)."""
     source = impl_source(spec.lab, impl)

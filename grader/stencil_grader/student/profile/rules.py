@@ -1,5 +1,6 @@
 """The rule table (grader/profile_rules.json): its validation, and the findings it gives; a rule's
-"mode" says which figures it reads, "counters" (counters.py) or "ptx" (nocounters.py)."""
+"mode" says which figures it reads, "counters" (counters.py) or "code" (nocounters.py: the compiled code and the
+audited launches)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from ...base.files import display_path, read_json
 RULES_PATH = KIT_ROOT / "grader" / "profile_rules.json"
 SEVERITIES = ("info", "warning", "critical")
 #: What a rule's figures come from (a profile's "mode").
-MODES = ("counters", "ptx")
+MODES = ("counters", "code")
+#: Former names of a mode, still accepted in rule tables and profile inputs: "ptx" was mode "code".
+MODE_ALIASES = {"ptx": "code"}
 
 
 class RulesError(ValueError):
@@ -73,7 +76,7 @@ def parse_rules(data, path: str = "profile_rules.json") -> RuleTable:
                     and isinstance(c[2], (int, float)) and not isinstance(c[2], bool)):
                 raise RulesError(f"{where}: a condition must be [figure, one of {' '.join(_OPS)}, number], got {c!r}")
             conditions.append((c[0], c[1], float(c[2])))
-        labs, mode = r.get("labs"), r.get("mode", "counters")
+        labs, mode = r.get("labs"), MODE_ALIASES.get(r.get("mode"), r.get("mode", "counters"))
         if labs is not None and not (isinstance(labs, list) and all(isinstance(x, str) for x in labs)):
             raise RulesError(f"{where}: \"labs\" must be a list of lab names or absent")
         if mode not in MODES:
