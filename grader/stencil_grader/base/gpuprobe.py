@@ -23,14 +23,10 @@ from dataclasses import dataclass, field
 #: Seconds one probe may take (driver initialisation on a large machine takes a few).
 PROBE_TIMEOUT_S = 90.0
 
-#: The probe: a Python program using the CUDA driver API through ctypes.  It prints one JSON
-#: object: {"status": "ok", "uuid", "name", "cc", "driver", "memory_total", "l2_bytes", "limits"}, or {"status":
-#: "no_gpu" | "failed", "message"}.  "no_gpu": no driver, or the driver sees no GPU; "failed": a
-#: GPU is there and a step failed (the message names the call and CUDA's error).  driver: the
-#: CUDA release the driver supports, as cuDriverGetVersion gives it (13000 = 13.0).  Given the
-#: argument "quick" it stops before making a context (no kernel is run).  Given "hold", the full probe adds
-#: "held": whether it keeps the primary context (not on a GPU whose compute mode is not the default, where a
-#: second process's context would be refused), and a holder waits for its stdin to end.
+#: The probe: a Python program using the CUDA driver API through ctypes.  It prints one JSON object, ProbeResult's
+#: fields.  Its argument: "quick" stops before making a context (no kernel is run); "full" runs the kernel; "hold"
+#: is "full" plus "held": whether it keeps the primary context (not on a GPU whose compute mode is not the
+#: default, where a second process's context would be refused), then waits for its stdin to end.
 PROBE_PROGRAM = r'''
 import ctypes, json, sys
 
