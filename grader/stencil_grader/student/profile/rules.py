@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ... import KIT_ROOT
 from ...base.files import display_path, read_json
+from .common import show_figures
 
 #: The rule table: the one place where thresholds, messages and handout sections live.
 RULES_PATH = KIT_ROOT / "grader" / "profile_rules.json"
@@ -94,27 +95,6 @@ def load_rules(path: Path = RULES_PATH) -> RuleTable:
     return parse_rules(read_json(path, RulesError), display_path(Path(path)))
 
 
-class _Unknown:
-    """A figure that was not measured: '?' whatever its format spec ('{ratio:.2f}' too)."""
-
-    def __format__(self, spec: str) -> str:
-        return "?"
-
-
-class _Values(dict):
-    """format_map values: a missing or None figure shows as '?'."""
-
-    def __missing__(self, key):
-        return _Unknown()
-
-
-def _format(template: str, values: dict) -> str:
-    try:
-        return template.format_map(_Values({k: v for k, v in values.items() if v is not None}))
-    except (ValueError, TypeError, IndexError):
-        return template
-
-
 def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, mode: str = "counters") -> list[dict]:
     """The findings of every rule of `mode` on every kernel (all conditions hold; an unmeasured figure
     holds none), ranked by severity, table order, time share; lowered to "info" on a kernel under
@@ -139,7 +119,7 @@ def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, m
                 severity, note = "info", (" (a small part of the profiled time)" if minor else " (your launcher "
                                           "already reaches the lab's target: worth knowing, not urgent)")
             findings.append({"rule": rule.id, "severity": severity, "table_severity": rule.severity,
-                             "kernel": k["label"], "message": _format(rule.message, values) + note,
+                             "kernel": k["label"], "message": show_figures(rule.message, values) + note,
                              "handout": rule.handout, "section": rule.section, "source": rule.source,
                              "order": order, "time_share": f.get("time_share") or 0.0})
     findings.sort(key=lambda x: (-SEVERITIES.index(x["severity"]), x["order"], -x["time_share"]))

@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-import string
+from .common import show_figures
 
-
-class _Figures(string.Formatter):
-    """str.format over a kernel's figures: '?' for a figure that is None or absent; the spec "MB"
-    shows bytes in megabytes."""
-
-    def get_value(self, key, args, kwargs):
-        return kwargs.get(key)
-
-    def format_field(self, value, spec):
-        return "?" if value is None else f"{value / 1e6:.0f} MB" if spec == "MB" else format(value, spec)
-
-
-_show = _Figures().format
 #: A kernel's lines per mode: (the figure the line needs, or "" for none; the line's template).
 KERNEL_LINES = {
     "counters": (
@@ -67,9 +54,9 @@ def render_text(result: dict) -> str:
     how = (f"without counters ({result.get('no_counters')}): from the PTX, the machine code, ptxas's report and the launch audit"
            if code_mode else f"Nsight Compute {(result.get('ncu_version') or '?').removeprefix('Version ')}")
     out = [f"Profile of {result['lab']} ({result.get('impl')}) on {result.get('device')}, {how}",
-           _show("  bench grid {nx} x {ny} x {nz}; copy bandwidth {copy_gbps:.0f} GB/s in this run; your launcher "
+           show_figures("  bench grid {nx} x {ny} x {nz}; copy bandwidth {copy_gbps:.0f} GB/s in this run; your launcher "
                  "{gbps:.0f} GB/s, ratio {ratio:.3f}, timed under the profiler (`make check`'s figure is the one that "
-                 "counts", **b) + (f"; the lab's target is {result['target_ratio']:.2f})"
+                 "counts", b) + (f"; the lab's target is {result['target_ratio']:.2f})"
                                    if result.get("target_ratio") is not None else ")")]
     if b.get("output_ok") is False:
         out.append(f"  WARNING: the output under the profiler was wrong ({b.get('output_message')}): "
@@ -77,7 +64,7 @@ def render_text(result: dict) -> str:
     for k in result["kernels"]:
         values = {"accesses_analysed": 0, "accesses_skipped": 0} | k["figures"] | {x: k[x] for x in ("label", "grid",
                                                                                       "block")}
-        out += [""] + [_show(line, **values) for need, line in KERNEL_LINES["code" if code_mode else "counters"]
+        out += [""] + [show_figures(line, values) for need, line in KERNEL_LINES["code" if code_mode else "counters"]
                        if values.get(need or "label") is not None]
         if not code_mode:
             out.append("    stalls     " + (", ".join(f"{r} {v:.1f}" for r, v in values["stalls"]) or "?")
