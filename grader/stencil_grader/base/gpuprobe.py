@@ -174,71 +174,54 @@ def probe(uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, quick: bo
     the context and the kernel (what the driver and the device attributes say).
     Never raises: a probe that hangs past timeout_s, crashes or prints no JSON is "failed".
     """
-    try:
-        done = subprocess.run([sys.executable, "-c", PROBE_PROGRAM, "quick" if quick else "full"],
-                              capture_output=True, text=True, timeout=timeout_s, env=_env(uuid))
-    except subprocess.TimeoutExpired:
-        return ProbeResult("failed", f"the probe did not finish in {timeout_s:g} s (a hung GPU?)")
-    except OSError as err:
-        return ProbeResult("failed", f"the probe could not start: {err}")
-    return _result(done.stdout, done.stderr, done.returncode)
-
-
-def _env(uuid: str | None) -> dict:
-    return dict(os.environ, **({"CUDA_VISIBLE_DEVICES": uuid} if uuid is not None else {}))
-
-
-def _result(stdout: str, stderr: str, returncode: int | None) -> ProbeResult:
-    """The ProbeResult of the probe's output: its last line of stdout, or "failed" naming why there is none."""
-    try:
-        data = json.loads(stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        why = (stderr.strip().splitlines() or [f"exit status {returncode}"])[-1]
-        return ProbeResult("failed", f"the probe crashed: {why}")
-    return ProbeResult(data.get("status", "failed"), data.get("message", ""), data.get("uuid", ""),
-                       data.get("name", ""), data.get("cc", ""), int(data.get("driver") or 0),
-                       int(data.get("memory_total") or 0), int(data.get("l2_bytes") or 0),
-                       dict(data.get("limits") or {}))
+    return ContextHold(uuid, timeout_s, "quick" if quick else "full").result
 
 
 class ContextHold:
-    """The full probe of one GPU, whose process then keeps the GPU's primary CUDA context open while a class is
-    graded on it: one CUDA start per GPU for both.
+    """One run of the probe program; in mode "hold" (the default) the full probe of one GPU, whose process then
+    keeps the GPU's primary CUDA context open while a class is graded on it: one CUDA start per GPU for both.
 
     Every grading starts CUDA programs (check, bench), and the driver serialises part of each start across the
     host; with a context held open on each GPU the starts are shorter (measured on 4 H200: grader/README.md,
     section "This host").  The held context is idle (no kernel, no memory but the context's own).
 
-    uuid: the GPU (CUDA_VISIBLE_DEVICES=uuid); None: the first GPU this process's environment shows.  Never
-    raises: `result` is what the probe saw (a ProbeResult, as probe() gives it); `held` whether the context is
-    open (never without a usable GPU, nor on a GPU in an exclusive compute mode, where it would lock the gradings
-    out).  close() ends the holder, and so does the end of the grader's process (the holder's stdin closes).
+    uuid: the GPU (CUDA_VISIBLE_DEVICES=uuid); None: the first GPU this process's environment shows.  mode:
+    PROBE_PROGRAM's argument.  Never raises: `result` is what the probe saw (a ProbeResult; "failed" for a probe
+    that hangs past timeout_s, crashes or prints no JSON); `held` whether the context is open (never without a
+    usable GPU, nor on a GPU in an exclusive compute mode, where it would lock the gradings out).  close() ends
+    the holder, and so does the end of the grader's process (the holder's stdin closes).
     """
 
-    def __init__(self, uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S):
+    def __init__(self, uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, mode: str = "hold"):
         self.held = False
+        env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": uuid} if uuid is not None else {}))
         try:
-            self._proc = subprocess.Popen([sys.executable, "-c", PROBE_PROGRAM, "hold"], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          env=_env(uuid))
+            self._proc = subprocess.Popen([sys.executable, "-c", PROBE_PROGRAM, mode], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         except OSError as err:
             self._proc = None
             self.result = ProbeResult("failed", f"the probe could not start: {err}")
             return
         if not select.select([self._proc.stdout], [], [], timeout_s)[0]:
+            self._proc.kill()
             self.close()
             self.result = ProbeResult("failed", f"the probe did not finish in {timeout_s:g} s (a hung GPU?)")
             return
-        line = self._proc.stdout.readline()
         try:
-            self.held = json.loads(line).get("held") is True
+            data = json.loads(self._proc.stdout.readline())
+            self.held = data.get("held") is True
         except (json.JSONDecodeError, AttributeError):
-            pass
-        if self.held:
-            self.result = _result(line, "", None)
-        else:                                   # the probe has ended, or is ending: it holds nothing
-            self.result = _result(line, self._proc.stderr.read(), self._proc.wait())
+            data = None
+        if not self.held:                           # the probe has ended, or is ending: it holds nothing
+            why = (self._proc.stderr.read().strip().splitlines() or [f"exit status {self._proc.wait()}"])[-1]
             self.close()
+            if not isinstance(data, dict):
+                self.result = ProbeResult("failed", f"the probe crashed: {why}")
+                return
+        self.result = ProbeResult(data.get("status", "failed"), data.get("message", ""), data.get("uuid", ""),
+                                  data.get("name", ""), data.get("cc", ""), int(data.get("driver") or 0),
+                                  int(data.get("memory_total") or 0), int(data.get("l2_bytes") or 0),
+                                  dict(data.get("limits") or {}))
 
     def close(self) -> None:
         """Ends the holder (at once; it is killed if it has not ended within 10 s)."""
