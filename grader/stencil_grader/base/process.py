@@ -250,8 +250,8 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
         channel: bool = False) -> Completed:
     """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.  sandbox (a sandbox.Sandbox): its
     enter() runs between fork and exec, and its uid, gid (None: the grader's own) own the channel's pipe.
-    watch (Watch) is fed from the channel when there is one (Completed.channel), else from stdout.  Never raises for the program's
-    behaviour: see Completed.error, timed_out and stopped."""
+    watch (Watch) is fed from the channel when there is one (Completed.channel), else from stdout.  Never
+    raises for the program's behaviour: see Completed.error, timed_out and stopped."""
     argv = [str(a) for a in argv]
     mark = secrets.token_hex(8)
     env = dict(os.environ if env is None else env)

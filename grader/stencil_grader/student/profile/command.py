@@ -180,9 +180,9 @@ WANTED = {"counters": ("dram_bytes", "gld_sectors_per_request", "shared_conflict
 
 
 def analyse(inputs: dict, table: rule_table.RuleTable) -> dict:
-    """The diagnosis (profile.json) of one profile-inputs record, without a GPU: mode ("counters" or
-    "code"; "ptx" is read as "code"), kernels [{name, label, block, grid, figures, static}], findings, worst (severity or None),
-    not_measured (figures missing), and the inputs' facts.  ValueError: an unreadable raw CSV."""
+    """The diagnosis (profile.json) of one profile-inputs record, without a GPU: mode ("counters" or "code";
+    "ptx" is read as "code"), kernels [{name, label, block, grid, figures, static}], findings, worst (severity or
+    None), not_measured (figures missing), and the inputs' facts.  ValueError: an unreadable raw CSV."""
     mode = inputs.get("mode", "counters")
     mode = rule_table.MODE_ALIASES.get(mode, mode)
     kernels = _counter_kernels(inputs) if mode == "counters" else nocounters.kernels(inputs)

@@ -51,13 +51,14 @@ def render_text(result: dict) -> str:
     """The terminal report of analyse()'s result: figures per kernel, then the findings."""
     b = result["bench"]
     code_mode = result.get("mode") == "code"
-    how = (f"without counters ({result.get('no_counters')}): from the PTX, the machine code, ptxas's report and the launch audit"
-           if code_mode else f"Nsight Compute {(result.get('ncu_version') or '?').removeprefix('Version ')}")
+    ncu_version = (result.get("ncu_version") or "?").removeprefix("Version ")
+    how = (f"without counters ({result.get('no_counters')}): from the PTX, the machine code, ptxas's report and "
+           "the launch audit" if code_mode else f"Nsight Compute {ncu_version}")
     out = [f"Profile of {result['lab']} ({result.get('impl')}) on {result.get('device')}, {how}",
-           show_figures("  bench grid {nx} x {ny} x {nz}; copy bandwidth {copy_gbps:.0f} GB/s in this run; your launcher "
-                 "{gbps:.0f} GB/s, ratio {ratio:.3f}, timed under the profiler (`make check`'s figure is the one that "
-                 "counts", b) + (f"; the lab's target is {result['target_ratio']:.2f})"
-                                   if result.get("target_ratio") is not None else ")")]
+           show_figures("  bench grid {nx} x {ny} x {nz}; copy bandwidth {copy_gbps:.0f} GB/s in this run; your "
+                        "launcher {gbps:.0f} GB/s, ratio {ratio:.3f}, timed under the profiler (`make check`'s figure "
+                        "is the one that counts", b) + (f"; the lab's target is {result['target_ratio']:.2f})"
+                                                        if result.get("target_ratio") is not None else ")")]
     if b.get("output_ok") is False:
         out.append(f"  WARNING: the output under the profiler was wrong ({b.get('output_message')}): "
                    "fix correctness first (`make check`); these figures describe a wrong kernel")
