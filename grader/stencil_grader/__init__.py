@@ -1,29 +1,9 @@
-"""stencil_grader: the Python grader of the CUDA stencil lab kit.
+"""stencil_grader: the Python grader of the CUDA stencil lab kit.  It never links against CUDA: it drives
+`make` and the programs each lab build produces (`check`, `bench`), reads what they report, scores and reports.
 
-The grader never links against CUDA.  It drives `make` and the two programs each
-lab build produces (`check` and `bench`), reads what they report, scores the
-result and prints a report.  grader/README.md is the contract between those
-programs and this package.
-
-Subpackages, imports going one way only (base <- grading <- student; classes and
-instructor may use any of those three, nothing uses them; base uses nothing of the kit):
-
-    base        what every part stands on: lab.json (labspec), the problem kinds
-                (kinds), what the C programs and Python agree on (protocol),
-                running a program (process), the sandbox (sandbox), GPU locks (locks)
-    grading     one grading of one lab: build, static checks (static: symbols,
-                source, ptx), correctness (checkrun), timing (bench), the launch
-                audit (launches), the policy (score), the report, the pipeline
-    student     what a student runs beside make check: profiling (make profile) and
-                lab 7's Jacobi solver (make solve)
-    classes     instructor: a whole class, the grading of every (student, lab), its
-                back ends (the local GPU pool, Slurm) and the class files (CSV, Gradescope)
-    instructor  instructor: the tour, calibration, tuning, the handouts' measured
-                figures, pictures and diagrams
-    cli         the command line (grade.py), built from each subpackage's commands
-
-The student kit (`make dist`, grader/dist/pack.sh) ships base, grading, student and cli
-only; cli offers the commands of the subpackages that are there.
+Subpackages, imports running one way only: base <- grading <- student <- classes, instructor (nothing imports
+those two; base uses nothing of the kit); what each holds, and what the student kit ships: grader/README.md's
+table of the kit's parts (`stencil_grader/`).  cli builds grade.py from each subpackage's commands.
 """
 
 from pathlib import Path

@@ -1,13 +1,9 @@
 """The command line: python3 grader/grade.py COMMAND ...  (`grade.py --help` lists the commands)
 
-Each subpackage declares its own commands (grading/commands.py, student/commands.py,
-classes/commands.py, instructor/commands.py: a register(subparsers) function each); this module
-finds the subpackages that have one and puts their commands together.  The student kit (`make
-dist`: grader/dist/pack.sh says what it leaves out) ships neither classes/ nor instructor/: there
-grade.py offers the commands of grading/ and student/ alone.
-
-Exit status: 0 when every graded lab got full points (class: when every grading
-produced a report and was measured), 1 otherwise, 2 for a usage or lab.json error.
+Each subpackage that has a commands module (a register(subparsers) function) adds its commands; the student
+kit, which ships neither classes/ nor instructor/ (grader/dist/pack.sh), offers those of grading/ and student/.
+Exit status: 0 when every graded lab got full points (class: every grading reported and measured), 1
+otherwise, 2 for a usage or lab.json error.
 """
 
 from __future__ import annotations

@@ -70,19 +70,21 @@ def test_a_suspect_gpu_is_probed_again_and_taken_out_only_when_it_fails():
 
 
 class FakeHold:
-    def __init__(self, gpu):
-        self.gpu, self.closed = gpu, False
+    def __init__(self, gpu, result):
+        self.gpu, self.result, self.closed = gpu, result, False
 
     def close(self):
         self.closed = True
 
 
 def test_a_context_is_held_on_each_usable_gpu_until_it_is_taken_out_or_the_class_ends():
-    holds = []
-    pool = gpupool.GpuSet(fake_gpus(3), prober(bad={1}), say=lambda line: None,
-                          hold_gpu=lambda gpu: holds.append(FakeHold(gpu)) or holds[-1])
+    holds, first = [], prober(bad={1})
+    pool = gpupool.GpuSet(fake_gpus(3), prober(), say=lambda line: None,
+                          hold_gpu=lambda gpu: holds.append(FakeHold(gpu, first(gpu))) or holds[-1])
     pool.check()
-    assert sorted(h.gpu.index for h in holds) == [0, 2] and not any(h.closed for h in holds)
+    assert pool.indices() == "0,2" and sorted(first.calls) == [0, 1, 2]
+    assert [h.gpu.index for h in holds if h.closed] == [1]          # the holder of a failed GPU ended at once
+    holds = [h for h in holds if not h.closed]
     pool._probe = prober(bad={2})
     assert pool.suspect(2) is True
     assert [h.gpu.index for h in holds if h.closed] == [2]
@@ -278,7 +280,8 @@ def test_every_gpu_failing_refuses_the_class(gpu_host, tmp_path):
 def test_gpus_option_picks_by_index_and_refuses_an_unknown_one(gpu_host, tmp_path, monkeypatch):
     listed = gpu_host.gpus(fake_gpus(3))
     gpu_host.students(2)
-    monkeypatch.setattr(gpupool, "probe", lambda uuid=None: gpupool.ProbeResult("ok", uuid=uuid, name=H100, cc="9.0"))
+    monkeypatch.setattr(gpupool, "ContextHold", lambda uuid=None: FakeHold(
+        None, gpupool.ProbeResult("ok", uuid=uuid, name=H100, cc="9.0")))
     result = backend.grade_class(gpu_host.subs, tmp_path / "out", jobs=2, gpus="0,2", progress=lambda line: None,
                                  kit_root=gpu_host.kit.root)
     assert [g.verdict for g in result.gradings] == ["pass"] * 2
@@ -339,16 +342,18 @@ def test_when_the_last_gpu_breaks_the_rest_is_not_measured(gpu_host, tmp_path, m
     assert result.exit_status == 1
 
 
-@pytest.mark.parametrize("env,held", [({}, True), ({"FAKE_CUDA_COMPUTE_MODE": "2"}, False),
-                                      ({"FAKE_CUDA": "1"}, False)])
-def test_a_context_holder_on_a_fake_driver(fake_libcuda, monkeypatch, env, held):
-    """Held while the grading runs, ended by close(); never on a GPU in an exclusive compute mode (it would lock the
-    gradings out) nor without a GPU."""
+@pytest.mark.parametrize("env,status,held", [
+    ({}, "ok", True), ({"FAKE_CUDA_COMPUTE_MODE": "2"}, "ok", False), ({"FAKE_CUDA": "1"}, "no_gpu", False),
+    ({"FAKE_CUDA": "2"}, "failed", False)])
+def test_a_context_holder_on_a_fake_driver(fake_libcuda, monkeypatch, env, status, held):
+    """The full probe, then held while the grading runs, ended by close(); never on a GPU in an exclusive compute
+    mode (it would lock the gradings out) nor on a GPU that fails its probe or without a GPU."""
     monkeypatch.setenv("LD_LIBRARY_PATH", str(fake_libcuda))
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     holder = gpupool.ContextHold("GPU-anything")
-    assert holder.held is held
+    assert holder.held is held and holder.result.status == status
+    assert holder.result == gpupool.probe("GPU-anything")             # the probe's findings, in one process
     proc = holder._proc
     assert (proc is not None and proc.poll() is None) if held else proc is None
     holder.close()
@@ -363,4 +368,4 @@ def test_a_context_holder_without_a_driver_holds_nothing(monkeypatch, tmp_path):
     if holder.held:
         holder.close()
         pytest.skip("this machine has a working NVIDIA driver")
-    assert holder._proc is None
+    assert holder._proc is None and holder.result.status == "no_gpu"

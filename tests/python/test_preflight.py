@@ -21,8 +21,8 @@ if "--query-gpu=uuid,memory.free" in args:
 elif "--query-compute-apps" in args:
     for app in filter(None, os.environ.get("FAKE_SMI_APPS", "").split(";")):
         print("{UUID}, " + app)
-elif "--query-gpu=driver_version" in args:
-    print(os.environ.get("FAKE_SMI_DRIVER", "580.159.04"))
+elif "--query-gpu=name,driver_version" in args:
+    print("Fake GPU 80GB, " + os.environ.get("FAKE_SMI_DRIVER", "580.159.04") + ", 1980")
 elif "--query-gpu=index" in args:
     print(os.environ.get("FAKE_SMI_LIST", "0, {UUID}, 9.0, Fake GPU").replace(";", "\\n"))
 elif "--query-gpu=compute_cap" in args:
@@ -163,7 +163,7 @@ def test_gpu_state_from_nvidia_smi(machine):
     state = gpus.gpu_state(UUID)
     assert state == gpus.GpuState(81000, 81559, False, ((17, "a b, c", 12),))
     assert gpus.gpu_state("GPU-other") is None
-    assert gpus.driver_version() == "580.159.04"
+    assert gpus.smi_facts()["driver"] == "580.159.04"
 
 
 def test_the_visible_gpu_is_the_one_cuda_picks(machine):

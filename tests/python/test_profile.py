@@ -92,10 +92,11 @@ def test_every_defect_rule_has_a_diagnostic_submission(rules):
 
 
 def test_a_finding_shows_a_figure_not_measured_as_a_question_mark_whatever_its_format():
-    say = profile_rules._format
+    say = common.show_figures
     assert say("{ratio:.2f} of copy, {n} loads", {"n": 3}) == "? of copy, 3 loads"
     assert say("{ratio:.2f} of copy", {"ratio": None}) == "? of copy"
     assert say("{ratio:.2f} of copy", {"ratio": 0.5}) == "0.50 of copy"
+    assert say("{dram:MB} read", {"dram": 2.5e6}) == "2 MB read"        # bytes shown in megabytes
 
 
 def test_rules_point_at_handout_sections_that_exist(rules):

@@ -49,14 +49,14 @@ def test_the_fixtures_cover_every_reference_and_diagnostic_submission():
     assert diags <= names
     for path in FIXTURES:
         data = load(path)
-        assert data["mode"] == "ptx" and data["device"] == "NVIDIA H100 80GB HBM3", path.name
+        assert data["mode"] == "ptx" and data["device"] == "NVIDIA H100 80GB HBM3", path.name    # the former name
         assert data["bench"]["audit"]["status"] == "ok" and data["limits"]["threads_per_sm"] == 2048
 
 
 @pytest.mark.parametrize("path", [p for p in FIXTURES if p.stem.endswith("--reference")], ids=lambda p: p.stem)
 def test_every_reference_is_clean_without_counters(path, rules):
     result = profile.analyse(load(path), rules)
-    assert result["mode"] == "ptx" and result["kernels"]
+    assert result["mode"] == "code" and result["kernels"]          # recorded as "ptx", the mode's former name
     above = [f"{f['rule']}: {f['message']}" for f in result["findings"] if f["severity"] != "info"]
     assert not above, f"{path.stem}: {above}"
 
@@ -83,19 +83,25 @@ def test_the_two_classic_defects_say_what_the_ptx_shows(rules):
     assert "128 bytes apart in a shared-memory store" in f["message"] and "32-way bank conflict" in f["message"]
 
 
-def test_every_ptx_defect_rule_has_a_diagnostic_submission(rules):
+def test_every_code_mode_defect_rule_has_a_diagnostic_submission(rules):
     firsts = {expected_first(p.stem) for p in FIXTURES} - {None}
-    defects = {r.id for r in rules.rules if r.mode == "ptx" and r.severity != "info"}
+    defects = {r.id for r in rules.rules if r.mode == "code" and r.severity != "info"}
     assert defects <= firsts, sorted(defects - firsts)
     assert {"uncoalesced_ptx", "bank_conflicts_ptx"} <= firsts
 
 
-def test_ptx_rules_use_figures_the_mode_derives(rules):
+def test_a_rule_of_mode_ptx_is_read_as_mode_code():
+    rule = {"id": "old", "severity": "warning", "when": [["registers", ">", 1]], "message": "m", "handout": "h",
+            "section": "s", "source": "x", "mode": "ptx"}
+    assert rule_table.parse_rules({"rules": [rule]}).rules[0].mode == "code"
+
+
+def test_code_mode_rules_use_figures_the_mode_derives(rules):
     known = set()
     for path in FIXTURES:
         for k in profile.analyse(load(path), rules)["kernels"]:
             known |= set(k["figures"])
-    for rule in (r for r in rules.rules if r.mode == "ptx"):
+    for rule in (r for r in rules.rules if r.mode == "code"):
         for name, _, _ in rule.when:
             assert name in known, f"{rule.id}: {name}"
         handout = KIT_ROOT / "handouts" / rule.handout
@@ -109,8 +115,8 @@ def test_grade_py_says_which_mode_from_inputs(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "without counters (asked for" in run.stdout.splitlines()[0]
-    assert "mode ptx: what the kit sees without counters" in run.stdout
-    assert json.loads(out.read_text())["mode"] == "ptx"
+    assert "mode code: what the kit sees without counters" in run.stdout
+    assert json.loads(out.read_text())["mode"] == "code"
 
 
 # ---------------------------------------------------------------- the pieces
@@ -225,8 +231,8 @@ def test_locked_counters_are_said_in_one_line_then_diagnosed_without(tmp_path, m
     assert first.startswith("grade.py profile: Nsight Compute may not read this GPU's counters (ERR_NVGPUCTRPERM): "
                             "the diagnosis below comes without counters")
     assert asked == ["Nsight Compute may not read this GPU's counters (ERR_NVGPUCTRPERM)"]
-    assert run.result["mode"] == "ptx" and run.result["findings"][0]["rule"] == "uncoalesced_ptx"
-    assert json.loads((build / "profile.json").read_text())["mode"] == "ptx"
+    assert run.result["mode"] == "code" and run.result["findings"][0]["rule"] == "uncoalesced_ptx"
+    assert json.loads((build / "profile.json").read_text())["mode"] == "code"
 
 
 def test_the_environment_forces_the_mode(monkeypatch):

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -381,8 +382,8 @@ def test_a_gpu_task_whose_gpu_fails_its_probe_grades_nothing(klass, tmp_path, ca
     run = batch.RunDir(out / "batch" / "run-1")
     assert tasks.run_task(run.path, "build", 0, say=lambda line: None) == 0
     monkeypatch.setattr(tasks.gpulist, "list_gpus", lambda: ([Gpu(0, "GPU-0", "Fake GPU 80GB", "9.0")], None))
-    monkeypatch.setattr(tasks.gpupool, "probe", lambda uuid=None: tasks.gpupool.ProbeResult(
-        "failed", "cuCtxSynchronize: CUDA_ERROR_ECC_UNCORRECTABLE"))
+    monkeypatch.setattr(tasks.gpupool, "ContextHold", lambda: SimpleNamespace(close=lambda: None, result=(
+        tasks.gpupool.ProbeResult("failed", "cuCtxSynchronize: CUDA_ERROR_ECC_UNCORRECTABLE"))))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     assert tasks.run_task(run.path, "gpu", 0, say=lambda line: None) == tasks.EXIT_GPU_FAILED
     assert outdir.read_json(run.status_path("gpu", 0))["state"] == "failed"

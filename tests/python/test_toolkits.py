@@ -152,12 +152,12 @@ def test_release_of_a_folder_without_nvcc(tmp_path):
 
 def test_the_architectures_file_lists_each_release():
     assert toolkit.rows() == ["12.0", "12.8", "12.9", "13.0"]
-    assert toolkit.minimum_cc(12) == 70 and toolkit.minimum_cc(13) == 75
+    assert toolkit.architectures(12)[0] == 70 and toolkit.architectures(13)[0] == 75
     assert toolkit.architectures(13)[-1] == 120 and 70 not in toolkit.architectures(13)
     assert toolkit.row("12.4") == "12.0" and toolkit.architectures("12.4")[-1] == 90   # no Blackwell before 12.8
     assert {100, 101, 120} <= set(toolkit.architectures("12.8")) and 103 not in toolkit.architectures("12.8")
     assert toolkit.first_release_for(120) == "12.8" and toolkit.last_release_for(70) == "12.9"
-    assert toolkit.architectures("11.8") == [] and toolkit.row("11.8") is None and toolkit.oldest_release() == "12.0"
+    assert toolkit.architectures("11.8") == [] and toolkit.row("11.8") is None
 
 
 def _dry_build(tmp_path, *make_vars, env=None) -> subprocess.CompletedProcess:

@@ -7,7 +7,8 @@ driver costs the probe only.  Its full form makes a context on the GPU,
 JIT-compiles a one-instruction PTX kernel, runs it and reads back what it wrote
 (the class pool proves each GPU so, classes/gpupool.py); its quick form stops
 before the context and reports what the driver and the device say (the checks
-before a student's build, base/preflight.py).
+before a student's build, base/preflight.py); its hold form is the full probe
+that then keeps the context open until its stdin closes (ContextHold).
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ from dataclasses import dataclass, field
 #: Seconds one probe may take (driver initialisation on a large machine takes a few).
 PROBE_TIMEOUT_S = 90.0
 
-#: The probe: a Python program using the CUDA driver API through ctypes.  It prints one JSON
-#: object: {"status": "ok", "uuid", "name", "cc", "driver", "memory_total", "l2_bytes", "limits"}, or {"status":
-#: "no_gpu" | "failed", "message"}.  "no_gpu": no driver, or the driver sees no GPU; "failed": a
-#: GPU is there and a step failed (the message names the call and CUDA's error).  driver: the
-#: CUDA release the driver supports, as cuDriverGetVersion gives it (13000 = 13.0).  Given the
-#: argument "quick" it stops before making a context (no kernel is run).
+#: The probe: a Python program using the CUDA driver API through ctypes.  It prints one JSON object, ProbeResult's
+#: fields.  Its argument: "quick" stops before making a context (no kernel is run); "full" runs the kernel; "hold"
+#: is "full" plus "held": whether it keeps the primary context (not on a GPU whose compute mode is not the
+#: default, where a second process's context would be refused), then waits for its stdin to end.
 PROBE_PROGRAM = r'''
 import ctypes, json, sys
 
@@ -105,7 +104,7 @@ def main():
         found = {"status": "ok", "uuid": f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}",
                  "name": raw.value.decode(errors="replace"), "cc": f"{cc[0].value}.{cc[1].value}",
                  "driver": driver.value, "memory_total": total.value, "l2_bytes": l2.value, "limits": limits}
-        if sys.argv[1:] == ["quick"]:
+        if MODE == "quick":
             return found
         ctx = ctypes.c_void_p()
         call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
@@ -122,15 +121,25 @@ def main():
         call("cuMemcpyDtoH_v2", ctypes.byref(h_out), d_out, ctypes.c_size_t(4))
         call("cuMemFree_v2", d_out)
         call("cuModuleUnload", module)
-        call("cuDevicePrimaryCtxRelease_v2", dev)
         if h_out.value != 1234567:
             return {"status": "failed", "message": f"the probe kernel wrote {h_out.value}, not 1234567"}
+        if MODE == "hold":
+            compute_mode = ctypes.c_int()
+            call("cuDeviceGetAttribute", ctypes.byref(compute_mode), 20, dev)   # COMPUTE_MODE: 0 is the default
+            found["held"] = compute_mode.value == 0
+            if found["held"]:
+                return found
+        call("cuDevicePrimaryCtxRelease_v2", dev)
     except Failed as err:
         return {"status": "failed", "message": err.args[1]}
     return found
 
 
-print(json.dumps(main()))
+MODE = sys.argv[1] if sys.argv[1:] else "full"
+found = main()
+print(json.dumps(found), flush=True)
+if found.get("held"):
+    sys.stdin.read()
 '''
 
 @dataclass
@@ -165,78 +174,54 @@ def probe(uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, quick: bo
     the context and the kernel (what the driver and the device attributes say).
     Never raises: a probe that hangs past timeout_s, crashes or prints no JSON is "failed".
     """
-    env = dict(os.environ)
-    if uuid is not None:
-        env["CUDA_VISIBLE_DEVICES"] = uuid
-    try:
-        done = subprocess.run([sys.executable, "-c", PROBE_PROGRAM, *(["quick"] if quick else [])],
-                              capture_output=True, text=True,
-                              timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
-        return ProbeResult("failed", f"the probe did not finish in {timeout_s:g} s (a hung GPU?)")
-    except OSError as err:
-        return ProbeResult("failed", f"the probe could not start: {err}")
-    try:
-        data = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return ProbeResult("failed", f"the probe crashed: {why}")
-    return ProbeResult(data.get("status", "failed"), data.get("message", ""), data.get("uuid", ""),
-                       data.get("name", ""), data.get("cc", ""), int(data.get("driver") or 0),
-                       int(data.get("memory_total") or 0), int(data.get("l2_bytes") or 0),
-                       dict(data.get("limits") or {}))
-
-
-#: A program that keeps the primary CUDA context of its first visible GPU open until its stdin ends, printing "held"
-#: once it is (or "not held: why", then exiting, where it cannot or should not: no driver, an error, a GPU whose
-#: compute mode is not the default, where a second process's context would be refused).
-HOLD_PROGRAM = r'''
-import ctypes, sys
-try:
-    cuda = ctypes.CDLL("libcuda.so.1")
-except OSError as err:
-    sys.exit(print(f"not held: {err}", flush=True))
-dev, mode, ctx = ctypes.c_int(), ctypes.c_int(), ctypes.c_void_p()
-if cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(dev), 0) or cuda.cuDeviceGetAttribute(ctypes.byref(mode), 20, dev):
-    sys.exit(print("not held: the driver refused", flush=True))
-if mode.value != 0:                                     # CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: 0 is the default
-    sys.exit(print(f"not held: compute mode {mode.value}", flush=True))
-if cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev):
-    sys.exit(print("not held: no context", flush=True))
-print("held", flush=True)
-sys.stdin.read()
-'''
+    return ContextHold(uuid, timeout_s, "quick" if quick else "full").result
 
 
 class ContextHold:
-    """A CUDA context kept open on one GPU, by a process of its own, while a class is graded on it.
+    """One run of the probe program; in mode "hold" (the default) the full probe of one GPU, whose process then
+    keeps the GPU's primary CUDA context open while a class is graded on it: one CUDA start per GPU for both.
 
     Every grading starts CUDA programs (check, bench), and the driver serialises part of each start across the
-    host: on a host of 4 H200 (persistence mode on, driver 580.159, 2026-11-28) a context took 0.50 s to make
-    alone and 2.13 s when four processes, one per GPU, made theirs at once; with a context held open on each GPU,
-    0.31 s and 0.99 s (cuInit's share: 0.19-0.34 s alone and 1.28 s four at once without, 0.06 s and 0.31 s
-    with).  The held context is idle (no kernel, no memory but the context's own): it takes no GPU time from the
-    gradings.
+    host; with a context held open on each GPU the starts are shorter (measured on 4 H200: grader/README.md,
+    section "This host").  The held context is idle (no kernel, no memory but the context's own).
 
-    uuid: the GPU (CUDA_VISIBLE_DEVICES=uuid); None: the first GPU this process's environment shows.  Never
-    raises: `held` says whether the context is open (False without a driver, or on a GPU in an exclusive compute
-    mode, where it would lock the gradings out); close() ends it, and so does the end of the grader's process
-    (the holder's stdin closes).
+    uuid: the GPU (CUDA_VISIBLE_DEVICES=uuid); None: the first GPU this process's environment shows.  mode:
+    PROBE_PROGRAM's argument.  Never raises: `result` is what the probe saw (a ProbeResult; "failed" for a probe
+    that hangs past timeout_s, crashes or prints no JSON); `held` whether the context is open (never without a
+    usable GPU, nor on a GPU in an exclusive compute mode, where it would lock the gradings out).  close() ends
+    the holder, and so does the end of the grader's process (the holder's stdin closes).
     """
 
-    def __init__(self, uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S):
-        env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": uuid} if uuid is not None else {}))
+    def __init__(self, uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, mode: str = "hold"):
         self.held = False
+        env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": uuid} if uuid is not None else {}))
         try:
-            self._proc = subprocess.Popen([sys.executable, "-c", HOLD_PROGRAM], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        except OSError:
+            self._proc = subprocess.Popen([sys.executable, "-c", PROBE_PROGRAM, mode], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        except OSError as err:
             self._proc = None
+            self.result = ProbeResult("failed", f"the probe could not start: {err}")
             return
-        if select.select([self._proc.stdout], [], [], timeout_s)[0]:
-            self.held = self._proc.stdout.readline().strip() == "held"
-        if not self.held:
+        if not select.select([self._proc.stdout], [], [], timeout_s)[0]:
+            self._proc.kill()
             self.close()
+            self.result = ProbeResult("failed", f"the probe did not finish in {timeout_s:g} s (a hung GPU?)")
+            return
+        try:
+            data = json.loads(self._proc.stdout.readline())
+            self.held = data.get("held") is True
+        except (json.JSONDecodeError, AttributeError):
+            data = None
+        if not self.held:                           # the probe has ended, or is ending: it holds nothing
+            why = (self._proc.stderr.read().strip().splitlines() or [f"exit status {self._proc.wait()}"])[-1]
+            self.close()
+            if not isinstance(data, dict):
+                self.result = ProbeResult("failed", f"the probe crashed: {why}")
+                return
+        self.result = ProbeResult(data.get("status", "failed"), data.get("message", ""), data.get("uuid", ""),
+                                  data.get("name", ""), data.get("cc", ""), int(data.get("driver") or 0),
+                                  int(data.get("memory_total") or 0), int(data.get("l2_bytes") or 0),
+                                  dict(data.get("limits") or {}))
 
     def close(self) -> None:
         """Ends the holder (at once; it is killed if it has not ended within 10 s)."""
@@ -250,3 +235,6 @@ class ContextHold:
             proc.kill()
             proc.wait()
         proc.stdout.close()
+        proc.stderr.close()
+
+

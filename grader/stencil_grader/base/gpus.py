@@ -111,16 +111,13 @@ class GpuState:
     processes: tuple[tuple[int, str, int | None], ...] = ()
 
 
-def _smi(args: list[str]) -> str | None:
-    return process.output(["nvidia-smi", *args], QUERY_TIMEOUT_S)
-
-
 def smi_facts(device_name: str | None = None) -> dict:
     """{driver, sm_clock_max_mhz} of the GPU named device_name (else the first nvidia-smi lists): the driver's
     version ("580.159.04") and the maximum SM clock (MHz, a float); each None when nvidia-smi is missing or
     does not say.  The one place the kit asks nvidia-smi for them (records, rooflines, report pages)."""
     facts = {"driver": None, "sm_clock_max_mhz": None}
-    out = _smi(["--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader,nounits"])
+    out = process.output(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm",
+                          "--format=csv,noheader,nounits"], QUERY_TIMEOUT_S)
     lines = [[c.strip() for c in line.split(",")] for line in (out or "").splitlines() if line.count(",") >= 2]
     if lines:
         chosen = next((cells for cells in lines if cells[0] == device_name), lines[0])
@@ -138,12 +135,14 @@ def _int(text: str) -> int | None:
 
 def gpu_state(uuid: str) -> GpuState | None:
     """The state of the GPU with this UUID (GpuState), or None when nvidia-smi cannot say."""
-    out = _smi(["--query-gpu=uuid,memory.free,memory.total,mig.mode.current", "--format=csv,noheader,nounits"])
+    out = process.output(["nvidia-smi", "--query-gpu=uuid,memory.free,memory.total,mig.mode.current",
+                          "--format=csv,noheader,nounits"], QUERY_TIMEOUT_S)
     row = next((cells for line in (out or "").splitlines()
                 if (cells := [c.strip() for c in line.split(",")])[0] == uuid and len(cells) == 4), None)
     if row is None:
         return None
-    apps = _smi(["--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"])
+    apps = process.output(["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
+                           "--format=csv,noheader,nounits"], QUERY_TIMEOUT_S)
     processes = []
     for line in (apps or "").splitlines():
         head = [c.strip() for c in line.split(",", 2)]           # the name may hold commas
@@ -151,10 +150,3 @@ def gpu_state(uuid: str) -> GpuState | None:
             name, used = head[2].rsplit(",", 1)
             processes.append((int(head[1]), name.strip(), _int(used)))
     return GpuState(_int(row[1]), _int(row[2]), row[3].lower() == "enabled", tuple(processes))
-
-
-def driver_version() -> str | None:
-    """The NVIDIA driver's version as nvidia-smi prints it ("580.159.04"), or None."""
-    out = _smi(["--query-gpu=driver_version", "--format=csv,noheader"])
-    lines = [line.strip() for line in (out or "").splitlines() if line.strip()]
-    return lines[0] if lines else None

@@ -5,14 +5,13 @@ section 7.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from .. import KIT_ROOT
-from .files import read_json
+from .files import Validator, read_json
 
 KINDS_JSON = KIT_ROOT / "grader" / "kinds.json"
 DIMS = (2, 3)
@@ -56,61 +55,46 @@ class Kind:
         return self.dims if self.boundary == "dirichlet" else 0
 
 
-def _fail(where: str, what: str, found) -> KindError:
-    return KindError(f"grader/kinds.json: {where} must be {what}, got {json.dumps(found)}")
-
-
 def parse(data) -> dict[str, Kind]:
     """Validate the decoded grader/kinds.json; raises KindError naming the key."""
+    v = Validator("grader/kinds.json", KindError)
     if not isinstance(data, dict):
-        raise _fail("the top level", "an object of api -> kind", data)
+        v.fail("the top level", "an object of api -> kind", data)
     kinds = {}
     for api, k in data.items():
         if api.startswith("_"):
             continue                                  # "_about" and other notes
         if not _IDENTIFIER.match(api) or not isinstance(k, dict):
-            raise _fail(api, "an object keyed by a C identifier", k)
-        keys = ("summary", "dims", "boundary", "multi_step", "launchers", "tolerances", "sources")
-        for key in keys:
-            if key not in k:
-                raise KindError(f"grader/kinds.json: {api}.{key} is missing")
-        for key in k:
-            if key not in keys + ("solver",):
-                raise KindError(f"grader/kinds.json: {api}.{key} is not a known key (allowed: {', '.join(keys)})")
-        if k["dims"] not in DIMS:
-            raise _fail(f"{api}.dims", "2 or 3", k["dims"])
+            v.fail(api, "an object keyed by a C identifier", k)
+        v.obj(data, api, "", ("summary", "dims", "boundary", "multi_step", "launchers", "tolerances", "sources"),
+              optional=("solver",))
+        prefix = api + "."
+        dims = v.integer(k, "dims", prefix, "2 or 3", lambda n: n in DIMS)
         if k["boundary"] not in BOUNDARIES:
-            raise _fail(f"{api}.boundary", "dirichlet or periodic", k["boundary"])
-        if not isinstance(k["multi_step"], bool):
-            raise _fail(f"{api}.multi_step", "true or false", k["multi_step"])
-        launchers = []
+            v.fail(prefix + "boundary", "dirichlet or periodic", k["boundary"])
+        multi_step = v.boolean(k, "multi_step", prefix)
         if not isinstance(k["launchers"], list) or not k["launchers"]:
-            raise _fail(f"{api}.launchers", "a non-empty list", k["launchers"])
+            v.fail(prefix + "launchers", "a non-empty list", k["launchers"])
+        launchers = []
         for i, entry in enumerate(k["launchers"]):
-            where = f"{api}.launchers[{i}]"
+            where = f"{api}.launchers[{i}]."
             if not isinstance(entry, dict) or not _IDENTIFIER.match(str(entry.get("name", ""))):
-                raise _fail(where, "an object with a C identifier as name", entry)
-            bytes_per_cell, fixed = entry.get("bytes_per_cell"), entry.get("bytes_fixed", 0)
-            flop = entry.get("flop_per_cell")
-            if not isinstance(bytes_per_cell, (int, float)) or isinstance(bytes_per_cell, bool) or bytes_per_cell <= 0:
-                raise _fail(f"{where}.bytes_per_cell", "a number > 0", bytes_per_cell)
-            if not isinstance(fixed, (int, float)) or isinstance(fixed, bool) or fixed < 0:
-                raise _fail(f"{where}.bytes_fixed", "a number >= 0", fixed)
-            if flop is not None and (not isinstance(flop, (int, float)) or isinstance(flop, bool) or flop <= 0):
-                raise _fail(f"{where}.flop_per_cell", "a number > 0 or null", flop)
-            launchers.append(Launcher(entry["name"], float(bytes_per_cell), float(fixed),
-                                      None if flop is None else float(flop)))
+                v.fail(where[:-1], "an object with a C identifier as name", entry)
+            e = {"bytes_per_cell": None, "bytes_fixed": 0, "flop_per_cell": None} | entry
+            flop = e["flop_per_cell"]
+            launchers.append(Launcher(
+                entry["name"], v.number(e, "bytes_per_cell", where, "a number > 0", lambda x: x > 0),
+                v.number(e, "bytes_fixed", where, "a number >= 0", lambda x: x >= 0),
+                None if flop is None else v.number(e, "flop_per_cell", where, "a number > 0 or null", lambda x: x > 0)))
         for key, test, what in (("tolerances", _IDENTIFIER.match, "a list of C identifiers"),
                                 ("sources", _SOURCE.match, "a list of file names ending in .c or .cu")):
             if not isinstance(k[key], list) or not all(isinstance(x, str) and test(x) for x in k[key]):
-                raise _fail(f"{api}.{key}", what, k[key])
+                v.fail(prefix + key, what, k[key])
         if not k["sources"]:
-            raise _fail(f"{api}.sources", "a non-empty list", k["sources"])
-        if not isinstance(k.get("solver", False), bool):
-            raise _fail(f"{api}.solver", "true or false", k["solver"])
-        kinds[api] = Kind(api, str(k["summary"]), k["dims"], k["boundary"], k["multi_step"],
-                          tuple(launchers), tuple(k["tolerances"]), tuple(k["sources"]),
-                          k.get("solver", False))
+            v.fail(prefix + "sources", "a non-empty list", k["sources"])
+        solver = v.boolean(k, "solver", prefix) if "solver" in k else False
+        kinds[api] = Kind(api, str(k["summary"]), dims, k["boundary"], multi_step, tuple(launchers),
+                          tuple(k["tolerances"]), tuple(k["sources"]), solver)
     if not kinds:
         raise KindError("grader/kinds.json declares no kind")
     return kinds

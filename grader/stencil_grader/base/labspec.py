@@ -6,7 +6,6 @@ Units: |got - ref| <= atol + rtol*|ref|; seconds; floors and targets in fraction
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from . import kinds
 from .constraints import Constraints, parse as parse_constraints
-from .files import display_path, read_json
+from .files import Validator, display_path, read_json
 
 #: The bench's repetitions: at least MIN_REPETITIONS timed calls, then more until the 95%
 #: confidence interval of the median is within PRECISION of it on either side, or
@@ -156,75 +155,6 @@ def plausible_ratio(max_fused_sweeps: int = 1) -> float:
     return MAX_PLAUSIBLE_RATIO * max_fused_sweeps
 
 
-def _show(value) -> str:
-    """A found value as JSON would spell it."""
-    try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-class _Validator:
-    """Reads one lab.json object, raising LabSpecError on the first problem."""
-
-    def __init__(self, shown_path: str):
-        self.file = shown_path
-
-    def fail(self, key: str, allowed: str, found) -> None:
-        raise LabSpecError(f"{self.file}: {key} must be {allowed}, got {_show(found)}")
-
-    def obj(self, parent: dict, key: str, prefix: str, keys: tuple[str, ...],
-            optional: tuple[str, ...] = ()) -> dict:
-        """parent[key], which must be an object with exactly these keys (plus optional ones)."""
-        name = prefix + key
-        if key not in parent:
-            raise LabSpecError(f"{self.file}: {name} is missing (an object with keys {', '.join(keys)})")
-        value = parent[key]
-        if not isinstance(value, dict):
-            self.fail(name, f"an object with keys {', '.join(keys)}", value)
-        self.known_keys(value, name + ".", keys + optional)
-        for k in keys:
-            if k not in value:
-                raise LabSpecError(f"{self.file}: {name}.{k} is missing")
-        return value
-
-    def known_keys(self, value: dict, prefix: str, allowed: tuple[str, ...]) -> None:
-        for k in value:
-            if k not in allowed:
-                raise LabSpecError(f"{self.file}: {prefix}{k} is not a known key "
-                                   f"(allowed: {', '.join(allowed)})")
-
-    def number(self, parent: dict, key: str, prefix: str, allowed: str, test, kind=float):
-        """parent[key], a finite number (kind int: an integer) that passes test."""
-        value = parent[key]
-        if not (_is_int if kind is int else _is_number)(value) or not test(value):
-            self.fail(prefix + key, allowed, value)
-        return kind(value)
-
-    def integer(self, parent: dict, key: str, prefix: str, allowed: str, test) -> int:
-        return self.number(parent, key, prefix, allowed, test, int)
-
-    def boolean(self, parent: dict, key: str, prefix: str) -> bool:
-        value = parent[key]
-        if not isinstance(value, bool):
-            self.fail(prefix + key, "true or false", value)
-        return value
-
-    def choice(self, parent: dict, key: str, prefix: str, allowed: tuple[str, ...]) -> str:
-        value = parent[key]
-        if value not in allowed:
-            self.fail(prefix + key, "one of " + ", ".join(allowed), value)
-        return value
-
-
 #: Top-level keys and what each holds (for "is missing" messages).
 _TOP_KEYS = {
     "lab": 'the lab name "NN-slug"',
@@ -243,7 +173,7 @@ _TOP_KEYS = {
 
 def parse(data, path: Path) -> LabSpec:
     """Validate the decoded JSON `data` of the lab.json at `path`; raises LabSpecError."""
-    v = _Validator(display_path(path))
+    v = Validator(display_path(path), LabSpecError)
     if not isinstance(data, dict):
         v.fail("the top level", "an object", data)
     v.known_keys(data, "", tuple(_TOP_KEYS) + ("targets_policy", "bonus"))
@@ -307,7 +237,7 @@ def parse(data, path: Path) -> LabSpec:
                    targets_policy=_parse_targets_policy(v, data, bench.max_fused_sweeps), bonus=bonus)
 
 
-def _parse_targets_policy(v: _Validator, data: dict, fused: int = 1) -> TargetsPolicy | None:
+def _parse_targets_policy(v: Validator, data: dict, fused: int = 1) -> TargetsPolicy | None:
     """The optional targets_policy {floor, target, why}; every targets entry must equal its floor and
     target, so that no table contradicts the stated rule."""
     if "targets_policy" not in data:
@@ -323,7 +253,7 @@ def _parse_targets_policy(v: _Validator, data: dict, fused: int = 1) -> TargetsP
     return TargetsPolicy(floor, target, p["why"].strip())
 
 
-def _floor_target(v: _Validator, entry: dict, prefix: str, fused: int) -> tuple[float, float]:
+def _floor_target(v: Validator, entry: dict, prefix: str, fused: int) -> tuple[float, float]:
     """(floor, target) of a targets entry or policy: a target up to the plausibility bound, K x 1.05
     (K = max_fused_sweeps), a floor below it and below K."""
     bound = plausible_ratio(fused)
@@ -332,7 +262,7 @@ def _floor_target(v: _Validator, entry: dict, prefix: str, fused: int) -> tuple[
                     lambda x: 0 <= x < fused and x < target), target
 
 
-def _parse_targets(v: _Validator, data: dict, fused: int = 1) -> dict[str, Target]:
+def _parse_targets(v: Validator, data: dict, fused: int = 1) -> dict[str, Target]:
     """The targets table (_floor_target's bounds for each entry)."""
     bound = plausible_ratio(fused)
     targets = data["targets"]

@@ -1,25 +1,21 @@
-"""A lock per GPU, held around the GPU stages of a grading.
-
-Instructor mode runs several gradings at once; each holds the lock of the GPU
-it uses for the length of its GPU stages (classes/gpupool.py hands out the
-GPUs).  A lock is a file with an exclusive flock(2): the kernel drops it when
-the process holding it dies, so a killed grading never leaves a GPU locked.
-"""
+"""A lock per GPU, held around the GPU stages of a grading: a file with an exclusive flock(2), which the
+kernel drops when the process holding it dies, so a killed grading never leaves a GPU locked
+(classes/gpupool.py hands out the GPUs)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import time
 from pathlib import Path
 
 
 class GpuPool:
     """Hands one GPU of a set to a grading, exclusively, for the length of its GPU stages.
 
-    Several gradings (processes) share one pool when they share lock_dir: the lock of GPU i
-    is lock_dir/gpu-<uuid>.lock, and a grading waits until some GPU of `gpus` is free, takes
-    it, and keeps it until the `with` block ends.  No two gradings hold one GPU at once; a
-    grading that dies releases its GPU (flock).  An empty `gpus` list means "whatever
-    CUDA_VISIBLE_DEVICES shows", under one lock (lock_dir/gpu-any.lock).
+    Gradings (processes) sharing lock_dir share the pool: the lock of a GPU is lock_dir/gpu-<uuid>.lock; a
+    grading waits until some GPU of `gpus` is free and keeps it until the `with` block ends.  An empty `gpus`
+    means "whatever CUDA_VISIBLE_DEVICES shows", under one lock (lock_dir/gpu-any.lock).
 
         with GpuPool(lock_dir, gpus) as gpu:     # gpu: the gpus.Gpu held, or None
             env = GpuPool.env(gpu)               # CUDA_VISIBLE_DEVICES for the GPU programs
@@ -35,8 +31,6 @@ class GpuPool:
         self._fd: int | None = None
 
     def __enter__(self):
-        import fcntl
-        import time
         self.lock_dir.mkdir(parents=True, exist_ok=True)
         names = [f"gpu-{g.uuid}.lock" for g in self.gpus] or ["gpu-any.lock"]
         while True:
@@ -53,7 +47,6 @@ class GpuPool:
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
-            import fcntl
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None

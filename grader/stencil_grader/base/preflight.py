@@ -81,10 +81,10 @@ def architecture_findings(name: str, cc: str, release: str, cuda_arch: str = "")
     which = _which_toolkits(number)
     fix = (f"build with {which}: CUDA_HOME=/path/to/cuda-{toolkit.first_release_for(number)} make check" if which
            else "no CUDA toolkit the kit supports builds for it: use a GPU of compute capability "
-                f"{min(toolkit.minimum_cc(r) or 999 for r in toolkit.rows()) / 10:.1f} or later "
+                f"{min(toolkit.architectures(r)[0] for r in toolkit.rows()) / 10:.1f} or later "
                 "(Colab and Kaggle lend a T4, 7.5)")
     if not archs:
-        return [Finding("refuse", f"CUDA {release} is older than the kit supports (CUDA {toolkit.oldest_release()} "
+        return [Finding("refuse", f"CUDA {release} is older than the kit supports (CUDA {toolkit.rows()[0]} "
                         f"and later; grader/toolkits.mk says why): {fix}")]
     if number > archs[-1]:
         if cuda_arch.strip():
@@ -161,7 +161,7 @@ def check(labs=(), probe=None, state=None, osrelease: Path = OSRELEASE, environ=
     nvcc = toolkit.find_nvcc(environ)
     release = toolkit.release(nvcc, toolkit.cuda_home(environ, nvcc)) or ""
     state = state if state is not None else gpus.gpu_state(probe.uuid) or gpus.GpuState()
-    driver_name = gpus.driver_version()
+    driver_name = gpus.smi_facts(probe.name)["driver"]
     l2 = probe.l2_bytes or L2_BYTES_UNKNOWN
     needs = [(spec.lab, bench_bytes(spec.bench.nx, spec.bench.ny, spec.bench.nz, spec.api, l2)) for spec in labs]
     cuda_arch = (os.environ if environ is None else environ).get("CUDA_ARCH", "")

@@ -106,16 +106,6 @@ class Watch(Protocol):
     def poll(self, now: float) -> str | None: ...
 
 
-class Confinement(Protocol):
-    """What `run(sandbox=...)` applies (sandbox.Sandbox): uid, gid, the account the program runs as
-    (None: the grader's own), which owns the channel's pipe; enter(), called between fork and exec."""
-
-    uid: int | None
-    gid: int | None
-
-    def enter(self) -> None: ...
-
-
 class _Capture(threading.Thread):
     """Reads one pipe to its end, keeping its head and tail (whole: up to CHANNEL_MAX_BYTES), feeding a watcher."""
 
@@ -256,11 +246,12 @@ def kill_started(sid: int, mark: str) -> None:
 
 def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
         cwd: str | Path | None = None, stdin_text: str | None = None,
-        sandbox: Confinement | None = None, watch: Watch | None = None,
+        sandbox=None, watch: Watch | None = None,
         channel: bool = False) -> Completed:
-    """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.  watch (Watch) is fed from
-    the channel when there is one (Completed.channel), else from stdout.  Never raises for the program's
-    behaviour: see Completed.error, timed_out and stopped."""
+    """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.  sandbox (a sandbox.Sandbox): its
+    enter() runs between fork and exec, and its uid, gid (None: the grader's own) own the channel's pipe.
+    watch (Watch) is fed from the channel when there is one (Completed.channel), else from stdout.  Never
+    raises for the program's behaviour: see Completed.error, timed_out and stopped."""
     argv = [str(a) for a in argv]
     mark = secrets.token_hex(8)
     env = dict(os.environ if env is None else env)

@@ -163,11 +163,6 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
-def kill_user(uid: int) -> None:
-    """SIGKILL every process of uid (process.kill_all)."""
-    kill_all(lambda: processes_of(uid), rounds=10, pause_s=0.02)
-
-
 def _lock_dir() -> Path:
     """The folder of the user ids' locks: root's, mode 0700, no symbolic link; SandboxError when none is."""
     problems = []
@@ -309,7 +304,8 @@ class SandboxDir:
 
     def __exit__(self, *exc) -> None:
         if self._lock is not None:
-            kill_user(self.box.uid)
+            uid = self.box.uid
+            kill_all(lambda: processes_of(uid), rounds=10, pause_s=0.02)       # every process of the id
             os.close(self._lock)                      # releases the id
             self._lock = None
             self.box.uid = self.box.gid = None

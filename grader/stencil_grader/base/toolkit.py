@@ -129,11 +129,6 @@ def architectures(release: str | int, path: Path = TOOLKITS_FILE) -> list[int]:
     return [int(a) for a in read_architectures(path)[f"ARCHS_CUDA{found}"]] if found else []
 
 
-def oldest_release(path: Path = TOOLKITS_FILE) -> str:
-    """The oldest release the kit supports, the first row ("12.0")."""
-    return rows(path)[0]
-
-
 def first_release_for(cc: int, path: Path = TOOLKITS_FILE) -> str | None:
     """The oldest row whose toolkit builds for compute capability `cc` (120 -> "12.8"), or None."""
     return next((r for r in rows(path) if cc in architectures(r, path)), None)
@@ -153,12 +148,6 @@ def minimum_driver(major: int | str, path: Path = TOOLKITS_FILE) -> str | None:
 def below_note(major: int | str, path: Path = TOOLKITS_FILE) -> str:
     """Why architectures below CUDA `major`'s oldest are not built (ARCHS_CUDA13_BELOW), or ""."""
     return " ".join(read_architectures(path).get(f"ARCHS_CUDA{_key(str(major))[0]}_BELOW", []))
-
-
-def minimum_cc(release: int | str, path: Path = TOOLKITS_FILE) -> int | None:
-    """The oldest compute capability CUDA `release` builds for (75 for CUDA 13), or None."""
-    archs = architectures(release, path)
-    return archs[0] if archs else None
 
 
 def make_words(environ=None) -> str:

@@ -1,7 +1,8 @@
 """The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe (a context, a one-instruction
 PTX kernel run and read back, in a process of its own): a GPU that fails is taken out with a message, and one a grading
-found unusable is probed again.  While the class is graded each usable GPU has a CUDA context held open on it
-(gpuprobe.ContextHold: the gradings' CUDA starts are shorter).  base/locks.py GpuPool keeps two gradings off one GPU."""
+found unusable is probed again.  The first probe of each GPU is gpuprobe.ContextHold, whose process then keeps a CUDA
+context open on a usable GPU while the class is graded (the gradings' CUDA starts are shorter).  base/locks.py GpuPool
+keeps two gradings off one GPU."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ def choose(spec: str | None) -> tuple[list[Gpu], str | None]:
 
 class GpuSet:
     """The usable GPUs of one class grading: the chosen ones, less those that failed a probe; thread-safe.  `say`
-    receives each GPU taken out, `notes` keeps them for the class summary.  probe_gpu: the probe (default: the real
-    one, which also holds a context open on each usable GPU until close(); hold_gpu: what holds it, default none
-    with a probe of one's own, as tests give)."""
+    receives each GPU taken out, `notes` keeps them for the class summary.  probe_gpu: the probe of a suspect GPU
+    (default: the real one); hold_gpu: the first probe, whose `result` it gives and which holds a context open on
+    each usable GPU until close() (default: gpuprobe.ContextHold; none with a probe of one's own, as tests give:
+    then probe_gpu is the first probe too)."""
 
     def __init__(self, chosen: list[Gpu], probe_gpu: Callable[[Gpu], ProbeResult] | None = None,
                  say: Callable[[str], None] = print, hold_gpu: Callable[[Gpu], ContextHold] | None = None):
@@ -51,10 +53,14 @@ class GpuSet:
         self._say(self.notes[-1])
 
     def _check_one(self, gpu: Gpu) -> ProbeResult:
-        result = self._probe(gpu)
-        if result.ok and self._hold is not None:
-            self._held[gpu.uuid] = self._hold(gpu)
-        return result
+        if self._hold is None:
+            return self._probe(gpu)
+        holder = self._hold(gpu)
+        if holder.result.ok:
+            self._held[gpu.uuid] = holder
+        else:
+            holder.close()
+        return holder.result
 
     def check(self) -> None:
         """Probe every chosen GPU (in parallel), take out those that fail, hold a context on the others."""

@@ -76,7 +76,9 @@ def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None],
     status.update(cuda_visible_devices=visible)
     say(f"CUDA_VISIBLE_DEVICES={visible}")
     listed, why_none = gpulist.list_gpus()
-    found = gpupool.probe()
+    holder = gpupool.ContextHold()
+    held.append(holder)
+    found = holder.result
     if not found.ok and (listed or found.status == "failed"):
         return None, None, f"the GPU of this task (CUDA_VISIBLE_DEVICES={visible}) on {host} failed its probe: " \
                            f"{found.message}"
@@ -88,7 +90,6 @@ def _task_gpus(run: RunDir, status: _Status, say: Callable[[str], None],
         say(f"GPU {found.name} ({found.uuid}) is not in nvidia-smi's list here: graded without the pool")
         return None, None, ""
     say(f"GPU: {gpupool.describe(gpu)}")
-    held.append(gpupool.ContextHold())
     return Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-")), str(gpu.index), ""
 
 

@@ -114,15 +114,10 @@ def sweeps_for(reduction: float, rate: float) -> float:
 
 
 def default_every(sweeps: int, rows: int = 10) -> int:
-    """A round step (1, 2 or 5 times a power of 10) giving at most about `rows` history rows."""
-    if sweeps <= rows:
-        return 1
-    step = 1
-    while True:
-        for m in (1, 2, 5):
-            if sweeps / (m * step) <= rows:
-                return m * step
-        step *= 10
+    """The smallest round step (1, 2 or 5 times a power of 10) giving at most about `rows` history rows."""
+    need = sweeps / rows
+    power = 10 ** math.floor(math.log10(need)) if need > 1 else 1
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= need)
 
 
 def history(residual: list[float], every: int) -> list[tuple[int, float, float]]:

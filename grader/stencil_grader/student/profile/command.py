@@ -176,14 +176,15 @@ def _counter_kernels(inputs: dict) -> list[dict]:
 #: The figures whose absence the report names, per mode.
 WANTED = {"counters": ("dram_bytes", "gld_sectors_per_request", "shared_conflict_share", "theoretical_occupancy",
                        "local_bytes", "xu_share", "top_stall"),
-          "ptx": ("gld_sectors_per_request", "theoretical_occupancy")}
+          "code": ("gld_sectors_per_request", "theoretical_occupancy")}
 
 
 def analyse(inputs: dict, table: rule_table.RuleTable) -> dict:
-    """The diagnosis (profile.json) of one profile-inputs record, without a GPU: mode ("counters" or
-    "ptx"), kernels [{name, label, block, grid, figures, static}], findings, worst (severity or None),
-    not_measured (figures missing), and the inputs' facts.  ValueError: an unreadable raw CSV."""
+    """The diagnosis (profile.json) of one profile-inputs record, without a GPU: mode ("counters" or "code";
+    "ptx" is read as "code"), kernels [{name, label, block, grid, figures, static}], findings, worst (severity or
+    None), not_measured (figures missing), and the inputs' facts.  ValueError: an unreadable raw CSV."""
     mode = inputs.get("mode", "counters")
+    mode = rule_table.MODE_ALIASES.get(mode, mode)
     kernels = _counter_kernels(inputs) if mode == "counters" else nocounters.kernels(inputs)
     bench = inputs["bench"]
     ratio, target = bench.get("ratio"), inputs.get("target_ratio")

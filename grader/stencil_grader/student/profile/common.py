@@ -4,6 +4,7 @@ files it writes are report.write_json's, tied to their source by pipeline.source
 from __future__ import annotations
 
 import datetime
+import string
 from pathlib import Path
 
 from ...grading.build import impl_source
@@ -24,7 +25,7 @@ class ProfileError(Exception):
 
 
 def inputs_record(spec, impl: str, mode: str, device: str | None, **rest) -> dict:
-    """A profile-inputs record (INPUTS_FORMAT) of mode "counters" or "ptx": the lab, whose source and
+    """A profile-inputs record (INPUTS_FORMAT) of mode "counters" or "code": the lab, whose source and
     its digest, when, the GPU's name and the lab's target ratio on it, the kind's launchers, then
     `rest` (bench, static, ...)."""
     source = impl_source(spec.lab, impl)
@@ -62,6 +63,24 @@ def build_figures(fact: dict, limiters: list[str], threads_per_cell: float | Non
             "div_rem_ptx": divisions if fact else None, "threads_per_cell": threads_per_cell,
             "div_rem_per_cell": looped + (divisions - looped) * threads_per_cell
             if fact and threads_per_cell is not None else None}
+
+
+class _Figures(string.Formatter):
+    def get_value(self, key, args, kwargs):
+        return kwargs.get(key)
+
+    def format_field(self, value, spec):
+        return "?" if value is None else f"{value / 1e6:.0f} MB" if spec == "MB" else format(value, spec)
+
+
+def show_figures(template: str, figures: dict) -> str:
+    """template.format over a kernel's figures: '?' for a figure that is None or absent, whatever its spec
+    ('{ratio:.2f}' too); the spec "MB" shows bytes in megabytes.  A template that cannot be filled is
+    returned as it is."""
+    try:
+        return _Figures().vformat(template, (), figures)
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return template
 
 
 class CountersLocked(ProfileError):

@@ -1,6 +1,6 @@
 """The diagnosis without counters (grader/README.md, section 8), from the build (command.static_facts),
 the launches the audit saw in the bench run (only kernels that ran are diagnosed) and the GPU's limits
-per SM (gpuprobe).  Figures per kernel, read by the rules of mode "ptx":
+per SM (gpuprobe).  Figures per kernel, read by the rules of mode "code":
 
 - gld/gst_sectors_per_request: the mean over analysable global loads (stores) of the 32-byte sectors a
   warp's request touches (lane i is threadIdx (i % blockDim.x, i / blockDim.x); a stride holding a
@@ -60,7 +60,7 @@ def collect(spec, impl: str, build_dir, seed: int | None, static: dict, why: str
             graded.unlink(missing_ok=True)
     if not run.data:
         raise ProfileError(f"the bench did not run ({run.status}: {run.message})", EXIT_FAILED)
-    return inputs_record(spec, impl, "ptx", run.data.get("device"), no_counters=why, limits=probe.limits,
+    return inputs_record(spec, impl, "code", run.data.get("device"), no_counters=why, limits=probe.limits,
                          bench=run.data, static=static)
 
 

@@ -1,5 +1,6 @@
 """The rule table (grader/profile_rules.json): its validation, and the findings it gives; a rule's
-"mode" says which figures it reads, "counters" (counters.py) or "ptx" (nocounters.py)."""
+"mode" says which figures it reads, "counters" (counters.py) or "code" (nocounters.py: the compiled code and the
+audited launches)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from pathlib import Path
 
 from ... import KIT_ROOT
 from ...base.files import display_path, read_json
+from .common import show_figures
 
 #: The rule table: the one place where thresholds, messages and handout sections live.
 RULES_PATH = KIT_ROOT / "grader" / "profile_rules.json"
 SEVERITIES = ("info", "warning", "critical")
 #: What a rule's figures come from (a profile's "mode").
-MODES = ("counters", "ptx")
+MODES = ("counters", "code")
+#: Former names of a mode, still accepted in rule tables and profile inputs: "ptx" was mode "code".
+MODE_ALIASES = {"ptx": "code"}
 
 
 class RulesError(ValueError):
@@ -73,7 +77,7 @@ def parse_rules(data, path: str = "profile_rules.json") -> RuleTable:
                     and isinstance(c[2], (int, float)) and not isinstance(c[2], bool)):
                 raise RulesError(f"{where}: a condition must be [figure, one of {' '.join(_OPS)}, number], got {c!r}")
             conditions.append((c[0], c[1], float(c[2])))
-        labs, mode = r.get("labs"), r.get("mode", "counters")
+        labs, mode = r.get("labs"), MODE_ALIASES.get(r.get("mode"), r.get("mode", "counters"))
         if labs is not None and not (isinstance(labs, list) and all(isinstance(x, str) for x in labs)):
             raise RulesError(f"{where}: \"labs\" must be a list of lab names or absent")
         if mode not in MODES:
@@ -89,27 +93,6 @@ def parse_rules(data, path: str = "profile_rules.json") -> RuleTable:
 def load_rules(path: Path = RULES_PATH) -> RuleTable:
     """Read and validate the rule table (RulesError when it is broken)."""
     return parse_rules(read_json(path, RulesError), display_path(Path(path)))
-
-
-class _Unknown:
-    """A figure that was not measured: '?' whatever its format spec ('{ratio:.2f}' too)."""
-
-    def __format__(self, spec: str) -> str:
-        return "?"
-
-
-class _Values(dict):
-    """format_map values: a missing or None figure shows as '?'."""
-
-    def __missing__(self, key):
-        return _Unknown()
-
-
-def _format(template: str, values: dict) -> str:
-    try:
-        return template.format_map(_Values({k: v for k, v in values.items() if v is not None}))
-    except (ValueError, TypeError, IndexError):
-        return template
 
 
 def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, mode: str = "counters") -> list[dict]:
@@ -136,7 +119,7 @@ def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, m
                 severity, note = "info", (" (a small part of the profiled time)" if minor else " (your launcher "
                                           "already reaches the lab's target: worth knowing, not urgent)")
             findings.append({"rule": rule.id, "severity": severity, "table_severity": rule.severity,
-                             "kernel": k["label"], "message": _format(rule.message, values) + note,
+                             "kernel": k["label"], "message": show_figures(rule.message, values) + note,
                              "handout": rule.handout, "section": rule.section, "source": rule.source,
                              "order": order, "time_share": f.get("time_share") or 0.0})
     findings.sort(key=lambda x: (-SEVERITIES.index(x["severity"]), x["order"], -x["time_share"]))

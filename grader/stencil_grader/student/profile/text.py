@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-import string
+from .common import show_figures
 
-
-class _Figures(string.Formatter):
-    """str.format over a kernel's figures: '?' for a figure that is None or absent; the spec "MB"
-    shows bytes in megabytes."""
-
-    def get_value(self, key, args, kwargs):
-        return kwargs.get(key)
-
-    def format_field(self, value, spec):
-        return "?" if value is None else f"{value / 1e6:.0f} MB" if spec == "MB" else format(value, spec)
-
-
-_show = _Figures().format
 #: A kernel's lines per mode: (the figure the line needs, or "" for none; the line's template).
 KERNEL_LINES = {
     "counters": (
@@ -35,7 +22,7 @@ KERNEL_LINES = {
              "{spill_bytes:.0f} B of spills per thread"),
         ("", "    div/rem    {div_rem_ptx:.0f} in the machine code, about {div_rem_per_cell:.3g} per cell; "
              "{xu_share:.1%} of instructions on the XU pipe")),
-    "ptx": (
+    "code": (
         ("", "  kernel {label} (grid {grid}, block {block}, as launched): {registers:.0f} registers/thread, "
              "{smem_per_block:,.0f} B of shared memory per block"),
         ("worst_global_line", "    global     about {gld_sectors_per_request:.1f} sectors per load request and "
@@ -63,27 +50,28 @@ def handout_ref(finding: dict) -> str:
 def render_text(result: dict) -> str:
     """The terminal report of analyse()'s result: figures per kernel, then the findings."""
     b = result["bench"]
-    ptx_mode = result.get("mode") == "ptx"
-    how = (f"without counters ({result.get('no_counters')}): from the PTX, ptxas's report and the launch audit"
-           if ptx_mode else f"Nsight Compute {(result.get('ncu_version') or '?').removeprefix('Version ')}")
+    code_mode = result.get("mode") == "code"
+    ncu_version = (result.get("ncu_version") or "?").removeprefix("Version ")
+    how = (f"without counters ({result.get('no_counters')}): from the PTX, the machine code, ptxas's report and "
+           "the launch audit" if code_mode else f"Nsight Compute {ncu_version}")
     out = [f"Profile of {result['lab']} ({result.get('impl')}) on {result.get('device')}, {how}",
-           _show("  bench grid {nx} x {ny} x {nz}; copy bandwidth {copy_gbps:.0f} GB/s in this run; your launcher "
-                 "{gbps:.0f} GB/s, ratio {ratio:.3f}, timed under the profiler (`make check`'s figure is the one that "
-                 "counts", **b) + (f"; the lab's target is {result['target_ratio']:.2f})"
-                                   if result.get("target_ratio") is not None else ")")]
+           show_figures("  bench grid {nx} x {ny} x {nz}; copy bandwidth {copy_gbps:.0f} GB/s in this run; your "
+                        "launcher {gbps:.0f} GB/s, ratio {ratio:.3f}, timed under the profiler (`make check`'s figure "
+                        "is the one that counts", b) + (f"; the lab's target is {result['target_ratio']:.2f})"
+                                                        if result.get("target_ratio") is not None else ")")]
     if b.get("output_ok") is False:
         out.append(f"  WARNING: the output under the profiler was wrong ({b.get('output_message')}): "
                    "fix correctness first (`make check`); these figures describe a wrong kernel")
     for k in result["kernels"]:
         values = {"accesses_analysed": 0, "accesses_skipped": 0} | k["figures"] | {x: k[x] for x in ("label", "grid",
                                                                                       "block")}
-        out += [""] + [_show(line, **values) for need, line in KERNEL_LINES["ptx" if ptx_mode else "counters"]
+        out += [""] + [show_figures(line, values) for need, line in KERNEL_LINES["code" if code_mode else "counters"]
                        if values.get(need or "label") is not None]
-        if not ptx_mode:
+        if not code_mode:
             out.append("    stalls     " + (", ".join(f"{r} {v:.1f}" for r, v in values["stalls"]) or "?")
                        + " (cycles per issued instruction)")
     out += ["", f"Diagnosis (ranked; rules: {result.get('rules')}, mode {result.get('mode', 'counters')}: "
-                + ("what the kit sees without counters" if ptx_mode else "Nsight Compute's counters") + "):"]
+                + ("what the kit sees without counters" if code_mode else "Nsight Compute's counters") + "):"]
     if not result["findings"]:
         out.append("  no finding: no rule of the table fired")
     for i, finding in enumerate(result["findings"], 1):
@@ -92,9 +80,9 @@ def render_text(result: dict) -> str:
     if result["worst"] in (None, "info"):
         out.append("  nothing above info: " + ("nothing the PTX and the launch show points at a defect the handouts "
                                                "teach (DRAM traffic, redundant loads and stalls need the counters)"
-                                               if ptx_mode else "no counter points at a defect the handouts teach"))
+                                               if code_mode else "no counter points at a defect the handouts teach"))
     if result.get("not_measured"):
-        out.append(f"  not measured ({'not derivable here' if ptx_mode else 'this ncu or GPU gave no counter for'}): "
+        out.append(f"  not measured ({'not derivable here' if code_mode else 'this ncu or GPU gave no counter for'}): "
                    f"{', '.join(result['not_measured'])}")
     return "\n".join(out) + "\n"
 
