@@ -42,9 +42,9 @@ def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, jobs: int, lock_di
         section = report.get("gpu") or {}
         bad = (section.get("assigned") or {}).get("index")
         if bad is not None and (section.get("status") == "no_gpu" or report.get("verdict") in
-                                ("crash", grades.GRADER_ERROR)) and pool.suspect(bad):
+                                ("crash", score.GRADER_ERROR)) and pool.suspect(bad):
             report = None                # that GPU is out of the pool now: grade again elsewhere
-        elif report.get("verdict") == grades.GRADER_ERROR and tries < GRADER_ERROR_TRIES:
+        elif report.get("verdict") == score.GRADER_ERROR and tries < GRADER_ERROR_TRIES:
             say(f"{shown(task.student)} {task.lab}: grader_error ({grades.reason(report)}): grading again")
             report = None
     report["class"] = resume.stamp(task.source, task.spec, "local", "local")

@@ -10,7 +10,6 @@ from pathlib import Path
 from ..grading import gradescope, score
 from . import classhtml, grades, outdir, plan
 from .classtable import NEAR_MISS_CELL, ClassTable, book_cell, class_cell, gpu_of, load
-from .grades import GRADER_ERROR
 from .importers import SITES, common
 from .importers.roster import Roster, is_group
 from .resume import Saved
@@ -125,7 +124,7 @@ class Grading:
 
     @classmethod
     def of(cls, student: str, data: dict) -> "Grading":
-        return cls(student, data.get("lab", ""), data.get("verdict", GRADER_ERROR), float(data.get("points") or 0.0),
+        return cls(student, data.get("lab", ""), data.get("verdict", score.GRADER_ERROR), float(data.get("points") or 0.0),
                    grades.reason(data))
 
 
@@ -159,11 +158,11 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
              + (f"; {kept} lab(s) kept, final already (--regrade grades them again)" if kept else ""),
              f"class table: {out / 'class.csv'}; per grading (GPU, host, seconds): {out / 'gradings.csv'}"]
     lines += [shown(n) for n in notes]
-    failed = [g for g in everything if g.graded and g.verdict not in (score.MISSING,) + grades.CORRECT]
+    failed = [g for g in everything if g.graded and g.verdict not in (score.MISSING,) + score.CORRECT]
     near = [g for g in everything if g.verdict == score.MISSING and g.message.startswith(grades.NEAR_MISS)]
     missing = [g for g in everything if g.verdict == score.MISSING and g not in near]
-    errors = [g for g in everything if g.verdict == GRADER_ERROR]
-    ungraded = [g for g in everything if not g.graded and g.verdict != GRADER_ERROR]
+    errors = [g for g in everything if g.verdict == score.GRADER_ERROR]
+    ungraded = [g for g in everything if not g.graded and g.verdict != score.GRADER_ERROR]
     stood = [Grading.of(s.student, s.report) for s in saved if s.kept]
     not_measured = ", ".join(sorted({g.verdict for g in ungraded}))
     counted = ("counted as 0 in the gradebook files, but for a bonus lab (--missing-as-zero)" if t.missing_as_zero
@@ -174,7 +173,7 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
                    "never counted as 0 (grade.py import --accept takes the file, or put it in place as kernel.cu):",
              False),
             (missing, f"lab(s) never submitted, shown as 'missing' in class.csv and {counted}:", False),
-            (errors, f"grading(s) failed to produce a report (verdict {GRADER_ERROR}; grade again to complete them):",
+            (errors, f"grading(s) failed to produce a report (verdict {score.GRADER_ERROR}; grade again to complete them):",
              False),
             (ungraded, f"lab(s) not measured ({not_measured}): no grade, shown as such in class.csv:", True),
             (stood, "grading(s) of this run measured nothing, and the earlier grade stays (what this run got is in "

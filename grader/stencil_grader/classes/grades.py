@@ -4,11 +4,6 @@ nothing; a "missing" report of something submitted under another name is a near 
 from ..base import labspec
 from ..grading import score
 
-#: The verdict of a grading whose process failed, or whose task the batch engine ended (one of
-#: score.NOT_GRADED: graded again by the next run).
-GRADER_ERROR = "grader_error"
-#: The verdicts of a correct kernel: grades that are no failure, and the only ones a leaderboard shows.
-CORRECT = ("pass", "slow")
 #: How a "missing" report's message starts when something was submitted under another name (a
 #: near miss: Kernel.cu, kernel (1).cu, a .zip, ...): never counted as 0 (plan.py writes it).
 NEAR_MISS = "near miss: "

@@ -7,7 +7,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..grading import progress, score
-from . import grades
 from .importers import roster as roster_csv
 
 #: The roster's column that holds a student's pseudonym (empty: not on the boards).
@@ -52,7 +51,7 @@ def pseudonyms(roster: roster_csv.Roster | None) -> tuple[dict[str, str], list[s
 
 def eligible(report: dict) -> bool:
     """May a report be on a board: "pass" or "slow", final, a measured ratio, no failed static or launch check."""
-    if report.get("verdict") not in grades.CORRECT or not report.get("final") or not score.is_grade(report):
+    if report.get("verdict") not in score.CORRECT or not report.get("final") or not score.is_grade(report):
         return False
     ratio = progress.entry(report)["ratio"]
     if ratio is None or ratio <= 0:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from .. import __version__
+from ..grading import score
 from .submissions import ClassError
 
 MANIFEST = "class.json"
@@ -183,7 +184,7 @@ def read_reports(out: Path, labs: list[str]) -> dict[str, dict[str, dict]]:
                 continue
             data = read_json(path)
             if data is None or "verdict" not in data:       # no gap: a grader_error (score.NOT_GRADED)
-                data = {"lab": lab, "student": student, "verdict": "grader_error", "points": 0.0,
+                data = {"lab": lab, "student": student, "verdict": score.GRADER_ERROR, "points": 0.0,
                         "max_points": None, "final": False, "messages": [f"{path.name} could not be read"]}
             found.setdefault(student, {})[lab] = data
     return found

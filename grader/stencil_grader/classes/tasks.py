@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import gpus as gpulist
+from ..grading import score
 from . import classfiles, gpupool, grades, outdir, resume, worker
 from .batch import RUN_FILE, RunDir
 from .resume import Saved
@@ -180,7 +181,7 @@ def merge(run_dir: Path, job: str | None = None, say: Callable[[str], None] = pr
         done = run.done_here(task)
         if done is None:
             why = f"not graded: {why_not_graded(run, position)}"
-            data = grades.placeholder(task.spec, task.student, grades.GRADER_ERROR, why)
+            data = grades.placeholder(task.spec, task.student, score.GRADER_ERROR, why)
             data["class"] = resume.stamp(task.source, task.spec, run.data["engine"], run.name, None, stage="merge")
             done = resume.save(run.out, task.student, task.lab, data, why + "\n", run.data["asked"])
         saved.append(done)

@@ -104,5 +104,5 @@ def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", bui
         if report is None or run.timed_out or run.returncode not in (0, 1):
             last = [line for line in (run.stderr or run.stdout).strip().splitlines() if line.strip()]
             why = f"the grading process {run.describe()}" + (f": {last[-1].strip()}" if last else "")
-            report = grades.placeholder(task.spec, task.student, grades.GRADER_ERROR, why)
+            report = grades.placeholder(task.spec, task.student, score.GRADER_ERROR, why)
     return report, run.stdout + run.stderr

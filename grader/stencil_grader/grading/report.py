@@ -199,7 +199,7 @@ def next_step(report: dict) -> tuple[str, str, str]:
         return "warn", "No grade: the machine or the kit is at fault, not your code.", (
             f"{without_prefix(line).splitlines()[0] if line else 'See the build section.'} "
             "Fix the machine (or ask your instructor), then grade again.")
-    if verdict == "grader_error":
+    if verdict == score.GRADER_ERROR:
         line = next((m for m in messages if m.strip()), "")
         return "warn", "No grade: the grader itself failed, not your code.", (
             f"{_sentence(without_prefix(line).splitlines()[0]) if line else ''} Grade again; if it fails the same "

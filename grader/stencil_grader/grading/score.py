@@ -50,6 +50,10 @@ VERDICTS = ("pass", "slow", "not_measured", "constraint", "implausible", "incorr
 NOT_GRADED = ("not_measured", "kit_error", "pending", "grader_error")
 #: The verdict of a class's lab that no file was submitted for: a grade of 0 (classes/plan.py).
 MISSING = "missing"
+#: The verdict of a grading the grader's own machinery failed (one of NOT_GRADED: graded again).
+GRADER_ERROR = "grader_error"
+#: The verdicts of a correct kernel: grades that are no failure, the only ones a leaderboard shows.
+CORRECT = ("pass", "slow")
 
 
 def is_grade(report: dict | None) -> bool:
@@ -61,7 +65,7 @@ def is_grade(report: dict | None) -> bool:
 #: Case outcome -> verdict, and their order of badness (worst first).
 _CASE_VERDICT = {"timeout": "timeout", "crash": "crash", "fail": "incorrect", "not_run": "timeout"}
 _BENCH_VERDICT = {"timeout": "timeout", "cuda_error": "crash", "error": "crash",
-                  "no_gpu": "not_measured", "debug_build": "not_measured", "grader_error": "grader_error"}
+                  "no_gpu": "not_measured", "debug_build": "not_measured", GRADER_ERROR: GRADER_ERROR}
 _MACHINERY = "the grader's own machinery failed, not your code (this is no grade; the next run grades it again): "
 _CONSTRAINT_ZERO = "0 points: a constraint of this lab failed (see static checks)"
 
@@ -268,7 +272,7 @@ def score_lab(spec: LabSpec, build: BuildResult, static: StaticResult | None = N
     if perf.verdict == "grader_error":
         perf.message = _MACHINERY + perf.message
         return Score("grader_error", corr, perf, choice, messages=[perf.message])
-    if perf.verdict in ("pass", "slow"):
+    if perf.verdict in CORRECT:
         failed = [c for c in launches or [] if c.status == "fail"]
         unverified = [c for c in launches or [] if c.status == "skipped"
                       and c.name not in ("launch stream", "host memory")]

@@ -119,7 +119,7 @@ def retarget(report: dict, kit_root: Path = KIT_ROOT) -> dict:
             raise PictureError(f"{report['lab']}: under today's targets the recorded ratio {ratio:.3f} would earn "
                                f"{points:.2f} performance points, not the recorded "
                                f"{perf.get('points')}: record a new grading instead")
-        if perf.get("verdict") in ("pass", "slow"):
+        if perf.get("verdict") in score.CORRECT:
             perf["message"] = score.performance_message(ratio, entry.floor, entry.target, target["table"])
     return out
 

@@ -24,6 +24,7 @@ from .. import KIT_ROOT
 from ..base import gpus, labspec, process, toolkit
 from ..base.files import display_path, read_json
 from ..grading import build, pipeline
+from ..grading.score import CORRECT
 
 TUNE_FILE = "tune.json"
 TUNING_DIR = "tuning"
@@ -311,7 +312,7 @@ def _status(run: pipeline.LabRun) -> tuple[str, str]:
         first = failed[0]
         return "incorrect", (f"{check.passed}/{check.total} cases pass; first: {first.tcase} "
                              f"{first.label}: {first.outcome}: {first.message}")[:400]
-    if score.verdict in ("pass", "slow"):
+    if score.verdict in CORRECT:
         return "ok", ""
     if score.verdict == "constraint":
         static = run.static.failed("constraint") if run.static else []
