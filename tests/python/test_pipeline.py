@@ -291,6 +291,11 @@ def test_a_build_for_another_gpu_is_refused(tmp_path):
     (tmp_path / "flags.stamp").write_text("-gencode arch=compute_90,code=sm_90 "
                                           "-gencode arch=compute_90,code=compute_90\n")
     assert "build again for it" in pipeline.runs_on(tmp_path, "8.0")
+    (tmp_path / "flags.stamp").write_text("-gencode arch=compute_80,code=sm_80\n")    # machine code alone
+    assert pipeline.runs_on(tmp_path, "8.6") is None                  # sm_80 code loads on sm_86
+    assert "build again for it" in pipeline.runs_on(tmp_path, "9.0")  # not on another major version
+    (tmp_path / "flags.stamp").write_text("-gencode arch=compute_86,code=sm_86\n")
+    assert "build again for it" in pipeline.runs_on(tmp_path, "8.0")  # nor on an older minor one
 
 
 def test_a_kernels_printf_grades_as_its_twin_and_is_shown(grade):

@@ -69,6 +69,12 @@ def arch(compute_cap: str | None) -> int | None:
     return int(major) * 10 + int(minor) if major.isdigit() and minor.isdigit() else None
 
 
+def elf_runs_on(arch: int, gpu_arch: int) -> bool:
+    """Whether machine code for sm_`arch` loads on a GPU of sm_`gpu_arch`: the same major version,
+    not newer (CUDA C++ Programming Guide, "Binary Compatibility": sm_80 code runs on sm_86)."""
+    return arch // 10 == gpu_arch // 10 and arch <= gpu_arch
+
+
 def visible_gpu() -> Gpu | None:
     """The GPU a CUDA program started now runs on, chosen as CUDA does: the first entry of
     CUDA_VISIBLE_DEVICES (an index, a UUID or a UUID's prefix), or the first GPU nvidia-smi lists

@@ -165,11 +165,11 @@ def built_architectures(build_dir: Path) -> tuple[set[int], set[int]]:
 
 def runs_on(build_dir: Path, compute_cap: str) -> str | None:
     """Why the build cannot run on a GPU of compute capability compute_cap ("9.0"), or None
-    when it can: machine code for that GPU, or PTX of an earlier one for the driver to compile."""
+    when it can: machine code that loads on it (gpus.elf_runs_on), or PTX of an earlier one."""
     if (cc := gpus.arch(compute_cap)) is None:
         return None                       # unknown: let the run itself tell
     sass, ptx = built_architectures(build_dir)
-    if not sass and not ptx or cc in sass or any(p <= cc for p in ptx):
+    if not sass and not ptx or any(gpus.elf_runs_on(a, cc) for a in sass) or any(p <= cc for p in ptx):
         return None
     built = ", ".join(f"sm_{a}" for a in sorted(sass)) or "nothing"
     return (f"this build is for {built}, not for this GPU (sm_{cc}): build again for it "

@@ -133,11 +133,6 @@ def parse_ptx_sections(text: str, harness: Path = HARNESS) -> list[tuple[int, st
     return [(arch, "\n".join(body) + "\n") for arch, ours, body in sections if ours and body]
 
 
-def _runs_on(arch: int, want: int) -> bool:
-    """Whether an ELF for sm_`arch` loads on a GPU of sm_`want` (same major version, not newer)."""
-    return arch // 10 == want // 10 and arch <= want
-
-
 def _jit(tool: str, binary: Path, want: int | None) -> dict[str, SassFunction]:
     """The student's kernels compiled by ptxas from the program's PTX for sm_`want` (None: this
     machine's GPU, else the newest PTX target itself), as the driver does at load time; empty when
@@ -186,7 +181,7 @@ def student_code(build_dir: Path, cc: str | None = None) -> dict[int, dict[str, 
     binary = Path(build_dir) / "bench"
     code = parse_sass(_run([tool, "-sass", str(binary)]))
     want = gpus.arch(cc)
-    if not any(_runs_on(a, want) for a in code) if want else not code:
+    if not any(gpus.elf_runs_on(a, want) for a in code) if want else not code:
         if jitted := _jit(tool, binary, want):
             code[next(iter(jitted.values())).arch] = jitted
     return code
@@ -199,7 +194,7 @@ def for_device(code: dict[int, dict[str, SassFunction]], cc: str | None) -> tupl
     want = gpus.arch(cc)
     if want is None:
         return {}, f"the GPU's compute capability is not known ({cc!r})"
-    usable = [a for a in code if _runs_on(a, want)]
+    usable = [a for a in code if gpus.elf_runs_on(a, want)]
     if not usable:
         return {}, (f"the program holds no machine code of kernel.cu for sm_{want} (it has "
                     f"{', '.join(f'sm_{a}' for a in sorted(code)) or 'none'}), and the toolkit's ptxas could not "
