@@ -9,7 +9,7 @@ import pytest
 from stencil_grader.base import kinds
 from stencil_grader.base.cliargs import UsageError
 from stencil_grader.grading import plot
-from stencil_grader.instructor import roofs
+from stencil_grader.instructor import pictures, roofs
 
 #: What one cell update is worth, as grader/kinds.json declares it: 9 FLOP (2D 5-point) or 13 (3D
 #: 7-point) over 8 compulsory bytes.
@@ -72,9 +72,9 @@ class Row:                           # the attributes of tour.TourRow that a bar
 
 def test_bars_refuse_a_ratio_that_is_no_fraction(tmp_path):
     with pytest.raises(ValueError, match="ratio of 'x'"):
-        plot.path_bars([("x", -1.0)], "GPU", tmp_path / "b.png")
+        pictures.path_bars([("x", -1.0)], "GPU", tmp_path / "b.png")
     with pytest.raises(ValueError, match="ratio of 'y'"):
-        plot.path_bars([Row("y", float("inf"))], "GPU", tmp_path / "b.png")
+        pictures.path_bars([Row("y", float("inf"))], "GPU", tmp_path / "b.png")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -84,7 +84,7 @@ def test_without_matplotlib_nothing_is_drawn(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     pts = [plot.point_from_gbps("lab 4", 2991.0, FIVE)]
     assert plot.roofline(pts, "GPU", H100_COPY, 66908.16, tmp_path / "r.png") is False
-    assert plot.path_bars([("lab 4", 1.01)], "GPU", tmp_path / "b.png") is False
+    assert pictures.path_bars([("lab 4", 1.01)], "GPU", tmp_path / "b.png") is False
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError):                               # figures are checked all the same
         plot.roofline(pts, "GPU", -1, 66908.16, tmp_path / "r.png")
@@ -97,9 +97,9 @@ def test_pictures_are_png_files(tmp_path):
     pts = [plot.point_from_gbps("lab 1", 2064.0, FIVE), plot.point_from_gbps("lab 4", 2991.0, FIVE),
            plot.point_from_gbps("lab 8", 7390.7, FIVE, sweeps_per_pass=8)]
     assert plot.roofline(pts, "NVIDIA H100 80GB HBM3", H100_COPY, 66908.16, tmp_path / "r.png") is True
-    assert plot.path_bars([("lab 1", 0.69), ("lab 4", 1.01), ("lab 8", 2.50)], "NVIDIA H100 80GB HBM3",
+    assert pictures.path_bars([("lab 1", 0.69), ("lab 4", 1.01), ("lab 8", 2.50)], "NVIDIA H100 80GB HBM3",
                           tmp_path / "b.png") is True
-    assert plot.path_bars([Row("lab 1", 0.69, "2D"), Row("lab 5", 0.5, "3D")], "GPU", tmp_path / "p.png") is True
+    assert pictures.path_bars([Row("lab 1", 0.69, "2D"), Row("lab 5", 0.5, "3D")], "GPU", tmp_path / "p.png") is True
     for name in ("r.png", "b.png", "p.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

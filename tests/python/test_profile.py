@@ -15,10 +15,10 @@ import pytest
 
 from conftest import DATA, GRADE_PY, KIT_ROOT
 from stencil_grader.base import labspec
-from stencil_grader.grading import pipeline, sass
+from stencil_grader.base.files import sha256_of
+from stencil_grader.grading import sass
 from stencil_grader.student import profile
 from stencil_grader.student.profile import command, common, counters, ncu
-from stencil_grader.student.profile import rules as profile_rules
 from stencil_grader.student.profile import text as rendering
 from stencil_grader.student.profile import rules as rule_table
 
@@ -334,7 +334,7 @@ def test_collect_and_analyse_through_a_fake_ncu(fake_ncu, rules):
     assert inputs["ncu_command"][1:3] == ["--clock-control", "none"]
     assert "--launch-count" in inputs["ncu_command"] and "per-launch-config" in inputs["ncu_command"]
     assert inputs["ncu_command"][inputs["ncu_command"].index("--seed") + 1] == "7"
-    assert inputs["source_sha256"] == pipeline.source_digest(KIT_ROOT / "reference" / "01-naive-5pt" / "kernel.cu")
+    assert inputs["source_sha256"] == sha256_of(KIT_ROOT / "reference" / "01-naive-5pt" / "kernel.cu")
     result = profile.analyse(inputs, rules)
     assert result["worst"] == "info" and result["kernels"][0]["label"] == "stencil2d_naive_kernel"
 

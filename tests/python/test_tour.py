@@ -278,9 +278,9 @@ def test_design_counts_match_the_reference_they_were_taken_from():
 
 def test_draw_says_why_nothing_was_drawn(monkeypatch, tmp_path):
     rows = tour.tour_rows([("01-naive-5pt", "reference", "lab 1", _bench(1.0))], "2D")
-    monkeypatch.setattr(pictures.plot, "path_bars", lambda *a: False)
+    monkeypatch.setattr(pictures, "path_bars", lambda *a: False)
     assert pictures.draw(rows, "Test GPU", 132, tmp_path / "p.png") == ["(no plots: matplotlib is not installed)"]
-    monkeypatch.setattr(pictures.plot, "path_bars", lambda *a: True)
+    monkeypatch.setattr(pictures, "path_bars", lambda *a: True)
     monkeypatch.setattr(pictures.plot, "max_sm_clock_mhz", lambda: None)
     said = pictures.draw(rows, "Test GPU", 132, tmp_path / "p.png")
     assert said[0].startswith("path: ") and "no roofline" in said[1]

@@ -143,11 +143,6 @@ def default_build_dir(lab: str, impl: str, kit_root: Path = KIT_ROOT) -> Path:
     return Path(kit_root) / "build" / lab / impl_tag(impl)
 
 
-def source_digest(path: Path) -> str:
-    """sha256 of the student's file (hex), or "" when it cannot be read."""
-    return sha256_of(path)
-
-
 _GENCODE = re.compile(r"code=(sm|compute)_(\d+)")
 
 
@@ -178,7 +173,7 @@ def runs_on(build_dir: Path, compute_cap: str) -> str | None:
 
 def _save_state(run: LabRun, arch: str | None) -> None:
     state = {"kit_version": __version__, "lab": run.spec.lab, "impl": run.impl, "source": str(run.source),
-             "source_sha256": source_digest(run.source), "arch": arch, "started_at": run.started_at,
+             "source_sha256": sha256_of(run.source), "arch": arch, "started_at": run.started_at,
              "build": dataclasses.asdict(run.build),
              "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
              "seconds": run.seconds, "resources": run.resources}
@@ -196,7 +191,7 @@ def _load_state(run: LabRun) -> None:
     if state.get("kit_version") != __version__:
         raise StageError(f"{path} was written by kit version {state.get('kit_version')}, this is "
                          f"{__version__}: run the build stage again")
-    if state.get("source_sha256") != source_digest(run.source):
+    if state.get("source_sha256") != sha256_of(run.source):
         raise StageError(f"{run.source} changed since its build stage: run the build stage again")
     b = dict(state["build"])
     b["kernels"] = [build.KernelResources(**k) for k in b.get("kernels", [])]

@@ -1,7 +1,7 @@
 """The roofline's arithmetic (roofline_data); the report page's charts as inline SVG (standard library
 only, no script, no external asset, labels escaped: roofline_svg, bandwidth_svg, progress_svg); and
-pictures with matplotlib where installed (optional: without it roofline and path_bars draw nothing
-and return False).
+pictures with matplotlib where installed (optional: without it roofline draws nothing and returns
+False).
 
 Memory roof: the bench's copy bandwidth (I x copy GB/s); compute roof: peak_fp32_gflops; ceilings
 (dashed) with how each was derived (instructor/roofs.py).  A kernel's point: x = flop_per_cell x
@@ -327,38 +327,6 @@ def roofline(points: Iterable[RooflinePoint], device: str, copy_gbps: float, pea
     if (plt := pyplot()) is None:
         return False
     fig, _, _ = roofline_figure(data, title or f"Roofline: {device}")
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return True
-
-
-#: Bar colours of the tour's parts, in order (2D, 3D, lab 8's designs).
-PART_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd")
-
-
-def path_bars(rows: Iterable, device: str, path: str | Path) -> bool:
-    """The path as horizontal bars of effective / copy bandwidth (PNG), first row on top, a line at
-    1.0; rows: (label, ratio) pairs, or objects with kernel, ratio and part (tour.TourRow), coloured
-    by part.  ValueError on a ratio that is negative or not finite; False, no file, without matplotlib."""
-    rows = [(r.kernel, r.ratio, getattr(r, "part", "") or "") if hasattr(r, "ratio") else (*r, "") for r in rows]
-    for label, ratio, _ in rows:
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio < math.inf:
-            raise ValueError(f"ratio of {label!r} must be a finite number >= 0, got {ratio!r}")
-    if (plt := pyplot()) is None:
-        return False
-    labels, ratios, parts = zip(*rows[::-1]) if rows else ((), (), ())
-    names = list(dict.fromkeys(parts[::-1]))              # the parts in the rows' order
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.4 * max(1, len(rows))))
-    bars = ax.barh(range(len(rows)), ratios, color=[PART_COLOURS[names.index(p) % 4] for p in parts])
-    ax.set_yticks(range(len(rows)), labels)
-    for y, r in enumerate(ratios):
-        ax.annotate(f"{r:.2f}", (r, y), textcoords="offset points", xytext=(4, 0), fontsize=8, va="center",
-                    bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none"), zorder=3)
-    ax.axvline(1.0, linestyle="--", linewidth=1, color="black", zorder=2)
-    ax.set_xlim(0, max(list(ratios) + [1.0]) * 1.12)
-    if len(names) > 1 and all(names):
-        ax.legend([bars[parts.index(n)] for n in names], names, loc="lower right", fontsize=8, frameon=False)
-    ax.set(xlabel="effective bandwidth / copy bandwidth (1.0: the copy)", title=device)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return True

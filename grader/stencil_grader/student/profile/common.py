@@ -1,5 +1,5 @@
 """What the parts of `make profile` share: its exit statuses, its error, its inputs' format (the
-files it writes are report.write_json's, tied to their source by pipeline.source_digest)."""
+files it writes are report.write_json's, tied to their source by its sha256, files.sha256_of)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import datetime
 import string
 from pathlib import Path
 
+from ...base.files import sha256_of
 from ...grading.build import impl_source
-from ...grading.pipeline import source_digest
 
 #: Format of profile-inputs.json (and of the fixtures under tests/python/data/ncu/ and nocounters/).
 INPUTS_FORMAT = 1
@@ -35,7 +35,7 @@ def inputs_record(spec, impl: str, mode: str, device: str | None, **rest) -> dic
         target = None
     return {"format": INPUTS_FORMAT, "mode": mode, "lab": spec.lab,
             "impl": impl if impl in ("starter", "reference") else str(Path(impl).resolve()), "source": str(source),
-            "source_sha256": source_digest(source),
+            "source_sha256": sha256_of(source),
             "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": device, "target_ratio": target, "launchers": [{"name": x.name, "bytes_per_cell": x.bytes_per_cell,
                                              "flop_per_cell": x.flop_per_cell} for x in spec.kind.launchers]} | rest
