@@ -8,6 +8,7 @@ import os
 import zipfile
 from pathlib import Path
 
+from stencil_grader.base.files import write_json
 from stencil_grader import KIT_ROOT
 from stencil_grader.classes import classfiles, gsautograder, importers, outdir, plan, resume
 from stencil_grader.classes.importers.roster import Roster
@@ -95,7 +96,7 @@ def write_out(subs: Path, out: Path, missing_as_zero: bool) -> classfiles.ClassR
         for lab in labs:
             kind = kinds[0] if folder in PSEUDONYMS else kinds[(i + (lab == BONUS)) % len(kinds)]
             report = stamp(kind, folder, lab, facts, i)
-            outdir.write_json(outdir.report_path(out, folder, lab), report)
+            write_json(outdir.report_path(out, folder, lab), report)
             saved.append(resume.Saved(folder, lab, report, report if i == 3 else None))
     return classfiles.class_files(out, list(facts), missing_as_zero, ["a note of the back end"], saved, 2, facts)
 

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import (FAKE_BENCH, FAKE_CHECK, FAKE_LAB, GOOD_KERNEL, KIT_ROOT as KIT, grade_class as grade, put,
                       run_grade, write_script)
+from stencil_grader.base.files import write_json
 from stencil_grader import cli
 from stencil_grader.base import locks
 from stencil_grader.base.files import sha256_of
@@ -118,7 +119,7 @@ def test_a_second_run_grades_only_what_is_not_final_and_one_student_alone(fake_k
     assert sorted(asked) == ["alice", "bob", "carol", "erin"]
     assert {s: outdir.report_path(out, s, FAKE_LAB).stat().st_mtime_ns for s in mtimes} == mtimes
     zoe = dict(report(out, "alice"), student="zoe", points=55.0, verdict="slow")   # an earlier class member
-    outdir.write_json(outdir.report_path(out, "zoe", FAKE_LAB), zoe)
+    write_json(outdir.report_path(out, "zoe", FAKE_LAB), zoe)
     (out / "students" / "zoe" / "notes.txt").write_text("keep me")
     grade(klass, out, fake_kit)                                  # nothing to grade: the files rebuilt
     bob_json = outdir.report_path(out, "bob", FAKE_LAB)
@@ -471,12 +472,12 @@ def test_refusals_exit_2_in_one_line(fake_kit, klass, tmp_path, monkeypatch, cap
     out = tmp_path / "out"
     grade(klass, out, fake_kit, student="alice")
     run = out / "batch" / "run-1"
-    outdir.write_json(run / "run.json", {"jobs": {"build": "101", "gpu": "102", "merge": "103"}, "items": []})
+    write_json(run / "run.json", {"jobs": {"build": "101", "gpu": "102", "merge": "103"}, "items": []})
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     line = refused("class", klass, "--out", out)
     assert "belongs to the batch run" in line and "101, 102, 103" in line and f"class-task merge {run}" in line
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-    outdir.write_json(run / "run.json", {"jobs": {"build": "101"}, "items": [], "merged": "2026-01-01"})
+    write_json(run / "run.json", {"jobs": {"build": "101"}, "items": [], "merged": "2026-01-01"})
     assert cli.main(["class", str(klass), "--out", str(out)]) == 0
     # a kernel.cu over 1 MiB: refused by grade.py lab; in a class, that lab's grade, in one line
     huge = tmp_path / "huge"

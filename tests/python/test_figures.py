@@ -9,6 +9,7 @@ import warnings
 import pytest
 
 from conftest import KIT_ROOT
+from stencil_grader.base.files import write_json
 from stencil_grader.base.files import display_path
 from stencil_grader.instructor import commands, figures, records, tour
 
@@ -74,7 +75,7 @@ def _data(tmp_path, **records):
     root = tmp_path / "data"
     for key, record in records.items():
         slug, name = key.split("_")
-        tour.write_record(record, root / slug / f"{name}.json")
+        write_json(root / slug / f"{name}.json", record)
     return root
 
 

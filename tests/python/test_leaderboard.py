@@ -12,6 +12,7 @@ import pytest
 
 from conftest import DATA
 from test_html import needs_jinja2
+from stencil_grader.base.files import write_json
 from stencil_grader.classes import classhtml, classtable, leaderboard, outdir
 
 LABS = ["01-naive-5pt", "02-shared-tiling"]
@@ -40,7 +41,7 @@ def graded(tmp_path):
                         {"folder": "carol", "name": "Carol C", leaderboard.COLUMN: "  Blue Falcon "},
                         {"folder": "dave", "name": "Dave D", leaderboard.COLUMN: "dd"},
                         {"folder": "frank", "name": "Frank F", leaderboard.COLUMN: "ff"}])
-    outdir.write_json(out / outdir.MANIFEST, {"submissions": str(subs), "layout": outdir.LAYOUT})
+    write_json(out / outdir.MANIFEST, {"submissions": str(subs), "layout": outdir.LAYOUT})
     return out, subs
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, grade_class as grade, put, run_grade
+from stencil_grader.base.files import write_json
 from stencil_grader import cli
 from stencil_grader.classes import classdiff, outdir
 from stencil_grader.grading import html, progress
@@ -191,7 +192,7 @@ def test_the_pages_render_in_headless_chromium(tmp_path):
     shutil.copytree(Path(__file__).parent / "data" / "html" / "class", out)
     subs = tmp_path / "class"
     write_roster(subs, [{"folder": "alice", "leaderboard": "Blue Falcon"}, {"folder": "carol", "leaderboard": "cc"}])
-    outdir.write_json(out / outdir.MANIFEST, {"submissions": str(subs), "layout": outdir.LAYOUT})
+    write_json(out / outdir.MANIFEST, {"submissions": str(subs), "layout": outdir.LAYOUT})
     for student, lab in (("bob", "01-naive-5pt"), ("erin", "02-shared-tiling")):
         report = outdir.read_json(outdir.report_path(out, student, lab))
         progress.append(outdir.history_path(out, student, lab), dict(report, verdict="incorrect", points=30.0))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, KIT_ROOT, SIMILARITY_DEPS, grade_class, put
+from stencil_grader.base.files import write_json
 from stencil_grader import cli
 from stencil_grader.classes import outdir, similarity, submissions
 
@@ -273,7 +274,7 @@ def recorded_class(tmp_path: Path, made_up: Path) -> Path:
     """The recorded class of test_html.py (alice ... frank), made the output folder of `made_up`."""
     out = tmp_path / "grades"
     shutil.copytree(KIT_ROOT / "tests" / "python" / "data" / "html" / "class", out)
-    outdir.write_json(out / outdir.MANIFEST, {"submissions": str(made_up.resolve()), "layout": outdir.LAYOUT})
+    write_json(out / outdir.MANIFEST, {"submissions": str(made_up.resolve()), "layout": outdir.LAYOUT})
     return out
 
 

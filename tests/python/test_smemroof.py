@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from stencil_grader.base.files import write_json
 from stencil_grader.base import toolkit
 from stencil_grader.base.cliargs import UsageError
 from stencil_grader.grading import sass
@@ -30,7 +31,7 @@ def fake_program(tmp_path, body):
 def test_what_the_program_prints_is_a_valid_record_that_the_roofline_reads_back(tmp_path):
     got = roofs.measure_smem_roof(fake_program(tmp_path, f"cat <<'END'\n{json.dumps(PRINTED)}\nEND\n"))
     record = roofs.smem_roof_record(got, "a test")
-    path = records.write_record(record, tmp_path / "data" / "fake" / "smem-roof.json")
+    path = write_json(tmp_path / "data" / "fake" / "smem-roof.json", record)
     assert records.validate_record(json.loads(path.read_text()), path) == []
     assert [r["id"] for r in record["rows"]] == ["4B", "16B"]
     assert roofs.recorded_bytes_per_clock("fake", data_dir=tmp_path / "data") == 120.5

@@ -60,6 +60,7 @@ sys.path.insert(0, str(KIT_ROOT / "grader"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from check_verdicts import META_VERDICTS, SOURCE, collect, source_bytes  # noqa: E402  (needs the paths above)
+from stencil_grader.base.files import write_json  # noqa: E402
 from stencil_grader.base import gpus as gpulist  # noqa: E402
 from stencil_grader.classes import outdir, resources  # noqa: E402
 from stencil_grader.grading import score  # noqa: E402
@@ -181,7 +182,7 @@ def scaling(subs: Path, work: Path, args, labs: list[str] | None, count: int, de
         rows = [dict(r, id=f"{r['gpus']}gpu-{r['cpus']}cpu") for r in runs]
         earlier = json.loads(path.read_text()).get("rows", []) if path.is_file() else []
         record["rows"] = [r for r in earlier if r.get("id") not in {n["id"] for n in rows}] + rows
-        records.write_record(record, path)
+        write_json(path, record)
         print(f"  runs: {path}")
     return 0 if len({r["verdicts_sha256"] for r in runs}) == 1 else 1
 
@@ -201,7 +202,7 @@ def record_resources(out: Path, path: Path, started: datetime.datetime, source: 
     device.update(sm_clock_max_mhz=smi["sm_clock_max_mhz"], driver=smi["driver"], cuda=records.cuda_release())
     record = records.record_header("class", source, device, started)
     record.update(extra, grader_peak_rss_mib=grader, rows=rows)
-    records.write_record(record, path)
+    write_json(path, record)
     return record
 
 

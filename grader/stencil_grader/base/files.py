@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 
 from .. import KIT_ROOT
@@ -25,6 +26,23 @@ def sha256_of(path) -> str:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except (OSError, TypeError, ValueError):
         return ""
+
+
+def write_atomic(path, data: str | bytes) -> Path:
+    """Write data (bytes, or text as UTF-8, surrogates as their bytes) to path through a temporary file
+    (".<name>.<pid>.tmp" beside it) and a rename, parent folders created: a reader never sees half of
+    it.  Returns the path; OSError as open and rename raise it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
+    os.replace(tmp, path)
+    return path
+
+
+def write_json(path, obj) -> Path:
+    """Write obj as indented JSON (a final newline) to path, by write_atomic; returns the path."""
+    return write_atomic(path, json.dumps(obj, indent=2) + "\n")
 
 
 def read_json(path: Path, error: type[Exception]):

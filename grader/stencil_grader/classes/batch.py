@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..base.files import write_atomic, write_json
 from .. import __version__
 from ..base import gpus as gpulist
 from ..base import labspec
@@ -273,7 +274,7 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
         return 0
     for sub in ("logs", "tasks", "pending", "builds"):
         (shape.path / sub).mkdir(parents=True, exist_ok=True)
-    outdir.write_json(shape.path / RUN_FILE, {
+    write_json(shape.path / RUN_FILE, {
         "what": "stencil lab kit class grading run", "engine": engine.name, "kit_version": __version__,
         "created": outdir.now(), "submissions": str(plan.submissions), "out": str(plan.out), "arch": o.arch,
         "students": plan.students, "labs": {s.lab: str(s.lab_dir) for s in plan.specs}, "lab_order": plan.lab_order,
@@ -285,16 +286,16 @@ def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | 
         "gpu_locks": engine.gpu_locks, "limits": {"per_lab": o.time_per_lab},
         "requests": {k: vars(v) for k, v in shape.requests.items()}, "log_pattern": engine.log_pattern, "jobs": {}})
     if shape.setup:
-        outdir.write_atomic(shape.path / SETUP_FILE, "\n".join(shape.setup) + "\n")
+        write_atomic(shape.path / SETUP_FILE, "\n".join(shape.setup) + "\n")
     for name, text in engine.scripts(shape).items():
-        outdir.write_atomic(shape.path / name, text).chmod(0o755)
+        write_atomic(shape.path / name, text).chmod(0o755)
     try:
         jobs = engine.submit_jobs(shape)
     except ClassError:
         shutil.rmtree(shape.path, ignore_errors=True)     # nothing of it runs: no trace of it
         raise
     data = outdir.read_json(shape.path / RUN_FILE)        # read again: an engine's jobs may have run already
-    outdir.write_json(shape.path / RUN_FILE, dict(data, jobs=dict(data["jobs"], **jobs)))
+    write_json(shape.path / RUN_FILE, dict(data, jobs=dict(data["jobs"], **jobs)))
     say(f"\nsubmitted {shape.path}: {len(items)} grading(s) in {shape.tasks} task(s) of {shape.shard_size} per "
         "array; jobs " + ", ".join(f"{k} {v}" for k, v in jobs.items()))
     if engine.follow:

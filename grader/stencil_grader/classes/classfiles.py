@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.files import write_atomic, write_json
 from ..grading import gradescope, score
 from . import classhtml, grades, outdir, plan
 from .classtable import NEAR_MISS_CELL, ClassTable, book_cell, class_cell, gpu_of, load
@@ -206,23 +207,23 @@ def class_files(out: Path, lab_order: list[str], missing_as_zero: bool = False, 
     out = Path(out)
     outdir.sweep_temporaries(out)
     t = load(out, lab_order, lab_facts or plan.lab_facts(plan.select_labs(lab_order)), missing_as_zero, roster)
-    outdir.write_atomic(out / "class.csv", class_csv(t))
-    outdir.write_atomic(out / "gradings.csv", gradings_csv(t))
+    write_atomic(out / "class.csv", class_csv(t))
+    write_atomic(out / "gradings.csv", gradings_csv(t))
     files = gradescope_files(t)
     for (lab, student), data in files.items():
         if data is None:
             outdir.gradescope_path(out, lab, student).unlink(missing_ok=True)
         else:
-            outdir.write_json(outdir.gradescope_path(out, lab, student), data)
+            write_json(outdir.gradescope_path(out, lab, student), data)
     present = {k for k in t.gradescope if k not in files} | {k for k, data in files.items() if data is not None}
     books, book_notes = site_gradebooks(t, present)
     for name, text in books.items():
-        outdir.write_atomic(out / outdir.GRADEBOOK / name, text)
+        write_atomic(out / outdir.GRADEBOOK / name, text)
     all_notes = list(notes or []) + book_notes
     try:
         all_notes.append(f"class page: {classhtml.write_class_html(t)}")
     except Exception as err:          # the page is a convenience: never lose the grading over it
         all_notes.append(f"could not write the class page (classhtml.py): {type(err).__name__}: {err}")
     result = summarize(t, list(saved or []), kept, all_notes)
-    outdir.write_atomic(out / "summary.txt", "\n".join(result.summary + result.alarm) + "\n")
+    write_atomic(out / "summary.txt", "\n".join(result.summary + result.alarm) + "\n")
     return result

@@ -6,9 +6,10 @@ import functools
 import sys
 from pathlib import Path
 
+from ..base.files import write_atomic
 from ..base.cliargs import UsageError, lab_list
 from ..grading import html
-from . import (backend, batch, classdiff, classfiles, classhtml, classtable, gsautograder, importers, outdir, plan,
+from . import (backend, batch, classdiff, classfiles, classhtml, classtable, gsautograder, importers, plan,
                similarity, submissions, tasks)
 from .engines import engines
 from .submissions import ClassError
@@ -198,5 +199,5 @@ def cmd_class_diff(args) -> int:
     if args.html:
         body = classdiff.section(changes, "class-diff", "How the class moved",
                                  f"From {args.before} to {args.after}: each (student, lab) of either grading.")
-        print(f"page: {outdir.write_atomic(args.html, html.page('How the class moved', body))}")
+        print(f"page: {write_atomic(args.html, html.page('How the class moved', body))}")
     return 0

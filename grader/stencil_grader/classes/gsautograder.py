@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from ..base.files import sha256_of
+from ..base.files import sha256_of, write_atomic
 from . import classtable, outdir
 from .importers import gradescope
 from .importers.roster import is_group
@@ -103,5 +103,5 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
         _member(archive, "index.json", json.dumps(index, indent=2, ensure_ascii=False) + "\n")
         for source, member in files.items():
             _member(archive, member, source.read_bytes())
-    outdir.write_atomic(target, data.getvalue())
+    write_atomic(target, data.getvalue())
     return Built(target, len(files), without)

@@ -7,6 +7,7 @@ import os
 import re
 from pathlib import Path
 
+from ..base.files import write_json
 from .. import __version__
 from ..grading import score
 from .submissions import ClassError
@@ -36,21 +37,11 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Write data (bytes, or text as UTF-8, surrogates as their bytes) to path by a temporary file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
-    os.replace(tmp, path)
-    return path
-
-
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")
 
 
 def sweep_temporaries(out: Path) -> None:
-    """Remove write_atomic's temporary files left in OUT by killed writers (not a live process's of this host)."""
+    """Remove files.write_atomic's temporary files left in OUT by killed writers (not a live process's of this host)."""
     for path in Path(out).rglob(".*.tmp"):
         if not (match := _TEMPORARY.match(path.name)) or not path.is_file():
             continue
@@ -61,11 +52,6 @@ def sweep_temporaries(out: Path) -> None:
             path.unlink(missing_ok=True)
         except PermissionError:
             pass
-
-
-def write_json(path: Path, data: dict) -> Path:
-    """Write data as indented JSON to path, by rename (write_atomic)."""
-    return write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def read_json(path: Path) -> dict | None:

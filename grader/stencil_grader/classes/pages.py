@@ -6,6 +6,7 @@ import functools
 from pathlib import Path
 from urllib.parse import quote
 
+from ..base.files import write_atomic
 from ..grading import html, score
 from . import grades, outdir
 from .submissions import ClassError
@@ -43,4 +44,4 @@ def render(template: str, **context) -> str:
 
 def write(path: Path, template: str, **context) -> Path:
     """render() written to path by rename; returns path."""
-    return outdir.write_atomic(Path(path), render(template, **context))
+    return write_atomic(Path(path), render(template, **context))

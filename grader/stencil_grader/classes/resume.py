@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..base import labspec
-from ..base.files import sha256_of
+from ..base.files import sha256_of, write_atomic, write_json
 from ..grading import progress
 from ..grading.score import MISSING, is_grade
 from . import outdir
@@ -51,13 +51,13 @@ def save(out: Path, student: str, lab: str, report: dict, log: str | None = None
     target, attempt = outdir.report_path(out, student, lab), outdir.attempt_path(out, student, lab)
     old = outdir.read_json(target) if target.exists() else None
     if is_grade(old) and not is_grade(report) and (report.get("verdict") != MISSING or not asked):
-        outdir.write_json(attempt, report)
+        write_json(attempt, report)
         if log is not None:
-            outdir.write_atomic(attempt.with_suffix(".log"), log)
+            write_atomic(attempt.with_suffix(".log"), log)
         return Saved(student, lab, report, old)
     if log is not None:
-        outdir.write_atomic(target.with_suffix(".log"), log)
-    outdir.write_json(target, report)
+        write_atomic(target.with_suffix(".log"), log)
+    write_json(target, report)
     for stale in (attempt, attempt.with_suffix(".log")):
         stale.unlink(missing_ok=True)
     return Saved(student, lab, report)

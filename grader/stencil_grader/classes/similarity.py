@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..base.files import write_atomic, write_json
 from ..grading import build, html
 from . import outdir, plan, submissions
 from .importers.common import csv_text
@@ -240,8 +241,8 @@ def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
     rows += [[rank, f"{p.score:.4f}", f"{p.a_share:.4f}", f"{p.b_share:.4f}", p.matched, submissions.sheet_cell(p.a),
               p.a_kind, submissions.sheet_cell(p.b), p.b_kind, "yes" if p.flagged else "no", p.page]
              for rank, p in enumerate(result.pairs, 1)]
-    written = [outdir.write_atomic(folder / "pairs.csv", csv_text(rows)),
-               outdir.write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n")]
+    written = [write_atomic(folder / "pairs.csv", csv_text(rows)),
+               write_atomic(folder / "pairs.txt", "\n".join(summary_lines(result)) + "\n")]
     pairs = [{k: v for k, v in asdict(p).items() if not k.endswith("_slices")} for p in result.pairs]
     highest: dict[str, dict] = {}
     for p in pairs:                            # highest first: a student's first pair is their highest
@@ -251,7 +252,7 @@ def write(out: Path, result: LabResult, generated_at: str) -> list[Path]:
     data = {"lab": result.lab, "generated_at": generated_at, "tool": TOOL, "version": result.version,
             "noise": NOISE, "threshold": result.threshold, "settings": result.settings(), "notes": result.notes,
             "pairs": len(pairs), "highest": highest, "flagged": [p for p in pairs if p["flagged"]]}
-    written.append(outdir.write_json(folder / "similarity.json", data))
+    written.append(write_json(folder / "similarity.json", data))
     for rank, p in enumerate(result.pairs, 1):
         if p.page:
             written.append(pages.write(folder / p.page, "pair.html", title=f"{result.lab}: similarity {p.score:.3f}",

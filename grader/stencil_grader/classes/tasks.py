@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..base.files import write_atomic, write_json
 from ..base import gpus as gpulist
 from ..grading import score
 from . import classfiles, gpupool, grades, outdir, resume, worker
@@ -41,7 +42,7 @@ class _Status:
 
     def update(self, **changes) -> None:
         self.data.update(changes)
-        outdir.write_json(self.path, self.data)
+        write_json(self.path, self.data)
 
     def _terminated(self, signum, frame) -> None:
         self.update(state="terminated", ended=outdir.now(), ended_epoch=time.time(),
@@ -131,8 +132,8 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
                                        gpus=gpus)
             report["class"] = resume.stamp(task.source, task.spec, run.data["engine"], run.name, job_task, stage=stage)
             if report.get("verdict") == "pending":       # a build waiting for its GPU stages
-                outdir.write_atomic(build_log, log)
-                outdir.write_json(pending, report)
+                write_atomic(build_log, log)
+                write_json(pending, report)
             else:
                 resume.save(run.out, task.student, task.lab, report,
                             (build_log.read_text() if stage == "gpu" else "") + log, run.data["asked"])
@@ -195,6 +196,6 @@ def merge(run_dir: Path, job: str | None = None, say: Callable[[str], None] = pr
                                     run.data["kept"], run.data["lab_facts"])
     for leftover in ("pending", "builds"):
         shutil.rmtree(run.path / leftover, ignore_errors=True)
-    outdir.write_json(run.path / RUN_FILE, dict(run.data, merged=outdir.now()))
+    write_json(run.path / RUN_FILE, dict(run.data, merged=outdir.now()))
     status.close("done")
     return result

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import gpus, labspec, locks, preflight, protocol
+from ..base import files, gpus, labspec, locks, preflight, protocol
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, EXIT_USAGE, UsageError, arch, default_seed, impl, seed
 from . import build, gradescope as gradescope_file, html, pipeline, plot, progress, report
 
@@ -73,16 +73,16 @@ def print_lab(run: pipeline.LabRun, json_path: Path | None, gradescope: Path | N
     data, build_dir = report.to_dict(run), Path(run.build_dir)
     print()
     print(report.render_text(data, report.use_colour()), end="")
-    print(f"  report: {report.write_json(data, build_dir / 'report.json')}")
+    print(f"  report: {files.write_json(build_dir / 'report.json', data)}")
     history = build_dir / progress.BUILD_HISTORY
     progress.append(history, data)
     print(f"  page: {html.write_lab_html(data, build_dir / 'report.html', history=progress.read(history))}")
     if drawn := plot.lab_roofline(run.spec.kind, data["performance"].get("bench"), build_dir / "roofline.png"):
         print(f"  roofline: {drawn}")
     if json_path:
-        report.write_json(data, json_path)
+        files.write_json(json_path, data)
     if gradescope:
-        report.write_json(gradescope_file.results(data), gradescope)
+        files.write_json(gradescope, gradescope_file.results(data))
         print(f"  Gradescope results: {gradescope}")
     return data
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from .. import KIT_ROOT
 from ..base import labspec
-from ..base.files import sha256_of
+from ..base.files import sha256_of, write_atomic
 from . import plot, progress, score
 from .plot import bandwidth_svg, progress_svg, roofline_svg  # noqa: F401  (part of this module's interface)
-from .report import next_step, without_prefix as _why, write_text
+from .report import next_step, without_prefix as _why
 
 #: The kit's page templates (lab.html here; the instructor's pages are Jinja2 templates beside it).
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -374,4 +374,4 @@ def write_lab_html(report: dict, path: str | Path, profile: dict | None = None,
     stale = None
     if profile is None:
         profile, stale = matching_profile(report)
-    return write_text(path, render_lab_html(report, profile, stale, history=history))
+    return write_atomic(path, render_lab_html(report, profile, stale, history=history))

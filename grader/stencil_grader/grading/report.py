@@ -8,7 +8,6 @@ seconds (build, check).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import shlex
@@ -143,22 +142,6 @@ def _gpu_section(run: LabRun) -> dict | None:
 def program_output(run: LabRun) -> str:
     """What the student's code printed (a kernel's printf) in the check and bench runs."""
     return "".join(r.output for r in (run.check, run.bench) if r is not None and r.output.strip())
-
-
-def write_text(path: str | Path, text: str) -> Path:
-    """Write text (UTF-8) to path atomically (parent folders created; a reader never sees half of
-    it); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
-
-
-def write_json(obj: dict, path: str | Path) -> Path:
-    """Write obj as indented JSON to path (write_text); returns the path."""
-    return write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------- what to do next

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import KIT_ROOT
 from ..base import gpuprobe
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
-from ..base.files import display_path, read_json
+from ..base.files import display_path, read_json, write_json
 from . import pictures, records, roofs, tour, tune
 
 
@@ -123,7 +123,7 @@ def cmd_record_archs(args) -> int:
         record["builds"] += [] if build in record["builds"] else [build]
         record["rows"] += [dict(row, id=f"{row['id']}@{label}", build=label) for row in run.get("rows") or []]
     record["copy_gbps"] = records.median_or_none(row.get("copy_gbps") for row in record["rows"])
-    path = records.write_record(record, args.out)
+    path = write_json(args.out, record)
     print(f"recorded {len(record['rows'])} rows of {len(record['builds'])} builds: {path}")
     return EXIT_FULL
 
@@ -149,7 +149,7 @@ def cmd_calibrate(args) -> int:
 
 
 def _write(record: dict, out: Path, rows_are: str) -> int:
-    path = records.write_record(record, out)
+    path = write_json(out, record)
     print(f"wrote {path}: {len(record['rows'])} {rows_are} on {record['device']['name']}, {record['date']}")
     return EXIT_FULL
 
@@ -166,7 +166,7 @@ def cmd_smem_roof(args) -> int:
               f"MHz; the hardware's figure: 128")
     if args.json:
         record = roofs.smem_roof_record(data, "grade.py smem-roof --json (make smem-roof)")
-        path = records.write_record(record, args.json)
+        path = write_json(args.json, record)
         print(f"recorded: {path}")
     return EXIT_FULL
 

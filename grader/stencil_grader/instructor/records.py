@@ -101,14 +101,6 @@ def record_header(kind: str, source: str, device: dict, started: datetime.dateti
             "kit": kit_facts(), "device": device, "copy_gbps": None}
 
 
-def write_record(record: dict, path: Path) -> Path:
-    """Write a record as indented JSON (creating its folder); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2) + "\n")
-    return path
-
-
 def check_row(report: dict) -> dict:
     """One lab's row of a check record from its report.json (grading/report.py's to_dict)."""
     perf = report.get("performance") or {}

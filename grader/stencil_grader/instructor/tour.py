@@ -19,7 +19,8 @@ from ..base import labspec
 from ..base.files import display_path, read_json
 from ..grading import bench, build, score
 from . import tune
-from .records import device_facts, median_or_none, now, record_header, row_id, write_record
+from ..base.files import write_json
+from .records import device_facts, median_or_none, now, record_header, row_id
 
 #: The declaration of a lab's tour rows, in reference/tour/<lab>/.
 TOUR_FILE = "tour.json"
@@ -267,7 +268,7 @@ def run_tour(out_json: Path | None = None, markdown: bool = False) -> TourRun:
     device = device_facts(last)
     table = render(rows, device["name"] or "unknown GPU", markdown)
     if out_json:
-        write_record(record_tour(rows, parts, device, started), out_json)
+        write_json(out_json, record_tour(rows, parts, device, started))
     return TourRun(table, rows, device)
 
 
@@ -318,6 +319,6 @@ def calibrate(runs: int = 3, labs: list[str] | None = None, write: bool = True,
     if out_json and rows:
         record = record_header("calibrate", f"grade.py calibrate --runs {runs}{'' if write else ' --dry-run'}",
                                device_facts(last), started)
-        write_record(dict(record, runs=runs, rows=rows), out_json)
+        write_json(out_json, dict(record, runs=runs, rows=rows))
         lines.append(f"recorded: {out_json}")
     return lines

@@ -39,7 +39,7 @@ def register(sub) -> None:
 
 
 def cmd_profile(args) -> int:
-    from ..grading.report import write_json
+    from ..base.files import write_json
     from . import profile
 
     chosen = args.seed if args.seed is not None else default_seed()
@@ -47,7 +47,7 @@ def cmd_profile(args) -> int:
                                  from_inputs=args.from_inputs, counters_wanted=not args.no_counters)
     print(result.text, end="", file=sys.stdout if result.exit_code == 0 else sys.stderr)
     if args.json and result.result is not None:
-        write_json(result.result, args.json)
+        write_json(args.json, result.result)
     return result.exit_code
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ...base.files import write_atomic
 from ... import KIT_ROOT
 from ...base import labspec
 from ...grading.build import MAX_SOURCE_BYTES
-from .. import outdir
 from ..submissions import ClassError, shown
 from . import common
 from .common import EntryError, ExportError, open_export
@@ -148,7 +148,7 @@ def _import_one(sub: common.Submission, choice: common.Choice, lab: str, into: P
     if there == data:
         result.tell("unchanged", f"{rel}{source}")
     else:
-        outdir.write_atomic(target, data)
+        write_atomic(target, data)
         result.counts["late"] += bool(sub.late)
         result.tell("imported", f"{rel}{source}")
     record(choice.entry.path)

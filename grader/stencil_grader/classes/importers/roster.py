@@ -8,7 +8,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import outdir
+from ...base.files import write_atomic
 from ..submissions import ROSTER
 
 BASE_COLUMNS = ("folder", "site", "site_id", "name", "email")
@@ -120,4 +120,4 @@ class Roster:
         writer = csv.DictWriter(text, fieldnames=self.columns, lineterminator="\n")
         writer.writeheader()
         writer.writerows({c: self.rows[folder].get(c, "") for c in self.columns} for folder in sorted(self.rows))
-        return outdir.write_atomic(self.path, text.getvalue())
+        return write_atomic(self.path, text.getvalue())

@@ -14,7 +14,7 @@ from ...base import labspec
 from ...base.files import display_path
 from ...grading import build as grading_build
 from ...grading import names, pipeline, sass
-from ...grading.report import write_json
+from ...base.files import write_json
 from . import access, counters, ncu, nocounters, rules as rule_table, text as rendering
 from .common import EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, CountersLocked, ProfileError, inputs_record
 
@@ -120,7 +120,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
             if inputs is None:
                 print("diagnosing without counters: the PTX, ptxas's report and the launch audit ...", flush=True)
                 inputs = nocounters.collect(spec, impl, build_dir, seed, static_facts(build_dir), why)
-            written.append(write_json(inputs, build_dir / "profile-inputs.json"))
+            written.append(write_json(build_dir / "profile-inputs.json", inputs))
         result = analyse(inputs, table)
     except ProfileError as err:
         return ProfileRun(err.exit_code, f"grade.py profile: {err}\n", seconds=time.monotonic() - start)
@@ -128,7 +128,7 @@ def profile_lab(lab_dir, impl: str = "starter", build_dir: Path | None = None, s
         return ProfileRun(EXIT_CANNOT, f"grade.py profile: cannot read the profile ({err})\n",
                           seconds=time.monotonic() - start)
     if not from_inputs:
-        written.append(write_json(result, build_dir / "profile.json"))
+        written.append(write_json(build_dir / "profile.json", result))
         report = build_dir / "profile.ncu-rep"
         written += [p for p in (_rewrite_report_page(build_dir, result),
                                 report if report.is_file() and result["mode"] == "counters" else None) if p]

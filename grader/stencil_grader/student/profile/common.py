@@ -1,5 +1,5 @@
 """What the parts of `make profile` share: its exit statuses, its error, its inputs' format (the
-files it writes are report.write_json's, tied to their source by its sha256, files.sha256_of)."""
+files it writes are files.write_json's, tied to their source by its sha256, files.sha256_of)."""
 
 from __future__ import annotations
 
