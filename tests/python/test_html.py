@@ -23,6 +23,7 @@ from stencil_grader.base.files import sha256_of
 from stencil_grader.classes import classhtml, classtable, grades, outdir
 from stencil_grader.grading import html, score
 from stencil_grader.grading.report import next_step
+from stencil_grader.instructor.pictures import chromium
 
 HTML_DATA = DATA / "html"
 REPORT = HTML_DATA / "report-02-shared-tiling--diag_bank_conflicts.json"
@@ -309,14 +310,6 @@ def test_an_unreadable_report_is_a_grader_error_not_a_gap(tmp_path):
 
 
 # ---------------------------------------------------------------- headless Chromium
-
-def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
 
 def run_chromium(args: list[str], page: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     """Chromium, headless, on a file URL, with every network name unresolvable (the page must need none)."""

@@ -54,9 +54,12 @@ def kit_root() -> Path:
     return KIT_ROOT
 
 
-def select_labs(names: list[str] | None, root: Path | None = None) -> list[labspec.LabSpec]:
-    """The lab specs to grade: all labs of the kit, or the named ones (ClassError on an unknown name)."""
-    specs = {d.name: labspec.load(d / "lab.json") for d in labspec.discover_labs(root or kit_root())}
+def select_labs(names: list[str] | None, root: Path | None = None,
+                among: list[labspec.LabSpec] | None = None) -> list[labspec.LabSpec]:
+    """The lab specs to grade: all labs of the kit (or of `among`, specs already loaded), or the named ones
+    (ClassError on an unknown name)."""
+    specs = ({s.path.parent.name: s for s in among} if among is not None else
+             {d.name: labspec.load(d / "lab.json") for d in labspec.discover_labs(root or kit_root())})
     if not names:
         return list(specs.values())
     unknown = [n for n in names if n not in specs]
@@ -82,7 +85,7 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
     except RosterError as err:
         raise ClassError(shown(str(err))) from None
     asked_labs = labs or imported_labs(roster.columns, [s.lab for s in every]) if roster else labs
-    specs = select_labs(asked_labs, kit)
+    specs = select_labs(asked_labs, among=every)
     found = submissions.read_students(subs, student)
     outdir.claim(out, subs, write=False)
     tasks, notes, in_groups = [], list(found.notes), []

@@ -179,6 +179,7 @@ def recorded_peak(report: dict, data_dir: Path = DATA_DIR) -> tuple[int, float, 
 
 
 def chromium() -> str | None:
+    """The path of a Chromium or Chrome on PATH, or None when there is none."""
     return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome",
                                                 "google-chrome-stable"))), None)
 
