@@ -236,5 +236,3 @@ class ContextHold:
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
-
-

@@ -323,4 +323,3 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
         done.channel = bytes(readers[2].head).decode("utf-8", errors="replace")
         done.channel_overflow = readers[2].overflow
     return done
-

@@ -138,4 +138,3 @@ def find_source(submissions: Path, student: str, lab: str) -> tuple[Path | None,
     if (folder / SOURCE).is_file():
         return None, f"{want} not found; found {who}/{SOURCE}: put it in the lab's folder, {want}"
     return None, f"no submission: {want} not found"
-

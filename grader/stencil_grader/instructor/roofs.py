@@ -217,4 +217,3 @@ def recorded_bytes_per_clock(slug: str, width: int = 4, data_dir: Path = DATA_DI
         return None
     row = next((r for r in record["rows"] if r["id"] == f"{width}B"), None)
     return float(row["bytes_per_clock_per_sm"]) if row else None
-

@@ -124,4 +124,3 @@ def evaluate(table: RuleTable, kernels: list[dict], lab: str, at_target: bool, m
                              "order": order, "time_share": f.get("time_share") or 0.0})
     findings.sort(key=lambda x: (-SEVERITIES.index(x["severity"]), x["order"], -x["time_share"]))
     return findings
-

@@ -85,4 +85,3 @@ def render_text(result: dict) -> str:
         out.append(f"  not measured ({'not derivable here' if code_mode else 'this ncu or GPU gave no counter for'}): "
                    f"{', '.join(result['not_measured'])}")
     return "\n".join(out) + "\n"
-
