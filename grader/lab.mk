@@ -294,15 +294,16 @@ KIND_OBJS := $(foreach f,$(KIND_SOURCES),$(BUILD_DIR)/kind_$(basename $(f)).o)
 # (harness/launch_guard.c), so that a refused launch names the student's launcher and what it asked for.
 LAUNCH_WRAP := -Xlinker --wrap=__cudaPushCallConfiguration
 
-$(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
-	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) $(CUDART_LINK) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS)
+# Both programs link the timed run (bench.c): check runs it after its cases in the grader's runs.
+$(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) $(CUDART_LINK) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS) $(BENCH_LIBS)
 
-$(BUILD_DIR)/bench: $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+$(BUILD_DIR)/bench: $(BUILD_DIR)/bench_main.o $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
 	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) $(CUDART_LINK) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
 
 # ---- the harness library, once per architecture -------------------------------------
 # The lab-independent part: inputs, CPU references, comparison, the device side, the private
-# channel and its JSON, the launch audit (CUPTI; only the bench links it) and the launch guard.
+# channel and its JSON, the launch audit (CUPTI, linked by the programs that time) and the launch guard.
 HARNESS_C := errors random stats compare cpu_reference channel audit launch_guard
 HARNESS_OBJS := $(HARNESS_C:%=$(HARNESS_DIR)/%.o) $(HARNESS_DIR)/device.o
 

@@ -9,6 +9,9 @@
 #ifndef STENCIL_LAB_DRIVER_H
 #define STENCIL_LAB_DRIVER_H
 
+#include <stdio.h>
+
+#include "channel.h"
 #include "harness.h"
 
 #ifdef __cplusplus
@@ -45,9 +48,30 @@ void lab_verify(const lab_case *c, uint64_t seed, harness_report *r);
 
 /* Main of a lab's Check suite (check_runner.c): --list prints the cases;
  * otherwise prints the seed (SEED=N in the environment replays it) and runs
- * each case forked, under the lab's case timeout.  Returns the exit status. */
+ * each case forked, under the lab's case timeout; with CK_FORK=no and
+ * THEN_BENCH_ENV=1 (protocol.h), every case in this process and then, when
+ * all passed, the timed run (lab_bench_run).  Returns the exit status. */
 int lab_check_main(const char *suite_name, const lab_case *cases, int ncases,
                    int argc, char **argv);
+
+/* The timed run (bench.c): finds the GPU, times each launcher of the lab on
+ * its bench grid (halved along its slowest axis until it fits the free GPU
+ * memory) with inputs drawn from `seed`, at most max_reps timed calls each,
+ * the launch audit when audit_wanted, and writes the figures as one JSON
+ * object (protocol.h's KEY_*: milliseconds, bytes, GB/s with 1 GB = 1e9
+ * bytes) on `out`.  Returns EXIT_OK (measured, even when an output was wrong:
+ * the JSON says so), EXIT_NO_GPU (the reason on stderr) or EXIT_DEBUG_BUILD;
+ * a CUDA error of the harness goes to the error handler (harness.h), by
+ * default the message on stderr and exit(EXIT_CUDA_ERROR). */
+int lab_bench_run(FILE *out, uint64_t seed, int max_reps, int audit_wanted);
+
+/* harness_probe, with the reason on stderr when there is no usable GPU.
+ * Returns 0, or -1. */
+int lab_find_gpu(harness_device *dev);
+
+/* The GPU's name, compute capability ("9.0") and SM count as fields of w
+ * (KEY_device, KEY_cc, KEY_sm_count). */
+void lab_device_json(json_writer *w, const harness_device *dev);
 
 #ifdef __cplusplus
 }

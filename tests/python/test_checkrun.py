@@ -8,7 +8,8 @@ import time
 import pytest
 
 from conftest import DATA, HAVE_CHECK, write_script
-from stencil_grader.grading import checkrun, checkstream
+from test_bench import GOOD as GOOD_BENCH        # a good bench JSON
+from stencil_grader.grading import checkrun, checkstream, score
 from stencil_grader.grading.checkstream import ListedCase, XmlTest
 
 
@@ -389,3 +390,88 @@ def test_real_check_suite_end_to_end(tmp_path):
     assert list(dict.fromkeys(c.tcase for c in run.cases)) == ["basic", "crashes", "edges"]   # as listed
     assert (tmp_path / "check.xml").is_file()
     assert len(parsed((tmp_path / "check.xml").read_text())) >= 4   # what Check sent
+
+
+# ---------------------------------------------------------------- the timed run after the cases
+
+THEN_BENCH = """if os.environ.get("STENCIL_THEN_BENCH") == "1" and os.environ.get("CK_FORK") == "no":
+    log.write("bench:\\n"); log.flush()
+    print("timing on", os.environ.get("SEED", "?"), file=sys.stderr, flush=True)
+    BENCH_BODY
+"""
+
+
+def bench_after_cases(tmp_path, cases_body: str, bench_body: str) -> None:
+    fake_check(tmp_path, f"""log.write("seed: 31\\n"); log.flush()
+log.write('device: {{"name": "G"}}\\n')
+log.write("{HEADER}")
+{cases_body}log.write("</suite></testsuites>\\n"); log.flush()
+""" + THEN_BENCH.replace("BENCH_BODY", bench_body))
+
+
+def test_the_timed_run_follows_the_cases_in_the_same_process(tmp_path):
+    """Asked to, a one-process run that passed every case times the kernel itself: one CUDA start."""
+    bench_after_cases(tmp_path, ALL_PASS, f"log.write({json.dumps(json.dumps(GOOD_BENCH))}); log.flush()")
+    run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=20)
+    assert (run.status, run.exit_status, run.passed, run.total) == ("ok", 0, 3, 3)
+    assert run.bench.status == "ok" and run.bench.program == "check" and run.bench.data == GOOD_BENCH
+    assert json.loads((tmp_path / "bench.json").read_text()) == GOOD_BENCH
+    assert run.reruns == [] and not run.stopped_early
+    assert len(parsed((tmp_path / "check.xml").read_text())) == 3
+    # Not asked: no timed run, and the program is not told to.
+    run = checkrun.run_check(tmp_path, 30, case_timeout_s=5)
+    assert run.bench is None and run.passed == 3 and not (tmp_path / "bench.json").exists()
+    # A timed run after a failed case never counts: the grader's rule reads the cases, not the line.
+    fail2 = PASS0.replace("success", "failure").replace(">basic<", ">edges<").replace("<iteration>0", "<iteration>2")
+    bench_after_cases(tmp_path, ALL_PASS.replace('("edges", 2)', "") + f'log.write("{fail2}")\n',
+                      f"log.write({json.dumps(json.dumps(GOOD_BENCH))}); log.flush()")
+    run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=20)
+    assert [c.outcome for c in run.cases] == ["pass", "pass", "fail"]
+    assert run.bench.status == "ok" and not score.may_bench(None, run)[0]
+
+
+def test_a_timed_run_that_hangs_or_fails_is_the_benchs_verdict_not_the_cases(tmp_path):
+    bench_after_cases(tmp_path, ALL_PASS, "time.sleep(3600)")
+    start = time.monotonic()
+    run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=1.5)
+    assert time.monotonic() - start < 15
+    assert (run.status, run.exit_status, run.passed) == ("ok", 0, 3) and not run.stopped_early
+    assert run.bench.status == "timeout" and "passed its limit of 1.5 s" in run.bench.message
+    bench_after_cases(tmp_path, ALL_PASS, 'print("CUDA error: too many resources requested for launch '
+                                          '(cudaErrorLaunchOutOfResources)", file=sys.stderr); sys.exit(3)')
+    run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=20)
+    assert run.status == "ok" and run.passed == 3
+    assert run.bench.status == "cuda_error" and "cudaErrorLaunchOutOfResources" in run.bench.message
+    bench_after_cases(tmp_path, ALL_PASS, "sys.exit(70)")           # the exit guard: exit() while timed
+    run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=20)
+    assert run.bench.status == "error" and "called exit()" in run.bench.message
+    bench_after_cases(tmp_path, ALL_PASS, 'print("CUDA error: cudaStreamCreate failed: OS call failed '
+                                          '(cudaErrorOperatingSystem)", file=sys.stderr); sys.exit(3)')
+    run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=20)
+    assert run.bench.status == "grader_error"                      # the machine's failure, not the student's
+
+
+def test_cases_keep_their_own_limit_when_a_timed_run_may_follow(tmp_path):
+    """The process may run suite + bench seconds; the cases alone still stop at the suite's limit."""
+    fake_check(tmp_path, f"""log.write("seed: 5\\n"); log.flush()
+log.write('device: {{"name": "G"}}\\n')
+log.write("{HEADER}{PASS0}"); log.flush()
+time.sleep(3600)
+""")
+    start = time.monotonic()
+    run = checkrun.run_check(tmp_path, 1.5, bench_timeout_s=60)
+    assert time.monotonic() - start < 20
+    assert run.status == "timeout" and run.bench is None
+    assert run.cases[1].outcome == "timeout" and "passed its limit of 1.5 s" in run.cases[1].message
+
+
+def test_the_timed_run_line_is_read_across_chunks_and_watched():
+    stream = checkstream.CheckStream(10, nofork=True, bench_timeout_s=5)
+    text = 'seed: 1\ndevice: {"name": "G"}\n' + (DATA / "check_log.xml").read_text().split("<test")[0]
+    for piece in (text, "</testsuites>\nben", "ch:\n", '{"ratio": 1}\n'):
+        stream.feed(piece.encode())
+    assert stream.bench_started is not None
+    assert stream.poll(stream.bench_started + 4) is None           # no case stall once it is timing
+    assert "timed run passed its limit of 5 s" in stream.poll(stream.bench_started + 6)
+    assert stream.stop_kind == "bench_timeout"
+    assert checkstream.bench_part("x\nbench:\n{}\n") == "{}\n" and checkstream.bench_part("<t>bench:") is None

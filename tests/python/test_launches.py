@@ -96,7 +96,7 @@ def test_a_grid_stride_blocks_share_is_two_rows_of_its_widest_load_per_thread():
 @pytest.fixture
 def disassembled(monkeypatch):
     """check_launches reads program.sass as the bench program's machine code."""
-    monkeypatch.setattr(sass, "student_code", lambda build_dir, cc=None: PROGRAM)
+    monkeypatch.setattr(sass, "student_code", lambda build_dir, cc=None, program="bench": PROGRAM)
 
 
 def test_labs_without_the_constraints_get_only_the_stream_and_host_checks(tmp_path, disassembled):

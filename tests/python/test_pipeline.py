@@ -48,7 +48,8 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     assert "verdict      pass" in out and "100.00/100 points" in out
     assert "2550.0 GB/s effective, copy 3000.0 GB/s, ratio 0.850" in out
     # Once the GPU is found, with the seed (a run stopped by hand can still be replayed) ...
-    assert "running the correctness cases on Fake GPU 80GB (seed 777) ...\n" in out
+    assert "running the correctness cases on Fake GPU 80GB (seed 777), then the timing if all pass ...\n" in out
+    assert "ran: check" in perf["stderr_tail"]                 # timed in the check run: one CUDA start
     assert out.count("seed: 777") == 1                           # ... and the seed line once, first in the report
     assert out.index("seed: 777 (replay: cd ") < out.index("Lab 01-fake-5pt")
     assert "building " in out and "kernel.cu in " in out          # which file is graded
@@ -60,10 +61,19 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     assert {"build", "static", "gpu_wait", "cases", "bench", "total"} <= set(seconds)
     assert sum(v for k, v in seconds.items() if k != "total") == pytest.approx(seconds["total"], rel=0.05)
     used = report["resources"]                         # each stage's programs' CPU seconds and peak memory
-    assert set(used) == {"build", "static", "cases", "bench", "grader"}
-    for stage in ("build", "cases", "bench"):
+    assert set(used) == {"build", "static", "cases", "grader"}      # one process for the cases and the timing
+    for stage in ("build", "cases"):
         assert used[stage]["cpu_s"] > 0 and used[stage]["peak_rss_mib"] > 1, (stage, used)
     assert used["grader"]["peak_rss_mib"] > 10
+
+
+def test_a_check_program_that_does_not_time_leaves_it_to_the_bench_program(grade):
+    """A check program that ends after its cases (a build of an earlier kit): the bench program times."""
+    done, report, _ = grade(GOOD_KERNEL + "// NO_THEN_BENCH\n")
+    assert done.returncode == 0 and report["verdict"] == "pass" and report["points"] == 100
+    tail = report["performance"]["stderr_tail"]
+    assert "ran: bench --json - --seed 777" in tail and "ran: check" not in tail
+    assert set(report["resources"]) == {"build", "static", "cases", "bench", "grader"}
 
 
 def test_no_gpu_build_and_static_run_then_not_measured_exit_1(grade):

@@ -1,4 +1,6 @@
-"""Run a lab's bench program (BUILD_DIR/bench --json - [--seed N]): the timed run, in the sandbox of
+"""The timed run of a lab (grader/harness/bench.c) and what it means (judge): run inside the check
+program once every case has passed (checkrun.py, one CUDA start per grading), or by the bench program
+(BUILD_DIR/bench --json - [--seed N], run_bench) when it was not, both in the sandbox of
 base/sandbox.py.  Its one JSON object comes back on the private channel (base/process.py), which the
 student's code cannot reach; its stdout (a kernel's printf) is the student's program output.  Exit
 statuses and JSON keys: base/protocol.py (protocol.h to the C side).  Units: GB/s (1e9 bytes),
@@ -40,6 +42,7 @@ class BenchRun:
     sandbox: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     output: str = ""            # what the student's code printed (the bench's stdout), capped
+    program: str = "bench"      # the program that ran it: "bench", or "check" after its cases
 
 
 def validate(data) -> dict:
@@ -76,7 +79,6 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
     CUDA_VISIBLE_DEVICES).  Never raises for the program's behaviour (BenchRun.status)."""
     build_dir = Path(build_dir)
     (build_dir / "bench.json").unlink(missing_ok=True)      # no stale figures from an earlier run
-    notes = []
     try:
         box = sandbox.plan_sandbox(timeout_s)
         with sandbox.SandboxDir(box, [build_dir / "bench"], prefix="stencil-bench-") as jail:
@@ -84,17 +86,25 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
             run = process.run(argv, timeout_s, env=jail.env(env), cwd=jail.work, sandbox=box, channel=True)
     except sandbox.SandboxError as err:
         return BenchRun("grader_error", message=f"the sandbox could not be set up: {err}")
-    text = run.channel
-    if run.channel_overflow:
-        notes.append("the bench wrote more than the channel keeps; the rest was ignored")
+    return judge(run, run.channel, build_dir, box.layers, run.seconds)
+
+
+def judge(run: process.Completed, text: str, build_dir: Path, layers: dict[str, str],
+          seconds: float, program: str = "bench") -> BenchRun:
+    """What a timed run gave: run is the process that ran it (the bench program, or the check program
+    that ran it after its cases: its ending is then the timed run's), text the channel's part that
+    holds the JSON, seconds the timed run's wall seconds, program the file in BUILD_DIR that ran it
+    (the launch audit reads its machine code).  A good JSON is kept as
+    BUILD_DIR/bench.json.  Never raises."""
+    notes = ["the bench wrote more than the channel keeps; the rest was ignored"] if run.channel_overflow else []
     tail = process.tail_lines(run.stderr, STDERR_TAIL_LINES)
-    result = BenchRun("error", stderr_tail=tail, seconds=run.seconds, sandbox=dict(box.layers), notes=notes,
-                      output=process.program_output(run.stdout))
+    result = BenchRun("error", stderr_tail=tail, seconds=seconds, sandbox=dict(layers), notes=notes,
+                      output=process.program_output(run.stdout), program=program)
     reason = process.tail_lines(run.stderr, 1).strip()
     if run.error or protocol.machinery_error(reason):
         result.status = "grader_error"                      # the grader's machinery, not the student
         result.message = run.error or reason
-    elif run.timed_out:
+    elif run.timed_out or run.stopped:
         result.status = "timeout"
         result.message = f"bench {run.describe()} (lab.json bench.timeout_s)"
     elif run.returncode == protocol.EXIT_NO_GPU:
@@ -104,13 +114,15 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
     elif run.returncode == protocol.EXIT_DEBUG_BUILD:
         result.status = "debug_build"
         result.message = "debug build (-G): not timed; build without DEBUG to measure"
+    elif run.returncode == protocol.EXIT["EARLY_EXIT"]:
+        result.message = "bench: the kernel's code called exit() while it was being timed"
     elif run.returncode != 0:
         result.message = f"bench {run.describe()}" + (f": {reason}" if reason else "")
     else:
         try:
             result.data = validate(parse_json_output(text))
             result.status = "ok"
-            (build_dir / "bench.json").write_text(json.dumps(result.data, indent=2) + "\n")
+            (Path(build_dir) / "bench.json").write_text(json.dumps(result.data, indent=2) + "\n")
         except json.JSONDecodeError as err:
             result.message = f"the bench JSON does not parse: {err.msg}"
         except BenchFormatError as err:

@@ -4,7 +4,9 @@ section 2, says how.
 `check --list` names the cases; phase 1 runs them all in one process (CK_FORK=no), watched by
 checkstream.CheckStream; phase 2, only when phase 1 did not end every case cleanly, runs each case
 that did not pass from the first unclean one on again in fork mode (to_rerun, rerun_split), and its
-results replace phase 1's.  Outcomes: pass, fail (incorrect), timeout, crash (a signal, an early
+results replace phase 1's.  Asked to (bench_timeout_s), phase 1 goes on, once every case has passed,
+to the timed run in the same process (bench.c), judged by bench.judge: CheckRun.bench; the process's
+ending is then the timed run's, and its cases stand as reported.  Outcomes: pass, fail (incorrect), timeout, crash (a signal, an early
 exit, a "CUDA error:" failure, no result, a case reported more often than listed), not_run (after
 an earlier case's timeout).  A case never reported is never a pass; a result for a case `--list`
 did not name is never counted.
@@ -20,7 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import process, protocol, sandbox
-from .checkstream import (STALL_CASE_TIMEOUTS, CheckStream, ListedCase, XmlTest, classify,
+from . import bench
+from .checkstream import (STALL_CASE_TIMEOUTS, CheckStream, ListedCase, XmlTest, bench_part, classify,
                           parse_list, xml_log)
 
 LIST_TIMEOUT_S = 30.0
@@ -47,7 +50,8 @@ class CheckRun:
     0 or 1), "no_gpu" (phase 1 found none, nothing ran; no_gpu says why), "timeout" (a case timed
     out), "crash" (any other ending) or "error" (the program could not be run); exit_status: phase
     1's (None when killed or not started); device: phase 1's `device:` line; output: what the
-    student's code printed (capped); reruns: the cases run again in fork mode; phases: wall seconds."""
+    student's code printed (capped); reruns: the cases run again in fork mode; phases: wall seconds;
+    bench: the timed run phase 1 went on to, when asked and every case passed (else None)."""
 
     cases: list[CaseResult]
     seed: int | None
@@ -66,6 +70,7 @@ class CheckRun:
     output: str = ""
     reruns: list[int] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
+    bench: bench.BenchRun | None = None
 
     @property
     def passed(self) -> int:
@@ -125,11 +130,15 @@ def merge(listed: list[ListedCase], tests: list[XmlTest], missing_outcome: str,
     return cases, notes
 
 
-def check_env(seed: int | None, nofork: bool = False, cases: list[int] | None = None) -> dict[str, str]:
-    """The Check variables of a run: the mode (CK_FORK), SEED only when replaying, and
-    STENCIL_CASES when only some cases run.  Every other CK_* variable is left out (the
-    sandbox's environment starts empty)."""
+def check_env(seed: int | None, nofork: bool = False, cases: list[int] | None = None,
+              then_bench: bool = False) -> dict[str, str]:
+    """The Check variables of a run: the mode (CK_FORK), SEED only when replaying,
+    STENCIL_CASES when only some cases run, and protocol.THEN_BENCH_ENV when a one-process run is
+    to time the kernel after its cases.  Every other CK_* variable is left out (the sandbox's
+    environment starts empty)."""
     env = {"CK_FORK": "no" if nofork else "yes"}
+    if then_bench:
+        env[protocol.THEN_BENCH_ENV] = "1"
     if seed is not None:
         env["SEED"] = str(seed)
     if cases is not None:
@@ -178,34 +187,47 @@ def rerun_split(cases: int, threads: int) -> tuple[int, int]:
 def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
               case_timeout_s: float | None = None,
               on_start: Callable[[int, dict], None] | None = None,
-              env: dict[str, str] | None = None) -> CheckRun:
+              env: dict[str, str] | None = None, bench_timeout_s: float | None = None) -> CheckRun:
     """List and run BUILD_DIR/check in a sandbox, in the two phases of the module docstring; the
     results used are kept as BUILD_DIR/check.xml.  suite_timeout_s, case_timeout_s: lab.json's
     check limits (seconds); on_start(seed, device) once phase 1 found its GPU; env: added to the
-    sandbox's environment (a pool's CUDA_VISIBLE_DEVICES).  Never raises for the program's
-    behaviour (CheckRun.status)."""
+    sandbox's environment (a pool's CUDA_VISIBLE_DEVICES); bench_timeout_s (lab.json
+    bench.timeout_s): phase 1 times the kernel once every case passed (CheckRun.bench; its JSON
+    kept as BUILD_DIR/bench.json).  Never raises for the program's behaviour (CheckRun.status)."""
     build_dir = Path(build_dir)
     check = build_dir / "check"
     (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run
+    (build_dir / "bench.json").unlink(missing_ok=True)
     try:
-        box = sandbox.plan_sandbox(suite_timeout_s)
+        box = sandbox.plan_sandbox(suite_timeout_s + (bench_timeout_s or 0.0))
         with sandbox.SandboxDir(box, [check], prefix="stencil-check-") as jail:
             return _run_phases(build_dir, check, jail, box, suite_timeout_s, seed, case_timeout_s, on_start,
-                               dict(env or {}))
+                               dict(env or {}), bench_timeout_s)
     except sandbox.SandboxError as err:
         return CheckRun(cases=[], seed=seed, status="error", message=f"the sandbox could not be set up: {err}",
                         list_error=f"not run: {err}")
 
 
 def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float, seed: int | None,
-                case_timeout_s: float | None, on_start, extra: dict[str, str]) -> CheckRun:
+                case_timeout_s: float | None, on_start, extra: dict[str, str],
+                bench_timeout_s: float | None) -> CheckRun:
     """run_check's two phases, in the sandbox directory jail."""
     phases: dict[str, float] = {}
     listed, list_error = list_cases(check, jail)
     start = time.monotonic()
-    first = _run_one(jail, box, suite_timeout_s, {**extra, **check_env(seed, nofork=True)},
-                     CheckStream(case_timeout_s, on_start, nofork=True))
-    phases["one_process"] = time.monotonic() - start
+    first = _run_one(jail, box, suite_timeout_s + (bench_timeout_s or 0.0),
+                     {**extra, **check_env(seed, nofork=True, then_bench=bench_timeout_s is not None)},
+                     CheckStream(case_timeout_s, on_start, nofork=True, bench_timeout_s=bench_timeout_s,
+                                 suite_timeout_s=suite_timeout_s if bench_timeout_s is not None else None))
+    ended = time.monotonic()
+    phases["one_process"] = ended - start
+    timed = None
+    if first.stream.bench_started is not None:
+        # The harness wrote the line only after every case passed; what follows is the timed run's.
+        timed = bench.judge(first.run, bench_part(first.run.channel) or "", build_dir, box.layers,
+                            ended - first.stream.bench_started, program="check")
+        timed.output = ""                  # one process: what it printed is the check run's (CheckRun.output)
+        phases["one_process"] = first.stream.bench_started - start
     seed_used = first.stream.seed if first.stream.seed is not None else seed
     if first.run.returncode == protocol.EXIT_NO_GPU:
         why = process.tail_lines(first.run.stderr, 1).strip() or "check found no GPU"
@@ -226,7 +248,9 @@ def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float,
                 jail, box, suite_timeout_s, {**extra, **check_env(seed_used, cases=sorted(cases))},
                 CheckStream(case_timeout_s), sorted(cases), threads), groups))
         phases["reruns"] = time.monotonic() - start
-    return _combine(build_dir, listed, list_error, first, later, rerun, seed_used, box, phases)
+    checked = _combine(build_dir, listed, list_error, first, later, rerun, seed_used, box, phases)
+    checked.bench = timed
+    return checked
 
 
 def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, first: _Phase,
@@ -262,7 +286,8 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
     # One run stops at its first timeout, so the cases after it (in the table) did not run;
     # with the reruns spread over several processes the same rule is applied here.
     timeouts = [c.iteration for c in cases if c.outcome == "timeout"]
-    stopped = any(p.run.stopped is not None or p.stream.stop_kind == "case_timeout" for p in judged)
+    stopped = any((p.run.stopped is not None and p.stream.bench_started is None)
+                  or p.stream.stop_kind == "case_timeout" for p in judged)
     if timeouts and rerun:
         cases = [CaseResult(c.tcase, c.iteration, c.label, "not_run", NOT_RUN)
                  if c.iteration > min(timeouts) else c for c in cases]
@@ -283,8 +308,9 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
     if any(p.run.channel_overflow for p in runs):
         notes.append("check wrote more than the channel keeps; the rest was ignored")
     stderr = "\n".join(process.tail_lines(p.run.stderr, STDERR_TAIL_LINES) for p in runs if p.run.stderr.strip())
+    exit_status = protocol.EXIT_OK if first.stream.bench_started is not None else first.run.returncode
     return CheckRun(cases=cases, seed=seed, status=status, message=message,
-                    exit_status=first.run.returncode, stderr_tail=process.tail_lines(stderr, STDERR_TAIL_LINES),
+                    exit_status=exit_status, stderr_tail=process.tail_lines(stderr, STDERR_TAIL_LINES),
                     list_error=list_error if not first.run.error else (list_error or f"not run: {first.run.error}"),
                     seconds=sum(p.run.seconds for p in runs),
                     xml_log=build_dir / "check.xml" if elements else None,
@@ -302,6 +328,10 @@ def _ending(phase: _Phase) -> tuple[str, str, str, tuple[str, str] | None]:
     run, stream = phase.run, phase.stream
     if run.error:
         return "error", "crash", f"not run: {run.error}", None
+    if stream.bench_started is not None:         # every case passed; the ending is the timed run's
+        return "ok", "crash", "no result: check went on to its timed run without reporting this case", None
+    if stream.stop_kind == "suite_timeout":       # the process's limit covers a timed run too
+        return _suite_timeout(stream.suite_timeout_s)
     if run.stopped is not None or stream.stop_kind == "case_timeout":
         if stream.stop_kind == "stall" and stream.nofork:
             return ("timeout", "not_run", NOT_RUN,
@@ -313,8 +343,12 @@ def _ending(phase: _Phase) -> tuple[str, str, str, tuple[str, str] | None]:
                                 f"{STALL_CASE_TIMEOUTS}x the case timeout) and was stopped"))
         return "timeout", "not_run", NOT_RUN, None
     if run.timed_out:
-        return ("timeout", "timeout", f"no result: the check run passed its limit of {run.timeout_s:g} s "
-                "(lab.json check.suite_timeout_s) and was killed", None)
+        return _suite_timeout(run.timeout_s)
     if run.returncode not in (protocol.EXIT_OK, protocol.EXIT_FAILED):
         return "crash", "crash", f"no result: check {run.describe()} before reporting this case", None
     return "ok", "crash", f"no result: check {run.describe()} without reporting this case", None
+
+
+def _suite_timeout(limit_s: float) -> tuple[str, str, str, None]:
+    return ("timeout", "timeout", f"no result: the check run passed its limit of {limit_s:g} s "
+            "(lab.json check.suite_timeout_s) and was killed", None)

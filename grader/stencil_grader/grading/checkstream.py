@@ -1,6 +1,8 @@
 """What a run of a lab's Check suite reports, read as it arrives: the cases `check --list` names,
-the `seed:` and `device:` lines, and Check's XML results (one flushed <test> element per case) on
-the grader's private channel, and what each result means (classify).
+the `seed:` and `device:` lines, Check's XML results (one flushed <test> element per case) and,
+when every case passed and the grader asked, the line that starts the timed run in the same process
+(protocol.BENCH_STARTED) and the bench's JSON after it, on the grader's private channel; and what
+each result means (classify).
 
 checkrun.py runs the suite and decides from these; CheckStream is the reader it hands each
 process's channel (a process.Watch), with the watchdog that stops a stuck run.
@@ -16,6 +18,8 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Callable
+
+from ..base import protocol
 
 CHECK_NS = "http://check.sourceforge.net/ns"
 #: How Check 0.15 words the errors it makes itself (check_run.c and check_msg.c of its source);
@@ -34,6 +38,14 @@ _MAX_PENDING = 1 << 20       # bytes of stream kept while waiting for a </test> 
 _SEED_LINE = re.compile(r"^seed: (\d+)[ \t\r]*\n", re.MULTILINE)     # a whole line: the stream comes in pieces
 _DEVICE_LINE = re.compile(r"^device: (\{.*\})[ \t\r]*\n", re.MULTILINE)
 _TEST_ELEMENT = re.compile(r"<test\b[^>]*>.*?</test>", re.DOTALL)
+_BENCH_LINE = re.compile(rf"^{re.escape(protocol.BENCH_STARTED)}[ \t\r]*\n", re.MULTILINE)
+
+
+def bench_part(channel: str) -> str | None:
+    """What follows the BENCH_STARTED line on a check run's channel (the timed run's JSON), or None
+    when the run never started its timed run."""
+    m = _BENCH_LINE.search(channel)
+    return channel[m.end():] if m else None
 
 
 @dataclass
@@ -85,11 +97,13 @@ def parse_test_element(text: str) -> XmlTest | None:
 
 class CheckStream:
     """Reads check's channel as it arrives (a process.Watch): the seed, the device line, each <test>
-    result and its raw text; asks the run to stop at the first case timeout (fork mode) or when no
-    result arrived for stall_s (STALL_* in fork mode, NOFORK_SLACK_S in one-process mode)."""
+    result and its raw text, the start of the timed run (bench_started, monotonic seconds); asks the
+    run to stop at the first case timeout (fork mode), when no result arrived for stall_s (STALL_* in
+    fork mode, NOFORK_SLACK_S in one-process mode), when the cases ran past suite_timeout_s (given when
+    the process's own limit also covers a timed run), or when the timed run ran past bench_timeout_s."""
 
     def __init__(self, case_timeout_s: float | None, on_start: Callable[[int, dict], None] | None = None,
-                 nofork: bool = False):
+                 nofork: bool = False, bench_timeout_s: float | None = None, suite_timeout_s: float | None = None):
         self.stall_s = None if not case_timeout_s else case_timeout_s + NOFORK_SLACK_S if nofork \
             else STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
         self.nofork = nofork
@@ -98,9 +112,12 @@ class CheckStream:
         self.device: dict | None = None
         self.tests: list[XmlTest] = []
         self.elements: list[str] = []       # each test's raw text
-        self.stop_kind: str | None = None      # "case_timeout" or "stall"
+        self.bench_timeout_s, self.suite_timeout_s = bench_timeout_s, suite_timeout_s
+        self.bench_started: float | None = None
+        self.stop_kind: str | None = None      # "case_timeout", "stall", "suite_timeout" or "bench_timeout"
         self.stop_reason: str | None = None
         self._head, self._pending, self._last = "", "", time.monotonic()
+        self._start = self._last
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._lock = threading.Lock()
 
@@ -119,6 +136,8 @@ class CheckStream:
                     self._last = time.monotonic()          # the cases start after the GPU is found
                     if self.on_start and self.seed is not None:
                         self.on_start(self.seed, self.device if isinstance(self.device, dict) else {})
+            if self.bench_started is not None:
+                return                          # the bench's JSON: read whole from the channel (bench_part)
             self._pending += text
             last = 0
             for m in _TEST_ELEMENT.finditer(self._pending):
@@ -132,13 +151,24 @@ class CheckStream:
                 if self.stop_kind is None and classify(test.result, test.message) == "timeout":
                     self.stop_kind, self.stop_reason = "case_timeout", f"case {test.tcase} #{test.iteration} timed out"
             self._pending = self._pending[last:]
+            if _BENCH_LINE.search(self._pending):
+                self.bench_started, self._pending = time.monotonic(), ""
             if len(self._pending) > _MAX_PENDING:
                 start = self._pending.rfind("<test", len(self._pending) - _MAX_PENDING // 4)
                 self._pending = self._pending[start:] if start >= 0 else self._pending[-256:]
 
     def poll(self, now: float) -> str | None:
         with self._lock:
-            if self.stop_kind is None and self.stall_s is not None and now - self._last > self.stall_s:
+            if self.stop_kind is not None:
+                pass
+            elif self.bench_started is not None:
+                if self.bench_timeout_s is not None and now - self.bench_started > self.bench_timeout_s:
+                    self.stop_kind = "bench_timeout"
+                    self.stop_reason = f"the timed run passed its limit of {self.bench_timeout_s:g} s"
+            elif self.suite_timeout_s is not None and now - self._start > self.suite_timeout_s:
+                self.stop_kind = "suite_timeout"
+                self.stop_reason = f"the cases passed their limit of {self.suite_timeout_s:g} s"
+            elif self.stall_s is not None and now - self._last > self.stall_s:
                 self.stop_kind, self.stop_reason = "stall", f"no result for {self.stall_s:g} s"
             return self.stop_reason
 

@@ -280,15 +280,16 @@ def _blind(data: dict) -> str | None:
             "feeds fails rather than pass on what it saw")
 
 
-def check_launches(spec: LabSpec, data: dict | None, build_dir: Path) -> list[StaticCheck]:
-    """The audit's checks for one timed run (empty when there are no bench figures).  Raises
-    sass.SassError when the bench program cannot be disassembled."""
+def check_launches(spec: LabSpec, data: dict | None, build_dir: Path, program: str = "bench") -> list[StaticCheck]:
+    """The audit's checks for one timed run (empty when there are no bench figures), on the machine
+    code of BUILD_DIR/<program>, the program that ran it (bench.BenchRun.program).  Raises
+    sass.SassError when that program cannot be disassembled."""
     if not data:
         return []
     c = spec.constraints
     reads_code = c.shared_tile or c.max_shared_planes is not None or c.grid_storage or \
         any(x.get("repeats", 0) > 0 for x in data.get("launchers") or [])
-    kernels, elf = sass.for_device(sass.student_code(build_dir, data.get("cc")), data.get("cc")) if reads_code else ({}, "")
+    kernels, elf = sass.for_device(sass.student_code(build_dir, data.get("cc"), program), data.get("cc")) if reads_code else ({}, "")
     code = Code(kernels, elf)
     checks = [c for c in (stream_check(data), host_memory_check(data), tile_check(spec, data, code),
                           planes_check(spec, data, code), storage_check(spec, data, code),

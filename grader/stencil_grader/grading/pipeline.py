@@ -277,13 +277,19 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
             run.build.message = why
             run.score = score.score_lab(spec, run.build, run.static)
             return
+        # One CUDA start for both: the check program times the kernel itself once every case passed.
+        then_bench = spec.bench.timeout_s if not skip_bench and score.may_time_after_cases(run.static) else None
         with run.timed("cases"):
             # Said once the check program has found a GPU: without one, no case runs (the report says why).
             run.check = checkrun.run_check(build_dir, spec.check.suite_timeout_s, seed,
                                            spec.check.case_timeout_s, env=env,
                                            on_start=lambda n, device: say(
                                                f"running the correctness cases on {device.get('name', 'the GPU')} "
-                                               f"(seed {n}) ..."))
+                                               f"(seed {n}){', then the timing if all pass' if then_bench else ''} ..."),
+                                           bench_timeout_s=then_bench)
+        if run.check.bench is not None:           # its seconds are the bench stage's
+            run.seconds["bench"] = run.check.bench.seconds
+            run.seconds["cases"] = max(0.0, run.seconds["cases"] - run.check.bench.seconds)
         run.seed = run.check.seed if run.check.seed is not None else seed
         run.sandbox = run.check.sandbox
         run.device = run.check.device
@@ -295,7 +301,10 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
             if score.may_bench(run.static, run.check)[0]:
                 if skip_bench:
                     run.not_measured = "skipped (--skip-bench)"
-                else:
+                elif run.check.bench is not None:
+                    run.bench = run.check.bench
+                    run.notes += run.bench.notes
+                else:                             # the cases needed more than one process
                     say("timing (bench) ...")
                     with run.timed("bench"):
                         run.bench = bench.run_bench(build_dir, spec.bench.timeout_s, run.seed, env=env)
@@ -308,7 +317,7 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
         # After the GPU is given back: the audit is judged on the machine code (cuobjdump, ptxas), CPU work
         # that would keep the next grading off an idle GPU.
         try:
-            run.launches = launches.check_launches(spec, run.bench.data, build_dir)
+            run.launches = launches.check_launches(spec, run.bench.data, build_dir, run.bench.program)
         except sass.SassError as err:
             _machine_fault(run, err)
     run.score = score.score_lab(spec, run.build, run.static, run.check, run.bench,

@@ -123,7 +123,8 @@ def to_dict(run: LabRun) -> dict:
             "meaning": score.target_meaning(run.spec, t, run.device_name)}
     if run.bench:
         report["performance"].update(bench=run.bench.data, bench_status=run.bench.status,
-                                     bench_message=run.bench.message, stderr_tail=run.bench.stderr_tail)
+                                     bench_message=run.bench.message, stderr_tail=run.bench.stderr_tail,
+                                     timed_by=run.bench.program)
     report["replay"] = replay_command(report)
     return report
 

@@ -168,8 +168,10 @@ def _jit(tool: str, binary: Path, want: int | None) -> dict[str, SassFunction]:
     return found
 
 
-def student_code(build_dir: Path, cc: str | None = None) -> dict[int, dict[str, SassFunction]]:
-    """The SASS of the student's file in BUILD_DIR/bench (parse_sass), and, where the program holds
+def student_code(build_dir: Path, cc: str | None = None,
+                 program: str = "bench") -> dict[int, dict[str, SassFunction]]:
+    """The SASS of the student's file in BUILD_DIR/<program> (parse_sass: "bench", or "check" when the
+    timed run ran inside the check program: the program that ran), and, where the program holds
     no ELF that a GPU of compute capability `cc` ("9.0") loads, or no ELF at all (cc None), the
     machine code compiled from its PTX as the driver would (module docstring).  Raises SassError
     when cuobjdump or ptxas is missing or cuobjdump fails: the grader's machinery, never the
@@ -178,7 +180,7 @@ def student_code(build_dir: Path, cc: str | None = None) -> dict[int, dict[str, 
     if tool is None:
         raise SassError("cuobjdump, which ships with the CUDA toolkit, was not found beside nvcc or on PATH: "
                         "the lab's rules on code are judged on the program's machine code")
-    binary = Path(build_dir) / "bench"
+    binary = Path(build_dir) / program
     code = parse_sass(_run([tool, "-sass", str(binary)]))
     want = gpus.arch(cc)
     if not any(gpus.elf_runs_on(a, want) for a in code) if want else not code:

@@ -128,9 +128,15 @@ def may_bench(static: StaticResult | None, check: CheckRun | None) -> tuple[bool
         return False, "not measured: correctness was not measured"
     if not _all_passed(check):
         return False, "not run: correctness gates performance (every case must pass)"
-    if static is not None and static.constraint_failed:
+    if not may_time_after_cases(static):
         return False, _CONSTRAINT_ZERO
     return True, ""
+
+
+def may_time_after_cases(static: StaticResult | None) -> bool:
+    """Whether the check run is asked to time the kernel once every case passed (may_bench's rule,
+    the cases aside: the static checks allow a performance score)."""
+    return static is None or not static.constraint_failed
 
 
 def ramp(ratio: float, floor: float, target: float) -> float:
