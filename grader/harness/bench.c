@@ -2,11 +2,11 @@
  * bench.c -- the timed run of every lab: it times the student's launcher(s)
  * on the lab's bench grid and writes the figures as one JSON object.
  *
- * Two programs run it (lab_driver.h, lab_bench_run): the bench program
- * (bench_main.c: `bench --json FILE`, what `make check` and the profilers
- * use), and the check program itself once every case has passed, when the
- * grader asks for it (check_runner.c): one CUDA start per grading instead of
- * two.  Exit statuses and JSON keys are protocol.h's (generated from the
+ * Two programs run it (lab_driver.h, lab_bench_run): the check program
+ * itself once every case has passed, when the grader asks for it
+ * (check_runner.c: one CUDA start per grading instead of two), and the bench
+ * program (bench_main.c: `bench --json FILE`, what the grader uses after a
+ * check run in fork mode, and the profilers, the tour and the solver).  Exit statuses and JSON keys are protocol.h's (generated from the
  * grader's protocol.py); grader/README.md, section "Bench", says what each
  * key means.
  *

@@ -8,9 +8,10 @@
  *   bench --describe          the problem kind this build was compiled for
  *   bench --solve N [--reduction R]   a solver's model problem (lab 7)
  *
- * The grader times a kernel inside its check run instead (check_runner.c);
- * this program is what `make check` outside the grader, the profilers and
- * the solver use.  Exit statuses and JSON keys are protocol.h's.
+ * The grader times a kernel inside its check run when it can
+ * (check_runner.c), and with this program after a check run in fork mode;
+ * the profilers, the tour and the solver use this program.  Exit statuses
+ * and JSON keys are protocol.h's.
  */
 #include <stdio.h>
 #include <stdlib.h>

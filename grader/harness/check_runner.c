@@ -136,13 +136,21 @@ static Suite *make_suite(const char *name, int ncases, const char *chosen)
     return s;
 }
 
+/* A CUDA error of the timed run ends the process with EXIT_CUDA_ERROR, as in the bench program:
+ * the harness's own exit, so the exit guard lets it through. */
+static void timed_run_failed(const char *message)
+{
+    g_in_case = 0;
+    fprintf(stderr, "%s\n", message);
+    exit(EXIT_CUDA_ERROR);
+}
+
 /* In one-process mode, once every case has passed and the grader asked (THEN_BENCH_ENV): the
- * timed run, its JSON after the BENCH_STARTED line.  The exit guard stays on (the student's
- * launchers run again), and a CUDA error now ends the process with EXIT_CUDA_ERROR, as in the
- * bench program. */
+ * timed run, its JSON after the BENCH_STARTED line.  The exit guard stays on while it runs (the
+ * student's launchers run again): an exit() of theirs ends the process with EXIT_EARLY_EXIT. */
 static int bench_after_cases(FILE *out)
 {
-    harness_set_error_handler(NULL);
+    harness_set_error_handler(timed_run_failed);
     fprintf(out, "%s\n", BENCH_STARTED);
     fflush(out);
     g_in_case = 1;
