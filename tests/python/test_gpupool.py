@@ -16,11 +16,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import FAKE_LAB, GOOD_KERNEL, build_fake_libcuda, write_script
+from stencil_grader.base import gpuprobe
 from stencil_grader.base.gpus import Gpu
 from stencil_grader.classes import backend, gpupool, outdir, worker
 from stencil_grader.classes.submissions import ClassError
@@ -369,3 +371,18 @@ def test_a_context_holder_without_a_driver_holds_nothing(monkeypatch, tmp_path):
         holder.close()
         pytest.skip("this machine has a working NVIDIA driver")
     assert holder._proc is None and holder.result.status == "no_gpu"
+
+
+def test_a_holder_that_writes_much_on_stderr_still_ends_when_asked(monkeypatch):
+    """A holder's stderr is never a pipe nobody reads: one that writes more than a pipe holds still sees its
+    stdin close and ends by itself, at once."""
+    monkeypatch.setattr(gpuprobe, "PROBE_PROGRAM", (
+        "import json, sys\n"
+        "print(json.dumps({'status': 'ok', 'held': True, 'uuid': 'GPU-x', 'name': 'G'}), flush=True)\n"
+        "sys.stderr.write('warning from the driver\\n' * 20000); sys.stderr.flush()\n"
+        "sys.stdin.read()\n"))
+    holder = gpupool.ContextHold("GPU-x")
+    assert holder.held and holder.result.status == "ok"
+    proc, start = holder._proc, time.monotonic()
+    holder.close()
+    assert proc.returncode == 0 and time.monotonic() - start < 5

@@ -18,6 +18,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 
 #: Seconds one probe may take (driver initialisation on a large machine takes a few).
@@ -195,10 +196,14 @@ class ContextHold:
     def __init__(self, uuid: str | None = None, timeout_s: float = PROBE_TIMEOUT_S, mode: str = "hold"):
         self.held = False
         env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": uuid} if uuid is not None else {}))
+        # Its stderr goes to a file, not a pipe: a holder that writes more than a pipe holds while nobody
+        # reads it would block, and never see its stdin close.
+        self._stderr = tempfile.TemporaryFile(mode="w+")
         try:
             self._proc = subprocess.Popen([sys.executable, "-c", PROBE_PROGRAM, mode], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                          stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env)
         except OSError as err:
+            self._stderr.close()
             self._proc = None
             self.result = ProbeResult("failed", f"the probe could not start: {err}")
             return
@@ -213,7 +218,9 @@ class ContextHold:
         except (json.JSONDecodeError, AttributeError):
             data = None
         if not self.held:                           # the probe has ended, or is ending: it holds nothing
-            why = (self._proc.stderr.read().strip().splitlines() or [f"exit status {self._proc.wait()}"])[-1]
+            status = self._proc.wait()              # all it wrote is in the file once it has ended
+            self._stderr.seek(0)
+            why = (self._stderr.read().strip().splitlines() or [f"exit status {status}"])[-1]
             self.close()
             if not isinstance(data, dict):
                 self.result = ProbeResult("failed", f"the probe crashed: {why}")
@@ -235,4 +242,4 @@ class ContextHold:
             proc.kill()
             proc.wait()
         proc.stdout.close()
-        proc.stderr.close()
+        self._stderr.close()
