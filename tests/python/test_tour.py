@@ -315,9 +315,12 @@ def test_cuda_release_reads_nvcc(monkeypatch, tmp_path):
     assert records.cuda_release() is None
 
 
-def test_kit_facts_name_the_version():
+def test_kit_facts_name_the_version(monkeypatch):
     facts = records.kit_facts()
     assert facts["version"] == records.__version__ and set(facts) == {"version", "commit", "modified"}
+    # A copy of the tree whose git metadata is missing or stale: the caller names the commit.
+    monkeypatch.setenv(records.COMMIT_ENV, "845e99f")
+    assert records.kit_facts() == {"version": records.__version__, "commit": "845e99f", "modified": None}
 
 
 # ------------------------------------------------------------------ make check, recorded
