@@ -79,7 +79,7 @@ def test_each_kind_modules_function_table_matches_the_table_and_the_cases(lab, b
             "tolerances": [], "sources": ["a.c"]}}, "x.dims must be 2 or 3"),
     ({"x": {"summary": "s", "dims": 2, "boundary": "neumann", "multi_step": False,
             "launchers": [{"name": "f", "bytes_per_cell": 8}], "tolerances": [], "sources": ["a.c"]}},
-     "x.boundary must be dirichlet or periodic"),
+     "x.boundary must be one of dirichlet, periodic"),
     ({"x": {"summary": "s", "dims": 2, "boundary": "dirichlet", "multi_step": False,
             "launchers": [{"name": "f", "bytes_per_cell": 0}], "tolerances": [], "sources": ["a.c"]}},
      "bytes_per_cell must be a number > 0"),

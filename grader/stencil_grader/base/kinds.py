@@ -70,8 +70,7 @@ def parse(data) -> dict[str, Kind]:
               optional=("solver",))
         prefix = api + "."
         dims = v.integer(k, "dims", prefix, "2 or 3", lambda n: n in DIMS)
-        if k["boundary"] not in BOUNDARIES:
-            v.fail(prefix + "boundary", "dirichlet or periodic", k["boundary"])
+        v.choice(k, "boundary", prefix, BOUNDARIES)
         multi_step = v.boolean(k, "multi_step", prefix)
         if not isinstance(k["launchers"], list) or not k["launchers"]:
             v.fail(prefix + "launchers", "a non-empty list", k["launchers"])
