@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stencil_grader import cli
+from stencil_grader.base import protocol
 from stencil_grader.student import solve
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -117,7 +118,7 @@ def test_null_from_the_bench_is_read_as_nan_and_reported():
 @pytest.mark.parametrize("text, why", [
     ("not json", "not JSON"),
     ("[1, 2]", "not a JSON object"),
-    ('{"n": 5}', "lacks 'h'"),
+    ('{"n": 5}', "lacks key 'h'"),
     ('{"n": 5, "h": 0.25, "sweeps": 2, "converged": true, "reduction": 1e-05, "rate_expected": 0.7, '
      '"max_error": 0.1, "discretisation_error": 0.05, "residual": [1.0]}', "1 residuals for 2 sweeps"),
 ])
@@ -188,9 +189,11 @@ def test_cli_usage_errors(tmp_path, capsys, argv, why):
 
 
 def test_fixture_is_the_benchs_format():
-    # the keys the bench prints (grader/harness/kinds/jacobi_residual.c, solve_main)
+    # the keys the bench prints (grader/harness/kinds/jacobi_residual.c, solve_main), each one protocol declares
     keys = set(json.loads(FIXTURE.read_text()))
-    assert set(solve.REQUIRED_KEYS) <= keys and "rate_measured" in keys
+    assert set(protocol.SOLVE_KEYS) <= keys and "rate_measured" in keys
+    source = (Path(__file__).resolve().parents[2] / "grader" / "harness" / "kinds" / "jacobi_residual.c").read_text()
+    assert all(f'\\"{key}\\"' in source for key in protocol.SOLVE_KEYS)
 
 
 def test_a_long_history_arrives_whole_and_printf_does_not_matter(tmp_path):

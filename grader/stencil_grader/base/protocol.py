@@ -1,7 +1,8 @@
 """What the harness's programs (check, bench) and the grader agree on, declared once: the private
-channel's environment variable, the exit statuses, and the bench's JSON (every key of every nested
-object with its type and meaning: the schema bench.c writes through the KEY_* macros, grading/bench.py
-checks with check_object and grading/launches.py reads).  c_header() turns them into protocol.h, which
+channel's environment variables and the line that starts a timed run in check, the exit statuses, and
+the bench's JSON (every key of every nested object with its type and meaning: the schema bench.c
+writes through the KEY_* macros, grading/bench.py checks with check_object and grading/launches.py
+reads; SOLVE_KEYS, `bench --solve`'s, student/solve.py checks).  c_header() turns them into protocol.h, which
 lab.mk generates into each harness build (`grade.py protocol`); what each means: grader/README.md,
 section "How the pieces talk".
 """
@@ -169,6 +170,19 @@ DESCRIBE_KEYS = {
     "case_modes": Key(bool, "the module runs cases of its own modes (determinism, convergence)"),
     "deterministic": Key(bool, "the module asks its launchers for the same bits on every run (digest)"),
     "bench_arrays": Key(int, "grids of the bench's size the module keeps on the GPU"),
+}
+
+#: `bench --solve N`: a solver's model problem (lab 7; the kind's solve_main writes it).
+SOLVE_KEYS = {
+    "n": Key(int, "grid points per side (an N x N grid)"),
+    "h": Key(float, "the grid spacing, 1 / (N - 1)"),
+    "sweeps": Key(int, "Jacobi sweeps made"),
+    "converged": Key(bool, "the residual fell by the reduction asked for"),
+    "reduction": Key(float, "the reduction asked for"),
+    "rate_expected": Key(float, "the spectral radius of the Jacobi iteration, cos(pi h)"),
+    "max_error": Key(float, "the largest error against the exact solution (null when not finite)"),
+    "discretisation_error": Key(float, "the error of the exact discrete solution (the floor of max_error)"),
+    "residual": Key(list, "the residual's 2-norm before each sweep and after the last, sweeps + 1 values"),
 }
 
 #: How a Check case's message starts when the CUDA runtime refused a launch of the student's

@@ -2,7 +2,7 @@
 (grader/harness/kinds/jacobi_residual.c), the student's Jacobi solver on the model problem: from u = 0 on
 the unit square, h = 1/(N-1), laplace(u) = f = 2 pi^2 sin(pi x) sin(pi y), u = 0 on the boundary (u* =
 -sin(pi x) sin(pi y)), the student's jacobi_sweep and residual_norm2 until the residual 2-norm has
-fallen by R, stopped falling, or after 40 N^2 sweeps (at most 1e6); reads its JSON (REQUIRED_KEYS;
+fallen by R, stopped falling, or after 40 N^2 sweeps (at most 1e6); reads its JSON (protocol.SOLVE_KEYS;
 rate_expected is cos(pi h), max_error the largest |u - u*|, residual one per sweep) from the private
 channel, prints it explained, and with matplotlib plots it (BUILD_DIR/solve.png by default).
 
@@ -32,12 +32,6 @@ BENCH_EXITS = {protocol.EXIT_NO_GPU: "make solve needs a GPU, and this machine h
 #: measured rate: there float rounding, not the iteration, decides the residual.
 FLOOR_MARGIN = 100.0
 
-#: The keys of `bench --solve`'s JSON that this module reads, and their types.
-REQUIRED_KEYS = {"n": int, "h": float, "sweeps": int, "converged": bool, "reduction": float,
-                 "rate_expected": float, "max_error": float, "discretisation_error": float,
-                 "residual": list}
-
-
 class SolveError(RuntimeError):
     """The solver could not be run, or printed something that is not its JSON."""
 
@@ -55,12 +49,10 @@ def parse(text: str) -> dict:
             data[key] = math.nan
     if isinstance(data.get("residual"), list):
         data["residual"] = [math.nan if v is None else v for v in data["residual"]]
-    for key, kind in REQUIRED_KEYS.items():
-        value = data.get(key)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else (
-            isinstance(value, kind) and not (kind is int and isinstance(value, bool)))
-        if not ok:
-            raise SolveError(f"the solver's JSON lacks {key!r} (a {kind.__name__})")
+    try:
+        protocol.check_object(data, protocol.SOLVE_KEYS, "the solver's JSON")
+    except protocol.SchemaError as err:
+        raise SolveError(str(err)) from None
     if len(data["residual"]) != data["sweeps"] + 1:
         raise SolveError(f"the solver's JSON has {len(data['residual'])} residuals for "
                          f"{data['sweeps']} sweeps (expected sweeps + 1)")
