@@ -4,12 +4,12 @@ section 2, says how.
 `check --list` names the cases; phase 1 runs them all in one process (CK_FORK=no), watched by
 checkstream.CheckStream; phase 2, only when phase 1 did not end every case cleanly, runs each case
 that did not pass from the first unclean one on again in fork mode (to_rerun, rerun_split), and its
-results replace phase 1's.  Asked to (bench_timeout_s), phase 1 goes on, once every case has passed,
-to the timed run in the same process (bench.c), judged by bench.judge: CheckRun.bench; the process's
-ending is then the timed run's, and its cases stand as reported.  Outcomes: pass, fail (incorrect), timeout, crash (a signal, an early
-exit, a "CUDA error:" failure, no result, a case reported more often than listed), not_run (after
-an earlier case's timeout).  A case never reported is never a pass; a result for a case `--list`
-did not name is never counted.
+results replace phase 1's.  Asked to (bench_timeout_s), phase 1 goes on, once every case has
+passed, to the timed run in the same process (bench.c), judged by bench.judge: CheckRun.bench; the
+process's ending is then the timed run's, and its cases stand as reported.  Outcomes: pass, fail
+(incorrect), timeout, crash (a signal, an early exit, a "CUDA error:" failure, no result, a case
+reported more often than listed), not_run (after an earlier case's timeout).  A case never reported
+is never a pass; a result for a case `--list` did not name is never counted.
 """
 
 from __future__ import annotations
