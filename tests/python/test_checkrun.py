@@ -466,11 +466,12 @@ time.sleep(3600)
 
 
 def test_the_timed_run_line_is_read_across_chunks_and_watched():
-    stream = checkstream.CheckStream(10, nofork=True, bench_timeout_s=5)
+    said = []
+    stream = checkstream.CheckStream(10, nofork=True, bench_timeout_s=5, on_bench=lambda: said.append("timing"))
     text = 'seed: 1\ndevice: {"name": "G"}\n' + (DATA / "check_log.xml").read_text().split("<test")[0]
     for piece in (text, "</testsuites>\nben", "ch:\n", '{"ratio": 1}\n'):
         stream.feed(piece.encode())
-    assert stream.bench_started is not None
+    assert stream.bench_started is not None and said == ["timing"]           # once, when it starts
     assert stream.poll(stream.bench_started + 4) is None           # no case stall once it is timing
     assert "timed run passed its limit of 5 s" in stream.poll(stream.bench_started + 6)
     assert stream.stop_kind == "bench_timeout"

@@ -48,7 +48,8 @@ def test_good_submission_gets_full_points_and_exit_0(grade, tmp_path):
     assert "verdict      pass" in out and "100.00/100 points" in out
     assert "2550.0 GB/s effective, copy 3000.0 GB/s, ratio 0.850" in out
     # Once the GPU is found, with the seed (a run stopped by hand can still be replayed) ...
-    assert "running the correctness cases on Fake GPU 80GB (seed 777), then the timing if all pass ...\n" in out
+    assert "running the correctness cases on Fake GPU 80GB (seed 777) ...\n" in out
+    assert "every case passed; timing (bench) ...\n" in out                 # said as the timed run starts
     assert "ran: check" in perf["stderr_tail"]                 # timed in the check run: one CUDA start
     assert out.count("seed: 777") == 1                           # ... and the seed line once, first in the report
     assert out.index("seed: 777 (replay: cd ") < out.index("Lab 01-fake-5pt")

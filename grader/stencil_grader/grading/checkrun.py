@@ -187,13 +187,14 @@ def rerun_split(cases: int, threads: int) -> tuple[int, int]:
 def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
               case_timeout_s: float | None = None,
               on_start: Callable[[int, dict], None] | None = None,
-              env: dict[str, str] | None = None, bench_timeout_s: float | None = None) -> CheckRun:
+              env: dict[str, str] | None = None, bench_timeout_s: float | None = None,
+              on_bench: Callable[[], None] | None = None) -> CheckRun:
     """List and run BUILD_DIR/check in a sandbox, in the two phases of the module docstring; the
     results used are kept as BUILD_DIR/check.xml.  suite_timeout_s, case_timeout_s: lab.json's
     check limits (seconds); on_start(seed, device) once phase 1 found its GPU; env: added to the
     sandbox's environment (a pool's CUDA_VISIBLE_DEVICES); bench_timeout_s (lab.json
     bench.timeout_s): phase 1 times the kernel once every case passed (CheckRun.bench; its JSON
-    kept as BUILD_DIR/bench.json).  Never raises for the program's behaviour (CheckRun.status)."""
+    kept as BUILD_DIR/bench.json), on_bench() called when it starts.  Never raises for the program's behaviour (CheckRun.status)."""
     build_dir = Path(build_dir)
     check = build_dir / "check"
     (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run
@@ -202,7 +203,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
         box = sandbox.plan_sandbox(suite_timeout_s + (bench_timeout_s or 0.0))
         with sandbox.SandboxDir(box, [check], prefix="stencil-check-") as jail:
             return _run_phases(build_dir, check, jail, box, suite_timeout_s, seed, case_timeout_s, on_start,
-                               dict(env or {}), bench_timeout_s)
+                               dict(env or {}), bench_timeout_s, on_bench)
     except sandbox.SandboxError as err:
         return CheckRun(cases=[], seed=seed, status="error", message=f"the sandbox could not be set up: {err}",
                         list_error=f"not run: {err}")
@@ -210,7 +211,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
 
 def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float, seed: int | None,
                 case_timeout_s: float | None, on_start, extra: dict[str, str],
-                bench_timeout_s: float | None) -> CheckRun:
+                bench_timeout_s: float | None, on_bench) -> CheckRun:
     """run_check's two phases, in the sandbox directory jail."""
     phases: dict[str, float] = {}
     listed, list_error = list_cases(check, jail)
@@ -218,7 +219,8 @@ def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float,
     first = _run_one(jail, box, suite_timeout_s + (bench_timeout_s or 0.0),
                      {**extra, **check_env(seed, nofork=True, then_bench=bench_timeout_s is not None)},
                      CheckStream(case_timeout_s, on_start, nofork=True, bench_timeout_s=bench_timeout_s,
-                                 suite_timeout_s=suite_timeout_s if bench_timeout_s is not None else None))
+                                 suite_timeout_s=suite_timeout_s if bench_timeout_s is not None else None,
+                                 on_bench=on_bench))
     ended = time.monotonic()
     phases["one_process"] = ended - start
     timed = None

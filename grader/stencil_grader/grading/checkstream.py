@@ -103,11 +103,13 @@ class CheckStream:
     the process's own limit also covers a timed run), or when the timed run ran past bench_timeout_s."""
 
     def __init__(self, case_timeout_s: float | None, on_start: Callable[[int, dict], None] | None = None,
-                 nofork: bool = False, bench_timeout_s: float | None = None, suite_timeout_s: float | None = None):
+                 nofork: bool = False, bench_timeout_s: float | None = None, suite_timeout_s: float | None = None,
+                 on_bench: Callable[[], None] | None = None):
         self.stall_s = None if not case_timeout_s else case_timeout_s + NOFORK_SLACK_S if nofork \
             else STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
         self.nofork = nofork
         self.on_start = on_start             # called once with (seed, device) when the GPU is found
+        self.on_bench = on_bench             # called once when the timed run starts
         self.seed: int | None = None
         self.device: dict | None = None
         self.tests: list[XmlTest] = []
@@ -153,6 +155,8 @@ class CheckStream:
             self._pending = self._pending[last:]
             if _BENCH_LINE.search(self._pending):
                 self.bench_started, self._pending = time.monotonic(), ""
+                if self.on_bench:
+                    self.on_bench()
             if len(self._pending) > _MAX_PENDING:
                 start = self._pending.rfind("<test", len(self._pending) - _MAX_PENDING // 4)
                 self._pending = self._pending[start:] if start >= 0 else self._pending[-256:]

@@ -285,8 +285,9 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
                                            spec.check.case_timeout_s, env=env,
                                            on_start=lambda n, device: say(
                                                f"running the correctness cases on {device.get('name', 'the GPU')} "
-                                               f"(seed {n}){', then the timing if all pass' if then_bench else ''} ..."),
-                                           bench_timeout_s=then_bench)
+                                               f"(seed {n}) ..."),
+                                           bench_timeout_s=then_bench,
+                                           on_bench=lambda: say("every case passed; timing (bench) ..."))
         if run.check.bench is not None:           # its seconds are the bench stage's
             run.seconds["bench"] = run.check.bench.seconds
             run.seconds["cases"] = max(0.0, run.seconds["cases"] - run.check.bench.seconds)
