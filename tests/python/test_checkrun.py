@@ -442,6 +442,10 @@ def test_a_timed_run_that_hangs_or_fails_is_the_benchs_verdict_not_the_cases(tmp
     run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=20)
     assert run.status == "ok" and run.passed == 3
     assert run.bench.status == "cuda_error" and "cudaErrorLaunchOutOfResources" in run.bench.message
+    bench_after_cases(tmp_path, ALL_PASS, 'print("no NVIDIA GPU left", file=sys.stderr); sys.exit(2)')
+    run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=20)
+    assert (run.status, run.exit_status, run.passed, run.total) == ("ok", 0, 3, 3)   # the cases stand
+    assert run.bench.status == "no_gpu" and "no NVIDIA GPU left" in run.bench.message
     bench_after_cases(tmp_path, ALL_PASS, "sys.exit(70)")           # the exit guard: exit() while timed
     run = checkrun.run_check(tmp_path, 30, case_timeout_s=5, bench_timeout_s=20)
     assert run.bench.status == "error" and "called exit()" in run.bench.message

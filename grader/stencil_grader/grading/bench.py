@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import process, protocol, sandbox
+from ..base import files, process, protocol, sandbox
 
 STDERR_TAIL_LINES = 20
 
@@ -122,7 +122,7 @@ def judge(run: process.Completed, text: str, build_dir: Path, layers: dict[str, 
         try:
             result.data = validate(parse_json_output(text))
             result.status = "ok"
-            (Path(build_dir) / "bench.json").write_text(json.dumps(result.data, indent=2) + "\n")
+            files.write_json(Path(build_dir) / "bench.json", result.data)
         except json.JSONDecodeError as err:
             result.message = f"the bench JSON does not parse: {err.msg}"
         except BenchFormatError as err:

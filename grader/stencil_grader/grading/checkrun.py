@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -194,7 +194,8 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
     check limits (seconds); on_start(seed, device) once phase 1 found its GPU; env: added to the
     sandbox's environment (a pool's CUDA_VISIBLE_DEVICES); bench_timeout_s (lab.json
     bench.timeout_s): phase 1 times the kernel once every case passed (CheckRun.bench; its JSON
-    kept as BUILD_DIR/bench.json), on_bench() called when it starts.  Never raises for the program's behaviour (CheckRun.status)."""
+    kept as BUILD_DIR/bench.json), on_bench() called when it starts.  Never raises for the
+    program's behaviour (CheckRun.status)."""
     build_dir = Path(build_dir)
     check = build_dir / "check"
     (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run
@@ -225,11 +226,13 @@ def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float,
     phases["one_process"] = ended - start
     timed = None
     if first.stream.bench_started is not None:
-        # The harness wrote the line only after every case passed; what follows is the timed run's.
+        # The harness wrote the line only after every case passed: what follows is the timed run's, whose
+        # ending (an exit status, a stop, a kill) is its own; the cases' part of the run ended there, cleanly.
         timed = bench.judge(first.run, bench_part(first.run.channel) or "", build_dir, box.layers,
                             ended - first.stream.bench_started, program="check")
         timed.output = ""                  # one process: what it printed is the check run's (CheckRun.output)
         phases["one_process"] = first.stream.bench_started - start
+        first = replace(first, run=replace(first.run, returncode=protocol.EXIT_OK, timed_out=False, stopped=None))
     seed_used = first.stream.seed if first.stream.seed is not None else seed
     if first.run.returncode == protocol.EXIT_NO_GPU:
         why = process.tail_lines(first.run.stderr, 1).strip() or "check found no GPU"
@@ -288,8 +291,7 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
     # One run stops at its first timeout, so the cases after it (in the table) did not run;
     # with the reruns spread over several processes the same rule is applied here.
     timeouts = [c.iteration for c in cases if c.outcome == "timeout"]
-    stopped = any((p.run.stopped is not None and p.stream.bench_started is None)
-                  or p.stream.stop_kind == "case_timeout" for p in judged)
+    stopped = any(p.run.stopped is not None or p.stream.stop_kind == "case_timeout" for p in judged)
     if timeouts and rerun:
         cases = [CaseResult(c.tcase, c.iteration, c.label, "not_run", NOT_RUN)
                  if c.iteration > min(timeouts) else c for c in cases]
@@ -310,9 +312,8 @@ def _combine(build_dir: Path, listed: list[ListedCase], list_error: str | None, 
     if any(p.run.channel_overflow for p in runs):
         notes.append("check wrote more than the channel keeps; the rest was ignored")
     stderr = "\n".join(process.tail_lines(p.run.stderr, STDERR_TAIL_LINES) for p in runs if p.run.stderr.strip())
-    exit_status = protocol.EXIT_OK if first.stream.bench_started is not None else first.run.returncode
     return CheckRun(cases=cases, seed=seed, status=status, message=message,
-                    exit_status=exit_status, stderr_tail=process.tail_lines(stderr, STDERR_TAIL_LINES),
+                    exit_status=first.run.returncode, stderr_tail=process.tail_lines(stderr, STDERR_TAIL_LINES),
                     list_error=list_error if not first.run.error else (list_error or f"not run: {first.run.error}"),
                     seconds=sum(p.run.seconds for p in runs),
                     xml_log=build_dir / "check.xml" if elements else None,
@@ -330,8 +331,6 @@ def _ending(phase: _Phase) -> tuple[str, str, str, tuple[str, str] | None]:
     run, stream = phase.run, phase.stream
     if run.error:
         return "error", "crash", f"not run: {run.error}", None
-    if stream.bench_started is not None:         # every case passed; the ending is the timed run's
-        return "ok", "crash", "no result: check went on to its timed run without reporting this case", None
     if stream.stop_kind == "suite_timeout":       # the process's limit covers a timed run too
         return _suite_timeout(stream.suite_timeout_s)
     if run.stopped is not None or stream.stop_kind == "case_timeout":

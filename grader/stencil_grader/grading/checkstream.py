@@ -163,18 +163,20 @@ class CheckStream:
 
     def poll(self, now: float) -> str | None:
         with self._lock:
-            if self.stop_kind is not None:
-                pass
-            elif self.bench_started is not None:
-                if self.bench_timeout_s is not None and now - self.bench_started > self.bench_timeout_s:
-                    self.stop_kind = "bench_timeout"
-                    self.stop_reason = f"the timed run passed its limit of {self.bench_timeout_s:g} s"
-            elif self.suite_timeout_s is not None and now - self._start > self.suite_timeout_s:
-                self.stop_kind = "suite_timeout"
-                self.stop_reason = f"the cases passed their limit of {self.suite_timeout_s:g} s"
-            elif self.stall_s is not None and now - self._last > self.stall_s:
-                self.stop_kind, self.stop_reason = "stall", f"no result for {self.stall_s:g} s"
+            if self.stop_kind is None:
+                self.stop_kind, self.stop_reason = self._overdue(now)
             return self.stop_reason
+
+    def _overdue(self, now: float) -> tuple[str | None, str | None]:
+        """(stop kind, reason) when a limit of poll's has passed, else (None, None)."""
+        if self.bench_started is not None:               # timing: the timed run's limit alone
+            if self.bench_timeout_s is not None and now - self.bench_started > self.bench_timeout_s:
+                return "bench_timeout", f"the timed run passed its limit of {self.bench_timeout_s:g} s"
+        elif self.suite_timeout_s is not None and now - self._start > self.suite_timeout_s:
+            return "suite_timeout", f"the cases passed their limit of {self.suite_timeout_s:g} s"
+        elif self.stall_s is not None and now - self._last > self.stall_s:
+            return "stall", f"no result for {self.stall_s:g} s"
+        return None, None
 
 
 def xml_log(elements: list[str]) -> str:
