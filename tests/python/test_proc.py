@@ -4,6 +4,7 @@ import json
 import subprocess
 import resource
 import os
+import signal
 import sys
 import time
 
@@ -244,6 +245,29 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_ne
         time.sleep(0.3)
         left = sandbox.processes_of(uid)
     assert left and not sandbox.processes_of(uid)
+
+
+def test_a_user_id_whose_last_run_did_not_end_cleanly_is_not_taken_while_it_has_a_process(tmp_path, monkeypatch):
+    """A killed grader leaves its id's lock file without the clean mark: the next claim reads /proc and
+    passes over an id with a process left; an id released cleanly is marked so, and taken again."""
+    locks = tmp_path / "locks"
+    monkeypatch.setattr(sandbox, "LOCK_DIRS", (str(locks),))
+    monkeypatch.setenv(sandbox.SANDBOX_UIDS_ENV, f"{sandbox.DEFAULT_FIRST_UID + 200}-{sandbox.DEFAULT_FIRST_UID + 201}")
+    box = _root_with_pool()
+    first = box.pool[0]
+    leftover = subprocess.Popen(["sleep", "60"], user=first, group=first, extra_groups=[])
+    try:
+        with sandbox.SandboxDir(box, []):
+            assert box.uid == first + 1                        # the first id still has a process
+            assert (locks / f"uid-{first + 1}.lock").read_bytes() == b""      # in use
+        assert (locks / f"uid-{first + 1}.lock").read_bytes() == b"clean"
+        (locks / f"uid-{first}.lock").write_bytes(b"clean")   # a lying mark is trusted: root's folder alone
+        with sandbox.SandboxDir(box, []):
+            assert box.uid == first
+        assert leftover.wait(5) == -signal.SIGKILL             # which the end of that run killed
+    finally:
+        leftover.kill()
+        leftover.wait()
 
 
 def test_a_sandbox_that_cannot_be_set_up_raises_sandbox_error(tmp_path, monkeypatch):

@@ -8,19 +8,22 @@ machine cannot give is reported off, with why; one it should give and does not r
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import functools
 import os
 import pwd
 import resource
 import shutil
+import signal
 import stat
-import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .process import RUN_MARK, kill_all
 
@@ -39,6 +42,8 @@ FILE_SIZE_LIMIT = 256 * 1024 * 1024      # bytes one file may reach (the CUDA JI
 PROCESS_BASE, PROCESS_PER_THREAD = 1024, 16
 #: Seconds a sandbox waits for a free user id before giving up (SandboxError).
 CLAIM_WAIT_S = 600.0
+#: A user id's lock file says this when its last run ended with no process of the id left.
+_CLEAN = b"clean"
 #: Where the user ids' locks live: the first of these that is (or can be made) root's alone.
 LOCK_DIRS = ("/run/stencil-sandbox", os.path.join(tempfile.gettempdir(), "stencil-sandbox-root"))
 CLONE_NEWNET = 0x40000000
@@ -63,29 +68,52 @@ def _unshare(flags: int) -> None:
         raise OSError(errno, os.strerror(errno))
 
 
-_NET_PROBE = """import ctypes, os, sys
-try:
-    if hasattr(os, "unshare"):
-        os.unshare(0x40000000)
-    else:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(ctypes.c_int(0x40000000)) != 0:
-            e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
-except OSError as err:
-    print(err.strerror or err); sys.exit(1)
-"""
-
-
 @functools.cache
 def _network_unavailable() -> str | None:
-    """Why a network namespace cannot be made here (None when it can); asked once per process."""
+    """Why a network namespace cannot be made here (None when it can); asked once per process, by a
+    forked child that tries it (no interpreter started: this runs while a GPU waits)."""
     if not sys.platform.startswith("linux"):
         return "network namespaces are Linux only"
-    try:
-        probe = subprocess.run([sys.executable, "-c", _NET_PROBE], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as err:
-        return f"unshare probe failed: {err}"
-    return f"unshare(CLONE_NEWNET) failed: {probe.stdout.strip() or probe.stderr.strip()}" if probe.returncode else None
+    code = _in_child(lambda: _unshare(CLONE_NEWNET))
+    return None if code == 0 else f"unshare(CLONE_NEWNET) failed: {os.strerror(code)}"
+
+
+def _in_child(call: Callable[[], None]) -> int:
+    """0 when call() returned in a forked child, else the errno of the OSError it raised (EPERM for any
+    other exception), The child makes system calls only and leaves
+    by os._exit(), so forking beside the grader's reader threads is safe (Python's warning about
+    forking a threaded process is kept quiet here)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = errno.EPERM
+        try:
+            call()
+            code = 0
+        except OSError as err:
+            code = err.errno or errno.EPERM
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def kill_user(uid: int) -> None:
+    """SIGKILL to every process whose real user id is uid, by kill(2) of pid -1 from a child that
+    switched to uid first: the kernel walks its own process list, atomically against forks, with no
+    /proc scan (its return value says nothing of how many there were: kill(2) counts processes it may
+    not signal).  SandboxError when the child could not switch to uid."""
+    def as_user() -> None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:                 # no other process on the machine
+            pass
+    if code := _in_child(as_user):
+        raise SandboxError(f"could not kill the processes of user id {uid}: {os.strerror(code)}")
 
 
 def usable_cpus() -> int:
@@ -151,15 +179,25 @@ def uid_pool() -> tuple[int, int] | str:
 
 
 def processes_of(uid: int) -> list[int]:
-    """Process ids (from /proc) whose real or effective user id is uid, zombies left out."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-        except OSError:
+    """Process ids (from /proc) whose real or effective user id is uid, zombies left out.  Reads each
+    status file as bytes (a scan of every process on the host: kept short; the kernel escapes a newline
+    in the Name line, so no process can forge the lines read here)."""
+    want, found = str(uid).encode(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
-        if str(uid) in fields.get("Uid", "").split()[:2] and not fields.get("State", "").strip().startswith("Z"):
-            found.append(int(status.parent.name))
+        try:
+            fd = os.open(f"/proc/{name}/status", os.O_RDONLY)
+            try:
+                data = os.read(fd, 8192)
+            finally:
+                os.close(fd)
+        except OSError:
+            continue                                     # gone meanwhile
+        uids = data.partition(b"\nUid:")[2].split(b"\n", 1)[0].split()[:2]     # real, effective
+        state = data.partition(b"\nState:")[2].split(b"\n", 1)[0].strip()
+        if want in uids and not state.startswith(b"Z"):
+            found.append(int(name))
     return found
 
 
@@ -226,14 +264,14 @@ def plan_sandbox(timeout_s: float) -> Sandbox:
     box.layers["directory"] = "on: a temporary directory of its own, removed afterwards"
     box.layers["environment"] = ("on: only PATH, HOME, TMPDIR, LANG, the CUDA driver's variables "
                                  f"({', '.join(CUDA_ENV_KEEP[:3])}, ...) and OpenMP's, {box.threads} thread(s)")
+    if root and not hasattr(os, "unshare") and not _libc:
+        _libc.append(ctypes.CDLL(None, use_errno=True))
     if not root:
         box.layers["network"] = "off: a network namespace needs root"
     elif why := _network_unavailable():
         box.layers["network"] = f"off: {why}"
     else:
         box.new_net = True
-        if not hasattr(os, "unshare") and not _libc:
-            _libc.append(ctypes.CDLL(None, use_errno=True))
         box.layers["network"] = "on: a network namespace of its own, without interfaces"
     cpu_s = int(timeout_s * box.threads) + 60
     box.limits = [(resource.RLIMIT_CPU, cpu_s, cpu_s + 5),
@@ -273,9 +311,13 @@ class SandboxDir:
                 except BlockingIOError:
                     os.close(fd)
                     continue
-                if processes_of(uid) or _has_account(uid):       # someone else's id: never ours
+                # Someone else's id is never ours: an account's, or one with processes, which only an id
+                # whose last run did not end cleanly (a killed grader's) can have: /proc is read then.
+                clean = os.pread(fd, len(_CLEAN) + 1, 0) == _CLEAN
+                if (not clean and processes_of(uid)) or _has_account(uid):
                     os.close(fd)
                     continue
+                os.ftruncate(fd, 0)                          # in use until __exit__ says clean
                 self._lock, self.box.uid, self.box.gid = fd, uid, uid
                 return
             if time.monotonic() > deadline:
@@ -305,7 +347,12 @@ class SandboxDir:
     def __exit__(self, *exc) -> None:
         if self._lock is not None:
             uid = self.box.uid
-            kill_all(lambda: processes_of(uid), rounds=10, pause_s=0.02)       # every process of the id
+            try:
+                kill_user(uid)                               # every process of the id, at once
+            except SandboxError:
+                pass
+            if kill_all(lambda: processes_of(uid), rounds=10, pause_s=0.02):       # until /proc shows none
+                os.pwrite(self._lock, _CLEAN, 0)             # the next run of this id need not look
             os.close(self._lock)                      # releases the id
             self._lock = None
             self.box.uid = self.box.gid = None
