@@ -142,6 +142,7 @@ def test_sandbox_layers_and_what_the_program_sees(tmp_path, monkeypatch):
     assert not work.exists() and box.uid is None               # removed afterwards, its user id released
     assert seen["cwd"] == str(work)
     assert "SECRET_TOKEN" not in seen["env"] and seen["env"]["CUDA_VISIBLE_DEVICES"] == "0"
+    assert seen["env"]["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"          # the shorter CUDA start
     assert seen["env"]["EXTRA"] == "1" and seen["env"]["HOME"] == str(work)
     assert seen["env"]["OMP_NUM_THREADS"] == "3" and seen["env"]["OMP_WAIT_POLICY"] == "PASSIVE"
     assert seen["limits"]["RLIMIT_FSIZE"][0] == sandbox.FILE_SIZE_LIMIT and seen["limits"]["RLIMIT_CORE"] == [0, 0]

@@ -36,6 +36,10 @@ THREADS_ENV = "STENCIL_THREADS"
 #: Environment variables a sandboxed program keeps: what the CUDA driver and runtime read.
 CUDA_ENV_KEEP = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
                  "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_CACHE_DISABLE")
+#: Set for every sandboxed program: one hardware work queue per context (the labs' programs use one stream),
+#: with which the CUDA runtime makes and ends a context in half the time, a part the driver serialises across
+#: the host (handouts/data/h200/notes.json, kit/cuda_start_one_connection).
+CUDA_ENV_SET = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 FILE_SIZE_LIMIT = 256 * 1024 * 1024      # bytes one file may reach (the CUDA JIT cache included)
 #: Threads (processes count as one each) a sandbox's user may have beyond PROCESS_PER_THREAD x threads:
 #: Check's processes and their forked cases, each with the CUDA runtime's few threads of its own.
@@ -263,7 +267,7 @@ def plan_sandbox(timeout_s: float) -> Sandbox:
         box.layers["user"] = f"on: a user id of its own, claimed from {pool[0]}-{pool[1]} for this run alone"
     box.layers["directory"] = "on: a temporary directory of its own, removed afterwards"
     box.layers["environment"] = ("on: only PATH, HOME, TMPDIR, LANG, the CUDA driver's variables "
-                                 f"({', '.join(CUDA_ENV_KEEP[:3])}, ...) and OpenMP's, {box.threads} thread(s)")
+                                 f"({', '.join(CUDA_ENV_KEEP[:3])}, ...; CUDA_DEVICE_MAX_CONNECTIONS=1) and OpenMP's, {box.threads} thread(s)")
     if root and not hasattr(os, "unshare") and not _libc:
         _libc.append(ctypes.CDLL(None, use_errno=True))
     if not root:
@@ -368,10 +372,12 @@ class SandboxDir:
         return self.root / name
 
     def env(self, extra: dict[str, str] | None = None, threads: int | None = None) -> dict[str, str]:
-        """The program's whole environment: a minimal one, CUDA's variables, the run marks above it
-        (RUN_MARK: a killed grading takes its programs along), OpenMP's for `threads`, and extra."""
+        """The program's whole environment: a minimal one, CUDA's variables (CUDA_ENV_KEEP, CUDA_ENV_SET), the
+        run marks above it (RUN_MARK: a killed grading takes its programs along), OpenMP's for `threads`, and
+        extra."""
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.work), "TMPDIR": str(self.work), "LANG": "C"}
         env.update({k: os.environ[k] for k in CUDA_ENV_KEEP + (RUN_MARK,) if k in os.environ})
+        env.update(CUDA_ENV_SET)
         env.update(thread_env(threads or self.box.threads))
         env.update(extra or {})
         return env
