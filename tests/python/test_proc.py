@@ -1,5 +1,6 @@
 """proc.py: every program runs under a time limit and leaves no process behind."""
 
+import errno
 import json
 import subprocess
 import resource
@@ -158,6 +159,31 @@ def test_sandbox_layers_and_what_the_program_sees(tmp_path, monkeypatch):
         assert seen["interfaces"] == ["lo"] and seen["net"] != "reached"
     else:
         assert box.layers["network"].startswith("off:")
+
+
+def test_a_refused_network_namespace_is_off_with_the_kernels_reason(monkeypatch):
+    """The probe is a forked child (no interpreter started while a GPU waits): its errno is the reason."""
+    def refused(flags):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+    monkeypatch.setattr(sandbox, "_unshare", refused)
+    sandbox._network_unavailable.cache_clear()
+    try:
+        assert sandbox._network_unavailable() == "unshare(CLONE_NEWNET) failed: Operation not permitted"
+        monkeypatch.setattr(sandbox, "_unshare", lambda flags: None)
+        sandbox._network_unavailable.cache_clear()
+        assert sandbox._network_unavailable() is None
+    finally:
+        sandbox._network_unavailable.cache_clear()
+
+
+def test_a_run_learns_at_once_that_its_program_ended():
+    """The wait between looks at a running program ends when the program does, not at its length."""
+    child = subprocess.Popen(["sleep", "0.2"])
+    wait = process._end_watch(child.pid)
+    start = time.monotonic()
+    wait(30.0)
+    wait(None)
+    assert time.monotonic() - start < 5.0 and child.wait() == 0
 
 
 def test_layers_that_cannot_be_had_are_off_with_a_reason(monkeypatch):
