@@ -84,9 +84,8 @@ def _network_unavailable() -> str | None:
 
 def _in_child(call: Callable[[], None]) -> int:
     """0 when call() returned in a forked child, else the errno of the OSError it raised (EPERM for any
-    other exception), The child makes system calls only and leaves
-    by os._exit(), so forking beside the grader's reader threads is safe (Python's warning about
-    forking a threaded process is kept quiet here)."""
+    other exception).  The child makes system calls only and leaves by os._exit(), so forking beside the
+    grader's reader threads is safe (Python's warning about forking a threaded process is kept quiet)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
@@ -104,7 +103,7 @@ def _in_child(call: Callable[[], None]) -> int:
 
 
 def kill_user(uid: int) -> None:
-    """SIGKILL to every process whose real user id is uid, by kill(2) of pid -1 from a child that
+    """SIGKILL to every process whose real (or saved) user id is uid, by kill(2) of pid -1 from a child that
     switched to uid first: the kernel walks its own process list, atomically against forks, with no
     /proc scan (its return value says nothing of how many there were: kill(2) counts processes it may
     not signal).  SandboxError when the child could not switch to uid."""
@@ -267,7 +266,8 @@ def plan_sandbox(timeout_s: float) -> Sandbox:
         box.layers["user"] = f"on: a user id of its own, claimed from {pool[0]}-{pool[1]} for this run alone"
     box.layers["directory"] = "on: a temporary directory of its own, removed afterwards"
     box.layers["environment"] = ("on: only PATH, HOME, TMPDIR, LANG, the CUDA driver's variables "
-                                 f"({', '.join(CUDA_ENV_KEEP[:3])}, ...; CUDA_DEVICE_MAX_CONNECTIONS=1) and OpenMP's, {box.threads} thread(s)")
+                                 f"({', '.join(CUDA_ENV_KEEP[:3])}, ...; CUDA_DEVICE_MAX_CONNECTIONS=1) "
+                                 f"and OpenMP's, {box.threads} thread(s)")
     if root and not hasattr(os, "unshare") and not _libc:
         _libc.append(ctypes.CDLL(None, use_errno=True))
     if not root:
