@@ -195,8 +195,8 @@ def _reap(child: subprocess.Popen, block: bool) -> tuple[int, object] | None:
     return child.returncode, usage
 
 
-def _read_proc(path: str) -> bytes:
-    """A /proc file's bytes (OSError when the process is gone or not ours to read)."""
+def read_proc(path: str) -> bytes:
+    """A /proc file's bytes, read unbuffered (OSError when the process is gone or not ours to read)."""
     with open(path, "rb", buffering=0) as f:
         return f.read()
 
@@ -214,12 +214,12 @@ def _started_by(sid: int, mark: str) -> list[int]:
             continue
         try:
             # "pid (comm) state ppid pgrp session ..."; comm may hold spaces and parentheses.
-            stat = _read_proc(f"/proc/{name}/stat")
+            stat = read_proc(f"/proc/{name}/stat")
             fields = stat[stat.rfind(b")") + 2:].split()
             if len(fields) > 3 and int(fields[3]) == sid:
                 found.append(int(name))
                 continue
-            environ = _read_proc(f"/proc/{name}/environ")
+            environ = read_proc(f"/proc/{name}/environ")
         except (OSError, ValueError):
             continue
         if any(var.startswith(prefix) and needle in var[len(prefix):].split(b":")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .process import RUN_MARK, kill_all
+from .process import RUN_MARK, kill_all, read_proc
 
 #: The user ids student code runs as when the grader is root: "FIRST-LAST"; empty: do not switch.
 SANDBOX_UIDS_ENV = "STENCIL_SANDBOX_UIDS"
@@ -190,11 +190,7 @@ def processes_of(uid: int) -> list[int]:
         if not name.isdigit():
             continue
         try:
-            fd = os.open(f"/proc/{name}/status", os.O_RDONLY)
-            try:
-                data = os.read(fd, 8192)
-            finally:
-                os.close(fd)
+            data = read_proc(f"/proc/{name}/status")
         except OSError:
             continue                                     # gone meanwhile
         uids = data.partition(b"\nUid:")[2].split(b"\n", 1)[0].split()[:2]     # real, effective
