@@ -86,8 +86,7 @@ if sys.argv[1:] == ["--list"]:
 nofork = os.environ.get("CK_FORK") == "no"
 chosen = os.environ.get("STENCIL_CASES")
 print("ran: check SEED=" + os.environ.get("SEED", ""), "CK_FORK=" + os.environ.get("CK_FORK", ""),
-      "STENCIL_CASES=" + (chosen or ""), "uid=" + str(os.getuid()), "nice=" + str(os.nice(0)), file=sys.stderr,
-      flush=True)
+      "STENCIL_CASES=" + (chosen or ""), "uid=" + str(os.getuid()), file=sys.stderr, flush=True)
 fd = os.environ.get("STENCIL_CHANNEL_FD")
 log = os.fdopen(int(fd), "w") if fd else sys.stdout
 log.write("seed: " + os.environ.get("SEED", "777") + "\n")
@@ -218,7 +217,6 @@ FAKE_BAKE = r'''
 import os, re, shutil, subprocess, sys
 kernel, build = sys.argv[1], sys.argv[2]
 src = open(kernel).read()
-open(os.path.join(build, "build.nice"), "w").write(str(os.nice(0)))    # the build's priority
 here = os.path.dirname(os.path.abspath(__file__))
 bench = open(os.path.join(here, "bench")).read().split("\n", 1)[1]
 for name in ("check", "bench"):

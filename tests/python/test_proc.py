@@ -176,21 +176,6 @@ def test_a_refused_network_namespace_is_off_with_the_kernels_reason(monkeypatch)
         sandbox._network_unavailable.cache_clear()
 
 
-def test_programs_started_in_the_background_run_at_a_lower_priority():
-    mine = os.nice(0)
-    read = [sys.executable, "-c", "import os; print(os.nice(0))"]
-    assert int(process.run(read, 30).stdout) == mine and process.lowered() is None
-    with process.background():
-        lower = min(19, mine + process.BACKGROUND_NICE)
-        assert int(process.run(read, 30).stdout) == lower
-        done = subprocess.run(read, capture_output=True, text=True, preexec_fn=process.lowered())
-        assert int(done.stdout) == lower
-        with process.background():                          # nested: still lowered once
-            assert int(process.run(read, 30).stdout) == lower
-        assert int(process.run(read, 30).stdout) == lower
-    assert int(process.run(read, 30).stdout) == mine and process.lowered() is None
-
-
 def test_a_run_learns_at_once_that_its_program_ended():
     """The wait between looks at a running program ends when the program does, not at its length."""
     child = subprocess.Popen(["sleep", "0.2"])

@@ -2,8 +2,7 @@
 mark in its environment (RUN_MARK), every process in either killed (SIGKILL) when it ends; stdout and
 stderr kept bounded (HEAD_BYTES, TAIL_BYTES); the private channel (grader/README.md, "How the pieces
 talk") kept whole up to CHANNEL_MAX_BYTES; CPU seconds and peak resident set from wait4(2), summed by
-metered().  Only a process that calls setsid and clears its environment escapes the kill.  Within
-background() the programs start BACKGROUND_NICE lower in priority.
+metered().  Only a process that calls setsid and clears its environment escapes the kill.
 """
 
 from __future__ import annotations
@@ -28,9 +27,6 @@ TAIL_BYTES = 256 * 1024
 #: The most the private channel keeps; a harness that writes more is broken (Completed.channel_overflow).
 CHANNEL_MAX_BYTES = 64 * 1024 * 1024
 _PIPE_GRACE_S = 5.0
-#: nice(1) increment of the programs started within background(): a grading's CPU-only stages (build, static
-#: checks, launch audit) yield the CPUs to the check and bench programs of the gradings that hold a GPU.
-BACKGROUND_NICE = 10
 
 
 @dataclass
@@ -186,32 +182,6 @@ def metered():
         stack.remove(usage)
 
 
-_background = threading.local()
-
-
-@contextmanager
-def background():
-    """Within the block, every program this thread starts through run() (or with preexec_fn=lowered(), for a
-    subprocess call of its own) runs BACKGROUND_NICE lower in priority than the grader: on a host grading a
-    class, builds then never slow the gradings that hold a GPU (grader/README.md, section 9)."""
-    depth = getattr(_background, "depth", 0)
-    _background.depth = depth + 1
-    try:
-        yield
-    finally:
-        _background.depth = depth
-
-
-def _lower_priority() -> None:
-    os.nice(BACKGROUND_NICE)
-
-
-def lowered() -> Callable[[], None] | None:
-    """The preexec_fn that lowers a child's priority within background() (os.nice, between fork and exec), else
-    None."""
-    return _lower_priority if getattr(_background, "depth", 0) else None
-
-
 def _reap(child: subprocess.Popen, block: bool) -> tuple[int, object] | None:
     """(exit status, resource usage) of child once it has ended (wait4); None while it runs
     (block False).  The status is also set on child, as Popen.wait would."""
@@ -305,8 +275,7 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
         sandbox=None, watch: Watch | None = None,
         channel: bool = False) -> Completed:
     """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.  sandbox (a sandbox.Sandbox): its
-    enter() runs between fork and exec, and its uid, gid (None: the grader's own) own the channel's pipe; without
-    one, the program starts at a lower priority within background().
+    enter() runs between fork and exec, and its uid, gid (None: the grader's own) own the channel's pipe.
     watch (Watch) is fed from the channel when there is one (Completed.channel), else from stdout.  Never
     raises for the program's behaviour: see Completed.error, timed_out and stopped."""
     argv = [str(a) for a in argv]
@@ -326,7 +295,7 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
                                  start_new_session=True, pass_fds=(write_end,) if channel else (),
-                                 preexec_fn=sandbox.enter if sandbox is not None else lowered())
+                                 preexec_fn=sandbox.enter if sandbox is not None else None)
     except (OSError, subprocess.SubprocessError) as err:
         for fd in (read_end, write_end):
             if fd is not None:

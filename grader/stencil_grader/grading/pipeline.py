@@ -232,11 +232,10 @@ def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path 
             say(f"note: {note}")
         say(f"building {display_path(run.source)} in {display_path(build_dir)} ...")
         (build_dir / STATE_FILE).unlink(missing_ok=True)
-        # CPU work, below the GPU stages of the gradings beside it in priority (process.background)
-        with run.timed("build"), process.background():
+        with run.timed("build"):
             run.build = build.build(spec.lab_dir, impl, build_dir, arch, build_timeout_s, defines)
         if run.build.ok:
-            with run.timed("static"), process.background():
+            with run.timed("static"):
                 try:
                     run.static = static.run_static(spec, run.source, build_dir)
                 except sass.SassError as err:              # no disassembler: the machine, not the student
@@ -319,8 +318,7 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
         # After the GPU is given back: the audit is judged on the machine code (cuobjdump, ptxas), CPU work
         # that would keep the next grading off an idle GPU.
         try:
-            with process.background():
-                run.launches = launches.check_launches(spec, run.bench.data, build_dir, run.bench.program)
+            run.launches = launches.check_launches(spec, run.bench.data, build_dir, run.bench.program)
         except sass.SassError as err:
             _machine_fault(run, err)
     run.score = score.score_lab(spec, run.build, run.static, run.check, run.bench,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import gpus, process
+from ..base import gpus
 from ..base.labspec import LabSpec
 from ..base.toolkit import find_nvcc
 from .checks import MAX_REPORTED, StaticCheck
@@ -104,7 +104,7 @@ def _run(argv: list[str]) -> str:
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(argv[0]).parent), os.environ.get("PATH", "")]))
     try:
         done = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
-                              timeout=DISASSEMBLE_TIMEOUT_S, stdin=subprocess.DEVNULL, preexec_fn=process.lowered())
+                              timeout=DISASSEMBLE_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise SassError(f"{' '.join(argv)}: {err}") from err
     if done.returncode != 0:
