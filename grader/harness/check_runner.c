@@ -171,14 +171,14 @@ static void report_device(FILE *out)
     json_writer w;
     fputs("device: ", out);
     json_begin(&w, out);
-    json_string(&w, "name", dev.name);
+    json_string(&w, KEY_device_name, dev.name);
     char cc[16];
     snprintf(cc, sizeof cc, "%d.%d", dev.cc_major, dev.cc_minor);
-    json_string(&w, "cc", cc);
-    json_integer(&w, "sm_count", dev.sm_count);
-    json_integer(&w, "l2_bytes", (long long)dev.l2_bytes);
-    json_integer(&w, "global_mem_bytes", (long long)dev.global_mem_bytes);
-    json_integer(&w, "mem_free_bytes", (long long)dev.mem_free_bytes);
+    json_string(&w, KEY_device_cc, cc);
+    json_integer(&w, KEY_device_sm_count, dev.sm_count);
+    json_integer(&w, KEY_device_l2_bytes, (long long)dev.l2_bytes);
+    json_integer(&w, KEY_device_global_mem_bytes, (long long)dev.global_mem_bytes);
+    json_integer(&w, KEY_device_mem_free_bytes, (long long)dev.mem_free_bytes);
     json_end(&w);
 }
 

@@ -131,19 +131,25 @@ def test_bad_json_values(change, words):
 def test_the_schema_is_what_protocol_h_declares():
     """One declaration for both sides: every key of every object is a KEY_ macro of protocol.h."""
     header = protocol.c_header()
-    for prefix, schema in (("", protocol.BENCH_KEYS), ("launcher_", protocol.LAUNCHER_KEYS),
-                           ("audit_", protocol.AUDIT_KEYS), ("launch_", protocol.AUDIT_LAUNCH_KEYS),
-                           ("seconds_", protocol.SECONDS_KEYS), ("probe_", protocol.PROBE_KEYS)):
+    schemas = [value for name, value in vars(protocol).items() if name.endswith("_KEYS")]
+    in_header = [schema for _, schema in protocol._C_OBJECTS]
+    assert len(schemas) == len(in_header) and all(any(s is h for h in in_header) for s in schemas)
+    for prefix, schema in protocol._C_OBJECTS:
         for key in schema:
             assert f'#define KEY_{prefix}{key} "{key}"' in header
 
 
 def test_the_c_side_names_keys_only_through_protocol_h():
-    """bench.c and bench_main.c write no key as a literal: every json_* call names a KEY_ macro (or NULL
-    inside an array)."""
-    source = "".join((KIT_ROOT / "grader" / "harness" / name).read_text() for name in ("bench.c", "bench_main.c"))
-    calls = re.findall(r"json_(?:string|number|integer|bool|open_object|open_array)\(&?\w+,\s*([^,)]+)", source)
-    assert calls and all(c.startswith("KEY_") or c == "NULL" for c in calls), calls
+    """No harness source writes a key as a literal: every json_* call names a KEY_ macro (or NULL inside an
+    array), and no JSON object is printed by hand."""
+    harness = KIT_ROOT / "grader" / "harness"
+    sources = {p.name: p.read_text() for p in sorted(harness.glob("*.c")) + sorted(harness.glob("kinds/*.c*"))}
+    calls = re.findall(r"json_(?:string|number|integer|bool|open_object|open_array)\(&?\w+,\s*([^,)]+)",
+                       "".join(sources.values()))
+    assert len(calls) > 20 and all(c.startswith("KEY_") or c == "NULL" for c in calls), calls
+    assert "KEY_solve_residual" in sources["jacobi_residual.c"]          # the solver's JSON, too
+    printed = [name for name, text in sources.items() if re.search(r'printf\([^;]*"\{\\"', text)]
+    assert printed == [], printed
 
 
 def test_launches_py_reads_only_declared_keys():

@@ -19,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "channel.h"
 #include "lab_config.h"
 #include "lab_kind.h"
+#include "protocol.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -458,15 +460,6 @@ static void run_case(const lab_case *c, uint64_t seed, harness_report *r)
  * the measured rate over the last sweeps, the largest error against the
  * analytic solution and the discretisation error it should approach.
  */
-/* A number as JSON has it: null for NaN or an infinity (a broken solver's). */
-static void json_value(FILE *out, double x, const char *format)
-{
-    if (isfinite(x))
-        fprintf(out, format, x);
-    else
-        fputs("null", out);
-}
-
 static int solve_main(int n, double reduction, int max_sweeps, FILE *out)
 {
     if (n < 5 || n > 16385) {
@@ -481,21 +474,21 @@ static int solve_main(int n, double reduction, int max_sweeps, FILE *out)
     const float *d_u = solve_model(p, reduction, max_sweeps, history, max_sweeps + 1, &sweeps, s);
     const int window = sweeps < 20 ? sweeps : 20;
     const double rate = window ? pow(history[sweeps] / history[sweeps - window], 1.0 / window) : 0.0;
-    fprintf(out, "{\"n\": %d, \"h\": %.17g, \"sweeps\": %d, \"converged\": %s, \"reduction\": %g,\n",
-            n, 1.0 / (n - 1), sweeps, history[sweeps] <= reduction * history[0] ? "true" : "false",
-            reduction);
-    fprintf(out, " \"rate_expected\": %.17g, \"rate_measured\": ", cos(M_PI / (n - 1)));
-    json_value(out, rate, "%.17g");
-    fprintf(out, ", \"max_error\": ");
-    json_value(out, max_error(p, d_u), "%.9g");
-    fprintf(out, ", \"discretisation_error\": %.9g,\n \"residual\": [",
-            harness_poisson_discretisation_error(n));
-    for (int k = 0; k <= sweeps; k++) {     /* the whole history: the channel keeps it whole */
-        fputs(k ? ", " : "", out);
-        json_value(out, history[k], "%.9g");
-    }
-    fputs("]}\n", out);
-    fflush(out);
+    json_writer w;                        /* keys: protocol.h's, from protocol.py's SOLVE_KEYS */
+    json_begin(&w, out);
+    json_integer(&w, KEY_solve_n, n);
+    json_number(&w, KEY_solve_h, 1.0 / (n - 1));
+    json_integer(&w, KEY_solve_sweeps, sweeps);
+    json_bool(&w, KEY_solve_converged, history[sweeps] <= reduction * history[0]);
+    json_number(&w, KEY_solve_reduction, reduction);
+    json_number(&w, KEY_solve_rate_expected, cos(M_PI / (n - 1)));
+    json_number(&w, KEY_solve_rate_measured, rate);
+    json_number(&w, KEY_solve_max_error, max_error(p, d_u));
+    json_number(&w, KEY_solve_discretisation_error, harness_poisson_discretisation_error(n));
+    json_open_array(&w, KEY_solve_residual);
+    for (int k = 0; k <= sweeps; k++)     /* the whole history: the channel keeps it whole */
+        json_number(&w, NULL, history[k]);
+    json_end(&w);
     free(history);
     destroy(p);
     CUDA_CHECK(cudaStreamDestroy(s));

@@ -2,7 +2,8 @@
 channel's environment variables and the line that starts a timed run in check, the exit statuses, and
 the bench's JSON (every key of every nested object with its type and meaning: the schema bench.c
 writes through the KEY_* macros, grading/bench.py checks with check_object and grading/launches.py
-reads; SOLVE_KEYS, `bench --solve`'s, student/solve.py checks).  c_header() turns them into protocol.h, which
+reads; SOLVE_KEYS, `bench --solve`'s, student/solve.py checks; DEVICE_LINE_KEYS, check's `device:` line).
+c_header() turns every one of them into KEY_* macros of protocol.h, which
 lab.mk generates into each harness build (`grade.py protocol`); what each means: grader/README.md,
 section "How the pieces talk".
 """
@@ -161,6 +162,15 @@ PROBE_KEYS = {
     "global_mem_bytes": Key(int, "its memory"),
     "mem_free_bytes": Key(int, "its memory free when probed"),
 }
+#: check's `device:` line on the channel, before its first case (grading/checkstream.py reads it).
+DEVICE_LINE_KEYS = {
+    "name": Key(str, "the GPU's name"),
+    "cc": Key(str, "its compute capability"),
+    "sm_count": Key(int, "its multiprocessors"),
+    "l2_bytes": Key(int, "its L2 cache"),
+    "global_mem_bytes": Key(int, "its memory"),
+    "mem_free_bytes": Key(int, "its memory free when the check program started"),
+}
 #: `bench --describe`: what the kind module linked into the build states itself (its function
 #: table), which tests/python/test_kinds.py compares with grader/kinds.json.
 DESCRIBE_KEYS = {
@@ -180,6 +190,8 @@ SOLVE_KEYS = {
     "converged": Key(bool, "the residual fell by the reduction asked for"),
     "reduction": Key(float, "the reduction asked for"),
     "rate_expected": Key(float, "the spectral radius of the Jacobi iteration, cos(pi h)"),
+    "rate_measured": Key(float, "the residual's decay per sweep over the last 20 sweeps (null when not finite; "
+                                "student/solve.py measures its own)", required=False),
     "max_error": Key(float, "the largest error against the exact solution (null when not finite)"),
     "discretisation_error": Key(float, "the error of the exact discrete solution (the floor of max_error)"),
     "residual": Key(list, "the residual's 2-norm before each sweep and after the last, sweeps + 1 values"),
@@ -193,7 +205,8 @@ LAUNCH_REFUSED = "launch refused:"
 #: The objects of the C header, as KEY_<prefix><key>: the top level as KEY_<key>.
 _C_OBJECTS = (("", BENCH_KEYS), ("launcher_", LAUNCHER_KEYS), ("audit_", AUDIT_KEYS),
               ("launch_", AUDIT_LAUNCH_KEYS), ("seconds_", SECONDS_KEYS), ("probe_", PROBE_KEYS),
-              ("describe_", DESCRIBE_KEYS))
+              ("describe_", DESCRIBE_KEYS), ("solve_", SOLVE_KEYS),
+              ("device_", DEVICE_LINE_KEYS))
 
 
 class SchemaError(ValueError):
@@ -243,7 +256,7 @@ def c_header() -> str:
     lines += ["", "/* how a case's message starts when the runtime refused a launch of the student's launcher */",
               f'#define LAUNCH_REFUSED "{LAUNCH_REFUSED}"']
     for prefix, schema in _C_OBJECTS:
-        lines += ["", f"/* the keys of the bench's JSON: {prefix.rstrip('_') or 'the top level'} */"]
+        lines += ["", f"/* the keys of the harness's JSON: {prefix.rstrip('_') or 'the top level'} */"]
         lines += [f'#define KEY_{prefix}{key} "{key}"' for key in schema]
     lines += ["", "#endif /* STENCIL_PROTOCOL_H */"]
     return "\n".join(lines) + "\n"
