@@ -140,8 +140,9 @@ def test_the_schema_is_what_protocol_h_declares():
 
 
 def test_the_c_side_names_keys_only_through_protocol_h():
-    """No harness source writes a key as a literal: every json_* call names a KEY_ macro (or NULL inside an
-    array), and no JSON object is printed by hand."""
+    """No source of check or bench (grader/harness/*.c, the kinds) writes a key as a literal: every json_* call
+    names a KEY_ macro (or NULL inside an array), and no JSON object is printed by hand.  (smem_roof.cu, built
+    alone by hand, is no part of them.)"""
     harness = KIT_ROOT / "grader" / "harness"
     sources = {p.name: p.read_text() for p in sorted(harness.glob("*.c")) + sorted(harness.glob("kinds/*.c*"))}
     calls = re.findall(r"json_(?:string|number|integer|bool|open_object|open_array)\(&?\w+,\s*([^,)]+)",
