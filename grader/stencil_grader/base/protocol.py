@@ -162,15 +162,9 @@ PROBE_KEYS = {
     "global_mem_bytes": Key(int, "its memory"),
     "mem_free_bytes": Key(int, "its memory free when probed"),
 }
-#: check's `device:` line on the channel, before its first case (grading/checkstream.py reads it).
-DEVICE_LINE_KEYS = {
-    "name": Key(str, "the GPU's name"),
-    "cc": Key(str, "its compute capability"),
-    "sm_count": Key(int, "its multiprocessors"),
-    "l2_bytes": Key(int, "its L2 cache"),
-    "global_mem_bytes": Key(int, "its memory"),
-    "mem_free_bytes": Key(int, "its memory free when the check program started"),
-}
+#: check's `device:` line on the channel, before its first case (grading/checkstream.py reads it): the probe's
+#: keys, the GPU's name under "name".
+DEVICE_LINE_KEYS = {"name": PROBE_KEYS["device"], **{k: v for k, v in PROBE_KEYS.items() if k != "device"}}
 #: `bench --describe`: what the kind module linked into the build states itself (its function
 #: table), which tests/python/test_kinds.py compares with grader/kinds.json.
 DESCRIBE_KEYS = {
