@@ -34,7 +34,8 @@
  *     one barrier per plane suffices (see below) where the textbook has two.
  * A block marches PLANES_PER_BLOCK = 32 planes and loads 34 (its own and the
  * two z-halo planes, none extra), so a 512^3 grid gives 4 x 32 x 16 = 2048
- * blocks, several waves on any GPU.
+ * blocks, several waves on any GPU.  (The H200's tuning table marches 128
+ * planes: 512 blocks, one wave at four blocks per SM, measured faster there.)
  *
  * The textbook's kernels are kept beside the references in reference/tour/
  * (naive_3d, book_shared_tile_t8, book_z_coarsening_t32); the handout's table
