@@ -12,6 +12,8 @@
 #   make record SLUG=h100    make tour and make check, recorded in handouts/data/SLUG/ for the figures
 #   make smem-roof [SLUG=h100]  this GPU's shared-memory roof (bytes per clock per SM), which lab 8's
 #                            roofline draws; SLUG records it in handouts/data/SLUG/smem-roof.json
+#   make ebisu EBISU=PATH [SLUG=h100]  EBISU (ICS 2023), built from a copy of its repository at PATH, timed
+#                            beside lab 8's reference; SLUG records it in handouts/data/SLUG/ebisu.json
 #   make figures             rewrite the handouts' measured figures from handouts/data/ and draw
 #                            their diagrams from the labs' constants (no GPU)
 #   make pictures            redraw the handouts' PNG plots from handouts/data/ (matplotlib)
@@ -30,10 +32,10 @@ IMPL ?= $(if $(wildcard reference/.),reference,starter)
 SUBMISSIONS ?=
 OUT ?= grades
 
-.PHONY: help test test-build test-unit test-python cuda12 grade bench-class tour calibrate record figures smem-roof pictures dist clean
+.PHONY: help test test-build test-unit test-python cuda12 grade bench-class tour calibrate record figures smem-roof ebisu pictures dist clean
 
 help:
-	@sed -n '3,21p' Makefile | sed 's/^#//'
+	@sed -n '3,23p' Makefile | sed 's/^#//'
 	@echo "  labs: $(LABS)"
 	@echo "  in a lab directory: make check [IMPL=starter|reference|DIR] [SEED=N]; make sanitize; make help"
 
@@ -134,6 +136,10 @@ figures:
 
 smem-roof:
 	@$(GRADE) smem-roof $(if $(SLUG),--json handouts/data/$(SLUG)/smem-roof.json)
+
+ebisu:
+	@test -n "$(EBISU)" || { echo "usage: make ebisu EBISU=PATH [SLUG=h100]  (PATH: a copy of github.com/neozhang307/EBISU-ICS23)" >&2; exit 2; }
+	@$(GRADE) ebisu --src "$(EBISU)" $(if $(SLUG),--json handouts/data/$(SLUG)/ebisu.json)
 
 # The PNG pictures of the handouts, redrawn from the recorded runs (matplotlib; no GPU).
 pictures:

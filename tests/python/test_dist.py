@@ -147,7 +147,7 @@ def test_student_kit_says_it_has_no_reference_solutions(packed, where, args):
     assert not (kit / "build" / "harness").exists()                  # nothing was compiled
 
 
-@pytest.mark.parametrize("target", ["test", "dist", "grade", "smem-roof"])
+@pytest.mark.parametrize("target", ["test", "dist", "grade", "smem-roof", "ebisu"])
 def test_student_kit_instructor_targets_say_why_not(packed, target):
     _, kit = packed
     done = run(["make", target], kit, timeout=60)

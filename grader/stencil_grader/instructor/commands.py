@@ -1,5 +1,5 @@
-"""grade.py's instructor commands: `tour`, `calibrate`, `tune`, and the recorded runs behind the
-handouts' figures: `record-check`, `record-archs`, `record-profile`, `figures`, `pictures`."""
+"""grade.py's instructor commands: `tour`, `calibrate`, `tune`, `smem-roof`, `ebisu`, and the recorded runs
+behind the handouts' figures: `record-check`, `record-archs`, `record-profile`, `figures`, `pictures`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .. import KIT_ROOT
 from ..base import gpuprobe
 from ..base.cliargs import EXIT_FULL, EXIT_NOT_FULL, UsageError, lab_list, seed
 from ..base.files import display_path, read_json, write_json
-from . import pictures, records, roofs, tour, tune
+from . import ebisu, pictures, records, roofs, tour, tune
 
 
 def register(sub) -> None:
@@ -36,6 +36,12 @@ def register(sub) -> None:
     p = command(cmd_smem_roof, "smem-roof", "measure this GPU's shared-memory roof (bytes per clock per SM "
                 "of 4- and 16-byte loads), which lab 8's roofline draws")
     p.add_argument("--json", type=Path, metavar="FILE", help="record it, e.g. handouts/data/h100/smem-roof.json")
+
+    p = command(cmd_ebisu, "ebisu", "time EBISU (ICS 2023), built from a copy of its repository, beside lab 8's "
+                "reference on this GPU")
+    p.add_argument("--src", type=Path, required=True, metavar="PATH",
+                   help="a copy of github.com/neozhang307/EBISU-ICS23 (the kit never ships it)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="record it, e.g. handouts/data/h200/ebisu.json")
 
     p = command(cmd_record_check, "record-check", "collect the reports of the last make check into a recorded run")
     p.add_argument("out", metavar="FILE", type=Path, help="where the record goes, e.g. handouts/data/h100/check.json")
@@ -168,6 +174,19 @@ def cmd_smem_roof(args) -> int:
         record = roofs.smem_roof_record(data, "grade.py smem-roof --json (make smem-roof)")
         path = write_json(args.json, record)
         print(f"recorded: {path}")
+    return EXIT_FULL
+
+
+@_refusing("ebisu", tour.TourError)
+def cmd_ebisu(args) -> int:
+    """grade.py ebisu: build EBISU, time it and lab 8's reference, print; --json FILE records it."""
+    found = gpuprobe.probe(quick=True)
+    if not found.ok:
+        raise UsageError(f"ebisu needs a GPU: {found.message or found.status}")
+    record = ebisu.compare(args.src)
+    print(ebisu.render(record))
+    if args.json:
+        print(f"recorded: {write_json(args.json, record)}")
     return EXIT_FULL
 
 

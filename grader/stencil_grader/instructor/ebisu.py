@@ -1,0 +1,160 @@
+"""EBISU (Zhang, Wahib, Chen, Meng, Wang, Endo and Matsuoka, ICS 2023, "Revisiting temporal blocking stencil
+optimizations"), the best published GPU temporal blocking, timed beside lab 8's reference on this GPU:
+
+    python3 grader/grade.py ebisu --src PATH [--json handouts/data/SLUG/ebisu.json]   (make ebisu EBISU=PATH)
+
+PATH is a copy of EBISU's public repository (github.com/neozhang307/EBISU-ICS23) that the instructor fetched;
+the kit never ships or copies its code.  Its 2D 5-point star in fp32 (2dstencil/, stencil 2d5pt, the binary its
+CMake files call 2d5pt_ebisu.exe) is built here with nvcc into build/ebisu/, without CMake.  EBISU's sources
+accept only compute capabilities 6.0, 7.0 and 8.0 (2dstencil/common/cuda_common.cuh stops at any other
+__CUDA_ARCH__), so it is built as PTX for compute_80, which the driver compiles for this GPU when it loads:
+the only way it runs on a Hopper GPU without editing its sources.
+
+Both codes run the same grid and number of sweeps, lab 8's bench grid and steps (its lab.json), and EBISU also
+its own setting of the paper (`--experiment`: a square grid and a depth chosen for its tile); a rate is cells
+updated per second, TCells/s = nx x ny x steps / seconds / 1e12 (EBISU prints GCells/s by the same count).
+Only EBISU's own run checks nothing: `--check` against its CPU code is left out, as it takes minutes on
+these grids; lab 8's reference is checked by its bench, every cell, as in a grading.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from .. import KIT_ROOT
+from ..base import toolkit
+from ..base.cliargs import UsageError
+from . import tour
+from .records import now, record_header
+
+LAB = "08-temporal-blocking"
+BUILD_DIR = KIT_ROOT / "build" / "ebisu"
+#: The files of EBISU's 2D stencils this build reads, relative to its 2dstencil/ folder.
+SOURCES = ("jacobi-temporal-traditional.cu", "jacobi-2d.cu", "jacobi.driver.cpp", "2d5pt/config.cuh",
+           "2d5pt/jacobi_gold.cpp", "2d5pt/jacobi_gold_gen.cpp", "common/cuda_common.cuh")
+#: PTX for the newest compute capability EBISU's sources accept; the driver compiles it for this GPU.
+ARCH = ("-gencode", "arch=compute_80,code=compute_80")
+#: The fields of EBISU's result line (its 2dstencil/README.md, "Output"), tab-separated.
+FIELDS = ("ptx_version", "sizeof_data", "width_x", "width_y", "iteration", "depth", "bdim", "valid_bdim",
+          "grid", "block_per_sm", "shared_mem_used", "shared_mem_range", "runtime_ms", "gcells_per_s")
+
+
+def stencil_dir(src: Path) -> Path:
+    """The 2dstencil/ folder of EBISU's repository at src (src may be that folder itself).  Raises
+    UsageError naming the files that are missing."""
+    src = Path(src)
+    folder = src if (src / "jacobi-2d.cu").exists() else src / "2dstencil"
+    missing = [name for name in SOURCES if not (folder / name).is_file()]
+    if missing:
+        raise UsageError(f"--src {src}: not a copy of EBISU's repository (github.com/neozhang307/EBISU-ICS23): "
+                         f"{folder} lacks {', '.join(missing)}")
+    return folder
+
+
+def build_commands(folder: Path, out_dir: Path, nvcc: str, cxx: str = "g++") -> list[list[str]]:
+    """The argument lists that build EBISU's 2d5pt binary (out_dir/ebisu-2d5pt) from folder, in order; no
+    shell.  The same defines as its CMake files: _TIMER_ everywhere, TRATEMPORAL for the kernels, EBISU for the
+    host code; relocatable device code, as there (the host code launches kernels of another file)."""
+    out = Path(out_dir)
+    inc = [f"-I{folder / '2d5pt'}", f"-I{folder / 'common'}", f"-I{folder.parent / 'share'}"]
+    cuda = [nvcc, "-O3", *ARCH, "-rdc=true", "-D_TIMER_", *inc]
+    return [
+        [*cuda, "-DTRATEMPORAL", "-c", str(folder / "jacobi-temporal-traditional.cu"), "-o", str(out / "kernels.o")],
+        [*cuda, "-DEBISU", "-c", str(folder / "jacobi-2d.cu"), "-o", str(out / "host.o")],
+        [cxx, "-O3", *inc, "-c", str(folder / "2d5pt" / "jacobi_gold.cpp"), "-o", str(out / "gold.o")],
+        [cxx, "-O3", *inc, "-c", str(folder / "2d5pt" / "jacobi_gold_gen.cpp"), "-o", str(out / "gold_gen.o")],
+        [cxx, "-O3", "-D_TIMER_", "-DEBISU", *inc, "-c", str(folder / "jacobi.driver.cpp"), "-o", str(out / "driver.o")],
+        [nvcc, *ARCH, "-rdc=true", *(str(out / f"{o}.o") for o in ("kernels", "host", "gold", "gold_gen", "driver")),
+         "-o", str(out / "ebisu-2d5pt")],
+    ]
+
+
+def build(src: Path, out_dir: Path = BUILD_DIR) -> Path:
+    """EBISU's 2d5pt binary built from src into out_dir; its path.  Raises UsageError without nvcc, or with
+    the failing command's last lines."""
+    folder = stencil_dir(src)
+    nvcc = toolkit.find_nvcc()
+    if nvcc is None:
+        raise UsageError("ebisu needs nvcc (the CUDA toolkit): none found (CUDA_HOME, PATH, /usr/local/cuda)")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for argv in build_commands(folder, Path(out_dir), nvcc):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise UsageError(f"building EBISU: {Path(argv[0]).name} did not finish: {err}") from None
+        if done.returncode != 0:
+            last = " / ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+            raise UsageError(f"building EBISU failed at {' '.join(argv[-3:])}: {last}")
+    return Path(out_dir) / "ebisu-2d5pt"
+
+
+def parse_result(text: str) -> dict:
+    """EBISU's result line in its output text as a dict of FIELDS (numbers where they are numbers) plus
+    tcells_per_s.  Raises UsageError when no line has the fields (it printed an error instead)."""
+    for line in reversed(text.splitlines()):
+        cells = line.strip().split("\t")
+        if len(cells) == len(FIELDS):
+            row = dict(zip(FIELDS, cells))
+            try:
+                for key in ("width_x", "width_y", "iteration", "depth", "bdim", "valid_bdim"):
+                    row[key] = int(row[key])
+                row["runtime_ms"], row["gcells_per_s"] = float(row["runtime_ms"]), float(row["gcells_per_s"])
+            except ValueError:
+                continue
+            row["tcells_per_s"] = row["gcells_per_s"] / 1e3
+            return row
+    tail = " / ".join(text.strip().splitlines()[-3:]) or "nothing"
+    raise UsageError(f"EBISU printed no result line ({len(FIELDS)} tab-separated fields); it printed: {tail}")
+
+
+def run_ebisu(binary: Path, args: list[str], timeout_s: float = 300) -> dict:
+    """One run of EBISU's binary with args (its command line: width_y width_x, then options): parse_result of
+    what it printed.  Raises UsageError when it fails or runs past timeout_s."""
+    try:
+        done = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise UsageError(f"EBISU ({' '.join(args)}) did not run to its end: {err}") from None
+    if done.returncode != 0:
+        raise UsageError(f"EBISU ({' '.join(args)}) ended with exit status {done.returncode}: "
+                         f"{(done.stderr or done.stdout).strip()[-300:]}")
+    return parse_result(done.stdout)
+
+
+def compare(src: Path, measure=tour.measure, run=run_ebisu, built: Path | None = None) -> dict:
+    """Lab 8's reference and EBISU on this GPU: the record (kind "ebisu", rows "08/reference",
+    "ebisu/bench_grid", "ebisu/experiment", each with nx, ny, steps, ms and tcells_per_s; ratio_bench_grid
+    and ratio_best: the reference's rate over EBISU's on the same grid and over EBISU's best of its two).
+    Raises UsageError (EBISU) or tour.TourError (lab 8's reference)."""
+    binary = built or build(src)
+    data, params = measure(LAB, "reference")
+    nx, ny, steps = data["nx"], data["ny"], data["steps"]
+    ours = {"id": "08/reference", "nx": nx, "ny": ny, "steps": steps, "ms": data["ms_median"],
+            "tcells_per_s": nx * ny * steps / data["ms_median"] / 1e9, "ratio_to_copy": data["ratio"],
+            "params": params}
+    rows = [ours]
+    for rid, args in (("ebisu/bench_grid", [str(ny), str(nx), "--fp32", f"--iter={steps}", "--warmup"]),
+                      ("ebisu/experiment", ["--fp32", "--experiment"])):
+        got = run(binary, args)
+        rows.append({"id": rid, "nx": got["width_x"], "ny": got["width_y"], "steps": got["iteration"],
+                     "ms": got["runtime_ms"], "tcells_per_s": got["tcells_per_s"], "depth": got["depth"],
+                     "args": " ".join(args)})
+    device = {"name": data["device"], "compute_capability": data["cc"], "sm_count": data["sm_count"]}
+    record = record_header("ebisu", "grade.py ebisu --src EBISU-ICS23 (2dstencil, 2d5pt, fp32; PTX for "
+                           "compute_80)", device, now())
+    record["copy_gbps"] = data["copy_gbps"]
+    record["rows"] = rows
+    record["ratio_bench_grid"] = ours["tcells_per_s"] / rows[1]["tcells_per_s"]
+    record["ratio_best"] = ours["tcells_per_s"] / max(r["tcells_per_s"] for r in rows[1:])
+    return record
+
+
+def render(record: dict) -> str:
+    """The comparison as lines of text."""
+    lines = [f"{record['device']['name']}: 2D 5-point, fp32, cells updated per second"]
+    for r in record["rows"]:
+        lines.append(f"  {r['id']:<18} {r['nx']:>6} x {r['ny']:<6} {r['steps']:>3} sweeps  {r['ms']:9.3f} ms  "
+                     f"{r['tcells_per_s']:.3f} TCells/s")
+    lines.append(f"lab 8's reference: {record['ratio_bench_grid']:.2f}x EBISU on the same grid, "
+                 f"{record['ratio_best']:.2f}x EBISU's best of its two runs")
+    return "\n".join(lines)
