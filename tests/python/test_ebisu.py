@@ -86,3 +86,14 @@ def test_the_record_puts_both_on_the_same_grid_and_says_the_ratios(tmp_path):
     assert record["ratio_best"] == pytest.approx(ours["tcells_per_s"] / 0.90177408)
     assert record["record"] == "ebisu" and record["device"]["name"] == "NVIDIA H200"
     assert "NVIDIA H200" in ebisu.render(record)
+
+
+def test_without_a_gpu_the_command_says_so_before_building(tmp_path, monkeypatch, capsys):
+    from stencil_grader import cli
+    from stencil_grader.base import gpuprobe
+    from stencil_grader.instructor import commands
+
+    monkeypatch.setattr(commands.gpuprobe, "probe", lambda **_: gpuprobe.ProbeResult("no_gpu", "no CUDA-capable GPU"))
+    monkeypatch.setattr(ebisu, "build", lambda *a, **k: pytest.fail("built without a GPU"))
+    assert cli.main(["ebisu", "--src", str(fake_repository(tmp_path))]) == 2
+    assert "ebisu needs a GPU: no CUDA-capable GPU" in capsys.readouterr().err
