@@ -13,8 +13,8 @@ the only way it runs on a Hopper GPU without editing its sources.
 Both codes run the same grid and number of sweeps, lab 8's bench grid and steps (its lab.json), and EBISU also
 its own setting of the paper (`--experiment`: a square grid and a depth chosen for its tile); a rate is cells
 updated per second, TCells/s = nx x ny x steps / seconds / 1e12 (EBISU prints GCells/s by the same count).
-Only EBISU's own run checks nothing: `--check` against its CPU code is left out, as it takes minutes on
-these grids; lab 8's reference is checked by its bench, every cell, as in a grading.
+EBISU's output is not checked here (its `--check` against its CPU code takes minutes on these grids); lab 8's
+reference is checked by its bench, every cell, as in a grading.
 """
 
 from __future__ import annotations
