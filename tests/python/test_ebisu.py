@@ -77,7 +77,7 @@ def test_the_record_puts_both_on_the_same_grid_and_says_the_ratios(tmp_path):
         return ebisu.parse_result(PRINTED)
 
     record = ebisu.compare(tmp_path, measure=lambda lab, impl: (bench, {"K": 8}), run=run,
-                           built=tmp_path / "ebisu-2d5pt")
+                           check=lambda binary: 3.1e-7, built=tmp_path / "ebisu-2d5pt")
     assert asked[0][:2] == ["8192", "16384"] and "--iter=16" in asked[0]      # width_y, then width_x: ny, nx
     ours, same, best = record["rows"]
     assert (same["nx"], same["ny"], same["steps"]) == (ours["nx"], ours["ny"], ours["steps"])
@@ -85,6 +85,7 @@ def test_the_record_puts_both_on_the_same_grid_and_says_the_ratios(tmp_path):
     assert record["ratio_bench_grid"] == pytest.approx(ours["tcells_per_s"] / 0.501898752)
     assert record["ratio_best"] == pytest.approx(ours["tcells_per_s"] / 0.90177408)
     assert record["record"] == "ebisu" and record["device"]["name"] == "NVIDIA H200"
+    assert record["ebisu_check_rms"] == 3.1e-7 and record["ebisu_check"] == " ".join(ebisu.CHECK_ARGS)
     assert "NVIDIA H200" in ebisu.render(record)
 
 
@@ -97,3 +98,26 @@ def test_without_a_gpu_the_command_says_so_before_building(tmp_path, monkeypatch
     monkeypatch.setattr(ebisu, "build", lambda *a, **k: pytest.fail("built without a GPU"))
     assert cli.main(["ebisu", "--src", str(fake_repository(tmp_path))]) == 2
     assert "ebisu needs a GPU: no CUDA-capable GPU" in capsys.readouterr().err
+
+
+def fake_ebisu(tmp_path, printed: str, status: int = 0):
+    """A program standing in for EBISU's binary: prints `printed`, exits with `status`."""
+    program = tmp_path / "fake ebisu"
+    program.write_text(f"#!/bin/sh\nprintf '%s' '{printed}'\nexit {status}\n")
+    program.chmod(0o755)
+    return program
+
+
+def test_ebisus_own_check_passes_below_its_tolerance(tmp_path):
+    assert ebisu.check_ebisu(fake_ebisu(tmp_path, "[Test] RMS Error : 2.500000e-07\n")) == 2.5e-7
+
+
+@pytest.mark.parametrize("printed, status, words", [
+    ("[Test] RMS Error : 3.000000e-02\n", 255, "RMS difference 0.03"),
+    ("[Test] RMS Error : nan\n", 0, "RMS difference nan"),
+    ("unsupport setting, no free space for cache with shared memory\n", 0, "no RMS difference printed"),
+])
+def test_a_failed_ebisu_check_stops_before_anything_is_timed(tmp_path, printed, status, words):
+    with pytest.raises(UsageError, match="nothing is timed") as err:
+        ebisu.check_ebisu(fake_ebisu(tmp_path, printed, status))
+    assert words in str(err.value)

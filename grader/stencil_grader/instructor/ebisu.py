@@ -13,12 +13,15 @@ the only way it runs on a Hopper GPU without editing its sources.
 Both codes run the same grid and number of sweeps, lab 8's bench grid and steps (its lab.json), and EBISU also
 its own setting of the paper (`--experiment`: a square grid and a depth chosen for its tile); a rate is cells
 updated per second, TCells/s = nx x ny x steps / seconds / 1e12 (EBISU prints GCells/s by the same count).
-EBISU's output is not checked here (its `--check` against its CPU code takes minutes on these grids); lab 8's
-reference is checked by its bench, every cell, as in a grading.
+EBISU's output is checked once, on a small grid (CHECK_ARGS: its own `--check`, the RMS difference from its CPU
+code over the cells farther than `steps` from the edge, below its TOLERANCE of 1e-5), before anything is timed:
+on the timed grids its CPU code would take minutes.  Lab 8's reference is checked by its bench, every cell, as in
+a grading.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -35,6 +38,10 @@ SOURCES = ("jacobi-temporal-traditional.cu", "jacobi-2d.cu", "jacobi.driver.cpp"
            "2d5pt/jacobi_gold.cpp", "2d5pt/jacobi_gold_gen.cpp", "common/cuda_common.cuh")
 #: PTX for the newest compute capability EBISU's sources accept; the driver compiles it for this GPU.
 ARCH = ("-gencode", "arch=compute_80,code=compute_80")
+#: EBISU's own check (jacobi.driver.cpp): 16 sweeps of a 1024 x 1024 grid against its CPU code.
+CHECK_ARGS = ("1024", "1024", "--fp32", "--iter=16", "--check")
+#: The RMS difference its driver accepts (TOLERANCE in jacobi.driver.cpp).
+CHECK_TOLERANCE = 1e-5
 #: The fields of EBISU's result line (its 2dstencil/README.md, "Output"), tab-separated.
 FIELDS = ("ptx_version", "sizeof_data", "width_x", "width_y", "iteration", "depth", "bdim", "valid_bdim",
           "grid", "block_per_sm", "shared_mem_used", "shared_mem_range", "runtime_ms", "gcells_per_s")
@@ -121,12 +128,32 @@ def run_ebisu(binary: Path, args: list[str], timeout_s: float = 300) -> dict:
     return parse_result(done.stdout)
 
 
-def compare(src: Path, measure=tour.measure, run=run_ebisu, built: Path | None = None) -> dict:
+def check_ebisu(binary: Path, timeout_s: float = 300) -> float:
+    """EBISU's RMS difference from its CPU code on CHECK_ARGS' grid.  Raises UsageError when it is
+    CHECK_TOLERANCE or more, or not printed: its rates would then be of wrong results."""
+    try:
+        done = subprocess.run([str(binary), *CHECK_ARGS], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise UsageError(f"EBISU's check ({' '.join(CHECK_ARGS)}) did not run to its end: {err}") from None
+    found = re.search(r"RMS Error : (\S+)", done.stdout)
+    try:
+        error = float(found.group(1)) if found else None
+    except ValueError:
+        error = None
+    if error is None or not error < CHECK_TOLERANCE:
+        said = f"RMS difference {error:g}" if error is not None else "no RMS difference printed"
+        raise UsageError(f"EBISU's check ({' '.join(CHECK_ARGS)}) failed: {said} from its CPU code (at most "
+                         f"{CHECK_TOLERANCE:g}), exit status {done.returncode}; nothing is timed")
+    return error
+
+
+def compare(src: Path, measure=tour.measure, run=run_ebisu, check=check_ebisu, built: Path | None = None) -> dict:
     """Lab 8's reference and EBISU on this GPU: the record (kind "ebisu", rows "08/reference",
     "ebisu/bench_grid", "ebisu/experiment", each with nx, ny, steps, ms and tcells_per_s; ratio_bench_grid
-    and ratio_best: the reference's rate over EBISU's on the same grid and over EBISU's best of its two).
-    Raises UsageError (EBISU) or tour.TourError (lab 8's reference)."""
+    and ratio_best: the reference's rate over EBISU's on the same grid and over EBISU's best of its two;
+    ebisu_check_rms: check_ebisu's).  Raises UsageError (EBISU) or tour.TourError (lab 8's reference)."""
     binary = built or build(src)
+    rms = check(binary)
     data, params = measure(LAB, "reference")
     nx, ny, steps = data["nx"], data["ny"], data["steps"]
     ours = {"id": "08/reference", "nx": nx, "ny": ny, "steps": steps, "ms": data["ms_median"],
@@ -146,6 +173,8 @@ def compare(src: Path, measure=tour.measure, run=run_ebisu, built: Path | None =
     record["rows"] = rows
     record["ratio_bench_grid"] = ours["tcells_per_s"] / rows[1]["tcells_per_s"]
     record["ratio_best"] = ours["tcells_per_s"] / max(r["tcells_per_s"] for r in rows[1:])
+    record["ebisu_check_rms"] = rms
+    record["ebisu_check"] = " ".join(CHECK_ARGS)
     return record
 
 
@@ -155,6 +184,8 @@ def render(record: dict) -> str:
     for r in record["rows"]:
         lines.append(f"  {r['id']:<18} {r['nx']:>6} x {r['ny']:<6} {r['steps']:>3} sweeps  {r['ms']:9.3f} ms  "
                      f"{r['tcells_per_s']:.3f} TCells/s")
+    lines.append(f"EBISU's own check ({record['ebisu_check']}): RMS difference {record['ebisu_check_rms']:.2e} "
+                 "from its CPU code")
     lines.append(f"lab 8's reference: {record['ratio_bench_grid']:.2f}x EBISU on the same grid, "
                  f"{record['ratio_best']:.2f}x EBISU's best of its two runs")
     return "\n".join(lines)
