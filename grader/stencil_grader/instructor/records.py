@@ -35,8 +35,8 @@ from ..student.profile import analyse, load_rules
 #:   class      students, jobs, cpus, grader_peak_rss_mib; rows "NN/build", "NN/gpu": lab, stage, n,
 #:              wall_s_median, wall_s_max, cpu_s_median, peak_rss_mib_max (classes/resources.py); class-scaling
 #:   smem-roof  rows "4B", "16B": bytes, bytes_per_clock_per_sm, lowest_sm, blocks_per_sm, clock_mhz, ms (roofs.py)
-#:   ebisu      ratio_bench_grid, ratio_best, ebisu_check (its --check run), ebisu_check_rms; rows "08/reference", "ebisu/bench_grid", "ebisu/experiment": nx, ny,
-#:              steps, ms, tcells_per_s (ebisu.py)
+#:   ebisu      ratio_bench_grid, ratio_best, ebisu_check (its --check run), ebisu_check_rms; rows
+#:              "08/reference", "ebisu/bench_grid", "ebisu/experiment": nx, ny, steps, ms, tcells_per_s (ebisu.py)
 #: A field that was not measured is null.  Times are ms (seconds where a name ends in _s), bandwidths GB/s
 #: (1 GB = 1e9 B), memory MiB, ratios fractions of the copy bandwidth of the same bench run.
 RECORD_FORMAT = 1
