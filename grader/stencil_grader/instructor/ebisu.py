@@ -71,7 +71,8 @@ def build_commands(folder: Path, out_dir: Path, nvcc: str, cxx: str = "g++") -> 
         [*cuda, "-DEBISU", "-c", str(folder / "jacobi-2d.cu"), "-o", str(out / "host.o")],
         [cxx, "-O3", *inc, "-c", str(folder / "2d5pt" / "jacobi_gold.cpp"), "-o", str(out / "gold.o")],
         [cxx, "-O3", *inc, "-c", str(folder / "2d5pt" / "jacobi_gold_gen.cpp"), "-o", str(out / "gold_gen.o")],
-        [cxx, "-O3", "-D_TIMER_", "-DEBISU", *inc, "-c", str(folder / "jacobi.driver.cpp"), "-o", str(out / "driver.o")],
+        [cxx, "-O3", "-D_TIMER_", "-DEBISU", *inc, "-c", str(folder / "jacobi.driver.cpp"),
+         "-o", str(out / "driver.o")],
         [nvcc, *ARCH, "-rdc=true", *(str(out / f"{o}.o") for o in ("kernels", "host", "gold", "gold_gen", "driver")),
          "-o", str(out / "ebisu-2d5pt")],
     ]
