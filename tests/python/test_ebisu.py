@@ -121,3 +121,12 @@ def test_a_failed_ebisu_check_stops_before_anything_is_timed(tmp_path, printed, 
     with pytest.raises(UsageError, match="nothing is timed") as err:
         ebisu.check_ebisu(fake_ebisu(tmp_path, printed, status))
     assert words in str(err.value)
+
+
+def test_without_nvcc_the_build_says_where_the_kit_looked(tmp_path, monkeypatch):
+    monkeypatch.setattr(ebisu.toolkit, "find_nvcc", lambda: None)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no toolkit"))
+    monkeypatch.delenv("NVCC", raising=False)
+    with pytest.raises(UsageError, match="ebisu needs nvcc") as err:
+        ebisu.build(fake_repository(tmp_path), tmp_path / "out")
+    assert ebisu.toolkit.why_no_nvcc() in str(err.value) and not (tmp_path / "out").exists()

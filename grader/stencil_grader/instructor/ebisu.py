@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 
 from .. import KIT_ROOT
-from ..base import toolkit
+from ..base import process, toolkit
 from ..base.cliargs import UsageError
 from . import tour
 from .records import now, record_header
@@ -84,7 +84,7 @@ def build(src: Path, out_dir: Path = BUILD_DIR) -> Path:
     folder = stencil_dir(src)
     nvcc = toolkit.find_nvcc()
     if nvcc is None:
-        raise UsageError("ebisu needs nvcc (the CUDA toolkit): none found (CUDA_HOME, PATH, /usr/local/cuda)")
+        raise UsageError(f"ebisu needs nvcc (the CUDA toolkit): {toolkit.why_no_nvcc()}")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for argv in build_commands(folder, Path(out_dir), nvcc):
         try:
@@ -92,7 +92,7 @@ def build(src: Path, out_dir: Path = BUILD_DIR) -> Path:
         except (OSError, subprocess.TimeoutExpired) as err:
             raise UsageError(f"building EBISU: {Path(argv[0]).name} did not finish: {err}") from None
         if done.returncode != 0:
-            last = " / ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+            last = process.tail_lines(done.stderr or done.stdout, 3).replace("\n", " / ")
             raise UsageError(f"building EBISU failed at {' '.join(argv[-3:])}: {last}")
     return Path(out_dir) / "ebisu-2d5pt"
 
@@ -112,17 +112,23 @@ def parse_result(text: str) -> dict:
                 continue
             row["tcells_per_s"] = row["gcells_per_s"] / 1e3
             return row
-    tail = " / ".join(text.strip().splitlines()[-3:]) or "nothing"
+    tail = process.tail_lines(text.strip(), 3).replace("\n", " / ") or "nothing"
     raise UsageError(f"EBISU printed no result line ({len(FIELDS)} tab-separated fields); it printed: {tail}")
 
 
-def run_ebisu(binary: Path, args: list[str], timeout_s: float = 300) -> dict:
-    """One run of EBISU's binary with args (its command line: width_y width_x, then options): parse_result of
-    what it printed.  Raises UsageError when it fails or runs past timeout_s."""
+def _run(binary: Path, args, timeout_s: float) -> subprocess.CompletedProcess:
+    """EBISU's binary run with args (its command line: width_y width_x, then options), its output captured.
+    Raises UsageError when it cannot start or runs past timeout_s."""
     try:
-        done = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout_s)
+        return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise UsageError(f"EBISU ({' '.join(args)}) did not run to its end: {err}") from None
+
+
+def run_ebisu(binary: Path, args: list[str], timeout_s: float = 300) -> dict:
+    """One timed run of EBISU with args: parse_result of what it printed.  Raises UsageError when it fails or
+    runs past timeout_s."""
+    done = _run(binary, args, timeout_s)
     if done.returncode != 0:
         raise UsageError(f"EBISU ({' '.join(args)}) ended with exit status {done.returncode}: "
                          f"{(done.stderr or done.stdout).strip()[-300:]}")
@@ -132,10 +138,7 @@ def run_ebisu(binary: Path, args: list[str], timeout_s: float = 300) -> dict:
 def check_ebisu(binary: Path, timeout_s: float = 300) -> float:
     """EBISU's RMS difference from its CPU code on CHECK_ARGS' grid.  Raises UsageError when it is
     CHECK_TOLERANCE or more, or not printed: its rates would then be of wrong results."""
-    try:
-        done = subprocess.run([str(binary), *CHECK_ARGS], capture_output=True, text=True, timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise UsageError(f"EBISU's check ({' '.join(CHECK_ARGS)}) did not run to its end: {err}") from None
+    done = _run(binary, CHECK_ARGS, timeout_s)
     found = re.search(r"RMS Error : (\S+)", done.stdout)
     try:
         error = float(found.group(1)) if found else None

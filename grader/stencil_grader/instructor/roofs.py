@@ -169,7 +169,7 @@ def build_smem_roof(cc: str, nvcc: str | None = None, out_dir: Path = SMEM_ROOF_
     without nvcc or when nvcc fails (its last lines)."""
     nvcc = nvcc or toolkit.find_nvcc()
     if nvcc is None:
-        raise UsageError("smem-roof needs nvcc (the CUDA toolkit): none found (CUDA_HOME, PATH, /usr/local/cuda)")
+        raise UsageError(f"smem-roof needs nvcc (the CUDA toolkit): {toolkit.why_no_nvcc()}")
     arch = cc.replace(".", "")
     out = Path(out_dir) / f"smem_roof-sm_{arch}"
     out.parent.mkdir(parents=True, exist_ok=True)
