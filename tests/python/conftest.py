@@ -96,6 +96,11 @@ if nofork:
               file=sys.stderr)
         sys.exit(2)
     log.write('device: {"name": "Fake GPU 80GB", "cc": "9.0", "sm_count": 132}\n')
+    log.flush()
+    if os.environ.get("STENCIL_GO_FD"):     # a class grading: the cases start at the grader's go
+        if os.read(int(os.environ["STENCIL_GO_FD"]), 1) != b"g":
+            sys.exit(65)
+# the cases start here
 if "PRINTF" in src:
     print("hello from the kernel: x = 3")
 log.write('<?xml version="1.0"?>\n<testsuites xmlns="http://check.sourceforge.net/ns">\n'

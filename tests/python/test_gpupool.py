@@ -144,11 +144,57 @@ def test_no_two_processes_hold_one_gpu_at_once(tmp_path, n_gpus, workers):
         assert overlaps(everything)
 
 
+def test_a_grading_next_in_line_gets_the_gpu_next_and_no_third_lines_up_behind_it(tmp_path):
+    """reserve(): the GPU when it is free, else its place next in line (whose holder makes its CUDA start while
+    the GPU is busy); only that holder waits for the GPU, and the place frees when it takes the GPU."""
+    import threading
+    from stencil_grader.base import locks
+    gpus = fake_gpus(1)
+    pool = lambda: locks.GpuPool(tmp_path / "locks", gpus)          # one per grading, as in the processes
+    first = pool().reserve()
+    assert first.held and first.gpu.uuid == gpus[0].uuid
+    second = pool().reserve()
+    assert not second.held and second.gpu.uuid == gpus[0].uuid
+    third: list = []
+    lining_up = threading.Thread(target=lambda: third.append(pool().reserve()))
+    lining_up.start()
+    lining_up.join(0.3)
+    assert third == []                                              # the place next in line is taken
+    taking = threading.Thread(target=second.take)
+    taking.start()
+    taking.join(0.3)
+    assert taking.is_alive()                                        # the GPU is still the first grading's
+    first.release()
+    taking.join(10)
+    lining_up.join(10)
+    assert second.held and second.waited_s >= 0.3
+    assert len(third) == 1 and not third[0].held                    # next in line behind the second now
+    second.release()
+    third[0].take()
+    assert third[0].held
+    third[0].release()
+    again = pool().reserve()
+    assert again.held                                               # everything was given back
+    again.release()
+
+
+def test_a_free_gpu_is_taken_rather_than_a_place_in_line(tmp_path):
+    from stencil_grader.base import locks
+    gpus = fake_gpus(2)
+    busy = locks.GpuPool(tmp_path, gpus).reserve()
+    other = locks.GpuPool(tmp_path, gpus).reserve()
+    assert busy.held and other.held and {busy.gpu.uuid, other.gpu.uuid} == {g.uuid for g in gpus}
+    waiting = [locks.GpuPool(tmp_path, gpus).reserve() for _ in gpus]
+    assert not any(w.held for w in waiting) and {w.gpu.uuid for w in waiting} == {g.uuid for g in gpus}
+    for slot in [busy, other] + waiting:
+        slot.release()
+
+
 # ---------------------------------------------------------------- a class on fake GPUs, end to end
 
 LOGGER = '''
 import os as _os, re as _re, sys as _sys, time as _time
-if _sys.argv[1:] != ["--list"]:
+if True:
     _start = _time.time()
     _time.sleep(0.3)
     with open("{log}", "a") as _f:
@@ -160,7 +206,7 @@ if _sys.argv[1:] != ["--list"]:
 @pytest.fixture
 def gpu_host(fake_kit, tmp_path, monkeypatch):
     """A host with fake GPUs: nvidia-smi lists them (FAKE_SMI), and the fake lab's check logs the
-    GPU it was given (CUDA_VISIBLE_DEVICES) and when, to a log anyone may write (the check runs
+    GPU it was given (CUDA_VISIBLE_DEVICES) and when its cases ran (after the go), to a log anyone may write (the check runs
     as the sandbox user)."""
     logdir = Path(tempfile.mkdtemp(prefix="stencil-gpupool-test-", dir="/tmp"))
     os.chmod(logdir, 0o777)
@@ -168,8 +214,8 @@ def gpu_host(fake_kit, tmp_path, monkeypatch):
     log.touch()
     os.chmod(log, 0o666)
     check = fake_kit.fake / "check"
-    shebang, rest = check.read_text().split("\n", 1)
-    check.write_text(shebang + "\n" + LOGGER.format(log=log) + rest)
+    before, after = check.read_text().split("# the cases start here\n")     # after the go, if any
+    check.write_text(before + LOGGER.format(log=log) + after)
     bindir = tmp_path / "bin"
     smi_list = tmp_path / "gpus.csv"
     write_script(bindir / "nvidia-smi", f"print(open({str(smi_list)!r}).read(), end='')\n")

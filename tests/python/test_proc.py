@@ -102,6 +102,86 @@ def test_a_watcher_stops_the_run_early():
     assert "was stopped (saw STOP)" in run.describe()
 
 
+# A program with a gate: it says "ready" on stdout, waits for its go, then works for `after` seconds.
+GATED = r"""import os, sys, time
+print("ready", flush=True)
+got = os.read(int(os.environ["STENCIL_GO_FD"]), 1)
+print("go" if got == b"g" else "no go", flush=True)
+time.sleep(float(sys.argv[1]))
+sys.exit(0 if got == b"g" else 65)
+"""
+
+
+class Gate:
+    """A process.Gate: ready once the program printed "ready"; opens after `hold` seconds (the GPU's
+    grading before this one)."""
+
+    def __init__(self, hold: float, ready_timeout_s: float = 30.0):
+        self.hold, self.ready_timeout_s = hold, ready_timeout_s
+        self.seen, self.opened, self.restarted = b"", None, None
+
+    def feed(self, chunk):
+        self.seen += chunk
+
+    def poll(self, now):
+        return None
+
+    def ready(self):
+        return b"ready" in self.seen
+
+    def open(self):
+        time.sleep(self.hold)
+        self.opened = time.monotonic()
+
+    def restart(self, now):
+        self.restarted = now
+
+
+def test_a_gated_runs_limit_starts_at_its_go():
+    gate = Gate(hold=1.5)
+    run = process.run([sys.executable, "-c", GATED, "0.5"], 1.0, watch=gate, gate=gate)
+    assert run.returncode == 0 and not run.timed_out and run.stdout == "ready\ngo\n"
+    assert run.gated_s >= 1.5 and run.seconds < 1.0 and gate.restarted == pytest.approx(gate.opened, abs=0.05)
+
+
+def test_a_gated_run_still_has_its_limit_after_the_go():
+    gate = Gate(hold=0.1)
+    run = process.run([sys.executable, "-c", GATED, "30"], 0.5, watch=gate, gate=gate)
+    assert run.timed_out and run.error is None and 0.4 < run.seconds < 5
+
+
+def test_a_program_never_ready_is_the_graders_error_not_a_timeout():
+    gate = Gate(hold=0.0, ready_timeout_s=0.5)
+    run = process.run([sys.executable, "-c", "import time; time.sleep(30)"], 60, watch=gate, gate=gate)
+    assert run.returncode is None and gate.opened is None
+    assert "was not ready for its go within 0.5 s" in run.error and "not the program" in run.error
+
+
+def test_a_program_that_ends_before_its_go_is_never_opened():
+    gate = Gate(hold=0.0)
+    run = process.run([sys.executable, "-c", "import sys; sys.exit(2)"], 30, watch=gate, gate=gate)
+    assert run.returncode == 2 and gate.opened is None and run.gated_s == 0.0
+
+
+def test_a_program_whose_grader_fails_before_the_go_reads_end_of_file(tmp_path):
+    """The grader fails while waiting for the GPU (open() raises): the go pipe closes, and the program,
+    which reads end of file, ends by itself (the harness: EXIT_NO_GO) instead of waiting forever."""
+    gate = Gate(hold=0.0)
+
+    def fails():
+        raise RuntimeError("the grader failed")
+    gate.open = fails
+    said = tmp_path / "said"
+    probe = ("import os, sys\nprint('ready', flush=True)\n"
+             f"open({str(said)!r}, 'w').write(repr(os.read(int(os.environ['STENCIL_GO_FD']), 1)))\n")
+    with pytest.raises(RuntimeError):
+        process.run([sys.executable, "-c", probe], 30, watch=gate, gate=gate)
+    deadline = time.monotonic() + 10
+    while not said.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert said.read_text() == "b''"
+
+
 def test_stdin_text():
     run = process.run([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], 30, stdin_text="abc")
     assert run.stdout == "ABC\n"

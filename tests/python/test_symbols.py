@@ -239,6 +239,7 @@ needs_gxx = pytest.mark.skipif(GXX is None or not shutil.which("nm") or not shut
                                reason="g++ or binutils not installed")
 
 LAUNCHER = 'extern "C" void stencil2d_sweep(const float *in, float *out, int nx, int ny, void *stream)'
+CUDA_CALL = 'extern "C" int cudaGetLastError();\n'
 
 
 @needs_gxx
@@ -261,6 +262,9 @@ def test_the_forger_is_caught_with_its_line_and_function(tmp_path):
             '};\nstatic Forger forger;\n'
             f'{LAUNCHER} {{}}\n')
     found = findings(tmp_path, code)
+    before_main = [f for f in found if f.startswith("code that runs before main")]
+    found = [f for f in found if f not in before_main]
+    assert len(before_main) == 1                       # registering the destructor is a static initializer
     assert found and all("(in Forger::~Forger)" in f for f in found), found
     assert any(f.startswith("line 5: ") and "basic_ifstream" in f for f in found)
     assert any(f.startswith("line 7: ") and "file, stream or terminal I/O" in f for f in found)
@@ -281,6 +285,36 @@ def test_an_inline_system_call_is_caught(tmp_path):
             f'{LAUNCHER} {{ raw(39); }}\n')
     (found,) = findings(tmp_path, code)
     assert found.startswith("line 1: instruction `syscall` (in stencil2d_sweep)")
+
+
+@needs_gxx
+@pytest.mark.parametrize("code,what", [
+    (f"{CUDA_CALL}static int launched = cudaGetLastError();\n", "1 static initializer(s)"),
+    (f"{CUDA_CALL}struct Occupier {{ Occupier() {{ cudaGetLastError(); }} }};\nstatic Occupier occupier;\n",
+     "1 static initializer(s)"),
+    (f"{CUDA_CALL}__attribute__((constructor(101))) static void early() {{ cudaGetLastError(); }}\n",
+     "section .init_array.00101"),
+    ('static void impl() {}\nstatic void (*pick())() { return impl; }\n'
+     'extern "C" void chosen() __attribute__((ifunc("_ZL4pickv")));\n', "IFUNC chosen"),
+], ids=["static_initializer", "constructor", "prioritised_constructor", "ifunc"])
+def test_code_that_runs_before_main_is_caught(tmp_path, code, what):
+    """A launch or a synchronisation before main would meet another grading's timed run on the GPU."""
+    found = findings(tmp_path, code + f"{LAUNCHER} {{}}\n")
+    assert len(found) == 1 and found[0].startswith("code that runs before main (") and what in found[0], found
+    assert "the GPU may still be timing another grading" in found[0]
+
+
+def test_nvccs_own_registration_is_the_one_initializer_allowed():
+    headers = ("Idx Name          Size      VMA               LMA               File off  Algn  Flags\n"
+               "  1 .text         00000120  0000000000000000  0000000000000000  00000040  2**4  CONTENTS\n"
+               " 13 .init_array   0000000{n}  0000000000000000  0000000000000000  00001248  2**3  CONTENTS\n")
+    nvcc = "0000000000000000 <_ZL24__sti____cudaRegisterAllv>:\n"
+    assert symbols.parse_before_main(headers.format(n=8), nvcc, "") == []
+    assert symbols.parse_before_main(headers.format(n=8), "", "") == [
+        "1 static initializer(s) or constructor(s) in .init_array"]
+    assert symbols.parse_before_main(headers.format(n="10".rjust(1)), nvcc, "launch T 0 10\n") == [
+        "1 static initializer(s) or constructor(s) in .init_array"]
+    assert symbols.parse_before_main(headers.format(n=8), nvcc, "pick i 0 10\n") == ["IFUNC pick"]
 
 
 @needs_gxx

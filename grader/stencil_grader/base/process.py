@@ -2,7 +2,9 @@
 mark in its environment (RUN_MARK), every process in either killed (SIGKILL) when it ends; stdout and
 stderr kept bounded (HEAD_BYTES, TAIL_BYTES); the private channel (grader/README.md, "How the pieces
 talk") kept whole up to CHANNEL_MAX_BYTES; CPU seconds and peak resident set from wait4(2), summed by
-metered().  Only a process that calls setsid and clears its environment escapes the kill.
+metered().  Only a process that calls setsid and clears its environment escapes the kill.  A run with a
+gate (run(gate=...)) waits, once its program says it is ready, for the gate to open, and its time limit
+starts only then.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from .protocol import CHANNEL_FD_ENV
+from .protocol import CHANNEL_FD_ENV, GO_FD_ENV
 
 RUN_MARK = "STENCIL_GRADER_RUN"
 HEAD_BYTES = 64 * 1024
@@ -48,6 +50,7 @@ class Completed:
     channel_overflow: bool = False
     cpu_s: float | None = None
     peak_rss_kib: int | None = None
+    gated_s: float = 0.0         # with a gate: seconds from the start to the go (not in `seconds`)
 
     def describe(self) -> str:
         """One phrase saying how the program ended, for messages."""
@@ -105,6 +108,22 @@ class Watch(Protocol):
     def feed(self, chunk: bytes) -> None: ...
 
     def poll(self, now: float) -> str | None: ...
+
+
+class Gate(Protocol):
+    """What `run(gate=...)` calls.  ready(): whether the program is waiting for its go (what it wrote says
+    so; a process.Watch's reading); restart(now): the go was given at monotonic time now (the watch's
+    clocks start there); open(): blocks until the program may go on (a GPU of a pool is held for it).
+    ready_timeout_s: how long the program may take to get ready; past it, the run ends with `error` (the
+    grader's machinery, not the program: nothing of the program's own has run yet)."""
+
+    ready_timeout_s: float
+
+    def ready(self) -> bool: ...
+
+    def restart(self, now: float) -> None: ...
+
+    def open(self) -> None: ...
 
 
 class _Capture(threading.Thread):
@@ -273,15 +292,21 @@ def _end_watch(pid: int) -> Callable[[float | None], None]:
 def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
         cwd: str | Path | None = None, stdin_text: str | None = None,
         sandbox=None, watch: Watch | None = None,
-        channel: bool = False) -> Completed:
+        channel: bool = False, gate: Gate | None = None) -> Completed:
     """Run argv at most timeout_s seconds; stdin closed, or fed stdin_text.  sandbox (a sandbox.Sandbox): its
     enter() runs between fork and exec, and its uid, gid (None: the grader's own) own the channel's pipe.
-    watch (Watch) is fed from the channel when there is one (Completed.channel), else from stdout.  Never
+    watch (Watch) is fed from the channel when there is one (Completed.channel), else from stdout.  gate
+    (Gate): the program reads one byte from the descriptor GO_FD_ENV names once gate.ready(); it is written
+    when gate.open() returns, and timeout_s counts from then (Completed.gated_s: the seconds before).  Never
     raises for the program's behaviour: see Completed.error, timed_out and stopped."""
     argv = [str(a) for a in argv]
     mark = secrets.token_hex(8)
     env = dict(os.environ if env is None else env)
     env[RUN_MARK] = f"{env[RUN_MARK]}:{mark}" if env.get(RUN_MARK) else mark
+    go_read = go_write = None
+    if gate is not None:
+        go_read, go_write = os.pipe()
+        env[GO_FD_ENV] = str(go_read)
     read_end = write_end = None
     if channel:
         read_end, write_end = os.pipe()
@@ -294,14 +319,17 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
     try:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
-                                 start_new_session=True, pass_fds=(write_end,) if channel else (),
+                                 start_new_session=True,
+                                 pass_fds=tuple(fd for fd in (write_end, go_read) if fd is not None),
                                  preexec_fn=sandbox.enter if sandbox is not None else None)
     except (OSError, subprocess.SubprocessError) as err:
-        for fd in (read_end, write_end):
+        for fd in (read_end, write_end, go_read, go_write):
             if fd is not None:
                 os.close(fd)
         why = getattr(err, "strerror", None) or err
         return Completed(argv, None, timeout_s=timeout_s, error=f"could not start {argv[0]}: {why}")
+    if go_read is not None:
+        os.close(go_read)
     readers = [_Capture(child.stdout, None if channel else watch), _Capture(child.stderr)]
     channel_pipe = None
     if channel:
@@ -316,22 +344,36 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
             child.stdin.close()
         except OSError:
             pass
-    timed_out, stopped = False, None
-    deadline = start + timeout_s
+    timed_out, stopped, not_ready, gated_s = False, None, False, 0.0
+    deadline = start + (gate.ready_timeout_s if gate is not None else timeout_s)
     delay = 0.001
     ends = _end_watch(child.pid)
     try:
         while (ended := _reap(child, block=False)) is None:
             now = time.monotonic()
+            if go_write is not None and gate.ready():
+                gate.open()
+                try:
+                    os.write(go_write, b"g")
+                except OSError:                   # the program has ended meanwhile: its ending says how
+                    pass
+                os.close(go_write)
+                go_write = None
+                now = time.monotonic()
+                gated_s, start, deadline, delay = now - start, now, now + timeout_s, 0.001
+                gate.restart(now)
+                continue
             if now >= deadline:
-                timed_out = True
+                timed_out, not_ready = True, go_write is not None
                 break
-            if watch is not None and (stopped := watch.poll(now)):
+            if watch is not None and go_write is None and (stopped := watch.poll(now)):
                 break
             ends(min(delay, max(0.0, deadline - now)))
             delay = min(2 * delay, 0.05)
     finally:
         ends(None)
+        if go_write is not None:                  # never opened: the program reads end of file
+            os.close(go_write)
     kill_started(child.pid, mark)
     if ended is None:
         ended = _reap(child, block=True)
@@ -344,7 +386,10 @@ def run(argv: list[str], timeout_s: float, *, env: dict[str, str] | None = None,
     killed = timed_out or stopped is not None
     done = Completed(argv, None if killed else child.returncode,
                      stdout=readers[0].text(), stderr=readers[1].text(),
-                     timed_out=timed_out, seconds=seconds, timeout_s=timeout_s, stopped=stopped)
+                     timed_out=timed_out, seconds=seconds, timeout_s=timeout_s, stopped=stopped, gated_s=gated_s)
+    if not_ready:
+        done.error = (f"{Path(argv[0]).name} was not ready for its go within {gate.ready_timeout_s:g} s "
+                      "(its CUDA start; the grader's machinery, not the program)")
     if usage is not None:
         done.cpu_s, done.peak_rss_kib = usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss)
         for meter in getattr(_meters, "stack", ()):

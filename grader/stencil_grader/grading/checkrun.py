@@ -50,7 +50,8 @@ class CheckRun:
     0 or 1), "no_gpu" (phase 1 found none, nothing ran; no_gpu says why), "timeout" (a case timed
     out), "crash" (any other ending) or "error" (the program could not be run); exit_status: phase
     1's (None when killed or not started); device: phase 1's `device:` line; output: what the
-    student's code printed (capped); reruns: the cases run again in fork mode; phases: wall seconds;
+    student's code printed (capped); reruns: the cases run again in fork mode; phases: wall seconds
+    (before_go: phase 1's CUDA start and wait for the GPU, given `take`);
     bench: the timed run phase 1 went on to, when asked and every case passed (else None)."""
 
     cases: list[CaseResult]
@@ -158,7 +159,7 @@ class _Phase:
 def _run_one(jail, box, seconds: float, env: dict[str, str], stream: CheckStream,
              cases: list[int] | None = None, threads: int | None = None) -> _Phase:
     run = process.run([jail.program("check")], seconds, env=jail.env(env, threads), cwd=jail.work, sandbox=box,
-                      watch=stream, channel=True)
+                      watch=stream, channel=True, gate=stream if stream.take is not None else None)
     return _Phase(run, stream, cases)
 
 
@@ -188,14 +189,16 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
               case_timeout_s: float | None = None,
               on_start: Callable[[int, dict], None] | None = None,
               env: dict[str, str] | None = None, bench_timeout_s: float | None = None,
-              on_bench: Callable[[], None] | None = None) -> CheckRun:
+              on_bench: Callable[[], None] | None = None, take: Callable[[], None] | None = None) -> CheckRun:
     """List and run BUILD_DIR/check in a sandbox, in the two phases of the module docstring; the
     results used are kept as BUILD_DIR/check.xml.  suite_timeout_s, case_timeout_s: lab.json's
     check limits (seconds); on_start(seed, device) once phase 1 found its GPU; env: added to the
     sandbox's environment (a pool's CUDA_VISIBLE_DEVICES); bench_timeout_s (lab.json
     bench.timeout_s): phase 1 times the kernel once every case passed (CheckRun.bench; its JSON
-    kept as BUILD_DIR/bench.json), on_bench() called when it starts.  Never raises for the
-    program's behaviour (CheckRun.status)."""
+    kept as BUILD_DIR/bench.json), on_bench() called when it starts.  take: blocks until the GPU
+    is held for this grading (locks.Slot.take; may be called again): phase 1 makes its CUDA start
+    first and runs its cases once take() returned (protocol.GO_FD_ENV), and phase 2 runs after it.
+    Never raises for the program's behaviour (CheckRun.status)."""
     build_dir = Path(build_dir)
     check = build_dir / "check"
     (build_dir / "check.xml").unlink(missing_ok=True)     # no stale log from an earlier run
@@ -204,7 +207,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
         box = sandbox.plan_sandbox(suite_timeout_s + (bench_timeout_s or 0.0))
         with sandbox.SandboxDir(box, [check], prefix="stencil-check-") as jail:
             return _run_phases(build_dir, check, jail, box, suite_timeout_s, seed, case_timeout_s, on_start,
-                               dict(env or {}), bench_timeout_s, on_bench)
+                               dict(env or {}), bench_timeout_s, on_bench, take)
     except sandbox.SandboxError as err:
         return CheckRun(cases=[], seed=seed, status="error", message=f"the sandbox could not be set up: {err}",
                         list_error=f"not run: {err}")
@@ -212,7 +215,7 @@ def run_check(build_dir: Path, suite_timeout_s: float, seed: int | None = None,
 
 def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float, seed: int | None,
                 case_timeout_s: float | None, on_start, extra: dict[str, str],
-                bench_timeout_s: float | None, on_bench) -> CheckRun:
+                bench_timeout_s: float | None, on_bench, take: Callable[[], None] | None) -> CheckRun:
     """run_check's two phases, in the sandbox directory jail."""
     phases: dict[str, float] = {}
     listed, list_error = list_cases(check, jail)
@@ -221,8 +224,13 @@ def _run_phases(build_dir: Path, check: Path, jail, box, suite_timeout_s: float,
                      {**extra, **check_env(seed, nofork=True, then_bench=bench_timeout_s is not None)},
                      CheckStream(case_timeout_s, on_start, nofork=True, bench_timeout_s=bench_timeout_s,
                                  suite_timeout_s=suite_timeout_s if bench_timeout_s is not None else None,
-                                 on_bench=on_bench))
+                                 on_bench=on_bench, take=take))
     ended = time.monotonic()
+    if take is not None:
+        take()                         # phase 1 ended before its go (no GPU, a crash): the GPU, for phase 2
+    start += first.run.gated_s         # its CUDA start, and the wait for the GPU, are not the cases'
+    if first.run.gated_s:
+        phases["before_go"] = first.run.gated_s
     phases["one_process"] = ended - start
     timed = None
     if first.stream.bench_started is not None:

@@ -100,16 +100,18 @@ class CheckStream:
     result and its raw text, the start of the timed run (bench_started, monotonic seconds); asks the
     run to stop at the first case timeout (fork mode), when no result arrived for stall_s (STALL_* in
     fork mode, NOFORK_SLACK_S in one-process mode), when the cases ran past suite_timeout_s (given when
-    the process's own limit also covers a timed run), or when the timed run ran past bench_timeout_s."""
+    the process's own limit also covers a timed run), or when the timed run ran past bench_timeout_s.
+    Given `take`, it is also the run's process.Gate: the cases start once take() returned."""
 
     def __init__(self, case_timeout_s: float | None, on_start: Callable[[int, dict], None] | None = None,
                  nofork: bool = False, bench_timeout_s: float | None = None, suite_timeout_s: float | None = None,
-                 on_bench: Callable[[], None] | None = None):
+                 on_bench: Callable[[], None] | None = None, take: Callable[[], None] | None = None):
         self.stall_s = None if not case_timeout_s else case_timeout_s + NOFORK_SLACK_S if nofork \
             else STALL_CASE_TIMEOUTS * case_timeout_s + STALL_SLACK_S
         self.nofork = nofork
         self.on_start = on_start             # called once with (seed, device) when the GPU is found
         self.on_bench = on_bench             # called once when the timed run starts
+        self.take = take                     # with a gate: blocks until the GPU is held (open())
         self.seed: int | None = None
         self.device: dict | None = None
         self.tests: list[XmlTest] = []
@@ -160,6 +162,22 @@ class CheckStream:
             if len(self._pending) > _MAX_PENDING:
                 start = self._pending.rfind("<test", len(self._pending) - _MAX_PENDING // 4)
                 self._pending = self._pending[start:] if start >= 0 else self._pending[-256:]
+
+    # A process.Gate for a one-process run whose cases start at the grader's go (run_check's `take`).
+    ready_timeout_s = 60.0          # seconds a CUDA start may take, under contention on a big host
+
+    def ready(self) -> bool:
+        """Whether the run has made its CUDA start and waits for its go (its device line arrived)."""
+        return self.device is not None
+
+    def restart(self, now: float) -> None:
+        """The go was given at now: the limits of the cases count from there."""
+        with self._lock:
+            self._start = self._last = now
+
+    def open(self) -> None:
+        """Blocks until this grading holds its GPU."""
+        self.take()
 
     def poll(self, now: float) -> str | None:
         with self._lock:

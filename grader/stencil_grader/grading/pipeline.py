@@ -17,7 +17,7 @@ import os
 import re
 import resource
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -45,7 +45,8 @@ class StageError(RuntimeError):
 @dataclass
 class LabRun:
     """Everything one grading of one lab saw; stages that did not run are None.  seconds: wall
-    seconds per stage (build, static, gpu_wait, cases, bench) and "total"; resources: per stage,
+    seconds per stage (build, static, gpu_wait: in line for the GPU, with a pool the check program's CUDA
+    start made there; cases, bench) and "total"; resources: per stage,
     {"cpu_s", "peak_rss_mib"} of its programs, and "grader": the grading process's own peak; gpu:
     the GPU a pool handed out."""
 
@@ -266,8 +267,10 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
                 say: Callable[[str], None]) -> None:
     spec, build_dir = run.spec, run.build_dir
     with run.timed("gpu_wait"):
-        pool = gpu_pool if gpu_pool is not None else nullcontext(None)
-        gpu = pool.__enter__()
+        # A GPU, or its place next in line: the check program makes its CUDA start there and runs its cases
+        # once slot.take() returned (checkrun.run_check's take).
+        slot = gpu_pool.reserve() if gpu_pool is not None else None
+    gpu = slot.gpu if slot is not None else None
     try:
         run.gpu = gpu
         env = locks.GpuPool.env(gpu)
@@ -287,7 +290,14 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
                                                f"running the correctness cases on {device.get('name', 'the GPU')} "
                                                f"(seed {n}) ..."),
                                            bench_timeout_s=then_bench,
-                                           on_bench=lambda: say("every case passed; timing (bench) ..."))
+                                           on_bench=lambda: say("every case passed; timing (bench) ..."),
+                                           take=slot.take if slot is not None else None)
+        if slot is not None:
+            slot.take()
+        # Before its go the run made its CUDA start, in line for the GPU: the wait's, not the cases'.
+        before_go = run.check.phases.get("before_go", 0.0)
+        run.seconds["gpu_wait"] += before_go
+        run.seconds["cases"] = max(0.0, run.seconds["cases"] - before_go)
         if run.check.bench is not None:           # its seconds are the bench stage's
             run.seconds["bench"] = run.check.bench.seconds
             run.seconds["cases"] = max(0.0, run.seconds["cases"] - run.check.bench.seconds)
@@ -313,7 +323,8 @@ def _gpu_stages(run: LabRun, seed: int | None, skip_bench: bool, gpu_pool: locks
                     if run.bench.data and not run.device:
                         run.device = {k: run.bench.data.get(k) for k in ("device", "cc", "sm_count")}
     finally:
-        pool.__exit__(None, None, None)
+        if slot is not None:
+            slot.release()
     if run.bench is not None:
         # After the GPU is given back: the audit is judged on the machine code (cuobjdump, ptxas), CPU work
         # that would keep the next grading off an idle GPU.

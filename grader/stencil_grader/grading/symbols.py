@@ -5,7 +5,9 @@ and executes, read with binutils from BUILD_DIR/kernel.o.
 constraints.forbidden_calls forbidden on top), and every defined global C-linkage symbol must be a
 launcher of the student API or a name nothing check and bench link with defines or uses (whitelist.py).
 `objdump -dr`: no system-call instruction in host code; relocations name the host function that
-uses each symbol.  A finding names the symbol, demangled, its function and, where a lexical search
+uses each symbol.  `objdump -h` and nm: no code of the file's runs before main (static initializers,
+constructors, IFUNC resolvers; nvcc's one registration of its fatbinary aside): a class grading's check
+program makes its CUDA start before its GPU is free, beside another grading's timed run.  A finding names the symbol, demangled, its function and, where a lexical search
 of the source finds it, the line.  grader/README.md, section 6 (threat model), says why.
 """
 
@@ -24,7 +26,8 @@ from ..base.toolkit import find_nvcc
 from .checks import MAX_REPORTED, StaticCheck
 from .names import TOOL_TIMEOUT_S, demangle, simplify
 from .source import strip_source
-from .whitelist import _VERSION_SUFFIX, _WHY_SYSCALL, Taken, api_names, defined_reason, forbidden_reason, taken_names
+from .whitelist import (_VERSION_SUFFIX, _WHY_BEFORE_MAIN, _WHY_SYSCALL, Taken, api_names, defined_reason,
+                        forbidden_reason, taken_names)
 
 # ---------------------------------------------------------------- reading the object
 
@@ -47,6 +50,7 @@ class ObjectListing:
     defined: list[Symbol] = field(default_factory=list)
     users: dict[str, set[str]] = field(default_factory=dict)     # symbol -> host functions using it
     syscalls: list[tuple[str, str]] = field(default_factory=list)  # (instruction, function)
+    before_main: list[str] = field(default_factory=list)           # what runs before main (section, symbol)
     error: str | None = None
 
 
@@ -87,6 +91,34 @@ def parse_objdump(text: str) -> tuple[dict[str, set[str]], list[tuple[str, str]]
     return users, syscalls
 
 
+#: nvcc's constructor in every object it compiles: it registers the fatbinary with the CUDA runtime.
+NVCC_REGISTRATION = "__sti____cudaRegisterAll"
+#: Sections whose code or pointers run before main, besides .init_array (static linking: ld's script).
+_BEFORE_MAIN = re.compile(r"^\.(preinit_array|init_array\.|ctors|init$)")
+_SECTION = re.compile(r"^\s*\d+\s+(\S+)\s+([0-9a-f]+)\s")
+
+
+def parse_before_main(headers: str, objdump: str, nm: str) -> list[str]:
+    """What an object runs before main, from `objdump -h -w` (section headers), `objdump -d` (function
+    names) and `nm -P`: each entry of .init_array past nvcc's one (8-byte pointers), every prioritised
+    or legacy constructor section, every IFUNC symbol (nm's `i`: its resolver runs while the program
+    loads)."""
+    found, entries = [], 0
+    for line in headers.splitlines():
+        if not (m := _SECTION.match(line)):
+            continue
+        name, size = m.group(1), int(m.group(2), 16)
+        if name == ".init_array":
+            entries += size // 8
+        elif _BEFORE_MAIN.match(name) and size:
+            found.append(f"section {name}")
+    allowed = 1 if re.search(rf"<[^>]*{NVCC_REGISTRATION}[^>]*>:", objdump) else 0
+    if entries > allowed:
+        found.append(f"{entries - allowed} static initializer(s) or constructor(s) in .init_array")
+    found += [f"IFUNC {parts[0]}" for parts in map(str.split, nm.splitlines()) if len(parts) > 1 and parts[1] == "i"]
+    return found
+
+
 def read_object(obj: Path) -> ObjectListing:
     """nm and objdump of one object file; never raises (see ObjectListing.error)."""
     listing = ObjectListing()
@@ -94,14 +126,16 @@ def read_object(obj: Path) -> ObjectListing:
         listing.error = f"{missing[0]} (binutils) is not installed"
         return listing
     out = {}
-    for tool, options in (("nm", ["-P"]), ("objdump", ["-dr", "-w", "--no-show-raw-insn"])):
+    for key, tool, options in (("nm", "nm", ["-P"]), ("objdump", "objdump", ["-dr", "-w", "--no-show-raw-insn"]),
+                               ("headers", "objdump", ["-h", "-w"])):
         run = process.run([tool, *options, obj], TOOL_TIMEOUT_S)
         if run.returncode != 0:
             listing.error = f"{tool} {run.describe()}: {process.tail_lines(run.stderr, 3)}"
             return listing
-        out[tool] = run.stdout
+        out[key] = run.stdout
     listing.undefined, listing.defined = parse_nm(out["nm"])
     listing.users, listing.syscalls = parse_objdump(out["objdump"])
+    listing.before_main = parse_before_main(out["headers"], out["objdump"], out["nm"])
     names = {s.name for s in listing.undefined + listing.defined}
     names |= {f for fs in listing.users.values() for f in fs} | {f for _, f in listing.syscalls}
     table = demangle(sorted(names))
@@ -251,6 +285,8 @@ def symbol_findings(listing: ObjectListing, src: str, api: frozenset[str],
             findings.append(Finding(f"{s.shown} (defined here)", why, source_lines(src, s)))
     findings += [Finding(f"instruction `{insn}`", _WHY_SYSCALL + " (host-side inline assembly)",
                          syscall_lines(src)[:3], [function]) for insn, function in listing.syscalls]
+    if listing.before_main:
+        findings.append(Finding(f"code that runs before main ({_names(listing.before_main)})", _WHY_BEFORE_MAIN))
     findings.sort(key=lambda f: (f.lines[0] if f.lines else 1 << 30, f.what))
     return findings
 

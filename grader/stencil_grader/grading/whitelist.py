@@ -83,6 +83,9 @@ _WHY_PROCESS = "process control: a kernel file starts, signals and ends no proce
 _WHY_ENV = "the environment: the grader's settings are not the kernel's business"
 _WHY_DL = "dynamic loading: a kernel file uses only what the build links"
 _WHY_SYSCALL = "a system call: a kernel file asks nothing of the operating system"
+_WHY_BEFORE_MAIN = ("a static initializer, constructor or IFUNC: the file's code runs only when the harness calls a "
+                    "launcher (before main, the GPU may still be timing another grading); initialise in the "
+                    "launcher, or with constants")
 _WHY_HARNESS = "the harness's own code: the student file may not call into the grader"
 _WHY_HOSTFN = "host work on the stream (callbacks, graphs, events, streams): a launcher only launches"
 _WHY_OTHER = ("not on the list of what a launcher may call (kernel launches, the CUDA runtime calls a "
