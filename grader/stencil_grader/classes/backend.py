@@ -1,11 +1,13 @@
-"""A class graded on this host (grade_class): plan.make_plan, the gradings `jobs` at once in threads, each one's GPU
-stages on one GPU of the pool (every GPU probed first: gpupool.py), then classfiles.class_files.  Batch: batch.py."""
+"""A class graded on this host (grade_class): plan.make_plan, the gradings in threads, their builds `jobs` at once and
+each one's GPU stages on one GPU of the pool (every GPU probed first: gpupool.py), then classfiles.class_files.
+Batch: batch.py."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -22,31 +24,58 @@ from .submissions import ClassError, shown
 GRADER_ERROR_TRIES = 2
 
 
-def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, jobs: int, lock_dir: Path,
+class _Stages:
+    """How a class run's gradings share this host: at most `jobs` builds at once (the CPUs), at most two GPU stages
+    per GPU at once (the one running, the one next in line making its CUDA start: base/locks.py), so that a
+    grading waiting for a GPU never holds up the next build."""
+
+    def __init__(self, jobs: int, gpus: int):
+        self.builds = threading.BoundedSemaphore(jobs)
+        self.gpu = threading.BoundedSemaphore(2 * max(1, gpus))
+        #: gradings in flight: the builds, the GPU stages, and as many built ones waiting for a GPU
+        self.threads = 2 * jobs + 2 * max(1, gpus)
+
+
+def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, stages: _Stages, lock_dir: Path,
            say: Callable[[str], None]) -> Saved:
-    """One grading on the pool's GPUs, saved.  A GPU found unusable (no GPU through it, or a crash, which a broken GPU
-    also causes) is probed again, and when it fails the lab is graded on another (no GPU left: not_measured)."""
-    report, log = worker.grade(task, plan.submissions, 0) if task.source is None else (None, "")
-    tries = 0
-    while report is None:
-        usable = pool.indices()          # "0,2"; "" when every GPU has been taken out; None: no GPU here
-        if usable == "":
-            report = grades.placeholder(task.spec, task.student, "not_measured",
-                                        "not measured: no usable GPU left (" + "; ".join(pool.notes) + ")")
-            break
-        gpus = max(1, len(pool.usable))
-        report, log = worker.grade(task, plan.submissions, worker.time_limit_s(task.spec, jobs, gpus),
-                                   gpu_locks=lock_dir, gpus=usable,
-                                   env={sandbox.THREADS_ENV: str(max(1, sandbox.usable_cpus() // gpus))})
-        tries += 1
-        section = report.get("gpu") or {}
-        bad = (section.get("assigned") or {}).get("index")
-        if bad is not None and (section.get("status") == "no_gpu" or report.get("verdict") in
-                                ("crash", score.GRADER_ERROR)) and pool.suspect(bad):
-            report = None                # that GPU is out of the pool now: grade again elsewhere
-        elif report.get("verdict") == score.GRADER_ERROR and tries < GRADER_ERROR_TRIES:
-            say(f"{shown(task.student)} {task.lab}: grader_error ({grades.reason(report)}): grading again")
-            report = None
+    """One grading on the pool's GPUs, saved: its build (worker.grade's stage "build"), then, when it may run, its GPU
+    stages in the same build folder.  A GPU found unusable (no GPU through it, or a crash, which a broken GPU also
+    causes) is probed again, and when it fails the GPU stages run on another (no GPU left: not_measured)."""
+    with tempfile.TemporaryDirectory(prefix=f"grading-{task.lab}-", dir=worker.temp_root()) as tmp:
+        os.chmod(tmp, 0o711)            # the sandbox user must reach its own directory inside (sandbox.SandboxDir)
+        build_dir = Path(tmp) / "build"
+        report, log, tries = None, "", 0
+        while report is None:
+            with stages.builds:
+                report, log = worker.grade(task, plan.submissions, worker.time_limit_s(task.spec, 1, stage="build"),
+                                           stage="build", build_dir=build_dir)
+            tries += 1
+            if report.get("verdict") == score.GRADER_ERROR and tries < GRADER_ERROR_TRIES:
+                say(f"{shown(task.student)} {task.lab}: grader_error ({grades.reason(report)}): building again")
+                report = None
+        tries = 0
+        while report.get("verdict") == "pending":        # built, and allowed to run: its GPU stages
+            usable = pool.indices()      # "0,2"; "" when every GPU has been taken out; None: no GPU here
+            if usable == "":
+                report = grades.placeholder(task.spec, task.student, "not_measured",
+                                            "not measured: no usable GPU left (" + "; ".join(pool.notes) + ")")
+                break
+            gpus = max(1, len(pool.usable))
+            with stages.gpu:
+                gpu_report, gpu_log = worker.grade(
+                    task, plan.submissions, worker.time_limit_s(task.spec, 2 * gpus, gpus, stage="gpu"),
+                    stage="gpu", build_dir=build_dir, gpu_locks=lock_dir, gpus=usable,
+                    env={sandbox.THREADS_ENV: str(max(1, sandbox.usable_cpus() // gpus))})
+            tries += 1
+            section = gpu_report.get("gpu") or {}
+            bad = (section.get("assigned") or {}).get("index")
+            if bad is not None and (section.get("status") == "no_gpu" or gpu_report.get("verdict") in
+                                    ("crash", score.GRADER_ERROR)) and pool.suspect(bad):
+                continue                 # that GPU is out of the pool now: its GPU stages again elsewhere
+            if gpu_report.get("verdict") == score.GRADER_ERROR and tries < GRADER_ERROR_TRIES:
+                say(f"{shown(task.student)} {task.lab}: grader_error ({grades.reason(gpu_report)}): grading again")
+                continue
+            report, log = gpu_report, log + gpu_log
     report["class"] = resume.stamp(task.source, task.spec, "local", "local")
     return resume.save(plan.out, task.student, task.lab, report, log, plan.asked)
 
@@ -56,8 +85,8 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 progress: Callable[[str], None] = print, kit_root: Path | None = None,
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
                 regrade: bool = False, similarity: bool = False, against: Path | None = None) -> classfiles.ClassResult:
-    """Grade a class on this host (module docstring); the class result.  jobs: gradings at once (default: the CPU
-    count; each grading's programs get the usable CPUs over the GPUs).  gpus: --gpus, "all" (default) or indices "0,2";
+    """Grade a class on this host (module docstring); the class result.  jobs: builds at once (default: the CPU
+    count; each grading's GPU programs get the usable CPUs over the GPUs).  gpus: --gpus, "all" (default) or indices "0,2";
     gpu_set: a ready gpupool.GpuSet instead (tests). Nothing to grade (every lab kept): no GPU is probed and the class
     files are rewritten. progress: one line per grading, in the plan's order.  regrade: grade every selected lab again
     (a grade is still never replaced by no grade).  similarity: compare the selected labs' kernel.cu files
@@ -97,7 +126,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
     saved: list[Saved] = []
     if the_plan.tasks:
         usable = gpu_set.usable
-        progress(f"grading {len(the_plan.tasks)} lab(s) of {len(the_plan.students)} student(s), {jobs} at a time, "
+        progress(f"grading {len(the_plan.tasks)} lab(s) of {len(the_plan.students)} student(s), {jobs} build(s) at a time, "
                  + (f"on {len(usable)} GPU(s): " + ", ".join(map(gpupool.describe, usable)) if usable
                     else "without a GPU"))
         first = next((t for t in the_plan.tasks if t.source is not None), None)     # its lab's harness, built once
@@ -105,9 +134,10 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
             notes.append(note)
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))     # never in the output folder
         try:
-            with ThreadPoolExecutor(max_workers=jobs) as threads:
+            stages = _Stages(jobs, len(usable))
+            with ThreadPoolExecutor(max_workers=stages.threads) as threads:
                 # map() yields in the plan's order: the rows come out by student and lab.
-                for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, jobs, lock_dir, progress),
+                for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, stages, lock_dir, progress),
                                         the_plan.tasks):
                     saved.append(done)
                     # its row: points "-" for no grade (never a 0); the grade that stays when this one measured nothing

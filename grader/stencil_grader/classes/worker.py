@@ -41,13 +41,12 @@ def clean_env() -> dict[str, str]:
 
 
 def time_limit_s(spec: labspec.LabSpec, jobs: int, gpus: int = 1, stage: str = "all") -> float:
-    """Seconds one grading process of `spec` may take: stage "build" or "gpu", that half of the pipeline's stages
-    (pipeline.stage_seconds); "all", the build, then the GPU stages after waiting behind at most ceil(jobs / gpus) - 1
-    other gradings' on each GPU (jobs gradings at once share `gpus` GPUs).  SLACK_S more for the process itself."""
-    if stage != "all":
-        return pipeline.stage_seconds(spec, stage) + SLACK_S
+    """Seconds one grading process of `spec` may take: stage "build", that half of the pipeline's stages
+    (pipeline.stage_seconds); "gpu", the other half after waiting behind at most ceil(jobs / gpus) - 1 other gradings'
+    on each GPU (jobs gradings' GPU stages at once share `gpus` GPUs); "all", both.  SLACK_S more for the process."""
     waits = math.ceil(max(1, jobs) / max(1, gpus)) - 1
-    return pipeline.stage_seconds(spec, "build") + pipeline.stage_seconds(spec, "gpu") * (1 + waits) + SLACK_S
+    build_s, gpu_s = pipeline.stage_seconds(spec, "build"), pipeline.stage_seconds(spec, "gpu") * (1 + waits)
+    return {"build": build_s, "gpu": gpu_s}.get(stage, build_s + gpu_s) + SLACK_S
 
 
 def temp_root() -> str:

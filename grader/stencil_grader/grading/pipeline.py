@@ -177,7 +177,7 @@ def _save_state(run: LabRun, arch: str | None) -> None:
              "source_sha256": sha256_of(run.source), "arch": arch, "started_at": run.started_at,
              "build": dataclasses.asdict(run.build),
              "static": [dataclasses.asdict(c) for c in run.static.checks] if run.static else None,
-             "seconds": run.seconds, "resources": run.resources}
+             "seconds": run.seconds, "resources": run.resources, "notes": run.notes}
     (Path(run.build_dir) / STATE_FILE).write_text(json.dumps(state, indent=2, default=str) + "\n")
 
 
@@ -203,6 +203,7 @@ def _load_state(run: LabRun) -> None:
     run.started_at = state.get("started_at", run.started_at)
     run.seconds.update(state.get("seconds", {}))
     run.resources.update(state.get("resources", {}))
+    run.notes += state.get("notes", [])
 
 
 def grade_lab(lab_dir: str | Path, impl: str = "starter", build_dir: str | Path | None = None,
