@@ -25,15 +25,14 @@ GRADER_ERROR_TRIES = 2
 
 
 class _Stages:
-    """How a class run's gradings share this host: at most `jobs` builds at once (the CPUs), at most two GPU stages
-    per GPU at once (the one running, the one next in line making its CUDA start: base/locks.py), so that a
-    grading waiting for a GPU never holds up the next build."""
+    """How a class run's gradings share this host: at most `jobs` builds at once and at most `jobs` gradings in their
+    GPU stage's process (its own start, its wait for a GPU, its GPU work, its launch audit and report after the GPU is
+    given back), so that a built grading waiting for a GPU never holds up the next build."""
 
-    def __init__(self, jobs: int, gpus: int):
+    def __init__(self, jobs: int):
         self.builds = threading.BoundedSemaphore(jobs)
-        self.gpu = threading.BoundedSemaphore(2 * max(1, gpus))
-        #: gradings in flight: the builds, the GPU stages, and as many built ones waiting for a GPU
-        self.threads = 2 * jobs + 2 * max(1, gpus)
+        self.gpu = threading.BoundedSemaphore(jobs)
+        self.threads = 2 * jobs          # gradings in flight
 
 
 def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, stages: _Stages, lock_dir: Path,
@@ -134,7 +133,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
             notes.append(note)
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))     # never in the output folder
         try:
-            stages = _Stages(jobs, len(usable))
+            stages = _Stages(jobs)
             with ThreadPoolExecutor(max_workers=stages.threads) as threads:
                 # map() yields in the plan's order: the rows come out by student and lab.
                 for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, stages, lock_dir, progress),
