@@ -30,6 +30,7 @@ class _Stages:
     given back), so that a built grading waiting for a GPU never holds up the next build."""
 
     def __init__(self, jobs: int):
+        self.jobs = jobs
         self.builds = threading.BoundedSemaphore(jobs)
         self.gpu = threading.BoundedSemaphore(jobs)
         self.threads = 2 * jobs          # gradings in flight
@@ -62,7 +63,7 @@ def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, stages: _Stages, l
             gpus = max(1, len(pool.usable))
             with stages.gpu:
                 gpu_report, gpu_log = worker.grade(
-                    task, plan.submissions, worker.time_limit_s(task.spec, 2 * gpus, gpus, stage="gpu"),
+                    task, plan.submissions, worker.time_limit_s(task.spec, stages.jobs, gpus, stage="gpu"),
                     stage="gpu", build_dir=build_dir, gpu_locks=lock_dir, gpus=usable,
                     env={sandbox.THREADS_ENV: str(max(1, sandbox.usable_cpus() // gpus))})
             tries += 1
