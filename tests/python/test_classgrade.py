@@ -217,6 +217,32 @@ def test_clean_environment_and_limits(monkeypatch, fake_kit):
     assert worker.time_limit_s(spec, 1, stage="gpu") < worker.time_limit_s(spec, 1)
 
 
+def test_builds_run_ahead_of_a_slow_gpu_stage(fake_kit, tmp_path, monkeypatch):
+    """One build at a time (--jobs 1) and GPU stages that take a while: the next grading's build runs while a GPU
+    stage is still under way, instead of waiting for it; each grading's GPU stage comes after its own build."""
+    subs = tmp_path / "subs"
+    for name in ("ann", "bob", "cy"):
+        put(subs, name, FAKE_LAB, GOOD_KERNEL)
+    real, calls = worker.grade, []
+
+    def timed(task, *a, **k):
+        start = time.monotonic()
+        if k.get("stage") == "gpu":
+            time.sleep(1.0)
+        done = real(task, *a, **k)
+        calls.append((task.student, k.get("stage"), start, time.monotonic()))
+        return done
+    monkeypatch.setattr(worker, "grade", timed)
+    result = grade(subs, tmp_path / "out", fake_kit, jobs=1)
+    assert [g.verdict for g in result.gradings] == ["pass"] * 3
+    builds = sorted(c for c in calls if c[1] == "build")
+    gpu = {c[0]: c for c in calls if c[1] == "gpu"}
+    assert len(builds) == 3 and len(gpu) == 3
+    assert all(gpu[b[0]][2] >= b[3] for b in builds)                             # its own build first
+    assert any(b[2] < g[3] and g[2] < b[3] for b in builds for g in gpu.values() if g[0] != b[0])   # side by side
+    assert not any(a[2] < b[3] and b[2] < a[3] for a in builds for b in builds if a is not b)        # one at a time
+
+
 def test_gpu_lock_excludes_other_processes(tmp_path):
     lock = tmp_path / "gpu-any.lock"                              # the pool's lock without a GPU list
     probe = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
