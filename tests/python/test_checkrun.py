@@ -3,11 +3,12 @@
 import json
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import DATA, HAVE_CHECK, write_script
+from conftest import DATA, GRADE_PY, HAVE_CHECK, KIT_ROOT, write_script
 from test_bench import GOOD as GOOD_BENCH        # a good bench JSON
 from stencil_grader.grading import checkrun, checkstream, score
 from stencil_grader.grading.checkstream import ListedCase, XmlTest
@@ -390,6 +391,35 @@ def test_real_check_suite_end_to_end(tmp_path):
     assert list(dict.fromkeys(c.tcase for c in run.cases)) == ["basic", "crashes", "edges"]   # as listed
     assert (tmp_path / "check.xml").is_file()
     assert len(parsed((tmp_path / "check.xml").read_text())) >= 4   # what Check sent
+
+
+def _gpu() -> bool:
+    smi = shutil.which("nvidia-smi")
+    return bool(smi) and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not (_gpu() and HAVE_CHECK), reason="needs a GPU and the Check library: a real lab's check program")
+def test_a_real_check_program_makes_its_cuda_start_then_waits_for_its_go(tmp_path):
+    """Lab 1's reference, built by the kit: the check program writes its device line, then runs no case until
+    take() returned (a class grading's place next in line); the limits and the cases' time count from the go."""
+    build_dir = tmp_path / "build"
+    built = subprocess.run([sys.executable, str(GRADE_PY), "lab", str(KIT_ROOT / "labs" / "01-naive-5pt"),
+                            "--impl", "reference", "--build-dir", str(build_dir), "--stage", "build"],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode in (0, 1) and (build_dir / "check").is_file(), built.stdout + built.stderr
+    events = []
+
+    def take():
+        if not events or events[-1][0] != "took":
+            events.append(("asked", time.monotonic()))
+            time.sleep(2.0)                              # the grading before this one still holds the GPU
+            events.append(("took", time.monotonic()))
+    run = checkrun.run_check(build_dir, 60, case_timeout_s=5,
+                             on_start=lambda seed, device: events.append(("device", time.monotonic())), take=take)
+    assert run.status == "ok" and run.passed == run.total > 0, run.message
+    assert [e[0] for e in events] == ["device", "asked", "took"]
+    assert run.phases["before_go"] >= 2.0 and run.phases["one_process"] < run.phases["before_go"] + 30
+    assert run.seconds < 30                             # the run's own seconds: from the go
 
 
 # ---------------------------------------------------------------- the timed run after the cases
