@@ -172,8 +172,9 @@ def test_a_program_whose_grader_fails_before_the_go_reads_end_of_file(tmp_path):
         raise RuntimeError("the grader failed")
     gate.open = fails
     said = tmp_path / "said"
-    probe = ("import os, sys\nprint('ready', flush=True)\n"
-             f"open({str(said)!r}, 'w').write(repr(os.read(int(os.environ['STENCIL_GO_FD']), 1)))\n")
+    probe = ("import os, sys\nprint('ready', flush=True)\n"               # written whole, then named
+             f"open({str(said) + '.part'!r}, 'w').write(repr(os.read(int(os.environ['STENCIL_GO_FD']), 1)))\n"
+             f"os.replace({str(said) + '.part'!r}, {str(said)!r})\n")
     with pytest.raises(RuntimeError):
         process.run([sys.executable, "-c", probe], 30, watch=gate, gate=gate)
     deadline = time.monotonic() + 10

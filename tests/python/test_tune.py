@@ -289,7 +289,7 @@ def test_tune_labs_grades_each_variant_through_the_pipeline(tmp_path, monkeypatc
                                                 "fopen: file access is forbidden" if forbidden else "ok")])
 
     def fake_check(build_dir, suite_timeout_s, seed, case_timeout_s, on_start=None, env=None,
-                   bench_timeout_s=None, on_bench=None):
+                   bench_timeout_s=None, on_bench=None, take=None):
         # a check that does not time the kernel itself (CheckRun.bench None): the bench program below does
         name = Path(build_dir).name
         order.append((name, "cases"))
