@@ -7,14 +7,19 @@
 #include "channel.h"
 #include "protocol.h"
 
-int channel_fd(void)
+int env_fd(const char *name)
 {
-    const char *text = getenv(CHANNEL_FD_ENV);
+    const char *text = getenv(name);
     char *end = NULL;
     if (!text || !*text)
         return -1;
     const long fd = strtol(text, &end, 10);
     return (*end == '\0' && fd > 2 && fd < 1024) ? (int)fd : -1;
+}
+
+int channel_fd(void)
+{
+    return env_fd(CHANNEL_FD_ENV);
 }
 
 FILE *channel_open(void)

@@ -76,18 +76,17 @@ static int wait_for_go(void)
     const char *text = getenv(GO_FD_ENV);
     if (!text || !*text)
         return 0;
-    char *end = NULL;
-    const long fd = strtol(text, &end, 10);
-    if (*end != '\0' || fd < 3 || fd > 1023) {
+    const int fd = env_fd(GO_FD_ENV);
+    if (fd < 0) {
         fprintf(stderr, "%s=%s is not a file descriptor number\n", GO_FD_ENV, text);
         return -1;
     }
     char byte;
     ssize_t got;
     do
-        got = read((int)fd, &byte, 1);
+        got = read(fd, &byte, 1);
     while (got < 0 && errno == EINTR);
-    close((int)fd);
+    close(fd);
     return got == 1 ? 0 : -1;
 }
 

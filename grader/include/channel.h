@@ -21,7 +21,11 @@
 extern "C" {
 #endif
 
-/* The channel's file descriptor from the environment, or -1 when there is none. */
+/* The file descriptor the environment variable `name` holds (a number from 3 to 1023), or -1 when it is
+ * unset or holds anything else. */
+int env_fd(const char *name);
+
+/* The channel's file descriptor from the environment (CHANNEL_FD_ENV), or -1 when there is none. */
 int channel_fd(void);
 
 /* A stream on the channel (or stdout without one); the same stream on every call.

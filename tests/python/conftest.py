@@ -60,6 +60,8 @@ FAKE_LAB = "01-fake-5pt"
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
 #: Whether pkg-config finds the Check library (the real lab builds need it).
 HAVE_CHECK = bool(shutil.which("pkg-config")) and subprocess.run(["pkg-config", "--exists", "check"]).returncode == 0
+#: A GPU the driver lists (nvidia-smi -L): the tests that run a real lab's programs on it need one.
+HAVE_GPU = bool(shutil.which("nvidia-smi")) and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
 
 BASE_LAB_JSON = {
     "lab": FAKE_LAB,

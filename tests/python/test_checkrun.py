@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import DATA, GRADE_PY, HAVE_CHECK, KIT_ROOT, write_script
+from conftest import DATA, GRADE_PY, HAVE_CHECK, HAVE_GPU, KIT_ROOT, write_script
 from test_bench import GOOD as GOOD_BENCH        # a good bench JSON
 from stencil_grader.grading import checkrun, checkstream, score
 from stencil_grader.grading.checkstream import ListedCase, XmlTest
@@ -393,12 +393,7 @@ def test_real_check_suite_end_to_end(tmp_path):
     assert len(parsed((tmp_path / "check.xml").read_text())) >= 4   # what Check sent
 
 
-def _gpu() -> bool:
-    smi = shutil.which("nvidia-smi")
-    return bool(smi) and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not (_gpu() and HAVE_CHECK), reason="needs a GPU and the Check library: a real lab's check program")
+@pytest.mark.skipif(not (HAVE_GPU and HAVE_CHECK), reason="needs a GPU and the Check library: a real lab's check program")
 def test_a_real_check_program_makes_its_cuda_start_then_waits_for_its_go(tmp_path):
     """Lab 1's reference, built by the kit: the check program writes its device line, then runs no case until
     take() returned (a class grading's place next in line); the limits and the cases' time count from the go."""

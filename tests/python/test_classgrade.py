@@ -247,9 +247,10 @@ def test_gpu_lock_excludes_other_processes(tmp_path):
     lock = tmp_path / "gpu-any.lock"                              # the pool's lock without a GPU list
     probe = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
              "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept OSError:\n    sys.exit(3)\n")
-    with locks.GpuPool(tmp_path, []) as gpu:
-        assert gpu is None
-        assert subprocess.run([sys.executable, "-c", probe, str(lock)], timeout=30).returncode == 3
+    slot = locks.GpuPool(tmp_path, []).reserve()
+    assert slot.held and slot.gpu is None
+    assert subprocess.run([sys.executable, "-c", probe, str(lock)], timeout=30).returncode == 3
+    slot.release()
     assert subprocess.run([sys.executable, "-c", probe, str(lock)], timeout=30).returncode == 0
     assert os.path.exists(lock)
 

@@ -108,10 +108,12 @@ sys.path.insert(0, sys.argv[1])
 from stencil_grader.base import locks
 from stencil_grader.base.gpus import Gpu
 gpus = [Gpu(**g) for g in json.loads(sys.argv[3])]
-with locks.GpuPool(sys.argv[2], gpus) as gpu:
-    start = time.time()
-    time.sleep(0.15)
-    print(json.dumps({"uuid": gpu.uuid if gpu else None, "start": start, "end": time.time()}))
+slot = locks.GpuPool(sys.argv[2], gpus).reserve()
+slot.take()
+start = time.time()
+time.sleep(0.15)
+print(json.dumps({"uuid": slot.gpu.uuid if slot.gpu else None, "start": start, "end": time.time()}))
+slot.release()
 '''
 
 

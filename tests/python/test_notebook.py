@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from conftest import KIT_ROOT
+from conftest import HAVE_GPU, KIT_ROOT
 
 NOTEBOOK = KIT_ROOT / "notebooks" / "colab.ipynb"
 LABS = sorted(p.name for p in (KIT_ROOT / "labs").iterdir() if (p / "lab.json").is_file())
@@ -43,11 +43,6 @@ def test_the_notebook_is_nbformat_4_with_one_cell_per_lab():
     nbformat.validate(nbformat.reads(NOTEBOOK.read_text(), as_version=4))
 
 
-def _gpu() -> bool:
-    smi = shutil.which("nvidia-smi")
-    return bool(smi) and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
-
-
 def test_the_notebook_runs_top_to_bottom(tmp_path):
     try:
         import nbclient
@@ -79,7 +74,7 @@ def test_the_notebook_runs_top_to_bottom(tmp_path):
                for c in nb.cells if c.cell_type == "code"]
     last = streams[-1].strip().splitlines()
     assert (work / "submission.zip").is_file()
-    if _gpu():
+    if HAVE_GPU:
         assert last[-1].startswith(f"{len(LABS)} of {len(LABS)} labs graded on "), streams[-1]
         for lab in LABS:
             assert re.search(rf"{lab}: pass, 100\.00 of 100 points", streams[-1]), streams[-1]

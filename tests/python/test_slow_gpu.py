@@ -1,23 +1,17 @@
 """A T4-slow GPU's make check stays under a minute: lab 1 swept SLOWDOWN times per call (needs a GPU)."""
 
 import json
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
-from conftest import GRADE_PY, KIT_ROOT
+from conftest import GRADE_PY, HAVE_GPU, KIT_ROOT
 
 #: About an H100's copy bandwidth over a T4's (2960 GB/s measured over 320 GB/s nominal).
 SLOWDOWN = 10
 LAB = "01-naive-5pt"
-
-
-def _gpu() -> bool:
-    smi = shutil.which("nvidia-smi")
-    return bool(smi) and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
 
 
 def slow_kernel() -> str:
@@ -32,7 +26,7 @@ def slow_kernel() -> str:
             f'        sweep_once(d_in, d_out, nx, ny, c, stream);\n}}\n')
 
 
-@pytest.mark.skipif(not _gpu(), reason="needs a GPU: the time of a grading is measured")
+@pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU: the time of a grading is measured")
 def test_a_ten_times_slower_gpu_grades_a_lab_in_under_a_minute(tmp_path):
     (tmp_path / "slow").mkdir()
     (tmp_path / "slow" / "kernel.cu").write_text(slow_kernel())

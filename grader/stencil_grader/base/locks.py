@@ -79,8 +79,6 @@ class GpuPool:
             slot.take()                         # the GPU is this grading's now
         finally:
             slot.release()
-
-    `with pool as gpu:` is reserve() and take() at once.
     """
 
     #: Seconds between looks for a free GPU: short beside a GPU stage of a second or two, which a
@@ -90,7 +88,6 @@ class GpuPool:
     def __init__(self, lock_dir: str | Path, gpus: list | None = None):
         self.lock_dir = Path(lock_dir)
         self.gpus = list(gpus or [])
-        self._slot: Slot | None = None
 
     def reserve(self) -> Slot:
         """A free GPU (held), else a GPU's free place next in line (take() waits for the GPU)."""
@@ -116,16 +113,6 @@ class GpuPool:
             if waiting is not None:
                 return waiting
             time.sleep(self.POLL_S)
-
-    def __enter__(self):
-        self._slot = self.reserve()
-        self._slot.take()
-        return self._slot.gpu
-
-    def __exit__(self, *exc) -> None:
-        if self._slot is not None:
-            self._slot.release()
-            self._slot = None
 
     @staticmethod
     def env(gpu) -> dict[str, str]:
