@@ -59,11 +59,11 @@ def stencil_dir(src: Path) -> Path:
     return folder
 
 
-def build_commands(folder: Path, out_dir: Path, nvcc: str, cxx: str = "g++") -> list[list[str]]:
+def build_commands(folder: Path, out_dir: Path, nvcc: str) -> list[list[str]]:
     """The argument lists that build EBISU's 2d5pt binary (out_dir/ebisu-2d5pt) from folder, in order; no
     shell.  The same defines as its CMake files: _TIMER_ everywhere, TRATEMPORAL for the kernels, EBISU for the
     host code; relocatable device code, as there (the host code launches kernels of another file)."""
-    out = Path(out_dir)
+    out, cxx = Path(out_dir), "g++"
     inc = [f"-I{folder / '2d5pt'}", f"-I{folder / 'common'}", f"-I{folder.parent / 'share'}"]
     cuda = [nvcc, "-O3", *ARCH, "-rdc=true", "-D_TIMER_", *inc]
     return [
@@ -116,29 +116,29 @@ def parse_result(text: str) -> dict:
     raise UsageError(f"EBISU printed no result line ({len(FIELDS)} tab-separated fields); it printed: {tail}")
 
 
-def _run(binary: Path, args, timeout_s: float) -> subprocess.CompletedProcess:
+def _run(binary: Path, args) -> subprocess.CompletedProcess:
     """EBISU's binary run with args (its command line: width_y width_x, then options), its output captured.
-    Raises UsageError when it cannot start or runs past timeout_s."""
+    Raises UsageError when it cannot start or runs past 300 s."""
     try:
-        return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout_s)
+        return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise UsageError(f"EBISU ({' '.join(args)}) did not run to its end: {err}") from None
 
 
-def run_ebisu(binary: Path, args: list[str], timeout_s: float = 300) -> dict:
-    """One timed run of EBISU with args: parse_result of what it printed.  Raises UsageError when it fails or
-    runs past timeout_s."""
-    done = _run(binary, args, timeout_s)
+def run_ebisu(binary: Path, args: list[str]) -> dict:
+    """One timed run of EBISU with args: parse_result of what it printed.  Raises UsageError when it fails
+    (_run)."""
+    done = _run(binary, args)
     if done.returncode != 0:
         raise UsageError(f"EBISU ({' '.join(args)}) ended with exit status {done.returncode}: "
                          f"{(done.stderr or done.stdout).strip()[-300:]}")
     return parse_result(done.stdout)
 
 
-def check_ebisu(binary: Path, timeout_s: float = 300) -> float:
+def check_ebisu(binary: Path) -> float:
     """EBISU's RMS difference from its CPU code on CHECK_ARGS' grid.  Raises UsageError when it is
     CHECK_TOLERANCE or more, or not printed: its rates would then be of wrong results."""
-    done = _run(binary, CHECK_ARGS, timeout_s)
+    done = _run(binary, CHECK_ARGS)
     found = re.search(r"RMS Error : (\S+)", done.stdout)
     try:
         error = float(found.group(1)) if found else None
@@ -173,13 +173,10 @@ def compare(src: Path, measure=tour.measure, run=run_ebisu, check=check_ebisu, b
     device = {"name": data["device"], "compute_capability": data["cc"], "sm_count": data["sm_count"]}
     record = record_header("ebisu", "grade.py ebisu --src EBISU-ICS23 (2dstencil, 2d5pt, fp32; PTX for "
                            "compute_80)", device, now())
-    record["copy_gbps"] = data["copy_gbps"]
-    record["rows"] = rows
-    record["ratio_bench_grid"] = ours["tcells_per_s"] / rows[1]["tcells_per_s"]
-    record["ratio_best"] = ours["tcells_per_s"] / max(r["tcells_per_s"] for r in rows[1:])
-    record["ebisu_check_rms"] = rms
-    record["ebisu_check"] = " ".join(CHECK_ARGS)
-    return record
+    return record | {"copy_gbps": data["copy_gbps"], "rows": rows,
+                     "ratio_bench_grid": ours["tcells_per_s"] / rows[1]["tcells_per_s"],
+                     "ratio_best": ours["tcells_per_s"] / max(r["tcells_per_s"] for r in rows[1:]),
+                     "ebisu_check_rms": rms, "ebisu_check": " ".join(CHECK_ARGS)}
 
 
 def render(record: dict) -> str:
