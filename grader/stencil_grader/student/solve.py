@@ -25,12 +25,14 @@ from ..grading.plot import pyplot
 DEFAULT_N = 33
 SOLVE_TIMEOUT_S = 600.0
 #: What the bench's exit statuses (base/protocol.py) mean here.
-BENCH_EXITS = {protocol.EXIT_NO_GPU: "make solve needs a GPU, and this machine has none it can use",
-               protocol.EXIT_CUDA_ERROR: "the solver stopped on a CUDA error (in your kernels, or none left to run them)",
-               protocol.EXIT_USAGE: "the bench refused the arguments"}
+BENCH_EXITS = {
+    protocol.EXIT_NO_GPU: "make solve needs a GPU, and this machine has none it can use",
+    protocol.EXIT_CUDA_ERROR: "the solver stopped on a CUDA error (in your kernels, or none left to run them)",
+    protocol.EXIT_USAGE: "the bench refused the arguments"}
 #: Residuals this close to the floor (the smallest one reached) are left out of the
 #: measured rate: there float rounding, not the iteration, decides the residual.
 FLOOR_MARGIN = 100.0
+
 
 class SolveError(RuntimeError):
     """The solver could not be run, or printed something that is not its JSON."""
@@ -59,9 +61,8 @@ def parse(text: str) -> dict:
     return data
 
 
-def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None,
-               timeout_s: float = SOLVE_TIMEOUT_S) -> dict:
-    """Run `bench --solve n` and return its JSON; raises SolveError with the reason."""
+def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None) -> dict:
+    """Run `bench --solve n` (SOLVE_TIMEOUT_S seconds at most) and return its JSON; SolveError with the reason."""
     bench = Path(bench)
     if not bench.is_file():
         raise SolveError(f"{bench} does not exist: build the lab first (make build)")
@@ -70,7 +71,7 @@ def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None,
         argv += ["--reduction", repr(float(reduction))]
     # The JSON comes on the private channel, kept whole (a residual history of a fine grid is
     # megabytes); stdout is the solver kernels' own output, if any.
-    done = process.run(argv, timeout_s, channel=True)
+    done = process.run(argv, SOLVE_TIMEOUT_S, channel=True)
     why = process.tail_lines(done.stderr, 5).strip()
     if done.returncode != 0:
         said = BENCH_EXITS.get(done.returncode, f"the solver {done.describe()}")
@@ -83,11 +84,12 @@ def run_solver(bench: Path, n: int = DEFAULT_N, reduction: float | None = None,
 # ------------------------------------------------------------------ analysis
 
 def finite(values: list[float]) -> bool:
+    """True when every value is a finite number."""
     return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
 
 
-def measured_rate(residual: list[float]) -> tuple[float, int, int] | None:
-    """(the residual's geometric mean decay per sweep, 0, last): from sweep 0 to the last residual above
+def measured_rate(residual: list[float]) -> tuple[float, int] | None:
+    """(the residual's geometric mean decay per sweep, last): from sweep 0 to the last residual above
     FLOOR_MARGIN times the smallest reached; None with fewer than 2 usable sweeps."""
     if len(residual) < 2 or not finite(residual) or residual[0] <= 0:
         return None
@@ -97,7 +99,7 @@ def measured_rate(residual: list[float]) -> tuple[float, int, int] | None:
         last = max(k for k, r in enumerate(residual) if r > FLOOR_MARGIN * floor)
     if last < 1 or residual[last] <= 0:
         return None
-    return (residual[last] / residual[0]) ** (1.0 / last), 0, last
+    return (residual[last] / residual[0]) ** (1.0 / last), last
 
 
 def sweeps_for(reduction: float, rate: float) -> float:
@@ -114,15 +116,9 @@ def default_every(sweeps: int, rows: int = 10) -> int:
 
 def history(residual: list[float], every: int) -> list[tuple[int, float, float]]:
     """(sweep, ||r||_2, ||r||_2 / ||r0||_2) at sweeps 0, every, 2 every, ... and the last one."""
-    if not residual:
-        return []
-    every = max(1, every)
     last = len(residual) - 1
-    picks = list(range(0, last + 1, every))
-    if picks[-1] != last:
-        picks.append(last)
-    r0 = residual[0]
-    return [(k, residual[k], residual[k] / r0 if r0 else math.nan) for k in picks]
+    picks = sorted(set(range(0, last + 1, max(1, every))) | {last}) if residual else []
+    return [(k, residual[k], residual[k] / residual[0] if residual[0] else math.nan) for k in picks]
 
 
 def _ending(data: dict, residual: list[float]) -> str:
@@ -152,22 +148,20 @@ def summary(data: dict, every: int | None = None) -> str:
         lines.append(f"  the residual is not a number (first value {residual[0]!r}): residual_norm2 "
                      "wrote no sum, or a NaN (the harness fills *d_result with NaN before each call)")
         return "\n".join(lines) + "\n"
-    lines.append("  " + _ending(data, residual))
-    lines.append("")
-    lines.append(f"  {'sweep':>8}  {'||r||_2':>12}  {'||r||/||r0||':>12}")
-    for k, r, rel in history(residual, every or default_every(data["sweeps"])):
-        lines.append(f"  {k:>8}  {r:>12.5e}  {rel:>12.4e}")
-    lines.append("")
+    lines += ["  " + _ending(data, residual), "", f"  {'sweep':>8}  {'||r||_2':>12}  {'||r||/||r0||':>12}"]
+    lines += [f"  {k:>8}  {r:>12.5e}  {rel:>12.4e}"
+              for k, r, rel in history(residual, every or default_every(data["sweeps"]))] + [""]
     rate = measured_rate(residual)
     if rate is None:
         lines.append(f"  rate per sweep: not measured (fewer than 2 sweeps); cos(pi h) = {cos_ph:.6f}")
     else:
-        value, first, last = rate
-        lines.append(f"  rate per sweep: measured {value:.6f} (sweeps {first} to {last}), "
+        value, last = rate
+        lines.append(f"  rate per sweep: measured {value:.6f} (sweeps 0 to {last}), "
                      f"cos(pi h) = {cos_ph:.6f}, difference {value - cos_ph:+.1e}")
     need = sweeps_for(data["reduction"], cos_ph)
     lines.append(f"  at cos(pi h) a reduction by {data['reduction']:g} takes ln R / ln cos(pi h) = "
-                 f"{math.ceil(need) if math.isfinite(need) else need} sweeps (rounded up: the last one reaches it), about 2 ln(1/R) / (pi h)^2 = {need * h * h:.2f} / h^2: O(1/h^2)")
+                 f"{math.ceil(need) if math.isfinite(need) else need} sweeps (rounded up: the last one reaches it), "
+                 f"about 2 ln(1/R) / (pi h)^2 = {need * h * h:.2f} / h^2: O(1/h^2)")
     err, disc = data["max_error"], data["discretisation_error"]
     lines.append(f"  max |u - u*| = {err:.3e} against u* = -sin(pi x) sin(pi y); the 5-point "
                  f"Laplacian's own error at h = 1/{n - 1} is {disc:.3e}"
@@ -177,8 +171,7 @@ def summary(data: dict, every: int | None = None) -> str:
 
 def plot(data: dict, path: Path) -> bool:
     """log residual against sweep, with r0 cos(pi h)^k beside it; False without matplotlib."""
-    plt = pyplot()
-    if plt is None:
+    if (plt := pyplot()) is None:
         return False
     residual = data["residual"]
     r0 = residual[0]
@@ -200,6 +193,8 @@ def plot(data: dict, path: Path) -> bool:
 
 @dataclass
 class SolveResult:
+    """The solve command's exit status (module docstring) and the text it prints."""
+
     exit_code: int
     text: str
 
@@ -217,8 +212,5 @@ def solve(build_dir: Path, n: int = DEFAULT_N, reduction: float | None = None, e
     if not finite(data["residual"]):
         return SolveResult(1, text)
     target = Path(plot_path) if plot_path else Path(build_dir) / "solve.png"
-    if plot(data, target):
-        text += f"  plot: {target}\n"
-    else:
-        text += "  plot: not drawn (matplotlib is not installed)\n"
+    text += f"  plot: {target}\n" if plot(data, target) else "  plot: not drawn (matplotlib is not installed)\n"
     return SolveResult(0, text)
