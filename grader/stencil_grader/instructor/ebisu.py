@@ -29,7 +29,7 @@ from .. import KIT_ROOT
 from ..base import process, toolkit
 from ..base.cliargs import UsageError
 from . import tour
-from .records import now, record_header
+from .records import record_header
 
 LAB = "08-temporal-blocking"
 BUILD_DIR = KIT_ROOT / "build" / "ebisu"
@@ -152,10 +152,9 @@ def check_ebisu(binary: Path) -> float:
 
 
 def compare(src: Path, measure=tour.measure, run=run_ebisu, check=check_ebisu, built: Path | None = None) -> dict:
-    """Lab 8's reference and EBISU on this GPU: the record (kind "ebisu", rows "08/reference",
-    "ebisu/bench_grid", "ebisu/experiment", each with nx, ny, steps, ms and tcells_per_s; ratio_bench_grid
-    and ratio_best: the reference's rate over EBISU's on the same grid and over EBISU's best of its two;
-    ebisu_check_rms: check_ebisu's).  Raises UsageError (EBISU) or tour.TourError (lab 8's reference)."""
+    """Lab 8's reference and EBISU on this GPU: the record (kind "ebisu", its fields: records.RECORD_FORMAT;
+    the ratios are the reference's rate over EBISU's on the same grid and over EBISU's best of its two runs).
+    Raises UsageError (EBISU) or tour.TourError (lab 8's reference)."""
     binary = built or build(src)
     rms = check(binary)
     data, params = measure(LAB, "reference")
@@ -172,7 +171,7 @@ def compare(src: Path, measure=tour.measure, run=run_ebisu, check=check_ebisu, b
                      "args": " ".join(args)})
     device = {"name": data["device"], "compute_capability": data["cc"], "sm_count": data["sm_count"]}
     record = record_header("ebisu", "grade.py ebisu --src EBISU-ICS23 (2dstencil, 2d5pt, fp32; PTX for "
-                           "compute_80)", device, now())
+                           "compute_80)", device)
     return record | {"copy_gbps": data["copy_gbps"], "rows": rows,
                      "ratio_bench_grid": ours["tcells_per_s"] / rows[1]["tcells_per_s"],
                      "ratio_best": ours["tcells_per_s"] / max(r["tcells_per_s"] for r in rows[1:]),

@@ -105,8 +105,10 @@ def device_facts(bench_data: dict) -> dict:
             "sm_clock_max_mhz": smi["sm_clock_max_mhz"], "driver": smi["driver"], "cuda": cuda_release()}
 
 
-def record_header(kind: str, source: str, device: dict, started: datetime.datetime) -> dict:
-    """The fields every record starts with (RECORD_FORMAT); rows and kind-specific fields follow."""
+def record_header(kind: str, source: str, device: dict, started: datetime.datetime | None = None) -> dict:
+    """The fields every record starts with (RECORD_FORMAT), started now unless `started` says when; rows and
+    kind-specific fields follow."""
+    started = started or now()
     return {"record": kind, "format": RECORD_FORMAT, "provisional": False, "source": source,
             "date": started.date().isoformat(), "started_at": started.isoformat(timespec="seconds"),
             "kit": kit_facts(), "device": device, "copy_gbps": None}
@@ -137,7 +139,7 @@ def _stamp(report: dict) -> datetime.datetime | None:
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=datetime.timezone.utc)
 
 
-def record_check(reports: list[dict], started: datetime.datetime | None = None) -> dict:
+def record_check(reports: list[dict]) -> dict:
     """The recorded run of a `make check` from its labs' report.json objects, in lab order; RecordError
     for none, several GPUs, one without a GPU, or reports more than MAX_CHECK_SPAN apart."""
     if not reports:
@@ -155,12 +157,11 @@ def record_check(reports: list[dict], started: datetime.datetime | None = None) 
     if stamps and stamps[-1] - stamps[0] > MAX_CHECK_SPAN:
         raise RecordError(f"the reports were written between {stamps[0]:%Y-%m-%d %H:%M} and "
                           f"{stamps[-1]:%Y-%m-%d %H:%M}, not by one make check: run make check again")
-    started = started or (stamps[0] if stamps else now())
-    record = record_header("check", "grade.py all (make check), collected by grade.py record-check", device, started)
-    record["impl"] = reports[0].get("impl")
-    record["rows"] = [check_row(r) for r in reports]
-    record["copy_gbps"] = median_or_none(row["copy_gbps"] for row in record["rows"])
-    return record
+    record = record_header("check", "grade.py all (make check), collected by grade.py record-check", device,
+                           stamps[0] if stamps else None)
+    rows = [check_row(r) for r in reports]
+    return record | {"impl": reports[0].get("impl"), "rows": rows,
+                     "copy_gbps": median_or_none(row["copy_gbps"] for row in rows)}
 
 
 def collect_reports(impl: str = "reference", kit_root: Path = KIT_ROOT) -> list[dict]:
@@ -175,11 +176,9 @@ def collect_reports(impl: str = "reference", kit_root: Path = KIT_ROOT) -> list[
 
 
 def record_profile(paths: list[Path]) -> dict:
-    """The record of `grade.py record-profile`: the profile-inputs.json files `make profile` wrote (one
-    GPU, one day), analysed again with the kit's rules (student/profile/), as one record of kind
-    "profile": a row per run, id "NN/impl", with its first kernel's label and figures, the bench's
-    ratio, gbps and copy_gbps, and the ranked findings.  Raises RecordError for a file it cannot
-    read, or runs of several GPUs or days."""
+    """The record of `grade.py record-profile` (kind "profile"): the profile-inputs.json files `make profile`
+    wrote (one GPU, one day), analysed again with the kit's rules (student/profile/), a row per run with its
+    first kernel's figures.  Raises RecordError for a file it cannot read, or runs of several GPUs or days."""
     runs = [read_json(Path(path), RecordError) for path in paths]
     if not runs:
         raise RecordError("no recorded profile named")

@@ -22,7 +22,7 @@ from ..base import labspec, toolkit
 from ..base.cliargs import UsageError
 from ..grading import plot
 from ..grading.plot import FP32_LANES_PER_SM, positive
-from .records import DATA_DIR, RecordError, load_recordings, now, record_header
+from .records import DATA_DIR, RecordError, load_recordings, record_header
 
 #: Thread instructions an SM issues per clock at most: 4 warp schedulers, one warp instruction each
 #: (Volta to Hopper: NVIDIA's V100, A100 and H100 architecture whitepapers).
@@ -200,11 +200,9 @@ def measure_smem_roof(binary: Path, timeout_s: float = 120) -> dict:
 
 
 def smem_roof_record(data: dict, source: str) -> dict:
-    """The record of one run (records.RECORD_FORMAT, kind "smem-roof"): rows "4B" and "16B" with bytes,
-    bytes_per_clock_per_sm (median over the SMs), lowest_sm, blocks_per_sm, clock_mhz (the SM clock the run
-    saw), ms."""
+    """The record of one run (kind "smem-roof", its fields: records.RECORD_FORMAT) from what it printed."""
     record = record_header("smem-roof", source, {"name": data["device"], "compute_capability": data["cc"],
-                                                 "sm_count": data["sm_count"]}, now())
+                                                 "sm_count": data["sm_count"]})
     record["rows"] = [{"id": f"{a['bytes']}B", **a} for a in data["accesses"]]
     return record
 
