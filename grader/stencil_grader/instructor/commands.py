@@ -78,10 +78,10 @@ def register(sub) -> None:
     p.add_argument("--lab", help="comma-separated labs, names or numbers (default: every lab with a tune.json)")
     p.add_argument("--jobs", type=int, default=None, help="parallel builds (default: the CPU count)")
     p.add_argument("--seed", type=seed, default=None, help="inputs' seed for every variant (default: random)")
-    p.add_argument("--min-gain", type=float, default=None,
+    p.add_argument("--min-gain", type=float, default=tune.DEFAULT_MIN_GAIN,
                    help="a variant replaces the defaults only when this fraction faster (default 0.02)")
     p.add_argument("--dry-run", action="store_true", help="measure and print, write no tuning file")
-    p.add_argument("--plot-dir", type=Path, default=None,
+    p.add_argument("--plot-dir", type=Path, default=KIT_ROOT / "build" / "tune",
                    help="where the sweeps' pictures go (default build/tune; needs matplotlib)")
     p.add_argument("--space", type=Path, metavar="JSON", help="sweep these bounds instead of the lab's tune.json "
                    "(one --lab)")
@@ -250,23 +250,21 @@ def cmd_tune(args) -> int:
         return EXIT_FULL
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    min_gain = tune.DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain
-    if not 0 <= min_gain < 1:
-        raise UsageError(f"--min-gain is a fraction in [0, 1), got {min_gain:g}")
+    if not 0 <= args.min_gain < 1:
+        raise UsageError(f"--min-gain is a fraction in [0, 1), got {args.min_gain:g}")
     labs = lab_list(args.lab)
     space = None
     if args.space:
-        if not labs or len(labs) != 1:
+        if len(labs or []) != 1:
             raise UsageError("--space needs exactly one --lab")
         space = tune.load_space_file(args.space, tune.find_lab(labs[0]))
     chosen = [tune.find_lab(n) for n in labs] if labs else tune.tunable_labs()
     if not chosen:
         raise UsageError("no lab has a tune.json")
-    plot_dir = args.plot_dir or KIT_ROOT / "build" / "tune"
     status = EXIT_FULL
-    for done in tune.tune_labs(chosen, args.seed, args.jobs, min_gain, write=not args.dry_run, space=space):
+    for done in tune.tune_labs(chosen, args.seed, args.jobs, args.min_gain, write=not args.dry_run, space=space):
         if done.device is not None:
-            done.plot = pictures.draw_sweep(done, plot_dir / f"tune-{done.lab}.png")
+            done.plot = pictures.draw_sweep(done, args.plot_dir / f"tune-{done.lab}.png")
         print(tune.render(done), flush=True)
         status = status if done.best is not None else EXIT_NOT_FULL
     return status

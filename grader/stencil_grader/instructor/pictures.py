@@ -125,11 +125,9 @@ def recorded_parameters(device: str):
             return None
         lab_dir = KIT_ROOT / "labs" / lab
         try:
-            params = tune.source_defaults(tune.reference_source(lab_dir))
-            params.update(tune.tuned_parameters(lab_dir, device))
+            return tune.source_defaults(tune.reference_source(lab_dir)) | tune.tuned_parameters(lab_dir, device)
         except (tune.TuneError, OSError):
             return None
-        return params
     return params_of
 
 

@@ -16,10 +16,9 @@ from typing import NamedTuple
 
 from .. import KIT_ROOT
 from ..base import labspec
-from ..base.files import display_path, read_json
+from ..base.files import display_path, read_json, write_json
 from ..grading import bench, build, score
 from . import tune
-from ..base.files import write_json
 from .records import device_facts, median_or_none, now, record_header, row_id
 
 #: The declaration of a lab's tour rows, in reference/tour/<lab>/.
@@ -288,7 +287,7 @@ def calibrate(runs: int = 3, labs: list[str] | None = None, write: bool = True,
             ratios.append(last["ratio"])
         ratio, device = statistics.median(ratios), last["device"]
         path = lab_dir / "lab.json"
-        policy = getattr(labspec.load(path), "targets_policy", None)
+        policy = labspec.load(path).targets_policy
         row = {"id": row_id(lab_dir.name, "reference"), "lab": lab_dir.name, "ratios": ratios, "median": ratio}
         if policy is not None:
             reach = "reaches" if ratio >= policy.target else "falls SHORT of"

@@ -334,8 +334,7 @@ def choose_best(variants: list[Variant], min_gain: float) -> tuple[Variant | Non
     if not good:
         return None, default
     fastest = max(good, key=lambda v: v.ratio)
-    if default is not None and default.status == "ok" and default.ratio is not None \
-            and fastest.ratio < default.ratio * (1.0 + min_gain):
+    if any(v is default for v in good) and fastest.ratio < default.ratio * (1.0 + min_gain):
         return default, default
     return fastest, default
 
