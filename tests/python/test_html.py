@@ -21,7 +21,7 @@ import pytest
 from conftest import DATA, KIT_ROOT
 from stencil_grader.base.files import sha256_of
 from stencil_grader.classes import classhtml, classtable, grades, outdir
-from stencil_grader.grading import html, score
+from stencil_grader.grading import html, plot, score
 from stencil_grader.grading.report import next_step
 from stencil_grader.instructor.pictures import chromium
 
@@ -94,11 +94,11 @@ def test_svgs_are_well_formed():
         svg = re.search(rf'<svg id="{ident}".*?</svg>', page, re.S).group(0)
         ET.fromstring(svg)
     assert "peak fp32 66.9 TFLOP/s" in page
-    no_roof = html.roofline_svg([("k", 1.125, 2000.0, "#000")], 3000.0, None)
+    no_roof = plot.roofline_svg([("k", 1.125, 2000.0, "#000")], 3000.0, None)
     ET.fromstring(no_roof)
     assert "compute roof not known" in no_roof
     with pytest.raises(ValueError):
-        html.roofline_svg([("k", 1.125, -1.0, "#000")], 3000.0, None)
+        plot.roofline_svg([("k", 1.125, -1.0, "#000")], 3000.0, None)
 
 
 def lab_reference_ratio(lab: str, table: str) -> float:

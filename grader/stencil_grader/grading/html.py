@@ -21,8 +21,7 @@ from .. import KIT_ROOT
 from ..base import labspec
 from ..base.files import sha256_of, write_atomic
 from . import plot, progress, score
-from .plot import bandwidth_svg, progress_svg, roofline_svg  # noqa: F401  (part of this module's interface)
-from .report import next_step, without_prefix as _why
+from .report import by_tcase, next_step, without_prefix as _why
 
 #: The kit's page templates (lab.html here; the instructor's pages are Jinja2 templates beside it).
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -222,9 +221,6 @@ def _cases(r: dict) -> Markup:
     if not cases:
         return fill("no_cases", why=_why(c.get("message")) or "no case ran", stderr=_stderr(c))
     failed = [x for x in cases if x.get("outcome") != "pass"]
-    groups: dict[str, list[bool]] = {}
-    for x in cases:
-        groups.setdefault(str(x.get("tcase")), []).append(x.get("outcome") == "pass")
 
     def failure(x: dict) -> Markup:
         message = str(x.get("message") or "")
@@ -233,7 +229,8 @@ def _cases(r: dict) -> Markup:
                     coords=Markup("<br>".join(map(escape, coords)) or "&mdash;"))
     more = len(failed) - MAX_FAILED_SHOWN
     return fill("cases", passed=len(cases) - len(failed), total=len(cases),
-                groups=_join(fill("group", name=k, passed=sum(v), total=len(v)) for k, v in groups.items()),
+                groups=_join(fill("group", name=k, passed=sum(x.get("outcome") == "pass" for x in v), total=len(v))
+                             for k, v in by_tcase(cases).items()),
                 failed=fill("failed", rows=_join(map(failure, failed[:MAX_FAILED_SHOWN])),
                             more=fill("more_failed", count=more) if more > 0 else _NO) if failed else _NO)
 
@@ -245,8 +242,8 @@ def _bandwidth(r: dict) -> Markup:
         return fill("not_timed", why=_why(p.get("message")))
     launchers = b.get("launchers") or []
     return fill("bandwidth", b=b, nz=b.get("nz", 1), steps=b.get("steps", 1),
-                svg=Markup(bandwidth_svg(float(b.get("gbps") or 0.0), float(b["copy_gbps"]), t.get("floor"),
-                                         t.get("target"))),
+                svg=Markup(plot.bandwidth_svg(float(b.get("gbps") or 0.0), float(b["copy_gbps"]), t.get("floor"),
+                                              t.get("target"))),
                 launchers=_join(fill("launcher", k=k) for k in launchers if len(launchers) > 1))
 
 
@@ -267,7 +264,7 @@ def _roofline(r: dict, peak_gflops: float | None) -> Markup:
         clock = _sm_clock_mhz()
         peak_gflops = plot.peak_fp32_gflops(int(b["sm_count"]), clock) if clock else None
     try:
-        svg = Markup(roofline_svg(points, float(b["copy_gbps"]), peak_gflops, str(b.get("device", "GPU"))))
+        svg = Markup(plot.roofline_svg(points, float(b["copy_gbps"]), peak_gflops, str(b.get("device", "GPU"))))
     except ValueError as err:
         return fill("no_roofline", why=err)
     return fill("roofline", body=svg + fill("roofline_note", intensity=intensity, flop=flop, nbytes=nbytes)
@@ -331,7 +328,8 @@ def _progress(history: list[dict], r: dict) -> Markup:
     best = max((x for x in ratios if x is not None), default=None)
     more = len(history) - TABLE_ROWS
     return fill("progress", count=len(history), best="; none timed yet" if best is None else f"; best ratio {best:.3f}",
-                svg=Markup(progress_svg(ratios, progress.number(t.get("floor")), progress.number(t.get("target")))),
+                svg=Markup(plot.progress_svg(ratios, progress.number(t.get("floor")),
+                                             progress.number(t.get("target")))),
                 models=fill("progress_models", models=", ".join(models)) if len(models) > 1 else _NO,
                 rows=_join(rows), more=fill("progress_more", count=more) if more > 0 else _NO)
 

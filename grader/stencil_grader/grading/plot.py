@@ -1,12 +1,9 @@
-"""The roofline's arithmetic (roofline_data); the report page's charts as inline SVG (standard library
-only, no script, no external asset, labels escaped: roofline_svg, bandwidth_svg, progress_svg); and
-pictures with matplotlib where installed (optional: without it roofline draws nothing and returns
-False).
+"""The roofline's arithmetic (roofline_data); the report page's charts as inline SVG (no script, labels
+escaped); pictures with matplotlib where installed (optional: without it roofline draws nothing).
 
-Memory roof: the bench's copy bandwidth (I x copy GB/s); compute roof: peak_fp32_gflops; ceilings
-(dashed) with how each was derived (instructor/roofs.py).  A kernel's point: x = flop_per_cell x
-sweeps_per_pass / bytes_per_cell (the kind's, grader/kinds.json), y = effective GB/s x flop_per_cell
-/ bytes_per_cell.  Units: GB/s (1e9 bytes), GFLOP/s (1e9 FLOP).
+Memory roof: intensity x the bench's copy GB/s; compute roof: peak_fp32_gflops; dashed ceilings:
+instructor/roofs.py's.  A kernel's point: intensity() and point_from_gbps(), from the kind's FLOP and
+bytes per cell (grader/kinds.json).  Units: GB/s (1e9 bytes), GFLOP/s (1e9 FLOP).
 """
 
 from __future__ import annotations
@@ -278,8 +275,7 @@ def roofline_figure(data: RooflineData, title: str):
     """The roofline as a matplotlib figure: the roof, the ceilings, each point in its own colour with
     its number beside it (numbers at one intensity spread apart) and the legend.  Returns (figure,
     axes, the number labels)."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(11, 6))
+    fig, ax = pyplot().subplots(figsize=(11, 6))
     ax.set(xscale="log", yscale="log", title=title, ylabel="GFLOP/s (useful)",
            xlabel="arithmetic intensity (useful FLOP per compulsory DRAM byte)")
     ax.plot(*zip(*data.roof), color="black", linewidth=1.5)
@@ -351,9 +347,8 @@ def lab_roofline(kind: "Kind", bench: dict | None, path: str | Path) -> str | No
     moves fewer bytes).  Returns what was written, or None with nothing to draw: no correct timed
     run, a kind of several launchers (lab 7) or no FLOP stated, no matplotlib, no SM clock."""
     single = single_launcher(kind)
-    if not bench or not bench.get("output_ok") or single is None or not bench.get("sm_count"):
-        return None
-    if not (clock := max_sm_clock_mhz()) or pyplot() is None:
+    if not bench or not bench.get("output_ok") or single is None or not bench.get("sm_count") \
+            or not (clock := max_sm_clock_mhz()) or pyplot() is None:
         return None
     roofline([point_from_gbps("your kernel", bench["gbps"], single)], bench.get("device", "GPU"), bench["copy_gbps"],
              peak_fp32_gflops(int(bench["sm_count"]), clock), path)

@@ -350,10 +350,10 @@ def _not_measured(stage_name: str, stage: dict, colour: bool, gpu: dict | None =
 
 
 def by_tcase(cases: list[dict]) -> dict[str, list[dict]]:
-    """A report's cases grouped by Check test case, in their order."""
+    """A report's cases grouped by Check test case (its name as text), in their order."""
     groups: dict[str, list[dict]] = {}
     for case in cases:
-        groups.setdefault(case["tcase"], []).append(case)
+        groups.setdefault(str(case.get("tcase")), []).append(case)
     return groups
 
 
