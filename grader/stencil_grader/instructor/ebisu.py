@@ -22,7 +22,6 @@ a grading.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 from .. import KIT_ROOT
@@ -30,6 +29,7 @@ from ..base import process, toolkit
 from ..base.cliargs import UsageError
 from . import tour
 from .records import record_header
+from .roofs import run_program
 
 LAB = "08-temporal-blocking"
 BUILD_DIR = KIT_ROOT / "build" / "ebisu"
@@ -87,10 +87,7 @@ def build(src: Path, out_dir: Path = BUILD_DIR) -> Path:
         raise UsageError(f"ebisu needs nvcc (the CUDA toolkit): {toolkit.why_no_nvcc()}")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for argv in build_commands(folder, Path(out_dir), nvcc):
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            raise UsageError(f"building EBISU: {Path(argv[0]).name} did not finish: {err}") from None
+        done = run_program(argv, 600, f"building EBISU: {Path(argv[0]).name} did not finish")
         if done.returncode != 0:
             last = process.tail_lines(done.stderr or done.stdout, 3).replace("\n", " / ")
             raise UsageError(f"building EBISU failed at {' '.join(argv[-3:])}: {last}")
@@ -116,13 +113,10 @@ def parse_result(text: str) -> dict:
     raise UsageError(f"EBISU printed no result line ({len(FIELDS)} tab-separated fields); it printed: {tail}")
 
 
-def _run(binary: Path, args) -> subprocess.CompletedProcess:
-    """EBISU's binary run with args (its command line: width_y width_x, then options), its output captured.
-    Raises UsageError when it cannot start or runs past 300 s."""
-    try:
-        return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise UsageError(f"EBISU ({' '.join(args)}) did not run to its end: {err}") from None
+def _run(binary: Path, args):
+    """EBISU's binary run with args (its command line: width_y width_x, then options) for at most 300 s:
+    its CompletedProcess (run_program, whose UsageError it raises)."""
+    return run_program([str(binary), *args], 300, f"EBISU ({' '.join(args)}) did not run to its end")
 
 
 def run_ebisu(binary: Path, args: list[str]) -> dict:

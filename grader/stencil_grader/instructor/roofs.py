@@ -164,6 +164,15 @@ SMEM_ROOF_CU = KIT_ROOT / "grader" / "harness" / "smem_roof.cu"
 SMEM_ROOF_DIR = KIT_ROOT / "build" / "smem-roof"
 
 
+def run_program(argv: list[str], timeout_s: float, failing: str) -> subprocess.CompletedProcess:
+    """argv run to its end, its output captured as text, whatever its exit status.  Raises
+    UsageError("<failing>: <why>") when it cannot start or runs past timeout_s."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise UsageError(f"{failing}: {err}") from None
+
+
 def build_smem_roof(cc: str, nvcc: str | None = None, out_dir: Path = SMEM_ROOF_DIR) -> Path:
     """smem_roof built for compute capability cc ("9.0") into out_dir; its path.  Raises UsageError (exit 2)
     without nvcc or when nvcc fails (its last lines)."""
@@ -173,11 +182,8 @@ def build_smem_roof(cc: str, nvcc: str | None = None, out_dir: Path = SMEM_ROOF_
     arch = cc.replace(".", "")
     out = Path(out_dir) / f"smem_roof-sm_{arch}"
     out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run([nvcc, "-O3", "-std=c++17", f"-arch=sm_{arch}", "-o", str(out), str(SMEM_ROOF_CU)],
-                              capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise UsageError(f"nvcc could not build {SMEM_ROOF_CU.name}: {err}") from None
+    done = run_program([nvcc, "-O3", "-std=c++17", f"-arch=sm_{arch}", "-o", str(out), str(SMEM_ROOF_CU)], 300,
+                       f"nvcc could not build {SMEM_ROOF_CU.name}")
     if done.returncode != 0:
         last = " / ".join(done.stderr.strip().splitlines()[-3:])
         raise UsageError(f"nvcc could not build {SMEM_ROOF_CU.name}: {last}")
@@ -187,10 +193,7 @@ def build_smem_roof(cc: str, nvcc: str | None = None, out_dir: Path = SMEM_ROOF_
 def measure_smem_roof(binary: Path, timeout_s: float = 120) -> dict:
     """What the program printed (its JSON object, grader/harness/smem_roof.cu).  Raises UsageError when it
     fails (no GPU, a CUDA error: its message), runs past timeout_s or prints no JSON."""
-    try:
-        done = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise UsageError(f"{binary.name} did not run to its end: {err}") from None
+    done = run_program([str(binary)], timeout_s, f"{binary.name} did not run to its end")
     if done.returncode != 0:
         raise UsageError((done.stderr.strip() or f"{binary.name} ended with exit status {done.returncode}"))
     try:
