@@ -144,7 +144,7 @@ def test_run_tour_skips_rows_this_kit_lacks(monkeypatch):
     last_3d = tour.tour_parts()[1].rows[-1]
     missing = (last_3d.lab, last_3d.impl)
     timed = _fake_tour(monkeypatch, {missing})
-    text = tour.run_tour().table
+    text, _, _ = tour.run_tour()
     every = [(r.lab, r.impl) for part in tour.tour_parts() for r in part.rows]
     assert timed == [r for r in every if r != missing]
     assert "3D, 8 x 8 x 8 grid:" in text and "lab 6 reference" not in text

@@ -136,12 +136,11 @@ def cmd_record_archs(args) -> int:
 
 @_refusing("tour", tour.TourError)
 def cmd_tour(args) -> int:
-    run = tour.run_tour(args.json, args.markdown)
+    table, rows, device = tour.run_tour(args.json, args.markdown)
     if args.plot:
-        name = run.device["name"] or "unknown GPU"
-        print("\n".join(pictures.draw(run.rows, name, run.device["sm_count"], args.plot,
-                                       run.device["sm_clock_max_mhz"])))
-    print(run.table)
+        print("\n".join(pictures.draw(rows, device["name"] or "unknown GPU", device["sm_count"], args.plot,
+                                       device["sm_clock_max_mhz"])))
+    print(table)
     return EXIT_FULL
 
 

@@ -12,7 +12,6 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from .. import KIT_ROOT
 from ..base import labspec
@@ -230,17 +229,10 @@ def recorded_rows(record: dict) -> list[TourRow]:
                     part_id=r.get("part", "")) for r in record["rows"]]
 
 
-class TourRun(NamedTuple):
-    """A finished tour: the rendered table, the rows, the record's device object (device_facts)."""
-
-    table: str
-    rows: list[TourRow]
-    device: dict
-
-
-def run_tour(out_json: Path | None = None, markdown: bool = False) -> TourRun:
+def run_tour(out_json: Path | None = None, markdown: bool = False) -> tuple[str, list[TourRow], dict]:
     """Measure every declared row this copy of the kit has (available()); writes the recorded run to
-    out_json.  Raises TourError."""
+    out_json.  Returns (the rendered table, the rows, the record's device object: device_facts).  Raises
+    TourError."""
     started = now()
     last: dict = {}
     rows: list[TourRow] = []
@@ -268,7 +260,7 @@ def run_tour(out_json: Path | None = None, markdown: bool = False) -> TourRun:
     table = render(rows, device["name"] or "unknown GPU", markdown)
     if out_json:
         write_json(out_json, record_tour(rows, parts, device, started))
-    return TourRun(table, rows, device)
+    return table, rows, device
 
 
 def calibrate(runs: int = 3, labs: list[str] | None = None, write: bool = True,
