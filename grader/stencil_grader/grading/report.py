@@ -302,8 +302,7 @@ def render_text(report: dict, colour: bool = False) -> str:
                                       f"{d.get('sm_count', '?')} SMs)", False))
     if box := sandbox_line(report.get("sandbox") or {}):
         out.append(_row("sandbox", "", box, False))
-    for line in report.get("notes", []):
-        out.append(f"  note: {line}")
+    out += [f"  note: {line}" for line in report.get("notes", [])]
     out += ["", _row("verdict", report["verdict"], f"{report['points']:.2f}/{report['max_points']:g} points",
                      colour)]
     _, headline, detail = next_step(report)

@@ -11,10 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base import labspec
-from ...base.files import display_path
-from ...grading import build as grading_build
-from ...grading import names, pipeline, sass
-from ...base.files import write_json
+from ...base.files import display_path, write_json
+from ...grading import build as grading_build, names, pipeline, sass
 from . import access, counters, ncu, nocounters, rules as rule_table, text as rendering
 from .common import EXIT_CANNOT, EXIT_FAILED, EXIT_PROFILED, CountersLocked, ProfileError, inputs_record
 
