@@ -1,13 +1,9 @@
-"""How the lanes of a warp address memory, read from a kernel's PTX (no GPU, no counters): the
-profile's reader of BUILD_DIR/kernel.ptx (parse_ptx), a diagnosis and never a judge (the lab's rules
-are judged on the linked program's machine code, grading/sass.py).
-
-For every global and shared load and store, the *stride* (bytes between neighbouring lanes) as a
-polynomial (grader/README.md, section 8): registers followed through mov, cvt, cvta, add, sub, mul,
-mad, shl and neg (a loop-carried register keeps a stride when every assignment gives the same one);
-an access whose address depends on the thread otherwise (a division, a mask, a loaded value) is left
-out, never guessed.  blockDim is filled in from the audited launch (lane_offsets); a kernel parameter
-stays symbolic.  The strides are stored in the profile's inputs: `--from-inputs` needs no PTX.
+"""How the lanes of a warp address memory, from BUILD_DIR/kernel.ptx: a diagnosis, never a judge (the
+lab's rules read the machine code, grading/sass.py).  Each global and shared access's stride by threadIdx
+(grader/README.md, section 8) follows registers through mov, cvt, cvta, add, sub, mul, mad, shl and neg
+(a loop-carried register keeps a stride when every assignment gives the same one); anything else is left
+out, never guessed.  blockDim comes from the audited launch (stride_bytes); a kernel parameter stays
+symbolic.  The strides are stored in the profile's inputs: `--from-inputs` needs no PTX.
 """
 
 from __future__ import annotations

@@ -44,8 +44,7 @@ def launcher_of(kernel: str, label: str, launchers: list[dict]) -> dict:
 def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
     """{figure: value, None when its counters are missing} of one parse_raw_csv row; fact: its kernel's
     static_facts entry (or {}); total_ms: the profiled launches' summed time."""
-    m = row["metrics"]
-    get = m.get
+    get = row["metrics"].get
     bench = inputs["bench"]
     cells = bench_cells(bench)
     launcher = launcher_of(row["name"], fact.get("label", row["name"]), inputs["launchers"])
@@ -79,7 +78,7 @@ def derive(row: dict, fact: dict, inputs: dict, total_ms: float) -> dict:
     limiters = [what for what, v in limits.items() if v == least]
 
     stalls = {}
-    for key, value in m.items():
+    for key, value in row["metrics"].items():
         if s := _STALL.match(key):
             stalls.setdefault(s.group(1), value)
     ranked = sorted(stalls.items(), key=lambda kv: -kv[1])

@@ -1,8 +1,6 @@
-"""Nsight Compute: finding ncu, running the lab's bench under it, reading its raw page back
-(`ncu --import ... --page raw --csv --print-units base`, parse_raw_csv).  Only the student's kernels
-(named from ptxas.log), each launch configuration once, the clocks left alone: grader/README.md,
-section 8.
-"""
+"""Nsight Compute: finding ncu, running the lab's bench under it (the command line and why each option:
+grader/README.md, section 8), reading its raw page back (parse_raw_csv)."""
+
 from __future__ import annotations
 
 import csv
