@@ -475,8 +475,9 @@ def report(result: Result, check: bool) -> tuple[int, str]:
     out += [f"warning: {line}" for line in result.warnings()]
     count, bad = len(result.places), len(result.differences)
     if check and (bad or result.errors):
-        return 1, "\n".join(out + [f"{bad} of {count} marked figures differ from their recordings, {len(result.errors)} "
-                                   "error(s): run `python3 grader/grade.py figures` to rewrite them"])
+        return 1, "\n".join(out + [f"{bad} of {count} marked figures differ from their recordings, "
+                                   f"{len(result.errors)} error(s): run `python3 grader/grade.py figures` "
+                                   "to rewrite them"])
     if check:
         return 0, "\n".join(out + [f"all {count} marked figures match their recordings"])
     if result.errors:
