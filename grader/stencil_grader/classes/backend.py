@@ -2,8 +2,6 @@
 each one's GPU stages on one GPU of the pool (every GPU probed first: gpupool.py), then classfiles.class_files.
 Batch: batch.py."""
 
-from __future__ import annotations
-
 import os
 import shutil
 import tempfile
@@ -24,29 +22,18 @@ from .submissions import ClassError, shown
 GRADER_ERROR_TRIES = 2
 
 
-class _Stages:
-    """How a class run's gradings share this host: at most `jobs` builds at once and at most `jobs` gradings in their
-    GPU stage's process (its own start, its wait for a GPU, its GPU work, its launch audit and report after the GPU is
-    given back), so that a built grading waiting for a GPU never holds up the next build."""
-
-    def __init__(self, jobs: int):
-        self.jobs = jobs
-        self.builds = threading.BoundedSemaphore(jobs)
-        self.gpu = threading.BoundedSemaphore(jobs)
-        self.threads = 2 * jobs          # gradings in flight
-
-
-def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, stages: _Stages, lock_dir: Path,
-           say: Callable[[str], None]) -> Saved:
-    """One grading on the pool's GPUs, saved: its build (worker.grade's stage "build"), then, when it may run, its GPU
-    stages in the same build folder.  A GPU found unusable (no GPU through it, or a crash, which a broken GPU also
-    causes) is probed again, and when it fails the GPU stages run on another (no GPU left: not_measured)."""
+def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, jobs: int, slots: dict[str, threading.Semaphore],
+           lock_dir: Path, say: Callable[[str], None]) -> Saved:
+    """One grading on the pool's GPUs, saved: its build (worker.grade's stage "build", under slots["build"]), then,
+    when it may run, its GPU stages in the same build folder (a process under slots["gpu"]: a built grading waiting
+    for a GPU never holds up the next build).  A GPU found unusable (no GPU through it, or a crash, which a broken GPU
+    also causes) is probed again, and when it fails the GPU stages run on another (no GPU left: not_measured)."""
     with tempfile.TemporaryDirectory(prefix=f"grading-{task.lab}-", dir=worker.temp_root()) as tmp:
         os.chmod(tmp, 0o711)            # the sandbox user must reach its own directory inside (sandbox.SandboxDir)
         build_dir = Path(tmp) / "build"
         report, log, tries = None, "", 0
         while report is None:
-            with stages.builds:
+            with slots["build"]:
                 report, log = worker.grade(task, plan.submissions, worker.time_limit_s(task.spec, 1, stage="build"),
                                            stage="build", build_dir=build_dir)
             tries += 1
@@ -61,9 +48,9 @@ def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, stages: _Stages, l
                                             "not measured: no usable GPU left (" + "; ".join(pool.notes) + ")")
                 break
             gpus = max(1, len(pool.usable))
-            with stages.gpu:
+            with slots["gpu"]:
                 gpu_report, gpu_log = worker.grade(
-                    task, plan.submissions, worker.time_limit_s(task.spec, stages.jobs, gpus, stage="gpu"),
+                    task, plan.submissions, worker.time_limit_s(task.spec, jobs, gpus, stage="gpu"),
                     stage="gpu", build_dir=build_dir, gpu_locks=lock_dir, gpus=usable,
                     env={sandbox.THREADS_ENV: str(max(1, sandbox.usable_cpus() // gpus))})
             tries += 1
@@ -85,14 +72,10 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                 progress: Callable[[str], None] = print, kit_root: Path | None = None,
                 gpus: str | None = None, missing_as_zero: bool = False, gpu_set=None,
                 regrade: bool = False, similarity: bool = False, against: Path | None = None) -> classfiles.ClassResult:
-    """Grade a class on this host (module docstring); the class result.  jobs: builds at once (default: the CPU
-    count; each grading's GPU programs get the usable CPUs over the GPUs).  gpus: --gpus, "all" (default) or indices "0,2";
-    gpu_set: a ready gpupool.GpuSet instead (tests). Nothing to grade (every lab kept): no GPU is probed and the class
-    files are rewritten. progress: one line per grading, in the plan's order.  regrade: grade every selected lab again
-    (a grade is still never replaced by no grade).  similarity: compare the selected labs' kernel.cu files
-    (similarity.class_step, with `against`) before the class files. Raises ClassError (usage; OUT owned by a batch run
-    whose merge has not run; no usable GPU; copydetect missing with similarity) or labspec.LabSpecError before grading
-    anything."""
+    """Grade a class on this host (module docstring; the options are grade.py class's); the class result.  jobs:
+    builds at once (default: the CPU count); gpu_set: a ready gpupool.GpuSet instead of --gpus (tests); progress: one
+    line per grading, in the plan's order.  ClassError (usage; OUT owned by a batch run whose merge has not run; no
+    usable GPU; copydetect missing with similarity) or labspec.LabSpecError before grading anything."""
     the_plan = plan.make_plan(submissions_dir, out, labs, student, kit_root, missing_as_zero, regrade)
     for path, data in outdir.unmerged_runs(the_plan.out):    # its merge will rewrite the class files
         raise ClassError(f"--out {the_plan.out} belongs to the batch run {path} (jobs "
@@ -106,10 +89,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
     if the_plan.tasks:
         worker.temp_root()                   # a temporary folder make can build in
         if gpu_set is None:
-            try:
-                chosen, why = gpupool.choose(gpus)
-            except ValueError as err:
-                raise ClassError(str(err)) from None
+            chosen, why = gpupool.choose(gpus)
             if why:
                 notes.append(f"no GPU on this machine ({why}): every GPU stage will be not_measured")
             gpu_set = gpupool.GpuSet(chosen, say=progress)
@@ -134,10 +114,10 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
             notes.append(note)
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))     # never in the output folder
         try:
-            stages = _Stages(jobs)
-            with ThreadPoolExecutor(max_workers=stages.threads) as threads:
+            slots = {stage: threading.BoundedSemaphore(jobs) for stage in ("build", "gpu")}
+            with ThreadPoolExecutor(max_workers=2 * jobs) as threads:     # jobs building, jobs in GPU stages
                 # map() yields in the plan's order: the rows come out by student and lab.
-                for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, stages, lock_dir, progress),
+                for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, jobs, slots, lock_dir, progress),
                                         the_plan.tasks):
                     saved.append(done)
                     # its row: points "-" for no grade (never a 0); the grade that stays when this one measured nothing

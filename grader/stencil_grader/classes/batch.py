@@ -189,7 +189,7 @@ def _shape(engine: BatchEngine, plan: planning.ClassPlan, items: list[Task]) -> 
     """The shape of a run of these gradings in the next run folder of OUT (resources.py's requests)."""
     o = engine.options
     try:
-        recording = resources.load(o.recording, planning.kit_root())
+        recording = resources.load(o.recording, planning.KIT_ROOT)
     except ValueError as err:
         raise ClassError(f"{err}; give another --recording, or remove the file") from None
     per_task = o.per_task or resources.default_per_task(recording, plan.specs)

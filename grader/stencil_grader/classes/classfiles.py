@@ -1,11 +1,10 @@
-"""The class files, rebuilt from every report in OUT whichever run wrote it (grader/README.md, section 9, "The class
-files" and "The gradebooks"): class_files reads the class table once and writes class.csv, gradings.csv,
-gradescope/, gradebook/, class.html and summary.txt, each a function of it, and returns the summary for the
-console.  Every name a student controls goes into a CSV cell through sheet_cell."""
+"""The class files, each a function of the class table (grader/README.md, section 9, "The class files" and "The
+gradebooks"), written by class_files.  Every name a student controls goes into a CSV cell through sheet_cell."""
 
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..base.files import write_atomic, write_json
 from ..grading import gradescope, score
@@ -109,14 +108,13 @@ def site_gradebooks(t: ClassTable, present: set[tuple[str, str]]) -> tuple[dict[
     return books, notes
 
 
-@dataclass
-class Grading:
+class Grading(NamedTuple):
     """One (student, lab) as a summary sees it: its verdict, points and one-line reason."""
     student: str
     lab: str
     verdict: str
     points: float
-    message: str = ""
+    message: str
 
     @property
     def graded(self) -> bool:
@@ -125,8 +123,8 @@ class Grading:
 
     @classmethod
     def of(cls, student: str, data: dict) -> "Grading":
-        return cls(student, data.get("lab", ""), data.get("verdict", score.GRADER_ERROR), float(data.get("points") or 0.0),
-                   grades.reason(data))
+        return cls(student, data.get("lab", ""), data.get("verdict", score.GRADER_ERROR),
+                   float(data.get("points") or 0.0), grades.reason(data))
 
 
 @dataclass

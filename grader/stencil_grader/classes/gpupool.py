@@ -4,8 +4,6 @@ found unusable is probed again.  The first probe of each GPU is gpuprobe.Context
 context open on a usable GPU while the class is graded (the gradings' CUDA starts are shorter).  base/locks.py GpuPool
 keeps two gradings off one GPU."""
 
-from __future__ import annotations
-
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -13,6 +11,7 @@ from typing import Callable
 from ..base import gpus as gpulist
 from ..base.gpuprobe import ContextHold, ProbeResult, probe
 from ..base.gpus import Gpu
+from .submissions import ClassError
 
 
 def describe(gpu: Gpu) -> str:
@@ -22,11 +21,14 @@ def describe(gpu: Gpu) -> str:
 
 def choose(spec: str | None) -> tuple[list[Gpu], str | None]:
     """The GPUs `--gpus spec` names ("all", the default, or indices "0,2") among those nvidia-smi lists, and None; or
-    ([], why there is none).  ValueError for an index that is not there (naming those that are)."""
+    ([], why there is none).  ClassError for an index that is not there (naming those that are)."""
     found, why = gpulist.list_gpus()
     if why and spec not in (None, "all"):
-        raise ValueError(f"--gpus {spec}: {why}")
-    return ([], why) if why else (gpulist.select(found, spec or "all"), None)
+        raise ClassError(f"--gpus {spec}: {why}")
+    try:
+        return ([], why) if why else (gpulist.select(found, spec or "all"), None)
+    except ValueError as err:
+        raise ClassError(str(err)) from None
 
 
 class GpuSet:

@@ -63,8 +63,6 @@ def read_json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-# ------------------------------------------------------------------------------- the folder
-
 def check_out(out: Path, submissions: Path | None = None) -> None:
     """ClassError when --out is an existing file, or a folder inside the submissions."""
     if out.exists() and not out.is_dir():
@@ -183,9 +181,5 @@ def run_folders(out: Path) -> list[Path]:
 
 def unmerged_runs(out: Path) -> list[tuple[Path, dict]]:
     """(run folder, run.json) of each batch run of OUT submitted and not merged: it still owns the class files."""
-    found = []
-    for path in run_folders(out):
-        data = read_json(path / "run.json")
-        if data and data.get("jobs") and not data.get("merged"):
-            found.append((path, data))
-    return found
+    runs = [(path, read_json(path / "run.json")) for path in run_folders(out)]
+    return [(path, data) for path, data in runs if data and data.get("jobs") and not data.get("merged")]

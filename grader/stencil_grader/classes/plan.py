@@ -49,17 +49,12 @@ class ClassPlan:
     roster: Roster | None = None
 
 
-def kit_root() -> Path:
-    """The kit whose labs a class is graded with (tests point KIT_ROOT at a fake kit)."""
-    return KIT_ROOT
-
-
 def select_labs(names: list[str] | None, root: Path | None = None,
                 among: list[labspec.LabSpec] | None = None) -> list[labspec.LabSpec]:
-    """The lab specs to grade: all labs of the kit (or of `among`, specs already loaded), or the named ones
-    (ClassError on an unknown name)."""
+    """The lab specs to grade: all labs of the kit (root, else KIT_ROOT, which tests point at a fake kit; or of
+    `among`, specs already loaded), or the named ones (ClassError on an unknown name)."""
     specs = ({s.path.parent.name: s for s in among} if among is not None else
-             {d.name: labspec.load(d / "lab.json") for d in labspec.discover_labs(root or kit_root())})
+             {d.name: labspec.load(d / "lab.json") for d in labspec.discover_labs(root or KIT_ROOT)})
     if not names:
         return list(specs.values())
     unknown = [n for n in names if n not in specs]
@@ -75,7 +70,7 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
     take, no students or no kernel.cu at all, an unknown lab or student) or labspec.LabSpecError."""
     subs, out = Path(submissions_dir).resolve(), Path(out).resolve()
     outdir.check_out(out, subs)
-    kit = Path(kit or kit_root()).resolve()
+    kit = Path(kit or KIT_ROOT).resolve()
     if why := build.make_path_problem(kit):
         raise ClassError(f"the kit lies in {str(kit)!r}, a path that {why}, which make cannot take: move the kit "
                          "(or a copy of it) to a path without it")

@@ -41,8 +41,7 @@ _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u
 def require():
     """The copydetect module; ClassError (one line: how to install it) when it cannot be imported."""
     try:
-        import copydetect
-        from copydetect import utils  # noqa: F401  (the functions used below)
+        import copydetect.utils          # binds copydetect, with the utils used below
     except ImportError as err:
         raise ClassError(f"similarity needs {TOOL}, an optional instructor tool ({err}); install it with: "
                          f"{INSTALL}") from None
@@ -92,8 +91,6 @@ class LabResult:
                 + f"; flagged at {self.threshold:.2f}")
 
 
-# ------------------------------------------------------------------------------- the files
-
 def read_text(path: Path) -> tuple[str | None, str]:
     """(the file's text, "") or (None, why not: over build.MAX_SOURCE_BYTES, unreadable); bad UTF-8 as U+FFFD."""
     try:
@@ -108,14 +105,9 @@ def read_text(path: Path) -> tuple[str | None, str]:
 
 def _sources(paths, kind: str, notes: list[str]) -> list[Source]:
     """A Source of each (name, path, what a note calls it) that can be read; a note for each that cannot."""
-    found = []
-    for name, path, called in paths:
-        text, why = read_text(path)
-        if text is None:
-            notes.append(f"{called} not compared: {why}")
-        else:
-            found.append(Source(name, kind, text))
-    return found
+    texts = [(name, called, *read_text(path)) for name, path, called in paths]
+    notes += [f"{called} not compared: {why}" for _, called, text, why in texts if text is None]
+    return [Source(name, kind, text) for name, _, text, _ in texts if text is not None]
 
 
 def student_sources(subs: Path, lab: str, notes: list[str]) -> list[Source]:
@@ -139,8 +131,6 @@ def other_sources(lab: str, against: Path | None, kit: Path, notes: list[str]) -
     return (_sources(paths, "against", notes)
             + _sources([(p.relative_to(kit).as_posix(), p, "") for p in ours if p.is_file()], "kit", []))
 
-
-# ------------------------------------------------------------------------------- copydetect
 
 def _repair_offsets(fp) -> None:
     """Mend copydetect 0.5.0's offsets (rows [normalised index, characters removed before it]): filter_code
@@ -209,8 +199,6 @@ def highlighted(text: str, slices) -> html.Markup:
         marked = html.escape(text)
     return html.Markup(_INVISIBLE.sub(lambda m: f'<span class="ctl">\\u{ord(m.group()):04x}</span>', marked))
 
-
-# ------------------------------------------------------------------------------- the files written
 
 def _sides(p: dict) -> list[tuple]:
     """(name, kind, other's name, other's kind) of a pair (asdict(Pair)), from each side."""
@@ -292,7 +280,7 @@ def run(subs: str | Path, out: str | Path, labs: list[str] | None = None, agains
     if not 0.0 < threshold <= 1.0:
         raise ClassError(f"--threshold {threshold:g}: give a score in (0, 1], e.g. {FLAG}")
     subs, out = Path(subs).resolve(), Path(out).resolve()
-    kit = Path(kit or plan.kit_root()).resolve()
+    kit = Path(kit or plan.KIT_ROOT).resolve()
     specs = plan.select_labs(labs, kit)
     submissions.read_students(subs)
     outdir.check_out(out, subs)
@@ -336,8 +324,6 @@ def class_step(subs: Path, out: Path, labs: list[str], against: Path | None, say
     return [f"similarity of {r.lab}: {len(r.flagged)} pair(s) flagged: {lab_folder(out, r.lab) / 'pairs.txt'}"
             for r in results]
 
-
-# ------------------------------------------------------------------------------- for class.html
 
 def column(out: Path, lab_order: list[str]) -> dict[str, list[dict]]:
     """{student: [{"lab", "score", "other", "other_kind", "page", "flagged"}, ...]}: per lab, the student's flagged

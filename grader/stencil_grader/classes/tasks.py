@@ -5,8 +5,6 @@ in by the engine's job script (nothing here reads an engine's environment); each
     grade.py class-task merge RUN_DIR [--job ID]                  the merge
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import signal

@@ -1,14 +1,6 @@
-"""One grading of one (student, lab) in a process of its own, what every back end runs:
-
-    grade.py lab LABDIR --impl SUBMISSIONS/<student> --build-dir DIR --json FILE
-                 [--stage build|gpu] [--arch ARCH] [--gpu-locks LOCKS --gpus 0,2]
-
-an argument list (no shell; the build copies kernel.cu under a name of its own, so a folder name reaches no make), a
-clean environment (clean_env), its own TMPDIR under temp_root and a time limit (time_limit_s).  A process that writes
-no report, dies or runs past its limit gives a "grader_error" report saying what happened.
-"""
-
-from __future__ import annotations
+"""One grading of one (student, lab) in a process of its own, what every back end runs (grader/README.md, section 9,
+`worker.py`): an argument list (no shell; the build copies kernel.cu under a name of its own, so a folder name reaches
+no make), a clean environment (clean_env), its own TMPDIR under temp_root and a time limit (time_limit_s)."""
 
 import contextlib
 import fcntl
@@ -81,9 +73,10 @@ def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = 
 def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", build_dir: Path | None = None,
           arch: str | None = None, gpu_locks: Path | None = None, gpus: str | None = None,
           env: dict[str, str] | None = None) -> tuple[dict, str]:
-    """(report, what the process printed) of one grading (module docstring).  stage: "all", or pipeline.py's halves
-    "build" and "gpu", which share build_dir (None: a temporary folder); env: extra variables.  A missing kernel.cu
-    gives a "missing" placeholder, one over build.MAX_SOURCE_BYTES "compile_error": neither runs anything."""
+    """(report, what the process printed) of one grading: "grader_error" when the process writes no report, dies or
+    runs past limit_s.  stage: "all", or pipeline.py's halves "build" and "gpu", which share build_dir (None: a
+    temporary folder); env: extra variables.  A missing kernel.cu gives a "missing" placeholder, one over
+    build.MAX_SOURCE_BYTES "compile_error": neither runs anything."""
     if task.source is None:
         return grades.placeholder(task.spec, task.student, score.MISSING, task.why_missing), task.why_missing + "\n"
     if why := build.size_problem(task.source):
