@@ -27,7 +27,8 @@ each run into an OUT of its own) and prints the speed-up over the first count; -
 FILE (handouts/data/<gpu>/class-scaling.json, a record of kind "class-scaling") keeps each run as a
 row {"id", "gpus", "cpus", "submission_labs", "wall_s", "verdicts_sha256"} (the digest over the
 sorted student, lab and verdict of every grading: the same class must get the same verdicts on any
-number of GPUs), replacing an earlier row of the same GPU and CPU counts.
+number of GPUs), replacing an earlier row of the same GPU and CPU counts.  A count named twice
+(--scaling 2,1,2) is graded twice, into an OUT each; the later row's id ends in -runK (K: its place).
 
 Without a GPU the GPU figures are "not measured" (the GPU stages end at once) and only the
 build rate means something.  Prints the device (nvidia-smi's name), date and figures;
@@ -158,8 +159,9 @@ def scaling(subs: Path, work: Path, args, labs: list[str] | None, count: int, de
               f"{len(found)} ({why or ', '.join(g.name for g in found)})", file=sys.stderr)
         return 2
     runs, started = [], records.now()
-    for n in counts:
-        out = work / f"grades-{n}gpu"
+    for i, n in enumerate(counts):
+        # A count named again (2,1,2: A/B/A on one host) grades into an OUT of its own, never the earlier one's.
+        out = work / (f"grades-{n}gpu" if counts.index(n) == i else f"grades-{n}gpu-run{i + 1}")
         wall, status = grade(subs, out, args, labs, ",".join(str(g.index) for g in found[:n]))
         if not (out / "gradings.csv").is_file():
             print(f"bench_class: grade.py class on {n} GPU(s) wrote no gradings.csv (exit status {status})",
@@ -179,7 +181,8 @@ def scaling(subs: Path, work: Path, args, labs: list[str] | None, count: int, de
         path = args.scaling_record
         source = "python3 tests/submissions/bench_class.py " + " ".join(sys.argv[1:])
         record = records.record_header("class-scaling", source, {"name": device}, started)
-        rows = [dict(r, id=f"{r['gpus']}gpu-{r['cpus']}cpu") for r in runs]
+        ids = [f"{r['gpus']}gpu-{r['cpus']}cpu" for r in runs]
+        rows = [dict(r, id=ids[i] if ids.index(ids[i]) == i else f"{ids[i]}-run{i + 1}") for i, r in enumerate(runs)]
         earlier = json.loads(path.read_text()).get("rows", []) if path.is_file() else []
         record["rows"] = [r for r in earlier if r.get("id") not in {n["id"] for n in rows}] + rows
         write_json(path, record)
