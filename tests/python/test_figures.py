@@ -234,7 +234,7 @@ def test_a_table_of_a_provisional_recording_says_so(tmp_path):
 def _kit(tmp_path, targets, policy=None):
     lab = tmp_path / "kit" / "labs" / "08-fake-lab"
     lab.mkdir(parents=True)
-    raw = {"targets": targets}
+    raw = {"targets": targets, "check": {"case_timeout_s": 3, "suite_timeout_s": 300}}
     if policy:
         raw["targets_policy"] = policy
     (lab / "lab.json").write_text(json.dumps(raw))
@@ -248,6 +248,7 @@ def test_lab_targets_come_from_lab_json(tmp_path):
     assert figures.figure("lab/08 generic target", recs, kit).text == "1.20"
     assert figures.figure("lab/08 t100 floor", recs, kit).text == "0.50"          # t100's GPU: Test GPU
     assert figures.figure("lab/08 policy target*100 :.0f", recs, kit).text == "120"
+    assert figures.figure("lab/08 check case_timeout_s :g", recs, kit).text == "3"    # the correctness limits
     with pytest.raises(records.RecordError, match=r"lab/07: no labs/07-\*/lab\.json"):
         figures.figure("lab/07 generic floor", recs, kit)
     with pytest.raises(records.RecordError, match="name the table"):

@@ -11,7 +11,8 @@ recorded runs (records.py; handouts/data/README.md says which command writes eac
     <!-- fig h100/check 07/reference launchers.residual_norm2.ratio :.3f -->0.969<!-- /fig -->
     <!-- fig h100/tour 08/reference gbps*9/8 :,.0f -->8,376<!-- /fig -->  arithmetic on a figure
     <!-- fig h100/tour 66908/copy_gbps :.1f -->22.5<!-- /fig -->          a constant (or a field) over it
-    <!-- fig lab/05 h100 target -->0.88<!-- /fig -->        lab.json's targets: generic, a SLUG's GPU or policy
+    <!-- fig lab/05 h100 target -->0.88<!-- /fig -->        lab.json's targets: generic, a SLUG's GPU or policy;
+    <!-- fig lab/05 check case_timeout_s :g -->6<!-- /fig -->  `check`: its correctness limits
     <!-- fig tune/05 h100:ROWS_PER_THREAD=1,PLANES_PER_BLOCK=32 ratio -->0.86<!-- /fig -->
                 a variant of labs/05-*/tuning/<the GPU of h100>.json; `tune/05 h100 best_ratio` the
                 file's own field; `tune/all h100 variants` the count over every lab
@@ -111,12 +112,15 @@ def lab_json(number: str, kit_root: Path) -> tuple[Path, dict]:
 
 
 def _targets(source: str, row: str | None, recs: Recordings, kit_root: Path) -> tuple[dict, str]:
-    """(the targets table, what it is) a `lab/NN TABLE` marker names."""
+    """(the table, what it is) a `lab/NN TABLE` marker names: a targets table (generic, a GPU's slug, or policy),
+    or `check`, the lab's correctness limits (case_timeout_s, suite_timeout_s)."""
     path, raw = lab_json(source[4:], kit_root)
     if row is None:
-        raise RecordError(f"{source}: name the table: generic, a GPU's slug, or policy")
+        raise RecordError(f"{source}: name the table: generic, a GPU's slug, policy or check")
     if row == "policy":
         table, what = raw.get("targets_policy"), f"{shown(path)}'s targets_policy"
+    elif row == "check":
+        table, what = raw.get("check"), f"{shown(path)}'s check limits"
     elif row == "generic":
         table, what = raw.get("targets", {}).get("generic"), f"{shown(path)}'s generic targets"
     else:
