@@ -22,18 +22,26 @@ from .submissions import ClassError, shown
 GRADER_ERROR_TRIES = 2
 
 
-def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, jobs: int, slots: dict[str, threading.Semaphore],
-           lock_dir: Path, say: Callable[[str], None]) -> Saved:
-    """One grading on the pool's GPUs, saved: its build (worker.grade's stage "build", under slots["build"]), then,
-    when it may run, its GPU stages in the same build folder (a process under slots["gpu"]: a built grading waiting
-    for a GPU never holds up the next build).  A GPU found unusable (no GPU through it, or a crash, which a broken GPU
-    also causes) is probed again, and when it fails the GPU stages run on another (no GPU left: not_measured)."""
+class _Stages:
+    """How a class run's gradings share this host: at most `jobs` builds at once and at most `jobs` gradings in their
+    GPU stage's process (its own start, its wait for a GPU, its GPU work, its launch audit and report after the GPU is
+    given back), so that a built grading waiting for a GPU never holds up the next build."""
+
+    def __init__(self, jobs: int):
+        self.jobs, self.builds, self.gpu = jobs, threading.BoundedSemaphore(jobs), threading.BoundedSemaphore(jobs)
+
+
+def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, stages: _Stages, lock_dir: Path,
+           say: Callable[[str], None]) -> Saved:
+    """One grading on the pool's GPUs, saved: its build (worker.grade's stage "build"), then, when it may run, its GPU
+    stages in the same build folder.  A GPU found unusable (no GPU through it, or a crash, which a broken GPU also
+    causes) is probed again, and when it fails the GPU stages run on another (no GPU left: not_measured)."""
     with tempfile.TemporaryDirectory(prefix=f"grading-{task.lab}-", dir=worker.temp_root()) as tmp:
         os.chmod(tmp, 0o711)            # the sandbox user must reach its own directory inside (sandbox.SandboxDir)
         build_dir = Path(tmp) / "build"
         report, log, tries = None, "", 0
         while report is None:
-            with slots["build"]:
+            with stages.builds:
                 report, log = worker.grade(task, plan.submissions, worker.time_limit_s(task.spec, 1, stage="build"),
                                            stage="build", build_dir=build_dir)
             tries += 1
@@ -48,9 +56,9 @@ def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, jobs: int, slots: 
                                             "not measured: no usable GPU left (" + "; ".join(pool.notes) + ")")
                 break
             gpus = max(1, len(pool.usable))
-            with slots["gpu"]:
+            with stages.gpu:
                 gpu_report, gpu_log = worker.grade(
-                    task, plan.submissions, worker.time_limit_s(task.spec, jobs, gpus, stage="gpu"),
+                    task, plan.submissions, worker.time_limit_s(task.spec, stages.jobs, gpus, stage="gpu"),
                     stage="gpu", build_dir=build_dir, gpu_locks=lock_dir, gpus=usable,
                     env={sandbox.THREADS_ENV: str(max(1, sandbox.usable_cpus() // gpus))})
             tries += 1
@@ -106,7 +114,8 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
     saved: list[Saved] = []
     if the_plan.tasks:
         usable = gpu_set.usable
-        progress(f"grading {len(the_plan.tasks)} lab(s) of {len(the_plan.students)} student(s), {jobs} build(s) at a time, "
+        progress(f"grading {len(the_plan.tasks)} lab(s) of {len(the_plan.students)} student(s), {jobs} build(s) at a "
+                 "time, "
                  + (f"on {len(usable)} GPU(s): " + ", ".join(map(gpupool.describe, usable)) if usable
                     else "without a GPU"))
         first = next((t for t in the_plan.tasks if t.source is not None), None)     # its lab's harness, built once
@@ -114,10 +123,10 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
             notes.append(note)
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))     # never in the output folder
         try:
-            slots = {stage: threading.BoundedSemaphore(jobs) for stage in ("build", "gpu")}
+            stages = _Stages(jobs)
             with ThreadPoolExecutor(max_workers=2 * jobs) as threads:     # jobs building, jobs in GPU stages
                 # map() yields in the plan's order: the rows come out by student and lab.
-                for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, jobs, slots, lock_dir, progress),
+                for done in threads.map(lambda t: _grade(t, the_plan, gpu_set, stages, lock_dir, progress),
                                         the_plan.tasks):
                     saved.append(done)
                     # its row: points "-" for no grade (never a 0); the grade that stays when this one measured nothing

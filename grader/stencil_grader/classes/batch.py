@@ -208,12 +208,11 @@ def _shape(engine: BatchEngine, plan: planning.ClassPlan, items: list[Task]) -> 
 
 
 def submit(engine: BatchEngine, submissions: Path, out: Path, labs: list[str] | None = None,
-           students: list[str] | None = None, missing_as_zero: bool = False, regrade: bool = False,
-           kit_root: Path | None = None) -> int:
-    """`grade.py <engine>` (module docstring): check, plan (labs, students: None for all), then
-    --dry-run or submit; the exit status.  ClassError for a refusal (before anything is written)."""
+           student: str | None = None, missing_as_zero: bool = False, regrade: bool = False) -> int:
+    """`grade.py <engine>` (module docstring): check, plan (labs, student: None for all), then --dry-run or submit;
+    the exit status.  ClassError for a refusal (before anything is written)."""
     say, o = engine.say, engine.options
-    plan = planning.make_plan(submissions, out, labs, students, kit_root, missing_as_zero, regrade)
+    plan = planning.make_plan(submissions, out, labs, student, None, missing_as_zero, regrade)
     if why := build.make_path_problem(plan.out):      # a batch run builds in OUT/batch/run-N/builds/
         raise ClassError(f"--out {plan.out} {why}, which make cannot take, and the batch jobs build under --out "
                          "(a folder every node sees): choose an --out without it")

@@ -172,8 +172,8 @@ def summarize(t: ClassTable, saved: list[Saved], kept: int, notes: list[str]) ->
                    "never counted as 0 (grade.py import --accept takes the file, or put it in place as kernel.cu):",
              False),
             (missing, f"lab(s) never submitted, shown as 'missing' in class.csv and {counted}:", False),
-            (errors, f"grading(s) failed to produce a report (verdict {score.GRADER_ERROR}; grade again to complete them):",
-             False),
+            (errors, f"grading(s) failed to produce a report (verdict {score.GRADER_ERROR}; grade again to complete "
+                     "them):", False),
             (ungraded, f"lab(s) not measured ({not_measured}): no grade, shown as such in class.csv:", True),
             (stood, "grading(s) of this run measured nothing, and the earlier grade stays (what this run got is in "
                     f"students/<student>/<lab>{outdir.ATTEMPT}.json):", True)):

@@ -1,11 +1,10 @@
-"""The class pages (grader/README.md, section 9): OUT/class.html (every student's row, per lab the verdict counts,
-histograms of the grades' points and ratios, the outliers; the similarity column, the labs that moved, the
-leaderboards), OUT/students/<student>/<lab>.html (report.student_view, with its history) and index.html, through
-the Jinja2 templates (pages.py), all from the class table (classtable.py).  Only grades count in the statistics
-(score.is_grade)."""
+"""The class pages (grader/README.md, section 9, "The class files"): OUT/class.html and each student's pages
+(report.student_view, with its history), through the Jinja2 templates (pages.py), all from the class table.  Only
+grades count in the statistics (score.is_grade)."""
 
 import math
 import statistics
+from collections import Counter
 from pathlib import Path
 
 from ..grading import html as lab_html, score
@@ -48,15 +47,15 @@ def outliers(reports: Table, lab: str) -> list[tuple[str, str]]:
     return [(s, "; ".join(w)) for s, w in sorted(found.items())]
 
 
-def histogram(values: list[float], lo: float, hi: float, bins: int = BINS) -> dict:
-    """class.html's histogram macro's bars: values in `bins` equal bins of [lo, hi] (the last closed), each bar's x
+def histogram(values: list[float], lo: float, hi: float) -> dict:
+    """class.html's histogram macro's bars: values in BINS equal bins of [lo, hi] (the last closed), each bar's x
     and height in the 320 x 150 chart, with the values' median, min and max."""
-    counts = [0] * bins
+    counts = [0] * BINS
     for v in values:
         if math.isfinite(v):
-            i = int((min(max(v, lo), hi) - lo) / (hi - lo) * bins) if hi > lo else 0
-            counts[min(i, bins - 1)] += 1
-    width, peak = 280 / bins, max(counts) or 1
+            i = int((min(max(v, lo), hi) - lo) / (hi - lo) * BINS) if hi > lo else 0
+            counts[min(i, BINS - 1)] += 1
+    width, peak = 280 / BINS, max(counts) or 1
     return {"lo": lo, "hi": hi, "width": width, "n": len(values), "median": statistics.median(values),
             "lo_value": min(values), "hi_value": max(values),
             "bars": [{"x": 30 + i * width, "height": 106 * n / peak, "count": n} for i, n in enumerate(counts)]}
@@ -65,15 +64,13 @@ def histogram(values: list[float], lo: float, hi: float, bins: int = BINS) -> di
 def _lab_section(lab: str, reports: Table) -> dict:
     rows = [r[lab] for r in reports.values() if lab in r]
     graded = [r for r in rows if score.is_grade(r)]
-    verdicts: dict[str, int] = {}
-    for r in rows:
-        verdicts[str(r.get("verdict"))] = verdicts.get(str(r.get("verdict")), 0) + 1
     top = max((r["max_points"] for r in rows if isinstance(r.get("max_points"), (int, float))), default=100.0)
     points = [float(r.get("points") or 0.0) for r in graded]
     ratios = [x for x in map(_ratio, graded) if x is not None]
     return {"lab": lab, "ident": lab.replace(".", "_"), "rows": len(rows), "graded": len(graded), "top": top,
             "without": sorted({str(r.get("verdict")) for r in rows if not score.is_grade(r)}),
-            "verdicts": sorted(verdicts.items()), "outliers": outliers(reports, lab),
+            "verdicts": sorted(Counter(str(r.get("verdict")) for r in rows).items()),
+            "outliers": outliers(reports, lab),
             "points": histogram(points, 0.0, float(top)) if points else None,
             "ratios": histogram(ratios, 0.0, max(1.1, max(ratios))) if ratios else None}
 

@@ -1,6 +1,7 @@
 """The class table: every report in OUT with its history, the class roster, the labs' facts and the similarity
-column, each read once; every class file (classfiles.py, classhtml.py) is a function of it.  A cell shows the points of a grade, else the verdict (class.csv) or a blank
-(gradebooks: "missing" is 0 only with missing_as_zero, never for a near miss nor a bonus lab)."""
+column, each read once; every class file (classfiles.py, classhtml.py) is a function of it.  A cell shows the points
+of a grade, else the verdict (class.csv) or a blank (gradebooks: "missing" is 0 only with missing_as_zero, never for
+a near miss nor a bonus lab)."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,9 +66,7 @@ def load(out: Path, lab_order: list[str], lab_facts: dict[str, dict] | None = No
     """The table of OUT; lab_facts: plan.lab_facts (the gradebooks need them); roster: the plan's (None: read here)."""
     out = Path(out)
     reports = outdir.read_reports(out, lab_order)
-    note = ""
-    if roster is None:
-        roster, note = class_roster(out)
+    roster, note = (roster, "") if roster is not None else class_roster(out)
     names, board_notes = leaderboard.pseudonyms(roster)
     entries = leaderboard.gradescope_entries(reports, names) if names else None
     before = {(lab, s) for lab in lab_order for s in reports if outdir.gradescope_path(out, lab, s).is_file()}

@@ -61,7 +61,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("class", help="instructor mode: grade a directory of submissions on this host's GPUs")
     _class_options(p)
-    p.add_argument("--jobs", type=int, default=None, help="builds at once (default: CPU count); the GPU stages run on the GPUs as builds finish")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="builds at once (default: CPU count); the GPU stages run on the GPUs as builds finish")
     p.add_argument("--gpus", default=None, metavar="all|0,2,...",
                    help="the GPUs to grade on, by nvidia-smi index (default: all; each is probed first)")
     p.add_argument("--similarity", action="store_true",

@@ -1,8 +1,6 @@
-"""The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe (a context, a one-instruction
-PTX kernel run and read back, in a process of its own): a GPU that fails is taken out with a message, and one a grading
-found unusable is probed again.  The first probe of each GPU is gpuprobe.ContextHold, whose process then keeps a CUDA
-context open on a usable GPU while the class is graded (the gradings' CUDA starts are shorter).  base/locks.py GpuPool
-keeps two gradings off one GPU."""
+"""The GPUs a class grading may use, each proved usable first by base/gpuprobe.py's probe, its first probe a
+gpuprobe.ContextHold that keeps a context open on a usable GPU while the class is graded (grader/README.md, section 9,
+"This host"); base/locks.py GpuPool keeps two gradings off one GPU."""
 
 import threading
 from concurrent.futures import ThreadPoolExecutor

@@ -36,4 +36,5 @@ def placeholder(spec: labspec.LabSpec, student: str, verdict: str, message: str)
     """A report no grading wrote ("missing", "grader_error"), or refused before any ran (compile_error)."""
     return {"lab": spec.lab, "title": spec.title, "bonus": spec.bonus, "student": student, "verdict": verdict,
             "points": 0.0, "max_points": spec.points.total, "full_points": False,
-            "final": verdict not in score.NOT_GRADED + (score.MISSING,), "messages": [message], "seconds": {}, "gpu": None}
+            "final": verdict not in score.NOT_GRADED + (score.MISSING,), "messages": [message], "seconds": {},
+            "gpu": None}

@@ -16,7 +16,6 @@ from .importers import gradescope
 from .importers.roster import is_group
 from .submissions import ROSTER, SOURCE, ClassError
 
-SITE = "gradescope"
 SERVER = Path(__file__).with_name("gsserve.py")
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once when it builds the autograder's image: serve.py needs only python3.
@@ -73,7 +72,7 @@ def build(out: Path, lab: str, dest: Path | None = None, force: bool = False) ->
     class_dir = Path((outdir.read_json(out / outdir.MANIFEST) or {}).get("submissions", ""))
     for folder, row in sorted(roster.rows.items()):
         graded_in = row.get(f"{lab} group") or folder
-        if row.get("site") != SITE or is_group(row) or graded_in not in table:
+        if row.get("site") != gradescope.NAME or is_group(row) or graded_in not in table:
             continue
         keys = {"e-mail": row.get("email", "").strip().lower(), "SID": row.get("site_id", "")}
         for kind, key in keys.items():

@@ -1,7 +1,5 @@
-"""The class leaderboard of each lab (grader/README.md, section 9, "Around the grades"): the students with a pseudonym
-in CLASS/roster.csv's COLUMN, cleaned as folder names are, one board per lab and GPU model, ranked by the ratio to copy
-bandwidth; only an eligible() report counts.  Made from OUT's reports, keyed by folder; a pseudonym is data, escaped
-wherever shown, and the folder name is never on a board."""
+"""The class leaderboard of each lab (grader/README.md, section 9, "Around the grades"), made from OUT's reports keyed
+by folder: a pseudonym (CLASS/roster.csv's COLUMN) is data, escaped wherever shown; the folder is never on a board."""
 
 from collections import Counter
 from dataclasses import dataclass
@@ -64,11 +62,8 @@ def boards(table: Table, names: dict[str, str], lab_order: list[str] | None = No
     """{lab: its boards, the GPU model with the most entries first, each ranked by ratio} of the students of
     `names` whose report is eligible; labs in lab_order (default: as found)."""
     found: dict[str, dict[str, list[tuple[float, str, dict]]]] = {}
-    for student, labs in table.items():
-        name = names.get(student)
-        if not name:
-            continue
-        for lab, report in labs.items():
+    for student in [s for s in table if names.get(s)]:
+        for lab, report in table[student].items():
             if eligible(report):
                 ratio = float(report["performance"]["ratio"])
                 found.setdefault(lab, {}).setdefault(progress.gpu_name(report), []).append((ratio, student, report))

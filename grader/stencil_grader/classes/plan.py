@@ -93,7 +93,8 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
                 in_groups.append(f"{shown(name)}/{spec.lab} -> {shown(row[f'{spec.lab} group'])}")
                 continue
             source, why = submissions.find_source(subs, name, spec.lab)
-            submitted = _int(row.get(f"{spec.lab} files")) and not row.get(f"{spec.lab} file")   # none taken
+            files = row.get(f"{spec.lab} files") or ""
+            submitted = files.isdigit() and int(files) > 0 and not row.get(f"{spec.lab} file")   # none taken
             if source is None and (submissions.near_miss(why) or submitted):
                 why = grades.NEAR_MISS + (row.get(f"{spec.lab} note") or why)
             tasks.append(Task(name, spec, source, why))
@@ -118,10 +119,6 @@ def make_plan(submissions_dir: str | Path, out: str | Path, labs: list[str] | No
                          f"({report['verdict']}) stays (--regrade or --student records it as missing)")
     return ClassPlan(subs, out, specs, found.students, todo, [s.lab for s in every], missing_as_zero, notes, kept,
                      asked, lab_facts(every), roster)
-
-
-def _int(text: str | None) -> int:
-    return int(text) if (text or "").isdigit() else 0
 
 
 def lab_facts(specs: list[labspec.LabSpec]) -> dict[str, dict]:

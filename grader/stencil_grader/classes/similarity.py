@@ -1,8 +1,6 @@
-"""Similarity between the kernel.cu files of a class, lab by lab: pointers for the instructor, never a grade
-(grader/README.md, section 9, "Around the grades").  copydetect (optional: require()) fingerprints, compares and
-highlights; the kit picks the pairs (every two students of a lab, each student with each --against file and the kit's
-reference and tour kernels), removes the starter's fingerprints, scores a pair by its larger share, flags it at FLAG
-and writes OUT/similarity/<lab>/ (pairs.csv, pairs.txt, similarity.json, pair-<rank>.html; no student's name in a path)."""
+"""`grade.py similarity`: the kernel.cu files of a class compared lab by lab with copydetect (optional: require()),
+pointers for the instructor, never a grade; which pairs, the score, FLAG and the files written in
+OUT/similarity/<lab>/ (no student's name in a path): grader/README.md, section 9, "Around the grades"."""
 
 import collections
 import io
@@ -300,9 +298,8 @@ def run(subs: str | Path, out: str | Path, labs: list[str] | None = None, agains
         result.notes += notes
         write(out, result, when)
         results.append(result)
-        for line in summary_lines(result)[:1] + [f"  {len(result.flagged)} flagged; "
-                                                 f"{lab_folder(out, spec.lab) / 'pairs.txt'}"]:
-            say(line)
+        say(summary_lines(result)[0])
+        say(f"  {len(result.flagged)} flagged; {lab_folder(out, spec.lab) / 'pairs.txt'}")
     return results
 
 

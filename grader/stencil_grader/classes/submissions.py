@@ -1,7 +1,5 @@
-"""The class folder, SUBMISSIONS/<student>/<lab>/kernel.cu: who the students are, where each kernel.cu is or why it
-is missing (naming a near miss), how a name is printed (shown) and put in a sheet (sheet_cell).  A folder may have
-any name: it is only read, never handed to a shell or make.  Hidden entries, `__*` folders and loose files are
-skipped with a note; ROSTER silently."""
+"""The class folder, SUBMISSIONS/<student>/<lab>/kernel.cu (grader/README.md, section 9, `submissions.py`).  A folder
+may have any name: it is only read, never handed to a shell or make."""
 
 import re
 import unicodedata
