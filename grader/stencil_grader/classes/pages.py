@@ -1,5 +1,5 @@
 """The instructor's web pages from the Jinja2 templates of grader/stencil_grader/templates/, autoescaped with
-grading/html.py's escape unless html.Markup.  Jinja2 is optional (grader/requirements.txt): without it, render raises
+grading/html.py's escape unless html.Markup.  Jinja2 is optional (grader/requirements.txt): without it, write raises
 ClassError naming the package."""
 
 import functools
@@ -37,11 +37,7 @@ def environment():
     return env
 
 
-def render(template: str, **context) -> str:
-    """templates/<template> rendered with context (and the globals of environment())."""
-    return environment().get_template(template).render(**context)
-
-
 def write(path: Path, template: str, **context) -> Path:
-    """render() written to path by rename; returns path."""
-    return write_atomic(Path(path), render(template, **context))
+    """templates/<template> rendered with context (and the globals of environment()), written to path by rename;
+    returns path.  ClassError without Jinja2."""
+    return write_atomic(Path(path), environment().get_template(template).render(**context))
