@@ -114,8 +114,8 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
     saved: list[Saved] = []
     if the_plan.tasks:
         usable = gpu_set.usable
-        progress(f"grading {len(the_plan.tasks)} lab(s) of {len(the_plan.students)} student(s), {jobs} build(s) at a "
-                 "time, "
+        progress(f"grading {len(the_plan.tasks)} lab(s) of {len(the_plan.students)} student(s), "
+                 f"{jobs} build(s) at a time, "
                  + (f"on {len(usable)} GPU(s): " + ", ".join(map(gpupool.describe, usable)) if usable
                     else "without a GPU"))
         first = next((t for t in the_plan.tasks if t.source is not None), None)     # its lab's harness, built once
