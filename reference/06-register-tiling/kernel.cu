@@ -40,13 +40,24 @@
  * lanes; and a variant needing more than 64 registers per thread drops to
  * one block per SM, which costs more than any plane ahead gains.
  *
+ * Two rows per thread (ROWS_PER_THREAD = 2, thread coarsening along y): the
+ * block is half as tall, and thread (tx, ty) owns tile rows ty and ty + ROWS.
+ * Then the y-halo rows are held by threads that also compute, so no warp
+ * sits out the compute step, and each barrier serves twice the cells.  Its
+ * register window is twice as wide, so only AHEAD = 1 fits in 64 registers.
+ * On an H200 it measured faster than one row per thread with AHEAD = 3 (the
+ * H200's tuning file, labs/06-register-tiling/tuning/nvidia-h200.json, and
+ * the handout); the H100's file, measured before this option existed, keeps
+ * one row per thread.
+ *
  * Preconditions
  * -------------
- *   blockDim = (BLOCK_X, ROWS) = (32, 16): 512 threads; __launch_bounds__
- *   declares them and asks for registers enough for two blocks per SM (at
+ *   blockDim = (BLOCK_X, ROWS), ROWS = TILE_ROWS / ROWS_PER_THREAD, TILE_ROWS =
+ *   OUT_ROWS + 2: (32, 16), 512 threads, by default; __launch_bounds__
+ *   declares them and asks for registers enough for 1024 threads per SM (at
  *   most 64 per thread).  (Lab 6's plane check reads the block as launched,
  *   from the bench's launch audit, never from this declaration.)
- *   Static shared memory, one plane: ROWS x PITCH x 4 B, PITCH = TILE_X + 2 PAD:
+ *   Static shared memory, one plane: TILE_ROWS x PITCH x 4 B, PITCH = TILE_X + 2 PAD:
  *     fast path (VEC = 4): 16 x 136 x 4 = 8704 bytes;
  *     fallback  (VEC = 1): 16 x  34 x 4 = 2176 bytes.
  *   Fast path: nx % 4 == 0 and both grids 16-byte aligned (cudaMalloc gives
@@ -60,10 +71,11 @@
  *   TILE_X, TILE_X = 32 VEC), output rows y0 .. y0 + OUT_ROWS - 1 (y0 = (the
  *   launch's first tile + by) * OUT_ROWS) and planes zb .. ze - 1 (zb = bz *
  *   z_len).  Thread (tx, ty) owns the VEC cells x = x0 + VEC tx .. x + VEC - 1
- *   of row y = y0 - 1 + ty.  Rows ty = 0 and ty = ROWS - 1 are the y-halo
- *   rows: those threads only load (their cells belong to the tiles above and
- *   below); rows 1 .. OUT_ROWS also compute and store.  Lanes 0 and 31 of a
- *   computing row also load one x-halo cell per plane (x0 - 1, x0 + TILE_X).
+ *   of tile rows r = ty + j ROWS (j < ROWS_PER_THREAD), grid rows y = y0 - 1 + r.
+ *   Tile rows 0 and TILE_ROWS - 1 are the y-halo rows: they are only loaded
+ *   (their cells belong to the tiles above and below); rows 1 .. OUT_ROWS are
+ *   also computed and stored.  Lanes 0 and 31 also load one x-halo cell per
+ *   plane (x0 - 1, x0 + TILE_X) for each computing row they own.
  *   Every thread loads planes zb - 1 .. ze of its cells (those inside the
  *   grid), each once, and takes every barrier.
  *
@@ -86,8 +98,8 @@
  *   interior cell's four x-y neighbours are inside the grid, so their slots
  *   were stored this step: the left x-halo slot is read by lane 0 at x == x0,
  *   which is interior only when x0 >= 1; the right one by lane 31 at
- *   x + 3 == x0 + TILE_X - 1, interior only when x0 + TILE_X < nx; rows 0 and
- *   ROWS - 1 are the y-halo rows, loaded whenever the row exists.
+ *   x + 3 == x0 + TILE_X - 1, interior only when x0 + TILE_X < nx; tile rows 0
+ *   and TILE_ROWS - 1 are the y-halo rows, loaded whenever the row exists.
  *   Registers: the z-1 and z+1 neighbours are used only when 0 < z < nz - 1,
  *   where both planes exist and were loaded.
  *
@@ -108,14 +120,21 @@
 #ifndef TUNE_AHEAD
 #define TUNE_AHEAD 3
 #endif
+#ifndef TUNE_ROWS_PER_THREAD
+#define TUNE_ROWS_PER_THREAD 1
+#endif
 
 constexpr int BLOCK_X = 32;               /* threads along x: one warp per row */
 constexpr int OUT_ROWS = TUNE_OUT_ROWS;   /* output rows per block */
-constexpr int ROWS = OUT_ROWS + 2;        /* thread rows: plus one y-halo row above and below */
-constexpr int THREADS = BLOCK_X * ROWS;   /* 512 */
+constexpr int TILE_ROWS = OUT_ROWS + 2;   /* tile rows: plus one y-halo row above and below */
+constexpr int RPT = TUNE_ROWS_PER_THREAD; /* tile rows per thread (thread coarsening along y) */
+constexpr int ROWS = TILE_ROWS / RPT;     /* thread rows: blockDim.y */
+constexpr int THREADS = BLOCK_X * ROWS;   /* 512 by default */
+constexpr int MIN_BLOCKS = 1024 / THREADS;   /* registers sized for 1024 resident threads per SM: 64 each */
 constexpr int AHEAD = TUNE_AHEAD;         /* planes in flight beyond z+1 */
 constexpr int RING = AHEAD + 3;           /* planes held in registers: z-1 .. z+AHEAD+1 */
 constexpr int MAX_GRID_Y = 65535;         /* CUDA's limit on gridDim.y (and gridDim.z) */
+static_assert(TILE_ROWS % RPT == 0 && THREADS <= 1024, "the tile's rows must split evenly into thread rows");
 
 /* One plane of one thread's column: its VEC cells, and its x-halo cell (lanes
  * 0 and 31 of the computing rows; 0 elsewhere). */
@@ -147,55 +166,66 @@ __device__ __forceinline__ void store_cells(float *p, const float (&src)[VEC])
 }
 
 template <int VEC>
-__global__ void __launch_bounds__(THREADS, 2)   /* 512 threads; registers for 2 blocks per SM */
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 stencil3d_regtile_kernel(const float *__restrict__ in, float *__restrict__ out,
                          int nx, int ny, int nz, int tile_y_first, int z_len, stencil3d_coeffs c)
 {
     constexpr int TILE_X = VEC * BLOCK_X;          /* 128 or 32 cells */
     constexpr int PAD = VEC;                       /* body starts 16-byte aligned */
     constexpr int PITCH = TILE_X + 2 * PAD;
-    __shared__ __align__(16) float plane[ROWS][PITCH];   /* the current plane, and only it */
+    __shared__ __align__(16) float plane[TILE_ROWS][PITCH];   /* the current plane, and only it */
 
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int x0 = blockIdx.x * TILE_X;
     const int x = x0 + VEC * tx;                               /* this thread's first cell */
-    const int y = (tile_y_first + blockIdx.y) * OUT_ROWS - 1 + ty;
+    const int y_top = (tile_y_first + blockIdx.y) * OUT_ROWS - 1;   /* the grid row of tile row 0 */
     const int zb = blockIdx.z * z_len;                         /* planes zb .. ze-1 */
     const int ze = min(zb + z_len, nz);
     const int z_last_load = min(ze, nz - 1);                   /* the z+1 neighbour of ze-1, if any */
-
-    const bool row_in_grid = y >= 0 && y < ny;
-    const bool in_grid = row_in_grid && x < nx;                /* whole vector inside (nx % VEC == 0) */
-    const bool computes = ty >= 1 && ty <= OUT_ROWS && in_grid;
-    const int halo_x = tx == 0 ? x0 - 1 : x0 + TILE_X;         /* lanes 0 and 31 only */
-    const bool loads_halo = (tx == 0 || tx == BLOCK_X - 1) && ty >= 1 && ty <= OUT_ROWS
-                            && row_in_grid && halo_x >= 0 && halo_x < nx;
     const size_t plane_cells = (size_t)nx * ny;
-    const float *col = in + (in_grid ? (size_t)y * nx + x : 0);
-    const float *halo_col = in + (loads_halo ? (size_t)y * nx + halo_x : 0);
+    const int halo_x = tx == 0 ? x0 - 1 : x0 + TILE_X;         /* lanes 0 and 31 only */
 
-    /* Plane z of this thread's column into d (zeros where nothing is loaded). */
-    auto load = [&](Column<VEC> &d, int z) {
+    /* This thread's tile rows r = ty + j ROWS (j < RPT), each at grid row y[j]. */
+    int y[RPT];
+    bool in_grid[RPT], computes[RPT], loads_halo[RPT];
+    const float *col[RPT], *halo_col[RPT];
 #pragma unroll
-        for (int k = 0; k < VEC; k++)
-            d.v[k] = 0.0f;
-        d.halo = 0.0f;
-        if (z >= 0 && z <= z_last_load) {
-            if (in_grid)
-                load_cells<VEC>(d.v, col + (size_t)z * plane_cells);
-            if (loads_halo)
-                d.halo = __ldg(halo_col + (size_t)z * plane_cells);
+    for (int j = 0; j < RPT; j++) {
+        const int r = ty + j * ROWS;
+        y[j] = y_top + r;
+        const bool row_in_grid = y[j] >= 0 && y[j] < ny;
+        const bool out_row = r >= 1 && r <= OUT_ROWS;
+        in_grid[j] = row_in_grid && x < nx;                    /* whole vector inside (nx % VEC == 0) */
+        computes[j] = out_row && in_grid[j];
+        loads_halo[j] = (tx == 0 || tx == BLOCK_X - 1) && out_row && row_in_grid && halo_x >= 0 && halo_x < nx;
+        col[j] = in + (in_grid[j] ? (size_t)y[j] * nx + x : 0);
+        halo_col[j] = in + (loads_halo[j] ? (size_t)y[j] * nx + halo_x : 0);
+    }
+
+    /* Plane z of this thread's columns into d (zeros where nothing is loaded). */
+    auto load = [&](Column<VEC> (&d)[RPT], int z) {
+#pragma unroll
+        for (int j = 0; j < RPT; j++) {
+#pragma unroll
+            for (int k = 0; k < VEC; k++)
+                d[j].v[k] = 0.0f;
+            d[j].halo = 0.0f;
+            if (z >= 0 && z <= z_last_load) {
+                if (in_grid[j])
+                    load_cells<VEC>(d[j].v, col[j] + (size_t)z * plane_cells);
+                if (loads_halo[j])
+                    d[j].halo = __ldg(halo_col[j] + (size_t)z * plane_cells);
+            }
         }
     };
 
     /* The register window: ring[(z - zb + 1) % RING] holds plane z.  Fill it
      * with planes zb-1 .. zb+AHEAD before the first step. */
-    Column<VEC> ring[RING];
+    Column<VEC> ring[RING][RPT];
 #pragma unroll
     for (int k = 0; k < AHEAD + 2; k++)
         load(ring[k], zb - 1 + k);
 
-    const bool y_inner = y > 0 && y < ny - 1;
     /* The march, RING planes per outer iteration so that every ring index is
      * a compile-time constant (registers cannot be indexed at run time). */
     for (int z0 = zb; z0 < ze; z0 += RING) {
@@ -204,17 +234,21 @@ stencil3d_regtile_kernel(const float *__restrict__ in, float *__restrict__ out,
             const int z = z0 + s;
             if (z >= ze)
                 break;                                         /* the same for the whole block */
-            const Column<VEC> &below = ring[s % RING];          /* plane z-1 */
-            const Column<VEC> &cur = ring[(s + 1) % RING];      /* plane z */
-            const Column<VEC> &above = ring[(s + 2) % RING];    /* plane z+1 */
+            const Column<VEC> (&below)[RPT] = ring[s % RING];         /* plane z-1 */
+            const Column<VEC> (&cur)[RPT] = ring[(s + 1) % RING];     /* plane z */
+            const Column<VEC> (&above)[RPT] = ring[(s + 2) % RING];   /* plane z+1 */
 
             /* 1. Stage plane z: body cells, and the x-halo cells of the computing rows. */
-            store_cells<VEC>(&plane[ty][PAD + VEC * tx], cur.v);
-            if (ty >= 1 && ty <= OUT_ROWS) {
-                if (tx == 0)
-                    plane[ty][PAD - 1] = cur.halo;
-                if (tx == BLOCK_X - 1)
-                    plane[ty][PAD + TILE_X] = cur.halo;
+#pragma unroll
+            for (int j = 0; j < RPT; j++) {
+                const int r = ty + j * ROWS;
+                store_cells<VEC>(&plane[r][PAD + VEC * tx], cur[j].v);
+                if (r >= 1 && r <= OUT_ROWS) {
+                    if (tx == 0)
+                        plane[r][PAD - 1] = cur[j].halo;
+                    if (tx == BLOCK_X - 1)
+                        plane[r][PAD + TILE_X] = cur[j].halo;
+                }
             }
             /* 2. Request plane z+AHEAD+1 into the slot of plane z-2, which no one
              *    needs any more, before waiting: it has AHEAD steps to arrive. */
@@ -222,27 +256,32 @@ stencil3d_regtile_kernel(const float *__restrict__ in, float *__restrict__ out,
             __syncthreads();                                   /* plane z is in shared memory */
 
             /* 3. Compute and store this thread's cells of plane z. */
-            if (computes) {
+            const bool z_inner = z > 0 && z < nz - 1;
+#pragma unroll
+            for (int j = 0; j < RPT; j++) {
+                if (!computes[j])
+                    continue;
+                const int r = ty + j * ROWS;
                 float up[VEC], down[VEC], res[VEC];
 #pragma unroll
                 for (int k = 0; k < VEC; k++) {
-                    up[k] = plane[ty - 1][PAD + VEC * tx + k];
-                    down[k] = plane[ty + 1][PAD + VEC * tx + k];
+                    up[k] = plane[r - 1][PAD + VEC * tx + k];
+                    down[k] = plane[r + 1][PAD + VEC * tx + k];
                 }
-                const float left = plane[ty][PAD + VEC * tx - 1];
-                const float right = plane[ty][PAD + VEC * tx + VEC];
-                const bool yz_inner = y_inner && z > 0 && z < nz - 1;
+                const float left = plane[r][PAD + VEC * tx - 1];
+                const float right = plane[r][PAD + VEC * tx + VEC];
+                const bool yz_inner = z_inner && y[j] > 0 && y[j] < ny - 1;
 #pragma unroll
                 for (int k = 0; k < VEC; k++) {
-                    const float xm = k == 0 ? left : cur.v[k - 1];
-                    const float xp = k == VEC - 1 ? right : cur.v[k + 1];
-                    float v = cur.v[k];                        /* boundary cells: copied */
+                    const float xm = k == 0 ? left : cur[j].v[k - 1];
+                    const float xp = k == VEC - 1 ? right : cur[j].v[k + 1];
+                    float v = cur[j].v[k];                     /* boundary cells: copied */
                     if (yz_inner && x + k > 0 && x + k < nx - 1)
-                        v = c.c0 * cur.v[k] + c.xm * xm + c.xp * xp + c.ym * up[k] + c.yp * down[k]
-                          + c.zm * below.v[k] + c.zp * above.v[k];
+                        v = c.c0 * cur[j].v[k] + c.xm * xm + c.xp * xp + c.ym * up[k] + c.yp * down[k]
+                          + c.zm * below[j].v[k] + c.zp * above[j].v[k];
                     res[k] = v;
                 }
-                store_cells<VEC>(out + (size_t)z * plane_cells + (size_t)y * nx + x, res);
+                store_cells<VEC>(out + (size_t)z * plane_cells + (size_t)y[j] * nx + x, res);
             }
             __syncthreads();                                   /* everyone is done with plane z */
         }
