@@ -28,7 +28,9 @@ class _Stages:
     given back), so that a built grading waiting for a GPU never holds up the next build."""
 
     def __init__(self, jobs: int):
-        self.jobs, self.builds, self.gpu = jobs, threading.BoundedSemaphore(jobs), threading.BoundedSemaphore(jobs)
+        self.jobs = jobs
+        self.builds = threading.BoundedSemaphore(jobs)      # builds at once
+        self.gpu = threading.BoundedSemaphore(jobs)         # GPU stages' processes at once
 
 
 def _grade(task: Task, plan: ClassPlan, pool: gpupool.GpuSet, stages: _Stages, lock_dir: Path,

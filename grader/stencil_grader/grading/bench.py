@@ -1,6 +1,10 @@
-"""The timed run of a lab (grader/harness/bench.c; grader/README.md, section 3): run_bench runs the bench
-program in the sandbox when the check program did not time the launcher after its cases (checkrun.py);
-judge says what either run gave.  Units: GB/s (1e9 bytes), milliseconds.
+"""The timed run of a lab (grader/harness/bench.c) and what it means (judge): run inside the check
+program once every case has passed (checkrun.py, one CUDA start per grading), or by the bench program
+(BUILD_DIR/bench --json - [--seed N], run_bench) when it was not, both in the sandbox of
+base/sandbox.py.  Its one JSON object comes back on the private channel (base/process.py), which the
+student's code cannot reach; its stdout (a kernel's printf) is the student's program output.  Exit
+statuses and JSON keys: base/protocol.py (protocol.h to the C side).  Units: GB/s (1e9 bytes),
+milliseconds.  grader/README.md, section 3.
 """
 
 from __future__ import annotations
@@ -88,18 +92,21 @@ def run_bench(build_dir: Path, timeout_s: float, seed: int | None = None,
 def judge(run: process.Completed, text: str, build_dir: Path, layers: dict[str, str],
           seconds: float, program: str = "bench") -> BenchRun:
     """What a timed run gave: run is the process that ran it (the bench program, or the check program
-    after its cases: its ending is then the timed run's), text the channel's part that holds the JSON,
-    seconds the timed run's wall seconds, program the file in BUILD_DIR that ran it (the launch audit
-    reads its machine code).  A good JSON is kept as BUILD_DIR/bench.json.  Never raises."""
+    that ran it after its cases: its ending is then the timed run's), text the channel's part that
+    holds the JSON, seconds the timed run's wall seconds, program the file in BUILD_DIR that ran it
+    (the launch audit reads its machine code).  A good JSON is kept as
+    BUILD_DIR/bench.json.  Never raises."""
     notes = ["the bench wrote more than the channel keeps; the rest was ignored"] if run.channel_overflow else []
     tail = process.tail_lines(run.stderr, STDERR_TAIL_LINES)
     result = BenchRun("error", stderr_tail=tail, seconds=seconds, sandbox=dict(layers), notes=notes,
                       output=process.program_output(run.stdout), program=program)
     reason = process.tail_lines(run.stderr, 1).strip()
     if run.error or protocol.machinery_error(reason):
-        result.status, result.message = "grader_error", run.error or reason     # the machinery, not the student
+        result.status = "grader_error"                      # the grader's machinery, not the student
+        result.message = run.error or reason
     elif run.timed_out or run.stopped:
-        result.status, result.message = "timeout", f"bench {run.describe()} (lab.json bench.timeout_s)"
+        result.status = "timeout"
+        result.message = f"bench {run.describe()} (lab.json bench.timeout_s)"
     elif run.returncode == protocol.EXIT_NO_GPU:
         result.status, result.message = "no_gpu", reason or "no GPU"
     elif run.returncode == protocol.EXIT_CUDA_ERROR:

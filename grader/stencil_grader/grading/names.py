@@ -1,5 +1,6 @@
-"""Names of the student's functions as people read them: in ptxas's report, the launch audit and the
-symbol check's messages."""
+"""Names of the student's functions as people read them: demangle() (c++filt), kernel_labels()
+(ptxas's functions, template instances told apart), kernel_label() (one name, no c++filt) and
+simplify() (no template arguments nor parameters, for the symbol check's messages)."""
 
 from __future__ import annotations
 
@@ -40,8 +41,11 @@ def kernel_label(mangled: str) -> str:
     """'tiled' for _Z5tiledPKfPfi, 'sweep<4>' for a kernel template with integer arguments
     (no c++filt needed); a name that is not mangled (extern "C") as it is."""
     shown = short_name(mangled)
-    if shown != mangled and (t := _TEMPLATE_ARGS.match(mangled, _MANGLED.match(mangled).end() + len(shown))):
-        shown += "<" + ", ".join(_INT_ARG.findall(t.group(1))) + ">"
+    m = _MANGLED.match(mangled)
+    if m and shown != mangled:
+        rest = mangled[m.end() + int(m.group(1)):]
+        if t := _TEMPLATE_ARGS.match(rest):
+            shown += "<" + ", ".join(_INT_ARG.findall(t.group(1))) + ">"
     return shown
 
 

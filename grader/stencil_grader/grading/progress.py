@@ -1,6 +1,11 @@
-"""A lab's history: one JSON line per grading (where the files live and how they are written:
-grader/README.md, section 8; the lock is fcntl.lockf, which NFS passes between nodes).  Units: ratio =
-effective / copy bandwidth."""
+"""A student's progress over their attempts at one lab: the history of every grading (JSON Lines:
+entry, append, read; its section of the report page is html.py's).
+
+Histories: BUILD_DIR/history.jsonl (a student's make check) and
+OUT/students/<student>/<lab>.history.jsonl (a class grading).  Only ever appended to: one write()
+of a whole line, O_APPEND, under a POSIX lock (fcntl.lockf, which NFS passes between nodes); a line
+cut short by a killed writer is skipped when read.  Units: ratio = effective / copy bandwidth.
+"""
 
 from __future__ import annotations
 
@@ -56,8 +61,9 @@ def entry(report: dict) -> dict:
 
 
 def append(path: str | Path, report: dict) -> dict | None:
-    """Append the report's entry() to the history at path (created with its folder when missing);
-    returns the entry, or None for NOT_AN_ATTEMPT.  OSError when the file cannot be written."""
+    """Append the report's entry() to the history at path (created with its folder when missing),
+    as the module docstring says; returns the entry, or None for a report that is no attempt
+    (NOT_AN_ATTEMPT).  Raises OSError when the file cannot be written."""
     if report.get("verdict") in NOT_AN_ATTEMPT:
         return None
     line = entry(report)

@@ -33,6 +33,8 @@ from .roofs import run_program
 
 LAB = "08-temporal-blocking"
 BUILD_DIR = KIT_ROOT / "build" / "ebisu"
+#: The C++ compiler of EBISU's host code.
+CXX = "g++"
 #: The files of EBISU's 2D stencils this build reads, relative to its 2dstencil/ folder.
 SOURCES = ("jacobi-temporal-traditional.cu", "jacobi-2d.cu", "jacobi.driver.cpp", "2d5pt/config.cuh",
            "2d5pt/jacobi_gold.cpp", "2d5pt/jacobi_gold_gen.cpp", "common/cuda_common.cuh")
@@ -63,15 +65,15 @@ def build_commands(folder: Path, out_dir: Path, nvcc: str) -> list[list[str]]:
     """The argument lists that build EBISU's 2d5pt binary (out_dir/ebisu-2d5pt) from folder, in order; no
     shell.  The same defines as its CMake files: _TIMER_ everywhere, TRATEMPORAL for the kernels, EBISU for the
     host code; relocatable device code, as there (the host code launches kernels of another file)."""
-    out, cxx = Path(out_dir), "g++"
+    out = Path(out_dir)
     inc = [f"-I{folder / '2d5pt'}", f"-I{folder / 'common'}", f"-I{folder.parent / 'share'}"]
     cuda = [nvcc, "-O3", *ARCH, "-rdc=true", "-D_TIMER_", *inc]
     return [
         [*cuda, "-DTRATEMPORAL", "-c", str(folder / "jacobi-temporal-traditional.cu"), "-o", str(out / "kernels.o")],
         [*cuda, "-DEBISU", "-c", str(folder / "jacobi-2d.cu"), "-o", str(out / "host.o")],
-        [cxx, "-O3", *inc, "-c", str(folder / "2d5pt" / "jacobi_gold.cpp"), "-o", str(out / "gold.o")],
-        [cxx, "-O3", *inc, "-c", str(folder / "2d5pt" / "jacobi_gold_gen.cpp"), "-o", str(out / "gold_gen.o")],
-        [cxx, "-O3", "-D_TIMER_", "-DEBISU", *inc, "-c", str(folder / "jacobi.driver.cpp"),
+        [CXX, "-O3", *inc, "-c", str(folder / "2d5pt" / "jacobi_gold.cpp"), "-o", str(out / "gold.o")],
+        [CXX, "-O3", *inc, "-c", str(folder / "2d5pt" / "jacobi_gold_gen.cpp"), "-o", str(out / "gold_gen.o")],
+        [CXX, "-O3", "-D_TIMER_", "-DEBISU", *inc, "-c", str(folder / "jacobi.driver.cpp"),
          "-o", str(out / "driver.o")],
         [nvcc, *ARCH, "-rdc=true", *(str(out / f"{o}.o") for o in ("kernels", "host", "gold", "gold_gen", "driver")),
          "-o", str(out / "ebisu-2d5pt")],
@@ -113,7 +115,7 @@ def parse_result(text: str) -> dict:
     raise UsageError(f"EBISU printed no result line ({len(FIELDS)} tab-separated fields); it printed: {tail}")
 
 
-def _run(binary: Path, args):
+def _run(binary: Path, args: list[str]):
     """EBISU's binary run with args (its command line: width_y width_x, then options) for at most 300 s:
     its CompletedProcess (run_program, whose UsageError it raises)."""
     return run_program([str(binary), *args], 300, f"EBISU ({' '.join(args)}) did not run to its end")

@@ -116,9 +116,14 @@ def default_every(sweeps: int, rows: int = 10) -> int:
 
 def history(residual: list[float], every: int) -> list[tuple[int, float, float]]:
     """(sweep, ||r||_2, ||r||_2 / ||r0||_2) at sweeps 0, every, 2 every, ... and the last one."""
+    if not residual:
+        return []
     last = len(residual) - 1
-    picks = sorted(set(range(0, last + 1, max(1, every))) | {last}) if residual else []
-    return [(k, residual[k], residual[k] / residual[0] if residual[0] else math.nan) for k in picks]
+    picks = list(range(0, last + 1, max(1, every)))
+    if picks[-1] != last:
+        picks.append(last)
+    r0 = residual[0]
+    return [(k, residual[k], residual[k] / r0 if r0 else math.nan) for k in picks]
 
 
 def _ending(data: dict, residual: list[float]) -> str:
@@ -149,8 +154,9 @@ def summary(data: dict, every: int | None = None) -> str:
                      "wrote no sum, or a NaN (the harness fills *d_result with NaN before each call)")
         return "\n".join(lines) + "\n"
     lines += ["  " + _ending(data, residual), "", f"  {'sweep':>8}  {'||r||_2':>12}  {'||r||/||r0||':>12}"]
-    lines += [f"  {k:>8}  {r:>12.5e}  {rel:>12.4e}"
-              for k, r, rel in history(residual, every or default_every(data["sweeps"]))] + [""]
+    for k, r, rel in history(residual, every or default_every(data["sweeps"])):
+        lines.append(f"  {k:>8}  {r:>12.5e}  {rel:>12.4e}")
+    lines.append("")
     rate = measured_rate(residual)
     if rate is None:
         lines.append(f"  rate per sweep: not measured (fewer than 2 sweeps); cos(pi h) = {cos_ph:.6f}")

@@ -1,10 +1,14 @@
-"""The diagnosis without counters (grader/README.md, section 8): the figures of mode "code" per kernel
-that the audit saw launched.  Beyond counters mode's (build_figures, registers, block_size, smem_per_block):
-gld/gst_sectors_per_request, the mean over analysable global loads (stores) of the 32-byte sectors a
-warp's request touches (a stride holding a kernel parameter puts each lane in a sector of its own);
-shared_conflict_share, the mean share of replayed wavefronts ((k - 1) / k for k ways); worst_global_*,
-worst_shared_*, the worst access's PTX line, operation, stride and figure; theoretical_occupancy
-(percent), by the Occupancy Calculator's rule.
+"""The diagnosis without counters (grader/README.md, section 8), from the build (command.static_facts),
+the launches the audit saw in the bench run (only kernels that ran are diagnosed) and the GPU's limits
+per SM (gpuprobe).  Figures per kernel, read by the rules of mode "code":
+
+- gld/gst_sectors_per_request: the mean over analysable global loads (stores) of the 32-byte sectors a
+  warp's request touches (lane i is threadIdx (i % blockDim.x, i / blockDim.x); a stride holding a
+  kernel parameter puts each lane in a sector of its own); *_ideal_sectors, global_excess as in
+  counters mode; shared_conflict_share: the mean share of replayed wavefronts ((k - 1) / k for k ways);
+  worst_global_*, worst_shared_*: the worst access's PTX line, operation, stride and figure;
+- theoretical_occupancy (percent), occupancy_limiter, limited_by_*: the Occupancy Calculator's rule;
+- spill_bytes, registers, block_size, smem_per_block, div_rem_ptx, div_rem_per_cell as in counters mode.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ REGISTER_UNIT = 256
 
 
 def forced(environ=None) -> bool:
-    """True when STENCIL_PROFILE_COUNTERS=off (or 0, no) in environ (default os.environ)."""
-    return (os.environ if environ is None else environ).get(FORCE_ENV, "").strip().lower() in ("off", "0", "no")
+    """True when STENCIL_PROFILE_COUNTERS=off (or 0, no) asks for the diagnosis without counters."""
+    env = os.environ if environ is None else environ
+    return env.get(FORCE_ENV, "").strip().lower() in ("off", "0", "no")
 
 
 def require_gpu() -> gpuprobe.ProbeResult:
@@ -140,13 +145,19 @@ def derive(fact: dict, launch: dict | None, inputs: dict) -> dict:
 def kernels(inputs: dict) -> list[dict]:
     """The kernels to diagnose: those the audit saw launched (every kernel of the build when
     the audit did not run), each with its figures."""
-    static, audit = inputs.get("static", {}), inputs["bench"].get("audit") or {}
+    static = inputs.get("static", {})
+    audit = (inputs["bench"].get("audit") or {})
     launched: dict[str, dict] = {}
     for x in audit.get("launches") or []:
         if x.get("kind") == "kernel" and x.get("name") in static:
             launched.setdefault(x["name"], x)
     names = list(launched) if audit.get("status") == "ok" else list(static)
-    return [{"name": name, "label": static[name].get("label", name),
-             "block": "({}, {}, {})".format(*launched[name]["block"]) if name in launched else "?",
-             "grid": "({}, {}, {})".format(*launched[name]["grid"]) if name in launched else "?",
-             "static": static[name], "figures": derive(static[name], launched.get(name), inputs)} for name in names]
+    out = []
+    for name in names:
+        fact = static[name]
+        launch = launched.get(name)
+        out.append({"name": name, "label": fact.get("label", name),
+                    "block": "({}, {}, {})".format(*launch["block"]) if launch else "?",
+                    "grid": "({}, {}, {})".format(*launch["grid"]) if launch else "?",
+                    "static": fact, "figures": derive(fact, launch, inputs)})
+    return out
