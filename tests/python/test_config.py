@@ -35,7 +35,7 @@ def test_header_defines_exactly_the_contract_macros():
         "KIND_BYTES_FIXED": "{ 0.0 }",
         "LAB_RTOL": "1e-05",
         "LAB_ATOL": "1e-06",
-        "LAB_CASE_TIMEOUT_S": "10.0",
+        "LAB_CASE_TIMEOUT_S": "3.0",
         "LAB_BENCH_NX": "16384",
         "LAB_BENCH_NY": "8192",
         "LAB_BENCH_NZ": "1",
