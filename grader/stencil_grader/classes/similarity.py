@@ -103,9 +103,14 @@ def read_text(path: Path) -> tuple[str | None, str]:
 
 def _sources(paths, kind: str, notes: list[str]) -> list[Source]:
     """A Source of each (name, path, what a note calls it) that can be read; a note for each that cannot."""
-    texts = [(name, called, *read_text(path)) for name, path, called in paths]
-    notes += [f"{called} not compared: {why}" for _, called, text, why in texts if text is None]
-    return [Source(name, kind, text) for name, _, text, _ in texts if text is not None]
+    found = []
+    for name, path, called in paths:
+        text, why = read_text(path)
+        if text is None:
+            notes.append(f"{called} not compared: {why}")
+        else:
+            found.append(Source(name, kind, text))
+    return found
 
 
 def student_sources(subs: Path, lab: str, notes: list[str]) -> list[Source]:

@@ -36,9 +36,12 @@ def time_limit_s(spec: labspec.LabSpec, jobs: int, gpus: int = 1, stage: str = "
     """Seconds one grading process of `spec` may take: stage "build", that half of the pipeline's stages
     (pipeline.stage_seconds); "gpu", the other half after waiting behind at most ceil(jobs / gpus) - 1 other gradings'
     on each GPU (jobs gradings' GPU stages at once share `gpus` GPUs); "all", both.  SLACK_S more for the process."""
+    build_s = pipeline.stage_seconds(spec, "build")
+    if stage == "build":
+        return build_s + SLACK_S
     waits = math.ceil(max(1, jobs) / max(1, gpus)) - 1
-    build_s, gpu_s = pipeline.stage_seconds(spec, "build"), pipeline.stage_seconds(spec, "gpu") * (1 + waits)
-    return {"build": build_s, "gpu": gpu_s}.get(stage, build_s + gpu_s) + SLACK_S
+    gpu_s = pipeline.stage_seconds(spec, "gpu") * (1 + waits)
+    return gpu_s + SLACK_S if stage == "gpu" else build_s + gpu_s + SLACK_S
 
 
 def temp_root() -> str:
