@@ -217,6 +217,7 @@ build:
 \t elif grep -q SHARED $(KERNEL); then cp fake/shared.ptx $(BUILD_DIR)/kernel.ptx; \\
 \t else cp fake/plain.ptx $(BUILD_DIR)/kernel.ptx; fi
 \t@echo "IMPL=$(IMPL) CUDA_ARCH=$(CUDA_ARCH)" > $(BUILD_DIR)/make.args
+\t@nice > $(BUILD_DIR)/niceness
 """
 
 #: fake/bake.py KERNEL BUILD_DIR: the fake programs with the submission baked in, and kernel.o.

@@ -243,6 +243,21 @@ def test_builds_run_ahead_of_a_slow_gpu_stage(fake_kit, tmp_path, monkeypatch):
     assert not any(a[2] < b[3] and b[2] < a[3] for a in builds for b in builds if a is not b)        # one at a time
 
 
+def test_a_build_takes_only_the_cpu_that_gpu_stages_leave(fake_kit, tmp_path):
+    """The build stage of a grading runs at the lowest CPU priority (nice 19), whatever runs beside it, so that the
+    GPU stages of other gradings (their host side holds their GPU) get the CPUs first; a grading's other stages
+    run at the grader's own priority."""
+    spec = plan.select_labs(None, fake_kit.root)[0]
+    put(tmp_path / "subs", "ann", FAKE_LAB, GOOD_KERNEL)
+    task = plan.Task("ann", spec, tmp_path / "subs" / "ann" / FAKE_LAB / "kernel.cu")
+    ours = os.nice(0)
+    report, _ = worker.grade(task, tmp_path / "subs", 60, stage="build", build_dir=tmp_path / "built")
+    assert report["verdict"] == "pending"
+    assert int((tmp_path / "built" / "niceness").read_text()) == max(ours, worker.BUILD_NICENESS)
+    report, _ = worker.grade(task, tmp_path / "subs", 60, build_dir=tmp_path / "whole")
+    assert report["verdict"] == "pass" and int((tmp_path / "whole" / "niceness").read_text()) == ours
+
+
 def test_gpu_lock_excludes_other_processes(tmp_path):
     lock = tmp_path / "gpu-any.lock"                              # the pool's lock without a GPU list
     probe = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\n"

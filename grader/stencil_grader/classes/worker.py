@@ -7,6 +7,7 @@ import fcntl
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -25,6 +26,10 @@ ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "LD_L
             sandbox.SANDBOX_UIDS_ENV, sandbox.THREADS_ENV) + sandbox.CUDA_ENV_KEEP
 #: Seconds a grading process may take beyond its stages' own limits (Python start-up, the report).
 SLACK_S = 120.0
+#: The CPU priority of a build stage's process (nice(1): 19, the lowest): builds run beside other gradings' GPU
+#: stages, whose work on the CPU (the check program's host side, its CUDA calls) then holds the GPU the longer the
+#: less CPU it gets.  A build is never slower for it on an idle CPU (grader/README.md, section 9).
+BUILD_NICENESS = 19
 
 
 def clean_env() -> dict[str, str]:
@@ -87,7 +92,9 @@ def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", bui
     with tempfile.TemporaryDirectory(prefix=f"grade-{task.lab}-", dir=temp_root()) as tmp:
         os.chmod(tmp, 0o711)            # the sandbox user must reach its own directory inside (sandbox.SandboxDir)
         json_path = Path(tmp) / "report.json"
-        argv = [sys.executable, GRADE_PY, "lab", task.spec.lab_dir, "--impl", submissions / task.student,
+        nice = shutil.which("nice") if stage == "build" else None       # coreutils; without it, at our priority
+        argv = [nice, "-n", str(BUILD_NICENESS)] if nice else []
+        argv += [sys.executable, GRADE_PY, "lab", task.spec.lab_dir, "--impl", submissions / task.student,
                 "--build-dir", build_dir or Path(tmp) / "build", "--json", json_path]
         argv += (["--stage", stage] if stage != "all" else []) + (["--arch", arch] if arch else [])
         argv += (["--gpu-locks", gpu_locks] + (["--gpus", gpus] if gpus is not None else [])) if gpu_locks else []

@@ -434,9 +434,11 @@ def rewrite_text(text: str, where: str, recs: Recordings, result: Result, kit_ro
 
 
 def default_files(kit_root: Path = KIT_ROOT) -> list[Path]:
-    """README.md, grader/README.md, handouts/*.md and reference/*/ANSWERS.md, those that exist."""
+    """README.md, grader/README.md, handouts/data/README.md, handouts/*.md and reference/*/ANSWERS.md, those
+    that exist."""
     root = Path(kit_root)
-    files = [root / "README.md", root / "grader" / "README.md"] + sorted((root / "handouts").glob("*.md")) \
+    files = [root / "README.md", root / "grader" / "README.md", root / "handouts" / "data" / "README.md"] \
+        + sorted((root / "handouts").glob("*.md")) \
         + sorted((root / "reference").glob("*/ANSWERS.md"))
     return [f for f in files if f.is_file()]
 
