@@ -133,6 +133,10 @@ BUILD_DIR ?= $(KIT)/build/$(LAB)/$(IMPL_TAG)
 # One harness library per toolkit and architecture list: another CUDA_HOME builds its own.
 HARNESS_DIR := $(KIT)/build/harness/cuda$(or $(CUDA_RELEASE),-unknown)-$(ARCH_TAG)$(if $(filter 1,$(DEBUG)),-debug)
 HARNESS_LIB := $(HARNESS_DIR)/libharness.a
+# This lab's part of the harness (its lab_config.h and .mk, its case table, the Check runner, the case driver,
+# the bench, its problem kind): the same for every kernel.cu, so built once per toolkit and architecture list
+# beside the harness library, and copied into each build of the lab.
+LAB_OBJ_DIR := $(HARNESS_DIR)/labs/$(LAB)
 
 # ---- flags -------------------------------------------------------------------------
 ifeq ($(DEBUG),1)
@@ -177,7 +181,7 @@ $(shell mkdir -p $(BUILD_DIR) && echo '$(NVFLAGS) $(CFLAGS_KIT) $(KERNEL_DEFINES
         || echo '$(NVFLAGS) $(CFLAGS_KIT) $(KERNEL_DEFINES)' > $(FLAGS_STAMP))
 # What this lab's lab.json and its problem kind (grader/kinds.json) say, for make: LAB_API,
 # KIND_SOURCES, KIND_HAS_SOLVER.  The grader writes it (make remakes it, then rereads this file).
-include $(BUILD_DIR)/lab_config.mk
+include $(LAB_OBJ_DIR)/lab_config.mk
 endif
 LABSPEC_PY := $(addprefix $(KIT)/grader/stencil_grader/,base/labspec.py base/kinds.py) $(KIT)/grader/kinds.json
 
@@ -247,15 +251,17 @@ require-cupti:
 require-check:
 	@pkg-config --exists check || { echo "kit error: the Check unit-testing library is not installed (the machine's, not the kernel's fault): on Debian or Ubuntu run 'sudo apt-get install check', on Fedora 'sudo dnf install check-devel', on macOS 'brew install check'" >&2; exit 2; }
 
-$(BUILD_DIR) $(HARNESS_DIR):
+$(BUILD_DIR) $(HARNESS_DIR) $(LAB_OBJ_DIR):
 	mkdir -p $@
 
-$(BUILD_DIR)/lab_config.h: $(LAB_DIR)/lab.json $(LABSPEC_PY) | $(BUILD_DIR)
-	$(GRADE) config $< > $@.tmp && mv $@.tmp $@
+# Every file of LAB_OBJ_DIR is written under a name of its own (the shell's pid) and renamed into place:
+# builds of one lab may run at once (a class, make tune), and each sees a whole file or none.
+$(LAB_OBJ_DIR)/lab_config.h: $(LAB_DIR)/lab.json $(LABSPEC_PY) | $(LAB_OBJ_DIR)
+	$(GRADE) config $< > $@.$$$$.tmp && mv -f $@.$$$$.tmp $@
 
-$(BUILD_DIR)/lab_config.mk: $(LAB_DIR)/lab.json $(LABSPEC_PY)
-	@mkdir -p $(BUILD_DIR)
-	@$(GRADE) config --make $< > $@.tmp && mv $@.tmp $@
+$(LAB_OBJ_DIR)/lab_config.mk: $(LAB_DIR)/lab.json $(LABSPEC_PY)
+	@mkdir -p $(LAB_OBJ_DIR)
+	@$(GRADE) config --make $< > $@.$$$$.tmp && mv -f $@.$$$$.tmp $@
 
 # The student's file: ptxas -v reports registers, shared memory and spills per kernel
 # (ptxas.log).  What nvcc says besides that report, its warnings and errors, goes to nvcc.log
@@ -273,32 +279,37 @@ HEADERS := $(wildcard $(KIT)/grader/include/*.h) $(HARNESS_DIR)/protocol.h
 
 # The per-lab objects: the Check runner, the case driver and the bench program read the
 # lab's lab_config.h.
-$(BUILD_DIR)/%.o: $(KIT)/grader/harness/%.c $(BUILD_DIR)/lab_config.h $(HEADERS) $(FLAGS_STAMP) | $(BUILD_DIR)
-	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
+$(LAB_OBJ_DIR)/%.o: $(KIT)/grader/harness/%.c $(LAB_OBJ_DIR)/lab_config.h $(HEADERS) | $(LAB_OBJ_DIR)
+	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(LAB_OBJ_DIR) -c $< -o $@.$$$$.tmp && mv -f $@.$$$$.tmp $@
 
-$(BUILD_DIR)/check_$(LAB_NUMBER).o: $(LAB_DIR)/check_$(LAB_NUMBER).c $(BUILD_DIR)/lab_config.h $(HEADERS) $(FLAGS_STAMP) | $(BUILD_DIR)
-	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(BUILD_DIR) -c $< -o $@
+$(LAB_OBJ_DIR)/check_$(LAB_NUMBER).o: $(LAB_DIR)/check_$(LAB_NUMBER).c $(LAB_OBJ_DIR)/lab_config.h $(HEADERS) | $(LAB_OBJ_DIR)
+	$(CC) $(CFLAGS_KIT) $(CHECK_CFLAGS) -I$(LAB_OBJ_DIR) -c $< -o $@.$$$$.tmp && mv -f $@.$$$$.tmp $@
 
 # The lab's problem kind (lab_kind.h): the sources grader/kinds.json names for it, under
 # grader/harness/kinds/ (C, or CUDA C for a kind with GPU code of its own).  They are the only
 # harness files that call the student's launchers.
-$(BUILD_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.c $(BUILD_DIR)/lab_config.h $(HEADERS) $(FLAGS_STAMP) | $(BUILD_DIR)
-	$(CC) $(CFLAGS_KIT) -I$(BUILD_DIR) -c $< -o $@
+$(LAB_OBJ_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.c $(LAB_OBJ_DIR)/lab_config.h $(HEADERS) | $(LAB_OBJ_DIR)
+	$(CC) $(CFLAGS_KIT) -I$(LAB_OBJ_DIR) -c $< -o $@.$$$$.tmp && mv -f $@.$$$$.tmp $@
 
-$(BUILD_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.cu $(BUILD_DIR)/lab_config.h $(HEADERS) $(FLAGS_STAMP) | $(BUILD_DIR)
-	$(NVCC) $(NVFLAGS) -I$(BUILD_DIR) -c $< -o $@
+$(LAB_OBJ_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.cu $(LAB_OBJ_DIR)/lab_config.h $(HEADERS) | $(LAB_OBJ_DIR)
+	$(NVCC) $(NVFLAGS) -I$(LAB_OBJ_DIR) -c $< -o $@.$$$$.tmp.o && mv -f $@.$$$$.tmp.o $@
 
-KIND_OBJS := $(foreach f,$(KIND_SOURCES),$(BUILD_DIR)/kind_$(basename $(f)).o)
+KIND_OBJS := $(foreach f,$(KIND_SOURCES),kind_$(basename $(f)).o)
+LAB_OBJS := check_$(LAB_NUMBER).o check_runner.o bench.o bench_main.o lab_driver.o $(KIND_OBJS)
+
+# A build links copies of them, so that its directory holds every object its programs are made of.
+$(addprefix $(BUILD_DIR)/,$(LAB_OBJS)): $(BUILD_DIR)/%.o: $(LAB_OBJ_DIR)/%.o | $(BUILD_DIR)
+	@cp -f $< $@
 
 # Every <<<...>>> launch's configuration passes through the harness on its way to the runtime
 # (harness/launch_guard.c), so that a refused launch names the student's launcher and what it asked for.
 LAUNCH_WRAP := -Xlinker --wrap=__cudaPushCallConfiguration
 
 # Both programs link the timed run (bench.c): check runs it after its cases in the grader's runs.
-$(BUILD_DIR)/check: $(BUILD_DIR)/check_$(LAB_NUMBER).o $(BUILD_DIR)/check_runner.o $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+$(BUILD_DIR)/check: $(addprefix $(BUILD_DIR)/,check_$(LAB_NUMBER).o check_runner.o bench.o lab_driver.o $(KIND_OBJS)) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
 	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) $(CUDART_LINK) -o $@ $^ $(LDLIBS_KIT) $(CHECK_LIBS) $(BENCH_LIBS)
 
-$(BUILD_DIR)/bench: $(BUILD_DIR)/bench_main.o $(BUILD_DIR)/bench.o $(BUILD_DIR)/lab_driver.o $(KIND_OBJS) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
+$(BUILD_DIR)/bench: $(addprefix $(BUILD_DIR)/,bench_main.o bench.o lab_driver.o $(KIND_OBJS)) $(BUILD_DIR)/kernel.o $(HARNESS_LIB)
 	$(NVCC) $(GENCODE) $(LAUNCH_WRAP) $(CUDART_LINK) -o $@ $^ $(LDLIBS_KIT) $(BENCH_LIBS)
 
 # ---- the harness library, once per architecture -------------------------------------
@@ -309,7 +320,7 @@ HARNESS_OBJS := $(HARNESS_C:%=$(HARNESS_DIR)/%.o) $(HARNESS_DIR)/device.o
 
 # What check, bench and the grader agree on (exit statuses, JSON keys), from protocol.py.
 $(HARNESS_DIR)/protocol.h: $(KIT)/grader/stencil_grader/base/protocol.py | $(HARNESS_DIR)
-	@$(GRADE) protocol > $@.tmp && mv $@.tmp $@
+	@$(GRADE) protocol > $@.$$$$.tmp && mv -f $@.$$$$.tmp $@
 
 $(HARNESS_DIR)/%.o: $(KIT)/grader/harness/%.c $(HEADERS) | $(HARNESS_DIR)
 	$(CC) $(CFLAGS_KIT) -c $< -o $@
@@ -320,6 +331,7 @@ $(HARNESS_DIR)/device.o: $(KIT)/grader/harness/device.cu $(HEADERS) | $(HARNESS_
 $(HARNESS_LIB): $(HARNESS_OBJS)
 	ar rcs $@ $^
 
-# The harness alone (the top-level `make check` builds it once before building the labs in parallel).
+# The harness alone, with this lab's part (the top-level `make check` builds it once before building the labs
+# in parallel; a class grading, before its builds).
 .PHONY: harness
-harness: require-nvcc $(HARNESS_LIB)
+harness: require-nvcc require-check $(HARNESS_LIB) $(addprefix $(LAB_OBJ_DIR)/,$(LAB_OBJS))

@@ -462,6 +462,30 @@ def test_an_empty_kernel_cu_of_lab_1_is_told_what_to_define(tmp_path):
     assert "undefined reference to `stencil2d_sweep'" in (tmp_path / "b" / build.BUILD_LOG).read_text()
 
 
+@pytest.mark.skipif(NEEDS_TOOLCHAIN, reason="nvcc, make or the Check library (pkg-config check) not installed")
+def test_builds_of_one_lab_at_once_share_its_part_of_the_harness(tmp_path):
+    """The lab's objects, which no kernel.cu changes, are built once per toolkit and architecture beside the harness
+    library: four builds of lab 2 started at once, with none of them there yet, all link (each file is renamed into
+    place whole), and each build directory holds copies of them and its own kernel.o only compiled from its file."""
+    lab = KIT_ROOT / "labs" / "02-shared-tiling"
+    arch = ["CUDA_ARCH=80"]                                     # a harness folder of its own for this test
+    ready = subprocess.run(["make", "-s", "-C", str(lab), "harness", *arch], capture_output=True, text=True,
+                           timeout=900)
+    assert ready.returncode == 0, ready.stdout + ready.stderr
+    shared = [d for d in (KIT_ROOT / "build" / "harness").glob("*-sm80/labs/02-shared-tiling")]
+    assert len(shared) == 1 and (shared[0] / "check_runner.o").is_file()
+    shutil.rmtree(shared[0])
+    builds = [subprocess.Popen(["make", "-s", "-C", str(lab), "build", "IMPL=starter", f"BUILD_DIR={tmp_path / str(i)}",
+                                *arch], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(4)]
+    for i, run in enumerate(builds):
+        out, _ = run.communicate(timeout=900)
+        assert run.returncode == 0, out
+        assert (tmp_path / str(i) / "check").is_file() and (tmp_path / str(i) / "bench").is_file()
+        copies = {o.name for o in (tmp_path / str(i)).glob("*.o")} - {"kernel.o"}
+        assert copies == {o.name for o in shared[0].glob("*.o")} and "check_runner.o" in copies
+    assert not list(shared[0].glob("*.tmp*")) and (shared[0] / "lab_config.h").is_file()
+
+
 # ---------------------------------------------------------------- common mistakes get a hint
 
 PRINTF_KERNEL = '__global__ void k(const float *a) { printf("a[0] = %f\\n", a[0]); }\n'

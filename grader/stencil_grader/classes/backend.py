@@ -120,9 +120,10 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                  f"{jobs} build(s) at a time, "
                  + (f"on {len(usable)} GPU(s): " + ", ".join(map(gpupool.describe, usable)) if usable
                     else "without a GPU"))
-        first = next((t for t in the_plan.tasks if t.source is not None), None)     # its lab's harness, built once
-        if jobs > 1 and first and (note := worker.prepare_harness(first.spec.lab_dir)):
-            notes.append(note)
+        # the harness and each lab's part of it, built once before the builds that link them
+        for lab_dir in dict.fromkeys(t.spec.lab_dir for t in the_plan.tasks if t.source is not None):
+            if note := worker.prepare_harness(lab_dir):
+                notes.append(note)
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))     # never in the output folder
         try:
             stages = _Stages(jobs)

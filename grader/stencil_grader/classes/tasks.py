@@ -110,9 +110,9 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
         say(why)
         status.close("failed", why)
         return EXIT_GPU_FAILED
-    if stage == "build" and (note := worker.prepare_harness(shard[0][1].spec.lab_dir, run.data["arch"],
-                                                            run.path / "harness.lock")):
-        say(note)
+    for lab_dir in dict.fromkeys(task.spec.lab_dir for _, task in shard) if stage == "build" else ():
+        if note := worker.prepare_harness(lab_dir, run.data["arch"], run.path / "harness.lock"):
+            say(note)
     job_task, limit = status.data["job_task"], run.data["limits"]["per_lab"]
     try:
         for position, task in shard:

@@ -61,8 +61,8 @@ def temp_root() -> str:
 
 
 def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = None) -> str:
-    """Build the kit's harness library for `arch` (lab.mk's `harness` target) once before builds run in parallel,
-    which would each write it and might link it half-written; "" or why not (each build then makes it).  lock: a file
+    """Build the kit's harness library for `arch` and the lab's part of it (lab.mk's `harness` target) once before
+    builds run in parallel, which would each build them; "" or why not (each build then makes them).  lock: a file
     whose POSIX lock (fcntl.lockf, which NFS passes between nodes) the batch tasks take around this."""
     with open(lock, "a") if lock is not None else contextlib.nullcontext() as handle:
         try:
