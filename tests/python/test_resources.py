@@ -87,6 +87,22 @@ def test_bench_class_records_what_the_class_used(fake_kit, tmp_path, monkeypatch
     assert records.load_recordings(tmp_path / "data").records[("fake", "class")]
 
 
+def test_bench_class_splits_the_gpu_stages_by_whether_builds_still_ran(tmp_path):
+    """bench_class's gpu_stages: each grading's build ended at graded_at less its GPU wait and stages; the cases of
+    the gradings that ended by the last build's end are "building", the later ones "after"; a hang is left out."""
+    head = "student,lab,verdict,graded_at,build_s,static_s,gpu_wait_s,cases_s,bench_s\n"
+    lines = ["a,01,pass,2026-11-29T00:00:10+00:00,4,0.1,0,0.5,0.1",        # built at :09.4, ended while building
+             "b,01,pass,2026-11-29T00:00:20+00:00,4,0.1,5,0.4,0.1",        # built at :14.5, ended while building
+             "c,01,timeout,2026-11-29T00:00:24+00:00,4,0.1,0,3.5,",        # a hang: in no median
+             "d,01,pass,2026-11-29T00:00:30+00:00,4,0.1,9,0.2,0.1",        # built at :20.7, the last build
+             "e,01,compile_error,2026-11-29T00:00:05+00:00,4,0.1,,,"]      # the first to end, on no GPU
+    (tmp_path / "gradings.csv").write_text(head + "\n".join(lines) + "\n")
+    cost = bench_class.gpu_stages(tmp_path)
+    assert cost["gpu_stage_s"] == 4.9 and cost["last_build_end_s"] == 16      # d's build, 20.7 s after e ended
+    assert (cost["gradings_building"], cost["cases_s_median_building"]) == (2, 0.45)
+    assert (cost["gradings_after"], cost["cases_s_median_after"]) == (1, 0.2)
+
+
 def test_one_command_records_a_gpu_machine(tmp_path):
     """`make bench-class SLUG=h100` is the one command that writes handouts/data/h100/class.json."""
     import subprocess
