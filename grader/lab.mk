@@ -297,8 +297,9 @@ $(LAB_OBJ_DIR)/kind_%.o: $(KIT)/grader/harness/kinds/%.cu $(LAB_OBJ_DIR)/lab_con
 KIND_OBJS := $(foreach f,$(KIND_SOURCES),kind_$(basename $(f)).o)
 LAB_OBJS := check_$(LAB_NUMBER).o check_runner.o bench.o bench_main.o lab_driver.o $(KIND_OBJS)
 
-# A build links copies of them, so that its directory holds every object its programs are made of.
-$(addprefix $(BUILD_DIR)/,$(LAB_OBJS)): $(BUILD_DIR)/%.o: $(LAB_OBJ_DIR)/%.o | $(BUILD_DIR)
+# A build links copies of them, so that its directory holds every object its programs are made of; copied again
+# when the flags change (DEBUG=1, another CUDA_ARCH: another LAB_OBJ_DIR), whatever the two files' times.
+$(addprefix $(BUILD_DIR)/,$(LAB_OBJS)): $(BUILD_DIR)/%.o: $(LAB_OBJ_DIR)/%.o $(FLAGS_STAMP) | $(BUILD_DIR)
 	@cp -f $< $@
 
 # Every <<<...>>> launch's configuration passes through the harness on its way to the runtime

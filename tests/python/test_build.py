@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, GOOD_KERNEL, HAVE_CHECK, KIT_ROOT, NVCC
+from stencil_grader.classes import worker
 from stencil_grader.grading import build, buildmessage, gradescope as gradescope_file, names, pipeline, report
 
 needs_make = pytest.mark.skipif(not shutil.which("make"), reason="make not installed")
@@ -469,9 +470,7 @@ def test_builds_of_one_lab_at_once_share_its_part_of_the_harness(tmp_path):
     place whole), and each build directory holds copies of them and its own kernel.o only compiled from its file."""
     lab = KIT_ROOT / "labs" / "02-shared-tiling"
     arch = ["CUDA_ARCH=80"]                                     # a harness folder of its own for this test
-    ready = subprocess.run(["make", "-s", "-C", str(lab), "harness", *arch], capture_output=True, text=True,
-                           timeout=900)
-    assert ready.returncode == 0, ready.stdout + ready.stderr
+    assert worker.prepare_harness([lab, lab], "80") == []      # what a class does first, once per lab
     shared = [d for d in (KIT_ROOT / "build" / "harness").glob("*-sm80/labs/02-shared-tiling")]
     assert len(shared) == 1 and (shared[0] / "check_runner.o").is_file()
     shutil.rmtree(shared[0])
@@ -484,6 +483,13 @@ def test_builds_of_one_lab_at_once_share_its_part_of_the_harness(tmp_path):
         copies = {o.name for o in (tmp_path / str(i)).glob("*.o")} - {"kernel.o"}
         assert copies == {o.name for o in shared[0].glob("*.o")} and "check_runner.o" in copies
     assert not list(shared[0].glob("*.tmp*")) and (shared[0] / "lab_config.h").is_file()
+    # The copies follow the flags: DEBUG=1 into the same build folder and back takes the plain objects again,
+    # even though those are older than the debug copies (the bench's object differs between the two).
+    for debug in (["DEBUG=1"], []):
+        again = subprocess.run(["make", "-s", "-C", str(lab), "build", "IMPL=starter", f"BUILD_DIR={tmp_path / '0'}",
+                                *arch, *debug], capture_output=True, text=True, timeout=900)
+        assert again.returncode == 0, again.stdout + again.stderr
+    assert (tmp_path / "0" / "bench.o").read_bytes() == (shared[0] / "bench.o").read_bytes()
 
 
 # ---------------------------------------------------------------- common mistakes get a hint

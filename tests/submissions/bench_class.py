@@ -27,9 +27,9 @@ each run into an OUT of its own) and prints the speed-up over the first count; -
 FILE (handouts/data/<gpu>/class-scaling.json, a record of kind "class-scaling") keeps each run as a
 row {"id", "gpus", "cpus", "submission_labs", "wall_s", "verdicts_sha256"} (the digest over the
 sorted student, lab and verdict of every grading: the same class must get the same verdicts on any
-number of GPUs), with what the GPU stages cost (gpu_stages: their seconds summed, when the last build
-ended, and a grading's median cases seconds while builds ran and after), replacing an earlier row of
-the same GPU and CPU counts.  A count named twice
+number of GPUs), with what the GPU stages cost (gpu_stages: their seconds summed, figures()'s
+gpu_busy_s; when the last build ended; a grading's median cases seconds while builds ran and after),
+replacing an earlier row of the same GPU and CPU counts.  A count named twice
 (--scaling 2,1,2) is graded twice, into an OUT each; the later row's id ends in -runK (K: its place).
 
 Without a GPU the GPU figures are "not measured" (the GPU stages end at once) and only the
@@ -133,14 +133,14 @@ def figures(out: Path, wall_s: float, cores: int) -> dict:
 
 
 def gpu_stages(out: Path) -> dict:
-    """What the GPU stages of OUT's gradings.csv cost: gpu_stage_s, the cases and bench seconds summed;
-    last_build_end_s, when the last build ended (graded_at less the grading's GPU wait and stages:
-    one-second resolution), counted from the first grading's end; and the median seconds of a grading's
-    cases (gradings whose cases took under 2 s: a hang is no measure of speed) among those that ended
-    while builds still ran and after, with their counts (None where there are none)."""
+    """When builds slowed the GPU stages of OUT's gradings.csv: last_build_end_s, when the last build ended
+    (graded_at less the grading's GPU wait and stages: one-second resolution), counted from the first
+    grading's end; and the median seconds of a grading's cases (gradings whose cases took under 2 s: a hang
+    is no measure of speed) among those that ended while builds still ran and after, with their counts
+    (None where there are none).  The stages' seconds summed are figures()'s gpu_busy_s."""
     rows = [r for r in csv.DictReader(open(out / "gradings.csv", newline="")) if r["graded_at"]]
     if not rows:
-        return {"gpu_stage_s": 0.0, "last_build_end_s": None}
+        return {"last_build_end_s": None}
     seconds = lambda r, k: float(r[f"{k}_s"] or 0)                      # noqa: E731
     ended = {id(r): datetime.datetime.fromisoformat(r["graded_at"]).timestamp() for r in rows}
     first = min(ended.values())
@@ -149,8 +149,7 @@ def gpu_stages(out: Path) -> dict:
     building = [seconds(r, "cases") for r in timed if ended[id(r)] <= last_build]
     after = [seconds(r, "cases") for r in timed if ended[id(r)] > last_build]
     median = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
-    return {"gpu_stage_s": round(sum(seconds(r, k) for r in rows for k in GPU_STAGES), 1),
-            "last_build_end_s": round(last_build - first),
+    return {"last_build_end_s": round(last_build - first),
             "cases_s_median_building": median(building), "gradings_building": len(building),
             "cases_s_median_after": median(after), "gradings_after": len(after)}
 
@@ -194,7 +193,9 @@ def scaling(subs: Path, work: Path, args, labs: list[str] | None, count: int, de
                   file=sys.stderr)
             return 2
         runs.append({"gpus": n, "cpus": os.cpu_count(), "submission_labs": count, "wall_s": round(wall, 1),
-                     "verdicts_sha256": verdicts_sha256(out), "gpu_stages": gpu_stages(out)})
+                     "verdicts_sha256": verdicts_sha256(out),
+                     "gpu_stages": dict(gpu_stages(out),
+                                        gpu_stage_s=figures(out, wall, args.cores)["gpu_busy_s"])})
         cost = runs[-1]["gpu_stages"]
         print(f"bench_class: {n} GPU(s): {count} submission-labs in {wall:.1f} s; verdicts "
               f"{runs[-1]['verdicts_sha256'][:12]}; GPU stages {cost['gpu_stage_s']} s, a grading's cases "

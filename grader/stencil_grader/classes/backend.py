@@ -120,10 +120,7 @@ def grade_class(submissions_dir: str | Path, out: str | Path, labs: list[str] | 
                  f"{jobs} build(s) at a time, "
                  + (f"on {len(usable)} GPU(s): " + ", ".join(map(gpupool.describe, usable)) if usable
                     else "without a GPU"))
-        # the harness and each lab's part of it, built once before the builds that link them
-        for lab_dir in dict.fromkeys(t.spec.lab_dir for t in the_plan.tasks if t.source is not None):
-            if note := worker.prepare_harness(lab_dir):
-                notes.append(note)
+        notes += worker.prepare_harness([t.spec.lab_dir for t in the_plan.tasks if t.source is not None])
         lock_dir = Path(tempfile.mkdtemp(prefix="stencil-gpu-locks-"))     # never in the output folder
         try:
             stages = _Stages(jobs)

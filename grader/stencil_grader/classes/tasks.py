@@ -110,8 +110,9 @@ def run_task(run_dir: Path, stage: str, index: int, job: str | None = None,
         say(why)
         status.close("failed", why)
         return EXIT_GPU_FAILED
-    for lab_dir in dict.fromkeys(task.spec.lab_dir for _, task in shard) if stage == "build" else ():
-        if note := worker.prepare_harness(lab_dir, run.data["arch"], run.path / "harness.lock"):
+    if stage == "build":
+        for note in worker.prepare_harness([task.spec.lab_dir for _, task in shard], run.data["arch"],
+                                           run.path / "harness.lock"):
             say(note)
     job_task, limit = status.data["job_task"], run.data["limits"]["per_lab"]
     try:

@@ -60,22 +60,26 @@ def temp_root() -> str:
                      f"{build.make_path_problem(Path(tempfile.gettempdir()))}; set TMPDIR to a folder without it")
 
 
-def prepare_harness(lab_dir: Path, arch: str | None = None, lock: Path | None = None) -> str:
-    """Build the kit's harness library for `arch` and the lab's part of it (lab.mk's `harness` target) once before
-    builds run in parallel, which would each build them; "" or why not (each build then makes them).  lock: a file
-    whose POSIX lock (fcntl.lockf, which NFS passes between nodes) the batch tasks take around this."""
+def prepare_harness(lab_dirs: list[Path], arch: str | None = None, lock: Path | None = None) -> list[str]:
+    """Build the kit's harness library for `arch` and each lab's part of it (lab.mk's `harness` target, once per lab
+    of lab_dirs, the same lab named once) before builds run in parallel, which would each build them; why not, a
+    line per lab that failed (each build then makes them).  lock: a file whose POSIX lock (fcntl.lockf, which NFS
+    passes between nodes) the batch tasks take around this."""
+    notes = []
     with open(lock, "a") if lock is not None else contextlib.nullcontext() as handle:
         try:
             if handle is not None:
                 fcntl.lockf(handle, fcntl.LOCK_EX)
         except OSError:                       # a filesystem without locks: build unlocked
             pass
-        run = process.run(["make", "--no-print-directory", "-s", "-C", str(lab_dir), "harness"]
-                          + ([f"CUDA_ARCH={arch}"] if arch else []), build.DEFAULT_TIMEOUT_S)
-    # a lab without lab.mk's harness target (the tests' fake labs) has nothing to prepare
-    if run.returncode == 0 or "No rule to make target" in run.stdout + run.stderr:
-        return ""
-    return f"the harness library could not be built first ({run.describe()}): each build makes it"
+        for lab_dir in dict.fromkeys(lab_dirs):
+            run = process.run(["make", "--no-print-directory", "-s", "-C", str(lab_dir), "harness"]
+                              + ([f"CUDA_ARCH={arch}"] if arch else []), build.DEFAULT_TIMEOUT_S)
+            # a lab without lab.mk's harness target (the tests' fake labs) has nothing to prepare
+            if run.returncode != 0 and "No rule to make target" not in run.stdout + run.stderr:
+                notes.append(f"the harness of {Path(lab_dir).name} could not be built first ({run.describe()}): "
+                             "each build makes it")
+    return notes
 
 
 def grade(task: Task, submissions: Path, limit_s: float, stage: str = "all", build_dir: Path | None = None,
